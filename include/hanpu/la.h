@@ -1,0 +1,67 @@
+// Linear-attention prefill (Gated DeltaNet and Kimi Delta Attention) on CPU cores.
+// Semantics follow FLA's chunk_gated_delta_rule / chunk_kda (see shared LA_SPEC.md).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hanpu/status.h"
+#include "hanpu/tensor.h"
+
+namespace hanpu {
+
+enum class LaMech : uint8_t { kGdn, kKda };
+std::string_view la_mech_name(LaMech m);  // "gdn", "kda"
+std::optional<LaMech> parse_la_mech(std::string_view name);
+
+inline constexpr int kLaMaxHeadDim = 256;  // K and V up to this
+inline constexpr int kLaChunkSizes[] = {16, 32, 64, 128};
+
+// One LA prefill call over a packed batch of N sequences (T tokens in all).
+//   q, k: [T, H, K]  storage dtype d;  v: [T, HV, V] dtype d;  o: [T, HV, V] dtype d
+//   g:    GDN [T, HV], KDA [T, HV, K]  fp32, natural-log gates, every entry finite and <= 0
+//   beta: [T, HV] fp32
+//   initial_state (optional): [N, HV, K, V] fp32;  final_state (optional out): same shape
+//   cu_seqlens: empty (one sequence of T tokens) or N+1 offsets, 0 = c0 < c1 <= ... = T
+// Value head hv reads q/k head hv / (HV / H) (grouped, FLA's mapping).
+struct LaArgs {
+  LaMech mech = LaMech::kGdn;
+  TensorView q, k, v, g, beta;
+  TensorView initial_state;
+  MutTensorView o;
+  MutTensorView final_state;
+  std::vector<int64_t> cu_seqlens;
+  std::optional<float> scale;  // default K^-1/2
+  bool qk_l2norm = false;      // in-kernel x / sqrt(sum x^2 + 1e-6) of q and k
+};
+
+// How to run it. Strategies are listed once in la_strategies().
+struct LaOptions {
+  std::string strategy = "hanpu";
+  int chunk_size = 64;  // one of kLaChunkSizes (ignored by "recurrent")
+  int threads = 0;      // 0: HANPU_THREADS or every core of the machine
+};
+
+// What a run measured about itself.
+struct LaStats {
+  int64_t extra_bytes = 0;  // peak scratch memory the strategy held beyond inputs/outputs
+  std::vector<double> worker_busy_ms;  // per worker, for imbalance
+};
+
+struct LaStrategyInfo {
+  std::string_view name;
+  std::string_view summary;
+  bool ablation_only;  // an intermediate step of the hanpu ablation, not a headline strategy
+};
+std::span<const LaStrategyInfo> la_strategies();
+
+// Validates everything first: on error nothing has been written to o or final_state.
+// T = 0 is a valid no-op (final_state is then the initial state, or zeros).
+Status la_prefill(const LaArgs& args, const LaOptions& options = {}, LaStats* stats = nullptr);
+
+// Decode is la_prefill with strategy "recurrent" on T = 1 per sequence, carrying the state.
+}  // namespace hanpu

@@ -1,0 +1,26 @@
+// Facts about the machine hanpu runs on, measured rather than looked up.
+#pragma once
+
+#include <string>
+
+namespace hanpu {
+
+struct FmaPeak {
+  double gflops = 0;         // all threads together, register-only FMA loop
+  double per_core_gflops = 0;
+  int threads = 0;
+  std::string simd_target;  // the Highway target the kernels dispatched to, e.g. "AVX3"
+};
+
+// Runs an FMA loop on every worker of the shared pool at once for about `ms` milliseconds
+// and returns the best of `repeats` runs.
+FmaPeak measure_fma_peak(int threads, double ms = 100, int repeats = 5);
+
+// The micro-kernel's own rate on a GEMM of the LA chunk's shape class (M=N=K=128-ish,
+// operands in L1/L2), all threads, GFLOP/s: what the planned matrix unit reaches.
+double measure_gemm_gflops(int threads, double ms = 100);
+
+// Column tile of the micro-kernel and its SIMD target, for printing.
+std::string describe_micro_kernel();
+
+}  // namespace hanpu

@@ -1,0 +1,233 @@
+// Chunk operators of chunkwise GDN/KDA on one core's workspace (see la_chunk_math.h).
+#include "cpu/la/la_chunk_math.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "simd/vec_ops.h"
+
+namespace hanpu::cpu {
+
+namespace {
+
+constexpr int kSubChunk = 16;  // diagonal blocks of the solve and of KDA's decayed products
+
+const char* at(const void* base, size_t elem, DType t) {
+  return static_cast<const char*>(base) + elem * dtype_size(t);
+}
+
+}  // namespace
+
+ChunkWorkspace::ChunkWorkspace(int C_, int K_, int V_, ScratchMeter* meter)
+    : C(C_), K(K_), V(V_),
+      kq(2 * C_ * K_, meter),
+      kq_gated(2 * C_ * K_, meter),
+      kt(K_ * C_, meter),
+      gam(C_ * K_, meter),
+      egam(C_, meter),
+      beta(C_, meter),
+      kkqk(2 * C_ * C_, meter),
+      ksqs(2 * C_ * V_, meter),
+      vrow(C_ * V_, meter),
+      vn(C_ * V_, meter),
+      out(C_ * V_, meter),
+      kd(C_ * K_, meter),
+      tmp(2 * C_ * K_, meter) {}
+
+GemmFn gemm_for(GemmMode mode) {
+  return mode == GemmMode::kPlanned ? &simd::gemm : &simd::gemm_repacking;
+}
+
+void load_chunk(const LaProblem& p, int64_t t0, int c, int hv, ChunkWorkspace& ws) {
+  const int K = p.K;
+  ws.c = c;
+  for (int i = 0; i < c; ++i) {
+    const int64_t t = t0 + i;
+    float* krow = ws.kq.data() + static_cast<size_t>(i) * K;
+    float* qrow = ws.kq.data() + static_cast<size_t>(c + i) * K;
+    simd::load_f32(krow, at(p.k, p.qk_offset(t, hv), p.dtype), p.dtype, K);
+    simd::load_f32(qrow, at(p.q, p.qk_offset(t, hv), p.dtype), p.dtype, K);
+    if (p.qk_l2norm) {
+      simd::scale_copy(krow, krow, 1.0f / std::sqrt(simd::sum_squares(krow, K) + 1e-6f), K);
+      simd::scale_copy(qrow, qrow, 1.0f / std::sqrt(simd::sum_squares(qrow, K) + 1e-6f), K);
+    }
+    ws.beta[i] = p.beta[t * p.HV + hv];
+    if (p.kda()) {
+      const float* g = p.g + (t * p.HV + hv) * K;
+      float* gr = ws.gam.data() + static_cast<size_t>(i) * K;
+      for (int d = 0; d < K; ++d) gr[d] = g[d] + (i ? gr[d - K] : 0.0f);
+    } else {
+      ws.gam[i] = p.g[t * p.HV + hv] + (i ? ws.gam[i - 1] : 0.0f);
+    }
+  }
+  if (!p.kda()) {
+    std::copy_n(ws.gam.data(), c, ws.egam.data());
+    simd::exp_inplace(ws.egam.data(), c);  // exp(Gam_i) <= 1: Gam is a sum of gates <= 0
+  }
+}
+
+void load_chunk_v(const LaProblem& p, int64_t t0, int hv, int c0, int c1, ChunkWorkspace& ws) {
+  const int w = c1 - c0;
+  for (int i = 0; i < ws.c; ++i) {
+    simd::load_f32(ws.vrow.data() + static_cast<size_t>(i) * w,
+                   at(p.v, p.v_offset(t0 + i, hv) + c0, p.dtype), p.dtype, w);
+  }
+}
+
+namespace {
+
+// GDN: K K^T and Q K^T on the micro-kernel (lower row blocks only), then the decay mask
+// exp(Gam_i - Gam_j) (<= 0 exponents) and beta / scale on rows.
+void decayed_kk_qk_gdn(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm) {
+  const int c = ws.c, K = p.K, C = ws.C;
+  const float* k = ws.kq.data();
+  const float* q = k + static_cast<size_t>(c) * K;
+  float* L = ws.kkqk.data();
+  float* Qm = L + static_cast<size_t>(c) * C;
+  simd::transpose(k, K, ws.kt.data(), C, c, K);  // the one transform: K^T, shared below
+  for (int i0 = 0; i0 < c; i0 += kSubChunk) {
+    const int i1 = std::min(c, i0 + kSubChunk);
+    gemm(i1 - i0, i1, K, simd::row_major(k + i0 * K, K), ws.kt.data(), C, L + i0 * C, C, 1.0f, false);
+    gemm(i1 - i0, i1, K, simd::row_major(q + i0 * K, K), ws.kt.data(), C, Qm + i0 * C, C, 1.0f, false);
+  }
+  for (int i = 0; i < c; ++i) {
+    simd::gate_row(L + i * C, ws.gam.data(), ws.gam[i], ws.beta[i], i);
+    simd::gate_row(Qm + i * C, ws.gam.data(), ws.gam[i], p.scale, i + 1);
+  }
+}
+
+// KDA: the decay is inside the sum, so it cannot be applied afterwards. Off-diagonal
+// sub-chunk blocks factor exp(Gam_i - Gam_j) = exp(Gam_i - Gam_r) exp(Gam_r - Gam_j) at the
+// block's first row r (both exponents <= 0, FLA's reference point) and run on the
+// micro-kernel; 16 x 16 diagonal blocks are summed element by element.
+void decayed_kk_qk_kda(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm) {
+  const int c = ws.c, K = p.K, C = ws.C;
+  const float* k = ws.kq.data();
+  const float* q = k + static_cast<size_t>(c) * K;
+  const float* gam = ws.gam.data();
+  float* L = ws.kkqk.data();
+  float* Qm = L + static_cast<size_t>(c) * C;
+  for (int i0 = 0; i0 < c; i0 += kSubChunk) {
+    const int i1 = std::min(c, i0 + kSubChunk), r = i1 - i0;
+    const float* ref = gam + static_cast<size_t>(i0) * K;
+    if (i0 > 0) {
+      float* rows = ws.tmp.data();  // [2r x K]: k then q rows of the block, times exp(Gam_i - ref)
+      for (int i = i0; i < i1; ++i) {
+        simd::mul_exp_diff(rows + (i - i0) * K, k + i * K, gam + i * K, ref, K);
+        simd::mul_exp_diff(rows + (r + i - i0) * K, q + i * K, gam + i * K, ref, K);
+      }
+      for (int j = 0; j < i0; ++j) simd::mul_exp_diff(ws.kd.data() + j * K, k + j * K, ref, gam + j * K, K);
+      simd::transpose(ws.kd.data(), K, ws.kt.data(), C, i0, K);
+      gemm(r, i0, K, simd::row_major(rows, K), ws.kt.data(), C, L + i0 * C, C, 1.0f, false);
+      gemm(r, i0, K, simd::row_major(rows + r * K, K), ws.kt.data(), C, Qm + i0 * C, C, 1.0f, false);
+    }
+    for (int i = i0; i < i1; ++i) {
+      for (int j = i0; j <= i; ++j) {
+        if (j < i) L[i * C + j] = simd::dot_exp_diff(k + i * K, k + j * K, gam + i * K, gam + j * K, K);
+        Qm[i * C + j] = simd::dot_exp_diff(q + i * K, k + j * K, gam + i * K, gam + j * K, K);
+      }
+    }
+  }
+  for (int i = 0; i < c; ++i) {
+    simd::scale_copy(L + i * C, L + i * C, ws.beta[i], i);
+    simd::scale_copy(Qm + i * C, Qm + i * C, p.scale, i + 1);
+  }
+}
+
+}  // namespace
+
+void decayed_kk_qk(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm) {
+  if (p.kda()) {
+    decayed_kk_qk_kda(p, ws, gemm);
+  } else {
+    decayed_kk_qk_gdn(p, ws, gemm);
+  }
+  // chunk_outputs multiplies whole diagonal blocks of Qm: clear their upper triangle.
+  float* Qm = ws.kkqk.data() + static_cast<size_t>(ws.c) * ws.C;
+  for (int i = 0; i < ws.c; ++i) {
+    const int block_end = std::min(ws.c, (i / kSubChunk + 1) * kSubChunk);
+    std::fill(Qm + i * ws.C + i + 1, Qm + i * ws.C + block_end, 0.0f);
+  }
+}
+
+void state_products(const LaProblem& p, ChunkWorkspace& ws, const float* S, ptrdiff_t lds, int c0,
+                    int c1, GemmFn gemm, int row_begin, int row_end) {
+  const int c = ws.c, K = p.K, w = c1 - c0;
+  const float* a = ws.kq.data();
+  if (p.kda()) {  // exp(Gam) is per channel: it scales the operand, not the result
+    for (int i = row_begin; i < row_end; ++i) {
+      const float* g = ws.gam.data() + static_cast<size_t>(i % c) * K;
+      simd::mul_exp_diff_scalar_ref(ws.kq_gated.data() + i * K, a + i * K, g, 0.0f, K);
+    }
+    a = ws.kq_gated.data();
+  }
+  gemm(row_end - row_begin, w, K, simd::row_major(a + row_begin * K, K), S + c0, lds,
+       ws.ksqs.data() + static_cast<size_t>(row_begin) * w, w, 1.0f, false);
+}
+
+void gemm_first_rhs(const LaProblem& p, ChunkWorkspace& ws, int w) {
+  for (int i = 0; i < ws.c; ++i) {
+    const float e = p.kda() ? 1.0f : ws.egam[i];
+    simd::beta_residual(ws.vn.data() + i * w, ws.vrow.data() + i * w, ws.ksqs.data() + i * w, e,
+                        ws.beta[i], w);
+  }
+}
+
+void solve_unit_lower(const float* L, int ldl, int c, float* X, int ldx, int w, GemmFn gemm) {
+  for (int b0 = 0; b0 < c; b0 += kSubChunk) {
+    const int b1 = std::min(c, b0 + kSubChunk);
+    if (b0 > 0) {
+      gemm(b1 - b0, w, b0, simd::row_major(L + b0 * ldl, ldl), X, ldx, X + b0 * ldx, ldx, -1.0f, true);
+    }
+    for (int i = b0; i < b1; ++i)
+      for (int j = b0; j < i; ++j) simd::axpy(X + i * ldx, X + j * ldx, -L[i * ldl + j], w);
+  }
+}
+
+void chunk_outputs(const LaProblem& p, ChunkWorkspace& ws, int w, GemmFn gemm) {
+  const int c = ws.c, C = ws.C;
+  const float* qs = ws.ksqs.data() + static_cast<size_t>(c) * w;
+  const float* Qm = ws.kkqk.data() + static_cast<size_t>(c) * C;
+  for (int i = 0; i < c; ++i) {
+    const float e = p.kda() ? 1.0f : ws.egam[i];
+    simd::scale_copy(ws.out.data() + i * w, qs + i * w, p.scale * e, w);
+  }
+  for (int i0 = 0; i0 < c; i0 += kSubChunk) {  // lower row blocks: row i needs Vn rows <= i
+    const int i1 = std::min(c, i0 + kSubChunk);
+    gemm(i1 - i0, w, i1, simd::row_major(Qm + i0 * C, C), ws.vn.data(), w, ws.out.data() + i0 * w, w,
+         1.0f, true);
+  }
+}
+
+void update_state(const LaProblem& p, ChunkWorkspace& ws, float* S, ptrdiff_t lds, int c0, int c1,
+                  const float* vn, int ldvn, GemmFn gemm) {
+  const int c = ws.c, K = p.K, w = c1 - c0;
+  const float* k = ws.kq.data();
+  if (p.kda()) {
+    const float* glast = ws.gam.data() + static_cast<size_t>(c - 1) * K;
+    for (int d = 0; d < K; ++d) {
+      simd::scale_copy(S + d * lds + c0, S + d * lds + c0, std::exp(glast[d]), w);
+    }
+    for (int i = 0; i < c; ++i) {
+      simd::mul_exp_diff(ws.kd.data() + i * K, k + i * K, glast, ws.gam.data() + i * K, K);
+    }
+  } else {
+    const float glast = ws.gam[c - 1];
+    const float decay = std::exp(glast);
+    for (int d = 0; d < K; ++d) simd::scale_copy(S + d * lds + c0, S + d * lds + c0, decay, w);
+    for (int i = 0; i < c; ++i) {
+      simd::scale_copy(ws.kd.data() + i * K, k + i * K, std::exp(glast - ws.gam[i]), K);
+    }
+  }
+  gemm(K, w, c, simd::transposed(ws.kd.data(), K), vn, ldvn, S + c0, lds, 1.0f, true);
+}
+
+void store_chunk_out(const LaProblem& p, int64_t t0, int hv, int c0, int c1, const ChunkWorkspace& ws) {
+  const int w = c1 - c0;
+  for (int i = 0; i < ws.c; ++i) {
+    char* dst = static_cast<char*>(p.o) + (p.v_offset(t0 + i, hv) + c0) * dtype_size(p.dtype);
+    simd::store_f32(dst, p.dtype, ws.out.data() + i * w, w);
+  }
+}
+
+}  // namespace hanpu::cpu

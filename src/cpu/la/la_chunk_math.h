@@ -1,0 +1,78 @@
+// The six chunk operators of chunkwise LA (LA_SPEC.md) on one core's workspace, shared by
+// the fused hanpu kernel and the FLA-style baseline so both compute exactly the same math.
+//
+// Layout plan on a CPU core (HA-NPU §6 with cores as AI cores):
+//   row-major ("dense", for the vector unit): the chunk's k/q rows, v, gates, Vn, O — every
+//     element-wise op (L2 norm, gating, masks, beta) runs on rows;
+//   packed for the FMA micro-kernel: B operands are row-major along N by construction
+//     (S is [K x V]); the one transform kept is K^T [K x c], made once per chunk and
+//     shared by the K K^T and Q K^T products (the GEMM-first group); K^T Vn reads K in place
+//     as a transposed A operand, so the state update needs no transform at all.
+//   Without the plan (gemm_mode kRepacking) every product re-packs its operands, as a
+//   library GEMM call would.
+#pragma once
+
+#include "base/scratch.h"
+#include "cpu/la/la_problem.h"
+#include "simd/gemm.h"
+
+namespace hanpu::cpu {
+
+enum class GemmMode { kPlanned, kRepacking };
+
+// Per-core scratch for one chunk, sized for chunk C, dims K and V.
+struct ChunkWorkspace {
+  ChunkWorkspace(int C, int K, int V, ScratchMeter* meter);
+  int C, K, V;
+  ScratchBuffer<float> kq;      // [2C x K]: rows [0,c) = k, rows [c,2c) = q
+  ScratchBuffer<float> kq_gated;  // KDA: [2C x K] the same rows times exp(Gam) per channel
+  ScratchBuffer<float> kt;      // [K x C] K^T
+  ScratchBuffer<float> gam;     // GDN [C]; KDA [C x K]: inclusive in-chunk cumsum of g
+  ScratchBuffer<float> egam;    // GDN [C]: exp(Gam)
+  ScratchBuffer<float> beta;    // [C]
+  ScratchBuffer<float> kkqk;    // [2C x C]: rows [0,c) = L (strict lower), [c,2c) = Qm (lower)
+  ScratchBuffer<float> ksqs;    // [2C x V]: K S0 (gated) rows then Q S0 (gated) rows
+  ScratchBuffer<float> vrow;    // [C x V]: v of the chunk, fp32
+  ScratchBuffer<float> vn;      // [C x V]: right-hand side, then Vn in place
+  ScratchBuffer<float> out;     // [C x V]: O
+  ScratchBuffer<float> kd;      // [C x K]: K scaled by exp(Gam_last - Gam)
+  ScratchBuffer<float> tmp;     // [2C x K] scratch for the KDA sub-chunk factors
+  int c = 0;                    // rows of the current chunk
+};
+
+using GemmFn = void (*)(int, int, int, simd::MatA, const float*, ptrdiff_t, float*, ptrdiff_t,
+                        float, bool);
+GemmFn gemm_for(GemmMode mode);
+
+// Loads rows [t0, t0 + c) of value head hv: k, q (L2-normalised if asked), gates, beta.
+void load_chunk(const LaProblem& p, int64_t t0, int c, int hv, ChunkWorkspace& ws);
+// v rows of the chunk, columns [c0, c1), into ws.vrow (leading dim c1 - c0).
+void load_chunk_v(const LaProblem& p, int64_t t0, int hv, int c0, int c1, ChunkWorkspace& ws);
+
+// L = StrictTril(diag(beta) (K K^T o D)) and Qm = scale Tril(Q K^T o D) into ws.kkqk.
+void decayed_kk_qk(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm);
+
+// ksqs rows [row_begin, row_end) of [K; Q] S0 (rows [0,c) keys, [c,2c) queries) for state
+// columns [c0, c1) of S (leading dim lds). GDN applies exp(Gam) to the result later; KDA's is
+// per channel, so it scales the operand rows here.
+void state_products(const LaProblem& p, ChunkWorkspace& ws, const float* S, ptrdiff_t lds,
+                    int c0, int c1, GemmFn gemm, int row_begin, int row_end);
+
+// vn = diag(beta) (V - [exp(Gam)] K S0)  (w = c1 - c0 columns)
+void gemm_first_rhs(const LaProblem& p, ChunkWorkspace& ws, int w);
+
+// X <- (I + L)^-1 X in place for X [c x w] (leading dim ldx): blocked forward substitution,
+// off-diagonal blocks on the micro-kernel, 16-row diagonal blocks as row axpys.
+void solve_unit_lower(const float* L, int ldl, int c, float* X, int ldx, int w, GemmFn gemm);
+
+// out = scale exp(Gam) Q S0 + Qm Vn   (w columns)
+void chunk_outputs(const LaProblem& p, ChunkWorkspace& ws, int w, GemmFn gemm);
+
+// S[:, c0:c1] <- diag(exp(Gam_last)) S + (exp(Gam_last - Gam) o K)^T Vn, in place.
+void update_state(const LaProblem& p, ChunkWorkspace& ws, float* S, ptrdiff_t lds, int c0, int c1,
+                  const float* vn, int ldvn, GemmFn gemm);
+
+// Stores ws.out (columns [c0, c1)) into o rows [t0, t0 + c) of head hv in the storage dtype.
+void store_chunk_out(const LaProblem& p, int64_t t0, int hv, int c0, int c1, const ChunkWorkspace& ws);
+
+}  // namespace hanpu::cpu

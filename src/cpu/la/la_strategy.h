@@ -1,0 +1,34 @@
+// The CPU LA strategies, listed once (la_strategies.cc) so tests, benchmarks and the CLI
+// all iterate the same table.
+#pragma once
+
+#include "cpu/la/la_chunk_math.h"
+#include "cpu/la/la_problem.h"
+
+namespace hanpu::cpu {
+
+using LaStrategyFn = void (*)(const LaProblem&, LaRunContext&);
+
+struct LaStrategyEntry {
+  LaStrategyInfo info;
+  LaStrategyFn run;
+};
+
+// Which of HA-NPU's techniques the head-level kernel applies (the ablation steps).
+struct HanpuTechniques {
+  bool reorder = true;                     // GEMM-first + chunk-first in-place state update
+  GemmMode gemm_mode = GemmMode::kPlanned;  // layout plan (vs re-packing every product)
+};
+
+void run_recurrent(const LaProblem& p, LaRunContext& ctx);
+void run_fla(const LaProblem& p, LaRunContext& ctx);
+void run_hanpu(const LaProblem& p, LaRunContext& ctx, HanpuTechniques tech);
+
+const LaStrategyEntry* find_la_strategy(std::string_view name);
+
+// Copies the columns [c0, c1) of (sequence n, head hv)'s initial state (or zeros) into
+// S [K x (c1 - c0)], and back out to the final state.
+void read_initial_state(const LaProblem& p, int n, int hv, int c0, int c1, float* S);
+void write_final_state(const LaProblem& p, int n, int hv, int c0, int c1, const float* S);
+
+}  // namespace hanpu::cpu

@@ -1,0 +1,75 @@
+// Measured FMA peak and micro-kernel rate: the denominators of "% of peak".
+#include <algorithm>
+#include <atomic>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "base/timer.h"
+#include "hanpu/machine.h"
+#include "parallel/thread_pool.h"
+#include "simd/fma_peak.h"
+#include "simd/gemm.h"
+
+namespace hanpu {
+
+FmaPeak measure_fma_peak(int threads, double ms, int repeats) {
+  ThreadPool& pool = ThreadPool::shared(threads);
+  const int P = pool.size();
+  // Calibrate iterations on one thread so each run lasts about `ms`.
+  int64_t iters = 1 << 16;
+  for (;;) {
+    Timer t;
+    simd::fma_loop(iters);
+    if (t.ms() > ms / 4 || iters > (int64_t{1} << 34)) {
+      iters = static_cast<int64_t>(iters * (ms / std::max(t.ms(), 1e-3)));
+      break;
+    }
+    iters *= 4;
+  }
+  double best = 0;
+  for (int r = 0; r < repeats; ++r) {
+    std::vector<double> flops(P, 0.0);
+    Timer t;
+    pool.run_on_all([&](int w) { flops[w] = simd::fma_loop(iters); });
+    const double sec = t.ms() / 1e3;
+    double total = 0;
+    for (double f : flops) total += f;
+    best = std::max(best, total / sec / 1e9);
+  }
+  return FmaPeak{best, best / P, P, simd::simd_target_name()};
+}
+
+double measure_gemm_gflops(int threads, double ms) {
+  ThreadPool& pool = ThreadPool::shared(threads);
+  const int P = pool.size();
+  constexpr int kM = 128, kN = 128, kK = 128;
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    std::atomic<int64_t> calls{0};
+    Timer t;
+    pool.run_on_all([&](int) {
+      std::vector<float> a(kM * kK, 0.5f), b(kK * kN, 0.25f), c(kM * kN, 0.0f);
+      Timer local;
+      int64_t n = 0;
+      while (local.ms() < ms) {
+        for (int i = 0; i < 16; ++i) {
+          simd::gemm(kM, kN, kK, simd::row_major(a.data(), kK), b.data(), kN, c.data(), kN, 1.0f, true);
+        }
+        n += 16;
+      }
+      calls += n;
+    });
+    const double sec = t.ms() / 1e3;
+    best = std::max(best, 2.0 * kM * kN * kK * static_cast<double>(calls.load()) / sec / 1e9);
+  }
+  (void)P;
+  return best;
+}
+
+std::string describe_micro_kernel() {
+  return fmt::format("{} x {} fp32 FMA register tile, SIMD target {}", simd::gemm_tile_rows(),
+                     simd::gemm_tile_cols(), simd::simd_target_name());
+}
+
+}  // namespace hanpu

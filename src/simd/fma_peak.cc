@@ -1,0 +1,38 @@
+// FMA throughput probe (see fma_peak.h), per Highway target.
+#include "simd/fma_peak.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "simd/fma_peak.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace hanpu::simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+double FmaLoop(int64_t iterations) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  constexpr int kChains = 12;  // >= FMA latency (4) x ports (2), and fits 16 registers
+  V acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = hn::Set(d, 1.0f + 1e-3f * i);
+  const V a = hn::Set(d, 0.999999f), b = hn::Set(d, 1e-7f);
+  for (int64_t it = 0; it < iterations; ++it) {
+    for (int i = 0; i < kChains; ++i) acc[i] = hn::MulAdd(acc[i], a, b);
+  }
+  V sum = acc[0];
+  for (int i = 1; i < kChains; ++i) sum = hn::Add(sum, acc[i]);
+  volatile float sink = hn::GetLane(sum);
+  (void)sink;
+  return 2.0 * kChains * static_cast<double>(hn::Lanes(d)) * static_cast<double>(iterations);
+}
+
+}  // namespace hanpu::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace hanpu::simd {
+HWY_EXPORT(FmaLoop);
+double fma_loop(int64_t iterations) { return HWY_DYNAMIC_DISPATCH(FmaLoop)(iterations); }
+}  // namespace hanpu::simd
+#endif

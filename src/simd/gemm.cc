@@ -1,0 +1,177 @@
+// FMA register-tile GEMM micro-kernel, compiled for every Highway target and dispatched once
+// per call. Hand-written because it is the point of the project: the tile shape and the
+// operand layouts are chosen to match the LA chunk dataflow (see gemm.h), which a BLAS call
+// on 64x128 operands would re-pack every time.
+#include "simd/gemm.h"
+
+#include <algorithm>
+#include <vector>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "simd/gemm.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace hanpu::simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+// 32-register targets hold an 8 x 2-vector accumulator tile; 16-register ones 6 x 2.
+#if (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3) || HWY_ARCH_ARM_A64
+constexpr int kMR = 8;
+#else
+constexpr int kMR = 6;
+#endif
+
+// C tile [MR x n] (n <= 2 lanes) = alpha * A[MR x kd] B[kd x n] (+ C).
+template <int MR, bool kFullN>
+HWY_INLINE void Tile(const float* HWY_RESTRICT a, ptrdiff_t ars, ptrdiff_t acs,
+                     const float* HWY_RESTRICT b, ptrdiff_t ldb, int kd, float* HWY_RESTRICT c,
+                     ptrdiff_t ldc, size_t n, float alpha, bool acc) {
+  const DF d;
+  const size_t NL = hn::Lanes(d);
+  const auto m0 = hn::FirstN(d, kFullN ? NL : std::min(n, NL));
+  const auto m1 = hn::FirstN(d, kFullN ? NL : (n > NL ? n - NL : 0));
+  VF c0[MR], c1[MR];
+  for (int r = 0; r < MR; ++r) {
+    c0[r] = hn::Zero(d);
+    c1[r] = hn::Zero(d);
+  }
+  for (int p = 0; p < kd; ++p) {
+    const float* bp = b + p * ldb;
+    VF b0, b1;
+    if constexpr (kFullN) {
+      b0 = hn::LoadU(d, bp);
+      b1 = hn::LoadU(d, bp + NL);
+    } else {
+      b0 = hn::MaskedLoad(m0, d, bp);
+      b1 = hn::MaskedLoad(m1, d, bp + NL);
+    }
+    const float* ap = a + p * acs;
+    for (int r = 0; r < MR; ++r) {
+      const VF av = hn::Set(d, ap[r * ars]);
+      c0[r] = hn::MulAdd(av, b0, c0[r]);
+      c1[r] = hn::MulAdd(av, b1, c1[r]);
+    }
+  }
+  const VF va = hn::Set(d, alpha);
+  for (int r = 0; r < MR; ++r) {
+    float* cr = c + r * ldc;
+    if constexpr (kFullN) {
+      const VF o0 = acc ? hn::MulAdd(va, c0[r], hn::LoadU(d, cr)) : hn::Mul(va, c0[r]);
+      const VF o1 = acc ? hn::MulAdd(va, c1[r], hn::LoadU(d, cr + NL)) : hn::Mul(va, c1[r]);
+      hn::StoreU(o0, d, cr);
+      hn::StoreU(o1, d, cr + NL);
+    } else {
+      const VF o0 = acc ? hn::MulAdd(va, c0[r], hn::MaskedLoad(m0, d, cr)) : hn::Mul(va, c0[r]);
+      const VF o1 =
+          acc ? hn::MulAdd(va, c1[r], hn::MaskedLoad(m1, d, cr + NL)) : hn::Mul(va, c1[r]);
+      hn::BlendedStore(o0, m0, d, cr);
+      hn::BlendedStore(o1, m1, d, cr + NL);
+    }
+  }
+}
+
+template <bool kFullN>
+HWY_INLINE void TileRows(int m, const float* a, ptrdiff_t ars, ptrdiff_t acs, const float* b,
+                         ptrdiff_t ldb, int kd, float* c, ptrdiff_t ldc, size_t n, float alpha,
+                         bool acc) {
+  switch (m) {
+#define HANPU_TILE_CASE(R) \
+  case R: return Tile<R, kFullN>(a, ars, acs, b, ldb, kd, c, ldc, n, alpha, acc);
+    HANPU_TILE_CASE(1)
+    HANPU_TILE_CASE(2)
+    HANPU_TILE_CASE(3)
+    HANPU_TILE_CASE(4)
+    HANPU_TILE_CASE(5)
+    HANPU_TILE_CASE(6)
+#if (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3) || HWY_ARCH_ARM_A64
+    HANPU_TILE_CASE(7)
+    HANPU_TILE_CASE(8)
+#endif
+#undef HANPU_TILE_CASE
+    default: return;
+  }
+}
+
+void Gemm(int M, int N, int Kd, const float* a, ptrdiff_t ars, ptrdiff_t acs, const float* b,
+          ptrdiff_t ldb, float* c, ptrdiff_t ldc, float alpha, bool acc) {
+  const size_t NR = 2 * hn::Lanes(DF());
+  // Column panels outermost: one B panel [Kd x NR] stays in L1 while every row tile uses it.
+  for (int j0 = 0; j0 < N; j0 += static_cast<int>(NR)) {
+    const size_t n = std::min<size_t>(NR, N - j0);
+    for (int i0 = 0; i0 < M; i0 += kMR) {
+      const int m = std::min(kMR, M - i0);
+      const float* ai = a + i0 * ars;
+      float* ci = c + i0 * ldc + j0;
+      if (n == NR) {
+        TileRows<true>(m, ai, ars, acs, b + j0, ldb, Kd, ci, ldc, n, alpha, acc);
+      } else {
+        TileRows<false>(m, ai, ars, acs, b + j0, ldb, Kd, ci, ldc, n, alpha, acc);
+      }
+    }
+  }
+}
+
+int TileRowsCount() { return kMR; }
+int TileColsCount() { return static_cast<int>(2 * hn::Lanes(DF())); }
+int64_t CurrentTarget() { return HWY_TARGET; }
+
+}  // namespace hanpu::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace hanpu::simd {
+
+HWY_EXPORT(Gemm);
+HWY_EXPORT(TileRowsCount);
+HWY_EXPORT(TileColsCount);
+HWY_EXPORT(CurrentTarget);
+
+void gemm(int M, int N, int Kd, MatA A, const float* B, ptrdiff_t ldb, float* C, ptrdiff_t ldc,
+          float alpha, bool accumulate) {
+  if (M <= 0 || N <= 0) return;
+  HWY_DYNAMIC_DISPATCH(Gemm)(M, N, Kd, A.data, A.row_stride, A.col_stride, B, ldb, C, ldc, alpha,
+                             accumulate);
+}
+
+void gemm_repacking(int M, int N, int Kd, MatA A, const float* B, ptrdiff_t ldb, float* C,
+                    ptrdiff_t ldc, float alpha, bool accumulate) {
+  if (M <= 0 || N <= 0) return;
+  // Pack A as k-major panels of MR rows, B contiguous [Kd x N], compute into a packed C, then
+  // scatter C back: the per-call transforms a library GEMM pays when layouts are not planned.
+  const int mr = gemm_tile_rows();
+  const int panels = (M + mr - 1) / mr;
+  std::vector<float> ap(static_cast<size_t>(panels) * mr * Kd, 0.0f);
+  for (int pnl = 0; pnl < panels; ++pnl)
+    for (int p = 0; p < Kd; ++p)
+      for (int r = 0; r < mr; ++r) {
+        const int i = pnl * mr + r;
+        ap[(static_cast<size_t>(pnl) * Kd + p) * mr + r] =
+            i < M ? A.data[i * A.row_stride + p * A.col_stride] : 0.0f;
+      }
+  std::vector<float> bp(static_cast<size_t>(Kd) * N);
+  for (int p = 0; p < Kd; ++p) std::copy(B + p * ldb, B + p * ldb + N, bp.begin() + p * N);
+  std::vector<float> cp(static_cast<size_t>(panels) * mr * N);
+  for (int pnl = 0; pnl < panels; ++pnl) {
+    HWY_DYNAMIC_DISPATCH(Gemm)(mr, N, Kd, ap.data() + static_cast<size_t>(pnl) * Kd * mr, 1, mr,
+                               bp.data(), N, cp.data() + static_cast<size_t>(pnl) * mr * N, N,
+                               1.0f, false);
+  }
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      const float v = alpha * cp[static_cast<size_t>(i) * N + j];
+      C[i * ldc + j] = accumulate ? C[i * ldc + j] + v : v;
+    }
+}
+
+int gemm_tile_rows() { return HWY_DYNAMIC_DISPATCH(TileRowsCount)(); }
+int gemm_tile_cols() { return HWY_DYNAMIC_DISPATCH(TileColsCount)(); }
+
+const char* simd_target_name() { return hwy::TargetName(HWY_DYNAMIC_DISPATCH(CurrentTarget)()); }
+
+}  // namespace hanpu::simd
+#endif

@@ -1,0 +1,233 @@
+// Element-wise SIMD ops for the LA chunk dataflow (see vec_ops.h), per Highway target.
+#include "simd/vec_ops.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "simd/vec_ops.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+#include <hwy/contrib/math/math-inl.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace hanpu::simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+// Applies f(vector, mask-of-valid-lanes-or-null) over [0, n) with a masked tail; f gets the
+// element offset. Keeps every op below a one-liner.
+template <class F>
+HWY_INLINE void ForEachVec(size_t n, const F& f) {
+  const DF d;
+  const size_t NL = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + NL <= n; i += NL) f(i, hn::FirstN(d, NL));
+  if (i < n) f(i, hn::FirstN(d, n - i));
+}
+
+void ExpInplace(float* x, size_t n) {
+  const DF d;
+  ForEachVec(n, [&](size_t i, auto m) {
+    hn::BlendedStore(hn::CallExp(d, hn::MaskedLoad(m, d, x + i)), m, d, x + i);
+  });
+}
+
+void ScaleCopy(float* y, const float* x, float a, size_t n) {
+  const DF d;
+  const VF va = hn::Set(d, a);
+  ForEachVec(n, [&](size_t i, auto m) {
+    hn::BlendedStore(hn::Mul(va, hn::MaskedLoad(m, d, x + i)), m, d, y + i);
+  });
+}
+
+void Axpy(float* y, const float* x, float a, size_t n) {
+  const DF d;
+  const VF va = hn::Set(d, a);
+  ForEachVec(n, [&](size_t i, auto m) {
+    hn::BlendedStore(hn::MulAdd(va, hn::MaskedLoad(m, d, x + i), hn::MaskedLoad(m, d, y + i)), m,
+                     d, y + i);
+  });
+}
+
+float SumSquares(const float* x, size_t n) {
+  const DF d;
+  VF acc = hn::Zero(d);
+  ForEachVec(n, [&](size_t i, auto m) {
+    const VF v = hn::MaskedLoad(m, d, x + i);
+    acc = hn::MulAdd(v, v, acc);
+  });
+  return hn::GetLane(hn::SumOfLanes(d, acc));
+}
+
+void BetaResidual(float* y, const float* v, const float* ks, float e, float b, size_t n) {
+  const DF d;
+  const VF ve = hn::Set(d, e), vb = hn::Set(d, b);
+  ForEachVec(n, [&](size_t i, auto m) {
+    const VF r = hn::NegMulAdd(ve, hn::MaskedLoad(m, d, ks + i), hn::MaskedLoad(m, d, v + i));
+    hn::BlendedStore(hn::Mul(vb, r), m, d, y + i);
+  });
+}
+
+void MulExpDiff(float* y, const float* x, const float* a, const float* c, size_t n) {
+  const DF d;
+  ForEachVec(n, [&](size_t i, auto m) {
+    const VF e = hn::CallExp(d, hn::Sub(hn::MaskedLoad(m, d, a + i), hn::MaskedLoad(m, d, c + i)));
+    hn::BlendedStore(hn::Mul(hn::MaskedLoad(m, d, x + i), e), m, d, y + i);
+  });
+}
+
+void MulExpDiffScalarRef(float* y, const float* x, const float* a, float c, size_t n) {
+  const DF d;
+  const VF vc = hn::Set(d, c);
+  ForEachVec(n, [&](size_t i, auto m) {
+    const VF e = hn::CallExp(d, hn::Sub(hn::MaskedLoad(m, d, a + i), vc));
+    hn::BlendedStore(hn::Mul(hn::MaskedLoad(m, d, x + i), e), m, d, y + i);
+  });
+}
+
+void MulExpRefMinus(float* y, const float* x, float c, const float* a, size_t n) {
+  const DF d;
+  const VF vc = hn::Set(d, c);
+  ForEachVec(n, [&](size_t i, auto m) {
+    const VF e = hn::CallExp(d, hn::Sub(vc, hn::MaskedLoad(m, d, a + i)));
+    hn::BlendedStore(hn::Mul(hn::MaskedLoad(m, d, x + i), e), m, d, y + i);
+  });
+}
+
+float DotExpDiff(const float* x, const float* y, const float* a, const float* c, size_t n) {
+  const DF d;
+  VF acc = hn::Zero(d);
+  ForEachVec(n, [&](size_t i, auto m) {
+    const VF e = hn::CallExp(d, hn::Sub(hn::MaskedLoad(m, d, a + i), hn::MaskedLoad(m, d, c + i)));
+    const VF xy = hn::Mul(hn::MaskedLoad(m, d, x + i), hn::MaskedLoad(m, d, y + i));
+    acc = hn::MulAdd(xy, e, acc);  // masked-off lanes load 0, so they add 0
+  });
+  return hn::GetLane(hn::SumOfLanes(d, acc));
+}
+
+void GateRow(float* row, const float* gam, float gi, float s, size_t n) {
+  const DF d;
+  const VF vg = hn::Set(d, gi), vs = hn::Set(d, s);
+  ForEachVec(n, [&](size_t i, auto m) {
+    const VF e = hn::CallExp(d, hn::Sub(vg, hn::MaskedLoad(m, d, gam + i)));
+    hn::BlendedStore(hn::Mul(hn::Mul(vs, e), hn::MaskedLoad(m, d, row + i)), m, d, row + i);
+  });
+}
+
+void LoadF32(float* dst, const void* src, int t, size_t n) {
+  const DF d;
+  const size_t NL = hn::Lanes(d);
+  size_t i = 0;
+  if (t == static_cast<int>(DType::kF32)) {
+    std::copy_n(static_cast<const float*>(src), n, dst);
+    return;
+  }
+  const hn::Rebind<uint16_t, DF> du16;
+  const hn::RebindToUnsigned<DF> du32;
+  const uint16_t* s = static_cast<const uint16_t*>(src);
+  for (; i + NL <= n; i += NL) {
+    VF v;
+    if (t == static_cast<int>(DType::kF16)) {
+      const hn::Rebind<hwy::float16_t, DF> dh;
+      v = hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(s + i)));
+    } else {  // bf16: the upper half of an fp32
+      v = hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, s + i))));
+    }
+    hn::StoreU(v, d, dst + i);
+  }
+  for (; i < n; ++i) dst[i] = load_as_f32(src, static_cast<DType>(t), i);
+}
+
+void StoreF32(void* dst, int t, const float* src, size_t n) {
+  const DF d;
+  const size_t NL = hn::Lanes(d);
+  size_t i = 0;
+  if (t == static_cast<int>(DType::kF32)) {
+    std::copy_n(src, n, static_cast<float*>(dst));
+    return;
+  }
+  const hn::Rebind<uint16_t, DF> du16;
+  const hn::RebindToUnsigned<DF> du32;
+  uint16_t* out = static_cast<uint16_t*>(dst);
+  for (; i + NL <= n; i += NL) {
+    const VF v = hn::LoadU(d, src + i);
+    if (t == static_cast<int>(DType::kF16)) {
+      const hn::Rebind<hwy::float16_t, DF> dh;
+      hn::StoreU(hn::DemoteTo(dh, v), dh, reinterpret_cast<hwy::float16_t*>(out + i));
+    } else {  // bf16, round to nearest even; NaN stays NaN
+      const auto u = hn::BitCast(du32, v);
+      const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du32, 1u));
+      auto hi = hn::ShiftRight<16>(hn::Add(u, hn::Add(hn::Set(du32, 0x7FFFu), lsb)));
+      const auto nan = hn::Or(hn::ShiftRight<16>(u), hn::Set(du32, 0x40u));
+      hi = hn::IfThenElse(hn::RebindMask(du32, hn::IsNaN(v)), nan, hi);
+      // hi <= 0xFFFF, so the signed-to-unsigned saturating demote is exact.
+      const hn::RebindToSigned<DF> di32;
+      hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, hi)), du16, out + i);
+    }
+  }
+  for (; i < n; ++i) store_from_f32(dst, static_cast<DType>(t), i, src[i]);
+}
+
+}  // namespace hanpu::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace hanpu::simd {
+
+HWY_EXPORT(ExpInplace);
+HWY_EXPORT(ScaleCopy);
+HWY_EXPORT(Axpy);
+HWY_EXPORT(SumSquares);
+HWY_EXPORT(BetaResidual);
+HWY_EXPORT(MulExpDiff);
+HWY_EXPORT(MulExpDiffScalarRef);
+HWY_EXPORT(MulExpRefMinus);
+HWY_EXPORT(DotExpDiff);
+HWY_EXPORT(GateRow);
+HWY_EXPORT(LoadF32);
+HWY_EXPORT(StoreF32);
+
+void exp_inplace(float* x, size_t n) { HWY_DYNAMIC_DISPATCH(ExpInplace)(x, n); }
+void scale_copy(float* y, const float* x, float a, size_t n) {
+  HWY_DYNAMIC_DISPATCH(ScaleCopy)(y, x, a, n);
+}
+void axpy(float* y, const float* x, float a, size_t n) { HWY_DYNAMIC_DISPATCH(Axpy)(y, x, a, n); }
+float sum_squares(const float* x, size_t n) { return HWY_DYNAMIC_DISPATCH(SumSquares)(x, n); }
+void beta_residual(float* y, const float* v, const float* ks, float e, float b, size_t n) {
+  HWY_DYNAMIC_DISPATCH(BetaResidual)(y, v, ks, e, b, n);
+}
+void mul_exp_diff(float* y, const float* x, const float* a, const float* c, size_t n) {
+  HWY_DYNAMIC_DISPATCH(MulExpDiff)(y, x, a, c, n);
+}
+void mul_exp_diff_scalar_ref(float* y, const float* x, const float* a, float c, size_t n) {
+  HWY_DYNAMIC_DISPATCH(MulExpDiffScalarRef)(y, x, a, c, n);
+}
+void mul_exp_ref_minus(float* y, const float* x, float c, const float* a, size_t n) {
+  HWY_DYNAMIC_DISPATCH(MulExpRefMinus)(y, x, c, a, n);
+}
+float dot_exp_diff(const float* x, const float* y, const float* a, const float* c, size_t n) {
+  return HWY_DYNAMIC_DISPATCH(DotExpDiff)(x, y, a, c, n);
+}
+void gate_row(float* row, const float* gam, float gi, float s, size_t n) {
+  HWY_DYNAMIC_DISPATCH(GateRow)(row, gam, gi, s, n);
+}
+void load_f32(float* dst, const void* src, DType t, size_t n) {
+  HWY_DYNAMIC_DISPATCH(LoadF32)(dst, src, static_cast<int>(t), n);
+}
+void store_f32(void* dst, DType t, const float* src, size_t n) {
+  HWY_DYNAMIC_DISPATCH(StoreF32)(dst, static_cast<int>(t), src, n);
+}
+
+void transpose(const float* src, ptrdiff_t lds, float* dst, ptrdiff_t ldd, int rows, int cols) {
+  constexpr int kBlock = 16;
+  for (int i0 = 0; i0 < rows; i0 += kBlock)
+    for (int j0 = 0; j0 < cols; j0 += kBlock)
+      for (int i = i0; i < std::min(rows, i0 + kBlock); ++i)
+        for (int j = j0; j < std::min(cols, j0 + kBlock); ++j) dst[j * ldd + i] = src[i * lds + j];
+}
+
+}  // namespace hanpu::simd
+#endif

@@ -1,0 +1,40 @@
+// The "vector unit" of a CPU core: element-wise fp32 work on row-major rows (exp, gating,
+// scaling, dtype conversion). Each function is dispatched to the best SIMD target once.
+#pragma once
+
+#include <cstddef>
+
+#include "hanpu/dtype.h"
+
+namespace hanpu::simd {
+
+// x[i] = exp(x[i])
+void exp_inplace(float* x, size_t n);
+// y[i] = a * x[i]
+void scale_copy(float* y, const float* x, float a, size_t n);
+// y[i] += a * x[i]
+void axpy(float* y, const float* x, float a, size_t n);
+// sum x[i]^2
+float sum_squares(const float* x, size_t n);
+// y[i] = b * (v[i] - e * ks[i])   (the GEMM-first right-hand side of one row)
+void beta_residual(float* y, const float* v, const float* ks, float e, float b, size_t n);
+// y[i] = x[i] * exp(a[i] - c[i])  (a per-channel decay; caller guarantees a - c <= 0)
+void mul_exp_diff(float* y, const float* x, const float* a, const float* c, size_t n);
+// y[i] = x[i] * exp(a[i] - c)     (scalar reference c)
+void mul_exp_diff_scalar_ref(float* y, const float* x, const float* a, float c, size_t n);
+// y[i] = x[i] * exp(c - a[i])     (scalar c minus per-element a)
+void mul_exp_ref_minus(float* y, const float* x, float c, const float* a, size_t n);
+// sum x[i] y[i] exp(a[i] - c[i])
+float dot_exp_diff(const float* x, const float* y, const float* a, const float* c, size_t n);
+// row[j] *= s * exp(gi - gam[j]) for j < n   (GDN decay mask of one row; gi - gam[j] <= 0)
+void gate_row(float* row, const float* gam, float gi, float s, size_t n);
+
+// Row conversion between a storage dtype and fp32.
+void load_f32(float* dst, const void* src, DType t, size_t n);
+void store_f32(void* dst, DType t, const float* src, size_t n);
+
+// dst[j * ldd + i] = src[i * lds + j] for a rows x cols src. Blocked scalar: the transposes
+// the plan keeps are a few KB per chunk, far below a percent of the chunk's FMA time.
+void transpose(const float* src, ptrdiff_t lds, float* dst, ptrdiff_t ldd, int rows, int cols);
+
+}  // namespace hanpu::simd

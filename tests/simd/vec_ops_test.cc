@@ -1,0 +1,86 @@
+// Element-wise SIMD ops against scalar float64 / scalar conversions, with masked tails.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "base/rng.h"
+#include "simd/vec_ops.h"
+
+namespace hanpu {
+namespace {
+
+TEST(VecOps, ExpAndGatesMatchScalar) {
+  Rng rng(3);
+  for (size_t n : {1u, 5u, 16u, 33u, 128u}) {
+    std::vector<float> x(n), a(n), c(n), y(n), g(n);
+    for (size_t i = 0; i < n; ++i) {
+      x[i] = static_cast<float>(rng.normal());
+      a[i] = static_cast<float>(rng.uniform(-30, 0));
+      c[i] = static_cast<float>(rng.uniform(0, 30)) + a[i];  // a - c <= 0
+      g[i] = static_cast<float>(rng.uniform(-100, 0));
+    }
+    std::vector<float> e = a;
+    simd::exp_inplace(e.data(), n);
+    simd::mul_exp_diff(y.data(), x.data(), a.data(), c.data(), n);
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_NEAR(e[i], std::exp(double(a[i])), 3e-7 * std::exp(double(a[i])) + 1e-38);
+      const double want = x[i] * std::exp(double(a[i]) - c[i]);
+      EXPECT_NEAR(y[i], want, 3e-6 * std::abs(want) + 1e-38);
+    }
+    const float dot = simd::dot_exp_diff(x.data(), x.data(), a.data(), c.data(), n);
+    double want = 0;
+    for (size_t i = 0; i < n; ++i) want += double(x[i]) * x[i] * std::exp(double(a[i]) - c[i]);
+    EXPECT_NEAR(dot, want, 1e-5 * std::abs(want) + 1e-30);
+    std::vector<float> row = x;
+    simd::gate_row(row.data(), g.data(), 0.0f, 0.5f, n);  // gi = 0 >= every g: exponents >= 0
+    for (size_t i = 0; i < n; ++i) {
+      const double w = 0.5 * x[i] * std::exp(0.0 - g[i]);
+      if (std::isfinite(w) && std::abs(w) < 1e30) EXPECT_NEAR(row[i], w, 1e-5 * std::abs(w));
+    }
+  }
+}
+
+TEST(VecOps, ConversionsMatchScalarRoundToNearestEven) {
+  Rng rng(4);
+  for (DType t : {DType::kF16, DType::kBF16}) {
+    for (size_t n : {1u, 15u, 16u, 37u}) {
+      std::vector<float> x(n);
+      for (float& v : x) v = static_cast<float>(rng.normal() * std::exp(rng.uniform(-8, 8)));
+      if (n > 3) x[2] = std::nanf("");
+      std::vector<uint16_t> simd_bits(n), scalar_bits(n);
+      simd::store_f32(simd_bits.data(), t, x.data(), n);
+      for (size_t i = 0; i < n; ++i) store_from_f32(scalar_bits.data(), t, i, x[i]);
+      for (size_t i = 0; i < n; ++i) {
+        if (std::isnan(x[i])) {
+          EXPECT_TRUE(std::isnan(load_as_f32(simd_bits.data(), t, i)));
+        } else {
+          EXPECT_EQ(simd_bits[i], scalar_bits[i]) << dtype_name(t) << " " << x[i];
+        }
+      }
+      std::vector<float> back(n);
+      simd::load_f32(back.data(), scalar_bits.data(), t, n);
+      for (size_t i = 0; i < n; ++i) {
+        const float want = load_as_f32(scalar_bits.data(), t, i);
+        if (!std::isnan(want)) EXPECT_EQ(back[i], want);
+      }
+    }
+  }
+}
+
+TEST(VecOps, TransposeAndRowOps) {
+  std::vector<float> a(7 * 19), t(19 * 9);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i);
+  simd::transpose(a.data(), 19, t.data(), 9, 7, 19);
+  for (int i = 0; i < 7; ++i)
+    for (int j = 0; j < 19; ++j) EXPECT_EQ(t[j * 9 + i], a[i * 19 + j]);
+  std::vector<float> v = {1, 2, 3, 4, 5}, ks = {1, 1, 1, 1, 1}, y(5);
+  simd::beta_residual(y.data(), v.data(), ks.data(), 2.0f, 0.5f, 5);
+  for (int i = 0; i < 5; ++i) EXPECT_FLOAT_EQ(y[i], 0.5f * (v[i] - 2.0f));
+  simd::axpy(y.data(), v.data(), 2.0f, 5);
+  for (int i = 0; i < 5; ++i) EXPECT_FLOAT_EQ(y[i], 0.5f * (v[i] - 2.0f) + 2 * v[i]);
+  EXPECT_FLOAT_EQ(simd::sum_squares(v.data(), 5), 55.0f);
+}
+
+}  // namespace
+}  // namespace hanpu

@@ -63,5 +63,14 @@ std::span<const LaStrategyInfo> la_strategies();
 // T = 0 is a valid no-op (final_state is then the initial state, or zeros).
 Status la_prefill(const LaArgs& args, const LaOptions& options = {}, LaStats* stats = nullptr);
 
+// The core schedule la_prefill uses for this shape (HA-NPU §4), one line per core.
+std::string describe_la_schedule(const std::vector<int64_t>& seq_lens, int HV, int V, int threads);
+
+// The one FLOP count every strategy is measured with: the useful work of the chunked
+// algorithm at C = 64 per (token, value head): 2 (3 K V + 65 K + 64 V), i.e. K S0, Q S0 and
+// the state update (K V each), the lower triangles of K K^T and Q K^T ((C+1) K), the solve
+// and Tril(QK) Vn (C V). Exps, norms and gating are not counted.
+double la_flops(int64_t T, int HV, int K, int V);
+
 // Decode is la_prefill with strategy "recurrent" on T = 1 per sequence, carrying the state.
 }  // namespace hanpu

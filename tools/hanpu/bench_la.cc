@@ -1,0 +1,227 @@
+// `hanpu bench la`: times every (mech, strategy, dtype, HV, T) of the sweep side by side in
+// one process and prints median ms, GFLOP/s by the one shared FLOP formula (la_flops), % of
+// the FMA peak measured at start, per-core imbalance and the scratch memory each strategy held.
+#include "bench_la.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "hanpu/la.h"
+#include "hanpu/machine.h"
+
+namespace hanpu::cli {
+
+namespace {
+
+struct Inputs {
+  std::vector<uint16_t> q16, k16, v16, o16;  // f16/bf16 storage
+  std::vector<float> q, k, v, o, g, beta, state;
+};
+
+// Normalised q/k rows, mild gates (logsigmoid(randn)/16), sigmoid betas: what a model feeds.
+Inputs make_inputs(LaMech mech, DType dt, int64_t T, int H, int HV, int D, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> nd;
+  Inputs in;
+  auto rows = [&](std::vector<float>& x, int64_t n_rows) {
+    x.resize(n_rows * D);
+    for (int64_t r = 0; r < n_rows; ++r) {
+      float ss = 0;
+      for (int j = 0; j < D; ++j) ss += (x[r * D + j] = nd(rng)) * x[r * D + j];
+      for (int j = 0; j < D; ++j) x[r * D + j] /= std::sqrt(ss);
+    }
+  };
+  rows(in.q, T * H);
+  rows(in.k, T * H);
+  in.v.resize(T * HV * D);
+  for (float& x : in.v) x = nd(rng);
+  in.g.resize(T * HV * (mech == LaMech::kKda ? D : 1));
+  for (float& x : in.g) x = -std::log1p(std::exp(-nd(rng))) / 16.0f;
+  in.beta.resize(T * HV);
+  for (float& x : in.beta) x = 1.0f / (1.0f + std::exp(-nd(rng)));
+  in.state.resize(static_cast<size_t>(HV) * D * D);
+  in.o.resize(T * HV * D);
+  if (dt != DType::kF32) {
+    auto conv = [&](const std::vector<float>& x, std::vector<uint16_t>& y) {
+      y.resize(x.size());
+      for (size_t i = 0; i < x.size(); ++i) store_from_f32(y.data(), dt, i, x[i]);
+    };
+    conv(in.q, in.q16);
+    conv(in.k, in.k16);
+    conv(in.v, in.v16);
+    in.o16.resize(in.o.size());
+  }
+  return in;
+}
+
+LaArgs make_args(LaMech mech, DType dt, int64_t T, int H, int HV, int D, Inputs& in) {
+  const bool half = dt != DType::kF32;
+  LaArgs a;
+  a.mech = mech;
+  a.q = {half ? static_cast<const void*>(in.q16.data()) : in.q.data(), dt, {T, H, D}};
+  a.k = {half ? static_cast<const void*>(in.k16.data()) : in.k.data(), dt, {T, H, D}};
+  a.v = {half ? static_cast<const void*>(in.v16.data()) : in.v.data(), dt, {T, HV, D}};
+  a.o = {half ? static_cast<void*>(in.o16.data()) : in.o.data(), dt, {T, HV, D}};
+  a.g = mech == LaMech::kKda ? TensorView{in.g.data(), DType::kF32, {T, HV, D}}
+                             : TensorView{in.g.data(), DType::kF32, {T, HV}};
+  a.beta = {in.beta.data(), DType::kF32, {T, HV}};
+  a.final_state = {in.state.data(), DType::kF32, {1, HV, D, D}};
+  return a;
+}
+
+struct Row {
+  std::string mech, strategy, dtype;
+  int64_t T;
+  int H, HV, K, V, threads;
+  double median_ms, gflops, pct_peak, imbalance;
+  int64_t extra_bytes;
+  std::string group;  // "sweep" or "ablation"
+};
+
+std::string human_bytes(int64_t b) {
+  if (b >= (int64_t{1} << 30)) return fmt::format("{:.2f} GiB", b / double(int64_t{1} << 30));
+  if (b >= (1 << 20)) return fmt::format("{:.1f} MiB", b / double(1 << 20));
+  return fmt::format("{:.0f} KiB", b / 1024.0);
+}
+
+void print_row(const Row& r, bool json) {
+  if (json) {
+    nlohmann::json j = {{"mech", r.mech},         {"strategy", r.strategy}, {"dtype", r.dtype},
+                        {"T", r.T},               {"H", r.H},               {"HV", r.HV},
+                        {"K", r.K},               {"V", r.V},               {"threads", r.threads},
+                        {"median_ms", r.median_ms}, {"gflops", r.gflops},   {"pct_peak", r.pct_peak},
+                        {"imbalance", r.imbalance}, {"extra_bytes", r.extra_bytes}, {"group", r.group}};
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("%-4s %-14s %-5s %6lld %3d %3d %4d %4d %9.2f %8.1f %6.1f%% %6.3f %11s  %s\n",
+                r.mech.c_str(), r.strategy.c_str(), r.dtype.c_str(), static_cast<long long>(r.T), r.H,
+                r.HV, r.K, r.V, r.median_ms, r.gflops, r.pct_peak, r.imbalance,
+                human_bytes(r.extra_bytes).c_str(), r.group.c_str());
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+void add_bench_la_options(CLI::App& cmd, BenchLaOptions& o) {
+  cmd.add_option("--mech", o.mech, "gdn and/or kda")->capture_default_str();
+  cmd.add_option("--strategy", o.strategy, "strategies to time (see `hanpu la strategies`)")
+      ->capture_default_str();
+  cmd.add_option("--dtype", o.dtype, "storage dtypes of q/k/v/o: f32, f16, bf16")->capture_default_str();
+  cmd.add_option("--hv", o.hv, "value heads HV")->capture_default_str();
+  cmd.add_option("--seq", o.seq, "sequence lengths T")->capture_default_str();
+  cmd.add_option("--heads", o.heads, "q/k heads H (HV must be a multiple)")->capture_default_str();
+  cmd.add_option("--dim", o.dim, "head dim K = V (<= 256)")->capture_default_str();
+  cmd.add_option("--threads", o.threads, "worker threads (0: HANPU_THREADS or all cores)")
+      ->capture_default_str();
+  cmd.add_option("--repeats", o.repeats, "timed runs per row (median reported)")->capture_default_str();
+  cmd.add_option("--chunk", o.chunk, "chunk size C: 16, 32, 64, 128")->capture_default_str();
+  cmd.add_flag("!--no-ablation", o.ablation, "skip the ablation rows (T = 1024, HV = 16)");
+  cmd.add_flag("--json", o.json, "one JSON object per row on stdout (progress on stderr)");
+}
+
+int run_bench_la(const BenchLaOptions& o) {
+  std::vector<LaMech> mechs;
+  for (const auto& m : o.mech) {
+    auto p = parse_la_mech(m);
+    if (!p) {
+      std::fprintf(stderr, "error: --mech '%s' is not gdn or kda\n", m.c_str());
+      return 2;
+    }
+    mechs.push_back(*p);
+  }
+  std::vector<DType> dtypes;
+  for (const auto& d : o.dtype) {
+    auto p = parse_dtype(d);
+    if (!p) {
+      std::fprintf(stderr, "error: --dtype '%s' is not f32, f16 or bf16\n", d.c_str());
+      return 2;
+    }
+    dtypes.push_back(*p);
+  }
+  if (o.repeats < 1) {
+    std::fprintf(stderr, "error: --repeats must be >= 1\n");
+    return 2;
+  }
+  FILE* info = o.json ? stderr : stdout;
+  const FmaPeak peak = measure_fma_peak(o.threads);
+  std::fprintf(info, "# machine: %d threads, SIMD %s, measured FMA peak %.1f GFLOP/s (%.1f per core)\n",
+               peak.threads, peak.simd_target.c_str(), peak.gflops, peak.per_core_gflops);
+  std::fprintf(info, "# micro-kernel: %s, %.1f GFLOP/s on 128^3 GEMMs in cache\n",
+               describe_micro_kernel().c_str(), measure_gemm_gflops(o.threads));
+  std::fprintf(info, "# FLOPs per (token, value head) = 2 (3KV + 65K + 64V) for every strategy; "
+                     "median of %d runs after one warm-up\n", o.repeats);
+  if (!o.json) {
+    std::printf("%-4s %-14s %-5s %6s %3s %3s %4s %4s %9s %8s %7s %6s %11s  %s\n", "mech", "strategy",
+                "dtype", "T", "H", "HV", "K", "V", "median_ms", "GFLOP/s", "%peak", "imbal",
+                "extra_mem", "group");
+  }
+  struct Job {
+    LaMech mech;
+    DType dt;
+    int HV;
+    int64_t T;
+    std::string strategy, group;
+  };
+  std::vector<Job> jobs;
+  for (LaMech m : mechs)
+    for (DType dt : dtypes)
+      for (int hv : o.hv)
+        for (long T : o.seq)
+          for (const auto& s : o.strategy) jobs.push_back({m, dt, hv, T, s, "sweep"});
+  if (o.ablation) {
+    for (LaMech m : mechs)
+      for (const char* s : {"fla", "hanpu-fused", "hanpu-reorder", "hanpu"})
+        jobs.push_back({m, dtypes.front(), 16, 1024, s, "ablation"});
+  }
+  int index = 0;
+  for (const Job& j : jobs) {
+    ++index;
+    if (o.json) std::fprintf(stderr, "[%d/%zu] %s %s T=%ld HV=%d\n", index, jobs.size(),
+                             std::string(la_mech_name(j.mech)).c_str(), j.strategy.c_str(), (long)j.T, j.HV);
+    Inputs in = make_inputs(j.mech, j.dt, j.T, o.heads, j.HV, o.dim, 42);
+    const LaArgs args = make_args(j.mech, j.dt, j.T, o.heads, j.HV, o.dim, in);
+    LaOptions opt;
+    opt.strategy = j.strategy;
+    opt.threads = o.threads;
+    opt.chunk_size = o.chunk;
+    LaStats stats;
+    std::vector<double> ms;
+    double imbalance = 1.0;
+    int64_t extra = 0;
+    for (int r = 0; r <= o.repeats; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const Status st = la_prefill(args, opt, &stats);
+      const double elapsed =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (!st.ok()) {
+        std::fprintf(stderr, "error: %s\n", st.message().c_str());
+        return 1;
+      }
+      if (r == 0) continue;  // warm-up
+      ms.push_back(elapsed);
+      extra = std::max(extra, stats.extra_bytes);
+      const auto& b = stats.worker_busy_ms;
+      if (!b.empty()) {
+        double mx = 0, sum = 0;
+        for (double x : b) mx = std::max(mx, x), sum += x;
+        if (sum > 0) imbalance = mx / (sum / b.size());
+      }
+    }
+    std::sort(ms.begin(), ms.end());
+    const double med = ms[ms.size() / 2];
+    const double gflops = la_flops(j.T, j.HV, o.dim, o.dim) / med / 1e6;
+    print_row(Row{std::string(la_mech_name(j.mech)), j.strategy, std::string(dtype_name(j.dt)), j.T,
+                  o.heads, j.HV, o.dim, o.dim, peak.threads, med, gflops, 100 * gflops / peak.gflops,
+                  imbalance, extra, j.group},
+              o.json);
+  }
+  return 0;
+}
+
+}  // namespace hanpu::cli

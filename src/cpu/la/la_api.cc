@@ -45,4 +45,19 @@ Status la_prefill(const LaArgs& args, const LaOptions& options, LaStats* stats) 
   return Status::Ok();
 }
 
+std::string describe_la_schedule(const std::vector<int64_t>& seq_lens, int HV, int V, int threads) {
+  if (threads <= 0) threads = ThreadPool::default_threads();
+  cpu::LaProblem p;
+  p.HV = HV;
+  p.V = V;
+  p.N = static_cast<int>(seq_lens.size());
+  p.cu = {0};
+  for (int64_t l : seq_lens) p.cu.push_back(p.cu.back() + l);
+  return cpu::schedule_for(p, threads).describe();
+}
+
+double la_flops(int64_t T, int HV, int K, int V) {
+  return 2.0 * static_cast<double>(T) * HV * (3.0 * K * V + 65.0 * K + 64.0 * V);
+}
+
 }  // namespace hanpu

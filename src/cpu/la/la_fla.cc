@@ -89,7 +89,7 @@ void run_fla(const LaProblem& p, LaRunContext& ctx) {
   }));
 
   // Pass 2: the sequential state walk per (sequence, head).
-  const HeadSchedule sched = make_head_schedule(p.seq_lens(), HV, V, P, simd::gemm_tile_cols() / 2);
+  const HeadSchedule sched = schedule_for(p, P);
   std::vector<int64_t> first_chunk(p.N + 1, 0);
   for (const ChunkRef& ch : chunks) first_chunk[ch.seq + 1] = ch.index + 1;
   for (int n = 1; n <= p.N; ++n) first_chunk[n] = std::max(first_chunk[n], first_chunk[n - 1]);

@@ -72,7 +72,7 @@ void chunk_fla_order(const LaProblem& p, ChunkWorkspace& ws, FlaOrderBuffers& fb
 void run_hanpu(const LaProblem& p, LaRunContext& ctx, HanpuTechniques tech) {
   const int P = ctx.threads;
   const HeadSchedule sched =
-      make_head_schedule(p.seq_lens(), p.HV, p.V, P, simd::gemm_tile_cols() / 2);
+      schedule_for(p, P);
   const GemmFn gemm = gemm_for(tech.gemm_mode);
   ThreadPool& pool = ThreadPool::shared(P);
   ctx.busy_ms = pool.run_on_all([&](int core) {

@@ -21,7 +21,7 @@ constexpr int kTokenBlock = 64;  // tokens converted to fp32 rows at a time
 void run_recurrent(const LaProblem& p, LaRunContext& ctx) {
   const int P = ctx.threads;
   const HeadSchedule sched =
-      make_head_schedule(p.seq_lens(), p.HV, p.V, P, simd::gemm_tile_cols() / 2);
+      schedule_for(p, P);
   ThreadPool& pool = ThreadPool::shared(P);
   const int K = p.K;
   ctx.busy_ms = pool.run_on_all([&](int core) {

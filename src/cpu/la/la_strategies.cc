@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "cpu/la/la_strategy.h"
+#include "simd/gemm.h"
 
 namespace hanpu::cpu {
 
@@ -35,6 +36,10 @@ const LaStrategyEntry* find_la_strategy(std::string_view name) {
     if (s.info.name == name) return &s;
   }
   return nullptr;
+}
+
+HeadSchedule schedule_for(const LaProblem& p, int cores) {
+  return make_head_schedule(p.seq_lens(), p.HV, p.V, cores, simd::gemm_tile_cols() / 2);
 }
 
 void read_initial_state(const LaProblem& p, int n, int hv, int c0, int c1, float* S) {

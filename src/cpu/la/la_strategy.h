@@ -4,6 +4,7 @@
 
 #include "cpu/la/la_chunk_math.h"
 #include "cpu/la/la_problem.h"
+#include "parallel/head_schedule.h"
 
 namespace hanpu::cpu {
 
@@ -25,6 +26,10 @@ void run_fla(const LaProblem& p, LaRunContext& ctx);
 void run_hanpu(const LaProblem& p, LaRunContext& ctx, HanpuTechniques tech);
 
 const LaStrategyEntry* find_la_strategy(std::string_view name);
+
+// The HA-NPU core schedule of this problem on `cores` workers, split points aligned to half
+// a micro-kernel column tile (one SIMD vector).
+HeadSchedule schedule_for(const LaProblem& p, int cores);
 
 // Copies the columns [c0, c1) of (sequence n, head hv)'s initial state (or zeros) into
 // S [K x (c1 - c0)], and back out to the final state.

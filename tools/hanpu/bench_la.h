@@ -1,0 +1,31 @@
+// `hanpu bench la`: the LA prefill benchmark (table, or JSON lines with --json).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace hanpu::cli {
+
+// Every option of the command, declared once: CLI11 parsing, help and the printed header
+// all come from this struct and add_bench_la_options().
+struct BenchLaOptions {
+  std::vector<std::string> mech = {"gdn", "kda"};
+  std::vector<std::string> strategy = {"recurrent", "fla", "hanpu"};
+  std::vector<std::string> dtype = {"f32"};
+  std::vector<int> hv = {16, 32, 48};
+  std::vector<long> seq = {512, 1024, 2048, 4096, 8192};
+  int heads = 16;  // H (q/k heads)
+  int dim = 128;   // K = V
+  int threads = 0;
+  int repeats = 5;
+  int chunk = 64;
+  bool ablation = true;  // add the Figure-18 style ablation rows (T = 1024, HV = 16)
+  bool json = false;
+};
+
+void add_bench_la_options(CLI::App& cmd, BenchLaOptions& o);
+int run_bench_la(const BenchLaOptions& o);
+
+}  // namespace hanpu::cli

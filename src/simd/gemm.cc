@@ -19,9 +19,10 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
-// 32-register targets hold an 8 x 2-vector accumulator tile; 16-register ones 6 x 2.
+// 32-register targets hold a 12 x 2-vector accumulator tile (24 accumulators, 2 B vectors,
+// 1 broadcast: 14 loads feed 24 FMAs); 16-register ones 6 x 2.
 #if (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3) || HWY_ARCH_ARM_A64
-constexpr int kMR = 8;
+constexpr int kMR = 12;
 #else
 constexpr int kMR = 6;
 #endif
@@ -91,6 +92,10 @@ HWY_INLINE void TileRows(int m, const float* a, ptrdiff_t ars, ptrdiff_t acs, co
 #if (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3) || HWY_ARCH_ARM_A64
     HANPU_TILE_CASE(7)
     HANPU_TILE_CASE(8)
+    HANPU_TILE_CASE(9)
+    HANPU_TILE_CASE(10)
+    HANPU_TILE_CASE(11)
+    HANPU_TILE_CASE(12)
 #endif
 #undef HANPU_TILE_CASE
     default: return;

@@ -117,6 +117,32 @@ void GateRow(float* row, const float* gam, float gi, float s, size_t n) {
   });
 }
 
+void KdaDiagBlock(const float* k, const float* q, const float* a, int K, int n, float* L, float* Qm,
+                  int ld) {
+  const DF d;
+  const size_t NL = hn::Lanes(d);
+  constexpr int kMaxVecs = 256 / 4;  // K <= 256 floats, at least 4 lanes
+  HWY_ALIGN float D[kMaxVecs * 4 * 4];
+  for (int j = 0; j < n; ++j) {
+    std::copy_n(k + j * K, K, D);  // D = k_j o exp(Gam_i - Gam_j), starting at i = j
+    for (int i = j; i < n; ++i) {
+      VF acc_k = hn::Zero(d), acc_q = hn::Zero(d);
+      ForEachVec(K, [&](size_t o, auto m) {
+        VF dv = hn::MaskedLoad(m, d, D + o);
+        if (i > j) {
+          dv = hn::Mul(dv, hn::MaskedLoad(m, d, a + i * K + o));
+          hn::Store(dv, d, D + o);
+        }
+        acc_k = hn::MulAdd(hn::MaskedLoad(m, d, k + i * K + o), dv, acc_k);
+        acc_q = hn::MulAdd(hn::MaskedLoad(m, d, q + i * K + o), dv, acc_q);
+      });
+      if (i > j) L[i * ld + j] = hn::GetLane(hn::SumOfLanes(d, acc_k));
+      Qm[i * ld + j] = hn::GetLane(hn::SumOfLanes(d, acc_q));
+    }
+  }
+  (void)NL;
+}
+
 void LoadF32(float* dst, const void* src, int t, size_t n) {
   const DF d;
   const size_t NL = hn::Lanes(d);
@@ -187,6 +213,7 @@ HWY_EXPORT(MulExpDiffScalarRef);
 HWY_EXPORT(MulExpRefMinus);
 HWY_EXPORT(DotExpDiff);
 HWY_EXPORT(GateRow);
+HWY_EXPORT(KdaDiagBlock);
 HWY_EXPORT(LoadF32);
 HWY_EXPORT(StoreF32);
 
@@ -213,6 +240,10 @@ float dot_exp_diff(const float* x, const float* y, const float* a, const float* 
 }
 void gate_row(float* row, const float* gam, float gi, float s, size_t n) {
   HWY_DYNAMIC_DISPATCH(GateRow)(row, gam, gi, s, n);
+}
+void kda_diag_block(const float* k, const float* q, const float* a, int K, int n, float* L,
+                    float* Qm, int ld) {
+  HWY_DYNAMIC_DISPATCH(KdaDiagBlock)(k, q, a, K, n, L, Qm, ld);
 }
 void load_f32(float* dst, const void* src, DType t, size_t n) {
   HWY_DYNAMIC_DISPATCH(LoadF32)(dst, src, static_cast<int>(t), n);

@@ -26,6 +26,14 @@ void mul_exp_diff_scalar_ref(float* y, const float* x, const float* a, float c, 
 void mul_exp_ref_minus(float* y, const float* x, float c, const float* a, size_t n);
 // sum x[i] y[i] exp(a[i] - c[i])
 float dot_exp_diff(const float* x, const float* y, const float* a, const float* c, size_t n);
+// KDA's decayed products inside one diagonal sub-chunk block of n rows, without a single exp:
+// exp(Gam_i - Gam_j) = prod_{j < s <= i} a_s per channel, built by running products of the
+// per-token decays a = exp(g) in (0, 1] (no overflow; underflow flushes to 0 as it should).
+//   L[i*ld + j]  = sum_d k_id k_jd exp(Gam_id - Gam_jd)   (j < i)
+//   Qm[i*ld + j] = sum_d q_id k_jd exp(Gam_id - Gam_jd)   (j <= i)
+// k, q, a: [n x K] rows (leading dim K) of the block; L, Qm point at the block's (0, 0).
+void kda_diag_block(const float* k, const float* q, const float* a, int K, int n, float* L,
+                    float* Qm, int ld);
 // row[j] *= s * exp(gi - gam[j]) for j < n   (GDN decay mask of one row; gi - gam[j] <= 0)
 void gate_row(float* row, const float* gam, float gi, float s, size_t n);
 

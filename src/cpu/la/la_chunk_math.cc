@@ -32,7 +32,8 @@ ChunkWorkspace::ChunkWorkspace(int C_, int K_, int V_, ScratchMeter* meter)
       vn(C_ * V_, meter),
       out(C_ * V_, meter),
       kd(C_ * K_, meter),
-      tmp(2 * C_ * K_, meter) {}
+      tmp(2 * C_ * K_, meter),
+      decay(C_ * K_, meter) {}
 
 GemmFn gemm_for(GemmMode mode) {
   return mode == GemmMode::kPlanned ? &simd::gemm : &simd::gemm_repacking;
@@ -56,11 +57,14 @@ void load_chunk(const LaProblem& p, int64_t t0, int c, int hv, ChunkWorkspace& w
       const float* g = p.g + (t * p.HV + hv) * K;
       float* gr = ws.gam.data() + static_cast<size_t>(i) * K;
       for (int d = 0; d < K; ++d) gr[d] = g[d] + (i ? gr[d - K] : 0.0f);
+      std::copy_n(g, K, ws.decay.data() + static_cast<size_t>(i) * K);
     } else {
       ws.gam[i] = p.g[t * p.HV + hv] + (i ? ws.gam[i - 1] : 0.0f);
     }
   }
-  if (!p.kda()) {
+  if (p.kda()) {
+    simd::exp_inplace(ws.decay.data(), static_cast<size_t>(c) * K);  // exp(g) in (0, 1]
+  } else {
     std::copy_n(ws.gam.data(), c, ws.egam.data());
     simd::exp_inplace(ws.egam.data(), c);  // exp(Gam_i) <= 1: Gam is a sum of gates <= 0
   }
@@ -99,7 +103,8 @@ void decayed_kk_qk_gdn(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm) {
 // KDA: the decay is inside the sum, so it cannot be applied afterwards. Off-diagonal
 // sub-chunk blocks factor exp(Gam_i - Gam_j) = exp(Gam_i - Gam_r) exp(Gam_r - Gam_j) at the
 // block's first row r (both exponents <= 0, FLA's reference point) and run on the
-// micro-kernel; 16 x 16 diagonal blocks are summed element by element.
+// micro-kernel; 16 x 16 diagonal blocks are summed element by element with the decay built
+// as running products of exp(g) (kda_diag_block), so they need no exp at all.
 void decayed_kk_qk_kda(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm) {
   const int c = ws.c, K = p.K, C = ws.C;
   const float* k = ws.kq.data();
@@ -121,12 +126,8 @@ void decayed_kk_qk_kda(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm) {
       gemm(r, i0, K, simd::row_major(rows, K), ws.kt.data(), C, L + i0 * C, C, 1.0f, false);
       gemm(r, i0, K, simd::row_major(rows + r * K, K), ws.kt.data(), C, Qm + i0 * C, C, 1.0f, false);
     }
-    for (int i = i0; i < i1; ++i) {
-      for (int j = i0; j <= i; ++j) {
-        if (j < i) L[i * C + j] = simd::dot_exp_diff(k + i * K, k + j * K, gam + i * K, gam + j * K, K);
-        Qm[i * C + j] = simd::dot_exp_diff(q + i * K, k + j * K, gam + i * K, gam + j * K, K);
-      }
-    }
+    simd::kda_diag_block(k + i0 * K, q + i0 * K, ws.decay.data() + i0 * K, K, r, L + i0 * C + i0,
+                         Qm + i0 * C + i0, C);
   }
   for (int i = 0; i < c; ++i) {
     simd::scale_copy(L + i * C, L + i * C, ws.beta[i], i);

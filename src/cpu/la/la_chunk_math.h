@@ -37,6 +37,7 @@ struct ChunkWorkspace {
   ScratchBuffer<float> out;     // [C x V]: O
   ScratchBuffer<float> kd;      // [C x K]: K scaled by exp(Gam_last - Gam)
   ScratchBuffer<float> tmp;     // [2C x K] scratch for the KDA sub-chunk factors
+  ScratchBuffer<float> decay;   // KDA [C x K]: exp(g) per token and channel
   int c = 0;                    // rows of the current chunk
 };
 

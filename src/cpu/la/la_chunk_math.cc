@@ -175,13 +175,24 @@ void gemm_first_rhs(const LaProblem& p, ChunkWorkspace& ws, int w) {
 }
 
 void solve_unit_lower(const float* L, int ldl, int c, float* X, int ldx, int w, GemmFn gemm) {
+  // Diagonal blocks: invert the 16 x 16 unit lower-triangular block (scalar, ~700 flops) and
+  // apply it as one micro-kernel product instead of 120 row axpys.
+  alignas(64) float inv[kSubChunk * kSubChunk];
+  alignas(64) float rhs[kSubChunk * kLaMaxHeadDim];
   for (int b0 = 0; b0 < c; b0 += kSubChunk) {
-    const int b1 = std::min(c, b0 + kSubChunk);
+    const int b1 = std::min(c, b0 + kSubChunk), n = b1 - b0;
     if (b0 > 0) {
-      gemm(b1 - b0, w, b0, simd::row_major(L + b0 * ldl, ldl), X, ldx, X + b0 * ldx, ldx, -1.0f, true);
+      gemm(n, w, b0, simd::row_major(L + b0 * ldl, ldl), X, ldx, X + b0 * ldx, ldx, -1.0f, true);
     }
-    for (int i = b0; i < b1; ++i)
-      for (int j = b0; j < i; ++j) simd::axpy(X + i * ldx, X + j * ldx, -L[i * ldl + j], w);
+    for (int col = 0; col < n; ++col) {  // inv = (I + StrictTril(L_bb))^-1 by columns
+      for (int i = 0; i < n; ++i) {
+        float x = (i == col) ? 1.0f : 0.0f;
+        for (int j = col; j < i; ++j) x -= L[(b0 + i) * ldl + b0 + j] * inv[j * kSubChunk + col];
+        inv[i * kSubChunk + col] = x;
+      }
+    }
+    for (int i = 0; i < n; ++i) std::copy_n(X + (b0 + i) * ldx, w, rhs + i * w);
+    gemm(n, w, n, simd::row_major(inv, kSubChunk), rhs, w, X + b0 * ldx, ldx, 1.0f, false);
   }
 }
 

@@ -63,7 +63,7 @@ void state_products(const LaProblem& p, ChunkWorkspace& ws, const float* S, ptrd
 void gemm_first_rhs(const LaProblem& p, ChunkWorkspace& ws, int w);
 
 // X <- (I + L)^-1 X in place for X [c x w] (leading dim ldx): blocked forward substitution,
-// off-diagonal blocks on the micro-kernel, 16-row diagonal blocks as row axpys.
+// off-diagonal blocks and the inverted 16 x 16 diagonal blocks on the micro-kernel.
 void solve_unit_lower(const float* L, int ldl, int c, float* X, int ldx, int w, GemmFn gemm);
 
 // out = scale exp(Gam) Q S0 + Qm Vn   (w columns)

@@ -97,17 +97,6 @@ void MulExpRefMinus(float* y, const float* x, float c, const float* a, size_t n)
   });
 }
 
-float DotExpDiff(const float* x, const float* y, const float* a, const float* c, size_t n) {
-  const DF d;
-  VF acc = hn::Zero(d);
-  ForEachVec(n, [&](size_t i, auto m) {
-    const VF e = hn::CallExp(d, hn::Sub(hn::MaskedLoad(m, d, a + i), hn::MaskedLoad(m, d, c + i)));
-    const VF xy = hn::Mul(hn::MaskedLoad(m, d, x + i), hn::MaskedLoad(m, d, y + i));
-    acc = hn::MulAdd(xy, e, acc);  // masked-off lanes load 0, so they add 0
-  });
-  return hn::GetLane(hn::SumOfLanes(d, acc));
-}
-
 void GateRow(float* row, const float* gam, float gi, float s, size_t n) {
   const DF d;
   const VF vg = hn::Set(d, gi), vs = hn::Set(d, s);
@@ -211,7 +200,6 @@ HWY_EXPORT(BetaResidual);
 HWY_EXPORT(MulExpDiff);
 HWY_EXPORT(MulExpDiffScalarRef);
 HWY_EXPORT(MulExpRefMinus);
-HWY_EXPORT(DotExpDiff);
 HWY_EXPORT(GateRow);
 HWY_EXPORT(KdaDiagBlock);
 HWY_EXPORT(LoadF32);
@@ -234,9 +222,6 @@ void mul_exp_diff_scalar_ref(float* y, const float* x, const float* a, float c, 
 }
 void mul_exp_ref_minus(float* y, const float* x, float c, const float* a, size_t n) {
   HWY_DYNAMIC_DISPATCH(MulExpRefMinus)(y, x, c, a, n);
-}
-float dot_exp_diff(const float* x, const float* y, const float* a, const float* c, size_t n) {
-  return HWY_DYNAMIC_DISPATCH(DotExpDiff)(x, y, a, c, n);
 }
 void gate_row(float* row, const float* gam, float gi, float s, size_t n) {
   HWY_DYNAMIC_DISPATCH(GateRow)(row, gam, gi, s, n);

@@ -24,8 +24,6 @@ void mul_exp_diff(float* y, const float* x, const float* a, const float* c, size
 void mul_exp_diff_scalar_ref(float* y, const float* x, const float* a, float c, size_t n);
 // y[i] = x[i] * exp(c - a[i])     (scalar c minus per-element a)
 void mul_exp_ref_minus(float* y, const float* x, float c, const float* a, size_t n);
-// sum x[i] y[i] exp(a[i] - c[i])
-float dot_exp_diff(const float* x, const float* y, const float* a, const float* c, size_t n);
 // KDA's decayed products inside one diagonal sub-chunk block of n rows, without a single exp:
 // exp(Gam_i - Gam_j) = prod_{j < s <= i} a_s per channel, built by running products of the
 // per-token decays a = exp(g) in (0, 1] (no overflow; underflow flushes to 0 as it should).

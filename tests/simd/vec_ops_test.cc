@@ -28,10 +28,6 @@ TEST(VecOps, ExpAndGatesMatchScalar) {
       const double want = x[i] * std::exp(double(a[i]) - c[i]);
       EXPECT_NEAR(y[i], want, 3e-6 * std::abs(want) + 1e-38);
     }
-    const float dot = simd::dot_exp_diff(x.data(), x.data(), a.data(), c.data(), n);
-    double want = 0;
-    for (size_t i = 0; i < n; ++i) want += double(x[i]) * x[i] * std::exp(double(a[i]) - c[i]);
-    EXPECT_NEAR(dot, want, 1e-5 * std::abs(want) + 1e-30);
     std::vector<float> row = x;
     simd::gate_row(row.data(), g.data(), 0.0f, 0.5f, n);  // gi = 0 >= every g: exponents >= 0
     for (size_t i = 0; i < n; ++i) {
@@ -66,6 +62,35 @@ TEST(VecOps, ConversionsMatchScalarRoundToNearestEven) {
       }
     }
   }
+}
+
+TEST(VecOps, KdaDiagBlockMatchesFloat64) {
+  Rng rng(5);
+  const int K = 37, n = 11, ld = 13;
+  std::vector<float> k(n * K), q(n * K), g(n * K), a(n * K);
+  for (int i = 0; i < n * K; ++i) {
+    k[i] = static_cast<float>(rng.normal());
+    q[i] = static_cast<float>(rng.normal());
+    g[i] = static_cast<float>(rng.uniform(-3, 0));
+    a[i] = std::exp(g[i]);
+  }
+  std::vector<float> L(n * ld, -7.0f), Qm(n * ld, -7.0f);
+  simd::kda_diag_block(k.data(), q.data(), a.data(), K, n, L.data(), Qm.data(), ld);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      double lk = 0, lq = 0, mag = 0;
+      for (int d = 0; d < K; ++d) {
+        double gam = 0;  // Gam_i - Gam_j = sum of g over (j, i]
+        for (int s = j + 1; s <= i; ++s) gam += a[s * K + d] > 0 ? std::log(double(a[s * K + d])) : 0;
+        lk += double(k[i * K + d]) * k[j * K + d] * std::exp(gam);
+        lq += double(q[i * K + d]) * k[j * K + d] * std::exp(gam);
+        mag += std::abs(double(q[i * K + d]) * k[j * K + d]) + std::abs(double(k[i * K + d]) * k[j * K + d]);
+      }
+      if (j < i) EXPECT_NEAR(L[i * ld + j], lk, 1e-5 * mag) << i << "," << j;
+      if (j >= i) EXPECT_EQ(L[i * ld + j], -7.0f) << "wrote above the strict lower triangle";
+      if (j <= i) EXPECT_NEAR(Qm[i * ld + j], lq, 1e-5 * mag) << i << "," << j;
+      if (j > i) EXPECT_EQ(Qm[i * ld + j], -7.0f) << "wrote above the diagonal";
+    }
 }
 
 TEST(VecOps, TransposeAndRowOps) {

@@ -105,12 +105,13 @@ HWY_INLINE void TileRows(int m, const float* a, ptrdiff_t ars, ptrdiff_t acs, co
 void Gemm(int M, int N, int Kd, const float* a, ptrdiff_t ars, ptrdiff_t acs, const float* b,
           ptrdiff_t ldb, float* c, ptrdiff_t ldc, float alpha, bool acc) {
   const size_t NR = 2 * hn::Lanes(DF());
-  // Column panels outermost: one B panel [Kd x NR] stays in L1 while every row tile uses it.
-  for (int j0 = 0; j0 < N; j0 += static_cast<int>(NR)) {
-    const size_t n = std::min<size_t>(NR, N - j0);
-    for (int i0 = 0; i0 < M; i0 += kMR) {
-      const int m = std::min(kMR, M - i0);
-      const float* ai = a + i0 * ars;
+  // Row panels outermost: the A panel [MR x Kd] (MR broadcast streams) stays in L1 while the
+  // B panels, read as contiguous vectors the prefetcher follows, stream past it.
+  for (int i0 = 0; i0 < M; i0 += kMR) {
+    const int m = std::min(kMR, M - i0);
+    const float* ai = a + i0 * ars;
+    for (int j0 = 0; j0 < N; j0 += static_cast<int>(NR)) {
+      const size_t n = std::min<size_t>(NR, N - j0);
       float* ci = c + i0 * ldc + j0;
       if (n == NR) {
         TileRows<true>(m, ai, ars, acs, b + j0, ldb, Kd, ci, ldc, n, alpha, acc);

@@ -106,14 +106,14 @@ void GateRow(float* row, const float* gam, float gi, float s, size_t n) {
   });
 }
 
-void KdaDiagBlock(const float* k, const float* q, const float* a, int K, int n, float* L, float* Qm,
-                  int ld) {
+void KdaDiagBlock(const float* k, const float* q, ptrdiff_t ldkq, const float* a, int K, int n,
+                  float* L, float* Qm, int ld) {
   const DF d;
   const size_t NL = hn::Lanes(d);
   constexpr int kMaxVecs = 256 / 4;  // K <= 256 floats, at least 4 lanes
   HWY_ALIGN float D[kMaxVecs * 4 * 4];
   for (int j = 0; j < n; ++j) {
-    std::copy_n(k + j * K, K, D);  // D = k_j o exp(Gam_i - Gam_j), starting at i = j
+    std::copy_n(k + j * ldkq, K, D);  // D = k_j o exp(Gam_i - Gam_j), starting at i = j
     for (int i = j; i < n; ++i) {
       VF acc_k = hn::Zero(d), acc_q = hn::Zero(d);
       ForEachVec(K, [&](size_t o, auto m) {
@@ -122,8 +122,8 @@ void KdaDiagBlock(const float* k, const float* q, const float* a, int K, int n, 
           dv = hn::Mul(dv, hn::MaskedLoad(m, d, a + i * K + o));
           hn::Store(dv, d, D + o);
         }
-        acc_k = hn::MulAdd(hn::MaskedLoad(m, d, k + i * K + o), dv, acc_k);
-        acc_q = hn::MulAdd(hn::MaskedLoad(m, d, q + i * K + o), dv, acc_q);
+        acc_k = hn::MulAdd(hn::MaskedLoad(m, d, k + i * ldkq + o), dv, acc_k);
+        acc_q = hn::MulAdd(hn::MaskedLoad(m, d, q + i * ldkq + o), dv, acc_q);
       });
       if (i > j) L[i * ld + j] = hn::GetLane(hn::SumOfLanes(d, acc_k));
       Qm[i * ld + j] = hn::GetLane(hn::SumOfLanes(d, acc_q));
@@ -226,9 +226,9 @@ void mul_exp_ref_minus(float* y, const float* x, float c, const float* a, size_t
 void gate_row(float* row, const float* gam, float gi, float s, size_t n) {
   HWY_DYNAMIC_DISPATCH(GateRow)(row, gam, gi, s, n);
 }
-void kda_diag_block(const float* k, const float* q, const float* a, int K, int n, float* L,
-                    float* Qm, int ld) {
-  HWY_DYNAMIC_DISPATCH(KdaDiagBlock)(k, q, a, K, n, L, Qm, ld);
+void kda_diag_block(const float* k, const float* q, ptrdiff_t ldkq, const float* a, int K, int n,
+                    float* L, float* Qm, int ld) {
+  HWY_DYNAMIC_DISPATCH(KdaDiagBlock)(k, q, ldkq, a, K, n, L, Qm, ld);
 }
 void load_f32(float* dst, const void* src, DType t, size_t n) {
   HWY_DYNAMIC_DISPATCH(LoadF32)(dst, src, static_cast<int>(t), n);

@@ -29,9 +29,10 @@ void mul_exp_ref_minus(float* y, const float* x, float c, const float* a, size_t
 // per-token decays a = exp(g) in (0, 1] (no overflow; underflow flushes to 0 as it should).
 //   L[i*ld + j]  = sum_d k_id k_jd exp(Gam_id - Gam_jd)   (j < i)
 //   Qm[i*ld + j] = sum_d q_id k_jd exp(Gam_id - Gam_jd)   (j <= i)
-// k, q, a: [n x K] rows (leading dim K) of the block; L, Qm point at the block's (0, 0).
-void kda_diag_block(const float* k, const float* q, const float* a, int K, int n, float* L,
-                    float* Qm, int ld);
+// k, q: [n x K] rows (leading dim ldkq); a: [n x K] (leading dim K); L, Qm point at the
+// block's (0, 0), leading dim ld.
+void kda_diag_block(const float* k, const float* q, ptrdiff_t ldkq, const float* a, int K, int n,
+                    float* L, float* Qm, int ld);
 // row[j] *= s * exp(gi - gam[j]) for j < n   (GDN decay mask of one row; gi - gam[j] <= 0)
 void gate_row(float* row, const float* gam, float gi, float s, size_t n);
 

@@ -75,7 +75,7 @@ TEST(VecOps, KdaDiagBlockMatchesFloat64) {
     a[i] = std::exp(g[i]);
   }
   std::vector<float> L(n * ld, -7.0f), Qm(n * ld, -7.0f);
-  simd::kda_diag_block(k.data(), q.data(), a.data(), K, n, L.data(), Qm.data(), ld);
+  simd::kda_diag_block(k.data(), q.data(), K, a.data(), K, n, L.data(), Qm.data(), ld);
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < n; ++j) {
       double lk = 0, lq = 0, mag = 0;

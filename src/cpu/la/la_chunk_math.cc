@@ -42,16 +42,27 @@ GemmFn gemm_for(GemmMode mode) {
 void load_chunk(const LaProblem& p, int64_t t0, int c, int hv, ChunkWorkspace& ws) {
   const int K = p.K;
   ws.c = c;
+  if (p.dtype == DType::kF32 && !p.qk_l2norm) {
+    ws.k = static_cast<const float*>(p.k) + p.qk_offset(t0, hv);
+    ws.q = static_cast<const float*>(p.q) + p.qk_offset(t0, hv);
+    ws.ldqk = static_cast<ptrdiff_t>(p.H) * K;
+  } else {
+    for (int i = 0; i < c; ++i) {
+      float* krow = ws.kq.data() + static_cast<size_t>(i) * K;
+      float* qrow = ws.kq.data() + static_cast<size_t>(c + i) * K;
+      simd::load_f32(krow, at(p.k, p.qk_offset(t0 + i, hv), p.dtype), p.dtype, K);
+      simd::load_f32(qrow, at(p.q, p.qk_offset(t0 + i, hv), p.dtype), p.dtype, K);
+      if (p.qk_l2norm) {
+        simd::scale_copy(krow, krow, 1.0f / std::sqrt(simd::sum_squares(krow, K) + 1e-6f), K);
+        simd::scale_copy(qrow, qrow, 1.0f / std::sqrt(simd::sum_squares(qrow, K) + 1e-6f), K);
+      }
+    }
+    ws.k = ws.kq.data();
+    ws.q = ws.kq.data() + static_cast<size_t>(c) * K;
+    ws.ldqk = K;
+  }
   for (int i = 0; i < c; ++i) {
     const int64_t t = t0 + i;
-    float* krow = ws.kq.data() + static_cast<size_t>(i) * K;
-    float* qrow = ws.kq.data() + static_cast<size_t>(c + i) * K;
-    simd::load_f32(krow, at(p.k, p.qk_offset(t, hv), p.dtype), p.dtype, K);
-    simd::load_f32(qrow, at(p.q, p.qk_offset(t, hv), p.dtype), p.dtype, K);
-    if (p.qk_l2norm) {
-      simd::scale_copy(krow, krow, 1.0f / std::sqrt(simd::sum_squares(krow, K) + 1e-6f), K);
-      simd::scale_copy(qrow, qrow, 1.0f / std::sqrt(simd::sum_squares(qrow, K) + 1e-6f), K);
-    }
     ws.beta[i] = p.beta[t * p.HV + hv];
     if (p.kda()) {
       const float* g = p.g + (t * p.HV + hv) * K;
@@ -70,12 +81,21 @@ void load_chunk(const LaProblem& p, int64_t t0, int c, int hv, ChunkWorkspace& w
   }
 }
 
-void load_chunk_v(const LaProblem& p, int64_t t0, int hv, int c0, int c1, ChunkWorkspace& ws) {
+void bind_chunk_v_and_out(const LaProblem& p, int64_t t0, int hv, int c0, int c1, ChunkWorkspace& ws) {
   const int w = c1 - c0;
+  if (p.dtype == DType::kF32) {
+    ws.v = static_cast<const float*>(p.v) + p.v_offset(t0, hv) + c0;
+    ws.o = static_cast<float*>(p.o) + p.v_offset(t0, hv) + c0;
+    ws.ldv = ws.ldo = static_cast<ptrdiff_t>(p.HV) * p.V;
+    return;
+  }
   for (int i = 0; i < ws.c; ++i) {
     simd::load_f32(ws.vrow.data() + static_cast<size_t>(i) * w,
                    at(p.v, p.v_offset(t0 + i, hv) + c0, p.dtype), p.dtype, w);
   }
+  ws.v = ws.vrow.data();
+  ws.o = ws.out.data();
+  ws.ldv = ws.ldo = w;
 }
 
 namespace {
@@ -84,15 +104,16 @@ namespace {
 // exp(Gam_i - Gam_j) (<= 0 exponents) and beta / scale on rows.
 void decayed_kk_qk_gdn(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm) {
   const int c = ws.c, K = p.K, C = ws.C;
-  const float* k = ws.kq.data();
-  const float* q = k + static_cast<size_t>(c) * K;
+  const float* k = ws.k;
+  const float* q = ws.q;
+  const ptrdiff_t ld = ws.ldqk;
   float* L = ws.kkqk.data();
   float* Qm = L + static_cast<size_t>(c) * C;
-  simd::transpose(k, K, ws.kt.data(), C, c, K);  // the one transform: K^T, shared below
+  simd::transpose(k, ld, ws.kt.data(), C, c, K);  // the one transform: K^T, shared below
   for (int i0 = 0; i0 < c; i0 += kSubChunk) {
     const int i1 = std::min(c, i0 + kSubChunk);
-    gemm(i1 - i0, i1, K, simd::row_major(k + i0 * K, K), ws.kt.data(), C, L + i0 * C, C, 1.0f, false);
-    gemm(i1 - i0, i1, K, simd::row_major(q + i0 * K, K), ws.kt.data(), C, Qm + i0 * C, C, 1.0f, false);
+    gemm(i1 - i0, i1, K, simd::row_major(k + i0 * ld, ld), ws.kt.data(), C, L + i0 * C, C, 1.0f, false);
+    gemm(i1 - i0, i1, K, simd::row_major(q + i0 * ld, ld), ws.kt.data(), C, Qm + i0 * C, C, 1.0f, false);
   }
   for (int i = 0; i < c; ++i) {
     simd::gate_row(L + i * C, ws.gam.data(), ws.gam[i], ws.beta[i], i);
@@ -107,8 +128,9 @@ void decayed_kk_qk_gdn(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm) {
 // as running products of exp(g) (kda_diag_block), so they need no exp at all.
 void decayed_kk_qk_kda(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm) {
   const int c = ws.c, K = p.K, C = ws.C;
-  const float* k = ws.kq.data();
-  const float* q = k + static_cast<size_t>(c) * K;
+  const float* k = ws.k;
+  const float* q = ws.q;
+  const ptrdiff_t ld = ws.ldqk;
   const float* gam = ws.gam.data();
   float* L = ws.kkqk.data();
   float* Qm = L + static_cast<size_t>(c) * C;
@@ -118,16 +140,16 @@ void decayed_kk_qk_kda(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm) {
     if (i0 > 0) {
       float* rows = ws.tmp.data();  // [2r x K]: k then q rows of the block, times exp(Gam_i - ref)
       for (int i = i0; i < i1; ++i) {
-        simd::mul_exp_diff(rows + (i - i0) * K, k + i * K, gam + i * K, ref, K);
-        simd::mul_exp_diff(rows + (r + i - i0) * K, q + i * K, gam + i * K, ref, K);
+        simd::mul_exp_diff(rows + (i - i0) * K, k + i * ld, gam + i * K, ref, K);
+        simd::mul_exp_diff(rows + (r + i - i0) * K, q + i * ld, gam + i * K, ref, K);
       }
-      for (int j = 0; j < i0; ++j) simd::mul_exp_diff(ws.kd.data() + j * K, k + j * K, ref, gam + j * K, K);
+      for (int j = 0; j < i0; ++j) simd::mul_exp_diff(ws.kd.data() + j * K, k + j * ld, ref, gam + j * K, K);
       simd::transpose(ws.kd.data(), K, ws.kt.data(), C, i0, K);
       gemm(r, i0, K, simd::row_major(rows, K), ws.kt.data(), C, L + i0 * C, C, 1.0f, false);
       gemm(r, i0, K, simd::row_major(rows + r * K, K), ws.kt.data(), C, Qm + i0 * C, C, 1.0f, false);
     }
-    simd::kda_diag_block(k + i0 * K, q + i0 * K, ws.decay.data() + i0 * K, K, r, L + i0 * C + i0,
-                         Qm + i0 * C + i0, C);
+    simd::kda_diag_block(k + i0 * ld, q + i0 * ld, ld, ws.decay.data() + i0 * K, K, r,
+                         L + i0 * C + i0, Qm + i0 * C + i0, C);
   }
   for (int i = 0; i < c; ++i) {
     simd::scale_copy(L + i * C, L + i * C, ws.beta[i], i);
@@ -154,22 +176,34 @@ void decayed_kk_qk(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm) {
 void state_products(const LaProblem& p, ChunkWorkspace& ws, const float* S, ptrdiff_t lds, int c0,
                     int c1, GemmFn gemm, int row_begin, int row_end) {
   const int c = ws.c, K = p.K, w = c1 - c0;
-  const float* a = ws.kq.data();
-  if (p.kda()) {  // exp(Gam) is per channel: it scales the operand, not the result
+  float* out = ws.ksqs.data();
+  if (p.kda()) {  // exp(Gam) is per channel: it scales the operand rows, not the result
     for (int i = row_begin; i < row_end; ++i) {
+      const float* src = i < c ? ws.k + i * ws.ldqk : ws.q + (i - c) * ws.ldqk;
       const float* g = ws.gam.data() + static_cast<size_t>(i % c) * K;
-      simd::mul_exp_diff_scalar_ref(ws.kq_gated.data() + i * K, a + i * K, g, 0.0f, K);
+      simd::mul_exp_diff_scalar_ref(ws.kq_gated.data() + i * K, src, g, 0.0f, K);
     }
-    a = ws.kq_gated.data();
+    gemm(row_end - row_begin, w, K, simd::row_major(ws.kq_gated.data() + row_begin * K, K), S + c0, lds,
+         out + static_cast<size_t>(row_begin) * w, w, 1.0f, false);
+    return;
   }
-  gemm(row_end - row_begin, w, K, simd::row_major(a + row_begin * K, K), S + c0, lds,
-       ws.ksqs.data() + static_cast<size_t>(row_begin) * w, w, 1.0f, false);
+  // GDN: exp(Gam) scales the result rows later; the key and query rows are read in place.
+  if (row_begin < c) {
+    const int end = std::min(row_end, c);
+    gemm(end - row_begin, w, K, simd::row_major(ws.k + row_begin * ws.ldqk, ws.ldqk), S + c0, lds,
+         out + static_cast<size_t>(row_begin) * w, w, 1.0f, false);
+  }
+  if (row_end > c) {
+    const int begin = std::max(row_begin, c);
+    gemm(row_end - begin, w, K, simd::row_major(ws.q + (begin - c) * ws.ldqk, ws.ldqk), S + c0, lds,
+         out + static_cast<size_t>(begin) * w, w, 1.0f, false);
+  }
 }
 
 void gemm_first_rhs(const LaProblem& p, ChunkWorkspace& ws, int w) {
   for (int i = 0; i < ws.c; ++i) {
     const float e = p.kda() ? 1.0f : ws.egam[i];
-    simd::beta_residual(ws.vn.data() + i * w, ws.vrow.data() + i * w, ws.ksqs.data() + i * w, e,
+    simd::beta_residual(ws.vn.data() + i * w, ws.v + i * ws.ldv, ws.ksqs.data() + i * w, e,
                         ws.beta[i], w);
   }
 }
@@ -202,11 +236,11 @@ void chunk_outputs(const LaProblem& p, ChunkWorkspace& ws, int w, GemmFn gemm) {
   const float* Qm = ws.kkqk.data() + static_cast<size_t>(c) * C;
   for (int i = 0; i < c; ++i) {
     const float e = p.kda() ? 1.0f : ws.egam[i];
-    simd::scale_copy(ws.out.data() + i * w, qs + i * w, p.scale * e, w);
+    simd::scale_copy(ws.o + i * ws.ldo, qs + i * w, p.scale * e, w);
   }
   for (int i0 = 0; i0 < c; i0 += kSubChunk) {  // lower row blocks: row i needs Vn rows <= i
     const int i1 = std::min(c, i0 + kSubChunk);
-    gemm(i1 - i0, w, i1, simd::row_major(Qm + i0 * C, C), ws.vn.data(), w, ws.out.data() + i0 * w, w,
+    gemm(i1 - i0, w, i1, simd::row_major(Qm + i0 * C, C), ws.vn.data(), w, ws.o + i0 * ws.ldo, ws.ldo,
          1.0f, true);
   }
 }
@@ -214,27 +248,29 @@ void chunk_outputs(const LaProblem& p, ChunkWorkspace& ws, int w, GemmFn gemm) {
 void update_state(const LaProblem& p, ChunkWorkspace& ws, float* S, ptrdiff_t lds, int c0, int c1,
                   const float* vn, int ldvn, GemmFn gemm) {
   const int c = ws.c, K = p.K, w = c1 - c0;
-  const float* k = ws.kq.data();
+  const float* k = ws.k;
+  const ptrdiff_t ld = ws.ldqk;
   if (p.kda()) {
     const float* glast = ws.gam.data() + static_cast<size_t>(c - 1) * K;
     for (int d = 0; d < K; ++d) {
       simd::scale_copy(S + d * lds + c0, S + d * lds + c0, std::exp(glast[d]), w);
     }
     for (int i = 0; i < c; ++i) {
-      simd::mul_exp_diff(ws.kd.data() + i * K, k + i * K, glast, ws.gam.data() + i * K, K);
+      simd::mul_exp_diff(ws.kd.data() + i * K, k + i * ld, glast, ws.gam.data() + i * K, K);
     }
   } else {
     const float glast = ws.gam[c - 1];
     const float decay = std::exp(glast);
     for (int d = 0; d < K; ++d) simd::scale_copy(S + d * lds + c0, S + d * lds + c0, decay, w);
     for (int i = 0; i < c; ++i) {
-      simd::scale_copy(ws.kd.data() + i * K, k + i * K, std::exp(glast - ws.gam[i]), K);
+      simd::scale_copy(ws.kd.data() + i * K, k + i * ld, std::exp(glast - ws.gam[i]), K);
     }
   }
   gemm(K, w, c, simd::transposed(ws.kd.data(), K), vn, ldvn, S + c0, lds, 1.0f, true);
 }
 
 void store_chunk_out(const LaProblem& p, int64_t t0, int hv, int c0, int c1, const ChunkWorkspace& ws) {
+  if (p.dtype == DType::kF32) return;  // written in place
   const int w = c1 - c0;
   for (int i = 0; i < ws.c; ++i) {
     char* dst = static_cast<char*>(p.o) + (p.v_offset(t0 + i, hv) + c0) * dtype_size(p.dtype);

@@ -39,6 +39,17 @@ struct ChunkWorkspace {
   ScratchBuffer<float> tmp;     // [2C x K] scratch for the KDA sub-chunk factors
   ScratchBuffer<float> decay;   // KDA [C x K]: exp(g) per token and channel
   int c = 0;                    // rows of the current chunk
+  // Where this chunk's rows are read from and its output written to: in place in the
+  // caller's fp32 tensors (strided rows, no copy — the micro-kernel and the vector ops take a
+  // leading dimension), or the buffers above when a dtype conversion or the L2 norm has to
+  // write them (then out is converted by store_chunk_out).
+  const float* k = nullptr;
+  const float* q = nullptr;
+  ptrdiff_t ldqk = 0;
+  const float* v = nullptr;
+  ptrdiff_t ldv = 0;
+  float* o = nullptr;
+  ptrdiff_t ldo = 0;
 };
 
 using GemmFn = void (*)(int, int, int, simd::MatA, const float*, ptrdiff_t, float*, ptrdiff_t,
@@ -47,8 +58,9 @@ GemmFn gemm_for(GemmMode mode);
 
 // Loads rows [t0, t0 + c) of value head hv: k, q (L2-normalised if asked), gates, beta.
 void load_chunk(const LaProblem& p, int64_t t0, int c, int hv, ChunkWorkspace& ws);
-// v rows of the chunk, columns [c0, c1), into ws.vrow (leading dim c1 - c0).
-void load_chunk_v(const LaProblem& p, int64_t t0, int hv, int c0, int c1, ChunkWorkspace& ws);
+// Binds the chunk's v rows (columns [c0, c1)) and its output rows: in place for fp32
+// storage, else v converted into ws.vrow and o staged in ws.out (leading dim c1 - c0).
+void bind_chunk_v_and_out(const LaProblem& p, int64_t t0, int hv, int c0, int c1, ChunkWorkspace& ws);
 
 // L = StrictTril(diag(beta) (K K^T o D)) and Qm = scale Tril(Q K^T o D) into ws.kkqk.
 void decayed_kk_qk(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm);
@@ -66,14 +78,15 @@ void gemm_first_rhs(const LaProblem& p, ChunkWorkspace& ws, int w);
 // off-diagonal blocks and the inverted 16 x 16 diagonal blocks on the micro-kernel.
 void solve_unit_lower(const float* L, int ldl, int c, float* X, int ldx, int w, GemmFn gemm);
 
-// out = scale exp(Gam) Q S0 + Qm Vn   (w columns)
+// ws.o = scale exp(Gam) Q S0 + Qm Vn   (w columns)
 void chunk_outputs(const LaProblem& p, ChunkWorkspace& ws, int w, GemmFn gemm);
 
 // S[:, c0:c1] <- diag(exp(Gam_last)) S + (exp(Gam_last - Gam) o K)^T Vn, in place.
 void update_state(const LaProblem& p, ChunkWorkspace& ws, float* S, ptrdiff_t lds, int c0, int c1,
                   const float* vn, int ldvn, GemmFn gemm);
 
-// Stores ws.out (columns [c0, c1)) into o rows [t0, t0 + c) of head hv in the storage dtype.
+// Converts the staged output (columns [c0, c1)) into o rows [t0, t0 + c) of head hv when the
+// storage dtype is not fp32 (fp32 outputs were written in place).
 void store_chunk_out(const LaProblem& p, int64_t t0, int hv, int c0, int c1, const ChunkWorkspace& ws);
 
 }  // namespace hanpu::cpu

@@ -67,23 +67,23 @@ void run_fla(const LaProblem& p, LaRunContext& ctx) {
       const ChunkRef& ch = chunks[it / HV];
       const int hv = static_cast<int>(it % HV), c = ch.c;
       load_chunk(p, ch.t0, c, hv, ws);
-      load_chunk_v(p, ch.t0, hv, 0, V, ws);
+      bind_chunk_v_and_out(p, ch.t0, hv, 0, V, ws);
       decayed_kk_qk(p, ws, gemm);
       std::fill_n(A.data(), static_cast<size_t>(c) * C, 0.0f);
       for (int i = 0; i < c; ++i) A[i * C + i] = 1.0f;
       solve_unit_lower(ws.kkqk.data(), C, c, A.data(), C, c, gemm);
       for (int i = 0; i < c; ++i) {
-        const float* kr = ws.kq.data() + i * K;
+        const float* kr = ws.k + i * ws.ldqk;
         if (p.kda()) {
           simd::mul_exp_diff_scalar_ref(kb.data() + i * K, kr, ws.gam.data() + i * K, 0.0f, K);
           simd::scale_copy(kb.data() + i * K, kb.data() + i * K, ws.beta[i], K);
         } else {
           simd::scale_copy(kb.data() + i * K, kr, ws.beta[i] * ws.egam[i], K);
         }
-        simd::scale_copy(ws.vrow.data() + i * V, ws.vrow.data() + i * V, ws.beta[i], V);
+        simd::scale_copy(ws.out.data() + i * V, ws.v + i * ws.ldv, ws.beta[i], V);  // diag(beta) V
       }
       gemm(c, K, c, simd::row_major(A.data(), C), kb.data(), K, row(W, ch.t0, hv, K), HV * K, 1.0f, false);
-      gemm(c, V, c, simd::row_major(A.data(), C), ws.vrow.data(), V, row(U, ch.t0, hv, V), HV * V, 1.0f,
+      gemm(c, V, c, simd::row_major(A.data(), C), ws.out.data(), V, row(U, ch.t0, hv, V), HV * V, 1.0f,
            false);
     }
   }));
@@ -123,6 +123,7 @@ void run_fla(const LaProblem& p, LaRunContext& ctx) {
       const ChunkRef& ch = chunks[it / HV];
       const int hv = static_cast<int>(it % HV), c = ch.c;
       load_chunk(p, ch.t0, c, hv, ws);
+      bind_chunk_v_and_out(p, ch.t0, hv, 0, V, ws);
       decayed_kk_qk(p, ws, gemm);
       const float* hs = h.data() + (static_cast<size_t>(ch.index) * HV + hv) * K * V;
       state_products(p, ws, hs, V, 0, V, gemm, c, 2 * c);

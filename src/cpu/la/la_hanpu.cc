@@ -47,14 +47,14 @@ void chunk_fla_order(const LaProblem& p, ChunkWorkspace& ws, FlaOrderBuffers& fb
   solve_unit_lower(ws.kkqk.data(), C, c, fb.A.data(), C, c, gemm);
   // W = A diag(beta exp(Gam)) K ; U = A diag(beta) V (into vn)
   for (int i = 0; i < c; ++i) {
-    const float* kr = ws.kq.data() + i * K;
+    const float* kr = ws.k + i * ws.ldqk;
     if (p.kda()) {
       simd::mul_exp_diff_scalar_ref(fb.kb.data() + i * K, kr, ws.gam.data() + i * K, 0.0f, K);
       simd::scale_copy(fb.kb.data() + i * K, fb.kb.data() + i * K, ws.beta[i], K);
     } else {
       simd::scale_copy(fb.kb.data() + i * K, kr, ws.beta[i] * ws.egam[i], K);
     }
-    simd::scale_copy(ws.out.data() + i * w, ws.vrow.data() + i * w, ws.beta[i], w);
+    simd::scale_copy(ws.out.data() + i * w, ws.v + i * ws.ldv, ws.beta[i], w);  // diag(beta) V
   }
   gemm(c, K, c, simd::row_major(fb.A.data(), C), fb.kb.data(), K, fb.W.data(), K, 1.0f, false);
   gemm(c, w, c, simd::row_major(fb.A.data(), C), ws.out.data(), w, ws.vn.data(), w, 1.0f, false);
@@ -88,7 +88,7 @@ void run_hanpu(const LaProblem& p, LaRunContext& ctx, HanpuTechniques tech) {
       for (int64_t t0 = p.cu[work.seq]; t0 < p.cu[work.seq + 1]; t0 += p.chunk) {
         const int c = static_cast<int>(std::min<int64_t>(p.chunk, p.cu[work.seq + 1] - t0));
         load_chunk(p, t0, c, work.head, ws);
-        load_chunk_v(p, t0, work.head, work.col_begin, work.col_end, ws);
+        bind_chunk_v_and_out(p, t0, work.head, work.col_begin, work.col_end, ws);
         if (tech.reorder) {
           chunk_reordered(p, ws, S, w, gemm);
         } else {

@@ -43,6 +43,13 @@ void ScaleCopy(float* y, const float* x, float a, size_t n) {
   });
 }
 
+void Mul(float* y, const float* x, const float* a, size_t n) {
+  const DF d;
+  ForEachVec(n, [&](size_t i, auto m) {
+    hn::BlendedStore(hn::Mul(hn::MaskedLoad(m, d, x + i), hn::MaskedLoad(m, d, a + i)), m, d, y + i);
+  });
+}
+
 void Axpy(float* y, const float* x, float a, size_t n) {
   const DF d;
   const VF va = hn::Set(d, a);
@@ -68,32 +75,6 @@ void BetaResidual(float* y, const float* v, const float* ks, float e, float b, s
   ForEachVec(n, [&](size_t i, auto m) {
     const VF r = hn::NegMulAdd(ve, hn::MaskedLoad(m, d, ks + i), hn::MaskedLoad(m, d, v + i));
     hn::BlendedStore(hn::Mul(vb, r), m, d, y + i);
-  });
-}
-
-void MulExpDiff(float* y, const float* x, const float* a, const float* c, size_t n) {
-  const DF d;
-  ForEachVec(n, [&](size_t i, auto m) {
-    const VF e = hn::CallExp(d, hn::Sub(hn::MaskedLoad(m, d, a + i), hn::MaskedLoad(m, d, c + i)));
-    hn::BlendedStore(hn::Mul(hn::MaskedLoad(m, d, x + i), e), m, d, y + i);
-  });
-}
-
-void MulExpDiffScalarRef(float* y, const float* x, const float* a, float c, size_t n) {
-  const DF d;
-  const VF vc = hn::Set(d, c);
-  ForEachVec(n, [&](size_t i, auto m) {
-    const VF e = hn::CallExp(d, hn::Sub(hn::MaskedLoad(m, d, a + i), vc));
-    hn::BlendedStore(hn::Mul(hn::MaskedLoad(m, d, x + i), e), m, d, y + i);
-  });
-}
-
-void MulExpRefMinus(float* y, const float* x, float c, const float* a, size_t n) {
-  const DF d;
-  const VF vc = hn::Set(d, c);
-  ForEachVec(n, [&](size_t i, auto m) {
-    const VF e = hn::CallExp(d, hn::Sub(vc, hn::MaskedLoad(m, d, a + i)));
-    hn::BlendedStore(hn::Mul(hn::MaskedLoad(m, d, x + i), e), m, d, y + i);
   });
 }
 
@@ -194,12 +175,10 @@ namespace hanpu::simd {
 
 HWY_EXPORT(ExpInplace);
 HWY_EXPORT(ScaleCopy);
+HWY_EXPORT(Mul);
 HWY_EXPORT(Axpy);
 HWY_EXPORT(SumSquares);
 HWY_EXPORT(BetaResidual);
-HWY_EXPORT(MulExpDiff);
-HWY_EXPORT(MulExpDiffScalarRef);
-HWY_EXPORT(MulExpRefMinus);
 HWY_EXPORT(GateRow);
 HWY_EXPORT(KdaDiagBlock);
 HWY_EXPORT(LoadF32);
@@ -209,19 +188,11 @@ void exp_inplace(float* x, size_t n) { HWY_DYNAMIC_DISPATCH(ExpInplace)(x, n); }
 void scale_copy(float* y, const float* x, float a, size_t n) {
   HWY_DYNAMIC_DISPATCH(ScaleCopy)(y, x, a, n);
 }
+void mul(float* y, const float* x, const float* a, size_t n) { HWY_DYNAMIC_DISPATCH(Mul)(y, x, a, n); }
 void axpy(float* y, const float* x, float a, size_t n) { HWY_DYNAMIC_DISPATCH(Axpy)(y, x, a, n); }
 float sum_squares(const float* x, size_t n) { return HWY_DYNAMIC_DISPATCH(SumSquares)(x, n); }
 void beta_residual(float* y, const float* v, const float* ks, float e, float b, size_t n) {
   HWY_DYNAMIC_DISPATCH(BetaResidual)(y, v, ks, e, b, n);
-}
-void mul_exp_diff(float* y, const float* x, const float* a, const float* c, size_t n) {
-  HWY_DYNAMIC_DISPATCH(MulExpDiff)(y, x, a, c, n);
-}
-void mul_exp_diff_scalar_ref(float* y, const float* x, const float* a, float c, size_t n) {
-  HWY_DYNAMIC_DISPATCH(MulExpDiffScalarRef)(y, x, a, c, n);
-}
-void mul_exp_ref_minus(float* y, const float* x, float c, const float* a, size_t n) {
-  HWY_DYNAMIC_DISPATCH(MulExpRefMinus)(y, x, c, a, n);
 }
 void gate_row(float* row, const float* gam, float gi, float s, size_t n) {
   HWY_DYNAMIC_DISPATCH(GateRow)(row, gam, gi, s, n);

@@ -12,18 +12,14 @@ namespace hanpu::simd {
 void exp_inplace(float* x, size_t n);
 // y[i] = a * x[i]
 void scale_copy(float* y, const float* x, float a, size_t n);
+// y[i] = x[i] * a[i]
+void mul(float* y, const float* x, const float* a, size_t n);
 // y[i] += a * x[i]
 void axpy(float* y, const float* x, float a, size_t n);
 // sum x[i]^2
 float sum_squares(const float* x, size_t n);
 // y[i] = b * (v[i] - e * ks[i])   (the GEMM-first right-hand side of one row)
 void beta_residual(float* y, const float* v, const float* ks, float e, float b, size_t n);
-// y[i] = x[i] * exp(a[i] - c[i])  (a per-channel decay; caller guarantees a - c <= 0)
-void mul_exp_diff(float* y, const float* x, const float* a, const float* c, size_t n);
-// y[i] = x[i] * exp(a[i] - c)     (scalar reference c)
-void mul_exp_diff_scalar_ref(float* y, const float* x, const float* a, float c, size_t n);
-// y[i] = x[i] * exp(c - a[i])     (scalar c minus per-element a)
-void mul_exp_ref_minus(float* y, const float* x, float c, const float* a, size_t n);
 // KDA's decayed products inside one diagonal sub-chunk block of n rows, without a single exp:
 // exp(Gam_i - Gam_j) = prod_{j < s <= i} a_s per channel, built by running products of the
 // per-token decays a = exp(g) in (0, 1] (no overflow; underflow flushes to 0 as it should).

@@ -24,7 +24,7 @@ ChunkWorkspace::ChunkWorkspace(int C_, int K_, int V_, ScratchMeter* meter)
       kq_gated(2 * C_ * K_, meter),
       kt(K_ * C_, meter),
       gam(C_ * K_, meter),
-      egam(C_, meter),
+      egam(C_ * K_, meter),
       beta(C_, meter),
       kkqk(2 * C_ * C_, meter),
       ksqs(2 * C_ * V_, meter),
@@ -33,7 +33,9 @@ ChunkWorkspace::ChunkWorkspace(int C_, int K_, int V_, ScratchMeter* meter)
       out(C_ * V_, meter),
       kd(C_ * K_, meter),
       tmp(2 * C_ * K_, meter),
-      decay(C_ * K_, meter) {}
+      decay(C_ * K_, meter),
+      etail(C_ * K_, meter),
+      fac(2 * K_, meter) {}
 
 GemmFn gemm_for(GemmMode mode) {
   return mode == GemmMode::kPlanned ? &simd::gemm : &simd::gemm_repacking;
@@ -65,16 +67,20 @@ void load_chunk(const LaProblem& p, int64_t t0, int c, int hv, ChunkWorkspace& w
     const int64_t t = t0 + i;
     ws.beta[i] = p.beta[t * p.HV + hv];
     if (p.kda()) {
-      const float* g = p.g + (t * p.HV + hv) * K;
-      float* gr = ws.gam.data() + static_cast<size_t>(i) * K;
-      for (int d = 0; d < K; ++d) gr[d] = g[d] + (i ? gr[d - K] : 0.0f);
-      std::copy_n(g, K, ws.decay.data() + static_cast<size_t>(i) * K);
+      std::copy_n(p.g + (t * p.HV + hv) * K, K, ws.decay.data() + static_cast<size_t>(i) * K);
     } else {
       ws.gam[i] = p.g[t * p.HV + hv] + (i ? ws.gam[i - 1] : 0.0f);
     }
   }
   if (p.kda()) {
-    simd::exp_inplace(ws.decay.data(), static_cast<size_t>(c) * K);  // exp(g) in (0, 1]
+    float* a = ws.decay.data();
+    simd::exp_inplace(a, static_cast<size_t>(c) * K);  // a = exp(g) in (0, 1]
+    float* e = ws.egam.data();  // exp(Gam_i) = a_0 ... a_i
+    std::copy_n(a, K, e);
+    for (int i = 1; i < c; ++i) simd::mul(e + i * K, e + (i - 1) * K, a + i * K, K);
+    float* r = ws.etail.data();  // exp(Gam_last - Gam_i) = a_{i+1} ... a_last
+    std::fill_n(r + (c - 1) * K, K, 1.0f);
+    for (int i = c - 2; i >= 0; --i) simd::mul(r + i * K, r + (i + 1) * K, a + (i + 1) * K, K);
   } else {
     std::copy_n(ws.gam.data(), c, ws.egam.data());
     simd::exp_inplace(ws.egam.data(), c);  // exp(Gam_i) <= 1: Gam is a sum of gates <= 0
@@ -131,19 +137,26 @@ void decayed_kk_qk_kda(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm) {
   const float* k = ws.k;
   const float* q = ws.q;
   const ptrdiff_t ld = ws.ldqk;
-  const float* gam = ws.gam.data();
+  const float* a = ws.decay.data();
   float* L = ws.kkqk.data();
   float* Qm = L + static_cast<size_t>(c) * C;
+  float* row_fac = ws.fac.data();      // exp(Gam_i - Gam_i0), i >= i0
+  float* col_fac = ws.fac.data() + K;  // exp(Gam_i0 - Gam_j), j < i0
   for (int i0 = 0; i0 < c; i0 += kSubChunk) {
     const int i1 = std::min(c, i0 + kSubChunk), r = i1 - i0;
-    const float* ref = gam + static_cast<size_t>(i0) * K;
     if (i0 > 0) {
-      float* rows = ws.tmp.data();  // [2r x K]: k then q rows of the block, times exp(Gam_i - ref)
+      float* rows = ws.tmp.data();  // [2r x K]: k then q rows of the block, times exp(Gam_i - Gam_i0)
+      std::fill_n(row_fac, K, 1.0f);
       for (int i = i0; i < i1; ++i) {
-        simd::mul_exp_diff(rows + (i - i0) * K, k + i * ld, gam + i * K, ref, K);
-        simd::mul_exp_diff(rows + (r + i - i0) * K, q + i * ld, gam + i * K, ref, K);
+        if (i > i0) simd::mul(row_fac, row_fac, a + i * K, K);
+        simd::mul(rows + (i - i0) * K, k + i * ld, row_fac, K);
+        simd::mul(rows + (r + i - i0) * K, q + i * ld, row_fac, K);
       }
-      for (int j = 0; j < i0; ++j) simd::mul_exp_diff(ws.kd.data() + j * K, k + j * ld, ref, gam + j * K, K);
+      std::copy_n(a + i0 * K, K, col_fac);
+      for (int j = i0 - 1; j >= 0; --j) {
+        simd::mul(ws.kd.data() + j * K, k + j * ld, col_fac, K);
+        if (j > 0) simd::mul(col_fac, col_fac, a + j * K, K);
+      }
       simd::transpose(ws.kd.data(), K, ws.kt.data(), C, i0, K);
       gemm(r, i0, K, simd::row_major(rows, K), ws.kt.data(), C, L + i0 * C, C, 1.0f, false);
       gemm(r, i0, K, simd::row_major(rows + r * K, K), ws.kt.data(), C, Qm + i0 * C, C, 1.0f, false);
@@ -180,8 +193,7 @@ void state_products(const LaProblem& p, ChunkWorkspace& ws, const float* S, ptrd
   if (p.kda()) {  // exp(Gam) is per channel: it scales the operand rows, not the result
     for (int i = row_begin; i < row_end; ++i) {
       const float* src = i < c ? ws.k + i * ws.ldqk : ws.q + (i - c) * ws.ldqk;
-      const float* g = ws.gam.data() + static_cast<size_t>(i % c) * K;
-      simd::mul_exp_diff_scalar_ref(ws.kq_gated.data() + i * K, src, g, 0.0f, K);
+      simd::mul(ws.kq_gated.data() + i * K, src, ws.egam.data() + static_cast<size_t>(i % c) * K, K);
     }
     gemm(row_end - row_begin, w, K, simd::row_major(ws.kq_gated.data() + row_begin * K, K), S + c0, lds,
          out + static_cast<size_t>(row_begin) * w, w, 1.0f, false);
@@ -251,13 +263,9 @@ void update_state(const LaProblem& p, ChunkWorkspace& ws, float* S, ptrdiff_t ld
   const float* k = ws.k;
   const ptrdiff_t ld = ws.ldqk;
   if (p.kda()) {
-    const float* glast = ws.gam.data() + static_cast<size_t>(c - 1) * K;
-    for (int d = 0; d < K; ++d) {
-      simd::scale_copy(S + d * lds + c0, S + d * lds + c0, std::exp(glast[d]), w);
-    }
-    for (int i = 0; i < c; ++i) {
-      simd::mul_exp_diff(ws.kd.data() + i * K, k + i * ld, glast, ws.gam.data() + i * K, K);
-    }
+    const float* elast = ws.egam.data() + static_cast<size_t>(c - 1) * K;  // exp(Gam_last)
+    for (int d = 0; d < K; ++d) simd::scale_copy(S + d * lds + c0, S + d * lds + c0, elast[d], w);
+    for (int i = 0; i < c; ++i) simd::mul(ws.kd.data() + i * K, k + i * ld, ws.etail.data() + i * K, K);
   } else {
     const float glast = ws.gam[c - 1];
     const float decay = std::exp(glast);

@@ -27,8 +27,8 @@ struct ChunkWorkspace {
   ScratchBuffer<float> kq;      // [2C x K]: rows [0,c) = k, rows [c,2c) = q
   ScratchBuffer<float> kq_gated;  // KDA: [2C x K] the same rows times exp(Gam) per channel
   ScratchBuffer<float> kt;      // [K x C] K^T
-  ScratchBuffer<float> gam;     // GDN [C]; KDA [C x K]: inclusive in-chunk cumsum of g
-  ScratchBuffer<float> egam;    // GDN [C]: exp(Gam)
+  ScratchBuffer<float> gam;     // GDN [C]: inclusive in-chunk cumsum of g
+  ScratchBuffer<float> egam;    // GDN [C]: exp(Gam); KDA [C x K]: exp(Gam) per channel
   ScratchBuffer<float> beta;    // [C]
   ScratchBuffer<float> kkqk;    // [2C x C]: rows [0,c) = L (strict lower), [c,2c) = Qm (lower)
   ScratchBuffer<float> ksqs;    // [2C x V]: K S0 (gated) rows then Q S0 (gated) rows
@@ -37,7 +37,11 @@ struct ChunkWorkspace {
   ScratchBuffer<float> out;     // [C x V]: O
   ScratchBuffer<float> kd;      // [C x K]: K scaled by exp(Gam_last - Gam)
   ScratchBuffer<float> tmp;     // [2C x K] scratch for the KDA sub-chunk factors
-  ScratchBuffer<float> decay;   // KDA [C x K]: exp(g) per token and channel
+  ScratchBuffer<float> decay;   // KDA [C x K]: a = exp(g) per token and channel
+  ScratchBuffer<float> etail;   // KDA [C x K]: exp(Gam_last - Gam_i) per channel
+  ScratchBuffer<float> fac;     // KDA [2 x K]: running decay factors of one sub-chunk block
+  // KDA computes every decay factor as a running product of a = exp(g) in (0, 1] — one exp
+  // per (token, channel) and a multiply per use — instead of an exp of a cumsum difference.
   int c = 0;                    // rows of the current chunk
   // Where this chunk's rows are read from and its output written to: in place in the
   // caller's fp32 tensors (strided rows, no copy — the micro-kernel and the vector ops take a

@@ -75,7 +75,7 @@ void run_fla(const LaProblem& p, LaRunContext& ctx) {
       for (int i = 0; i < c; ++i) {
         const float* kr = ws.k + i * ws.ldqk;
         if (p.kda()) {
-          simd::mul_exp_diff_scalar_ref(kb.data() + i * K, kr, ws.gam.data() + i * K, 0.0f, K);
+          simd::mul(kb.data() + i * K, kr, ws.egam.data() + i * K, K);
           simd::scale_copy(kb.data() + i * K, kb.data() + i * K, ws.beta[i], K);
         } else {
           simd::scale_copy(kb.data() + i * K, kr, ws.beta[i] * ws.egam[i], K);

@@ -49,7 +49,7 @@ void chunk_fla_order(const LaProblem& p, ChunkWorkspace& ws, FlaOrderBuffers& fb
   for (int i = 0; i < c; ++i) {
     const float* kr = ws.k + i * ws.ldqk;
     if (p.kda()) {
-      simd::mul_exp_diff_scalar_ref(fb.kb.data() + i * K, kr, ws.gam.data() + i * K, 0.0f, K);
+      simd::mul(fb.kb.data() + i * K, kr, ws.egam.data() + i * K, K);
       simd::scale_copy(fb.kb.data() + i * K, fb.kb.data() + i * K, ws.beta[i], K);
     } else {
       simd::scale_copy(fb.kb.data() + i * K, kr, ws.beta[i] * ws.egam[i], K);

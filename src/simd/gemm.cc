@@ -31,7 +31,7 @@ constexpr int kMR = 6;
 template <int MR, bool kFullN>
 HWY_INLINE void Tile(const float* HWY_RESTRICT a, ptrdiff_t ars, ptrdiff_t acs,
                      const float* HWY_RESTRICT b, ptrdiff_t ldb, int kd, float* HWY_RESTRICT c,
-                     ptrdiff_t ldc, size_t n, float alpha, bool acc) {
+                     ptrdiff_t ldc, size_t n, float alpha, float beta) {
   const DF d;
   const size_t NL = hn::Lanes(d);
   const auto m0 = hn::FirstN(d, kFullN ? NL : std::min(n, NL));
@@ -58,18 +58,21 @@ HWY_INLINE void Tile(const float* HWY_RESTRICT a, ptrdiff_t ars, ptrdiff_t acs,
       c1[r] = hn::MulAdd(av, b1, c1[r]);
     }
   }
-  const VF va = hn::Set(d, alpha);
+  const VF va = hn::Set(d, alpha), vb = hn::Set(d, beta);
+  const bool read_c = beta != 0.0f;
   for (int r = 0; r < MR; ++r) {
     float* cr = c + r * ldc;
     if constexpr (kFullN) {
-      const VF o0 = acc ? hn::MulAdd(va, c0[r], hn::LoadU(d, cr)) : hn::Mul(va, c0[r]);
-      const VF o1 = acc ? hn::MulAdd(va, c1[r], hn::LoadU(d, cr + NL)) : hn::Mul(va, c1[r]);
+      const VF o0 = read_c ? hn::MulAdd(va, c0[r], hn::Mul(vb, hn::LoadU(d, cr))) : hn::Mul(va, c0[r]);
+      const VF o1 =
+          read_c ? hn::MulAdd(va, c1[r], hn::Mul(vb, hn::LoadU(d, cr + NL))) : hn::Mul(va, c1[r]);
       hn::StoreU(o0, d, cr);
       hn::StoreU(o1, d, cr + NL);
     } else {
-      const VF o0 = acc ? hn::MulAdd(va, c0[r], hn::MaskedLoad(m0, d, cr)) : hn::Mul(va, c0[r]);
-      const VF o1 =
-          acc ? hn::MulAdd(va, c1[r], hn::MaskedLoad(m1, d, cr + NL)) : hn::Mul(va, c1[r]);
+      const VF o0 =
+          read_c ? hn::MulAdd(va, c0[r], hn::Mul(vb, hn::MaskedLoad(m0, d, cr))) : hn::Mul(va, c0[r]);
+      const VF o1 = read_c ? hn::MulAdd(va, c1[r], hn::Mul(vb, hn::MaskedLoad(m1, d, cr + NL)))
+                           : hn::Mul(va, c1[r]);
       hn::BlendedStore(o0, m0, d, cr);
       hn::BlendedStore(o1, m1, d, cr + NL);
     }
@@ -79,10 +82,10 @@ HWY_INLINE void Tile(const float* HWY_RESTRICT a, ptrdiff_t ars, ptrdiff_t acs,
 template <bool kFullN>
 HWY_INLINE void TileRows(int m, const float* a, ptrdiff_t ars, ptrdiff_t acs, const float* b,
                          ptrdiff_t ldb, int kd, float* c, ptrdiff_t ldc, size_t n, float alpha,
-                         bool acc) {
+                         float beta) {
   switch (m) {
 #define HANPU_TILE_CASE(R) \
-  case R: return Tile<R, kFullN>(a, ars, acs, b, ldb, kd, c, ldc, n, alpha, acc);
+  case R: return Tile<R, kFullN>(a, ars, acs, b, ldb, kd, c, ldc, n, alpha, beta);
     HANPU_TILE_CASE(1)
     HANPU_TILE_CASE(2)
     HANPU_TILE_CASE(3)
@@ -113,7 +116,7 @@ inline int TileHeight(int left) {
 }
 
 void Gemm(int M, int N, int Kd, const float* a, ptrdiff_t ars, ptrdiff_t acs, const float* b,
-          ptrdiff_t ldb, float* c, ptrdiff_t ldc, float alpha, bool acc) {
+          ptrdiff_t ldb, float* c, ptrdiff_t ldc, float alpha, float beta) {
   const size_t NR = 2 * hn::Lanes(DF());
   // Row panels outermost: the A panel [MR x Kd] (MR broadcast streams) stays in L1 while the
   // B panels, read as contiguous vectors the prefetcher follows, stream past it.
@@ -124,9 +127,9 @@ void Gemm(int M, int N, int Kd, const float* a, ptrdiff_t ars, ptrdiff_t acs, co
       const size_t n = std::min<size_t>(NR, N - j0);
       float* ci = c + i0 * ldc + j0;
       if (n == NR) {
-        TileRows<true>(m, ai, ars, acs, b + j0, ldb, Kd, ci, ldc, n, alpha, acc);
+        TileRows<true>(m, ai, ars, acs, b + j0, ldb, Kd, ci, ldc, n, alpha, beta);
       } else {
-        TileRows<false>(m, ai, ars, acs, b + j0, ldb, Kd, ci, ldc, n, alpha, acc);
+        TileRows<false>(m, ai, ars, acs, b + j0, ldb, Kd, ci, ldc, n, alpha, beta);
       }
     }
     i0 += m;
@@ -149,14 +152,14 @@ HWY_EXPORT(TileColsCount);
 HWY_EXPORT(CurrentTarget);
 
 void gemm(int M, int N, int Kd, MatA A, const float* B, ptrdiff_t ldb, float* C, ptrdiff_t ldc,
-          float alpha, bool accumulate) {
+          float alpha, float beta) {
   if (M <= 0 || N <= 0) return;
   HWY_DYNAMIC_DISPATCH(Gemm)(M, N, Kd, A.data, A.row_stride, A.col_stride, B, ldb, C, ldc, alpha,
-                             accumulate);
+                             beta);
 }
 
 void gemm_repacking(int M, int N, int Kd, MatA A, const float* B, ptrdiff_t ldb, float* C,
-                    ptrdiff_t ldc, float alpha, bool accumulate) {
+                    ptrdiff_t ldc, float alpha, float beta) {
   if (M <= 0 || N <= 0) return;
   // Pack A as k-major panels of MR rows, B contiguous [Kd x N], compute into a packed C, then
   // scatter C back: the per-call transforms a library GEMM pays when layouts are not planned.
@@ -176,12 +179,12 @@ void gemm_repacking(int M, int N, int Kd, MatA A, const float* B, ptrdiff_t ldb,
   for (int pnl = 0; pnl < panels; ++pnl) {
     HWY_DYNAMIC_DISPATCH(Gemm)(mr, N, Kd, ap.data() + static_cast<size_t>(pnl) * Kd * mr, 1, mr,
                                bp.data(), N, cp.data() + static_cast<size_t>(pnl) * mr * N, N,
-                               1.0f, false);
+                               1.0f, 0.0f);
   }
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j) {
       const float v = alpha * cp[static_cast<size_t>(i) * N + j];
-      C[i * ldc + j] = accumulate ? C[i * ldc + j] + v : v;
+      C[i * ldc + j] = beta != 0.0f ? beta * C[i * ldc + j] + v : v;
     }
 }
 

@@ -22,15 +22,17 @@ inline MatA row_major(const float* a, ptrdiff_t lda) { return MatA{a, lda, 1}; }
 // The matrix X^T where X is row-major with leading dimension ldx.
 inline MatA transposed(const float* x, ptrdiff_t ldx) { return MatA{x, 1, ldx}; }
 
-// C[M x N] = (accumulate ? C : 0) + alpha * A[M x Kd] B[Kd x N], C row-major (ldc).
+// C[M x N] = alpha * A[M x Kd] B[Kd x N] + beta * C, C row-major (ldc). beta == 0 does not
+// read C (it may hold garbage); beta != 1 folds a scaling of C (e.g. a state decay) into the
+// product's store instead of a separate pass.
 void gemm(int M, int N, int Kd, MatA A, const float* B, ptrdiff_t ldb, float* C, ptrdiff_t ldc,
-          float alpha, bool accumulate);
+          float alpha, float beta);
 
 // The same product the way a generic library call does it with no layout plan: A and B are
 // copied into packed panels and the result tile through a packed buffer on every call. Used
 // by the ablation to measure what the layout plan saves; the result equals gemm()'s.
 void gemm_repacking(int M, int N, int Kd, MatA A, const float* B, ptrdiff_t ldb, float* C,
-                    ptrdiff_t ldc, float alpha, bool accumulate);
+                    ptrdiff_t ldc, float alpha, float beta);
 
 // Rows per register tile and columns per tile of the micro-kernel on this machine's target.
 int gemm_tile_rows();

@@ -19,7 +19,8 @@ TEST_P(Gemm, MatchesFloat64ForEveryLayoutAndMode) {
   const auto [M, N, Kd] = GetParam();
   Rng rng(M * 131 + N * 7 + Kd);
   for (bool trans_a : {false, true}) {
-    for (bool acc : {false, true}) {
+    for (float beta : {0.0f, 1.0f, 0.375f}) {
+      const bool acc = beta != 0.0f;
       for (auto fn : {&simd::gemm, &simd::gemm_repacking}) {
         const int lda = trans_a ? M + 3 : Kd + 2, ldb = N + 5, ldc = N + 1;
         std::vector<float> a(static_cast<size_t>(trans_a ? Kd : M) * lda), b(static_cast<size_t>(Kd) * ldb);
@@ -30,10 +31,10 @@ TEST_P(Gemm, MatchesFloat64ForEveryLayoutAndMode) {
         const std::vector<float> c0 = c;
         const float alpha = -0.75f;
         const simd::MatA A = trans_a ? simd::transposed(a.data(), lda) : simd::row_major(a.data(), lda);
-        fn(M, N, Kd, A, b.data(), ldb, c.data(), ldc, alpha, acc);
+        fn(M, N, Kd, A, b.data(), ldb, c.data(), ldc, alpha, beta);
         for (int i = 0; i < M; ++i)
           for (int j = 0; j < N; ++j) {
-            double want = acc ? c0[i * ldc + j] : 0.0, mag = std::abs(want);
+            double want = acc ? double(beta) * c0[i * ldc + j] : 0.0, mag = std::abs(want);
             for (int p = 0; p < Kd; ++p) {
               const double ap = trans_a ? a[p * lda + i] : a[i * lda + p];
               want += alpha * ap * b[p * ldb + j];
@@ -41,7 +42,7 @@ TEST_P(Gemm, MatchesFloat64ForEveryLayoutAndMode) {
             }
             // fp32 accumulation: error bounded by ~Kd ulp of the sum of magnitudes.
             ASSERT_NEAR(c[i * ldc + j], want, 4e-7 * (Kd + 2) * mag + 1e-30)
-                << "i=" << i << " j=" << j << " trans=" << trans_a << " acc=" << acc;
+                << "i=" << i << " j=" << j << " trans=" << trans_a << " beta=" << beta;
           }
         // Padding columns of C (j >= N) are never written.
         for (int i = 0; i < M; ++i)

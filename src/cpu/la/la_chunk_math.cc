@@ -118,8 +118,8 @@ void decayed_kk_qk_gdn(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm) {
   simd::transpose(k, ld, ws.kt.data(), C, c, K);  // the one transform: K^T, shared below
   for (int i0 = 0; i0 < c; i0 += kSubChunk) {
     const int i1 = std::min(c, i0 + kSubChunk);
-    gemm(i1 - i0, i1, K, simd::row_major(k + i0 * ld, ld), ws.kt.data(), C, L + i0 * C, C, 1.0f, false);
-    gemm(i1 - i0, i1, K, simd::row_major(q + i0 * ld, ld), ws.kt.data(), C, Qm + i0 * C, C, 1.0f, false);
+    gemm(i1 - i0, i1, K, simd::row_major(k + i0 * ld, ld), ws.kt.data(), C, L + i0 * C, C, 1.0f, 0.0f);
+    gemm(i1 - i0, i1, K, simd::row_major(q + i0 * ld, ld), ws.kt.data(), C, Qm + i0 * C, C, 1.0f, 0.0f);
   }
   for (int i = 0; i < c; ++i) {
     simd::gate_row(L + i * C, ws.gam.data(), ws.gam[i], ws.beta[i], i);
@@ -158,8 +158,8 @@ void decayed_kk_qk_kda(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm) {
         if (j > 0) simd::mul(col_fac, col_fac, a + j * K, K);
       }
       simd::transpose(ws.kd.data(), K, ws.kt.data(), C, i0, K);
-      gemm(r, i0, K, simd::row_major(rows, K), ws.kt.data(), C, L + i0 * C, C, 1.0f, false);
-      gemm(r, i0, K, simd::row_major(rows + r * K, K), ws.kt.data(), C, Qm + i0 * C, C, 1.0f, false);
+      gemm(r, i0, K, simd::row_major(rows, K), ws.kt.data(), C, L + i0 * C, C, 1.0f, 0.0f);
+      gemm(r, i0, K, simd::row_major(rows + r * K, K), ws.kt.data(), C, Qm + i0 * C, C, 1.0f, 0.0f);
     }
     simd::kda_diag_block(k + i0 * ld, q + i0 * ld, ld, ws.decay.data() + i0 * K, K, r,
                          L + i0 * C + i0, Qm + i0 * C + i0, C);
@@ -196,19 +196,19 @@ void state_products(const LaProblem& p, ChunkWorkspace& ws, const float* S, ptrd
       simd::mul(ws.kq_gated.data() + i * K, src, ws.egam.data() + static_cast<size_t>(i % c) * K, K);
     }
     gemm(row_end - row_begin, w, K, simd::row_major(ws.kq_gated.data() + row_begin * K, K), S + c0, lds,
-         out + static_cast<size_t>(row_begin) * w, w, 1.0f, false);
+         out + static_cast<size_t>(row_begin) * w, w, 1.0f, 0.0f);
     return;
   }
   // GDN: exp(Gam) scales the result rows later; the key and query rows are read in place.
   if (row_begin < c) {
     const int end = std::min(row_end, c);
     gemm(end - row_begin, w, K, simd::row_major(ws.k + row_begin * ws.ldqk, ws.ldqk), S + c0, lds,
-         out + static_cast<size_t>(row_begin) * w, w, 1.0f, false);
+         out + static_cast<size_t>(row_begin) * w, w, 1.0f, 0.0f);
   }
   if (row_end > c) {
     const int begin = std::max(row_begin, c);
     gemm(row_end - begin, w, K, simd::row_major(ws.q + (begin - c) * ws.ldqk, ws.ldqk), S + c0, lds,
-         out + static_cast<size_t>(begin) * w, w, 1.0f, false);
+         out + static_cast<size_t>(begin) * w, w, 1.0f, 0.0f);
   }
 }
 
@@ -228,7 +228,7 @@ void solve_unit_lower(const float* L, int ldl, int c, float* X, int ldx, int w, 
   for (int b0 = 0; b0 < c; b0 += kSubChunk) {
     const int b1 = std::min(c, b0 + kSubChunk), n = b1 - b0;
     if (b0 > 0) {
-      gemm(n, w, b0, simd::row_major(L + b0 * ldl, ldl), X, ldx, X + b0 * ldx, ldx, -1.0f, true);
+      gemm(n, w, b0, simd::row_major(L + b0 * ldl, ldl), X, ldx, X + b0 * ldx, ldx, -1.0f, 1.0f);
     }
     for (int col = 0; col < n; ++col) {  // inv = (I + StrictTril(L_bb))^-1 by columns
       for (int i = 0; i < n; ++i) {
@@ -238,7 +238,7 @@ void solve_unit_lower(const float* L, int ldl, int c, float* X, int ldx, int w, 
       }
     }
     for (int i = 0; i < n; ++i) std::copy_n(X + (b0 + i) * ldx, w, rhs + i * w);
-    gemm(n, w, n, simd::row_major(inv, kSubChunk), rhs, w, X + b0 * ldx, ldx, 1.0f, false);
+    gemm(n, w, n, simd::row_major(inv, kSubChunk), rhs, w, X + b0 * ldx, ldx, 1.0f, 0.0f);
   }
 }
 
@@ -253,7 +253,7 @@ void chunk_outputs(const LaProblem& p, ChunkWorkspace& ws, int w, GemmFn gemm) {
   for (int i0 = 0; i0 < c; i0 += kSubChunk) {  // lower row blocks: row i needs Vn rows <= i
     const int i1 = std::min(c, i0 + kSubChunk);
     gemm(i1 - i0, w, i1, simd::row_major(Qm + i0 * C, C), ws.vn.data(), w, ws.o + i0 * ws.ldo, ws.ldo,
-         1.0f, true);
+         1.0f, 1.0f);
   }
 }
 
@@ -262,19 +262,19 @@ void update_state(const LaProblem& p, ChunkWorkspace& ws, float* S, ptrdiff_t ld
   const int c = ws.c, K = p.K, w = c1 - c0;
   const float* k = ws.k;
   const ptrdiff_t ld = ws.ldqk;
-  if (p.kda()) {
+  if (p.kda()) {  // per-channel decay: rows of S scaled before the product
     const float* elast = ws.egam.data() + static_cast<size_t>(c - 1) * K;  // exp(Gam_last)
     for (int d = 0; d < K; ++d) simd::scale_copy(S + d * lds + c0, S + d * lds + c0, elast[d], w);
     for (int i = 0; i < c; ++i) simd::mul(ws.kd.data() + i * K, k + i * ld, ws.etail.data() + i * K, K);
+    gemm(K, w, c, simd::transposed(ws.kd.data(), K), vn, ldvn, S + c0, lds, 1.0f, 1.0f);
   } else {
     const float glast = ws.gam[c - 1];
-    const float decay = std::exp(glast);
-    for (int d = 0; d < K; ++d) simd::scale_copy(S + d * lds + c0, S + d * lds + c0, decay, w);
     for (int i = 0; i < c; ++i) {
       simd::scale_copy(ws.kd.data() + i * K, k + i * ld, std::exp(glast - ws.gam[i]), K);
     }
+    // GDN's decay is one scalar per chunk: folded into the product's store (C scale).
+    gemm(K, w, c, simd::transposed(ws.kd.data(), K), vn, ldvn, S + c0, lds, 1.0f, std::exp(glast));
   }
-  gemm(K, w, c, simd::transposed(ws.kd.data(), K), vn, ldvn, S + c0, lds, 1.0f, true);
 }
 
 void store_chunk_out(const LaProblem& p, int64_t t0, int hv, int c0, int c1, const ChunkWorkspace& ws) {

@@ -57,7 +57,7 @@ struct ChunkWorkspace {
 };
 
 using GemmFn = void (*)(int, int, int, simd::MatA, const float*, ptrdiff_t, float*, ptrdiff_t,
-                        float, bool);
+                        float, float);
 GemmFn gemm_for(GemmMode mode);
 
 // Loads rows [t0, t0 + c) of value head hv: k, q (L2-normalised if asked), gates, beta.

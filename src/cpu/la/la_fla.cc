@@ -82,9 +82,8 @@ void run_fla(const LaProblem& p, LaRunContext& ctx) {
         }
         simd::scale_copy(ws.out.data() + i * V, ws.v + i * ws.ldv, ws.beta[i], V);  // diag(beta) V
       }
-      gemm(c, K, c, simd::row_major(A.data(), C), kb.data(), K, row(W, ch.t0, hv, K), HV * K, 1.0f, false);
-      gemm(c, V, c, simd::row_major(A.data(), C), ws.out.data(), V, row(U, ch.t0, hv, V), HV * V, 1.0f,
-           false);
+      gemm(c, K, c, simd::row_major(A.data(), C), kb.data(), K, row(W, ch.t0, hv, K), HV * K, 1.0f, 0.0f);
+      gemm(c, V, c, simd::row_major(A.data(), C), ws.out.data(), V, row(U, ch.t0, hv, V), HV * V, 1.0f, 0.0f);
     }
   }));
 
@@ -108,8 +107,7 @@ void run_fla(const LaProblem& p, LaRunContext& ctx) {
         for (int i = 0; i < ch.c; ++i) {
           std::copy_n(row(U, ch.t0 + i, hv, V) + c0, w, vn + static_cast<size_t>(i) * HV * V);
         }
-        gemm(ch.c, w, K, simd::row_major(row(W, ch.t0, hv, K), HV * K), S.data(), w, vn, HV * V, -1.0f,
-             true);
+        gemm(ch.c, w, K, simd::row_major(row(W, ch.t0, hv, K), HV * K), S.data(), w, vn, HV * V, -1.0f, 1.0f);
         update_state(p, ws, S.data(), w, 0, w, vn, HV * V, gemm);
       }
       write_final_state(p, work.seq, hv, c0, work.col_end, S.data());

@@ -56,9 +56,9 @@ void chunk_fla_order(const LaProblem& p, ChunkWorkspace& ws, FlaOrderBuffers& fb
     }
     simd::scale_copy(ws.out.data() + i * w, ws.v + i * ws.ldv, ws.beta[i], w);  // diag(beta) V
   }
-  gemm(c, K, c, simd::row_major(fb.A.data(), C), fb.kb.data(), K, fb.W.data(), K, 1.0f, false);
-  gemm(c, w, c, simd::row_major(fb.A.data(), C), ws.out.data(), w, ws.vn.data(), w, 1.0f, false);
-  gemm(c, w, K, simd::row_major(fb.W.data(), K), S, w, ws.vn.data(), w, -1.0f, true);  // Vn
+  gemm(c, K, c, simd::row_major(fb.A.data(), C), fb.kb.data(), K, fb.W.data(), K, 1.0f, 0.0f);
+  gemm(c, w, c, simd::row_major(fb.A.data(), C), ws.out.data(), w, ws.vn.data(), w, 1.0f, 0.0f);
+  gemm(c, w, K, simd::row_major(fb.W.data(), K), S, w, ws.vn.data(), w, -1.0f, 1.0f);  // Vn
   // State-first: S_next = decay S + Kd^T Vn, while S (old) stays live for the output.
   std::copy_n(S, static_cast<size_t>(K) * w, fb.S_next.data());
   update_state(p, ws, fb.S_next.data(), w, 0, w, ws.vn.data(), w, gemm);

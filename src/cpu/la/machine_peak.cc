@@ -54,7 +54,7 @@ double measure_gemm_gflops(int threads, double ms) {
       int64_t n = 0;
       while (local.ms() < ms) {
         for (int i = 0; i < 16; ++i) {
-          simd::gemm(kM, kN, kK, simd::row_major(a.data(), kK), b.data(), kN, c.data(), kN, 1.0f, true);
+          simd::gemm(kM, kN, kK, simd::row_major(a.data(), kK), b.data(), kN, c.data(), kN, 1.0f, 1.0f);
         }
         n += 16;
       }

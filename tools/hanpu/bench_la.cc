@@ -148,6 +148,22 @@ int run_bench_la(const BenchLaOptions& o) {
     std::fprintf(stderr, "error: --repeats must be >= 1\n");
     return 2;
   }
+  for (long T : o.seq) {
+    if (T < 1) {
+      std::fprintf(stderr, "error: --seq %ld: sequence lengths must be >= 1\n", T);
+      return 2;
+    }
+  }
+  for (int hv : o.hv) {
+    if (hv < 1 || o.heads < 1 || hv % o.heads != 0) {
+      std::fprintf(stderr, "error: --hv %d must be a positive multiple of --heads %d\n", hv, o.heads);
+      return 2;
+    }
+  }
+  if (o.dim < 1 || o.dim > kLaMaxHeadDim) {
+    std::fprintf(stderr, "error: --dim %d must be in [1, %d]\n", o.dim, kLaMaxHeadDim);
+    return 2;
+  }
   FILE* info = o.json ? stderr : stdout;
   const FmaPeak peak = measure_fma_peak(o.threads);
   std::fprintf(info, "# machine: %d threads, SIMD %s, measured FMA peak %.1f GFLOP/s (%.1f per core)\n",

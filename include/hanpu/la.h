@@ -63,8 +63,10 @@ std::span<const LaStrategyInfo> la_strategies();
 // T = 0 is a valid no-op (final_state is then the initial state, or zeros).
 Status la_prefill(const LaArgs& args, const LaOptions& options = {}, LaStats* stats = nullptr);
 
-// The core schedule la_prefill uses for this shape (HA-NPU §4), one line per core.
-std::string describe_la_schedule(const std::vector<int64_t>& seq_lens, int HV, int V, int threads);
+// The core schedule the hanpu strategy uses for this shape (HA-NPU §4), one line per core.
+// Its unit is a q/k head with its GVA group of HV/H value heads ("h3" = q/k head 3).
+std::string describe_la_schedule(const std::vector<int64_t>& seq_lens, int H, int HV, int V,
+                                 int threads);
 
 // The one FLOP count every strategy is measured with: the useful work of the chunked
 // algorithm at C = 64 per (token, value head): 2 (3 K V + 65 K + 64 V), i.e. K S0, Q S0 and

@@ -78,12 +78,12 @@ void BetaResidual(float* y, const float* v, const float* ks, float e, float b, s
   });
 }
 
-void GateRow(float* row, const float* gam, float gi, float s, size_t n) {
+void GateRow(float* dst, const float* src, const float* gam, float gi, float s, size_t n) {
   const DF d;
   const VF vg = hn::Set(d, gi), vs = hn::Set(d, s);
   ForEachVec(n, [&](size_t i, auto m) {
     const VF e = hn::CallExp(d, hn::Sub(vg, hn::MaskedLoad(m, d, gam + i)));
-    hn::BlendedStore(hn::Mul(hn::Mul(vs, e), hn::MaskedLoad(m, d, row + i)), m, d, row + i);
+    hn::BlendedStore(hn::Mul(hn::Mul(vs, e), hn::MaskedLoad(m, d, src + i)), m, d, dst + i);
   });
 }
 
@@ -194,8 +194,8 @@ float sum_squares(const float* x, size_t n) { return HWY_DYNAMIC_DISPATCH(SumSqu
 void beta_residual(float* y, const float* v, const float* ks, float e, float b, size_t n) {
   HWY_DYNAMIC_DISPATCH(BetaResidual)(y, v, ks, e, b, n);
 }
-void gate_row(float* row, const float* gam, float gi, float s, size_t n) {
-  HWY_DYNAMIC_DISPATCH(GateRow)(row, gam, gi, s, n);
+void gate_row(float* dst, const float* src, const float* gam, float gi, float s, size_t n) {
+  HWY_DYNAMIC_DISPATCH(GateRow)(dst, src, gam, gi, s, n);
 }
 void kda_diag_block(const float* k, const float* q, ptrdiff_t ldkq, const float* a, int K, int n,
                     float* L, float* Qm, int ld) {

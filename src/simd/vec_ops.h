@@ -29,8 +29,8 @@ void beta_residual(float* y, const float* v, const float* ks, float e, float b, 
 // block's (0, 0), leading dim ld.
 void kda_diag_block(const float* k, const float* q, ptrdiff_t ldkq, const float* a, int K, int n,
                     float* L, float* Qm, int ld);
-// row[j] *= s * exp(gi - gam[j]) for j < n   (GDN decay mask of one row; gi - gam[j] <= 0)
-void gate_row(float* row, const float* gam, float gi, float s, size_t n);
+// dst[j] = s * src[j] * exp(gi - gam[j]) for j < n   (GDN decay mask of one row; gi - gam[j] <= 0)
+void gate_row(float* dst, const float* src, const float* gam, float gi, float s, size_t n);
 
 // Row conversion between a storage dtype and fp32.
 void load_f32(float* dst, const void* src, DType t, size_t n);

@@ -27,8 +27,8 @@ TEST(VecOps, ExpAndGatesMatchScalar) {
       EXPECT_NEAR(e[i], std::exp(double(a[i])), 3e-7 * std::exp(double(a[i])) + 1e-38);
       EXPECT_EQ(y[i], x[i] * c[i]);
     }
-    std::vector<float> row = x;
-    simd::gate_row(row.data(), g.data(), 0.0f, 0.5f, n);  // gi = 0 >= every g: exponents >= 0
+    std::vector<float> row(n, -1.0f);
+    simd::gate_row(row.data(), x.data(), g.data(), 0.0f, 0.5f, n);  // gi = 0 >= every g: exponents >= 0
     for (size_t i = 0; i < n; ++i) {
       const double w = 0.5 * x[i] * std::exp(0.0 - g[i]);
       if (std::isfinite(w) && std::abs(w) < 1e30) EXPECT_NEAR(row[i], w, 1e-5 * std::abs(w));

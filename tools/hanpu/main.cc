@@ -21,10 +21,11 @@ int main(int argc, char** argv) {
   auto* la = app.add_subcommand("la", "linear-attention helpers");
   la->require_subcommand(1);
   auto* strategies = la->add_subcommand("strategies", "list the LA strategies");
-  int sched_hv = 16, sched_v = 128, sched_threads = 0;
+  int sched_hv = 16, sched_heads = 0, sched_v = 128, sched_threads = 0;
   std::vector<long> sched_seq = {4096};
   auto* schedule = la->add_subcommand("schedule", "print the HA-NPU core schedule for a shape");
-  schedule->add_option("--hv", sched_hv, "value heads")->capture_default_str();
+  schedule->add_option("--hv", sched_hv, "value heads HV")->capture_default_str();
+  schedule->add_option("--heads", sched_heads, "q/k heads H (0: H = HV)")->capture_default_str();
   schedule->add_option("--v", sched_v, "value dim V")->capture_default_str();
   schedule->add_option("--seq", sched_seq, "sequence lengths (several: varlen)")->capture_default_str();
   schedule->add_option("--threads", sched_threads, "cores (0: this machine's)")->capture_default_str();
@@ -45,7 +46,14 @@ int main(int argc, char** argv) {
   }
   if (*schedule) {
     std::vector<int64_t> lens(sched_seq.begin(), sched_seq.end());
-    std::printf("%s", hanpu::describe_la_schedule(lens, sched_hv, sched_v, sched_threads).c_str());
+    const int heads = sched_heads > 0 ? sched_heads : sched_hv;
+    if (sched_hv < 1 || heads < 1 || sched_hv % heads != 0 || sched_v < 1) {
+      std::fprintf(stderr, "error: --hv %d must be a positive multiple of --heads %d, --v >= 1\n",
+                   sched_hv, heads);
+      return 2;
+    }
+    std::printf("%s",
+                hanpu::describe_la_schedule(lens, heads, sched_hv, sched_v, sched_threads).c_str());
     return 0;
   }
   if (*info) {

@@ -45,15 +45,18 @@ Status la_prefill(const LaArgs& args, const LaOptions& options, LaStats* stats) 
   return Status::Ok();
 }
 
-std::string describe_la_schedule(const std::vector<int64_t>& seq_lens, int HV, int V, int threads) {
+std::string describe_la_schedule(const std::vector<int64_t>& seq_lens, int H, int HV, int V,
+                                 int threads) {
   if (threads <= 0) threads = ThreadPool::default_threads();
   cpu::LaProblem p;
+  p.H = H;
   p.HV = HV;
   p.V = V;
   p.N = static_cast<int>(seq_lens.size());
   p.cu = {0};
   for (int64_t l : seq_lens) p.cu.push_back(p.cu.back() + l);
-  return cpu::schedule_for(p, threads).describe();
+  std::string head = HV > H ? fmt::format("unit: q/k head h with its {} value heads (GVA)\n", HV / H) : "";
+  return head + cpu::schedule_groups_for(p, threads).describe();
 }
 
 double la_flops(int64_t T, int HV, int K, int V) {

@@ -26,6 +26,7 @@ ChunkWorkspace::ChunkWorkspace(int C_, int K_, int V_, ScratchMeter* meter)
       gam(C_ * K_, meter),
       egam(C_ * K_, meter),
       beta(C_, meter),
+      raw(2 * C_ * C_, meter),
       kkqk(2 * C_ * C_, meter),
       ksqs(2 * C_ * V_, meter),
       vrow(C_ * V_, meter),
@@ -41,28 +42,32 @@ GemmFn gemm_for(GemmMode mode) {
   return mode == GemmMode::kPlanned ? &simd::gemm : &simd::gemm_repacking;
 }
 
-void load_chunk(const LaProblem& p, int64_t t0, int c, int hv, ChunkWorkspace& ws) {
+void load_chunk_rows(const LaProblem& p, int64_t t0, int c, int hv, ChunkWorkspace& ws) {
   const int K = p.K;
   ws.c = c;
   if (p.dtype == DType::kF32 && !p.qk_l2norm) {
     ws.k = static_cast<const float*>(p.k) + p.qk_offset(t0, hv);
     ws.q = static_cast<const float*>(p.q) + p.qk_offset(t0, hv);
     ws.ldqk = static_cast<ptrdiff_t>(p.H) * K;
-  } else {
-    for (int i = 0; i < c; ++i) {
-      float* krow = ws.kq.data() + static_cast<size_t>(i) * K;
-      float* qrow = ws.kq.data() + static_cast<size_t>(c + i) * K;
-      simd::load_f32(krow, at(p.k, p.qk_offset(t0 + i, hv), p.dtype), p.dtype, K);
-      simd::load_f32(qrow, at(p.q, p.qk_offset(t0 + i, hv), p.dtype), p.dtype, K);
-      if (p.qk_l2norm) {
-        simd::scale_copy(krow, krow, 1.0f / std::sqrt(simd::sum_squares(krow, K) + 1e-6f), K);
-        simd::scale_copy(qrow, qrow, 1.0f / std::sqrt(simd::sum_squares(qrow, K) + 1e-6f), K);
-      }
-    }
-    ws.k = ws.kq.data();
-    ws.q = ws.kq.data() + static_cast<size_t>(c) * K;
-    ws.ldqk = K;
+    return;
   }
+  for (int i = 0; i < c; ++i) {
+    float* krow = ws.kq.data() + static_cast<size_t>(i) * K;
+    float* qrow = ws.kq.data() + static_cast<size_t>(c + i) * K;
+    simd::load_f32(krow, at(p.k, p.qk_offset(t0 + i, hv), p.dtype), p.dtype, K);
+    simd::load_f32(qrow, at(p.q, p.qk_offset(t0 + i, hv), p.dtype), p.dtype, K);
+    if (p.qk_l2norm) {
+      simd::scale_copy(krow, krow, 1.0f / std::sqrt(simd::sum_squares(krow, K) + 1e-6f), K);
+      simd::scale_copy(qrow, qrow, 1.0f / std::sqrt(simd::sum_squares(qrow, K) + 1e-6f), K);
+    }
+  }
+  ws.k = ws.kq.data();
+  ws.q = ws.kq.data() + static_cast<size_t>(c) * K;
+  ws.ldqk = K;
+}
+
+void load_chunk_gates(const LaProblem& p, int64_t t0, int hv, ChunkWorkspace& ws) {
+  const int K = p.K, c = ws.c;
   for (int i = 0; i < c; ++i) {
     const int64_t t = t0 + i;
     ws.beta[i] = p.beta[t * p.HV + hv];
@@ -87,6 +92,11 @@ void load_chunk(const LaProblem& p, int64_t t0, int c, int hv, ChunkWorkspace& w
   }
 }
 
+void load_chunk(const LaProblem& p, int64_t t0, int c, int hv, ChunkWorkspace& ws) {
+  load_chunk_rows(p, t0, c, hv, ws);
+  load_chunk_gates(p, t0, hv, ws);
+}
+
 void bind_chunk_v_and_out(const LaProblem& p, int64_t t0, int hv, int c0, int c1, ChunkWorkspace& ws) {
   const int w = c1 - c0;
   if (p.dtype == DType::kF32) {
@@ -104,26 +114,33 @@ void bind_chunk_v_and_out(const LaProblem& p, int64_t t0, int hv, int c0, int c1
   ws.ldv = ws.ldo = w;
 }
 
-namespace {
-
-// GDN: K K^T and Q K^T on the micro-kernel (lower row blocks only), then the decay mask
-// exp(Gam_i - Gam_j) (<= 0 exponents) and beta / scale on rows.
-void decayed_kk_qk_gdn(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm) {
+// GDN: K K^T and Q K^T on the micro-kernel, lower row blocks only, ungated.
+void raw_kk_qk(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm) {
   const int c = ws.c, K = p.K, C = ws.C;
-  const float* k = ws.k;
-  const float* q = ws.q;
   const ptrdiff_t ld = ws.ldqk;
-  float* L = ws.kkqk.data();
-  float* Qm = L + static_cast<size_t>(c) * C;
-  simd::transpose(k, ld, ws.kt.data(), C, c, K);  // the one transform: K^T, shared below
+  float* kk = ws.raw.data();
+  float* qk = kk + static_cast<size_t>(c) * C;
+  simd::transpose(ws.k, ld, ws.kt.data(), C, c, K);  // the one transform: K^T, shared below
   for (int i0 = 0; i0 < c; i0 += kSubChunk) {
     const int i1 = std::min(c, i0 + kSubChunk);
-    gemm(i1 - i0, i1, K, simd::row_major(k + i0 * ld, ld), ws.kt.data(), C, L + i0 * C, C, 1.0f, 0.0f);
-    gemm(i1 - i0, i1, K, simd::row_major(q + i0 * ld, ld), ws.kt.data(), C, Qm + i0 * C, C, 1.0f, 0.0f);
+    gemm(i1 - i0, i1, K, simd::row_major(ws.k + i0 * ld, ld), ws.kt.data(), C, kk + i0 * C, C, 1.0f, 0.0f);
+    gemm(i1 - i0, i1, K, simd::row_major(ws.q + i0 * ld, ld), ws.kt.data(), C, qk + i0 * C, C, 1.0f, 0.0f);
   }
+}
+
+namespace {
+
+// GDN: the decay mask exp(Gam_i - Gam_j) (<= 0 exponents) and beta / scale on rows of the
+// raw products.
+void gate_kk_qk_gdn(const LaProblem& p, ChunkWorkspace& ws) {
+  const int c = ws.c, C = ws.C;
+  const float* kk = ws.raw.data();
+  const float* qk = kk + static_cast<size_t>(c) * C;
+  float* L = ws.kkqk.data();
+  float* Qm = L + static_cast<size_t>(c) * C;
   for (int i = 0; i < c; ++i) {
-    simd::gate_row(L + i * C, ws.gam.data(), ws.gam[i], ws.beta[i], i);
-    simd::gate_row(Qm + i * C, ws.gam.data(), ws.gam[i], p.scale, i + 1);
+    simd::gate_row(L + i * C, kk + i * C, ws.gam.data(), ws.gam[i], ws.beta[i], i);
+    simd::gate_row(Qm + i * C, qk + i * C, ws.gam.data(), ws.gam[i], p.scale, i + 1);
   }
 }
 
@@ -172,11 +189,12 @@ void decayed_kk_qk_kda(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm) {
 
 }  // namespace
 
-void decayed_kk_qk(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm) {
+void decayed_kk_qk(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm, bool raw_ready) {
   if (p.kda()) {
     decayed_kk_qk_kda(p, ws, gemm);
   } else {
-    decayed_kk_qk_gdn(p, ws, gemm);
+    if (!raw_ready) raw_kk_qk(p, ws, gemm);
+    gate_kk_qk_gdn(p, ws);
   }
   // chunk_outputs multiplies whole diagonal blocks of Qm: clear their upper triangle.
   float* Qm = ws.kkqk.data() + static_cast<size_t>(ws.c) * ws.C;

@@ -30,6 +30,7 @@ struct ChunkWorkspace {
   ScratchBuffer<float> gam;     // GDN [C]: inclusive in-chunk cumsum of g
   ScratchBuffer<float> egam;    // GDN [C]: exp(Gam); KDA [C x K]: exp(Gam) per channel
   ScratchBuffer<float> beta;    // [C]
+  ScratchBuffer<float> raw;     // GDN [2C x C]: K K^T then Q K^T lower blocks, not yet gated
   ScratchBuffer<float> kkqk;    // [2C x C]: rows [0,c) = L (strict lower), [c,2c) = Qm (lower)
   ScratchBuffer<float> ksqs;    // [2C x V]: K S0 (gated) rows then Q S0 (gated) rows
   ScratchBuffer<float> vrow;    // [C x V]: v of the chunk, fp32
@@ -60,14 +61,24 @@ using GemmFn = void (*)(int, int, int, simd::MatA, const float*, ptrdiff_t, floa
                         float, float);
 GemmFn gemm_for(GemmMode mode);
 
-// Loads rows [t0, t0 + c) of value head hv: k, q (L2-normalised if asked), gates, beta.
+// Rows [t0, t0 + c) of the q/k head that value head hv reads (L2-normalised if asked).
+void load_chunk_rows(const LaProblem& p, int64_t t0, int c, int hv, ChunkWorkspace& ws);
+// Gates and beta of value head hv for the chunk whose rows are loaded.
+void load_chunk_gates(const LaProblem& p, int64_t t0, int hv, ChunkWorkspace& ws);
+// Both of the above.
 void load_chunk(const LaProblem& p, int64_t t0, int c, int hv, ChunkWorkspace& ws);
 // Binds the chunk's v rows (columns [c0, c1)) and its output rows: in place for fp32
 // storage, else v converted into ws.vrow and o staged in ws.out (leading dim c1 - c0).
 void bind_chunk_v_and_out(const LaProblem& p, int64_t t0, int hv, int c0, int c1, ChunkWorkspace& ws);
 
-// L = StrictTril(diag(beta) (K K^T o D)) and Qm = scale Tril(Q K^T o D) into ws.kkqk.
-void decayed_kk_qk(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm);
+// GDN: K K^T and Q K^T (lower blocks, ungated) into ws.raw. They depend only on the q/k
+// head, so every value head of a GVA group can gate the same raw products.
+void raw_kk_qk(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm);
+
+// L = StrictTril(diag(beta) (K K^T o D)) and Qm = scale Tril(Q K^T o D) into ws.kkqk for the
+// value head whose gates are loaded. GDN gates ws.raw (computed here unless raw_ready);
+// KDA's decay sits inside the sums, so it always computes its own products.
+void decayed_kk_qk(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm, bool raw_ready = false);
 
 // ksqs rows [row_begin, row_end) of [K; Q] S0 (rows [0,c) keys, [c,2c) queries) for state
 // columns [c0, c1) of S (leading dim lds). GDN applies exp(Gam) to the result later; KDA's is

@@ -25,10 +25,11 @@ struct FlaOrderBuffers {
 
 // One chunk, HA-NPU order (§5): K S0, Q S0, K K^T, Q K^T (GEMM-first group, shared inputs
 // resident) -> solve -> Vn -> O -> S updated in place (chunk-first: one state version).
-void chunk_reordered(const LaProblem& p, ChunkWorkspace& ws, float* S, int w, GemmFn gemm) {
+void chunk_reordered(const LaProblem& p, ChunkWorkspace& ws, float* S, int w, GemmFn gemm,
+                     bool raw_ready) {
   const int c = ws.c;
   state_products(p, ws, S, w, 0, w, gemm, 0, 2 * c);
-  decayed_kk_qk(p, ws, gemm);
+  decayed_kk_qk(p, ws, gemm, raw_ready);
   gemm_first_rhs(p, ws, w);
   solve_unit_lower(ws.kkqk.data(), ws.C, c, ws.vn.data(), w, w, gemm);
   chunk_outputs(p, ws, w, gemm);
@@ -37,10 +38,10 @@ void chunk_reordered(const LaProblem& p, ChunkWorkspace& ws, float* S, int w, Ge
 
 // One chunk, FLA's operator order fused on one core: explicit A, W and U, Vn = U - W S0,
 // state-first update into a second buffer while S0 is still needed by the output.
-void chunk_fla_order(const LaProblem& p, ChunkWorkspace& ws, FlaOrderBuffers& fb, float*& S,
-                     int w, GemmFn gemm) {
+void chunk_fla_order(const LaProblem& p, ChunkWorkspace& ws, FlaOrderBuffers& fb, float* S, int w,
+                     GemmFn gemm, bool raw_ready) {
   const int c = ws.c, C = ws.C, K = p.K;
-  decayed_kk_qk(p, ws, gemm);
+  decayed_kk_qk(p, ws, gemm, raw_ready);
   // A = (I + L)^-1 by solving against the identity.
   std::fill_n(fb.A.data(), static_cast<size_t>(c) * C, 0.0f);
   for (int i = 0; i < c; ++i) fb.A[i * C + i] = 1.0f;
@@ -71,32 +72,42 @@ void chunk_fla_order(const LaProblem& p, ChunkWorkspace& ws, FlaOrderBuffers& fb
 
 void run_hanpu(const LaProblem& p, LaRunContext& ctx, HanpuTechniques tech) {
   const int P = ctx.threads;
-  const HeadSchedule sched =
-      schedule_for(p, P);
+  // The unit of work is a q/k head with its GVA group of HV/H value heads: the group's
+  // states stay resident together, q/k rows are read once per chunk, and GDN's raw K K^T and
+  // Q K^T are computed once and gated per value head.
+  const int group = p.HV / p.H;
+  const HeadSchedule sched = schedule_groups_for(p, P);
   const GemmFn gemm = gemm_for(tech.gemm_mode);
   ThreadPool& pool = ThreadPool::shared(P);
   ctx.busy_ms = pool.run_on_all([&](int core) {
     if (core >= P) return;
     ChunkWorkspace ws(p.chunk, p.K, p.V, ctx.meter);
-    ScratchBuffer<float> state(static_cast<size_t>(p.K) * p.V, ctx.meter);
+    ScratchBuffer<float> states(static_cast<size_t>(group) * p.K * p.V, ctx.meter);
     std::optional<FlaOrderBuffers> fb;
     if (!tech.reorder) fb.emplace(p.chunk, p.K, p.V, ctx.meter);
     for (const HeadWork& work : sched.per_core[core]) {
-      const int w = work.col_end - work.col_begin;
-      float* S = state.data();  // [K x w], the head's state, resident for the whole sequence
-      read_initial_state(p, work.seq, work.head, work.col_begin, work.col_end, S);
-      for (int64_t t0 = p.cu[work.seq]; t0 < p.cu[work.seq + 1]; t0 += p.chunk) {
-        const int c = static_cast<int>(std::min<int64_t>(p.chunk, p.cu[work.seq + 1] - t0));
-        load_chunk(p, t0, c, work.head, ws);
-        bind_chunk_v_and_out(p, t0, work.head, work.col_begin, work.col_end, ws);
-        if (tech.reorder) {
-          chunk_reordered(p, ws, S, w, gemm);
-        } else {
-          chunk_fla_order(p, ws, *fb, S, w, gemm);
+      const int c0 = work.col_begin, c1 = work.col_end, w = c1 - c0, n = work.seq;
+      const int hv0 = work.head * group;
+      // S of value head hv0 + i: [K x w] at states + i K w, resident for the whole sequence.
+      auto S = [&](int i) { return states.data() + static_cast<size_t>(i) * p.K * w; };
+      for (int i = 0; i < group; ++i) read_initial_state(p, n, hv0 + i, c0, c1, S(i));
+      for (int64_t t0 = p.cu[n]; t0 < p.cu[n + 1]; t0 += p.chunk) {
+        const int c = static_cast<int>(std::min<int64_t>(p.chunk, p.cu[n + 1] - t0));
+        load_chunk_rows(p, t0, c, hv0, ws);
+        const bool raw_ready = !p.kda();
+        if (raw_ready) raw_kk_qk(p, ws, gemm);
+        for (int i = 0; i < group; ++i) {
+          load_chunk_gates(p, t0, hv0 + i, ws);
+          bind_chunk_v_and_out(p, t0, hv0 + i, c0, c1, ws);
+          if (tech.reorder) {
+            chunk_reordered(p, ws, S(i), w, gemm, raw_ready);
+          } else {
+            chunk_fla_order(p, ws, *fb, S(i), w, gemm, raw_ready);
+          }
+          store_chunk_out(p, t0, hv0 + i, c0, c1, ws);
         }
-        store_chunk_out(p, t0, work.head, work.col_begin, work.col_end, ws);
       }
-      write_final_state(p, work.seq, work.head, work.col_begin, work.col_end, S);
+      for (int i = 0; i < group; ++i) write_final_state(p, n, hv0 + i, c0, c1, S(i));
     }
   });
 }

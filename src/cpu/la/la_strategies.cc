@@ -42,6 +42,10 @@ HeadSchedule schedule_for(const LaProblem& p, int cores) {
   return make_head_schedule(p.seq_lens(), p.HV, p.V, cores, simd::gemm_tile_cols() / 2);
 }
 
+HeadSchedule schedule_groups_for(const LaProblem& p, int cores) {
+  return make_head_schedule(p.seq_lens(), p.H, p.V, cores, simd::gemm_tile_cols() / 2);
+}
+
 void read_initial_state(const LaProblem& p, int n, int hv, int c0, int c1, float* S) {
   const int w = c1 - c0;
   for (int d = 0; d < p.K; ++d) {

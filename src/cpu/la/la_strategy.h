@@ -30,6 +30,9 @@ const LaStrategyEntry* find_la_strategy(std::string_view name);
 // The HA-NPU core schedule of this problem on `cores` workers, split points aligned to half
 // a micro-kernel column tile (one SIMD vector).
 HeadSchedule schedule_for(const LaProblem& p, int cores);
+// The same over q/k heads (HeadWork::head is then the q/k head, owning value heads
+// head * HV/H ... (head + 1) * HV/H - 1): hanpu's GVA-group mapping.
+HeadSchedule schedule_groups_for(const LaProblem& p, int cores);
 
 // Copies the columns [c0, c1) of (sequence n, head hv)'s initial state (or zeros) into
 // S [K x (c1 - c0)], and back out to the final state.

@@ -165,7 +165,12 @@ void gemm_repacking(int M, int N, int Kd, MatA A, const float* B, ptrdiff_t ldb,
   // scatter C back: the per-call transforms a library GEMM pays when layouts are not planned.
   const int mr = gemm_tile_rows();
   const int panels = (M + mr - 1) / mr;
-  std::vector<float> ap(static_cast<size_t>(panels) * mr * Kd, 0.0f);
+  // Per-thread packing buffers that only grow, as a BLAS keeps its pack buffers: the cost
+  // measured is the packing, not an allocation per call.
+  thread_local std::vector<float> ap, bp, cp;
+  ap.resize(std::max(ap.size(), static_cast<size_t>(panels) * mr * Kd));
+  bp.resize(std::max(bp.size(), static_cast<size_t>(Kd) * N));
+  cp.resize(std::max(cp.size(), static_cast<size_t>(panels) * mr * N));
   for (int pnl = 0; pnl < panels; ++pnl)
     for (int p = 0; p < Kd; ++p)
       for (int r = 0; r < mr; ++r) {
@@ -173,9 +178,7 @@ void gemm_repacking(int M, int N, int Kd, MatA A, const float* B, ptrdiff_t ldb,
         ap[(static_cast<size_t>(pnl) * Kd + p) * mr + r] =
             i < M ? A.data[i * A.row_stride + p * A.col_stride] : 0.0f;
       }
-  std::vector<float> bp(static_cast<size_t>(Kd) * N);
   for (int p = 0; p < Kd; ++p) std::copy(B + p * ldb, B + p * ldb + N, bp.begin() + p * N);
-  std::vector<float> cp(static_cast<size_t>(panels) * mr * N);
   for (int pnl = 0; pnl < panels; ++pnl) {
     HWY_DYNAMIC_DISPATCH(Gemm)(mr, N, Kd, ap.data() + static_cast<size_t>(pnl) * Kd * mr, 1, mr,
                                bp.data(), N, cp.data() + static_cast<size_t>(pnl) * mr * N, N,

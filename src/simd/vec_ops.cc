@@ -2,6 +2,7 @@
 #include "simd/vec_ops.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #undef HWY_TARGET_INCLUDE
@@ -113,6 +114,35 @@ void KdaDiagBlock(const float* k, const float* q, ptrdiff_t ldkq, const float* a
   (void)NL;
 }
 
+// Scans [0, n) for the first lane where bad(v) holds; returns its index or n.
+template <class Bad>
+HWY_INLINE size_t FindFirst(const float* x, size_t n, const Bad& bad) {
+  const DF d;
+  const size_t NL = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + NL <= n; i += NL) {
+    const auto m = bad(hn::LoadU(d, x + i));
+    if (!hn::AllFalse(d, m)) return i + static_cast<size_t>(hn::FindFirstTrue(d, m));
+  }
+  for (; i < n; ++i) {
+    const auto m = bad(hn::Set(d, x[i]));
+    if (!hn::AllFalse(d, m)) return i;
+  }
+  return n;
+}
+
+size_t FindBadGate(const float* x, size_t n) {
+  const DF d;
+  // Bad: NaN (every comparison false, so !(v <= 0)), > 0, or -inf.
+  return FindFirst(x, n, [&](VF v) {
+    return hn::Or(hn::Not(hn::Le(v, hn::Zero(d))), hn::Eq(v, hn::Set(d, -HUGE_VALF)));
+  });
+}
+
+size_t FindNonFinite(const float* x, size_t n) {
+  return FindFirst(x, n, [&](VF v) { return hn::Not(hn::IsFinite(v)); });
+}
+
 void LoadF32(float* dst, const void* src, int t, size_t n) {
   const DF d;
   const size_t NL = hn::Lanes(d);
@@ -181,6 +211,8 @@ HWY_EXPORT(SumSquares);
 HWY_EXPORT(BetaResidual);
 HWY_EXPORT(GateRow);
 HWY_EXPORT(KdaDiagBlock);
+HWY_EXPORT(FindBadGate);
+HWY_EXPORT(FindNonFinite);
 HWY_EXPORT(LoadF32);
 HWY_EXPORT(StoreF32);
 
@@ -201,6 +233,8 @@ void kda_diag_block(const float* k, const float* q, ptrdiff_t ldkq, const float*
                     float* L, float* Qm, int ld) {
   HWY_DYNAMIC_DISPATCH(KdaDiagBlock)(k, q, ldkq, a, K, n, L, Qm, ld);
 }
+size_t find_bad_gate(const float* x, size_t n) { return HWY_DYNAMIC_DISPATCH(FindBadGate)(x, n); }
+size_t find_non_finite(const float* x, size_t n) { return HWY_DYNAMIC_DISPATCH(FindNonFinite)(x, n); }
 void load_f32(float* dst, const void* src, DType t, size_t n) {
   HWY_DYNAMIC_DISPATCH(LoadF32)(dst, src, static_cast<int>(t), n);
 }

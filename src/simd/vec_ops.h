@@ -32,6 +32,12 @@ void kda_diag_block(const float* k, const float* q, ptrdiff_t ldkq, const float*
 // dst[j] = s * src[j] * exp(gi - gam[j]) for j < n   (GDN decay mask of one row; gi - gam[j] <= 0)
 void gate_row(float* dst, const float* src, const float* gam, float gi, float s, size_t n);
 
+// Index of the first x[i] that is not finite or is > 0 (a gate that would make the
+// recurrence grow), or n if there is none. Vectorised: it scans every gate of a call.
+size_t find_bad_gate(const float* x, size_t n);
+// Index of the first non-finite x[i], or n.
+size_t find_non_finite(const float* x, size_t n);
+
 // Row conversion between a storage dtype and fp32.
 void load_f32(float* dst, const void* src, DType t, size_t n);
 void store_f32(void* dst, DType t, const float* src, size_t n);

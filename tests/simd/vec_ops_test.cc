@@ -92,6 +92,29 @@ TEST(VecOps, KdaDiagBlockMatchesFloat64) {
     }
 }
 
+TEST(VecOps, FindsTheFirstBadGateAtEveryPosition) {
+  for (size_t n : {1u, 7u, 16u, 45u}) {
+    std::vector<float> g(n, -0.5f);
+    EXPECT_EQ(simd::find_bad_gate(g.data(), n), n);
+    EXPECT_EQ(simd::find_non_finite(g.data(), n), n);
+    for (size_t pos = 0; pos < n; ++pos) {
+      for (float bad : {0.25f, std::nanf(""), -INFINITY, INFINITY}) {
+        std::vector<float> h = g;
+        h[pos] = bad;
+        if (pos + 1 < n) h[n - 1] = 1.0f;  // a later bad value must not win
+        EXPECT_EQ(simd::find_bad_gate(h.data(), n), pos) << n << " " << pos << " " << bad;
+        if (!std::isfinite(bad)) {
+          std::vector<float> b = g;
+          b[pos] = bad;
+          EXPECT_EQ(simd::find_non_finite(b.data(), n), pos);
+        }
+      }
+    }
+    std::vector<float> z(n, 0.0f);  // zero gates are valid
+    EXPECT_EQ(simd::find_bad_gate(z.data(), n), n);
+  }
+}
+
 TEST(VecOps, TransposeAndRowOps) {
   std::vector<float> a(7 * 19), t(19 * 9);
   for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cpu/la/la_problem.h"
+#include "simd/vec_ops.h"
 
 namespace hanpu::cpu {
 
@@ -128,20 +129,17 @@ Status validate_la(const LaArgs& a, const LaOptions& opt, LaProblem* p) {
   // beta must be finite.
   const float* g = static_cast<const float*>(a.g.data);
   const int64_t gn = a.g.numel();
-  for (int64_t i = 0; i < gn; ++i) {
-    if (!(g[i] <= 0.0f) || std::isinf(g[i])) {  // also catches NaN
-      const int64_t per_tok = kda ? HV * K : HV;
-      return Status::Error(fmt::format(
-          "la_prefill: gate g[{}] (token {}, head {}) = {} must be finite and <= 0", i, i / per_tok,
-          (i % per_tok) / (kda ? K : 1), g[i]));
-    }
+  if (const int64_t i = static_cast<int64_t>(simd::find_bad_gate(g, gn)); i < gn) {
+    const int64_t per_tok = kda ? HV * K : HV;
+    return Status::Error(fmt::format(
+        "la_prefill: gate g[{}] (token {}, head {}) = {} must be finite and <= 0", i, i / per_tok,
+        (i % per_tok) / (kda ? K : 1), g[i]));
   }
   const float* beta = static_cast<const float*>(a.beta.data);
-  for (int64_t i = 0; i < a.beta.numel(); ++i) {
-    if (!std::isfinite(beta[i])) {
-      return Status::Error(fmt::format("la_prefill: beta[{}] (token {}, head {}) = {} is not finite",
-                                       i, i / HV, i % HV, beta[i]));
-    }
+  if (const int64_t i = static_cast<int64_t>(simd::find_non_finite(beta, a.beta.numel()));
+      i < a.beta.numel()) {
+    return Status::Error(fmt::format("la_prefill: beta[{}] (token {}, head {}) = {} is not finite",
+                                     i, i / HV, i % HV, beta[i]));
   }
 
   p->mech = a.mech;

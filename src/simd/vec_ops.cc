@@ -114,23 +114,6 @@ void KdaDiagBlock(const float* k, const float* q, ptrdiff_t ldkq, const float* a
   (void)NL;
 }
 
-void InvertUnitLower(const float* L, ptrdiff_t ldl, int n, float* inv, int ldi) {
-  const DF d;
-  for (int i = 0; i < n; ++i) {
-    float* row = inv + i * ldi;
-    std::fill_n(row, n, 0.0f);
-    row[i] = 1.0f;
-    for (int j = 0; j < i; ++j) {
-      const VF lij = hn::Set(d, -L[i * ldl + j]);
-      const float* rj = inv + j * ldi;
-      ForEachVec(static_cast<size_t>(j + 1), [&](size_t o, auto m) {  // row j is zero past j
-        hn::BlendedStore(hn::MulAdd(lij, hn::MaskedLoad(m, d, rj + o), hn::MaskedLoad(m, d, row + o)), m,
-                         d, row + o);
-      });
-    }
-  }
-}
-
 // Scans [0, n) for the first lane where bad(v) holds; returns its index or n.
 template <class Bad>
 HWY_INLINE size_t FindFirst(const float* x, size_t n, const Bad& bad) {
@@ -228,7 +211,6 @@ HWY_EXPORT(SumSquares);
 HWY_EXPORT(BetaResidual);
 HWY_EXPORT(GateRow);
 HWY_EXPORT(KdaDiagBlock);
-HWY_EXPORT(InvertUnitLower);
 HWY_EXPORT(FindBadGate);
 HWY_EXPORT(FindNonFinite);
 HWY_EXPORT(LoadF32);
@@ -250,9 +232,6 @@ void gate_row(float* dst, const float* src, const float* gam, float gi, float s,
 void kda_diag_block(const float* k, const float* q, ptrdiff_t ldkq, const float* a, int K, int n,
                     float* L, float* Qm, int ld) {
   HWY_DYNAMIC_DISPATCH(KdaDiagBlock)(k, q, ldkq, a, K, n, L, Qm, ld);
-}
-void invert_unit_lower(const float* L, ptrdiff_t ldl, int n, float* inv, int ldi) {
-  HWY_DYNAMIC_DISPATCH(InvertUnitLower)(L, ldl, n, inv, ldi);
 }
 size_t find_bad_gate(const float* x, size_t n) { return HWY_DYNAMIC_DISPATCH(FindBadGate)(x, n); }
 size_t find_non_finite(const float* x, size_t n) { return HWY_DYNAMIC_DISPATCH(FindNonFinite)(x, n); }

@@ -32,11 +32,6 @@ void kda_diag_block(const float* k, const float* q, ptrdiff_t ldkq, const float*
 // dst[j] = s * src[j] * exp(gi - gam[j]) for j < n   (GDN decay mask of one row; gi - gam[j] <= 0)
 void gate_row(float* dst, const float* src, const float* gam, float gi, float s, size_t n);
 
-// inv [n x n] (leading dim ldi) = (I + StrictTril(L))^-1 for the unit lower-triangular
-// n x n block of L (leading dim ldl) by row recursion: inv_i = e_i - sum_{j<i} L_ij inv_j,
-// a row of up to 16 floats being one or two SIMD vectors. Used on the solve's diagonal blocks.
-void invert_unit_lower(const float* L, ptrdiff_t ldl, int n, float* inv, int ldi);
-
 // Index of the first x[i] that is not finite or is > 0 (a gate that would make the
 // recurrence grow), or n if there is none. Vectorised: it scans every gate of a call.
 size_t find_bad_gate(const float* x, size_t n);

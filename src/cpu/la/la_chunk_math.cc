@@ -248,7 +248,13 @@ void solve_unit_lower(const float* L, int ldl, int c, float* X, int ldx, int w, 
     if (b0 > 0) {
       gemm(n, w, b0, simd::row_major(L + b0 * ldl, ldl), X, ldx, X + b0 * ldx, ldx, -1.0f, 1.0f);
     }
-    simd::invert_unit_lower(L + b0 * ldl + b0, ldl, n, inv, kSubChunk);
+    for (int col = 0; col < n; ++col) {  // inv = (I + StrictTril(L_bb))^-1 by columns
+      for (int i = 0; i < n; ++i) {
+        float x = (i == col) ? 1.0f : 0.0f;
+        for (int j = col; j < i; ++j) x -= L[(b0 + i) * ldl + b0 + j] * inv[j * kSubChunk + col];
+        inv[i * kSubChunk + col] = x;
+      }
+    }
     for (int i = 0; i < n; ++i) std::copy_n(X + (b0 + i) * ldx, w, rhs + i * w);
     gemm(n, w, n, simd::row_major(inv, kSubChunk), rhs, w, X + b0 * ldx, ldx, 1.0f, 0.0f);
   }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "simd/vec_ops.cc"
@@ -114,6 +115,29 @@ void KdaDiagBlock(const float* k, const float* q, ptrdiff_t ldkq, const float* a
   (void)NL;
 }
 
+// Four source rows at a time: four vector loads, one interleaving store makes them
+// [r0[j] r1[j] r2[j] r3[j]] quads, and each quad is one 16-byte store into dst's column j.
+void Transpose(const float* src, ptrdiff_t lds, float* dst, ptrdiff_t ldd, int rows, int cols) {
+  const DF d;
+  const size_t NL = hn::Lanes(d);
+  constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
+  HWY_ALIGN float quads[4 * kMaxLanes];
+  int i = 0;
+  for (; i + 4 <= rows; i += 4) {
+    const float* s0 = src + i * lds;
+    size_t j = 0;
+    for (; j + NL <= static_cast<size_t>(cols); j += NL) {
+      hn::StoreInterleaved4(hn::LoadU(d, s0 + j), hn::LoadU(d, s0 + lds + j), hn::LoadU(d, s0 + 2 * lds + j),
+                            hn::LoadU(d, s0 + 3 * lds + j), d, quads);
+      for (size_t jj = 0; jj < NL; ++jj) std::memcpy(dst + (j + jj) * ldd + i, quads + 4 * jj, 16);
+    }
+    for (; j < static_cast<size_t>(cols); ++j)
+      for (int r = 0; r < 4; ++r) dst[j * ldd + i + r] = s0[r * lds + j];
+  }
+  for (; i < rows; ++i)
+    for (int j = 0; j < cols; ++j) dst[j * ldd + i] = src[i * lds + j];
+}
+
 // Scans [0, n) for the first lane where bad(v) holds; returns its index or n.
 template <class Bad>
 HWY_INLINE size_t FindFirst(const float* x, size_t n, const Bad& bad) {
@@ -211,6 +235,7 @@ HWY_EXPORT(SumSquares);
 HWY_EXPORT(BetaResidual);
 HWY_EXPORT(GateRow);
 HWY_EXPORT(KdaDiagBlock);
+HWY_EXPORT(Transpose);
 HWY_EXPORT(FindBadGate);
 HWY_EXPORT(FindNonFinite);
 HWY_EXPORT(LoadF32);
@@ -243,11 +268,7 @@ void store_f32(void* dst, DType t, const float* src, size_t n) {
 }
 
 void transpose(const float* src, ptrdiff_t lds, float* dst, ptrdiff_t ldd, int rows, int cols) {
-  constexpr int kBlock = 16;
-  for (int i0 = 0; i0 < rows; i0 += kBlock)
-    for (int j0 = 0; j0 < cols; j0 += kBlock)
-      for (int i = i0; i < std::min(rows, i0 + kBlock); ++i)
-        for (int j = j0; j < std::min(cols, j0 + kBlock); ++j) dst[j * ldd + i] = src[i * lds + j];
+  HWY_DYNAMIC_DISPATCH(Transpose)(src, lds, dst, ldd, rows, cols);
 }
 
 }  // namespace hanpu::simd

@@ -42,8 +42,7 @@ size_t find_non_finite(const float* x, size_t n);
 void load_f32(float* dst, const void* src, DType t, size_t n);
 void store_f32(void* dst, DType t, const float* src, size_t n);
 
-// dst[j * ldd + i] = src[i * lds + j] for a rows x cols src. Blocked scalar: the transposes
-// the plan keeps are a few KB per chunk, far below a percent of the chunk's FMA time.
+// dst[j * ldd + i] = src[i * lds + j] for a rows x cols src (the K^T of the layout plan).
 void transpose(const float* src, ptrdiff_t lds, float* dst, ptrdiff_t ldd, int rows, int cols);
 
 }  // namespace hanpu::simd

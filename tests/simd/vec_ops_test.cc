@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "base/rng.h"
@@ -116,11 +117,16 @@ TEST(VecOps, FindsTheFirstBadGateAtEveryPosition) {
 }
 
 TEST(VecOps, TransposeAndRowOps) {
-  std::vector<float> a(7 * 19), t(19 * 9);
-  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i);
-  simd::transpose(a.data(), 19, t.data(), 9, 7, 19);
-  for (int i = 0; i < 7; ++i)
-    for (int j = 0; j < 19; ++j) EXPECT_EQ(t[j * 9 + i], a[i * 19 + j]);
+  for (auto [rows, cols] : {std::pair{7, 19}, std::pair{64, 128}, std::pair{3, 5}, std::pair{13, 100}}) {
+    const int lds = cols + 3, ldd = rows + 2;
+    std::vector<float> a(rows * lds), t(cols * ldd, -1.0f);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i);
+    simd::transpose(a.data(), lds, t.data(), ldd, rows, cols);
+    for (int i = 0; i < rows; ++i)
+      for (int j = 0; j < cols; ++j) ASSERT_EQ(t[j * ldd + i], a[i * lds + j]) << rows << "x" << cols;
+    for (int j = 0; j < cols; ++j)
+      for (int i = rows; i < ldd; ++i) ASSERT_EQ(t[j * ldd + i], -1.0f) << "wrote past the block";
+  }
   std::vector<float> v = {1, 2, 3, 4, 5}, ks = {1, 1, 1, 1, 1}, y(5);
   simd::beta_residual(y.data(), v.data(), ks.data(), 2.0f, 0.5f, 5);
   for (int i = 0; i < 5; ++i) EXPECT_FLOAT_EQ(y[i], 0.5f * (v[i] - 2.0f));

@@ -248,11 +248,17 @@ void solve_unit_lower(const float* L, int ldl, int c, float* X, int ldx, int w, 
     if (b0 > 0) {
       gemm(n, w, b0, simd::row_major(L + b0 * ldl, ldl), X, ldx, X + b0 * ldx, ldx, -1.0f, 1.0f);
     }
-    for (int col = 0; col < n; ++col) {  // inv = (I + StrictTril(L_bb))^-1 by columns
-      for (int i = 0; i < n; ++i) {
-        float x = (i == col) ? 1.0f : 0.0f;
-        for (int j = col; j < i; ++j) x -= L[(b0 + i) * ldl + b0 + j] * inv[j * kSubChunk + col];
-        inv[i * kSubChunk + col] = x;
+    // inv = (I + StrictTril(L_bb))^-1 by rows: inv_i = e_i - sum_{j<i} L_ij inv_j, where row j
+    // is zero past column j (contiguous inner loops).
+    for (int i = 0; i < n; ++i) {
+      float* row = inv + i * kSubChunk;
+      std::fill_n(row, kSubChunk, 0.0f);
+      row[i] = 1.0f;
+      const float* li = L + (b0 + i) * ldl + b0;
+      for (int j = 0; j < i; ++j) {
+        const float f = li[j];
+        const float* rj = inv + j * kSubChunk;
+        for (int col = 0; col <= j; ++col) row[col] -= f * rj[col];
       }
     }
     for (int i = 0; i < n; ++i) std::copy_n(X + (b0 + i) * ldx, w, rhs + i * w);

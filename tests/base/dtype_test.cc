@@ -36,7 +36,9 @@ TEST(DType, BF16RoundsToNearestEven) {
   EXPECT_TRUE(std::isnan(bf16_bits_to_f32(f32_to_bf16_bits(std::nanf("")))));
   for (uint32_t h = 0; h < 0x10000; h += 7) {
     const float f = bf16_bits_to_f32(static_cast<uint16_t>(h));
-    if (!std::isnan(f)) EXPECT_EQ(f32_to_bf16_bits(f), h);
+    if (!std::isnan(f)) {
+      EXPECT_EQ(f32_to_bf16_bits(f), h);
+    }
   }
 }
 

@@ -32,7 +32,9 @@ TEST(VecOps, ExpAndGatesMatchScalar) {
     simd::gate_row(row.data(), x.data(), g.data(), 0.0f, 0.5f, n);  // gi = 0 >= every g: exponents >= 0
     for (size_t i = 0; i < n; ++i) {
       const double w = 0.5 * x[i] * std::exp(0.0 - g[i]);
-      if (std::isfinite(w) && std::abs(w) < 1e30) EXPECT_NEAR(row[i], w, 1e-5 * std::abs(w));
+      if (std::isfinite(w) && std::abs(w) < 1e30) {
+        EXPECT_NEAR(row[i], w, 1e-5 * std::abs(w));
+      }
     }
   }
 }
@@ -58,7 +60,9 @@ TEST(VecOps, ConversionsMatchScalarRoundToNearestEven) {
       simd::load_f32(back.data(), scalar_bits.data(), t, n);
       for (size_t i = 0; i < n; ++i) {
         const float want = load_as_f32(scalar_bits.data(), t, i);
-        if (!std::isnan(want)) EXPECT_EQ(back[i], want);
+        if (!std::isnan(want)) {
+          EXPECT_EQ(back[i], want);
+        }
       }
     }
   }
@@ -86,10 +90,18 @@ TEST(VecOps, KdaDiagBlockMatchesFloat64) {
         lq += double(q[i * K + d]) * k[j * K + d] * std::exp(gam);
         mag += std::abs(double(q[i * K + d]) * k[j * K + d]) + std::abs(double(k[i * K + d]) * k[j * K + d]);
       }
-      if (j < i) EXPECT_NEAR(L[i * ld + j], lk, 1e-5 * mag) << i << "," << j;
-      if (j >= i) EXPECT_EQ(L[i * ld + j], -7.0f) << "wrote above the strict lower triangle";
-      if (j <= i) EXPECT_NEAR(Qm[i * ld + j], lq, 1e-5 * mag) << i << "," << j;
-      if (j > i) EXPECT_EQ(Qm[i * ld + j], -7.0f) << "wrote above the diagonal";
+      if (j < i) {
+        EXPECT_NEAR(L[i * ld + j], lk, 1e-5 * mag) << i << "," << j;
+      }
+      if (j >= i) {
+        EXPECT_EQ(L[i * ld + j], -7.0f) << "wrote above the strict lower triangle";
+      }
+      if (j <= i) {
+        EXPECT_NEAR(Qm[i * ld + j], lq, 1e-5 * mag) << i << "," << j;
+      }
+      if (j > i) {
+        EXPECT_EQ(Qm[i * ld + j], -7.0f) << "wrote above the diagonal";
+      }
     }
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct LaCase {
   uint64_t seed = 1;
   std::string describe() const;
 };
+
+// gtest prints a case by its description (test names and failure messages).
+inline void PrintTo(const LaCase& c, std::ostream* os) { *os << c.describe(); }
 
 // Owns every buffer of one problem.
 struct LaData {

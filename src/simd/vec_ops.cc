@@ -115,6 +115,53 @@ void KdaDiagBlock(const float* k, const float* q, ptrdiff_t ldkq, const float* a
   (void)NL;
 }
 
+void CumprodForward(const float* a, int K, int n, float* out) {
+  const DF d;
+  ForEachVec(K, [&](size_t o, auto m) {
+    VF f = hn::Set(d, 1.0f);
+    for (int i = 0; i < n; ++i) {
+      f = hn::Mul(f, hn::MaskedLoad(m, d, a + i * K + o));
+      hn::BlendedStore(f, m, d, out + i * K + o);
+    }
+  });
+}
+
+void CumprodBackward(const float* a, int K, int n, float* out) {
+  const DF d;
+  ForEachVec(K, [&](size_t o, auto m) {
+    VF f = hn::Set(d, 1.0f);
+    for (int i = n - 1; i >= 0; --i) {
+      hn::BlendedStore(f, m, d, out + i * K + o);
+      f = hn::Mul(f, hn::MaskedLoad(m, d, a + i * K + o));
+    }
+  });
+}
+
+void DecayRowsForward(const float* k, const float* q, ptrdiff_t ldx, const float* a, int K, int n,
+                      float* out_k, float* out_q) {
+  const DF d;
+  ForEachVec(K, [&](size_t o, auto m) {
+    VF f = hn::Set(d, 1.0f);
+    for (int i = 0; i < n; ++i) {
+      if (i > 0) f = hn::Mul(f, hn::MaskedLoad(m, d, a + i * K + o));
+      hn::BlendedStore(hn::Mul(f, hn::MaskedLoad(m, d, k + i * ldx + o)), m, d, out_k + i * K + o);
+      hn::BlendedStore(hn::Mul(f, hn::MaskedLoad(m, d, q + i * ldx + o)), m, d, out_q + i * K + o);
+    }
+  });
+}
+
+void DecayRowsBackward(const float* k, ptrdiff_t ldx, const float* a, const float* a_ref, int K,
+                       int n, float* out) {
+  const DF d;
+  ForEachVec(K, [&](size_t o, auto m) {
+    VF f = hn::MaskedLoad(m, d, a_ref + o);
+    for (int j = n - 1; j >= 0; --j) {
+      hn::BlendedStore(hn::Mul(f, hn::MaskedLoad(m, d, k + j * ldx + o)), m, d, out + j * K + o);
+      f = hn::Mul(f, hn::MaskedLoad(m, d, a + j * K + o));
+    }
+  });
+}
+
 // Four source rows at a time: four vector loads, one interleaving store makes them
 // [r0[j] r1[j] r2[j] r3[j]] quads, and each quad is one 16-byte store into dst's column j.
 void Transpose(const float* src, ptrdiff_t lds, float* dst, ptrdiff_t ldd, int rows, int cols) {
@@ -236,6 +283,10 @@ HWY_EXPORT(BetaResidual);
 HWY_EXPORT(GateRow);
 HWY_EXPORT(KdaDiagBlock);
 HWY_EXPORT(Transpose);
+HWY_EXPORT(CumprodForward);
+HWY_EXPORT(CumprodBackward);
+HWY_EXPORT(DecayRowsForward);
+HWY_EXPORT(DecayRowsBackward);
 HWY_EXPORT(FindBadGate);
 HWY_EXPORT(FindNonFinite);
 HWY_EXPORT(LoadF32);
@@ -267,6 +318,20 @@ void store_f32(void* dst, DType t, const float* src, size_t n) {
   HWY_DYNAMIC_DISPATCH(StoreF32)(dst, static_cast<int>(t), src, n);
 }
 
+void cumprod_forward(const float* a, int K, int n, float* out) {
+  HWY_DYNAMIC_DISPATCH(CumprodForward)(a, K, n, out);
+}
+void cumprod_backward(const float* a, int K, int n, float* out) {
+  HWY_DYNAMIC_DISPATCH(CumprodBackward)(a, K, n, out);
+}
+void decay_rows_forward(const float* k, const float* q, ptrdiff_t ldx, const float* a, int K, int n,
+                        float* out_k, float* out_q) {
+  HWY_DYNAMIC_DISPATCH(DecayRowsForward)(k, q, ldx, a, K, n, out_k, out_q);
+}
+void decay_rows_backward(const float* k, ptrdiff_t ldx, const float* a, const float* a_ref, int K,
+                         int n, float* out) {
+  HWY_DYNAMIC_DISPATCH(DecayRowsBackward)(k, ldx, a, a_ref, K, n, out);
+}
 void transpose(const float* src, ptrdiff_t lds, float* dst, ptrdiff_t ldd, int rows, int cols) {
   HWY_DYNAMIC_DISPATCH(Transpose)(src, lds, dst, ldd, rows, cols);
 }

@@ -20,6 +20,22 @@ void axpy(float* y, const float* x, float a, size_t n);
 float sum_squares(const float* x, size_t n);
 // y[i] = b * (v[i] - e * ks[i])   (the GEMM-first right-hand side of one row)
 void beta_residual(float* y, const float* v, const float* ks, float e, float b, size_t n);
+// KDA's per-channel decay factors as running products of a = exp(g) in (0, 1] (rows of
+// K floats, leading dim K for a and out). Each walks one SIMD slice of the channels at a time
+// over all rows, so the running factor stays in a register.
+//   cumprod_forward:  out_i = a_0 ... a_i                       = exp(Gam_i)
+//   cumprod_backward: out_i = a_{i+1} ... a_{n-1} (out_{n-1} = 1) = exp(Gam_last - Gam_i)
+void cumprod_forward(const float* a, int K, int n, float* out);
+void cumprod_backward(const float* a, int K, int n, float* out);
+// Rows of a sub-chunk block against its first row i0 (rows k, q with leading dim ldx):
+//   out_k_i = k_i o (a_1 ... a_i), out_q_i = q_i o (a_1 ... a_i)   (row 0: factor 1)
+void decay_rows_forward(const float* k, const float* q, ptrdiff_t ldx, const float* a, int K, int n,
+                        float* out_k, float* out_q);
+// Columns before a block starting at row r (rows 0..n-1 = the n rows before r):
+//   out_j = k_j o (a_{j+1} ... a_{n-1}) o a_ref   (a_ref = a_r)
+void decay_rows_backward(const float* k, ptrdiff_t ldx, const float* a, const float* a_ref, int K,
+                         int n, float* out);
+
 // KDA's decayed products inside one diagonal sub-chunk block of n rows, without a single exp:
 // exp(Gam_i - Gam_j) = prod_{j < s <= i} a_s per channel, built by running products of the
 // per-token decays a = exp(g) in (0, 1] (no overflow; underflow flushes to 0 as it should).

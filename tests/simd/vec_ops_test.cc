@@ -128,6 +128,35 @@ TEST(VecOps, FindsTheFirstBadGateAtEveryPosition) {
   }
 }
 
+TEST(VecOps, RunningDecayProductsMatchFloat64) {
+  Rng rng(7);
+  const int K = 37, n = 9, ldx = 41;
+  std::vector<float> a(n * K), k(n * ldx), q(n * ldx), ref(K);
+  for (float& x : a) x = static_cast<float>(std::exp(rng.uniform(-2, 0)));
+  for (float& x : k) x = static_cast<float>(rng.normal());
+  for (float& x : q) x = static_cast<float>(rng.normal());
+  for (float& x : ref) x = static_cast<float>(std::exp(rng.uniform(-2, 0)));
+  auto prod = [&](int from, int to, int d) {  // a_from ... a_to (1 when empty)
+    double p = 1;
+    for (int s = from; s <= to; ++s) p *= a[s * K + d];
+    return p;
+  };
+  std::vector<float> f(n * K), b(n * K), ok(n * K), oq(n * K), ob(n * K);
+  simd::cumprod_forward(a.data(), K, n, f.data());
+  simd::cumprod_backward(a.data(), K, n, b.data());
+  simd::decay_rows_forward(k.data(), q.data(), ldx, a.data(), K, n, ok.data(), oq.data());
+  simd::decay_rows_backward(k.data(), ldx, a.data(), ref.data(), K, n, ob.data());
+  for (int i = 0; i < n; ++i)
+    for (int d = 0; d < K; ++d) {
+      EXPECT_NEAR(f[i * K + d], prod(0, i, d), 1e-6 * prod(0, i, d));
+      EXPECT_NEAR(b[i * K + d], prod(i + 1, n - 1, d), 1e-6 * prod(i + 1, n - 1, d));
+      EXPECT_NEAR(ok[i * K + d], k[i * ldx + d] * prod(1, i, d), 1e-6 * std::abs(k[i * ldx + d]));
+      EXPECT_NEAR(oq[i * K + d], q[i * ldx + d] * prod(1, i, d), 1e-6 * std::abs(q[i * ldx + d]));
+      const double wb = k[i * ldx + d] * prod(i + 1, n - 1, d) * ref[d];
+      EXPECT_NEAR(ob[i * K + d], wb, 1e-6 * std::abs(wb) + 1e-30);
+    }
+}
+
 TEST(VecOps, TransposeAndRowOps) {
   for (auto [rows, cols] : {std::pair{7, 19}, std::pair{64, 128}, std::pair{3, 5}, std::pair{13, 100}}) {
     const int lds = cols + 3, ldd = rows + 2;

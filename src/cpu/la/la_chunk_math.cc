@@ -35,8 +35,7 @@ ChunkWorkspace::ChunkWorkspace(int C_, int K_, int V_, ScratchMeter* meter)
       kd(C_ * K_, meter),
       tmp(2 * C_ * K_, meter),
       decay(C_ * K_, meter),
-      etail(C_ * K_, meter),
-      fac(2 * K_, meter) {}
+      etail(C_ * K_, meter) {}
 
 GemmFn gemm_for(GemmMode mode) {
   return mode == GemmMode::kPlanned ? &simd::gemm : &simd::gemm_repacking;
@@ -80,12 +79,8 @@ void load_chunk_gates(const LaProblem& p, int64_t t0, int hv, ChunkWorkspace& ws
   if (p.kda()) {
     float* a = ws.decay.data();
     simd::exp_inplace(a, static_cast<size_t>(c) * K);  // a = exp(g) in (0, 1]
-    float* e = ws.egam.data();  // exp(Gam_i) = a_0 ... a_i
-    std::copy_n(a, K, e);
-    for (int i = 1; i < c; ++i) simd::mul(e + i * K, e + (i - 1) * K, a + i * K, K);
-    float* r = ws.etail.data();  // exp(Gam_last - Gam_i) = a_{i+1} ... a_last
-    std::fill_n(r + (c - 1) * K, K, 1.0f);
-    for (int i = c - 2; i >= 0; --i) simd::mul(r + i * K, r + (i + 1) * K, a + (i + 1) * K, K);
+    simd::cumprod_forward(a, K, c, ws.egam.data());    // exp(Gam_i)
+    simd::cumprod_backward(a, K, c, ws.etail.data());  // exp(Gam_last - Gam_i)
   } else {
     std::copy_n(ws.gam.data(), c, ws.egam.data());
     simd::exp_inplace(ws.egam.data(), c);  // exp(Gam_i) <= 1: Gam is a sum of gates <= 0
@@ -157,23 +152,14 @@ void decayed_kk_qk_kda(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm) {
   const float* a = ws.decay.data();
   float* L = ws.kkqk.data();
   float* Qm = L + static_cast<size_t>(c) * C;
-  float* row_fac = ws.fac.data();      // exp(Gam_i - Gam_i0), i >= i0
-  float* col_fac = ws.fac.data() + K;  // exp(Gam_i0 - Gam_j), j < i0
   for (int i0 = 0; i0 < c; i0 += kSubChunk) {
     const int i1 = std::min(c, i0 + kSubChunk), r = i1 - i0;
     if (i0 > 0) {
-      float* rows = ws.tmp.data();  // [2r x K]: k then q rows of the block, times exp(Gam_i - Gam_i0)
-      std::fill_n(row_fac, K, 1.0f);
-      for (int i = i0; i < i1; ++i) {
-        if (i > i0) simd::mul(row_fac, row_fac, a + i * K, K);
-        simd::mul(rows + (i - i0) * K, k + i * ld, row_fac, K);
-        simd::mul(rows + (r + i - i0) * K, q + i * ld, row_fac, K);
-      }
-      std::copy_n(a + i0 * K, K, col_fac);
-      for (int j = i0 - 1; j >= 0; --j) {
-        simd::mul(ws.kd.data() + j * K, k + j * ld, col_fac, K);
-        if (j > 0) simd::mul(col_fac, col_fac, a + j * K, K);
-      }
+      // Block rows times exp(Gam_i - Gam_i0) (k then q, [2r x K]); earlier rows j < i0 times
+      // exp(Gam_i0 - Gam_j) into kd, transposed below.
+      float* rows = ws.tmp.data();
+      simd::decay_rows_forward(k + i0 * ld, q + i0 * ld, ld, a + i0 * K, K, r, rows, rows + r * K);
+      simd::decay_rows_backward(k, ld, a, a + i0 * K, K, i0, ws.kd.data());
       simd::transpose(ws.kd.data(), K, ws.kt.data(), C, i0, K);
       gemm(r, i0, K, simd::row_major(rows, K), ws.kt.data(), C, L + i0 * C, C, 1.0f, 0.0f);
       gemm(r, i0, K, simd::row_major(rows + r * K, K), ws.kt.data(), C, Qm + i0 * C, C, 1.0f, 0.0f);

@@ -40,7 +40,6 @@ struct ChunkWorkspace {
   ScratchBuffer<float> tmp;     // [2C x K] scratch for the KDA sub-chunk factors
   ScratchBuffer<float> decay;   // KDA [C x K]: a = exp(g) per token and channel
   ScratchBuffer<float> etail;   // KDA [C x K]: exp(Gam_last - Gam_i) per channel
-  ScratchBuffer<float> fac;     // KDA [2 x K]: running decay factors of one sub-chunk block
   // KDA computes every decay factor as a running product of a = exp(g) in (0, 1] — one exp
   // per (token, channel) and a multiply per use — instead of an exp of a cumsum difference.
   int c = 0;                    // rows of the current chunk

@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   if (*strategies) {
     for (const auto& s : hanpu::la_strategies()) {
       std::printf("%-14s %s%s\n", std::string(s.name).c_str(), std::string(s.summary).c_str(),
-                  s.ablation_only ? "" : "");
+                  s.ablation_only ? "  [ablation step]" : "");
     }
     return 0;
   }

@@ -67,7 +67,9 @@ HeadSchedule make_head_schedule(const std::vector<int64_t>& seq_lens, int heads,
     const int whole = s.whole_rounds * cores;
     for (int i = 0; i < whole; ++i) {
       const Unit& u = units[i];
-      s.per_core[i % cores].push_back(HeadWork{u.seq, u.head, 0, cols});
+      // Contiguous blocks: core c owns units [c R, (c + 1) R), so a core's heads sit next to
+      // each other in [T, H, K] rows and its reads stream through whole pages.
+      s.per_core[i / s.whole_rounds].push_back(HeadWork{u.seq, u.head, 0, cols});
     }
     std::vector<Unit> tail(units.begin() + whole, units.end());
     if (!tail.empty()) split_tail_by_columns(tail, cols, cores, col_align, s);

@@ -41,7 +41,10 @@ TEST(HeadSchedule, DivisibleHeadsAreNeverSplit) {
   const HeadSchedule s = make_head_schedule({100}, 16, 128, 2, 16);
   EXPECT_EQ(s.whole_rounds, 8);
   EXPECT_EQ(s.split_heads, 0);
-  for (const auto& core : s.per_core) EXPECT_EQ(core.size(), 8u);
+  for (int c = 0; c < 2; ++c) {
+    ASSERT_EQ(s.per_core[c].size(), 8u);
+    for (int i = 0; i < 8; ++i) EXPECT_EQ(s.per_core[c][i].head, c * 8 + i);  // contiguous blocks
+  }
   expect_exact_cover(s, {100}, 16, 128);
 }
 

@@ -70,6 +70,11 @@ void chunk_fla_order(const LaProblem& p, ChunkWorkspace& ws, FlaOrderBuffers& fb
 
 }  // namespace
 
+// A core walks the chunks of up to this many bytes of resident state at once (several of its
+// heads in lockstep, chunk by chunk): their rows of [T, H, K] sit side by side, so the reads
+// stream through whole pages, and the states still fit the core's L2.
+constexpr int64_t kResidentStateBytes = int64_t{1} << 20;
+
 void run_hanpu(const LaProblem& p, LaRunContext& ctx, HanpuTechniques tech) {
   const int P = ctx.threads;
   // The unit of work is a q/k head with its GVA group of HV/H value heads: the group's
@@ -78,36 +83,61 @@ void run_hanpu(const LaProblem& p, LaRunContext& ctx, HanpuTechniques tech) {
   const int group = p.HV / p.H;
   const HeadSchedule sched = schedule_groups_for(p, P);
   const GemmFn gemm = gemm_for(tech.gemm_mode);
+  const int64_t unit_state = static_cast<int64_t>(group) * p.K * p.V;  // floats
+  const int max_batch = static_cast<int>(std::max<int64_t>(1, kResidentStateBytes / (4 * unit_state)));
   ThreadPool& pool = ThreadPool::shared(P);
   ctx.busy_ms = pool.run_on_all([&](int core) {
     if (core >= P) return;
+    const std::vector<HeadWork>& items = sched.per_core[core];
+    const int batch_cap = std::min<int>(max_batch, std::max<int>(1, static_cast<int>(items.size())));
     ChunkWorkspace ws(p.chunk, p.K, p.V, ctx.meter);
-    ScratchBuffer<float> states(static_cast<size_t>(group) * p.K * p.V, ctx.meter);
+    ScratchBuffer<float> states(static_cast<size_t>(batch_cap) * unit_state, ctx.meter);
     std::optional<FlaOrderBuffers> fb;
     if (!tech.reorder) fb.emplace(p.chunk, p.K, p.V, ctx.meter);
-    for (const HeadWork& work : sched.per_core[core]) {
-      const int c0 = work.col_begin, c1 = work.col_end, w = c1 - c0, n = work.seq;
-      const int hv0 = work.head * group;
-      // S of value head hv0 + i: [K x w] at states + i K w, resident for the whole sequence.
-      auto S = [&](int i) { return states.data() + static_cast<size_t>(i) * p.K * w; };
-      for (int i = 0; i < group; ++i) read_initial_state(p, n, hv0 + i, c0, c1, S(i));
-      for (int64_t t0 = p.cu[n]; t0 < p.cu[n + 1]; t0 += p.chunk) {
-        const int c = static_cast<int>(std::min<int64_t>(p.chunk, p.cu[n + 1] - t0));
-        load_chunk_rows(p, t0, c, hv0, ws);
-        const bool raw_ready = !p.kda();
-        if (raw_ready) raw_kk_qk(p, ws, gemm);
+    for (size_t b0 = 0; b0 < items.size();) {
+      // A batch: consecutive items of one sequence (same chunk boundaries), within the cap.
+      size_t b1 = b0 + 1;
+      while (b1 < items.size() && b1 - b0 < static_cast<size_t>(batch_cap) &&
+             items[b1].seq == items[b0].seq) {
+        ++b1;
+      }
+      const int n = items[b0].seq;
+      // S of item b, value head hv0 + i: [K x w] at states + ((b - b0) G + i) K V.
+      auto S = [&](size_t b, int i) {
+        return states.data() + ((b - b0) * group + i) * static_cast<size_t>(p.K) * p.V;
+      };
+      for (size_t b = b0; b < b1; ++b) {
         for (int i = 0; i < group; ++i) {
-          load_chunk_gates(p, t0, hv0 + i, ws);
-          bind_chunk_v_and_out(p, t0, hv0 + i, c0, c1, ws);
-          if (tech.reorder) {
-            chunk_reordered(p, ws, S(i), w, gemm, raw_ready);
-          } else {
-            chunk_fla_order(p, ws, *fb, S(i), w, gemm, raw_ready);
-          }
-          store_chunk_out(p, t0, hv0 + i, c0, c1, ws);
+          read_initial_state(p, n, items[b].head * group + i, items[b].col_begin, items[b].col_end, S(b, i));
         }
       }
-      for (int i = 0; i < group; ++i) write_final_state(p, n, hv0 + i, c0, c1, S(i));
+      for (int64_t t0 = p.cu[n]; t0 < p.cu[n + 1]; t0 += p.chunk) {
+        const int c = static_cast<int>(std::min<int64_t>(p.chunk, p.cu[n + 1] - t0));
+        for (size_t b = b0; b < b1; ++b) {
+          const HeadWork& work = items[b];
+          const int c0 = work.col_begin, c1 = work.col_end, w = c1 - c0;
+          const int hv0 = work.head * group;
+          load_chunk_rows(p, t0, c, hv0, ws);
+          const bool raw_ready = !p.kda();
+          if (raw_ready) raw_kk_qk(p, ws, gemm);
+          for (int i = 0; i < group; ++i) {
+            load_chunk_gates(p, t0, hv0 + i, ws);
+            bind_chunk_v_and_out(p, t0, hv0 + i, c0, c1, ws);
+            if (tech.reorder) {
+              chunk_reordered(p, ws, S(b, i), w, gemm, raw_ready);
+            } else {
+              chunk_fla_order(p, ws, *fb, S(b, i), w, gemm, raw_ready);
+            }
+            store_chunk_out(p, t0, hv0 + i, c0, c1, ws);
+          }
+        }
+      }
+      for (size_t b = b0; b < b1; ++b) {
+        for (int i = 0; i < group; ++i) {
+          write_final_state(p, n, items[b].head * group + i, items[b].col_begin, items[b].col_end, S(b, i));
+        }
+      }
+      b0 = b1;
     }
   });
 }

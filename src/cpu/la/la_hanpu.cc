@@ -70,11 +70,6 @@ void chunk_fla_order(const LaProblem& p, ChunkWorkspace& ws, FlaOrderBuffers& fb
 
 }  // namespace
 
-// A core walks the chunks of up to this many bytes of resident state at once (several of its
-// heads in lockstep, chunk by chunk): their rows of [T, H, K] sit side by side, so the reads
-// stream through whole pages, and the states still fit the core's L2.
-constexpr int64_t kResidentStateBytes = int64_t{1} << 20;
-
 void run_hanpu(const LaProblem& p, LaRunContext& ctx, HanpuTechniques tech) {
   const int P = ctx.threads;
   // The unit of work is a q/k head with its GVA group of HV/H value heads: the group's
@@ -84,23 +79,18 @@ void run_hanpu(const LaProblem& p, LaRunContext& ctx, HanpuTechniques tech) {
   const HeadSchedule sched = schedule_groups_for(p, P);
   const GemmFn gemm = gemm_for(tech.gemm_mode);
   const int64_t unit_state = static_cast<int64_t>(group) * p.K * p.V;  // floats
-  const int max_batch = static_cast<int>(std::max<int64_t>(1, kResidentStateBytes / (4 * unit_state)));
   ThreadPool& pool = ThreadPool::shared(P);
   ctx.busy_ms = pool.run_on_all([&](int core) {
     if (core >= P) return;
     const std::vector<HeadWork>& items = sched.per_core[core];
-    const int batch_cap = std::min<int>(max_batch, std::max<int>(1, static_cast<int>(items.size())));
+    const auto batches = lockstep_batches(items, 4 * unit_state);
+    size_t widest = 0;
+    for (const auto& [b0, b1] : batches) widest = std::max(widest, b1 - b0);
     ChunkWorkspace ws(p.chunk, p.K, p.V, ctx.meter);
-    ScratchBuffer<float> states(static_cast<size_t>(batch_cap) * unit_state, ctx.meter);
+    ScratchBuffer<float> states(widest * unit_state, ctx.meter);
     std::optional<FlaOrderBuffers> fb;
     if (!tech.reorder) fb.emplace(p.chunk, p.K, p.V, ctx.meter);
-    for (size_t b0 = 0; b0 < items.size();) {
-      // A batch: consecutive items of one sequence (same chunk boundaries), within the cap.
-      size_t b1 = b0 + 1;
-      while (b1 < items.size() && b1 - b0 < static_cast<size_t>(batch_cap) &&
-             items[b1].seq == items[b0].seq) {
-        ++b1;
-      }
+    for (const auto& [b0, b1] : batches) {
       const int n = items[b0].seq;
       // S of item b, value head hv0 + i: [K x w] at states + ((b - b0) G + i) K V.
       auto S = [&](size_t b, int i) {
@@ -137,7 +127,6 @@ void run_hanpu(const LaProblem& p, LaRunContext& ctx, HanpuTechniques tech) {
           write_final_state(p, n, items[b].head * group + i, items[b].col_begin, items[b].col_end, S(b, i));
         }
       }
-      b0 = b1;
     }
   });
 }

@@ -6,6 +6,9 @@
 #include "cpu/la/la_problem.h"
 #include "parallel/head_schedule.h"
 
+#include <utility>
+#include <vector>
+
 namespace hanpu::cpu {
 
 using LaStrategyFn = void (*)(const LaProblem&, LaRunContext&);
@@ -33,6 +36,16 @@ HeadSchedule schedule_for(const LaProblem& p, int cores);
 // The same over q/k heads (HeadWork::head is then the q/k head, owning value heads
 // head * HV/H ... (head + 1) * HV/H - 1): hanpu's GVA-group mapping.
 HeadSchedule schedule_groups_for(const LaProblem& p, int cores);
+
+// A core walks several of its work items in lockstep (chunk by chunk, or token block by
+// token block) while their states fit this budget: neighbouring heads' rows of [T, H, K] then
+// arrive together, so reads stream through whole pages, and the states stay in L2.
+inline constexpr int64_t kResidentStateBytes = int64_t{1} << 20;
+
+// [begin, end) ranges of consecutive items of one sequence (same chunk boundaries), each at
+// most kResidentStateBytes / bytes_per_item items long (at least one).
+std::vector<std::pair<size_t, size_t>> lockstep_batches(const std::vector<HeadWork>& items,
+                                                        int64_t bytes_per_item);
 
 // Copies the columns [c0, c1) of (sequence n, head hv)'s initial state (or zeros) into
 // S [K x (c1 - c0)], and back out to the final state.

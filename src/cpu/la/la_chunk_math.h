@@ -3,7 +3,9 @@
 //
 // Layout plan on a CPU core (HA-NPU §6 with cores as AI cores):
 //   row-major ("dense", for the vector unit): the chunk's k/q rows, v, gates, Vn, O — every
-//     element-wise op (L2 norm, gating, masks, beta) runs on rows;
+//     element-wise op (L2 norm, gating, masks, beta) runs on rows; fp32 q/k/v/o are used in
+//     place as strided rows of the caller's [T, H, K] tensors (no copy), other dtypes are
+//     converted once into the workspace;
 //   packed for the FMA micro-kernel: B operands are row-major along N by construction
 //     (S is [K x V]); the one transform kept is K^T [K x c], made once per chunk and
 //     shared by the K K^T and Q K^T products (the GEMM-first group); K^T Vn reads K in place

@@ -1,7 +1,9 @@
 // hanpu's LA prefill: HA-NPU's head-level mapping with cross-operator fusion on CPU cores.
-// A worker owns whole (sequence, value head) units from the schedule (tail heads split by
-// value columns) and walks all chunks with that head's state resident in its cache; the six
-// chunk operators run back to back on per-core buffers, nothing intermediate reaches DRAM.
+// A worker owns whole units of the schedule — a q/k head with the value heads of its GVA
+// group (tail units split by value columns) — and walks all chunks with those heads' states
+// resident in its cache (several units in lockstep, chunk by chunk, within a state budget);
+// the six chunk operators run back to back on per-core buffers, nothing intermediate reaches
+// DRAM, and only one version of each state is ever live.
 #include <algorithm>
 #include <utility>
 

@@ -71,22 +71,53 @@ float SumSquares(const float* x, size_t n) {
   return hn::GetLane(hn::SumOfLanes(d, acc));
 }
 
-void BetaResidual(float* y, const float* v, const float* ks, float e, float b, size_t n) {
+void BetaResidualRows(float* y, ptrdiff_t ldy, const float* v, ptrdiff_t ldv, const float* ks,
+                      ptrdiff_t ldks, const float* e, const float* b, int rows, int n) {
   const DF d;
-  const VF ve = hn::Set(d, e), vb = hn::Set(d, b);
-  ForEachVec(n, [&](size_t i, auto m) {
-    const VF r = hn::NegMulAdd(ve, hn::MaskedLoad(m, d, ks + i), hn::MaskedLoad(m, d, v + i));
-    hn::BlendedStore(hn::Mul(vb, r), m, d, y + i);
-  });
+  for (int i = 0; i < rows; ++i) {
+    const VF ve = hn::Set(d, e ? e[i] : 1.0f), vb = hn::Set(d, b[i]);
+    const float *vi = v + i * ldv, *ki = ks + i * ldks;
+    float* yi = y + i * ldy;
+    ForEachVec(n, [&](size_t o, auto m) {
+      const VF r = hn::NegMulAdd(ve, hn::MaskedLoad(m, d, ki + o), hn::MaskedLoad(m, d, vi + o));
+      hn::BlendedStore(hn::Mul(vb, r), m, d, yi + o);
+    });
+  }
 }
 
-void GateRow(float* dst, const float* src, const float* gam, float gi, float s, size_t n) {
+void ScaleRows(float* dst, ptrdiff_t ldd, const float* src, ptrdiff_t lds, const float* row_scale,
+               float scale, int rows, int n) {
   const DF d;
-  const VF vg = hn::Set(d, gi), vs = hn::Set(d, s);
-  ForEachVec(n, [&](size_t i, auto m) {
-    const VF e = hn::CallExp(d, hn::Sub(vg, hn::MaskedLoad(m, d, gam + i)));
-    hn::BlendedStore(hn::Mul(hn::Mul(vs, e), hn::MaskedLoad(m, d, src + i)), m, d, dst + i);
-  });
+  for (int i = 0; i < rows; ++i) {
+    const VF vs = hn::Set(d, scale * (row_scale ? row_scale[i] : 1.0f));
+    const float* si = src + i * lds;
+    float* di = dst + i * ldd;
+    ForEachVec(n, [&](size_t o, auto m) {
+      hn::BlendedStore(hn::Mul(vs, hn::MaskedLoad(m, d, si + o)), m, d, di + o);
+    });
+  }
+}
+
+void GateLower(float* dst, const float* src, ptrdiff_t ld, const float* gam, const float* row_scale,
+               float scale, int rows, bool inclusive) {
+  const DF d;
+  for (int i = 0; i < rows; ++i) {
+    const VF vs = hn::Set(d, scale * (row_scale ? row_scale[i] : 1.0f));
+    const size_t n = static_cast<size_t>(i + (inclusive ? 1 : 0));
+    const float* si = src + i * ld;
+    float* di = dst + i * ld;
+    if (gam) {
+      const VF gi = hn::Set(d, gam[i]);
+      ForEachVec(n, [&](size_t o, auto m) {
+        const VF e = hn::CallExp(d, hn::Sub(gi, hn::MaskedLoad(m, d, gam + o)));
+        hn::BlendedStore(hn::Mul(hn::Mul(vs, e), hn::MaskedLoad(m, d, si + o)), m, d, di + o);
+      });
+    } else {
+      ForEachVec(n, [&](size_t o, auto m) {
+        hn::BlendedStore(hn::Mul(vs, hn::MaskedLoad(m, d, si + o)), m, d, di + o);
+      });
+    }
+  }
 }
 
 void KdaDiagBlock(const float* k, const float* q, ptrdiff_t ldkq, const float* a, int K, int n,
@@ -279,8 +310,9 @@ HWY_EXPORT(ScaleCopy);
 HWY_EXPORT(Mul);
 HWY_EXPORT(Axpy);
 HWY_EXPORT(SumSquares);
-HWY_EXPORT(BetaResidual);
-HWY_EXPORT(GateRow);
+HWY_EXPORT(BetaResidualRows);
+HWY_EXPORT(ScaleRows);
+HWY_EXPORT(GateLower);
 HWY_EXPORT(KdaDiagBlock);
 HWY_EXPORT(Transpose);
 HWY_EXPORT(CumprodForward);
@@ -299,11 +331,17 @@ void scale_copy(float* y, const float* x, float a, size_t n) {
 void mul(float* y, const float* x, const float* a, size_t n) { HWY_DYNAMIC_DISPATCH(Mul)(y, x, a, n); }
 void axpy(float* y, const float* x, float a, size_t n) { HWY_DYNAMIC_DISPATCH(Axpy)(y, x, a, n); }
 float sum_squares(const float* x, size_t n) { return HWY_DYNAMIC_DISPATCH(SumSquares)(x, n); }
-void beta_residual(float* y, const float* v, const float* ks, float e, float b, size_t n) {
-  HWY_DYNAMIC_DISPATCH(BetaResidual)(y, v, ks, e, b, n);
+void beta_residual_rows(float* y, ptrdiff_t ldy, const float* v, ptrdiff_t ldv, const float* ks,
+                        ptrdiff_t ldks, const float* e, const float* b, int rows, int n) {
+  HWY_DYNAMIC_DISPATCH(BetaResidualRows)(y, ldy, v, ldv, ks, ldks, e, b, rows, n);
 }
-void gate_row(float* dst, const float* src, const float* gam, float gi, float s, size_t n) {
-  HWY_DYNAMIC_DISPATCH(GateRow)(dst, src, gam, gi, s, n);
+void scale_rows(float* dst, ptrdiff_t ldd, const float* src, ptrdiff_t lds, const float* row_scale,
+                float scale, int rows, int n) {
+  HWY_DYNAMIC_DISPATCH(ScaleRows)(dst, ldd, src, lds, row_scale, scale, rows, n);
+}
+void gate_lower(float* dst, const float* src, ptrdiff_t ld, const float* gam,
+                const float* row_scale, float scale, int rows, bool inclusive) {
+  HWY_DYNAMIC_DISPATCH(GateLower)(dst, src, ld, gam, row_scale, scale, rows, inclusive);
 }
 void kda_diag_block(const float* k, const float* q, ptrdiff_t ldkq, const float* a, int K, int n,
                     float* L, float* Qm, int ld) {

@@ -18,8 +18,6 @@ void mul(float* y, const float* x, const float* a, size_t n);
 void axpy(float* y, const float* x, float a, size_t n);
 // sum x[i]^2
 float sum_squares(const float* x, size_t n);
-// y[i] = b * (v[i] - e * ks[i])   (the GEMM-first right-hand side of one row)
-void beta_residual(float* y, const float* v, const float* ks, float e, float b, size_t n);
 // KDA's per-channel decay factors as running products of a = exp(g) in (0, 1] (rows of
 // K floats, leading dim K for a and out). Each walks one SIMD slice of the channels at a time
 // over all rows, so the running factor stays in a register.
@@ -45,8 +43,18 @@ void decay_rows_backward(const float* k, ptrdiff_t ldx, const float* a, const fl
 // block's (0, 0), leading dim ld.
 void kda_diag_block(const float* k, const float* q, ptrdiff_t ldkq, const float* a, int K, int n,
                     float* L, float* Qm, int ld);
-// dst[j] = s * src[j] * exp(gi - gam[j]) for j < n   (GDN decay mask of one row; gi - gam[j] <= 0)
-void gate_row(float* dst, const float* src, const float* gam, float gi, float s, size_t n);
+// Row-batched forms (one dispatch for a whole chunk's rows; row_scale may be null = 1):
+// dst_i[j] = scale row_scale_i src_i[j] exp(gam_i - gam_j) for j < i (j <= i if inclusive),
+// the lower triangle of a c x c block (leading dim ld); gam null: no decay factor. The GDN
+// decay mask: every exponent gam_i - gam_j <= 0.
+void gate_lower(float* dst, const float* src, ptrdiff_t ld, const float* gam,
+                const float* row_scale, float scale, int rows, bool inclusive);
+// dst_i = scale row_scale_i src_i for rows of n floats.
+void scale_rows(float* dst, ptrdiff_t ldd, const float* src, ptrdiff_t lds, const float* row_scale,
+                float scale, int rows, int n);
+// y_i = b_i (v_i - e_i ks_i) for rows of n floats (e null = 1): the GEMM-first right-hand side.
+void beta_residual_rows(float* y, ptrdiff_t ldy, const float* v, ptrdiff_t ldv, const float* ks,
+                        ptrdiff_t ldks, const float* e, const float* b, int rows, int n);
 
 // Index of the first x[i] that is not finite or is > 0 (a gate that would make the
 // recurrence grow), or n if there is none. Vectorised: it scans every gate of a call.

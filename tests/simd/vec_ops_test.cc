@@ -28,14 +28,37 @@ TEST(VecOps, ExpAndGatesMatchScalar) {
       EXPECT_NEAR(e[i], std::exp(double(a[i])), 3e-7 * std::exp(double(a[i])) + 1e-38);
       EXPECT_EQ(y[i], x[i] * c[i]);
     }
-    std::vector<float> row(n, -1.0f);
-    simd::gate_row(row.data(), x.data(), g.data(), 0.0f, 0.5f, n);  // gi = 0 >= every g: exponents >= 0
-    for (size_t i = 0; i < n; ++i) {
-      const double w = 0.5 * x[i] * std::exp(0.0 - g[i]);
-      if (std::isfinite(w) && std::abs(w) < 1e30) {
-        EXPECT_NEAR(row[i], w, 1e-5 * std::abs(w));
-      }
+  }
+}
+
+TEST(VecOps, GateLowerAndScaleRowsMatchFloat64) {
+  Rng rng(9);
+  for (int c : {1, 7, 16, 37}) {
+    const int ld = c + 3;
+    std::vector<float> src(c * ld), dst(c * ld, -9.0f), gam(c), rs(c);
+    for (float& x : src) x = static_cast<float>(rng.normal());
+    float acc = 0;
+    for (int i = 0; i < c; ++i) {
+      acc -= static_cast<float>(rng.uniform(0, 3));  // a non-increasing cumsum of gates
+      gam[i] = acc;
+      rs[i] = static_cast<float>(rng.uniform(0.1, 1));
     }
+    for (bool inclusive : {false, true}) {
+      std::fill(dst.begin(), dst.end(), -9.0f);
+      simd::gate_lower(dst.data(), src.data(), ld, gam.data(), rs.data(), 0.5f, c, inclusive);
+      for (int i = 0; i < c; ++i)
+        for (int j = 0; j < ld; ++j) {
+          if (j < i || (inclusive && j == i)) {
+            const double w = 0.5 * rs[i] * src[i * ld + j] * std::exp(double(gam[i]) - gam[j]);
+            EXPECT_NEAR(dst[i * ld + j], w, 1e-5 * std::abs(w) + 1e-30) << i << "," << j;
+          } else {
+            EXPECT_EQ(dst[i * ld + j], -9.0f) << "wrote outside the lower triangle";
+          }
+        }
+    }
+    simd::scale_rows(dst.data(), ld, src.data(), ld, rs.data(), 2.0f, c, c);
+    for (int i = 0; i < c; ++i)
+      for (int j = 0; j < c; ++j) EXPECT_FLOAT_EQ(dst[i * ld + j], 2.0f * rs[i] * src[i * ld + j]);
   }
 }
 
@@ -169,7 +192,8 @@ TEST(VecOps, TransposeAndRowOps) {
       for (int i = rows; i < ldd; ++i) ASSERT_EQ(t[j * ldd + i], -1.0f) << "wrote past the block";
   }
   std::vector<float> v = {1, 2, 3, 4, 5}, ks = {1, 1, 1, 1, 1}, y(5);
-  simd::beta_residual(y.data(), v.data(), ks.data(), 2.0f, 0.5f, 5);
+  const float e = 2.0f, b = 0.5f;
+  simd::beta_residual_rows(y.data(), 5, v.data(), 5, ks.data(), 5, &e, &b, 1, 5);
   for (int i = 0; i < 5; ++i) EXPECT_FLOAT_EQ(y[i], 0.5f * (v[i] - 2.0f));
   simd::axpy(y.data(), v.data(), 2.0f, 5);
   for (int i = 0; i < 5; ++i) EXPECT_FLOAT_EQ(y[i], 0.5f * (v[i] - 2.0f) + 2 * v[i]);

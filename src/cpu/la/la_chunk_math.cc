@@ -133,10 +133,8 @@ void gate_kk_qk_gdn(const LaProblem& p, ChunkWorkspace& ws) {
   const float* qk = kk + static_cast<size_t>(c) * C;
   float* L = ws.kkqk.data();
   float* Qm = L + static_cast<size_t>(c) * C;
-  for (int i = 0; i < c; ++i) {
-    simd::gate_row(L + i * C, kk + i * C, ws.gam.data(), ws.gam[i], ws.beta[i], i);
-    simd::gate_row(Qm + i * C, qk + i * C, ws.gam.data(), ws.gam[i], p.scale, i + 1);
-  }
+  simd::gate_lower(L, kk, C, ws.gam.data(), ws.beta.data(), 1.0f, c, /*inclusive=*/false);
+  simd::gate_lower(Qm, qk, C, ws.gam.data(), nullptr, p.scale, c, /*inclusive=*/true);
 }
 
 // KDA: the decay is inside the sum, so it cannot be applied afterwards. Off-diagonal
@@ -167,10 +165,8 @@ void decayed_kk_qk_kda(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm) {
     simd::kda_diag_block(k + i0 * ld, q + i0 * ld, ld, ws.decay.data() + i0 * K, K, r,
                          L + i0 * C + i0, Qm + i0 * C + i0, C);
   }
-  for (int i = 0; i < c; ++i) {
-    simd::scale_copy(L + i * C, L + i * C, ws.beta[i], i);
-    simd::scale_copy(Qm + i * C, Qm + i * C, p.scale, i + 1);
-  }
+  simd::gate_lower(L, L, C, nullptr, ws.beta.data(), 1.0f, c, /*inclusive=*/false);
+  simd::gate_lower(Qm, Qm, C, nullptr, nullptr, p.scale, c, /*inclusive=*/true);
 }
 
 }  // namespace
@@ -217,11 +213,8 @@ void state_products(const LaProblem& p, ChunkWorkspace& ws, const float* S, ptrd
 }
 
 void gemm_first_rhs(const LaProblem& p, ChunkWorkspace& ws, int w) {
-  for (int i = 0; i < ws.c; ++i) {
-    const float e = p.kda() ? 1.0f : ws.egam[i];
-    simd::beta_residual(ws.vn.data() + i * w, ws.v + i * ws.ldv, ws.ksqs.data() + i * w, e,
-                        ws.beta[i], w);
-  }
+  simd::beta_residual_rows(ws.vn.data(), w, ws.v, ws.ldv, ws.ksqs.data(), w,
+                           p.kda() ? nullptr : ws.egam.data(), ws.beta.data(), ws.c, w);
 }
 
 void solve_unit_lower(const float* L, int ldl, int c, float* X, int ldx, int w, GemmFn gemm) {
@@ -256,10 +249,7 @@ void chunk_outputs(const LaProblem& p, ChunkWorkspace& ws, int w, GemmFn gemm) {
   const int c = ws.c, C = ws.C;
   const float* qs = ws.ksqs.data() + static_cast<size_t>(c) * w;
   const float* Qm = ws.kkqk.data() + static_cast<size_t>(c) * C;
-  for (int i = 0; i < c; ++i) {
-    const float e = p.kda() ? 1.0f : ws.egam[i];
-    simd::scale_copy(ws.o + i * ws.ldo, qs + i * w, p.scale * e, w);
-  }
+  simd::scale_rows(ws.o, ws.ldo, qs, w, p.kda() ? nullptr : ws.egam.data(), p.scale, c, w);
   for (int i0 = 0; i0 < c; i0 += kSubChunk) {  // lower row blocks: row i needs Vn rows <= i
     const int i1 = std::min(c, i0 + kSubChunk);
     gemm(i1 - i0, w, i1, simd::row_major(Qm + i0 * C, C), ws.vn.data(), w, ws.o + i0 * ws.ldo, ws.ldo,
@@ -274,14 +264,15 @@ void update_state(const LaProblem& p, ChunkWorkspace& ws, float* S, ptrdiff_t ld
   const ptrdiff_t ld = ws.ldqk;
   if (p.kda()) {  // per-channel decay: rows of S scaled before the product
     const float* elast = ws.egam.data() + static_cast<size_t>(c - 1) * K;  // exp(Gam_last)
-    for (int d = 0; d < K; ++d) simd::scale_copy(S + d * lds + c0, S + d * lds + c0, elast[d], w);
+    simd::scale_rows(S + c0, lds, S + c0, lds, elast, 1.0f, K, w);
     for (int i = 0; i < c; ++i) simd::mul(ws.kd.data() + i * K, k + i * ld, ws.etail.data() + i * K, K);
     gemm(K, w, c, simd::transposed(ws.kd.data(), K), vn, ldvn, S + c0, lds, 1.0f, 1.0f);
   } else {
     const float glast = ws.gam[c - 1];
-    for (int i = 0; i < c; ++i) {
-      simd::scale_copy(ws.kd.data() + i * K, k + i * ld, std::exp(glast - ws.gam[i]), K);
-    }
+    float* tail = ws.tmp.data();  // exp(Gam_last - Gam_i) <= 1
+    for (int i = 0; i < c; ++i) tail[i] = glast - ws.gam[i];
+    simd::exp_inplace(tail, c);
+    simd::scale_rows(ws.kd.data(), K, k, ld, tail, 1.0f, c, K);
     // GDN's decay is one scalar per chunk: folded into the product's store (C scale).
     gemm(K, w, c, simd::transposed(ws.kd.data(), K), vn, ldvn, S + c0, lds, 1.0f, std::exp(glast));
   }

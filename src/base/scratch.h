@@ -31,6 +31,14 @@ class ScratchMeter {
 
 inline constexpr size_t kScratchAlign = 64;  // one cache line, one AVX-512 vector
 
+// Aligned blocks recycled per thread: kernels run once per layer and per token batch with the
+// same workspace sizes, and handing megabytes back to the OS on every call costs page faults
+// and TLB shootdowns across cores. A released block waits in its thread's cache (up to
+// kScratchCacheBytes) for the next request of the same size.
+void* scratch_acquire(size_t bytes);  // bytes: a multiple of kScratchAlign; throws bad_alloc
+void scratch_release(void* p, size_t bytes);
+inline constexpr size_t kScratchCacheBytes = size_t{64} << 20;
+
 // Owns n elements of T, 64-byte aligned, uninitialised; charged to meter (may be null).
 template <typename T>
 class ScratchBuffer {
@@ -39,8 +47,7 @@ class ScratchBuffer {
   ScratchBuffer(size_t n, ScratchMeter* meter) : n_(n), meter_(meter) {
     if (n == 0) return;
     const size_t bytes = (n * sizeof(T) + kScratchAlign - 1) / kScratchAlign * kScratchAlign;
-    data_ = static_cast<T*>(std::aligned_alloc(kScratchAlign, bytes));
-    if (!data_) throw std::bad_alloc();
+    data_ = static_cast<T*>(scratch_acquire(bytes));
     bytes_ = static_cast<int64_t>(bytes);
     if (meter_) meter_->add(bytes_);
   }
@@ -68,7 +75,7 @@ class ScratchBuffer {
  private:
   void release() {
     if (data_) {
-      std::free(data_);
+      scratch_release(data_, static_cast<size_t>(bytes_));
       if (meter_) meter_->sub(bytes_);
     }
     data_ = nullptr;

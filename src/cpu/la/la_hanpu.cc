@@ -21,27 +21,27 @@ namespace {
 // the explicit inverse A, W = A diag(beta exp(Gam)) K, and a second state version.
 struct FlaOrderBuffers {
   FlaOrderBuffers(int C, int K, int V, ScratchMeter* m)
-      : A(C * C, m), kb(C * K, m), W(C * K, m), S_next(K * V, m) {}
+      : A(C * C, m), kb(C * K, m), W(C * K, m), S_next(K * (V + kStateRowPad), m) {}
   ScratchBuffer<float> A, kb, W, S_next;
 };
 
 // One chunk, HA-NPU order (§5): K S0, Q S0, K K^T, Q K^T (GEMM-first group, shared inputs
 // resident) -> solve -> Vn -> O -> S updated in place (chunk-first: one state version).
-void chunk_reordered(const LaProblem& p, ChunkWorkspace& ws, float* S, int w, GemmFn gemm,
+void chunk_reordered(const LaProblem& p, ChunkWorkspace& ws, float* S, int lds, int w, GemmFn gemm,
                      bool raw_ready) {
   const int c = ws.c;
-  state_products(p, ws, S, w, 0, w, gemm, 0, 2 * c);
+  state_products(p, ws, S, lds, 0, w, gemm, 0, 2 * c);
   decayed_kk_qk(p, ws, gemm, raw_ready);
   gemm_first_rhs(p, ws, w);
   solve_unit_lower(ws.kkqk.data(), ws.C, c, ws.vn.data(), w, w, gemm);
   chunk_outputs(p, ws, w, gemm);
-  update_state(p, ws, S, w, 0, w, ws.vn.data(), w, gemm);
+  update_state(p, ws, S, lds, 0, w, ws.vn.data(), w, gemm);
 }
 
 // One chunk, FLA's operator order fused on one core: explicit A, W and U, Vn = U - W S0,
 // state-first update into a second buffer while S0 is still needed by the output.
-void chunk_fla_order(const LaProblem& p, ChunkWorkspace& ws, FlaOrderBuffers& fb, float* S, int w,
-                     GemmFn gemm, bool raw_ready) {
+void chunk_fla_order(const LaProblem& p, ChunkWorkspace& ws, FlaOrderBuffers& fb, float* S, int lds,
+                     int w, GemmFn gemm, bool raw_ready) {
   const int c = ws.c, C = ws.C, K = p.K;
   decayed_kk_qk(p, ws, gemm, raw_ready);
   // A = (I + L)^-1 by solving against the identity.
@@ -61,13 +61,13 @@ void chunk_fla_order(const LaProblem& p, ChunkWorkspace& ws, FlaOrderBuffers& fb
   }
   gemm(c, K, c, simd::row_major(fb.A.data(), C), fb.kb.data(), K, fb.W.data(), K, 1.0f, 0.0f);
   gemm(c, w, c, simd::row_major(fb.A.data(), C), ws.out.data(), w, ws.vn.data(), w, 1.0f, 0.0f);
-  gemm(c, w, K, simd::row_major(fb.W.data(), K), S, w, ws.vn.data(), w, -1.0f, 1.0f);  // Vn
+  gemm(c, w, K, simd::row_major(fb.W.data(), K), S, lds, ws.vn.data(), w, -1.0f, 1.0f);  // Vn
   // State-first: S_next = decay S + Kd^T Vn, while S (old) stays live for the output.
-  std::copy_n(S, static_cast<size_t>(K) * w, fb.S_next.data());
-  update_state(p, ws, fb.S_next.data(), w, 0, w, ws.vn.data(), w, gemm);
-  state_products(p, ws, S, w, 0, w, gemm, c, 2 * c);  // Q S0 (old state)
+  std::copy_n(S, static_cast<size_t>(K) * lds, fb.S_next.data());
+  update_state(p, ws, fb.S_next.data(), lds, 0, w, ws.vn.data(), w, gemm);
+  state_products(p, ws, S, lds, 0, w, gemm, c, 2 * c);  // Q S0 (old state)
   chunk_outputs(p, ws, w, gemm);
-  std::copy_n(fb.S_next.data(), static_cast<size_t>(K) * w, S);
+  std::copy_n(fb.S_next.data(), static_cast<size_t>(K) * lds, S);
 }
 
 }  // namespace
@@ -80,7 +80,8 @@ void run_hanpu(const LaProblem& p, LaRunContext& ctx, HanpuTechniques tech) {
   const int group = p.HV / p.H;
   const HeadSchedule sched = schedule_groups_for(p, P);
   const GemmFn gemm = gemm_for(tech.gemm_mode);
-  const int64_t unit_state = static_cast<int64_t>(group) * p.K * p.V;  // floats
+  const int lds = p.V + kStateRowPad;
+  const int64_t unit_state = static_cast<int64_t>(group) * p.K * lds;  // floats
   ThreadPool& pool = ThreadPool::shared(P);
   ctx.busy_ms = pool.run_on_all([&](int core) {
     if (core >= P) return;
@@ -96,11 +97,12 @@ void run_hanpu(const LaProblem& p, LaRunContext& ctx, HanpuTechniques tech) {
       const int n = items[b0].seq;
       // S of item b, value head hv0 + i: [K x w] at states + ((b - b0) G + i) K V.
       auto S = [&](size_t b, int i) {
-        return states.data() + ((b - b0) * group + i) * static_cast<size_t>(p.K) * p.V;
+        return states.data() + ((b - b0) * group + i) * static_cast<size_t>(p.K) * lds;
       };
       for (size_t b = b0; b < b1; ++b) {
         for (int i = 0; i < group; ++i) {
-          read_initial_state(p, n, items[b].head * group + i, items[b].col_begin, items[b].col_end, S(b, i));
+          read_initial_state(p, n, items[b].head * group + i, items[b].col_begin, items[b].col_end, S(b, i),
+                             lds);
         }
       }
       for (int64_t t0 = p.cu[n]; t0 < p.cu[n + 1]; t0 += p.chunk) {
@@ -116,9 +118,9 @@ void run_hanpu(const LaProblem& p, LaRunContext& ctx, HanpuTechniques tech) {
             load_chunk_gates(p, t0, hv0 + i, ws);
             bind_chunk_v_and_out(p, t0, hv0 + i, c0, c1, ws);
             if (tech.reorder) {
-              chunk_reordered(p, ws, S(b, i), w, gemm, raw_ready);
+              chunk_reordered(p, ws, S(b, i), lds, w, gemm, raw_ready);
             } else {
-              chunk_fla_order(p, ws, *fb, S(b, i), w, gemm, raw_ready);
+              chunk_fla_order(p, ws, *fb, S(b, i), lds, w, gemm, raw_ready);
             }
             store_chunk_out(p, t0, hv0 + i, c0, c1, ws);
           }
@@ -126,7 +128,8 @@ void run_hanpu(const LaProblem& p, LaRunContext& ctx, HanpuTechniques tech) {
       }
       for (size_t b = b0; b < b1; ++b) {
         for (int i = 0; i < group; ++i) {
-          write_final_state(p, n, items[b].head * group + i, items[b].col_begin, items[b].col_end, S(b, i));
+          write_final_state(p, n, items[b].head * group + i, items[b].col_begin, items[b].col_end, S(b, i),
+                            lds);
         }
       }
     }

@@ -59,23 +59,25 @@ std::vector<std::pair<size_t, size_t>> lockstep_batches(const std::vector<HeadWo
   return out;
 }
 
-void read_initial_state(const LaProblem& p, int n, int hv, int c0, int c1, float* S) {
+void read_initial_state(const LaProblem& p, int n, int hv, int c0, int c1, float* S, int lds) {
   const int w = c1 - c0;
+  if (lds == 0) lds = w;
   for (int d = 0; d < p.K; ++d) {
     if (p.initial_state) {
       const float* src = p.initial_state + p.state_offset(n, hv) + static_cast<size_t>(d) * p.V + c0;
-      std::copy_n(src, w, S + static_cast<size_t>(d) * w);
+      std::copy_n(src, w, S + static_cast<size_t>(d) * lds);
     } else {
-      std::fill_n(S + static_cast<size_t>(d) * w, w, 0.0f);
+      std::fill_n(S + static_cast<size_t>(d) * lds, w, 0.0f);
     }
   }
 }
 
-void write_final_state(const LaProblem& p, int n, int hv, int c0, int c1, const float* S) {
+void write_final_state(const LaProblem& p, int n, int hv, int c0, int c1, const float* S, int lds) {
   if (!p.final_state) return;
   const int w = c1 - c0;
+  if (lds == 0) lds = w;
   for (int d = 0; d < p.K; ++d) {
-    std::copy_n(S + static_cast<size_t>(d) * w, w,
+    std::copy_n(S + static_cast<size_t>(d) * lds, w,
                 p.final_state + p.state_offset(n, hv) + static_cast<size_t>(d) * p.V + c0);
   }
 }

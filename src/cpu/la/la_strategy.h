@@ -48,8 +48,12 @@ std::vector<std::pair<size_t, size_t>> lockstep_batches(const std::vector<HeadWo
                                                         int64_t bytes_per_item);
 
 // Copies the columns [c0, c1) of (sequence n, head hv)'s initial state (or zeros) into
-// S [K x (c1 - c0)], and back out to the final state.
-void read_initial_state(const LaProblem& p, int n, int hv, int c0, int c1, float* S);
-void write_final_state(const LaProblem& p, int n, int hv, int c0, int c1, const float* S);
+// S [K x (c1 - c0)] with leading dim lds (default: c1 - c0), and back out to the final state.
+void read_initial_state(const LaProblem& p, int n, int hv, int c0, int c1, float* S, int lds = 0);
+void write_final_state(const LaProblem& p, int n, int hv, int c0, int c1, const float* S, int lds = 0);
+
+// Resident states are stored with rows padded by this many floats: a power-of-two row pitch
+// (512 B for V = 128) maps a GEMM's B panel onto a few L1 sets and evicts it.
+inline constexpr int kStateRowPad = 16;
 
 }  // namespace hanpu::cpu

@@ -22,7 +22,7 @@ ChunkWorkspace::ChunkWorkspace(int C_, int K_, int V_, ScratchMeter* meter)
     : C(C_), K(K_), V(V_),
       kq(2 * C_ * K_, meter),
       kq_gated(2 * C_ * K_, meter),
-      kt(K_ * C_, meter),
+      kt(K_ * (C_ + 16), meter),
       gam(C_ * K_, meter),
       egam(C_ * K_, meter),
       beta(C_, meter),
@@ -30,12 +30,13 @@ ChunkWorkspace::ChunkWorkspace(int C_, int K_, int V_, ScratchMeter* meter)
       kkqk(2 * C_ * C_, meter),
       ksqs(2 * C_ * V_, meter),
       vrow(C_ * V_, meter),
-      vn(C_ * V_, meter),
+      vn(C_ * (V_ + 16), meter),
       out(C_ * V_, meter),
       kd(C_ * K_, meter),
       tmp(2 * C_ * K_, meter),
       decay(C_ * K_, meter),
-      etail(C_ * K_, meter) {}
+      etail(C_ * K_, meter),
+      ldkt(C_ + 16) {}
 
 GemmFn gemm_for(GemmMode mode) {
   return mode == GemmMode::kPlanned ? &simd::gemm : &simd::gemm_repacking;
@@ -94,6 +95,7 @@ void load_chunk(const LaProblem& p, int64_t t0, int c, int hv, ChunkWorkspace& w
 
 void bind_chunk_v_and_out(const LaProblem& p, int64_t t0, int hv, int c0, int c1, ChunkWorkspace& ws) {
   const int w = c1 - c0;
+  ws.ldvn = w + 16;
   if (p.dtype == DType::kF32) {
     ws.v = static_cast<const float*>(p.v) + p.v_offset(t0, hv) + c0;
     ws.o = static_cast<float*>(p.o) + p.v_offset(t0, hv) + c0;
@@ -115,11 +117,13 @@ void raw_kk_qk(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm) {
   const ptrdiff_t ld = ws.ldqk;
   float* kk = ws.raw.data();
   float* qk = kk + static_cast<size_t>(c) * C;
-  simd::transpose(ws.k, ld, ws.kt.data(), C, c, K);  // the one transform: K^T, shared below
+  simd::transpose(ws.k, ld, ws.kt.data(), ws.ldkt, c, K);  // the one transform: K^T, shared below
   for (int i0 = 0; i0 < c; i0 += kSubChunk) {
     const int i1 = std::min(c, i0 + kSubChunk);
-    gemm(i1 - i0, i1, K, simd::row_major(ws.k + i0 * ld, ld), ws.kt.data(), C, kk + i0 * C, C, 1.0f, 0.0f);
-    gemm(i1 - i0, i1, K, simd::row_major(ws.q + i0 * ld, ld), ws.kt.data(), C, qk + i0 * C, C, 1.0f, 0.0f);
+    gemm(i1 - i0, i1, K, simd::row_major(ws.k + i0 * ld, ld), ws.kt.data(), ws.ldkt, kk + i0 * C, C, 1.0f,
+         0.0f);
+    gemm(i1 - i0, i1, K, simd::row_major(ws.q + i0 * ld, ld), ws.kt.data(), ws.ldkt, qk + i0 * C, C, 1.0f,
+         0.0f);
   }
 }
 
@@ -158,9 +162,9 @@ void decayed_kk_qk_kda(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm) {
       float* rows = ws.tmp.data();
       simd::decay_rows_forward(k + i0 * ld, q + i0 * ld, ld, a + i0 * K, K, r, rows, rows + r * K);
       simd::decay_rows_backward(k, ld, a, a + i0 * K, K, i0, ws.kd.data());
-      simd::transpose(ws.kd.data(), K, ws.kt.data(), C, i0, K);
-      gemm(r, i0, K, simd::row_major(rows, K), ws.kt.data(), C, L + i0 * C, C, 1.0f, 0.0f);
-      gemm(r, i0, K, simd::row_major(rows + r * K, K), ws.kt.data(), C, Qm + i0 * C, C, 1.0f, 0.0f);
+      simd::transpose(ws.kd.data(), K, ws.kt.data(), ws.ldkt, i0, K);
+      gemm(r, i0, K, simd::row_major(rows, K), ws.kt.data(), ws.ldkt, L + i0 * C, C, 1.0f, 0.0f);
+      gemm(r, i0, K, simd::row_major(rows + r * K, K), ws.kt.data(), ws.ldkt, Qm + i0 * C, C, 1.0f, 0.0f);
     }
     simd::kda_diag_block(k + i0 * ld, q + i0 * ld, ld, ws.decay.data() + i0 * K, K, r,
                          L + i0 * C + i0, Qm + i0 * C + i0, C);
@@ -213,7 +217,7 @@ void state_products(const LaProblem& p, ChunkWorkspace& ws, const float* S, ptrd
 }
 
 void gemm_first_rhs(const LaProblem& p, ChunkWorkspace& ws, int w) {
-  simd::beta_residual_rows(ws.vn.data(), w, ws.v, ws.ldv, ws.ksqs.data(), w,
+  simd::beta_residual_rows(ws.vn.data(), ws.ldvn, ws.v, ws.ldv, ws.ksqs.data(), w,
                            p.kda() ? nullptr : ws.egam.data(), ws.beta.data(), ws.c, w);
 }
 
@@ -252,7 +256,7 @@ void chunk_outputs(const LaProblem& p, ChunkWorkspace& ws, int w, GemmFn gemm) {
   simd::scale_rows(ws.o, ws.ldo, qs, w, p.kda() ? nullptr : ws.egam.data(), p.scale, c, w);
   for (int i0 = 0; i0 < c; i0 += kSubChunk) {  // lower row blocks: row i needs Vn rows <= i
     const int i1 = std::min(c, i0 + kSubChunk);
-    gemm(i1 - i0, w, i1, simd::row_major(Qm + i0 * C, C), ws.vn.data(), w, ws.o + i0 * ws.ldo, ws.ldo,
+    gemm(i1 - i0, w, i1, simd::row_major(Qm + i0 * C, C), ws.vn.data(), ws.ldvn, ws.o + i0 * ws.ldo, ws.ldo,
          1.0f, 1.0f);
   }
 }

@@ -28,7 +28,7 @@ struct ChunkWorkspace {
   int C, K, V;
   ScratchBuffer<float> kq;      // [2C x K]: rows [0,c) = k, rows [c,2c) = q
   ScratchBuffer<float> kq_gated;  // KDA: [2C x K] the same rows times exp(Gam) per channel
-  ScratchBuffer<float> kt;      // [K x C] K^T
+  ScratchBuffer<float> kt;      // [K x C] K^T, leading dim ldkt
   ScratchBuffer<float> gam;     // GDN [C]: inclusive in-chunk cumsum of g
   ScratchBuffer<float> egam;    // GDN [C]: exp(Gam); KDA [C x K]: exp(Gam) per channel
   ScratchBuffer<float> beta;    // [C]
@@ -36,7 +36,7 @@ struct ChunkWorkspace {
   ScratchBuffer<float> kkqk;    // [2C x C]: rows [0,c) = L (strict lower), [c,2c) = Qm (lower)
   ScratchBuffer<float> ksqs;    // [2C x V]: K S0 (gated) rows then Q S0 (gated) rows
   ScratchBuffer<float> vrow;    // [C x V]: v of the chunk, fp32
-  ScratchBuffer<float> vn;      // [C x V]: right-hand side, then Vn in place
+  ScratchBuffer<float> vn;      // [C x V]: right-hand side, then Vn in place (leading dim ldvn)
   ScratchBuffer<float> out;     // [C x V]: O
   ScratchBuffer<float> kd;      // [C x K]: K scaled by exp(Gam_last - Gam)
   ScratchBuffer<float> tmp;     // [2C x K] scratch for the KDA sub-chunk factors
@@ -45,6 +45,10 @@ struct ChunkWorkspace {
   // KDA computes every decay factor as a running product of a = exp(g) in (0, 1] — one exp
   // per (token, channel) and a multiply per use — instead of an exp of a cumsum difference.
   int c = 0;                    // rows of the current chunk
+  // B operands of the micro-kernel get rows padded by one cache line: a power-of-two pitch
+  // (256 B for K^T at C = 64, 512 B for Vn at V = 128) maps a B panel onto a few L1 sets.
+  int ldkt = 0;
+  int ldvn = 0;
   // Where this chunk's rows are read from and its output written to: in place in the
   // caller's fp32 tensors (strided rows, no copy — the micro-kernel and the vector ops take a
   // leading dimension), or the buffers above when a dtype conversion or the L2 norm has to

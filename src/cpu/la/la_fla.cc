@@ -125,7 +125,7 @@ void run_fla(const LaProblem& p, LaRunContext& ctx) {
       decayed_kk_qk(p, ws, gemm);
       const float* hs = h.data() + (static_cast<size_t>(ch.index) * HV + hv) * K * V;
       state_products(p, ws, hs, V, 0, V, gemm, c, 2 * c);
-      for (int i = 0; i < c; ++i) std::copy_n(row(Vn, ch.t0 + i, hv, V), V, ws.vn.data() + i * V);
+      for (int i = 0; i < c; ++i) std::copy_n(row(Vn, ch.t0 + i, hv, V), V, ws.vn.data() + i * ws.ldvn);
       chunk_outputs(p, ws, V, gemm);
       store_chunk_out(p, ch.t0, hv, 0, V, ws);
     }

@@ -33,9 +33,9 @@ void chunk_reordered(const LaProblem& p, ChunkWorkspace& ws, float* S, int lds, 
   state_products(p, ws, S, lds, 0, w, gemm, 0, 2 * c);
   decayed_kk_qk(p, ws, gemm, raw_ready);
   gemm_first_rhs(p, ws, w);
-  solve_unit_lower(ws.kkqk.data(), ws.C, c, ws.vn.data(), w, w, gemm);
+  solve_unit_lower(ws.kkqk.data(), ws.C, c, ws.vn.data(), ws.ldvn, w, gemm);
   chunk_outputs(p, ws, w, gemm);
-  update_state(p, ws, S, lds, 0, w, ws.vn.data(), w, gemm);
+  update_state(p, ws, S, lds, 0, w, ws.vn.data(), ws.ldvn, gemm);
 }
 
 // One chunk, FLA's operator order fused on one core: explicit A, W and U, Vn = U - W S0,
@@ -60,11 +60,11 @@ void chunk_fla_order(const LaProblem& p, ChunkWorkspace& ws, FlaOrderBuffers& fb
     simd::scale_copy(ws.out.data() + i * w, ws.v + i * ws.ldv, ws.beta[i], w);  // diag(beta) V
   }
   gemm(c, K, c, simd::row_major(fb.A.data(), C), fb.kb.data(), K, fb.W.data(), K, 1.0f, 0.0f);
-  gemm(c, w, c, simd::row_major(fb.A.data(), C), ws.out.data(), w, ws.vn.data(), w, 1.0f, 0.0f);
-  gemm(c, w, K, simd::row_major(fb.W.data(), K), S, lds, ws.vn.data(), w, -1.0f, 1.0f);  // Vn
+  gemm(c, w, c, simd::row_major(fb.A.data(), C), ws.out.data(), w, ws.vn.data(), ws.ldvn, 1.0f, 0.0f);
+  gemm(c, w, K, simd::row_major(fb.W.data(), K), S, lds, ws.vn.data(), ws.ldvn, -1.0f, 1.0f);  // Vn
   // State-first: S_next = decay S + Kd^T Vn, while S (old) stays live for the output.
   std::copy_n(S, static_cast<size_t>(K) * lds, fb.S_next.data());
-  update_state(p, ws, fb.S_next.data(), lds, 0, w, ws.vn.data(), w, gemm);
+  update_state(p, ws, fb.S_next.data(), lds, 0, w, ws.vn.data(), ws.ldvn, gemm);
   state_products(p, ws, S, lds, 0, w, gemm, c, 2 * c);  // Q S0 (old state)
   chunk_outputs(p, ws, w, gemm);
   std::copy_n(fb.S_next.data(), static_cast<size_t>(K) * lds, S);

@@ -126,23 +126,24 @@ void add_bench_la_options(CLI::App& cmd, BenchLaOptions& o) {
 }
 
 int run_bench_la(const BenchLaOptions& o) {
+  // Parses every name of a flag or says which one is wrong.
+  auto parse_all = [](const std::vector<std::string>& names, auto parse, const char* flag,
+                      const char* allowed, auto& out) {
+    for (const auto& n : names) {
+      auto v = parse(n);
+      if (!v) {
+        std::fprintf(stderr, "error: %s '%s' is not %s\n", flag, n.c_str(), allowed);
+        return false;
+      }
+      out.push_back(*v);
+    }
+    return true;
+  };
   std::vector<LaMech> mechs;
-  for (const auto& m : o.mech) {
-    auto p = parse_la_mech(m);
-    if (!p) {
-      std::fprintf(stderr, "error: --mech '%s' is not gdn or kda\n", m.c_str());
-      return 2;
-    }
-    mechs.push_back(*p);
-  }
   std::vector<DType> dtypes;
-  for (const auto& d : o.dtype) {
-    auto p = parse_dtype(d);
-    if (!p) {
-      std::fprintf(stderr, "error: --dtype '%s' is not f32, f16 or bf16\n", d.c_str());
-      return 2;
-    }
-    dtypes.push_back(*p);
+  if (!parse_all(o.mech, parse_la_mech, "--mech", "gdn or kda", mechs) ||
+      !parse_all(o.dtype, parse_dtype, "--dtype", "f32, f16 or bf16", dtypes)) {
+    return 2;
   }
   if (o.repeats < 1) {
     std::fprintf(stderr, "error: --repeats must be >= 1\n");

@@ -249,6 +249,23 @@ void solve_unit_lower(const float* L, int ldl, int c, float* X, int ldx, int w, 
   }
 }
 
+void explicit_inverse_and_wy_operands(const LaProblem& p, ChunkWorkspace& ws, float* A, float* kb,
+                                      int w, GemmFn gemm) {
+  const int c = ws.c, C = ws.C, K = p.K;
+  std::fill_n(A, static_cast<size_t>(c) * C, 0.0f);
+  for (int i = 0; i < c; ++i) A[i * C + i] = 1.0f;
+  solve_unit_lower(ws.kkqk.data(), C, c, A, C, c, gemm);  // against the identity
+  if (p.kda()) {
+    for (int i = 0; i < c; ++i) simd::mul(kb + i * K, ws.k + i * ws.ldqk, ws.egam.data() + i * K, K);
+    simd::scale_rows(kb, K, kb, K, ws.beta.data(), 1.0f, c, K);
+  } else {
+    for (int i = 0; i < c; ++i) {
+      simd::scale_copy(kb + i * K, ws.k + i * ws.ldqk, ws.beta[i] * ws.egam[i], K);
+    }
+  }
+  simd::scale_rows(ws.out.data(), w, ws.v, ws.ldv, ws.beta.data(), 1.0f, c, w);
+}
+
 void chunk_outputs(const LaProblem& p, ChunkWorkspace& ws, int w, GemmFn gemm) {
   const int c = ws.c, C = ws.C;
   const float* qs = ws.ksqs.data() + static_cast<size_t>(c) * w;

@@ -98,6 +98,12 @@ void gemm_first_rhs(const LaProblem& p, ChunkWorkspace& ws, int w);
 // off-diagonal blocks and the inverted 16 x 16 diagonal blocks on the micro-kernel.
 void solve_unit_lower(const float* L, int ldl, int c, float* X, int ldx, int w, GemmFn gemm);
 
+// FLA's operator order (baseline and ablation only): A = (I + L)^-1 explicitly into A
+// [c x C], kb = diag(beta exp(Gam)) K [c x K] and diag(beta) V into ws.out (leading dim w),
+// the operands of W = A kb and U = A diag(beta) V.
+void explicit_inverse_and_wy_operands(const LaProblem& p, ChunkWorkspace& ws, float* A, float* kb,
+                                      int w, GemmFn gemm);
+
 // ws.o = scale exp(Gam) Q S0 + Qm Vn   (w columns)
 void chunk_outputs(const LaProblem& p, ChunkWorkspace& ws, int w, GemmFn gemm);
 

@@ -69,19 +69,7 @@ void run_fla(const LaProblem& p, LaRunContext& ctx) {
       load_chunk(p, ch.t0, c, hv, ws);
       bind_chunk_v_and_out(p, ch.t0, hv, 0, V, ws);
       decayed_kk_qk(p, ws, gemm);
-      std::fill_n(A.data(), static_cast<size_t>(c) * C, 0.0f);
-      for (int i = 0; i < c; ++i) A[i * C + i] = 1.0f;
-      solve_unit_lower(ws.kkqk.data(), C, c, A.data(), C, c, gemm);
-      for (int i = 0; i < c; ++i) {
-        const float* kr = ws.k + i * ws.ldqk;
-        if (p.kda()) {
-          simd::mul(kb.data() + i * K, kr, ws.egam.data() + i * K, K);
-          simd::scale_copy(kb.data() + i * K, kb.data() + i * K, ws.beta[i], K);
-        } else {
-          simd::scale_copy(kb.data() + i * K, kr, ws.beta[i] * ws.egam[i], K);
-        }
-        simd::scale_copy(ws.out.data() + i * V, ws.v + i * ws.ldv, ws.beta[i], V);  // diag(beta) V
-      }
+      explicit_inverse_and_wy_operands(p, ws, A.data(), kb.data(), V, gemm);
       gemm(c, K, c, simd::row_major(A.data(), C), kb.data(), K, row(W, ch.t0, hv, K), HV * K, 1.0f, 0.0f);
       gemm(c, V, c, simd::row_major(A.data(), C), ws.out.data(), V, row(U, ch.t0, hv, V), HV * V, 1.0f, 0.0f);
     }

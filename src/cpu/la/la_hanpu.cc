@@ -44,21 +44,8 @@ void chunk_fla_order(const LaProblem& p, ChunkWorkspace& ws, FlaOrderBuffers& fb
                      int w, GemmFn gemm, bool raw_ready) {
   const int c = ws.c, C = ws.C, K = p.K;
   decayed_kk_qk(p, ws, gemm, raw_ready);
-  // A = (I + L)^-1 by solving against the identity.
-  std::fill_n(fb.A.data(), static_cast<size_t>(c) * C, 0.0f);
-  for (int i = 0; i < c; ++i) fb.A[i * C + i] = 1.0f;
-  solve_unit_lower(ws.kkqk.data(), C, c, fb.A.data(), C, c, gemm);
-  // W = A diag(beta exp(Gam)) K ; U = A diag(beta) V (into vn)
-  for (int i = 0; i < c; ++i) {
-    const float* kr = ws.k + i * ws.ldqk;
-    if (p.kda()) {
-      simd::mul(fb.kb.data() + i * K, kr, ws.egam.data() + i * K, K);
-      simd::scale_copy(fb.kb.data() + i * K, fb.kb.data() + i * K, ws.beta[i], K);
-    } else {
-      simd::scale_copy(fb.kb.data() + i * K, kr, ws.beta[i] * ws.egam[i], K);
-    }
-    simd::scale_copy(ws.out.data() + i * w, ws.v + i * ws.ldv, ws.beta[i], w);  // diag(beta) V
-  }
+  // A = (I + L)^-1; W = A diag(beta exp(Gam)) K ; U = A diag(beta) V (into vn)
+  explicit_inverse_and_wy_operands(p, ws, fb.A.data(), fb.kb.data(), w, gemm);
   gemm(c, K, c, simd::row_major(fb.A.data(), C), fb.kb.data(), K, fb.W.data(), K, 1.0f, 0.0f);
   gemm(c, w, c, simd::row_major(fb.A.data(), C), ws.out.data(), w, ws.vn.data(), ws.ldvn, 1.0f, 0.0f);
   gemm(c, w, K, simd::row_major(fb.W.data(), K), S, lds, ws.vn.data(), ws.ldvn, -1.0f, 1.0f);  // Vn

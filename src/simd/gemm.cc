@@ -31,7 +31,7 @@ constexpr int kMR = 6;
 template <int MR, bool kFullN>
 HWY_INLINE void Tile(const float* HWY_RESTRICT a, ptrdiff_t ars, ptrdiff_t acs,
                      const float* HWY_RESTRICT b, ptrdiff_t ldb, int kd, float* HWY_RESTRICT c,
-                     ptrdiff_t ldc, size_t n, float alpha, float beta) {
+                     ptrdiff_t ldc, size_t n, float alpha, float beta, const float* row_beta) {
   const DF d;
   const size_t NL = hn::Lanes(d);
   const auto m0 = hn::FirstN(d, kFullN ? NL : std::min(n, NL));
@@ -58,10 +58,11 @@ HWY_INLINE void Tile(const float* HWY_RESTRICT a, ptrdiff_t ars, ptrdiff_t acs,
       c1[r] = hn::MulAdd(av, b1, c1[r]);
     }
   }
-  const VF va = hn::Set(d, alpha), vb = hn::Set(d, beta);
-  const bool read_c = beta != 0.0f;
+  const VF va = hn::Set(d, alpha);
+  const bool read_c = row_beta != nullptr || beta != 0.0f;
   for (int r = 0; r < MR; ++r) {
     float* cr = c + r * ldc;
+    const VF vb = hn::Set(d, row_beta ? row_beta[r] : beta);
     if constexpr (kFullN) {
       const VF o0 = read_c ? hn::MulAdd(va, c0[r], hn::Mul(vb, hn::LoadU(d, cr))) : hn::Mul(va, c0[r]);
       const VF o1 =
@@ -82,10 +83,10 @@ HWY_INLINE void Tile(const float* HWY_RESTRICT a, ptrdiff_t ars, ptrdiff_t acs,
 template <bool kFullN>
 HWY_INLINE void TileRows(int m, const float* a, ptrdiff_t ars, ptrdiff_t acs, const float* b,
                          ptrdiff_t ldb, int kd, float* c, ptrdiff_t ldc, size_t n, float alpha,
-                         float beta) {
+                         float beta, const float* row_beta) {
   switch (m) {
 #define HANPU_TILE_CASE(R) \
-  case R: return Tile<R, kFullN>(a, ars, acs, b, ldb, kd, c, ldc, n, alpha, beta);
+  case R: return Tile<R, kFullN>(a, ars, acs, b, ldb, kd, c, ldc, n, alpha, beta, row_beta);
     HANPU_TILE_CASE(1)
     HANPU_TILE_CASE(2)
     HANPU_TILE_CASE(3)
@@ -116,20 +117,21 @@ inline int TileHeight(int left) {
 }
 
 void Gemm(int M, int N, int Kd, const float* a, ptrdiff_t ars, ptrdiff_t acs, const float* b,
-          ptrdiff_t ldb, float* c, ptrdiff_t ldc, float alpha, float beta) {
+          ptrdiff_t ldb, float* c, ptrdiff_t ldc, float alpha, float beta, const float* row_beta) {
   const size_t NR = 2 * hn::Lanes(DF());
   // Row panels outermost: the A panel [MR x Kd] (MR broadcast streams) stays in L1 while the
   // B panels, read as contiguous vectors the prefetcher follows, stream past it.
   for (int i0 = 0; i0 < M;) {
     const int m = TileHeight(M - i0);
     const float* ai = a + i0 * ars;
+    const float* rb = row_beta ? row_beta + i0 : nullptr;
     for (int j0 = 0; j0 < N; j0 += static_cast<int>(NR)) {
       const size_t n = std::min<size_t>(NR, N - j0);
       float* ci = c + i0 * ldc + j0;
       if (n == NR) {
-        TileRows<true>(m, ai, ars, acs, b + j0, ldb, Kd, ci, ldc, n, alpha, beta);
+        TileRows<true>(m, ai, ars, acs, b + j0, ldb, Kd, ci, ldc, n, alpha, beta, rb);
       } else {
-        TileRows<false>(m, ai, ars, acs, b + j0, ldb, Kd, ci, ldc, n, alpha, beta);
+        TileRows<false>(m, ai, ars, acs, b + j0, ldb, Kd, ci, ldc, n, alpha, beta, rb);
       }
     }
     i0 += m;
@@ -155,7 +157,14 @@ void gemm(int M, int N, int Kd, MatA A, const float* B, ptrdiff_t ldb, float* C,
           float alpha, float beta) {
   if (M <= 0 || N <= 0) return;
   HWY_DYNAMIC_DISPATCH(Gemm)(M, N, Kd, A.data, A.row_stride, A.col_stride, B, ldb, C, ldc, alpha,
-                             beta);
+                             beta, nullptr);
+}
+
+void gemm_row_scaled(int M, int N, int Kd, MatA A, const float* B, ptrdiff_t ldb, float* C,
+                     ptrdiff_t ldc, const float* row_beta) {
+  if (M <= 0 || N <= 0) return;
+  HWY_DYNAMIC_DISPATCH(Gemm)(M, N, Kd, A.data, A.row_stride, A.col_stride, B, ldb, C, ldc, 1.0f,
+                             0.0f, row_beta);
 }
 
 void gemm_repacking(int M, int N, int Kd, MatA A, const float* B, ptrdiff_t ldb, float* C,
@@ -182,7 +191,7 @@ void gemm_repacking(int M, int N, int Kd, MatA A, const float* B, ptrdiff_t ldb,
   for (int pnl = 0; pnl < panels; ++pnl) {
     HWY_DYNAMIC_DISPATCH(Gemm)(mr, N, Kd, ap.data() + static_cast<size_t>(pnl) * Kd * mr, 1, mr,
                                bp.data(), N, cp.data() + static_cast<size_t>(pnl) * mr * N, N,
-                               1.0f, 0.0f);
+                               1.0f, 0.0f, nullptr);
   }
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j) {

@@ -28,6 +28,12 @@ inline MatA transposed(const float* x, ptrdiff_t ldx) { return MatA{x, 1, ldx}; 
 void gemm(int M, int N, int Kd, MatA A, const float* B, ptrdiff_t ldb, float* C, ptrdiff_t ldc,
           float alpha, float beta);
 
+// C = A B + diag(row_beta) C: a per-row rescale of C folded into the product's store (the
+// online-softmax correction of FlashAttention's output rows). Every C row is read, so C
+// must hold finite values even where row_beta is 0.
+void gemm_row_scaled(int M, int N, int Kd, MatA A, const float* B, ptrdiff_t ldb, float* C,
+                     ptrdiff_t ldc, const float* row_beta);
+
 // The same product the way a generic library call does it with no layout plan: A and B are
 // copied into packed panels and the result tile through a packed buffer on every call. Used
 // by the ablation to measure what the layout plan saves; the result equals gemm()'s.

@@ -270,9 +270,11 @@ void chunk_outputs(const LaProblem& p, ChunkWorkspace& ws, int w, GemmFn gemm) {
   const int c = ws.c, C = ws.C;
   const float* qs = ws.ksqs.data() + static_cast<size_t>(c) * w;
   const float* Qm = ws.kkqk.data() + static_cast<size_t>(c) * C;
-  simd::scale_rows(ws.o, ws.ldo, qs, w, p.kda() ? nullptr : ws.egam.data(), p.scale, c, w);
   for (int i0 = 0; i0 < c; i0 += kSubChunk) {  // lower row blocks: row i needs Vn rows <= i
     const int i1 = std::min(c, i0 + kSubChunk);
+    // Scaled Q S rows of this block, still in L1 when the product accumulates onto them.
+    simd::scale_rows(ws.o + i0 * ws.ldo, ws.ldo, qs + static_cast<size_t>(i0) * w, w,
+                     p.kda() ? nullptr : ws.egam.data() + i0, p.scale, i1 - i0, w);
     gemm(i1 - i0, w, i1, simd::row_major(Qm + i0 * C, C), ws.vn.data(), ws.ldvn, ws.o + i0 * ws.ldo, ws.ldo,
          1.0f, 1.0f);
   }

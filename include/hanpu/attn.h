@@ -1,0 +1,89 @@
+// Fused softmax attention (the full-attention layers of a hybrid model) on CPU cores.
+// Semantics are FlashAttention's: softmax(scale Q K^T + mask) V per head, grouped-query.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hanpu/status.h"
+#include "hanpu/tensor.h"
+
+namespace hanpu {
+
+enum class AttnMask : uint8_t {
+  kNone,     // every query sees every key
+  kCausal,   // query i (at position q_offset + i) sees keys j <= q_offset + i
+  kSliding,  // causal, and only the last `window` keys: q_offset + i - window < j
+};
+std::string_view attn_mask_name(AttnMask m);  // "none", "causal", "sliding"
+std::optional<AttnMask> parse_attn_mask(std::string_view name);
+
+inline constexpr int kAttnMaxHeadDim = 256;  // D: a multiple of 16 up to this
+
+// One attention call over one sequence.
+//   q: [T, Hq, D]   k, v: [Tk, Hkv, D]   o: [T, Hq, D]   all of one storage dtype (f32/f16/bf16)
+//   Hq % Hkv == 0: query head h reads key/value head h / (Hq / Hkv).
+//   lse (optional out): [Hq, T] fp32, the natural-log sum of exp(scale q.k) over the keys a
+//   row sees (FlashAttention's softmax_lse layout), to merge attention computed in splits.
+// Query row i sits at key position q_offset + i. For the causal and sliding masks q_offset
+// defaults to Tk - T (the queries are the last T keys: a prefill that continues a cache) and
+// must satisfy 0 <= q_offset and q_offset + T <= Tk, so every row sees at least one key.
+struct AttnArgs {
+  TensorView q, k, v;
+  MutTensorView o;
+  MutTensorView lse;
+  AttnMask mask = AttnMask::kCausal;
+  std::optional<int64_t> q_offset;
+  int64_t window = 0;          // kSliding: keys per row, >= 1
+  std::optional<float> scale;  // default D^-1/2; must be finite
+};
+
+// Tile sizes of the fused kernel; 0 = from attn_tile_plan().
+struct AttnTiles {
+  int q_rows = 0;   // query rows per tile (per head)
+  int kv_rows = 0;  // key/value rows per tile
+};
+
+struct AttnOptions {
+  std::string placement = "balanced";  // see attn_placements()
+  int threads = 0;                     // 0: HANPU_THREADS or every core
+  AttnTiles tiles;                     // 0: the heuristic's choice
+};
+
+struct AttnStats {
+  int64_t extra_bytes = 0;             // peak scratch memory beyond inputs and outputs
+  std::vector<double> worker_busy_ms;  // per worker
+  AttnTiles tiles;                     // the tiles the run used
+};
+
+struct AttnPlacementInfo {
+  std::string_view name;
+  std::string_view summary;
+};
+std::span<const AttnPlacementInfo> attn_placements();
+
+// Prefill (any T). Validates first: on error nothing has been written. T = 0 is a no-op.
+Status attn_prefill(const AttnArgs& args, const AttnOptions& options = {}, AttnStats* stats = nullptr);
+
+// Decode: a few query rows (T small) against a long key/value sequence, split along the keys
+// over the cores (each core a slice of the cache, merged by log-sum-exp), so one sequence
+// still uses every core. Same arguments and masks as attn_prefill.
+Status attn_decode(const AttnArgs& args, int threads = 0, AttnStats* stats = nullptr);
+
+// The tile sizes the fused kernel picks: a pure function of the head dim, the GQA group
+// (query heads per kv head) and the per-core cache sizes in bytes (see attn_tiles.cc).
+AttnTiles attn_tile_plan(int D, int group, int64_t l1_bytes, int64_t l2_bytes);
+// This machine's per-core L1d and L2 sizes (sysconf, with defaults when unknown).
+int64_t machine_l1d_bytes();
+int64_t machine_l2_bytes();
+
+// Query-key pairs a mask leaves visible (the useful work: FLOPs = 4 D Hq pairs).
+int64_t attn_visible_pairs(int64_t T, int64_t Tk, AttnMask mask, int64_t q_offset, int64_t window);
+double attn_flops(int64_t T, int64_t Tk, int Hq, int D, AttnMask mask, int64_t q_offset,
+                  int64_t window);
+
+}  // namespace hanpu

@@ -1,0 +1,136 @@
+// attn_prefill / attn_decode: validate once, convert non-fp32 storage to fp32 rows (and the
+// output back), pick the placement from the table, run it, report what it used.
+#include <algorithm>
+#include <array>
+#include <new>
+
+#include <fmt/format.h>
+
+#include "cpu/attn/attn_kernels.h"
+#include "parallel/thread_pool.h"
+#include "simd/vec_ops.h"
+
+namespace hanpu {
+
+namespace {
+
+using Runner = void (*)(const cpu::AttnProblem&, cpu::AttnRunContext&);
+
+struct PlacementEntry {
+  AttnPlacementInfo info;
+  Runner run;
+};
+
+const std::array<PlacementEntry, 3> kPlacements = {{
+    {{"balanced", "fused; query tiles dealt in a snake so every core gets equal unmasked work (STEEL)"},
+     [](const cpu::AttnProblem& p, cpu::AttnRunContext& c) { cpu::attn_fused(p, c, true); }},
+    {{"uniform", "fused; each core a contiguous block of query tiles (causal: the last core works most)"},
+     [](const cpu::AttnProblem& p, cpu::AttnRunContext& c) { cpu::attn_fused(p, c, false); }},
+    {{"layer", "baseline; scores, softmax, P V as separate passes through a T x Tk matrix per head"},
+     &cpu::attn_layer},
+}};
+
+const PlacementEntry* find_placement(std::string_view name) {
+  for (const auto& e : kPlacements) {
+    if (e.info.name == name) return &e;
+  }
+  return nullptr;
+}
+
+// Runs `run` on fp32 rows: the caller's when storage is fp32, else converted copies (and the
+// output converted back after), so every kernel sees one layout. The copies are O(T D) and
+// charged to the meter.
+Status run_converted(const AttnArgs& a, cpu::AttnProblem p, cpu::AttnRunContext& ctx, Runner run,
+                     const char* who) {
+  try {
+    ScratchBuffer<float> q, k, v, o;
+    if (p.dtype == DType::kF32) {
+      p.q = static_cast<const float*>(a.q.data);
+      p.k = static_cast<const float*>(a.k.data);
+      p.v = static_cast<const float*>(a.v.data);
+      p.o = static_cast<float*>(a.o.data);
+    } else {
+      auto convert = [&](const TensorView& t, ScratchBuffer<float>& dst) {
+        dst = ScratchBuffer<float>(static_cast<size_t>(t.numel()), ctx.meter);
+        simd::load_f32(dst.data(), t.data, t.dtype, static_cast<size_t>(t.numel()));
+        return dst.data();
+      };
+      p.q = convert(a.q, q);
+      p.k = convert(a.k, k);
+      p.v = convert(a.v, v);
+      o = ScratchBuffer<float>(static_cast<size_t>(a.o.numel()), ctx.meter);
+      p.o = o.data();
+    }
+    p.lse = static_cast<float*>(a.lse.data);
+    run(p, ctx);
+    if (p.dtype != DType::kF32) simd::store_f32(a.o.data, p.dtype, p.o, static_cast<size_t>(a.o.numel()));
+  } catch (const std::bad_alloc&) {
+    return Status::Error(fmt::format("{}: out of memory", who));
+  }
+  return Status::Ok();
+}
+
+Status resolve_tiles(const cpu::AttnProblem& p, AttnTiles asked, const char* who, AttnTiles* out) {
+  AttnTiles t = attn_tile_plan(p.D, p.group(), machine_l1d_bytes(), machine_l2_bytes());
+  if (asked.q_rows != 0) t.q_rows = asked.q_rows;
+  if (asked.kv_rows != 0) t.kv_rows = asked.kv_rows;
+  if (t.q_rows < 1 || t.q_rows > 512 || t.kv_rows < 1 || t.kv_rows > 512) {
+    return Status::Error(fmt::format("{}: tiles of {} query x {} key rows: each must be in [1, 512]",
+                                     who, t.q_rows, t.kv_rows));
+  }
+  *out = t;
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::span<const AttnPlacementInfo> attn_placements() {
+  static const auto infos = [] {
+    std::array<AttnPlacementInfo, kPlacements.size()> out;
+    for (size_t i = 0; i < kPlacements.size(); ++i) out[i] = kPlacements[i].info;
+    return out;
+  }();
+  return infos;
+}
+
+Status attn_prefill(const AttnArgs& args, const AttnOptions& options, AttnStats* stats) {
+  const PlacementEntry* placement = find_placement(options.placement);
+  if (!placement) {
+    std::string names;
+    for (const auto& e : kPlacements) names += fmt::format("{}{}", names.empty() ? "" : ", ", e.info.name);
+    return Status::Error(fmt::format("attn_prefill: unknown placement '{}' (one of: {})", options.placement, names));
+  }
+  cpu::AttnProblem p;
+  HANPU_RETURN_IF_ERROR(cpu::validate_attn(args, "attn_prefill", &p));
+  ScratchMeter meter;
+  cpu::AttnRunContext ctx;
+  ctx.threads = options.threads > 0 ? options.threads : ThreadPool::default_threads();
+  ctx.meter = &meter;
+  HANPU_RETURN_IF_ERROR(resolve_tiles(p, options.tiles, "attn_prefill", &ctx.tiles));
+  if (p.T > 0) HANPU_RETURN_IF_ERROR(run_converted(args, p, ctx, placement->run, "attn_prefill"));
+  if (stats) {
+    stats->extra_bytes = meter.peak();
+    stats->worker_busy_ms = ctx.busy_ms;
+    stats->tiles = ctx.tiles;
+  }
+  return Status::Ok();
+}
+
+Status attn_decode(const AttnArgs& args, int threads, AttnStats* stats) {
+  cpu::AttnProblem p;
+  HANPU_RETURN_IF_ERROR(cpu::validate_attn(args, "attn_decode", &p));
+  ScratchMeter meter;
+  cpu::AttnRunContext ctx;
+  ctx.threads = threads > 0 ? threads : ThreadPool::default_threads();
+  ctx.meter = &meter;
+  HANPU_RETURN_IF_ERROR(resolve_tiles(p, {}, "attn_decode", &ctx.tiles));
+  if (p.T > 0) HANPU_RETURN_IF_ERROR(run_converted(args, p, ctx, &cpu::attn_split_keys, "attn_decode"));
+  if (stats) {
+    stats->extra_bytes = meter.peak();
+    stats->worker_busy_ms = ctx.busy_ms;
+    stats->tiles = ctx.tiles;
+  }
+  return Status::Ok();
+}
+
+}  // namespace hanpu

@@ -1,0 +1,62 @@
+// Layer-by-layer baseline: the three stages as separate passes through memory, per head:
+// S = scale Q K^T for the whole T x Tk matrix (masked entries computed too), a softmax pass
+// over S, then O = P V. It materialises T x Tk floats per head, which is what the fused
+// kernel exists to avoid. Rows are split evenly over the cores in every pass.
+#include <cmath>
+#include <limits>
+
+#include "cpu/attn/attn_kernels.h"
+#include "parallel/thread_pool.h"
+#include "simd/gemm.h"
+#include "simd/softmax_ops.h"
+#include "simd/vec_ops.h"
+
+namespace hanpu::cpu {
+
+void attn_layer(const AttnProblem& p, AttnRunContext& ctx) {
+  ThreadPool& pool = ThreadPool::shared(ctx.threads);
+  const int P = pool.size(), D = p.D, G = p.group();
+  const ptrdiff_t ldk = static_cast<ptrdiff_t>(p.Hkv) * D, ldq = static_cast<ptrdiff_t>(p.Hq) * D;
+  ScratchBuffer<float> kt(static_cast<size_t>(D) * p.Tk, ctx.meter);
+  ScratchBuffer<float> s(static_cast<size_t>(p.T) * p.Tk, ctx.meter);
+  ctx.busy_ms.assign(P, 0.0);
+  auto rows_of = [&](int w) {
+    return std::pair<int64_t, int64_t>{p.T * w / P, p.T * (w + 1) / P};
+  };
+  auto add_busy = [&](const std::vector<double>& b) {
+    for (int w = 0; w < P; ++w) ctx.busy_ms[w] += b[w];
+  };
+  constexpr float kLog2E = 1.4426950408889634f;
+  for (int h = 0; h < p.Hq; ++h) {
+    const int hk = h / G;
+    if (h % G == 0) {
+      add_busy(pool.run_on_all([&](int w) {
+        const int64_t j0 = p.Tk * w / P, j1 = p.Tk * (w + 1) / P;
+        simd::transpose(p.k + p.kv_row(j0, hk), ldk, kt.data() + j0, p.Tk, static_cast<int>(j1 - j0), D);
+      }));
+    }
+    add_busy(pool.run_on_all([&](int w) {  // pass 1: scores (log2 units)
+      const auto [i0, i1] = rows_of(w);
+      simd::gemm(static_cast<int>(i1 - i0), static_cast<int>(p.Tk), D, simd::row_major(p.q + p.q_row(i0, h), ldq),
+                 kt.data(), p.Tk, s.data() + i0 * p.Tk, p.Tk, p.scale * kLog2E, 0.0f);
+    }));
+    add_busy(pool.run_on_all([&](int w) {  // pass 2: masked softmax rows
+      const auto [i0, i1] = rows_of(w);
+      for (int64_t i = i0; i < i1; ++i) {
+        float* row = s.data() + i * p.Tk;
+        const int64_t b = p.key_begin(i), e = p.key_end(i);
+        std::fill(row, row + b, -std::numeric_limits<float>::infinity());
+        std::fill(row + e, row + p.Tk, -std::numeric_limits<float>::infinity());
+        const float lse2 = simd::softmax_row(row, static_cast<size_t>(p.Tk));
+        if (p.lse) p.lse[static_cast<size_t>(h) * p.T + i] = lse2 * 0.6931471805599453f;
+      }
+    }));
+    add_busy(pool.run_on_all([&](int w) {  // pass 3: O = P V
+      const auto [i0, i1] = rows_of(w);
+      simd::gemm(static_cast<int>(i1 - i0), D, static_cast<int>(p.Tk), simd::row_major(s.data() + i0 * p.Tk, p.Tk),
+                 p.v + p.kv_row(0, hk), ldk, p.o + p.q_row(i0, h), ldq, 1.0f, 0.0f);
+    }));
+  }
+}
+
+}  // namespace hanpu::cpu

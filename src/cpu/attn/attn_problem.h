@@ -1,0 +1,50 @@
+// A validated attention call as every CPU kernel sees it: fp32 rows (other storage dtypes
+// are converted by attn_api.cc before and after), positions and visible key ranges.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "base/scratch.h"
+#include "hanpu/attn.h"
+
+namespace hanpu::cpu {
+
+struct AttnProblem {
+  DType dtype = DType::kF32;  // storage dtype of the caller's tensors
+  int64_t T = 0, Tk = 0;
+  int Hq = 0, Hkv = 0, D = 0;
+  AttnMask mask = AttnMask::kCausal;
+  int64_t q_offset = 0;  // key position of query row 0
+  int64_t window = 0;
+  float scale = 1.0f;
+  const float* q = nullptr;  // [T, Hq, D]
+  const float* k = nullptr;  // [Tk, Hkv, D]
+  const float* v = nullptr;  // [Tk, Hkv, D]
+  float* o = nullptr;        // [T, Hq, D]
+  float* lse = nullptr;      // [Hq, T] or null
+
+  int group() const { return Hq / Hkv; }
+  // Visible keys of query row i: [key_begin(i), key_end(i)), never empty for a valid call.
+  int64_t key_begin(int64_t i) const {
+    return mask == AttnMask::kSliding ? std::max<int64_t>(0, q_offset + i - window + 1) : 0;
+  }
+  int64_t key_end(int64_t i) const { return mask == AttnMask::kNone ? Tk : q_offset + i + 1; }
+  size_t q_row(int64_t t, int h) const { return (static_cast<size_t>(t) * Hq + h) * D; }
+  size_t kv_row(int64_t t, int hk) const { return (static_cast<size_t>(t) * Hkv + hk) * D; }
+};
+
+// Checks every argument (naming it) before anything is written; fills p's shape fields
+// (the data pointers are left to the caller, which may convert dtypes). `who` prefixes
+// messages ("attn_prefill", "attn_decode").
+Status validate_attn(const AttnArgs& args, const char* who, AttnProblem* p);
+
+// What a kernel gets besides the problem.
+struct AttnRunContext {
+  int threads = 1;
+  AttnTiles tiles;
+  ScratchMeter* meter = nullptr;
+  std::vector<double> busy_ms;
+};
+
+}  // namespace hanpu::cpu

@@ -1,0 +1,108 @@
+// The fused attention unit (see attn_tile_kernel.h).
+#include "cpu/attn/attn_tile_kernel.h"
+
+#include <cmath>
+#include <limits>
+
+#include "simd/gemm.h"
+#include "simd/softmax_ops.h"
+#include "simd/vec_ops.h"
+
+namespace hanpu::cpu {
+
+namespace {
+
+constexpr float kLog2E = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+ptrdiff_t padded_columns(int n) { return (n + 15) / 16 * 16 + 16; }  // + a line: fewer set conflicts
+
+// -inf on the scores of keys [kb, kb + kr) that query rows t0 + i do not see.
+void mask_scores(const AttnProblem& p, AttnWorkspace& ws, int64_t t0, int r, int64_t kb, int kr) {
+  const int G = p.group();
+  for (int pi = 0; pi < kr; ++pi) {
+    const int64_t rel = kb + pi - p.q_offset - t0;  // key j sees rows i >= rel (causal)
+    int64_t hide_below = 0, hide_from = r;
+    if (p.mask != AttnMask::kNone) hide_below = std::clamp<int64_t>(rel, 0, r);
+    if (p.mask == AttnMask::kSliding) hide_from = std::clamp<int64_t>(rel + p.window, 0, r);
+    if (hide_below == 0 && hide_from == r) continue;
+    float* row = ws.s.data() + pi * ws.ldq;
+    for (int g = 0; g < G; ++g) {
+      std::fill(row + g * r, row + g * r + hide_below, kNegInf);
+      std::fill(row + g * r + hide_from, row + g * r + r, kNegInf);
+    }
+  }
+}
+
+}  // namespace
+
+AttnWorkspace::AttnWorkspace(const AttnProblem& p, AttnTiles tiles, ScratchMeter* meter)
+    : q_rows(tiles.q_rows),
+      kv_rows(tiles.kv_rows),
+      ldq(padded_columns(p.group() * tiles.q_rows)),
+      qt(static_cast<size_t>(p.D) * ldq, meter),
+      s(static_cast<size_t>(tiles.kv_rows) * ldq, meter),
+      m(ldq, meter),
+      l(ldq, meter),
+      aux(ldq, meter) {}
+
+void attend_query_tile(const AttnProblem& p, AttnWorkspace& ws, int hk, int64_t t0, int r,
+                       int64_t key_lo, int64_t key_hi, const TileOut& out) {
+  const int G = p.group(), D = p.D, N = G * r;
+  const ptrdiff_t ldq = ws.ldq, ldk = static_cast<ptrdiff_t>(p.Hkv) * D;
+  float* qt = ws.qt.data();
+  float* m = ws.m.data();
+  float* l = ws.l.data();
+  float* alpha = ws.aux.data();
+  std::fill_n(m, N, kNegInf);
+  std::fill_n(l, N, 0.0f);
+
+  const int64_t lo = std::max(key_lo, p.key_begin(t0));
+  const int64_t hi = std::min(key_hi, p.key_end(t0 + r - 1));
+  if (lo < hi) {
+    for (int g = 0; g < G; ++g) {
+      simd::transpose(p.q + p.q_row(t0, hk * G + g), static_cast<ptrdiff_t>(p.Hq) * D, qt + g * r, ldq, r, D);
+    }
+    simd::scale_rows(qt, ldq, qt, ldq, nullptr, p.scale * kLog2E, D, N);
+  }
+  // Keys every row of the tile sees: no mask needed on a key tile inside [full_lo, full_hi).
+  const int64_t full_lo = p.key_begin(t0 + r - 1), full_hi = p.key_end(t0);
+  bool first = true;
+  for (int64_t kb = lo; kb < hi; kb += ws.kv_rows) {
+    const int kr = static_cast<int>(std::min<int64_t>(ws.kv_rows, hi - kb));
+    simd::gemm(kr, N, D, simd::row_major(p.k + p.kv_row(kb, hk), ldk), qt, ldq, ws.s.data(), ldq, 1.0f, 0.0f);
+    if (kb < full_lo || kb + kr > full_hi) mask_scores(p, ws, t0, r, kb, kr);
+    simd::online_softmax_columns(ws.s.data(), ldq, kr, N, m, l, alpha);
+    for (int g = 0; g < G; ++g) {
+      const simd::MatA P = simd::transposed(ws.s.data() + g * r, ldq);
+      const float* vt = p.v + p.kv_row(kb, hk);
+      float* og = out.o + g * out.head_stride;
+      if (first) {
+        simd::gemm(r, D, kr, P, vt, ldk, og, out.row_stride, 1.0f, 0.0f);
+      } else {
+        simd::gemm_row_scaled(r, D, kr, P, vt, ldk, og, out.row_stride, alpha + g * r);
+      }
+    }
+    first = false;
+  }
+  // Normalise; rows that saw nothing (l = 0) become 0 with lse -inf.
+  for (int c = 0; c < N; ++c) alpha[c] = l[c] > 0.0f ? 1.0f / l[c] : 0.0f;
+  for (int g = 0; g < G; ++g) {
+    float* og = out.o + g * out.head_stride;
+    if (first) {
+      for (int i = 0; i < r; ++i) std::fill_n(og + i * out.row_stride, D, 0.0f);
+    } else {
+      simd::scale_rows(og, out.row_stride, og, out.row_stride, alpha + g * r, 1.0f, r, D);
+    }
+    if (out.lse) {
+      float* lse = out.lse + g * out.lse_head_stride;
+      for (int i = 0; i < r; ++i) {
+        const int c = g * r + i;
+        lse[i] = l[c] > 0.0f ? (m[c] + std::log2(l[c])) * kLn2 : kNegInf;
+      }
+    }
+  }
+}
+
+}  // namespace hanpu::cpu

@@ -1,0 +1,43 @@
+// The fused attention unit every placement and decode runs: one query tile of all the query
+// heads of a kv head against a range of keys, FlashAttention-2's loop as STEEL stages it:
+//   stage 1  S^T = K_j (c Q)^T on the micro-kernel, c = scale log2(e) folded into Q once;
+//            the mask made from coordinates, only on tiles the mask cuts;
+//   stage 2  running column max, exp2 and column sums (online softmax, simd/softmax_ops);
+//   stage 3  O = diag(alpha) O + P V on the micro-kernel, the rescale folded into its store.
+// Scores are kept transposed (keys x queries) so the per-query statistics are SIMD lanes and
+// P is read as the micro-kernel's k-major "packed A" without a copy. No T x Tk matrix exists:
+// a unit holds Q^T [D x N], one score tile [kv x N] and its N output rows (N = group x rows).
+#pragma once
+
+#include <cstdint>
+
+#include "cpu/attn/attn_problem.h"
+
+namespace hanpu::cpu {
+
+struct AttnWorkspace {
+  AttnWorkspace(const AttnProblem& p, AttnTiles tiles, ScratchMeter* meter);
+  int q_rows, kv_rows;
+  ptrdiff_t ldq;                   // leading dim of qt and s: group * q_rows, padded
+  ScratchBuffer<float> qt;         // [D x ldq] scaled Q^T, column g * r + i
+  ScratchBuffer<float> s;          // [kv_rows x ldq] scores, then probabilities
+  ScratchBuffer<float> m, l, aux;  // [ldq] running max (log2), sum, rescale factors
+};
+
+// Where a unit's outputs go: row i of the g-th query head of the group at
+// o + g * head_stride + i * row_stride; its lse at lse[g * lse_head_stride + i] (lse may be null).
+struct TileOut {
+  float* o;
+  ptrdiff_t row_stride;
+  ptrdiff_t head_stride;
+  float* lse;
+  ptrdiff_t lse_head_stride;
+};
+
+// Query rows [t0, t0 + r) (r <= ws.q_rows) of kv head hk's query heads against the keys in
+// [key_lo, key_hi) that the mask leaves visible. Writes the normalised output rows and lse
+// (natural log). Rows that see no key in the range get output 0 and lse -inf (decode splits).
+void attend_query_tile(const AttnProblem& p, AttnWorkspace& ws, int hk, int64_t t0, int r,
+                       int64_t key_lo, int64_t key_hi, const TileOut& out);
+
+}  // namespace hanpu::cpu

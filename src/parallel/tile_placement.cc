@@ -54,15 +54,30 @@ TilePlacement place_tiles_uniform(int heads, const std::vector<double>& tile_wor
 
 TilePlacement place_tiles_balanced(int heads, const std::vector<double>& tile_work, int cores) {
   const int n = static_cast<int>(tile_work.size());
-  TilePlacement p;
-  p.per_core.resize(std::max(cores, 1));
-  int64_t k = 0;  // position in the snake over all (head, tile) units
+  cores = std::max(cores, 1);
+  // Heaviest units first, each to the least-loaded core (LPT): the snake's pairing of heavy
+  // and light tiles, made exact when tiles per head are not a multiple of 2 x cores.
+  std::vector<TileUnit> units;
+  units.reserve(static_cast<size_t>(heads) * n);
   for (int h = 0; h < heads; ++h) {
-    for (int t = 0; t < n; ++t, ++k) {
-      const int64_t round = k / cores, slot = k % cores;
-      const int core = static_cast<int>(round % 2 == 0 ? slot : cores - 1 - slot);
-      p.per_core[core].push_back({h, t});
-    }
+    for (int t = 0; t < n; ++t) units.push_back({h, t});
+  }
+  std::stable_sort(units.begin(), units.end(), [&](const TileUnit& a, const TileUnit& b) {
+    return tile_work[a.tile] > tile_work[b.tile];
+  });
+  TilePlacement p;
+  p.per_core.resize(cores);
+  std::vector<double> load(cores, 0.0);
+  for (const TileUnit& u : units) {
+    const int c = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+    load[c] += tile_work[u.tile];
+    p.per_core[c].push_back(u);
+  }
+  // Each core walks its units in head order: one head's keys and values stay in its cache.
+  for (auto& core : p.per_core) {
+    std::sort(core.begin(), core.end(), [](const TileUnit& a, const TileUnit& b) {
+      return a.head != b.head ? a.head < b.head : a.tile < b.tile;
+    });
   }
   return with_work(std::move(p), tile_work);
 }

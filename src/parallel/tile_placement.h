@@ -26,10 +26,12 @@ struct TilePlacement {
 // head. Both place every (head, tile) exactly once.
 //   uniform:  each head's tiles cut into `cores` contiguous blocks; core c gets block c of
 //             every head (the placement STEEL calls uniform).
-//   balanced: the (head, tile) units in order, dealt round by round to cores 0..P-1, then
-//             P-1..0, then 0..P-1 ... (a snake): with work linear in t, each pair of rounds
-//             gives every core the same sum. A core's units stay in head order, so one head's
-//             keys and values are reused from its cache before the next head's.
+//   balanced: STEEL's sparsity-aware dealing: heavy (late, causal) tiles are paired with light
+//             ones so every core gets the same unmasked work; done as longest-first to the
+//             least-loaded core, which on 2 cores and work linear in t is the snake
+//             0,1 | 1,0 | 0,1 ... and stays exact for any tile and core count. Each core then
+//             walks its units in (head, tile) order, so one head's keys and values are reused
+//             from its cache before the next head's.
 TilePlacement place_tiles_uniform(int heads, const std::vector<double>& tile_work, int cores);
 TilePlacement place_tiles_balanced(int heads, const std::vector<double>& tile_work, int cores);
 

@@ -22,7 +22,7 @@ struct PlacementEntry {
 };
 
 const std::array<PlacementEntry, 3> kPlacements = {{
-    {{"balanced", "fused; query tiles dealt in a snake so every core gets equal unmasked work (STEEL)"},
+    {{"balanced", "fused; heavy and light query tiles paired so every core gets equal unmasked work (STEEL)"},
      [](const cpu::AttnProblem& p, cpu::AttnRunContext& c) { cpu::attn_fused(p, c, true); }},
     {{"uniform", "fused; each core a contiguous block of query tiles (causal: the last core works most)"},
      [](const cpu::AttnProblem& p, cpu::AttnRunContext& c) { cpu::attn_fused(p, c, false); }},

@@ -18,10 +18,10 @@ struct AttnCase {
   int64_t T = 64, Tk = 64;
   int Hq = 2, Hkv = 1, D = 64;
   AttnMask mask = AttnMask::kCausal;
-  std::optional<int64_t> q_offset;
+  std::optional<int64_t> q_offset = std::nullopt;
   int64_t window = 0;
-  std::optional<float> scale;
-  AttnTiles tiles;  // 0: heuristic
+  std::optional<float> scale = std::nullopt;
+  AttnTiles tiles = {};  // 0: heuristic
   uint64_t seed = 1;
   std::string describe() const;
 };

@@ -1,0 +1,58 @@
+// STEEL's placements: every (head, tile) placed once; balanced evens causal work; uniform is
+// contiguous blocks (and so leaves the last core the most causal work).
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "parallel/tile_placement.h"
+
+namespace hanpu {
+namespace {
+
+std::vector<double> causal_work(int tiles) {
+  std::vector<double> w(tiles);
+  for (int t = 0; t < tiles; ++t) w[t] = t + 0.5;  // ~ keys a causal query tile sees
+  return w;
+}
+
+void expect_each_unit_once(const TilePlacement& p, int heads, int tiles) {
+  std::set<std::pair<int, int>> seen;
+  for (const auto& core : p.per_core) {
+    for (const TileUnit& u : core) EXPECT_TRUE(seen.insert({u.head, u.tile}).second);
+  }
+  EXPECT_EQ(seen.size(), static_cast<size_t>(heads) * tiles);
+}
+
+TEST(TilePlacement, EveryUnitOnceForManyShapes) {
+  for (int heads : {1, 2, 3, 32}) {
+    for (int tiles : {1, 2, 7, 16, 33}) {
+      for (int cores : {1, 2, 3, 10}) {
+        expect_each_unit_once(place_tiles_uniform(heads, causal_work(tiles), cores), heads, tiles);
+        expect_each_unit_once(place_tiles_balanced(heads, causal_work(tiles), cores), heads, tiles);
+      }
+    }
+  }
+}
+
+TEST(TilePlacement, BalancedEvensCausalWorkUniformDoesNot) {
+  // 2 cores, one head, 32 tiles: uniform gives core 1 the upper half (3x core 0's work).
+  const auto u = place_tiles_uniform(1, causal_work(32), 2);
+  EXPECT_EQ(u.per_core[0].front().tile, 0);
+  EXPECT_EQ(u.per_core[1].front().tile, 16);
+  EXPECT_NEAR(u.core_work[1] / u.core_work[0], 3.0, 0.1);
+  EXPECT_GT(u.imbalance(), 1.45);
+  const auto b = place_tiles_balanced(1, causal_work(32), 2);
+  EXPECT_LE(b.imbalance(), 1.001);
+  // Heavy tiles paired with light ones: each core holds both ends of the causal range.
+  for (const auto& core : b.per_core) {
+    EXPECT_LT(core.front().tile, 4);
+    EXPECT_GT(core.back().tile, 27);
+    EXPECT_EQ(core.size(), 16u);
+  }
+  // The STEEL shape on 2 cores and on 10: 32 heads, 16 tiles each.
+  EXPECT_LE(place_tiles_balanced(32, causal_work(16), 2).imbalance(), 1.01);
+  EXPECT_LE(place_tiles_balanced(32, causal_work(16), 10).imbalance(), 1.05);
+}
+
+}  // namespace
+}  // namespace hanpu

@@ -3,6 +3,8 @@
 // the FMA peak measured at start, per-core imbalance and the scratch memory each strategy held.
 #include "bench_la.h"
 
+#include "bench_util.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -83,12 +85,6 @@ struct Row {
   std::string group;  // "sweep" or "ablation"
 };
 
-std::string human_bytes(int64_t b) {
-  if (b >= (int64_t{1} << 30)) return fmt::format("{:.2f} GiB", b / double(int64_t{1} << 30));
-  if (b >= (1 << 20)) return fmt::format("{:.1f} MiB", b / double(1 << 20));
-  return fmt::format("{:.0f} KiB", b / 1024.0);
-}
-
 void print_row(const Row& r, bool json) {
   if (json) {
     nlohmann::json j = {{"mech", r.mech},         {"strategy", r.strategy}, {"dtype", r.dtype},
@@ -126,19 +122,6 @@ void add_bench_la_options(CLI::App& cmd, BenchLaOptions& o) {
 }
 
 int run_bench_la(const BenchLaOptions& o) {
-  // Parses every name of a flag or says which one is wrong.
-  auto parse_all = [](const std::vector<std::string>& names, auto parse, const char* flag,
-                      const char* allowed, auto& out) {
-    for (const auto& n : names) {
-      auto v = parse(n);
-      if (!v) {
-        std::fprintf(stderr, "error: %s '%s' is not %s\n", flag, n.c_str(), allowed);
-        return false;
-      }
-      out.push_back(*v);
-    }
-    return true;
-  };
   std::vector<LaMech> mechs;
   std::vector<DType> dtypes;
   if (!parse_all(o.mech, parse_la_mech, "--mech", "gdn or kda", mechs) ||
@@ -166,11 +149,7 @@ int run_bench_la(const BenchLaOptions& o) {
     return 2;
   }
   FILE* info = o.json ? stderr : stdout;
-  const FmaPeak peak = measure_fma_peak(o.threads);
-  std::fprintf(info, "# machine: %d threads, SIMD %s, measured FMA peak %.1f GFLOP/s (%.1f per core)\n",
-               peak.threads, peak.simd_target.c_str(), peak.gflops, peak.per_core_gflops);
-  std::fprintf(info, "# micro-kernel: %s, %.1f GFLOP/s on 128^3 GEMMs in cache\n",
-               describe_micro_kernel().c_str(), measure_gemm_gflops(o.threads));
+  const FmaPeak peak = print_machine_header(info, o.threads);
   std::fprintf(info, "# FLOPs per (token, value head) = 2 (3KV + 65K + 64V) for every strategy; "
                      "median of %d runs after one warm-up\n", o.repeats);
   if (!o.json) {
@@ -207,31 +186,20 @@ int run_bench_la(const BenchLaOptions& o) {
     opt.strategy = j.strategy;
     opt.threads = o.threads;
     opt.chunk_size = o.chunk;
-    LaStats stats;
-    std::vector<double> ms;
-    double imbalance = 1.0;
-    int64_t extra = 0;
-    for (int r = 0; r <= o.repeats; ++r) {
-      const auto t0 = std::chrono::steady_clock::now();
-      const Status st = la_prefill(args, opt, &stats);
-      const double elapsed =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      if (!st.ok()) {
-        std::fprintf(stderr, "error: %s\n", st.message().c_str());
-        return 1;
-      }
-      if (r == 0) continue;  // warm-up
-      ms.push_back(elapsed);
-      extra = std::max(extra, stats.extra_bytes);
-      const auto& b = stats.worker_busy_ms;
-      if (!b.empty()) {
-        double mx = 0, sum = 0;
-        for (double x : b) mx = std::max(mx, x), sum += x;
-        if (sum > 0) imbalance = mx / (sum / b.size());
-      }
+    Timing tm;
+    const Status st = time_runs(o.repeats, [&](std::vector<double>& busy, int64_t& extra) {
+      LaStats stats;
+      const Status s = la_prefill(args, opt, &stats);
+      busy = stats.worker_busy_ms;
+      extra = stats.extra_bytes;
+      return s;
+    }, &tm);
+    if (!st.ok()) {
+      std::fprintf(stderr, "error: %s\n", st.message().c_str());
+      return 1;
     }
-    std::sort(ms.begin(), ms.end());
-    const double med = ms[ms.size() / 2];
+    const double med = tm.median_ms, imbalance = tm.imbalance;
+    const int64_t extra = tm.extra_bytes;
     const double gflops = la_flops(j.T, j.HV, o.dim, o.dim) / med / 1e6;
     print_row(Row{std::string(la_mech_name(j.mech)), j.strategy, std::string(dtype_name(j.dt)), j.T,
                   o.heads, j.HV, o.dim, o.dim, peak.threads, med, gflops, 100 * gflops / peak.gflops,

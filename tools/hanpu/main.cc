@@ -1,10 +1,13 @@
-// hanpu CLI: one binary, subcommands per job (bench la, la strategies, la schedule, info).
+// hanpu CLI: one binary, subcommands per job (bench la, bench attn, la strategies, la schedule,
+// attn placements, info).
 #include <cstdio>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
+#include "bench_attn.h"
 #include "bench_la.h"
+#include "hanpu/attn.h"
 #include "hanpu/la.h"
 #include "hanpu/machine.h"
 
@@ -17,6 +20,13 @@ int main(int argc, char** argv) {
   hanpu::cli::BenchLaOptions bench_la;
   auto* bench_la_cmd = bench->add_subcommand("la", "GDN/KDA prefill: recurrent vs fla vs hanpu");
   hanpu::cli::add_bench_la_options(*bench_la_cmd, bench_la);
+  hanpu::cli::BenchAttnOptions bench_attn;
+  auto* bench_attn_cmd = bench->add_subcommand("attn", "fused attention: balanced vs uniform vs layer, and decode");
+  hanpu::cli::add_bench_attn_options(*bench_attn_cmd, bench_attn);
+
+  auto* attn = app.add_subcommand("attn", "attention helpers");
+  attn->require_subcommand(1);
+  auto* placements = attn->add_subcommand("placements", "list the attention placements");
 
   auto* la = app.add_subcommand("la", "linear-attention helpers");
   la->require_subcommand(1);
@@ -37,6 +47,13 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   if (*bench_la_cmd) return hanpu::cli::run_bench_la(bench_la);
+  if (*bench_attn_cmd) return hanpu::cli::run_bench_attn(bench_attn);
+  if (*placements) {
+    for (const auto& p : hanpu::attn_placements()) {
+      std::printf("%-10s %s\n", std::string(p.name).c_str(), std::string(p.summary).c_str());
+    }
+    return 0;
+  }
   if (*strategies) {
     for (const auto& s : hanpu::la_strategies()) {
       std::printf("%-14s %s%s\n", std::string(s.name).c_str(), std::string(s.summary).c_str(),

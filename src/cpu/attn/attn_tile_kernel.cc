@@ -2,6 +2,7 @@
 #include "cpu/attn/attn_tile_kernel.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "simd/gemm.h"
@@ -45,12 +46,13 @@ AttnWorkspace::AttnWorkspace(const AttnProblem& p, AttnTiles tiles, ScratchMeter
       s(static_cast<size_t>(tiles.kv_rows) * ldq, meter),
       m(ldq, meter),
       l(ldq, meter),
-      aux(ldq, meter) {}
+      aux(ldq, meter),
+      kv(2 * static_cast<size_t>(tiles.kv_rows) * p.D, meter) {}
 
 void attend_query_tile(const AttnProblem& p, AttnWorkspace& ws, int hk, int64_t t0, int r,
                        int64_t key_lo, int64_t key_hi, const TileOut& out) {
   const int G = p.group(), D = p.D, N = G * r;
-  const ptrdiff_t ldq = ws.ldq, ldk = static_cast<ptrdiff_t>(p.Hkv) * D;
+  const ptrdiff_t ldq = ws.ldq;
   float* qt = ws.qt.data();
   float* m = ws.m.data();
   float* l = ws.l.data();
@@ -71,17 +73,22 @@ void attend_query_tile(const AttnProblem& p, AttnWorkspace& ws, int hk, int64_t 
   bool first = true;
   for (int64_t kb = lo; kb < hi; kb += ws.kv_rows) {
     const int kr = static_cast<int>(std::min<int64_t>(ws.kv_rows, hi - kb));
-    simd::gemm(kr, N, D, simd::row_major(p.k + p.kv_row(kb, hk), ldk), qt, ldq, ws.s.data(), ldq, 1.0f, 0.0f);
+    float* kt = ws.kv.data();
+    float* vt = kt + static_cast<size_t>(ws.kv_rows) * D;
+    for (int j = 0; j < kr; ++j) {
+      std::memcpy(kt + j * D, p.k + p.kv_row(kb + j, hk), sizeof(float) * D);
+      std::memcpy(vt + j * D, p.v + p.kv_row(kb + j, hk), sizeof(float) * D);
+    }
+    simd::gemm(kr, N, D, simd::row_major(kt, D), qt, ldq, ws.s.data(), ldq, 1.0f, 0.0f);
     if (kb < full_lo || kb + kr > full_hi) mask_scores(p, ws, t0, r, kb, kr);
     simd::online_softmax_columns(ws.s.data(), ldq, kr, N, m, l, alpha);
     for (int g = 0; g < G; ++g) {
       const simd::MatA P = simd::transposed(ws.s.data() + g * r, ldq);
-      const float* vt = p.v + p.kv_row(kb, hk);
       float* og = out.o + g * out.head_stride;
       if (first) {
-        simd::gemm(r, D, kr, P, vt, ldk, og, out.row_stride, 1.0f, 0.0f);
+        simd::gemm(r, D, kr, P, vt, D, og, out.row_stride, 1.0f, 0.0f);
       } else {
-        simd::gemm_row_scaled(r, D, kr, P, vt, ldk, og, out.row_stride, alpha + g * r);
+        simd::gemm_row_scaled(r, D, kr, P, vt, D, og, out.row_stride, alpha + g * r);
       }
     }
     first = false;

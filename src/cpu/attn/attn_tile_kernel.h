@@ -7,6 +7,10 @@
 // Scores are kept transposed (keys x queries) so the per-query statistics are SIMD lanes and
 // P is read as the micro-kernel's k-major "packed A" without a copy. No T x Tk matrix exists:
 // a unit holds Q^T [D x N], one score tile [kv x N] and its N output rows (N = group x rows).
+// K and V tiles are copied into contiguous rows first: in place, consecutive keys of one head
+// sit Hkv x D floats apart (8 KiB for 32 heads of 64), every row in the same L1 set, and the
+// tiles the micro-kernel re-reads per register tile would be evicted by each other. The copy
+// is 1/(2N) of the tile's FLOPs.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +26,7 @@ struct AttnWorkspace {
   ScratchBuffer<float> qt;         // [D x ldq] scaled Q^T, column g * r + i
   ScratchBuffer<float> s;          // [kv_rows x ldq] scores, then probabilities
   ScratchBuffer<float> m, l, aux;  // [ldq] running max (log2), sum, rescale factors
+  ScratchBuffer<float> kv;         // [2 x kv_rows x D] the current K and V tiles, packed
 };
 
 // Where a unit's outputs go: row i of the g-th query head of the group at

@@ -1,0 +1,225 @@
+// `hanpu bench attn`: times each placement side by side in one process on the STEEL shape
+// (32 heads, D = 64, causal, T 2K..16K) and the Qwen3.5 full-attention shape (8 query / 2 kv
+// heads, D = 256, causal, T 512..8K), then decode against caches of 1K..32K keys. GFLOP/s
+// count only unmasked work (attn_flops); % of the FMA peak measured at start.
+#include "bench_attn.h"
+
+#include <cstdio>
+#include <random>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "bench_util.h"
+#include "hanpu/attn.h"
+
+namespace hanpu::cli {
+
+namespace {
+
+struct AttnShape {
+  std::string name;
+  int Hq, Hkv, D;
+  std::vector<long> seq;
+};
+
+struct Buffers {
+  std::vector<uint8_t> q, k, v, o;
+  std::vector<float> lse;
+};
+
+void fill(std::vector<uint8_t>& buf, size_t n, DType dt, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1.7f, 1.7f);  // unit variance
+  buf.resize(n * dtype_size(dt));
+  for (size_t i = 0; i < n; ++i) store_from_f32(buf.data(), dt, i, u(rng));
+}
+
+AttnArgs make_args(Buffers& b, DType dt, int64_t T, int64_t Tk, const AttnShape& s, AttnMask mask,
+                   int64_t window) {
+  AttnArgs a;
+  a.q = {b.q.data(), dt, {T, s.Hq, s.D}};
+  a.k = {b.k.data(), dt, {Tk, s.Hkv, s.D}};
+  a.v = {b.v.data(), dt, {Tk, s.Hkv, s.D}};
+  a.o = {b.o.data(), dt, {T, s.Hq, s.D}};
+  a.lse = {b.lse.data(), DType::kF32, {s.Hq, T}};
+  a.mask = mask;
+  a.window = window;
+  return a;
+}
+
+struct Row {
+  std::string placement, mask, dtype, group;
+  int64_t T, Tk;
+  int Hq, Hkv, D, threads;
+  AttnTiles tiles;
+  Timing tm;
+  double gflops, pct_peak, gbps;
+};
+
+void print_row(const Row& r, bool json) {
+  if (json) {
+    nlohmann::json j = {{"placement", r.placement}, {"T", r.T},       {"Tk", r.Tk},
+                        {"Hq", r.Hq},               {"Hkv", r.Hkv},   {"D", r.D},
+                        {"mask", r.mask},           {"dtype", r.dtype}, {"threads", r.threads},
+                        {"median_ms", r.tm.median_ms}, {"gflops", r.gflops}, {"pct_peak", r.pct_peak},
+                        {"imbalance", r.tm.imbalance}, {"extra_bytes", r.tm.extra_bytes},
+                        {"q_tile", r.tiles.q_rows}, {"kv_tile", r.tiles.kv_rows},
+                        {"kv_gbps", r.gbps},        {"group", r.group}};
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("%-10s %-7s %-4s %6lld %6lld %3d %3d %4d %7s %9.2f %8.1f %6.1f%% %6.3f %11s  %s\n",
+                r.placement.c_str(), r.mask.c_str(), r.dtype.c_str(), static_cast<long long>(r.T),
+                static_cast<long long>(r.Tk), r.Hq, r.Hkv, r.D,
+                fmt::format("{}x{}", r.tiles.q_rows, r.tiles.kv_rows).c_str(), r.tm.median_ms, r.gflops,
+                r.pct_peak, r.tm.imbalance, human_bytes(r.tm.extra_bytes).c_str(),
+                r.group == "decode" ? fmt::format("decode, K/V read at {:.1f} GB/s", r.gbps).c_str()
+                                    : r.group.c_str());
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+void add_bench_attn_options(CLI::App& cmd, BenchAttnOptions& o) {
+  cmd.add_option("--placement", o.placement, "placements to time (see `hanpu attn placements`)")
+      ->capture_default_str();
+  cmd.add_option("--dtype", o.dtype, "storage dtypes of q/k/v/o: f32, f16, bf16")->capture_default_str();
+  cmd.add_option("--mask", o.mask, "none, causal or sliding")->capture_default_str();
+  cmd.add_option("--window", o.window, "keys per row for --mask sliding")->capture_default_str();
+  cmd.add_option("--seq", o.seq, "query rows T = keys Tk (default: each shape's lengths)");
+  cmd.add_option("--heads", o.heads, "query heads Hq (with --kv-heads and --dim: one custom shape)");
+  cmd.add_option("--kv-heads", o.kv_heads, "key/value heads Hkv (0: Hkv = Hq)");
+  cmd.add_option("--dim", o.dim, "head dim D (a multiple of 16, <= 256)");
+  cmd.add_option("--decode-len", o.decode_len, "cache lengths L of the decode rows")->capture_default_str();
+  cmd.add_flag("!--no-decode", o.decode, "skip the decode rows");
+  cmd.add_option("--layer-max-seq", o.layer_max_seq,
+                 "longest T the layer baseline runs at (it holds T x T floats per head)")
+      ->capture_default_str();
+  cmd.add_option("--q-tile", o.q_tile, "query rows per tile (0: heuristic)")->capture_default_str();
+  cmd.add_option("--kv-tile", o.kv_tile, "key rows per tile (0: heuristic)")->capture_default_str();
+  cmd.add_option("--threads", o.threads, "worker threads (0: HANPU_THREADS or all cores)")->capture_default_str();
+  cmd.add_option("--repeats", o.repeats, "timed runs per row (median reported)")->capture_default_str();
+  cmd.add_flag("--json", o.json, "one JSON object per row on stdout (progress on stderr)");
+}
+
+int run_bench_attn(const BenchAttnOptions& o) {
+  std::vector<DType> dtypes;
+  if (!parse_all(o.dtype, parse_dtype, "--dtype", "f32, f16 or bf16", dtypes)) return 2;
+  const auto mask = parse_attn_mask(o.mask);
+  if (!mask) {
+    std::fprintf(stderr, "error: --mask '%s' is not none, causal or sliding\n", o.mask.c_str());
+    return 2;
+  }
+  for (const auto& p : o.placement) {
+    bool known = false;
+    for (const auto& info : attn_placements()) known = known || info.name == p;
+    if (!known) {
+      std::fprintf(stderr, "error: --placement '%s' is not one of `hanpu attn placements`\n", p.c_str());
+      return 2;
+    }
+  }
+  if (o.repeats < 1) {
+    std::fprintf(stderr, "error: --repeats must be >= 1\n");
+    return 2;
+  }
+  std::vector<AttnShape> shapes;
+  if (o.heads > 0 || o.dim > 0 || o.kv_heads > 0) {
+    const int hq = o.heads > 0 ? o.heads : 8;
+    const int hkv = o.kv_heads > 0 ? o.kv_heads : hq;
+    const int d = o.dim > 0 ? o.dim : 128;
+    shapes.push_back({"custom", hq, hkv, d, o.seq.empty() ? std::vector<long>{4096} : o.seq});
+  } else {
+    shapes.push_back({"steel", 32, 32, 64, o.seq.empty() ? std::vector<long>{2048, 4096, 8192, 16384} : o.seq});
+    shapes.push_back({"qwen3.5", 8, 2, 256, o.seq.empty() ? std::vector<long>{512, 1024, 2048, 4096, 8192} : o.seq});
+  }
+  FILE* info = o.json ? stderr : stdout;
+  const FmaPeak peak = print_machine_header(info, o.threads);
+  for (const auto& s : shapes) {
+    std::fprintf(info, "# shape %s: Hq %d, Hkv %d, D %d; tiles (query x key rows) by the heuristic: %d x %d "
+                 "(L1d %lld KiB, L2 %lld KiB)\n", s.name.c_str(), s.Hq, s.Hkv, s.D,
+                 attn_tile_plan(s.D, s.Hq / std::max(s.Hkv, 1), machine_l1d_bytes(), machine_l2_bytes()).q_rows,
+                 attn_tile_plan(s.D, s.Hq / std::max(s.Hkv, 1), machine_l1d_bytes(), machine_l2_bytes()).kv_rows,
+                 static_cast<long long>(machine_l1d_bytes() / 1024), static_cast<long long>(machine_l2_bytes() / 1024));
+  }
+  std::fprintf(info, "# GFLOP/s count unmasked work only: 4 D Hq per visible (query, key) pair; median of %d "
+               "runs after one warm-up; layer runs up to T = %ld\n", o.repeats, o.layer_max_seq);
+  if (!o.json) {
+    std::printf("%-10s %-7s %-4s %6s %6s %3s %3s %4s %7s %9s %8s %7s %6s %11s  %s\n", "placement", "mask",
+                "dtype", "T", "Tk", "Hq", "Hkv", "D", "tiles", "median_ms", "GFLOP/s", "%peak", "imbal",
+                "extra_mem", "group");
+  }
+  std::mt19937 rng(7);
+  for (const AttnShape& s : shapes) {
+    for (DType dt : dtypes) {
+      for (long T : s.seq) {
+        Buffers b;
+        fill(b.q, static_cast<size_t>(T) * s.Hq * s.D, dt, rng);
+        fill(b.k, static_cast<size_t>(T) * s.Hkv * s.D, dt, rng);
+        fill(b.v, static_cast<size_t>(T) * s.Hkv * s.D, dt, rng);
+        b.o.resize(b.q.size());
+        b.lse.resize(static_cast<size_t>(s.Hq) * T);
+        const AttnArgs args = make_args(b, dt, T, T, s, *mask, o.window);
+        for (const auto& placement : o.placement) {
+          if (placement == "layer" && T > o.layer_max_seq) continue;
+          if (o.json) std::fprintf(stderr, "[%s] %s T=%ld\n", s.name.c_str(), placement.c_str(), T);
+          AttnOptions opt;
+          opt.placement = placement;
+          opt.threads = o.threads;
+          opt.tiles = {o.q_tile, o.kv_tile};
+          AttnTiles used;
+          Timing tm;
+          const Status st = time_runs(o.repeats, [&](std::vector<double>& busy, int64_t& extra) {
+            AttnStats stats;
+            const Status r = attn_prefill(args, opt, &stats);
+            busy = stats.worker_busy_ms;
+            extra = stats.extra_bytes;
+            used = stats.tiles;
+            return r;
+          }, &tm);
+          if (!st.ok()) {
+            std::fprintf(stderr, "error: %s\n", st.message().c_str());
+            return 1;
+          }
+          const double gflops = attn_flops(T, T, s.Hq, s.D, *mask, 0, o.window) / tm.median_ms / 1e6;
+          print_row({placement, o.mask, std::string(dtype_name(dt)), "prefill", T, T, s.Hq, s.Hkv, s.D,
+                     peak.threads, used, tm, gflops, 100 * gflops / peak.gflops, 0.0},
+                    o.json);
+        }
+      }
+      if (!o.decode) continue;
+      for (long L : o.decode_len) {  // one new token against a cache of L keys
+        Buffers b;
+        fill(b.q, static_cast<size_t>(s.Hq) * s.D, dt, rng);
+        fill(b.k, static_cast<size_t>(L) * s.Hkv * s.D, dt, rng);
+        fill(b.v, static_cast<size_t>(L) * s.Hkv * s.D, dt, rng);
+        b.o.resize(b.q.size());
+        b.lse.resize(s.Hq);
+        const AttnArgs args = make_args(b, dt, 1, L, s, *mask, o.window);
+        if (o.json) std::fprintf(stderr, "[%s] decode L=%ld\n", s.name.c_str(), L);
+        AttnTiles used;
+        Timing tm;
+        const Status st = time_runs(std::max(o.repeats, 5), [&](std::vector<double>& busy, int64_t& extra) {
+          AttnStats stats;
+          const Status r = attn_decode(args, o.threads, &stats);
+          busy = stats.worker_busy_ms;
+          extra = stats.extra_bytes;
+          used = stats.tiles;
+          return r;
+        }, &tm);
+        if (!st.ok()) {
+          std::fprintf(stderr, "error: %s\n", st.message().c_str());
+          return 1;
+        }
+        const double flops = attn_flops(1, L, s.Hq, s.D, *mask, L - 1, o.window);
+        const double kv_bytes = 2.0 * static_cast<double>(L) * s.Hkv * s.D * static_cast<double>(dtype_size(dt));
+        const double gflops = flops / tm.median_ms / 1e6;
+        print_row({"split-keys", o.mask, std::string(dtype_name(dt)), "decode", 1, L, s.Hq, s.Hkv, s.D,
+                   peak.threads, used, tm, gflops, 100 * gflops / peak.gflops, kv_bytes / tm.median_ms / 1e6},
+                  o.json);
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace hanpu::cli

@@ -1,0 +1,31 @@
+// `hanpu bench attn`: the fused attention benchmark (table, or JSON lines with --json).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace hanpu::cli {
+
+struct BenchAttnOptions {
+  std::vector<std::string> placement = {"balanced", "uniform", "layer"};
+  std::vector<std::string> dtype = {"f32"};
+  std::string mask = "causal";
+  long window = 1024;           // sliding mask only
+  std::vector<long> seq;        // T (prefill rows); empty: each shape's default lengths
+  int heads = 0, kv_heads = 0;  // 0: the two default shapes
+  int dim = 0;
+  std::vector<long> decode_len = {1024, 4096, 16384, 32768};
+  bool decode = true;
+  long layer_max_seq = 8192;    // the layer baseline holds T x T floats per head
+  int q_tile = 0, kv_tile = 0;  // 0: heuristic
+  int threads = 0;
+  int repeats = 3;
+  bool json = false;
+};
+
+void add_bench_attn_options(CLI::App& cmd, BenchAttnOptions& o);
+int run_bench_attn(const BenchAttnOptions& o);
+
+}  // namespace hanpu::cli

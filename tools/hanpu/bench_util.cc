@@ -1,0 +1,47 @@
+#include "bench_util.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+
+namespace hanpu::cli {
+
+std::string human_bytes(int64_t b) {
+  if (b >= (int64_t{1} << 30)) return fmt::format("{:.2f} GiB", b / double(int64_t{1} << 30));
+  if (b >= (1 << 20)) return fmt::format("{:.1f} MiB", b / double(1 << 20));
+  return fmt::format("{:.0f} KiB", b / 1024.0);
+}
+
+FmaPeak print_machine_header(FILE* out, int threads) {
+  const FmaPeak peak = measure_fma_peak(threads);
+  std::fprintf(out, "# machine: %d threads, SIMD %s, measured FMA peak %.1f GFLOP/s (%.1f per core)\n",
+               peak.threads, peak.simd_target.c_str(), peak.gflops, peak.per_core_gflops);
+  std::fprintf(out, "# micro-kernel: %s, %.1f GFLOP/s on 128^3 GEMMs in cache\n",
+               describe_micro_kernel().c_str(), measure_gemm_gflops(threads));
+  return peak;
+}
+
+Status time_runs(int repeats, const std::function<Status(std::vector<double>&, int64_t&)>& run,
+                 Timing* out) {
+  std::vector<double> ms;
+  for (int r = 0; r <= repeats; ++r) {
+    std::vector<double> busy;
+    int64_t extra = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    const Status st = run(busy, extra);
+    const double elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (!st.ok()) return st;
+    if (r == 0) continue;  // warm-up
+    ms.push_back(elapsed);
+    out->extra_bytes = std::max(out->extra_bytes, extra);
+    double mx = 0, sum = 0;
+    for (double x : busy) mx = std::max(mx, x), sum += x;
+    if (sum > 0) out->imbalance = mx / (sum / static_cast<double>(busy.size()));
+  }
+  std::sort(ms.begin(), ms.end());
+  out->median_ms = ms[ms.size() / 2];
+  return Status::Ok();
+}
+
+}  // namespace hanpu::cli

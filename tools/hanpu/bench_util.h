@@ -1,0 +1,46 @@
+// What the benchmarks share: the machine header (measured FMA peak), timed repeats with a
+// warm-up and a median, per-core imbalance from busy times, human-readable bytes.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "hanpu/machine.h"
+#include "hanpu/status.h"
+
+namespace hanpu::cli {
+
+std::string human_bytes(int64_t b);
+
+// Measures and prints (to `out`) the FMA peak and the micro-kernel rate; returns the peak.
+FmaPeak print_machine_header(FILE* out, int threads);
+
+struct Timing {
+  double median_ms = 0;
+  double imbalance = 1.0;  // max / mean of the workers' busy time (last run)
+  int64_t extra_bytes = 0;  // peak over the runs
+};
+
+// One warm-up, then `repeats` timed calls of run(busy_ms, extra_bytes); the first error stops.
+Status time_runs(int repeats, const std::function<Status(std::vector<double>&, int64_t&)>& run,
+                 Timing* out);
+
+// Parses every name of a flag or prints which one is wrong (returns false).
+template <class Parse, class T>
+bool parse_all(const std::vector<std::string>& names, Parse parse, const char* flag,
+               const char* allowed, std::vector<T>& out) {
+  for (const auto& n : names) {
+    auto v = parse(n);
+    if (!v) {
+      std::fprintf(stderr, "error: %s '%s' is not %s\n", flag, n.c_str(), allowed);
+      return false;
+    }
+    out.push_back(*v);
+  }
+  return true;
+}
+
+}  // namespace hanpu::cli

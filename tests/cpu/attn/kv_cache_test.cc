@@ -1,0 +1,80 @@
+// The KV cache: appended rows read back exactly, growth by doubling (few reallocations),
+// bad appends rejected without change, and a decode loop over the cache equals one prefill.
+#include <cstring>
+
+#include <gtest/gtest.h>
+
+#include "attn_test_util.h"
+#include "hanpu/kv_cache.h"
+#include "la_test_util.h"
+
+namespace hanpu::test {
+namespace {
+
+TEST(KvCache, AppendsGrowByDoublingAndReadBack) {
+  const AttnCase c{.dtype = DType::kBF16, .T = 1000, .Tk = 1000, .Hq = 4, .Hkv = 2, .D = 64, .seed = 91};
+  const AttnData d = make_attn_data(c);
+  KvCache cache(2, 64, DType::kBF16, 16);
+  const size_t row = 2 * 64 * 2;
+  int64_t t = 0;
+  for (int64_t n : {1, 1, 7, 100, 0, 391, 500}) {
+    const TensorView k{d.k.data() + t * row, DType::kBF16, {n, 2, 64}};
+    const TensorView v{d.v.data() + t * row, DType::kBF16, {n, 2, 64}};
+    ASSERT_TRUE(cache.append(k, v).ok());
+    t += n;
+  }
+  ASSERT_EQ(cache.length(), 1000);
+  EXPECT_EQ(cache.capacity(), 1024);
+  EXPECT_EQ(cache.growths(), 3);  // 16 -> 128 (109 tokens) -> 512 -> 1024: doubling, a jump per append
+  EXPECT_EQ(0, std::memcmp(cache.keys().data, d.k.data(), 1000 * row));
+  EXPECT_EQ(0, std::memcmp(cache.values().data, d.v.data(), 1000 * row));
+  EXPECT_EQ(cache.keys().shape, (Shape{1000, 2, 64}));
+  ASSERT_TRUE(cache.truncate(10).ok());
+  EXPECT_EQ(cache.length(), 10);
+  EXPECT_FALSE(cache.truncate(11).ok());
+}
+
+TEST(KvCache, BadAppendsAreRejectedAndChangeNothing) {
+  KvCache cache(2, 64, DType::kF32, 4);
+  std::vector<float> x(3 * 2 * 64, 1.0f);
+  const TensorView good{x.data(), DType::kF32, {3, 2, 64}};
+  ASSERT_TRUE(cache.append(good, good).ok());
+  auto expect_rejected = [&](const TensorView& k, const TensorView& v, const char* expect) {
+    const Status st = cache.append(k, v);
+    ASSERT_FALSE(st.ok()) << expect;
+    EXPECT_NE(st.message().find(expect), std::string::npos) << st.message();
+    EXPECT_EQ(cache.length(), 3);
+  };
+  expect_rejected({x.data(), DType::kF32, {3, 1, 64}}, good, "k has shape");
+  expect_rejected(good, {x.data(), DType::kF32, {3, 2, 32}}, "v has shape");
+  expect_rejected({x.data(), DType::kF16, {3, 2, 64}}, good, "k has dtype");
+  expect_rejected(good, {x.data(), DType::kF32, {2, 2, 64}}, "k has 3 tokens but v has 2");
+  expect_rejected(good, {nullptr, DType::kF32, {3, 2, 64}}, "v has no data");
+}
+
+TEST(KvCache, DecodeLoopOverTheCacheEqualsOnePrefill) {
+  const AttnCase c{.T = 40, .Tk = 40, .Hq = 8, .Hkv = 2, .D = 128, .mask = AttnMask::kCausal, .seed = 92};
+  AttnData whole = make_attn_data(c);
+  whole.poison();
+  ASSERT_TRUE(attn_prefill(whole.args()).ok());
+  KvCache cache(2, 128, DType::kF32, 8);
+  const size_t kv_row = 2 * 128, q_row = 8 * 128;
+  std::vector<double> got;
+  for (int64_t t = 0; t < c.T; ++t) {  // one token at a time: append its k/v, attend its q
+    const float* k = reinterpret_cast<const float*>(whole.k.data()) + t * kv_row;
+    const float* v = reinterpret_cast<const float*>(whole.v.data()) + t * kv_row;
+    ASSERT_TRUE(cache.append({k, DType::kF32, {1, 2, 128}}, {v, DType::kF32, {1, 2, 128}}).ok());
+    std::vector<float> o(q_row, -1.0f);
+    AttnArgs a;
+    a.q = {reinterpret_cast<const float*>(whole.q.data()) + t * q_row, DType::kF32, {1, 8, 128}};
+    a.k = cache.keys();
+    a.v = cache.values();
+    a.o = {o.data(), DType::kF32, {1, 8, 128}};
+    ASSERT_TRUE(attn_decode(a, 2).ok());
+    got.insert(got.end(), o.begin(), o.end());
+  }
+  EXPECT_LE(nmse(whole.o_as_double(), got), 1e-10);
+}
+
+}  // namespace
+}  // namespace hanpu::test

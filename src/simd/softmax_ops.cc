@@ -18,25 +18,40 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
-// 2^x: x = n + f with n = round(x), |f| <= 1/2; 2^f by its degree-7 Taylor polynomial in
-// f ln2 (truncation error (ln2/2)^8 / 8! < 6e-9, below fp32's half ulp); 2^n into the
-// exponent bits. Inputs below -126 give exactly 0 (no denormals), above 127 are clamped.
+// 2^x: x = n + f with n = round(x), |f| <= 1/2; 2^f by its degree-6 Taylor polynomial in
+// f ln2 (truncation error (ln2/2)^7 / 7! < 1.3e-7, about one ulp), then times 2^n. x is
+// clamped below so every x at or under the clamp (and -inf, a masked score) gives exactly 0.
+//   AVX-512: 2^n is applied by vscalefps (one op instead of convert, add, shift, multiply;
+//     512-bit vector ops have two ports, so this pass is bound by its op count). The clamp
+//     at -160 underflows to 0 even from the denormal range.
+//   elsewhere: 2^n is built in the exponent bits; the clamp to [-127, 127] makes n = -127
+//     put 0 in the exponent field, so 2^-127 and below flush to exactly 0 with no compare.
 HWY_INLINE VF Exp2(DF d, VF x) {
-  const hn::RebindToSigned<DF> di;
-  const auto underflow = hn::Lt(x, hn::Set(d, -126.0f));
-  const VF xc = hn::Min(hn::Max(x, hn::Set(d, -126.0f)), hn::Set(d, 127.0f));
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  constexpr bool kScalef = true;
+  const VF xc = hn::Max(x, hn::Set(d, -160.0f));
+#else
+  constexpr bool kScalef = false;
+  const VF xc = hn::Min(hn::Max(x, hn::Set(d, -127.0f)), hn::Set(d, 127.0f));
+#endif
   const VF n = hn::Round(xc);
   const VF f = hn::Sub(xc, n);
-  VF p = hn::Set(d, 1.5252733804059840e-05f);                // ln2^7 / 7!
-  p = hn::MulAdd(p, f, hn::Set(d, 1.5403530393381608e-04f));  // ln2^6 / 6!
+  VF p = hn::Set(d, 1.5403530393381608e-04f);                 // ln2^6 / 6!
   p = hn::MulAdd(p, f, hn::Set(d, 1.3333558146428443e-03f));  // ln2^5 / 5!
   p = hn::MulAdd(p, f, hn::Set(d, 9.6181291076284772e-03f));  // ln2^4 / 4!
   p = hn::MulAdd(p, f, hn::Set(d, 5.5504108664821580e-02f));  // ln2^3 / 3!
   p = hn::MulAdd(p, f, hn::Set(d, 2.4022650695910071e-01f));  // ln2^2 / 2!
   p = hn::MulAdd(p, f, hn::Set(d, 6.9314718055994531e-01f));  // ln2
   p = hn::MulAdd(p, f, hn::Set(d, 1.0f));
-  const auto bits = hn::ShiftLeft<23>(hn::Add(hn::ConvertTo(di, n), hn::Set(di, 127)));
-  return hn::IfThenZeroElse(underflow, hn::Mul(p, hn::BitCast(d, bits)));
+  if constexpr (kScalef) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+    return VF{_mm512_scalef_ps(p.raw, n.raw)};
+#endif
+  } else {
+    const hn::RebindToSigned<DF> di;
+    const auto bits = hn::ShiftLeft<23>(hn::Add(hn::ConvertTo(di, n), hn::Set(di, 127)));
+    return hn::Mul(p, hn::BitCast(d, bits));
+  }
 }
 
 void Exp2Inplace(float* x, size_t n) {
@@ -48,29 +63,47 @@ void Exp2Inplace(float* x, size_t n) {
   }
 }
 
+// Columns are walked kBlock vectors at a time with every row of the tile inside: the running
+// max and sum of each vector are separate dependency chains, so a row's kBlock max / add ops
+// overlap instead of waiting on one 4-cycle chain per vector.
 void OnlineSoftmaxColumns(float* s, ptrdiff_t lds, int rows, int n, float* m, float* l,
                           float* alpha) {
+  constexpr int kBlock = 4;
   const DF d;
   const size_t NL = hn::Lanes(d);
   const VF neg_inf = hn::Set(d, -HUGE_VALF);
-  for (size_t c = 0; c < static_cast<size_t>(n); c += NL) {
-    const auto lanes = hn::FirstN(d, n - c);
-    const VF m_old = hn::IfThenElse(lanes, hn::MaskedLoad(lanes, d, m + c), neg_inf);
-    VF m_new = m_old;
-    for (int p = 0; p < rows; ++p) m_new = hn::Max(m_new, hn::MaskedLoad(lanes, d, s + p * lds + c));
-    // Reference point: 0 while a column has seen nothing (its scores are all -inf -> 0).
-    const VF ref = hn::IfThenElse(hn::Eq(m_new, neg_inf), hn::Zero(d), m_new);
-    const VF a = Exp2(d, hn::Sub(m_old, ref));
-    VF sum = hn::Zero(d);
-    for (int p = 0; p < rows; ++p) {
-      float* sp = s + p * lds + c;
-      const VF e = Exp2(d, hn::Sub(hn::MaskedLoad(lanes, d, sp), ref));
-      sum = hn::Add(sum, e);
-      hn::BlendedStore(e, lanes, d, sp);
+  for (size_t c0 = 0; c0 < static_cast<size_t>(n); c0 += kBlock * NL) {
+    using M = decltype(hn::FirstN(d, 0));
+    M lanes[kBlock];
+    VF mx[kBlock], ref[kBlock], sum[kBlock], m_old[kBlock];
+    for (int b = 0; b < kBlock; ++b) {
+      const size_t c = c0 + b * NL;
+      lanes[b] = hn::FirstN(d, c < static_cast<size_t>(n) ? n - c : 0);
+      m_old[b] = hn::IfThenElse(lanes[b], hn::MaskedLoad(lanes[b], d, m + c), neg_inf);
+      mx[b] = m_old[b];
+      sum[b] = hn::Zero(d);
     }
-    hn::BlendedStore(hn::MulAdd(a, hn::MaskedLoad(lanes, d, l + c), sum), lanes, d, l + c);
-    hn::BlendedStore(m_new, lanes, d, m + c);
-    hn::BlendedStore(a, lanes, d, alpha + c);
+    for (int p = 0; p < rows; ++p) {
+      const float* sp = s + p * lds + c0;
+      for (int b = 0; b < kBlock; ++b) mx[b] = hn::Max(mx[b], hn::MaskedLoad(lanes[b], d, sp + b * NL));
+    }
+    // Reference point: 0 while a column has seen nothing (its scores are all -inf -> 0).
+    for (int b = 0; b < kBlock; ++b) ref[b] = hn::IfThenElse(hn::Eq(mx[b], neg_inf), hn::Zero(d), mx[b]);
+    for (int p = 0; p < rows; ++p) {
+      float* sp = s + p * lds + c0;
+      for (int b = 0; b < kBlock; ++b) {
+        const VF e = Exp2(d, hn::Sub(hn::MaskedLoad(lanes[b], d, sp + b * NL), ref[b]));
+        sum[b] = hn::Add(sum[b], e);
+        hn::BlendedStore(e, lanes[b], d, sp + b * NL);
+      }
+    }
+    for (int b = 0; b < kBlock; ++b) {
+      const size_t c = c0 + b * NL;
+      const VF a = Exp2(d, hn::Sub(m_old[b], ref[b]));
+      hn::BlendedStore(hn::MulAdd(a, hn::MaskedLoad(lanes[b], d, l + c), sum[b]), lanes[b], d, l + c);
+      hn::BlendedStore(mx[b], lanes[b], d, m + c);
+      hn::BlendedStore(a, lanes[b], d, alpha + c);
+    }
   }
 }
 

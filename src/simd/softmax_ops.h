@@ -7,7 +7,8 @@
 
 namespace hanpu::simd {
 
-// x[i] = 2^x[i]; exact 0 for x < -126 (and -inf, a masked score), accurate to ~2 ulp.
+// x[i] = 2^x[i] to ~2 ulp; exactly 0 for x <= -160 and -inf (a masked score); results under
+// 2^-126 may flush to 0.
 void exp2_inplace(float* x, size_t n);
 
 // One key tile of the online softmax, in log2 units (scale and log2(e) are folded into the

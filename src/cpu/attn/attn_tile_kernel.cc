@@ -47,7 +47,8 @@ AttnWorkspace::AttnWorkspace(const AttnProblem& p, AttnTiles tiles, ScratchMeter
       m(ldq, meter),
       l(ldq, meter),
       aux(ldq, meter),
-      kv(2 * static_cast<size_t>(tiles.kv_rows) * p.D, meter) {}
+      kv(2 * static_cast<size_t>(tiles.kv_rows) * p.D, meter),
+      o(static_cast<size_t>(p.group()) * tiles.q_rows * p.D, meter) {}
 
 void attend_query_tile(const AttnProblem& p, AttnWorkspace& ws, int hk, int64_t t0, int r,
                        int64_t key_lo, int64_t key_hi, const TileOut& out) {
@@ -84,11 +85,11 @@ void attend_query_tile(const AttnProblem& p, AttnWorkspace& ws, int hk, int64_t 
     simd::online_softmax_columns(ws.s.data(), ldq, kr, N, m, l, alpha);
     for (int g = 0; g < G; ++g) {
       const simd::MatA P = simd::transposed(ws.s.data() + g * r, ldq);
-      float* og = out.o + g * out.head_stride;
+      float* og = ws.o.data() + static_cast<size_t>(g) * r * D;
       if (first) {
-        simd::gemm(r, D, kr, P, vt, D, og, out.row_stride, 1.0f, 0.0f);
+        simd::gemm(r, D, kr, P, vt, D, og, D, 1.0f, 0.0f);
       } else {
-        simd::gemm_row_scaled(r, D, kr, P, vt, D, og, out.row_stride, alpha + g * r);
+        simd::gemm_row_scaled(r, D, kr, P, vt, D, og, D, alpha + g * r);
       }
     }
     first = false;
@@ -100,7 +101,8 @@ void attend_query_tile(const AttnProblem& p, AttnWorkspace& ws, int hk, int64_t 
     if (first) {
       for (int i = 0; i < r; ++i) std::fill_n(og + i * out.row_stride, D, 0.0f);
     } else {
-      simd::scale_rows(og, out.row_stride, og, out.row_stride, alpha + g * r, 1.0f, r, D);
+      simd::scale_rows(og, out.row_stride, ws.o.data() + static_cast<size_t>(g) * r * D, D, alpha + g * r,
+                       1.0f, r, D);
     }
     if (out.lse) {
       float* lse = out.lse + g * out.lse_head_stride;

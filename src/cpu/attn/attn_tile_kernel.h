@@ -10,7 +10,8 @@
 // K and V tiles are copied into contiguous rows first: in place, consecutive keys of one head
 // sit Hkv x D floats apart (8 KiB for 32 heads of 64), every row in the same L1 set, and the
 // tiles the micro-kernel re-reads per register tile would be evicted by each other. The copy
-// is 1/(2N) of the tile's FLOPs.
+// is 1/(2N) of the tile's FLOPs. For the same reason the output rows accumulate in a dense
+// [N x D] block and are written to o once, normalised, at the end.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,7 @@ struct AttnWorkspace {
   ScratchBuffer<float> s;          // [kv_rows x ldq] scores, then probabilities
   ScratchBuffer<float> m, l, aux;  // [ldq] running max (log2), sum, rescale factors
   ScratchBuffer<float> kv;         // [2 x kv_rows x D] the current K and V tiles, packed
+  ScratchBuffer<float> o;          // [group x q_rows x D] output accumulators, row g * r + i
 };
 
 // Where a unit's outputs go: row i of the g-th query head of the group at

@@ -3,6 +3,7 @@
 // folded into the query scale) and base 2 needs no range-reduction multiply: 2^x = 2^n 2^f.
 #include "simd/softmax_ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -107,6 +108,34 @@ void OnlineSoftmaxColumns(float* s, ptrdiff_t lds, int rows, int n, float* m, fl
   }
 }
 
+void OnlineSoftmaxRows(float* s, ptrdiff_t lds, int rows, int cols, float* m, float* l, float* alpha) {
+  const DF d;
+  const size_t NL = hn::Lanes(d), n = static_cast<size_t>(cols);
+  const VF neg_inf = hn::Set(d, -HUGE_VALF);
+  for (int c = 0; c < rows; ++c) {
+    float* row = s + c * lds;
+    VF vmax = neg_inf;
+    for (size_t j = 0; j < n; j += NL) {
+      const auto lanes = hn::FirstN(d, n - j);
+      vmax = hn::Max(vmax, hn::IfThenElse(lanes, hn::MaskedLoad(lanes, d, row + j), neg_inf));
+    }
+    const float m_new = std::max(m[c], hn::GetLane(hn::MaxOfLanes(d, vmax)));
+    const float ref = m_new == -HUGE_VALF ? 0.0f : m_new;
+    const VF vref = hn::Set(d, ref);
+    VF sum = hn::Zero(d);
+    for (size_t j = 0; j < n; j += NL) {
+      const auto lanes = hn::FirstN(d, n - j);
+      const VF e = Exp2(d, hn::Sub(hn::MaskedLoad(lanes, d, row + j), vref));
+      sum = hn::Add(sum, hn::IfThenElseZero(lanes, e));
+      hn::BlendedStore(e, lanes, d, row + j);
+    }
+    const float a = hn::GetLane(Exp2(d, hn::Set(d, m[c] - ref)));
+    l[c] = a * l[c] + hn::GetLane(hn::SumOfLanes(d, sum));
+    m[c] = m_new;
+    alpha[c] = a;
+  }
+}
+
 float SoftmaxRow(float* x, size_t n) {
   const DF d;
   const size_t NL = hn::Lanes(d);
@@ -140,6 +169,11 @@ namespace hanpu::simd {
 HWY_EXPORT(Exp2Inplace);
 HWY_EXPORT(OnlineSoftmaxColumns);
 HWY_EXPORT(SoftmaxRow);
+HWY_EXPORT(OnlineSoftmaxRows);
+
+void online_softmax_rows(float* s, ptrdiff_t lds, int rows, int cols, float* m, float* l, float* alpha) {
+  HWY_DYNAMIC_DISPATCH(OnlineSoftmaxRows)(s, lds, rows, cols, m, l, alpha);
+}
 
 float softmax_row(float* x, size_t n) { return HWY_DYNAMIC_DISPATCH(SoftmaxRow)(x, n); }
 

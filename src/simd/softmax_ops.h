@@ -21,6 +21,12 @@ void exp2_inplace(float* x, size_t n);
 void online_softmax_columns(float* s, ptrdiff_t lds, int rows, int n, float* m, float* l,
                             float* alpha);
 
+// The same step with scores row-major (rows = query rows, columns = keys), for units with
+// too few query rows to fill the lanes (decode): per row c < rows, over columns j < cols:
+//   m_new = max(m[c], max_j s[c][j]) ... exactly as online_softmax_columns.
+void online_softmax_rows(float* s, ptrdiff_t lds, int rows, int cols, float* m, float* l,
+                         float* alpha);
+
 // A whole row in log2 units (the layer-by-layer baseline): x = 2^(x - max) / sum, returning
 // log2 of sum_j 2^x_j (max + log2 sum). Masked entries are -inf and become 0; the row must
 // have at least one finite entry.

@@ -16,6 +16,8 @@ namespace {
 constexpr float kLog2E = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+// Units with fewer query columns than this take the row-major path (key_loop_rows).
+constexpr int kRowPathMaxColumns = 16;
 
 ptrdiff_t padded_columns(int n) { return (n + 15) / 16 * 16 + 16; }  // + a line: fewer set conflicts
 
@@ -43,32 +45,29 @@ AttnWorkspace::AttnWorkspace(const AttnProblem& p, AttnTiles tiles, ScratchMeter
       kv_rows(tiles.kv_rows),
       ldq(padded_columns(p.group() * tiles.q_rows)),
       qt(static_cast<size_t>(p.D) * ldq, meter),
-      s(static_cast<size_t>(tiles.kv_rows) * ldq, meter),
+      s(std::max<size_t>(static_cast<size_t>(tiles.kv_rows) * ldq,
+                         static_cast<size_t>(p.group()) * tiles.q_rows * (tiles.kv_rows + 16)),
+        meter),
       m(ldq, meter),
       l(ldq, meter),
       aux(ldq, meter),
-      kv(2 * static_cast<size_t>(tiles.kv_rows) * p.D, meter),
+      // K and V tiles (column path) or K^T with padded rows (row path)
+      kv(static_cast<size_t>(p.D) * (2 * tiles.kv_rows + 16), meter),
       o(static_cast<size_t>(p.group()) * tiles.q_rows * p.D, meter) {}
 
-void attend_query_tile(const AttnProblem& p, AttnWorkspace& ws, int hk, int64_t t0, int r,
-                       int64_t key_lo, int64_t key_hi, const TileOut& out) {
+namespace {
+
+// Scores transposed (keys x query columns): the query columns fill the SIMD lanes. Returns
+// whether any key tile was processed.
+bool key_loop_columns(const AttnProblem& p, AttnWorkspace& ws, int hk, int64_t t0, int r, int64_t lo,
+                      int64_t hi) {
   const int G = p.group(), D = p.D, N = G * r;
   const ptrdiff_t ldq = ws.ldq;
   float* qt = ws.qt.data();
-  float* m = ws.m.data();
-  float* l = ws.l.data();
-  float* alpha = ws.aux.data();
-  std::fill_n(m, N, kNegInf);
-  std::fill_n(l, N, 0.0f);
-
-  const int64_t lo = std::max(key_lo, p.key_begin(t0));
-  const int64_t hi = std::min(key_hi, p.key_end(t0 + r - 1));
-  if (lo < hi) {
-    for (int g = 0; g < G; ++g) {
-      simd::transpose(p.q + p.q_row(t0, hk * G + g), static_cast<ptrdiff_t>(p.Hq) * D, qt + g * r, ldq, r, D);
-    }
-    simd::scale_rows(qt, ldq, qt, ldq, nullptr, p.scale * kLog2E, D, N);
+  for (int g = 0; g < G; ++g) {
+    simd::transpose(p.q + p.q_row(t0, hk * G + g), static_cast<ptrdiff_t>(p.Hq) * D, qt + g * r, ldq, r, D);
   }
+  simd::scale_rows(qt, ldq, qt, ldq, nullptr, p.scale * kLog2E, D, N);
   // Keys every row of the tile sees: no mask needed on a key tile inside [full_lo, full_hi).
   const int64_t full_lo = p.key_begin(t0 + r - 1), full_hi = p.key_end(t0);
   bool first = true;
@@ -82,18 +81,80 @@ void attend_query_tile(const AttnProblem& p, AttnWorkspace& ws, int hk, int64_t 
     }
     simd::gemm(kr, N, D, simd::row_major(kt, D), qt, ldq, ws.s.data(), ldq, 1.0f, 0.0f);
     if (kb < full_lo || kb + kr > full_hi) mask_scores(p, ws, t0, r, kb, kr);
-    simd::online_softmax_columns(ws.s.data(), ldq, kr, N, m, l, alpha);
+    simd::online_softmax_columns(ws.s.data(), ldq, kr, N, ws.m.data(), ws.l.data(), ws.aux.data());
     for (int g = 0; g < G; ++g) {
       const simd::MatA P = simd::transposed(ws.s.data() + g * r, ldq);
       float* og = ws.o.data() + static_cast<size_t>(g) * r * D;
       if (first) {
         simd::gemm(r, D, kr, P, vt, D, og, D, 1.0f, 0.0f);
       } else {
-        simd::gemm_row_scaled(r, D, kr, P, vt, D, og, D, alpha + g * r);
+        simd::gemm_row_scaled(r, D, kr, P, vt, D, og, D, ws.aux.data() + g * r);
       }
     }
     first = false;
   }
+  return !first;
+}
+
+// Scores row-major (query rows x keys) for units with fewer query rows than a SIMD vector
+// (decode: 1 token x a few query heads): the keys fill the lanes instead, K^T comes from one
+// transpose per key tile and V is read in place, each exactly once, as a memory-bound
+// decode should.
+bool key_loop_rows(const AttnProblem& p, AttnWorkspace& ws, int hk, int64_t t0, int r, int64_t lo,
+                   int64_t hi) {
+  const int G = p.group(), D = p.D, N = G * r;
+  const ptrdiff_t ldk = static_cast<ptrdiff_t>(p.Hkv) * D, lds = ws.kv_rows + 16;
+  float* qs = ws.qt.data();  // [N x D] scaled query rows
+  float* kt = ws.kv.data();  // [D x lds] K^T of the key tile
+  float* s = ws.s.data();    // [N x lds]
+  for (int g = 0; g < G; ++g) {
+    simd::scale_rows(qs + static_cast<size_t>(g) * r * D, D, p.q + p.q_row(t0, hk * G + g),
+                     static_cast<ptrdiff_t>(p.Hq) * D, nullptr, p.scale * kLog2E, r, D);
+  }
+  bool first = true;
+  for (int64_t kb = lo; kb < hi; kb += ws.kv_rows) {
+    const int kr = static_cast<int>(std::min<int64_t>(ws.kv_rows, hi - kb));
+    simd::transpose(p.k + p.kv_row(kb, hk), ldk, kt, lds, kr, D);
+    simd::gemm(N, kr, D, simd::row_major(qs, D), kt, lds, s, lds, 1.0f, 0.0f);
+    for (int g = 0; g < G; ++g) {
+      for (int i = 0; i < r; ++i) {  // the mask, from coordinates: keys outside [begin, end)
+        float* row = s + (g * r + i) * lds;
+        const int64_t hide_from = std::clamp<int64_t>(p.key_end(t0 + i) - kb, 0, kr);
+        const int64_t hide_below = std::clamp<int64_t>(p.key_begin(t0 + i) - kb, 0, kr);
+        std::fill(row + hide_from, row + kr, kNegInf);
+        std::fill(row, row + hide_below, kNegInf);
+      }
+    }
+    simd::online_softmax_rows(s, lds, N, kr, ws.m.data(), ws.l.data(), ws.aux.data());
+    const float* vt = p.v + p.kv_row(kb, hk);
+    if (first) {
+      simd::gemm(N, D, kr, simd::row_major(s, lds), vt, ldk, ws.o.data(), D, 1.0f, 0.0f);
+    } else {
+      simd::gemm_row_scaled(N, D, kr, simd::row_major(s, lds), vt, ldk, ws.o.data(), D, ws.aux.data());
+    }
+    first = false;
+  }
+  return !first;
+}
+
+}  // namespace
+
+void attend_query_tile(const AttnProblem& p, AttnWorkspace& ws, int hk, int64_t t0, int r,
+                       int64_t key_lo, int64_t key_hi, const TileOut& out) {
+  const int G = p.group(), D = p.D, N = G * r;
+  float* m = ws.m.data();
+  float* l = ws.l.data();
+  float* alpha = ws.aux.data();
+  std::fill_n(m, N, kNegInf);
+  std::fill_n(l, N, 0.0f);
+  const int64_t lo = std::max(key_lo, p.key_begin(t0));
+  const int64_t hi = std::min(key_hi, p.key_end(t0 + r - 1));
+  bool any = false;
+  if (lo < hi) {
+    any = N < kRowPathMaxColumns ? key_loop_rows(p, ws, hk, t0, r, lo, hi)
+                                 : key_loop_columns(p, ws, hk, t0, r, lo, hi);
+  }
+  const bool first = !any;
   // Normalise; rows that saw nothing (l = 0) become 0 with lse -inf.
   for (int c = 0; c < N; ++c) alpha[c] = l[c] > 0.0f ? 1.0f / l[c] : 0.0f;
   for (int g = 0; g < G; ++g) {

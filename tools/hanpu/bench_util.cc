@@ -22,9 +22,9 @@ FmaPeak print_machine_header(FILE* out, int threads) {
   return peak;
 }
 
-Status time_runs(int repeats, const std::function<Status(std::vector<double>&, int64_t&)>& run,
-                 Timing* out) {
-  std::vector<double> ms;
+Status time_runs(int repeats, int threads,
+                 const std::function<Status(std::vector<double>&, int64_t&)>& run, Timing* out) {
+  std::vector<double> ms, peaks;
   for (int r = 0; r <= repeats; ++r) {
     std::vector<double> busy;
     int64_t extra = 0;
@@ -34,13 +34,16 @@ Status time_runs(int repeats, const std::function<Status(std::vector<double>&, i
     if (!st.ok()) return st;
     if (r == 0) continue;  // warm-up
     ms.push_back(elapsed);
+    peaks.push_back(measure_fma_peak(threads, 20, 1).gflops);
     out->extra_bytes = std::max(out->extra_bytes, extra);
     double mx = 0, sum = 0;
     for (double x : busy) mx = std::max(mx, x), sum += x;
     if (sum > 0) out->imbalance = mx / (sum / static_cast<double>(busy.size()));
   }
   std::sort(ms.begin(), ms.end());
+  std::sort(peaks.begin(), peaks.end());
   out->median_ms = ms[ms.size() / 2];
+  out->peak_gflops = peaks[peaks.size() / 2];
   return Status::Ok();
 }
 

@@ -20,13 +20,17 @@ FmaPeak print_machine_header(FILE* out, int threads);
 
 struct Timing {
   double median_ms = 0;
+  double peak_gflops = 0;   // median of the FMA peaks measured right after each timed run
   double imbalance = 1.0;  // max / mean of the workers' busy time (last run)
   int64_t extra_bytes = 0;  // peak over the runs
 };
 
 // One warm-up, then `repeats` timed calls of run(busy_ms, extra_bytes); the first error stops.
-Status time_runs(int repeats, const std::function<Status(std::vector<double>&, int64_t&)>& run,
-                 Timing* out);
+// After each timed call the FMA peak is measured again (a short probe on `threads` workers):
+// the machine is shared, and a row's % of peak is taken against the peak it had at the time
+// rather than the one measured minutes earlier at start.
+Status time_runs(int repeats, int threads,
+                 const std::function<Status(std::vector<double>&, int64_t&)>& run, Timing* out);
 
 // Parses every name of a flag or prints which one is wrong (returns false).
 template <class Parse, class T>

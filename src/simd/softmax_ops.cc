@@ -108,57 +108,63 @@ void OnlineSoftmaxColumns(float* s, ptrdiff_t lds, int rows, int n, float* m, fl
   }
 }
 
+HWY_INLINE void ScaleInplace(float* x, size_t n, float a) {
+  const DF d;
+  const size_t NL = hn::Lanes(d);
+  const VF va = hn::Set(d, a);
+  for (size_t j = 0; j < n; j += NL) {
+    const auto lanes = hn::FirstN(d, n - j);
+    hn::BlendedStore(hn::Mul(va, hn::MaskedLoad(lanes, d, x + j)), lanes, d, x + j);
+  }
+}
+
+// Max over a row of n floats (masked tail lanes ignored).
+HWY_INLINE float RowMax(const float* x, size_t n) {
+  const DF d;
+  const size_t NL = hn::Lanes(d);
+  const VF neg_inf = hn::Set(d, -HUGE_VALF);
+  VF vmax = neg_inf;
+  for (size_t j = 0; j < n; j += NL) {
+    const auto lanes = hn::FirstN(d, n - j);
+    vmax = hn::Max(vmax, hn::IfThenElse(lanes, hn::MaskedLoad(lanes, d, x + j), neg_inf));
+  }
+  return hn::GetLane(hn::MaxOfLanes(d, vmax));
+}
+
+// x = 2^(x - ref) in place; returns the sum.
+HWY_INLINE float Exp2SumRow(float* x, size_t n, float ref) {
+  const DF d;
+  const size_t NL = hn::Lanes(d);
+  const VF vref = hn::Set(d, ref);
+  VF sum = hn::Zero(d);
+  for (size_t j = 0; j < n; j += NL) {
+    const auto lanes = hn::FirstN(d, n - j);
+    const VF e = Exp2(d, hn::Sub(hn::MaskedLoad(lanes, d, x + j), vref));
+    sum = hn::Add(sum, hn::IfThenElseZero(lanes, e));
+    hn::BlendedStore(e, lanes, d, x + j);
+  }
+  return hn::GetLane(hn::SumOfLanes(d, sum));
+}
+
 void OnlineSoftmaxRows(float* s, ptrdiff_t lds, int rows, int cols, float* m, float* l, float* alpha) {
   const DF d;
-  const size_t NL = hn::Lanes(d), n = static_cast<size_t>(cols);
-  const VF neg_inf = hn::Set(d, -HUGE_VALF);
   for (int c = 0; c < rows; ++c) {
     float* row = s + c * lds;
-    VF vmax = neg_inf;
-    for (size_t j = 0; j < n; j += NL) {
-      const auto lanes = hn::FirstN(d, n - j);
-      vmax = hn::Max(vmax, hn::IfThenElse(lanes, hn::MaskedLoad(lanes, d, row + j), neg_inf));
-    }
-    const float m_new = std::max(m[c], hn::GetLane(hn::MaxOfLanes(d, vmax)));
-    const float ref = m_new == -HUGE_VALF ? 0.0f : m_new;
-    const VF vref = hn::Set(d, ref);
-    VF sum = hn::Zero(d);
-    for (size_t j = 0; j < n; j += NL) {
-      const auto lanes = hn::FirstN(d, n - j);
-      const VF e = Exp2(d, hn::Sub(hn::MaskedLoad(lanes, d, row + j), vref));
-      sum = hn::Add(sum, hn::IfThenElseZero(lanes, e));
-      hn::BlendedStore(e, lanes, d, row + j);
-    }
+    const float m_new = std::max(m[c], RowMax(row, static_cast<size_t>(cols)));
+    const float ref = m_new == -HUGE_VALF ? 0.0f : m_new;  // nothing seen yet: -inf -> 0
+    const float sum = Exp2SumRow(row, static_cast<size_t>(cols), ref);
     const float a = hn::GetLane(Exp2(d, hn::Set(d, m[c] - ref)));
-    l[c] = a * l[c] + hn::GetLane(hn::SumOfLanes(d, sum));
+    l[c] = a * l[c] + sum;
     m[c] = m_new;
     alpha[c] = a;
   }
 }
 
 float SoftmaxRow(float* x, size_t n) {
-  const DF d;
-  const size_t NL = hn::Lanes(d);
-  VF vmax = hn::Set(d, -HUGE_VALF);
-  for (size_t i = 0; i < n; i += NL) {
-    const auto m = hn::FirstN(d, n - i);
-    vmax = hn::Max(vmax, hn::IfThenElse(m, hn::MaskedLoad(m, d, x + i), hn::Set(d, -HUGE_VALF)));
-  }
-  const VF mx = hn::MaxOfLanes(d, vmax);
-  VF sum = hn::Zero(d);
-  for (size_t i = 0; i < n; i += NL) {
-    const auto m = hn::FirstN(d, n - i);
-    const VF e = Exp2(d, hn::Sub(hn::MaskedLoad(m, d, x + i), mx));
-    sum = hn::Add(sum, hn::IfThenElseZero(m, e));
-    hn::BlendedStore(e, m, d, x + i);
-  }
-  const float total = hn::GetLane(hn::SumOfLanes(d, sum));
-  const VF inv = hn::Set(d, 1.0f / total);
-  for (size_t i = 0; i < n; i += NL) {
-    const auto m = hn::FirstN(d, n - i);
-    hn::BlendedStore(hn::Mul(inv, hn::MaskedLoad(m, d, x + i)), m, d, x + i);
-  }
-  return hn::GetLane(mx) + std::log2(total);
+  const float mx = RowMax(x, n);
+  const float total = Exp2SumRow(x, n, mx);
+  ScaleInplace(x, n, 1.0f / total);
+  return mx + std::log2(total);
 }
 
 }  // namespace hanpu::simd::HWY_NAMESPACE

@@ -5,6 +5,7 @@
 #include "bench_attn.h"
 
 #include <cstdio>
+#include <functional>
 #include <random>
 
 #include <fmt/format.h>
@@ -55,6 +56,19 @@ struct Row {
   Timing tm;
   double gflops, pct_peak, gbps;
 };
+
+// time_runs over an attention call, keeping the tiles it used.
+Status time_attn(int repeats, int threads, const std::function<Status(AttnStats*)>& call,
+                 AttnTiles* used, Timing* tm) {
+  return time_runs(repeats, threads, [&](std::vector<double>& busy, int64_t& extra) {
+    AttnStats stats;
+    const Status st = call(&stats);
+    busy = stats.worker_busy_ms;
+    extra = stats.extra_bytes;
+    *used = stats.tiles;
+    return st;
+  }, tm);
+}
 
 void print_row(const Row& r, bool json) {
   if (json) {
@@ -170,14 +184,9 @@ int run_bench_attn(const BenchAttnOptions& o) {
           opt.tiles = {o.q_tile, o.kv_tile};
           AttnTiles used;
           Timing tm;
-          const Status st = time_runs(o.repeats, o.threads, [&](std::vector<double>& busy, int64_t& extra) {
-            AttnStats stats;
-            const Status r = attn_prefill(args, opt, &stats);
-            busy = stats.worker_busy_ms;
-            extra = stats.extra_bytes;
-            used = stats.tiles;
-            return r;
-          }, &tm);
+          const Status st = time_attn(o.repeats, o.threads, [&](AttnStats* stats) {
+            return attn_prefill(args, opt, stats);
+          }, &used, &tm);
           if (!st.ok()) {
             std::fprintf(stderr, "error: %s\n", st.message().c_str());
             return 1;
@@ -200,14 +209,9 @@ int run_bench_attn(const BenchAttnOptions& o) {
         if (o.json) std::fprintf(stderr, "[%s] decode L=%ld\n", s.name.c_str(), L);
         AttnTiles used;
         Timing tm;
-        const Status st = time_runs(std::max(o.repeats, 5), o.threads, [&](std::vector<double>& busy, int64_t& extra) {
-          AttnStats stats;
-          const Status r = attn_decode(args, o.threads, &stats);
-          busy = stats.worker_busy_ms;
-          extra = stats.extra_bytes;
-          used = stats.tiles;
-          return r;
-        }, &tm);
+        const Status st = time_attn(std::max(o.repeats, 5), o.threads, [&](AttnStats* stats) {
+          return attn_decode(args, o.threads, stats);
+        }, &used, &tm);
         if (!st.ok()) {
           std::fprintf(stderr, "error: %s\n", st.message().c_str());
           return 1;

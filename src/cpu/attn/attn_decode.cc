@@ -31,7 +31,7 @@ void attn_split_keys(const AttnProblem& p, AttnRunContext& ctx) {
         const int h0 = hk * G;
         TileOut out{o + p.q_row(t0, h0), static_cast<ptrdiff_t>(p.Hq) * p.D, p.D,
                     lse + static_cast<size_t>(h0) * p.T + t0, p.T};
-        attend_query_tile(p, ws, hk, t0, r, kb, ke, out);
+        attend_query_tile(p, ws, hk, kv_rows_in_place(p, hk), t0, r, kb, ke, out);
       }
     }
   });

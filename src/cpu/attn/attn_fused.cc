@@ -1,6 +1,7 @@
 // Fused prefill: query tiles placed on cores (uniform or STEEL's balanced dealing), each
 // unit the fused three-stage tile loop of attn_tile_kernel.
 #include <algorithm>
+#include <cstring>
 
 #include "cpu/attn/attn_kernels.h"
 #include "cpu/attn/attn_tile_kernel.h"
@@ -20,16 +21,43 @@ void attn_fused(const AttnProblem& p, AttnRunContext& ctx, bool balanced) {
   ThreadPool& pool = ThreadPool::shared(ctx.threads);
   const TilePlacement place = balanced ? place_tiles_balanced(p.Hkv, work, pool.size())
                                        : place_tiles_uniform(p.Hkv, work, pool.size());
+  // A core walks its units head by head; at each new head it packs that head's K and V rows
+  // (the keys its units reach) into contiguous rows once, instead of every unit copying its
+  // key tiles from rows Hkv x D apart. Bounded by kPackBytes per core; beyond, units copy.
+  constexpr int64_t kPackBytes = int64_t{64} << 20;
   const std::vector<double> busy = pool.run_on_all([&](int w) {
     if (place.per_core[w].empty()) return;
     AttnWorkspace ws(p, ctx.tiles, ctx.meter);
+    const bool pack = 2 * p.Tk * p.D * static_cast<int64_t>(sizeof(float)) <= kPackBytes;
+    ScratchBuffer<float> packed(pack ? 2 * static_cast<size_t>(p.Tk) * p.D : 0, ctx.meter);
+    int packed_head = -1;
+    KvRows kv{};
     for (const TileUnit& u : place.per_core[w]) {
       const int64_t t0 = static_cast<int64_t>(u.tile) * BQ;
       const int r = static_cast<int>(std::min<int64_t>(BQ, p.T - t0));
       const int h0 = u.head * G;
       TileOut out{p.o + p.q_row(t0, h0), static_cast<ptrdiff_t>(p.Hq) * p.D, p.D,
                   p.lse ? p.lse + static_cast<size_t>(h0) * p.T + t0 : nullptr, p.T};
-      attend_query_tile(p, ws, u.head, t0, r, 0, p.Tk, out);
+      if (u.head != packed_head) {
+        kv = kv_rows_in_place(p, u.head);
+        if (pack) {
+          int64_t reach = 0;  // keys this core's units of the head can see
+          for (const TileUnit& v : place.per_core[w]) {
+            if (v.head != u.head) continue;
+            const int64_t last = std::min<int64_t>(p.T, static_cast<int64_t>(v.tile + 1) * BQ) - 1;
+            reach = std::max(reach, p.key_end(last));
+          }
+          float* pk = packed.data();
+          float* pv = pk + static_cast<size_t>(p.Tk) * p.D;
+          for (int64_t j = 0; j < reach; ++j) {
+            std::memcpy(pk + j * p.D, kv.k + j * kv.ld, sizeof(float) * p.D);
+            std::memcpy(pv + j * p.D, kv.v + j * kv.ld, sizeof(float) * p.D);
+          }
+          kv = KvRows{pk, pv, p.D};
+        }
+        packed_head = u.head;
+      }
+      attend_query_tile(p, ws, u.head, kv, t0, r, 0, p.Tk, out);
     }
   });
   ctx.busy_ms = busy;

@@ -59,8 +59,8 @@ namespace {
 
 // Scores transposed (keys x query columns): the query columns fill the SIMD lanes. Returns
 // whether any key tile was processed.
-bool key_loop_columns(const AttnProblem& p, AttnWorkspace& ws, int hk, int64_t t0, int r, int64_t lo,
-                      int64_t hi) {
+bool key_loop_columns(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows& kv, int64_t t0,
+                      int r, int64_t lo, int64_t hi) {
   const int G = p.group(), D = p.D, N = G * r;
   const ptrdiff_t ldq = ws.ldq;
   float* qt = ws.qt.data();
@@ -73,11 +73,17 @@ bool key_loop_columns(const AttnProblem& p, AttnWorkspace& ws, int hk, int64_t t
   bool first = true;
   for (int64_t kb = lo; kb < hi; kb += ws.kv_rows) {
     const int kr = static_cast<int>(std::min<int64_t>(ws.kv_rows, hi - kb));
-    float* kt = ws.kv.data();
-    float* vt = kt + static_cast<size_t>(ws.kv_rows) * D;
-    for (int j = 0; j < kr; ++j) {
-      std::memcpy(kt + j * D, p.k + p.kv_row(kb + j, hk), sizeof(float) * D);
-      std::memcpy(vt + j * D, p.v + p.kv_row(kb + j, hk), sizeof(float) * D);
+    const float* kt = kv.k + kb * kv.ld;
+    const float* vt = kv.v + kb * kv.ld;
+    if (kv.ld != D) {  // rows in place, Hkv x D apart: copy the tile to contiguous rows
+      float* kc = ws.kv.data();
+      float* vc = kc + static_cast<size_t>(ws.kv_rows) * D;
+      for (int j = 0; j < kr; ++j) {
+        std::memcpy(kc + j * D, kt + j * kv.ld, sizeof(float) * D);
+        std::memcpy(vc + j * D, vt + j * kv.ld, sizeof(float) * D);
+      }
+      kt = kc;
+      vt = vc;
     }
     simd::gemm(kr, N, D, simd::row_major(kt, D), qt, ldq, ws.s.data(), ldq, 1.0f, 0.0f);
     if (kb < full_lo || kb + kr > full_hi) mask_scores(p, ws, t0, r, kb, kr);
@@ -100,10 +106,10 @@ bool key_loop_columns(const AttnProblem& p, AttnWorkspace& ws, int hk, int64_t t
 // (decode: 1 token x a few query heads): the keys fill the lanes instead, K^T comes from one
 // transpose per key tile and V is read in place, each exactly once, as a memory-bound
 // decode should.
-bool key_loop_rows(const AttnProblem& p, AttnWorkspace& ws, int hk, int64_t t0, int r, int64_t lo,
-                   int64_t hi) {
+bool key_loop_rows(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows& kv, int64_t t0, int r,
+                   int64_t lo, int64_t hi) {
   const int G = p.group(), D = p.D, N = G * r;
-  const ptrdiff_t ldk = static_cast<ptrdiff_t>(p.Hkv) * D, lds = ws.kv_rows + 16;
+  const ptrdiff_t lds = ws.kv_rows + 16;
   float* qs = ws.qt.data();  // [N x D] scaled query rows
   float* kt = ws.kv.data();  // [D x lds] K^T of the key tile
   float* s = ws.s.data();    // [N x lds]
@@ -114,7 +120,7 @@ bool key_loop_rows(const AttnProblem& p, AttnWorkspace& ws, int hk, int64_t t0, 
   bool first = true;
   for (int64_t kb = lo; kb < hi; kb += ws.kv_rows) {
     const int kr = static_cast<int>(std::min<int64_t>(ws.kv_rows, hi - kb));
-    simd::transpose(p.k + p.kv_row(kb, hk), ldk, kt, lds, kr, D);
+    simd::transpose(kv.k + kb * kv.ld, kv.ld, kt, lds, kr, D);
     simd::gemm(N, kr, D, simd::row_major(qs, D), kt, lds, s, lds, 1.0f, 0.0f);
     for (int g = 0; g < G; ++g) {
       for (int i = 0; i < r; ++i) {  // the mask, from coordinates: keys outside [begin, end)
@@ -126,11 +132,11 @@ bool key_loop_rows(const AttnProblem& p, AttnWorkspace& ws, int hk, int64_t t0, 
       }
     }
     simd::online_softmax_rows(s, lds, N, kr, ws.m.data(), ws.l.data(), ws.aux.data());
-    const float* vt = p.v + p.kv_row(kb, hk);
+    const float* vt = kv.v + kb * kv.ld;
     if (first) {
-      simd::gemm(N, D, kr, simd::row_major(s, lds), vt, ldk, ws.o.data(), D, 1.0f, 0.0f);
+      simd::gemm(N, D, kr, simd::row_major(s, lds), vt, kv.ld, ws.o.data(), D, 1.0f, 0.0f);
     } else {
-      simd::gemm_row_scaled(N, D, kr, simd::row_major(s, lds), vt, ldk, ws.o.data(), D, ws.aux.data());
+      simd::gemm_row_scaled(N, D, kr, simd::row_major(s, lds), vt, kv.ld, ws.o.data(), D, ws.aux.data());
     }
     first = false;
   }
@@ -139,8 +145,12 @@ bool key_loop_rows(const AttnProblem& p, AttnWorkspace& ws, int hk, int64_t t0, 
 
 }  // namespace
 
-void attend_query_tile(const AttnProblem& p, AttnWorkspace& ws, int hk, int64_t t0, int r,
-                       int64_t key_lo, int64_t key_hi, const TileOut& out) {
+KvRows kv_rows_in_place(const AttnProblem& p, int hk) {
+  return KvRows{p.k + p.kv_row(0, hk), p.v + p.kv_row(0, hk), static_cast<ptrdiff_t>(p.Hkv) * p.D};
+}
+
+void attend_query_tile(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows& kv, int64_t t0,
+                       int r, int64_t key_lo, int64_t key_hi, const TileOut& out) {
   const int G = p.group(), D = p.D, N = G * r;
   float* m = ws.m.data();
   float* l = ws.l.data();
@@ -151,8 +161,8 @@ void attend_query_tile(const AttnProblem& p, AttnWorkspace& ws, int hk, int64_t 
   const int64_t hi = std::min(key_hi, p.key_end(t0 + r - 1));
   bool any = false;
   if (lo < hi) {
-    any = N < kRowPathMaxColumns ? key_loop_rows(p, ws, hk, t0, r, lo, hi)
-                                 : key_loop_columns(p, ws, hk, t0, r, lo, hi);
+    any = N < kRowPathMaxColumns ? key_loop_rows(p, ws, hk, kv, t0, r, lo, hi)
+                                 : key_loop_columns(p, ws, hk, kv, t0, r, lo, hi);
   }
   const bool first = !any;
   // Normalise; rows that saw nothing (l = 0) become 0 with lse -inf.

@@ -41,10 +41,19 @@ struct TileOut {
   ptrdiff_t lse_head_stride;
 };
 
+// Where kv head hk's key and value rows are: row j at k + j * ld (v likewise). In place
+// (ld = Hkv x D) or packed contiguous by the caller (ld = D: no per-tile copy needed).
+struct KvRows {
+  const float* k;
+  const float* v;
+  ptrdiff_t ld;
+};
+KvRows kv_rows_in_place(const AttnProblem& p, int hk);
+
 // Query rows [t0, t0 + r) (r <= ws.q_rows) of kv head hk's query heads against the keys in
 // [key_lo, key_hi) that the mask leaves visible. Writes the normalised output rows and lse
 // (natural log). Rows that see no key in the range get output 0 and lse -inf (decode splits).
-void attend_query_tile(const AttnProblem& p, AttnWorkspace& ws, int hk, int64_t t0, int r,
-                       int64_t key_lo, int64_t key_hi, const TileOut& out);
+void attend_query_tile(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows& kv, int64_t t0,
+                       int r, int64_t key_lo, int64_t key_hi, const TileOut& out);
 
 }  // namespace hanpu::cpu

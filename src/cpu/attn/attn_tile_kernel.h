@@ -7,11 +7,14 @@
 // Scores are kept transposed (keys x queries) so the per-query statistics are SIMD lanes and
 // P is read as the micro-kernel's k-major "packed A" without a copy. No T x Tk matrix exists:
 // a unit holds Q^T [D x N], one score tile [kv x N] and its N output rows (N = group x rows).
-// K and V tiles are copied into contiguous rows first: in place, consecutive keys of one head
-// sit Hkv x D floats apart (8 KiB for 32 heads of 64), every row in the same L1 set, and the
-// tiles the micro-kernel re-reads per register tile would be evicted by each other. The copy
-// is 1/(2N) of the tile's FLOPs. For the same reason the output rows accumulate in a dense
-// [N x D] block and are written to o once, normalised, at the end.
+// Units with fewer query columns than a SIMD vector (decode: 1 token x a few heads) keep the
+// scores row-major instead, so the keys fill the lanes.
+// K and V are read as contiguous rows: in place, consecutive keys of one head sit Hkv x D
+// floats apart (8 KiB for 32 heads of 64), every row in the same L1 set, and the tiles the
+// micro-kernel re-reads per register tile would evict each other. Prefill packs each head's
+// rows once per core (attn_fused.cc); otherwise a unit copies each key tile (1/(2N) of its
+// FLOPs). For the same reason the output rows accumulate in a dense [N x D] block and are
+// written to o once, normalised, at the end.
 #pragma once
 
 #include <cstdint>

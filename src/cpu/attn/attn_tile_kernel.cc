@@ -102,6 +102,18 @@ bool key_loop_columns(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvR
   return !first;
 }
 
+// Asks for key/value rows [j0, j1) ahead of use: decode streams the cache once, and in place
+// its rows sit Hkv x D floats apart, a page or more each, where the hardware prefetchers do
+// not follow; this keeps the next tile's lines in flight while the current one computes.
+void prefetch_rows(const KvRows& kv, int64_t j0, int64_t j1, int D) {
+  for (int64_t j = j0; j < j1; ++j) {
+    for (int c = 0; c < D; c += 16) {  // one 64-byte line per 16 floats
+      __builtin_prefetch(kv.k + j * kv.ld + c, 0, 3);
+      __builtin_prefetch(kv.v + j * kv.ld + c, 0, 3);
+    }
+  }
+}
+
 // Scores row-major (query rows x keys) for units with fewer query rows than a SIMD vector
 // (decode: 1 token x a few query heads): the keys fill the lanes instead, K^T comes from one
 // transpose per key tile and V is read in place, each exactly once, as a memory-bound
@@ -120,6 +132,7 @@ bool key_loop_rows(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows
   bool first = true;
   for (int64_t kb = lo; kb < hi; kb += ws.kv_rows) {
     const int kr = static_cast<int>(std::min<int64_t>(ws.kv_rows, hi - kb));
+    prefetch_rows(kv, kb + kr, std::min<int64_t>(hi, kb + kr + ws.kv_rows), D);
     simd::transpose(kv.k + kb * kv.ld, kv.ld, kt, lds, kr, D);
     simd::gemm(N, kr, D, simd::row_major(qs, D), kt, lds, s, lds, 1.0f, 0.0f);
     for (int g = 0; g < G; ++g) {

@@ -39,20 +39,25 @@ int64_t machine_l2_bytes() {
 // a kv head: N = group * q_rows score columns. Its working set is Q^T [D x N] and the output
 // rows [N x D] (reused across every key tile) plus one key and one value tile [kv x D] and
 // the score tile [kv x N].
-//   - N = group * q_rows of 128 makes each key tile feed 128 query columns (32 FLOPs per byte
-//     of K/V moved, ample for L2 and for DRAM) while keeping tiles small enough that the
-//     causal diagonal wastes little (q_rows/2 of ~T/2 keys) and the balanced placement has
-//     many units to deal; at least 16 rows per head.
+//   - N = 64 for D <= 128, 128 for larger D. A key tile feeds N query columns (N / 2 FLOPs
+//     per byte of K/V moved: ample for L2 and DRAM) and Q^T stays within 32 KiB, next to the
+//     key rows it is multiplied with in L1; at D = 256 a K/V tile is 64 KiB and the larger
+//     N amortises it. Measured (2 cores, T = 4096, balanced, 3 runs each): 32 heads of 64,
+//     N = 64 gave 52-53% of peak against 48-49% at 128 and 44-45% at 256 (at T = 8192 64 and
+//     128 were within noise); 8/2 heads of 256
+//     showed no reliable difference between N = 64, 128 and 256. Smaller tiles also waste
+//     less on the causal diagonal and give the balanced placement more units. At least 16
+//     rows per head.
 //   - Q^T + O (2 N D floats) must fit half of L2, with the streamed K/V tiles beside them:
-//     q_rows halves until it does (D = 256 with 4 query heads: 32 rows, 256 KiB).
+//     q_rows halves until it does.
 //   - kv_rows = 64: the O rescale between key tiles costs 1/(2 kv_rows) of the product
-//     FLOPs (folded into the P V product's store, see attn_tile_kernel.cc); a K or V tile of
-//     64 x D stays L1-resident up to D = 64 and L2-resident beyond, and the online-softmax
-//     pass over a [64 x N] score tile is one L1-sized sweep.
+//     FLOPs (folded into the P V product's store, see attn_tile_kernel.cc), and the
+//     online-softmax pass over a [64 x N] score tile is one L1-sized sweep.
 AttnTiles attn_tile_plan(int D, int group, int64_t l1_bytes, int64_t l2_bytes) {
   (void)l1_bytes;
   group = std::max(group, 1);
-  int q_rows = std::max(16, 128 / group);
+  const int columns = D <= 128 ? 64 : 128;
+  int q_rows = std::max(16, columns / group);
   while (q_rows > 16 && 2LL * group * q_rows * D * 4 > l2_bytes / 2) q_rows /= 2;
   return AttnTiles{q_rows, 64};
 }

@@ -1,7 +1,6 @@
 // Fused prefill: query tiles placed on cores (uniform or STEEL's balanced dealing), each
 // unit the fused three-stage tile loop of attn_tile_kernel.
 #include <algorithm>
-#include <cstring>
 
 #include "cpu/attn/attn_kernels.h"
 #include "cpu/attn/attn_tile_kernel.h"
@@ -49,10 +48,7 @@ void attn_fused(const AttnProblem& p, AttnRunContext& ctx, bool balanced) {
           }
           float* pk = packed.data();
           float* pv = pk + static_cast<size_t>(p.Tk) * p.D;
-          for (int64_t j = 0; j < reach; ++j) {
-            std::memcpy(pk + j * p.D, kv.k + j * kv.ld, sizeof(float) * p.D);
-            std::memcpy(pv + j * p.D, kv.v + j * kv.ld, sizeof(float) * p.D);
-          }
+          copy_kv_rows(kv, 0, reach, p.D, pk, pv);
           kv = KvRows{pk, pv, p.D};
         }
         packed_head = u.head;

@@ -26,7 +26,6 @@ void attn_layer(const AttnProblem& p, AttnRunContext& ctx) {
   auto add_busy = [&](const std::vector<double>& b) {
     for (int w = 0; w < P; ++w) ctx.busy_ms[w] += b[w];
   };
-  constexpr float kLog2E = 1.4426950408889634f;
   for (int h = 0; h < p.Hq; ++h) {
     const int hk = h / G;
     if (h % G == 0) {
@@ -48,7 +47,7 @@ void attn_layer(const AttnProblem& p, AttnRunContext& ctx) {
         std::fill(row, row + b, -std::numeric_limits<float>::infinity());
         std::fill(row + e, row + p.Tk, -std::numeric_limits<float>::infinity());
         const float lse2 = simd::softmax_row(row, static_cast<size_t>(p.Tk));
-        if (p.lse) p.lse[static_cast<size_t>(h) * p.T + i] = lse2 * 0.6931471805599453f;
+        if (p.lse) p.lse[static_cast<size_t>(h) * p.T + i] = lse2 * kLn2;
       }
     }));
     add_busy(pool.run_on_all([&](int w) {  // pass 3: O = P V

@@ -10,6 +10,11 @@
 
 namespace hanpu::cpu {
 
+// Every kernel works in base 2 (STEEL: scale x log2(e) folded into Q, exp2); lse is reported
+// in natural log.
+inline constexpr float kLog2E = 1.4426950408889634f;
+inline constexpr float kLn2 = 0.6931471805599453f;
+
 struct AttnProblem {
   DType dtype = DType::kF32;  // storage dtype of the caller's tensors
   int64_t T = 0, Tk = 0;

@@ -13,8 +13,6 @@ namespace hanpu::cpu {
 
 namespace {
 
-constexpr float kLog2E = 1.4426950408889634f;
-constexpr float kLn2 = 0.6931471805599453f;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // Units with fewer query columns than this take the row-major path (key_loop_rows).
 constexpr int kRowPathMaxColumns = 16;
@@ -78,10 +76,7 @@ bool key_loop_columns(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvR
     if (kv.ld != D) {  // rows in place, Hkv x D apart: copy the tile to contiguous rows
       float* kc = ws.kv.data();
       float* vc = kc + static_cast<size_t>(ws.kv_rows) * D;
-      for (int j = 0; j < kr; ++j) {
-        std::memcpy(kc + j * D, kt + j * kv.ld, sizeof(float) * D);
-        std::memcpy(vc + j * D, vt + j * kv.ld, sizeof(float) * D);
-      }
+      copy_kv_rows(kv, kb, kr, D, kc, vc);
       kt = kc;
       vt = vc;
     }
@@ -157,6 +152,13 @@ bool key_loop_rows(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows
 }
 
 }  // namespace
+
+void copy_kv_rows(const KvRows& kv, int64_t j0, int64_t n, int D, float* k_out, float* v_out) {
+  for (int64_t j = 0; j < n; ++j) {
+    std::memcpy(k_out + j * D, kv.k + (j0 + j) * kv.ld, sizeof(float) * D);
+    std::memcpy(v_out + j * D, kv.v + (j0 + j) * kv.ld, sizeof(float) * D);
+  }
+}
 
 KvRows kv_rows_in_place(const AttnProblem& p, int hk) {
   return KvRows{p.k + p.kv_row(0, hk), p.v + p.kv_row(0, hk), static_cast<ptrdiff_t>(p.Hkv) * p.D};

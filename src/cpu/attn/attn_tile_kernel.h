@@ -52,6 +52,8 @@ struct KvRows {
   ptrdiff_t ld;
 };
 KvRows kv_rows_in_place(const AttnProblem& p, int hk);
+// Rows [j0, j0 + n) of kv into contiguous rows of D floats (k_out, v_out).
+void copy_kv_rows(const KvRows& kv, int64_t j0, int64_t n, int D, float* k_out, float* v_out);
 
 // Query rows [t0, t0 + r) (r <= ws.q_rows) of kv head hk's query heads against the keys in
 // [key_lo, key_hi) that the mask leaves visible. Writes the normalised output rows and lse

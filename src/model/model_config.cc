@@ -1,0 +1,187 @@
+// config.json parsing and validation (see model_config.h).
+#include "model/model_config.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace hanpu::model {
+
+namespace {
+
+using nlohmann::json;
+
+struct Reader {
+  const json& j;
+  const std::string& source;
+  Status st;
+
+  template <class T>
+  T get(const char* key, T fallback, bool required) {
+    if (!st.ok()) return fallback;
+    if (!j.contains(key) || j[key].is_null()) {
+      if (required) st = Status::Error(fmt::format("{}: missing \"{}\"", source, key));
+      return fallback;
+    }
+    try {
+      return j[key].get<T>();
+    } catch (const json::exception&) {
+      st = Status::Error(fmt::format("{}: \"{}\" is {}, not the expected type", source, key, j[key].dump()));
+      return fallback;
+    }
+  }
+};
+
+}  // namespace
+
+int ModelConfig::rotary_dims() const {
+  const int d = static_cast<int>(head_dim * partial_rotary);
+  return d - d % 2;
+}
+
+bool ModelConfig::layer_has_moe(int layer) const {
+  if (num_experts <= 0) return false;
+  if (std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) != mlp_only_layers.end()) return false;
+  return (layer + 1) % decoder_sparse_step == 0;
+}
+
+Status parse_model_config(const std::string& json_text, const std::string& source, ModelConfig* out) {
+  json root;
+  try {
+    root = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    return Status::Error(fmt::format("{}: malformed JSON at byte {}: {}", source, e.byte, e.what()));
+  }
+  if (!root.is_object()) return Status::Error(fmt::format("{}: not a JSON object", source));
+  ModelConfig c;
+  c.model_type = root.value("model_type", "");
+  const json* text = &root;
+  if (c.model_type == "qwen3_5") {
+    if (!root.contains("text_config") || !root["text_config"].is_object()) {
+      return Status::Error(fmt::format("{}: model_type qwen3_5 without a \"text_config\" object", source));
+    }
+    text = &root["text_config"];
+    c.arch = Arch::kQwen35;
+    c.weight_prefix = "model.language_model.";
+  } else if (c.model_type == "qwen3_5_text") {
+    c.arch = Arch::kQwen35;
+  } else if (c.model_type == "qwen3_next") {
+    c.arch = Arch::kQwen3Next;
+  } else {
+    return Status::Error(fmt::format("{}: model_type \"{}\" is not supported (qwen3_5, qwen3_5_text, qwen3_next)",
+                                     source, c.model_type));
+  }
+  Reader r{*text, source, Status::Ok()};
+  c.vocab = r.get<int>("vocab_size", 0, true);
+  c.hidden = r.get<int>("hidden_size", 0, true);
+  c.intermediate = r.get<int>("intermediate_size", 0, true);
+  c.layers = r.get<int>("num_hidden_layers", 0, true);
+  c.rms_eps = r.get<float>("rms_norm_eps", 1e-6f, false);
+  c.tie_embeddings = r.get<bool>("tie_word_embeddings", root.value("tie_word_embeddings", false), false);
+  c.attn_heads = r.get<int>("num_attention_heads", 0, true);
+  c.kv_heads = r.get<int>("num_key_value_heads", 0, true);
+  c.head_dim = r.get<int>("head_dim", c.attn_heads > 0 ? c.hidden / c.attn_heads : 0, false);
+  c.la_key_heads = r.get<int>("linear_num_key_heads", 0, true);
+  c.la_value_heads = r.get<int>("linear_num_value_heads", 0, true);
+  c.la_key_dim = r.get<int>("linear_key_head_dim", 0, true);
+  c.la_value_dim = r.get<int>("linear_value_head_dim", 0, true);
+  c.conv_kernel = r.get<int>("linear_conv_kernel_dim", 4, false);
+  // RoPE: transformers 5 nests theta and the partial factor in rope_parameters; older
+  // configs have them at the top level.
+  c.rope_theta = r.get<double>("rope_theta", 10000.0, false);
+  c.partial_rotary = r.get<float>("partial_rotary_factor", c.arch == Arch::kQwen35 ? 0.25f : 1.0f, false);
+  if (text->contains("rope_parameters") && (*text)["rope_parameters"].is_object()) {
+    Reader rp{(*text)["rope_parameters"], source, Status::Ok()};
+    const std::string type = rp.get<std::string>("rope_type", "default", false);
+    if (type != "default") {
+      return Status::Error(fmt::format("{}: rope_type \"{}\" is not supported (default only)", source, type));
+    }
+    c.rope_theta = rp.get<double>("rope_theta", c.rope_theta, false);
+    c.partial_rotary = rp.get<float>("partial_rotary_factor", c.partial_rotary, false);
+    HANPU_RETURN_IF_ERROR(rp.st);
+  }
+  if (c.arch == Arch::kQwen3Next) {
+    c.num_experts = r.get<int>("num_experts", 0, false);
+    c.experts_per_token = r.get<int>("num_experts_per_tok", 0, c.num_experts > 0);
+    c.moe_intermediate = r.get<int>("moe_intermediate_size", 0, c.num_experts > 0);
+    c.shared_expert_intermediate = r.get<int>("shared_expert_intermediate_size", 0, false);
+    c.decoder_sparse_step = r.get<int>("decoder_sparse_step", 1, false);
+    c.norm_topk_prob = r.get<bool>("norm_topk_prob", true, false);
+    c.mlp_only_layers = r.get<std::vector<int>>("mlp_only_layers", {}, false);
+  }
+  HANPU_RETURN_IF_ERROR(r.st);
+  // eos may be an int or a list, at either level.
+  const json& eos = text->contains("eos_token_id") ? (*text)["eos_token_id"] : root.value("eos_token_id", json());
+  if (eos.is_number_integer()) c.eos_token_ids.push_back(eos.get<int>());
+  if (eos.is_array()) {
+    for (const json& e : eos) {
+      if (e.is_number_integer()) c.eos_token_ids.push_back(e.get<int>());
+    }
+  }
+
+  const auto positive = [&](const char* name, int v) -> Status {
+    if (v <= 0) return Status::Error(fmt::format("{}: {} must be positive, got {}", source, name, v));
+    return Status::Ok();
+  };
+  for (auto [name, v] : {std::pair{"vocab_size", c.vocab}, {"hidden_size", c.hidden},
+                         {"intermediate_size", c.intermediate}, {"num_hidden_layers", c.layers},
+                         {"num_attention_heads", c.attn_heads}, {"num_key_value_heads", c.kv_heads},
+                         {"head_dim", c.head_dim}, {"linear_num_key_heads", c.la_key_heads},
+                         {"linear_num_value_heads", c.la_value_heads}, {"linear_key_head_dim", c.la_key_dim},
+                         {"linear_value_head_dim", c.la_value_dim}, {"linear_conv_kernel_dim", c.conv_kernel}}) {
+    HANPU_RETURN_IF_ERROR(positive(name, v));
+  }
+  if (c.attn_heads % c.kv_heads != 0) {
+    return Status::Error(fmt::format("{}: num_attention_heads {} is not a multiple of num_key_value_heads {}", source,
+                                     c.attn_heads, c.kv_heads));
+  }
+  if (c.la_value_heads % c.la_key_heads != 0) {
+    return Status::Error(fmt::format("{}: linear_num_value_heads {} is not a multiple of linear_num_key_heads {}",
+                                     source, c.la_value_heads, c.la_key_heads));
+  }
+  if (!(c.partial_rotary > 0.0f && c.partial_rotary <= 1.0f) || !(c.rope_theta > 0.0)) {
+    return Status::Error(fmt::format("{}: partial_rotary_factor {} / rope_theta {} out of range", source,
+                                     c.partial_rotary, c.rope_theta));
+  }
+  if (c.num_experts > 0 && (c.experts_per_token <= 0 || c.experts_per_token > c.num_experts ||
+                            c.moe_intermediate <= 0 || c.decoder_sparse_step <= 0)) {
+    return Status::Error(fmt::format("{}: MoE fields inconsistent (num_experts {}, num_experts_per_tok {}, "
+                                     "moe_intermediate_size {}, decoder_sparse_step {})",
+                                     source, c.num_experts, c.experts_per_token, c.moe_intermediate,
+                                     c.decoder_sparse_step));
+  }
+  // Layer pattern: explicit layer_types, else every full_attention_interval-th layer is full.
+  if (text->contains("layer_types") && (*text)["layer_types"].is_array()) {
+    const json& lt = (*text)["layer_types"];
+    if (lt.size() != static_cast<size_t>(c.layers)) {
+      return Status::Error(fmt::format("{}: layer_types has {} entries for {} layers", source, lt.size(), c.layers));
+    }
+    for (size_t i = 0; i < lt.size(); ++i) {
+      const std::string t = lt[i].is_string() ? lt[i].get<std::string>() : lt[i].dump();
+      if (t == "linear_attention") c.layer_kinds.push_back(LayerKind::kLinearAttention);
+      else if (t == "full_attention") c.layer_kinds.push_back(LayerKind::kFullAttention);
+      else return Status::Error(fmt::format("{}: layer_types[{}] is \"{}\"", source, i, t));
+    }
+  } else {
+    const int interval = text->value("full_attention_interval", 4);
+    if (interval <= 0) return Status::Error(fmt::format("{}: full_attention_interval must be positive", source));
+    for (int i = 0; i < c.layers; ++i) {
+      c.layer_kinds.push_back((i + 1) % interval == 0 ? LayerKind::kFullAttention : LayerKind::kLinearAttention);
+    }
+  }
+  *out = std::move(c);
+  return Status::Ok();
+}
+
+Status load_model_config(const std::string& path, ModelConfig* out) {
+  std::ifstream in(path);
+  if (!in) return Status::Error(fmt::format("{}: cannot open", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_model_config(ss.str(), path, out);
+}
+
+}  // namespace hanpu::model

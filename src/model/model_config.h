@@ -1,0 +1,48 @@
+// A hybrid model's shape, read from a Hugging Face config.json: Qwen3.5 (model_type
+// "qwen3_5" with a text_config, or "qwen3_5_text") and Qwen3-Next ("qwen3_next").
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hanpu/status.h"
+
+namespace hanpu::model {
+
+enum class Arch { kQwen35, kQwen3Next };
+enum class LayerKind { kLinearAttention, kFullAttention };
+
+struct ModelConfig {
+  Arch arch = Arch::kQwen35;
+  std::string model_type;
+  int vocab = 0, hidden = 0, intermediate = 0, layers = 0;
+  std::vector<LayerKind> layer_kinds;  // [layers]
+  float rms_eps = 1e-6f;
+  bool tie_embeddings = false;
+  // Full attention: q [T, Hq, D] (q_proj also carries the output gate), k/v [T, Hkv, D].
+  int attn_heads = 0, kv_heads = 0, head_dim = 0;
+  double rope_theta = 10000.0;
+  float partial_rotary = 1.0f;  // rotary dims = head_dim * partial_rotary (even)
+  // Gated DeltaNet: H key heads of K, HV value heads of V, depthwise causal conv of conv_kernel.
+  int la_key_heads = 0, la_value_heads = 0, la_key_dim = 0, la_value_dim = 0, conv_kernel = 4;
+  // Qwen3-Next mixture of experts (num_experts == 0: every layer has a dense MLP).
+  int num_experts = 0, experts_per_token = 0, moe_intermediate = 0, shared_expert_intermediate = 0;
+  int decoder_sparse_step = 1;
+  bool norm_topk_prob = true;
+  std::vector<int> mlp_only_layers;
+  std::vector<int> eos_token_ids;
+  // Where the text model's tensors live: "model." (causal-LM checkpoints) or
+  // "model.language_model." (Qwen3.5 image-text checkpoints).
+  std::string weight_prefix = "model.";
+
+  int rotary_dims() const;
+  int la_conv_channels() const { return 2 * la_key_heads * la_key_dim + la_value_heads * la_value_dim; }
+  bool layer_has_moe(int layer) const;
+};
+
+// Parses config.json text; `source` names the file in errors. Every field the model needs
+// must be present and sane (positive sizes, divisible head counts, a layer type per layer).
+Status parse_model_config(const std::string& json_text, const std::string& source, ModelConfig* out);
+Status load_model_config(const std::string& path, ModelConfig* out);
+
+}  // namespace hanpu::model

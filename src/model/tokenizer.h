@@ -1,0 +1,58 @@
+// Hugging Face tokenizer.json, byte-level BPE as Qwen uses it: added (special) tokens matched
+// first in the raw text, an NFC normaliser, the pre-tokenizer's regex split (PCRE2 with
+// Unicode properties, so \p{L}, \p{M}, \p{N} and look-ahead mean what they mean in the Rust
+// `tokenizers` library), the GPT-2 byte-to-character map, then merges by rank.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "hanpu/status.h"
+
+namespace hanpu::model {
+
+class Tokenizer {
+ public:
+  Tokenizer();
+  ~Tokenizer();
+  Tokenizer(Tokenizer&&) noexcept;
+  Tokenizer& operator=(Tokenizer&&) noexcept;
+
+  static Status load(const std::string& path, Tokenizer* out);
+  // `source` names the file in errors.
+  static Status parse(const std::string& json_text, const std::string& source, Tokenizer* out);
+
+  // Token ids of UTF-8 `text` (an error names the byte offset of invalid UTF-8). Added tokens
+  // such as <|im_start|> written in the text become their ids.
+  Status encode(std::string_view text, std::vector<int>* ids) const;
+  // The bytes a token stands for (a byte-level token may be part of a UTF-8 character).
+  std::string token_bytes(int id) const;
+  std::string decode(const std::vector<int>& ids) const;
+  std::optional<int> token_id(std::string_view token) const;
+  int vocab_size() const { return static_cast<int>(id_to_token_.size()); }
+
+ private:
+  struct Regex;
+  struct Added {
+    std::string content;
+    int id;
+  };
+  Status encode_piece(const std::string& piece, std::vector<int>* ids) const;
+  Status encode_segment(std::string_view text, std::vector<int>* ids) const;
+
+  std::unordered_map<std::string, int> vocab_;
+  std::vector<std::string> id_to_token_;  // byte-level strings, or added tokens' content
+  std::vector<bool> is_added_;
+  std::vector<Added> added_;  // longest first
+  std::unordered_map<uint64_t, std::pair<int, int>> merges_;  // (left id, right id) -> (rank, merged id)
+  std::unique_ptr<Regex> split_;
+  bool nfc_ = false;
+};
+
+}  // namespace hanpu::model

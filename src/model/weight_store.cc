@@ -1,0 +1,53 @@
+// WeightStore bookkeeping and dtype conversion (see weight_store.h).
+#include "model/weight_store.h"
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace hanpu::model {
+
+const MappedFile& WeightStore::keep(MappedFile file) {
+  files_.push_back(std::make_unique<MappedFile>(std::move(file)));
+  return *files_.back();
+}
+
+Status WeightStore::add(const std::string& name, StoredTensor t) {
+  if (tensors_.count(name) != 0) {
+    return Status::Error(fmt::format("{}: tensor '{}' appears twice (also in {})", t.file, name,
+                                     tensors_.at(name).file));
+  }
+  tensors_.emplace(name, std::move(t));
+  return Status::Ok();
+}
+
+const StoredTensor* WeightStore::find(const std::string& name) const {
+  const auto it = tensors_.find(name);
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
+Status WeightStore::get(const std::string& name, const Shape& shape, const StoredTensor** out) const {
+  const StoredTensor* t = find(name);
+  if (t == nullptr) return Status::Error(fmt::format("checkpoint has no tensor '{}'", name));
+  if (t->shape != shape) {
+    return Status::Error(fmt::format("tensor '{}' in {} has shape {}, the config implies {}", name, t->file,
+                                     shape_str(t->shape), shape_str(shape)));
+  }
+  *out = t;
+  return Status::Ok();
+}
+
+void stored_to_f32(const StoredTensor& t, float* out) {
+  const int64_t n = shape_numel(t.shape);
+  if (t.dtype == DType::kF32) {
+    std::memcpy(out, t.data, static_cast<size_t>(n) * sizeof(float));  // data may be unaligned
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {  // 16-bit values may sit at odd addresses in a mapped file
+    uint16_t h;
+    std::memcpy(&h, t.data + 2 * i, sizeof(h));
+    out[i] = t.dtype == DType::kF16 ? f16_bits_to_f32(h) : bf16_bits_to_f32(h);
+  }
+}
+
+}  // namespace hanpu::model

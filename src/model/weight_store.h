@@ -1,0 +1,48 @@
+// The tensors of a checkpoint as found on disk: name -> dtype, shape and bytes inside a
+// memory-mapped file. Loaders (safetensors, GGUF) fill it after validating every header
+// field; the model converts what it needs once into its compute layout.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hanpu/dtype.h"
+#include "hanpu/status.h"
+#include "hanpu/tensor.h"
+#include "model/mapped_file.h"
+
+namespace hanpu::model {
+
+struct StoredTensor {
+  DType dtype = DType::kF32;
+  Shape shape;
+  const uint8_t* data = nullptr;
+  uint64_t file_offset = 0;  // of the first byte, for error messages
+  std::string file;
+};
+
+class WeightStore {
+ public:
+  // Keeps a mapped file alive as long as the store (tensors point into it).
+  const MappedFile& keep(MappedFile file);
+  // Adds a tensor; a second tensor of the same name is an error.
+  Status add(const std::string& name, StoredTensor t);
+
+  const StoredTensor* find(const std::string& name) const;
+  // The tensor, checked to have exactly `shape`; errors name the tensor and both shapes.
+  Status get(const std::string& name, const Shape& shape, const StoredTensor** out) const;
+  size_t size() const { return tensors_.size(); }
+  const std::map<std::string, StoredTensor>& tensors() const { return tensors_; }
+
+ private:
+  std::vector<std::unique_ptr<MappedFile>> files_;
+  std::map<std::string, StoredTensor> tensors_;
+};
+
+// Copies a stored tensor into fp32 (any supported dtype), `out` sized numel.
+void stored_to_f32(const StoredTensor& t, float* out);
+
+}  // namespace hanpu::model

@@ -1,0 +1,55 @@
+// Gated full-attention layer (transformers' Qwen3_5Attention.forward) on hanpu's kernels.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "cpu/nn/linear.h"
+#include "hanpu/attn.h"
+#include "model/layer_ops.h"
+#include "model/layers.h"
+
+namespace hanpu::model {
+
+Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* x, int64_t T, int64_t pos0,
+                       KvCache* kv, const ForwardOptions& opt, float* out) {
+  const int Hq = c.attn_heads, Hkv = c.kv_heads, D = c.head_dim, hidden = c.hidden;
+  // qg [T, Hq, 2D]: per head D query dims, then D output-gate dims.
+  std::vector<float> qg(static_cast<size_t>(T) * Hq * 2 * D), q(static_cast<size_t>(T) * Hq * D);
+  std::vector<float> k(static_cast<size_t>(T) * Hkv * D), v(k.size());
+  cpu::linear(x, hidden, T, hidden, w.q.wt.data(), Hq * 2 * D, qg.data(), Hq * 2 * D, opt.threads);
+  cpu::linear(x, hidden, T, hidden, w.k.wt.data(), Hkv * D, k.data(), Hkv * D, opt.threads);
+  cpu::linear(x, hidden, T, hidden, w.v.wt.data(), Hkv * D, v.data(), Hkv * D, opt.threads);
+  rms_norm_zero_centred(qg.data(), 2 * D, T * Hq, D, w.q_norm.data(), c.rms_eps, q.data(), D);
+  rms_norm_zero_centred(k.data(), D, T * Hkv, D, w.k_norm.data(), c.rms_eps, k.data(), D);
+  apply_rope(q.data(), T, Hq, D, c.rotary_dims(), c.rope_theta, pos0);
+  apply_rope(k.data(), T, Hkv, D, c.rotary_dims(), c.rope_theta, pos0);
+  HANPU_RETURN_IF_ERROR(kv->append({k.data(), DType::kF32, {T, Hkv, D}}, {v.data(), DType::kF32, {T, Hkv, D}}));
+  std::vector<float> o(static_cast<size_t>(T) * Hq * D);
+  AttnArgs args;
+  args.q = {q.data(), DType::kF32, {T, Hq, D}};
+  args.k = kv->keys();
+  args.v = kv->values();
+  args.o = {o.data(), DType::kF32, {T, Hq, D}};
+  args.mask = AttnMask::kCausal;  // q_offset defaults to the cached length before this call
+  Status st;
+  if (T == 1) {
+    st = attn_decode(args, opt.threads);
+  } else {
+    AttnOptions ao;
+    ao.placement = opt.attn_placement;
+    ao.threads = opt.threads;
+    st = attn_prefill(args, ao);
+  }
+  if (!st.ok()) return Status::Error(fmt::format("attention layer: {}", st.message()));
+  for (int64_t t = 0; t < T; ++t) {
+    for (int h = 0; h < Hq; ++h) {
+      float* orow = o.data() + (t * Hq + h) * D;
+      const float* gate = qg.data() + (t * Hq + h) * 2 * D + D;
+      for (int d = 0; d < D; ++d) orow[d] *= sigmoid(gate[d]);
+    }
+  }
+  cpu::linear(o.data(), Hq * D, T, Hq * D, w.o.wt.data(), hidden, out, hidden, opt.threads);
+  return Status::Ok();
+}
+
+}  // namespace hanpu::model

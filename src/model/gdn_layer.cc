@@ -1,0 +1,58 @@
+// Gated DeltaNet layer (transformers' Qwen3_5GatedDeltaNet.forward) on hanpu's kernels.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "cpu/nn/linear.h"
+#include "hanpu/la.h"
+#include "model/layer_ops.h"
+#include "model/layers.h"
+
+namespace hanpu::model {
+
+Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int64_t T, std::vector<float>* conv,
+                 std::vector<float>* recurrent, const ForwardOptions& opt, float* out) {
+  const int H = c.la_key_heads, HV = c.la_value_heads, K = c.la_key_dim, V = c.la_value_dim;
+  const int C = c.la_conv_channels(), hidden = c.hidden;
+  // mixed [T, C] = q heads | k heads | v heads; z [T, HV V]; b, a [T, HV].
+  std::vector<float> mixed(static_cast<size_t>(T) * C), z(static_cast<size_t>(T) * HV * V);
+  std::vector<float> b(static_cast<size_t>(T) * HV), a(static_cast<size_t>(T) * HV);
+  cpu::linear(x, hidden, T, hidden, w.qkv.wt.data(), C, mixed.data(), C, opt.threads);
+  cpu::linear(x, hidden, T, hidden, w.z.wt.data(), HV * V, z.data(), HV * V, opt.threads);
+  cpu::linear(x, hidden, T, hidden, w.b.wt.data(), HV, b.data(), HV, opt.threads);
+  cpu::linear(x, hidden, T, hidden, w.a.wt.data(), HV, a.data(), HV, opt.threads);
+  causal_conv1d_silu(mixed.data(), T, C, w.conv.data(), c.conv_kernel, conv);
+  // The LA kernel takes contiguous q, k [T, H, K] and v [T, HV, V].
+  std::vector<float> q(static_cast<size_t>(T) * H * K), k(q.size()), v(static_cast<size_t>(T) * HV * V);
+  for (int64_t t = 0; t < T; ++t) {
+    const float* row = mixed.data() + t * C;
+    std::copy(row, row + H * K, q.begin() + t * H * K);
+    std::copy(row + H * K, row + 2 * H * K, k.begin() + t * H * K);
+    std::copy(row + 2 * H * K, row + C, v.begin() + t * HV * V);
+  }
+  std::vector<float> beta(b.size()), g(b.size());
+  gdn_gates(b.data(), a.data(), T, HV, w.neg_A.data(), w.dt_bias.data(), beta.data(), g.data());
+  std::vector<float> o(static_cast<size_t>(T) * HV * V), next_state(recurrent->size());
+  LaArgs args;
+  args.mech = LaMech::kGdn;
+  args.q = {q.data(), DType::kF32, {T, H, K}};
+  args.k = {k.data(), DType::kF32, {T, H, K}};
+  args.v = {v.data(), DType::kF32, {T, HV, V}};
+  args.g = {g.data(), DType::kF32, {T, HV}};
+  args.beta = {beta.data(), DType::kF32, {T, HV}};
+  args.initial_state = {recurrent->data(), DType::kF32, {1, HV, K, V}};
+  args.o = {o.data(), DType::kF32, {T, HV, V}};
+  args.final_state = {next_state.data(), DType::kF32, {1, HV, K, V}};
+  args.qk_l2norm = true;  // use_qk_l2norm_in_kernel=True
+  LaOptions lo;
+  lo.strategy = T == 1 ? "recurrent" : opt.la_strategy;  // one token: the recurrent step is the decode kernel
+  lo.threads = opt.threads;
+  const Status st = la_prefill(args, lo);
+  if (!st.ok()) return Status::Error(fmt::format("GDN layer: {}", st.message()));
+  recurrent->swap(next_state);
+  gated_rms_norm(o.data(), z.data(), T * HV, V, w.norm.data(), c.rms_eps);
+  cpu::linear(o.data(), HV * V, T, HV * V, w.out.wt.data(), hidden, out, hidden, opt.threads);
+  return Status::Ok();
+}
+
+}  // namespace hanpu::model

@@ -1,0 +1,102 @@
+// Element-wise layer pieces (see layer_ops.h).
+#include "model/layer_ops.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace hanpu::model {
+
+namespace {
+
+float inv_rms(const float* x, int n, float eps) {
+  double ss = 0;  // accumulated in double: fp32 reductions of 4096 squares drift by ~1e-6
+  for (int i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  return 1.0f / std::sqrt(static_cast<float>(ss / n) + eps);
+}
+
+}  // namespace
+
+void rms_norm_zero_centred(const float* x, int64_t ld_x, int64_t rows, int n, const float* w, float eps, float* y,
+                           int64_t ld_y) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * ld_x;
+    float* yr = y + r * ld_y;
+    const float s = inv_rms(xr, n, eps);
+    for (int i = 0; i < n; ++i) yr[i] = xr[i] * s * (1.0f + w[i]);
+  }
+}
+
+void gated_rms_norm(float* o, const float* z, int64_t rows, int n, const float* w, float eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* orow = o + r * n;
+    const float* zr = z + r * n;
+    const float s = inv_rms(orow, n, eps);
+    for (int i = 0; i < n; ++i) orow[i] = w[i] * (orow[i] * s) * silu(zr[i]);
+  }
+}
+
+void causal_conv1d_silu(float* x, int64_t T, int C, const float* w, int kc, std::vector<float>* state) {
+  const int hist = kc - 1;
+  // Window rows: the kc - 1 inputs before this call, then this call's inputs (kept unmodified
+  // in `in` while x is overwritten with outputs).
+  std::vector<float> in(static_cast<size_t>(hist + T) * C);
+  std::copy(state->begin(), state->end(), in.begin());
+  std::copy(x, x + T * C, in.begin() + static_cast<int64_t>(hist) * C);
+  for (int64_t t = 0; t < T; ++t) {
+    float* out = x + t * C;
+    for (int c = 0; c < C; ++c) {
+      float acc = 0.0f;
+      for (int j = 0; j < kc; ++j) acc += w[c * kc + j] * in[(t + j) * C + c];
+      out[c] = silu(acc);
+    }
+  }
+  std::copy(in.end() - static_cast<int64_t>(hist) * C, in.end(), state->begin());
+}
+
+void gdn_gates(const float* b, const float* a, int64_t T, int HV, const float* neg_A, const float* dt_bias,
+               float* beta, float* g) {
+  for (int64_t t = 0; t < T; ++t) {
+    for (int h = 0; h < HV; ++h) {
+      const int64_t i = t * HV + h;
+      beta[i] = sigmoid(b[i]);
+      const float s = a[i] + dt_bias[h];
+      const float softplus = s > 20.0f ? s : std::log1p(std::exp(s));  // torch's threshold
+      g[i] = neg_A[h] * softplus;
+    }
+  }
+}
+
+void apply_rope(float* x, int64_t T, int heads, int D, int rot, double theta, int64_t pos0) {
+  const int half = rot / 2;
+  // Frequencies and angles in fp32 as transformers makes them, then cos/sin of that angle.
+  std::vector<float> inv_freq(half);
+  for (int i = 0; i < half; ++i) {
+    inv_freq[i] = 1.0f / std::pow(static_cast<float>(theta), static_cast<float>(2 * i) / static_cast<float>(rot));
+  }
+  std::vector<float> cs(half), sn(half);
+  for (int64_t t = 0; t < T; ++t) {
+    for (int i = 0; i < half; ++i) {
+      const float angle = static_cast<float>(pos0 + t) * inv_freq[i];
+      cs[i] = std::cos(angle);
+      sn[i] = std::sin(angle);
+    }
+    for (int h = 0; h < heads; ++h) {
+      float* r = x + (t * heads + h) * D;
+      for (int i = 0; i < half; ++i) {
+        const float x1 = r[i], x2 = r[i + half];
+        r[i] = x1 * cs[i] - x2 * sn[i];
+        r[i + half] = x2 * cs[i] + x1 * sn[i];
+      }
+    }
+  }
+}
+
+void swiglu(const float* gate_up, int64_t rows, int I, float* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* g = gate_up + r * 2 * I;
+    float* o = out + r * I;
+    for (int i = 0; i < I; ++i) o[i] = silu(g[i]) * g[I + i];
+  }
+}
+
+}  // namespace hanpu::model

@@ -1,0 +1,30 @@
+// The three layer kinds of a hybrid model, each mapping normed hidden states x [T, hidden]
+// to the block's output [T, hidden] (the residual add is the caller's).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "hanpu/kv_cache.h"
+#include "hanpu/status.h"
+#include "model/model.h"
+
+namespace hanpu::model {
+
+// Gated DeltaNet token mixer; conv [kernel - 1, channels] and recurrent [HV, K, V] are the
+// sequence's states, updated in place.
+Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int64_t T, std::vector<float>* conv,
+                 std::vector<float>* recurrent, const ForwardOptions& opt, float* out);
+
+// Gated full attention; appends this call's keys and values (positions pos0 ...) to kv.
+Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* x, int64_t T, int64_t pos0,
+                       KvCache* kv, const ForwardOptions& opt, float* out);
+
+// SwiGLU MLP of intermediate size `inter`.
+void mlp_layer(const MlpWeights& w, int inter, const float* x, int64_t T, int threads, float* out);
+
+// Qwen3-Next sparse MoE: softmax router, top-k (renormalised if the config says so), experts
+// run on the tokens routed to them, plus the sigmoid-gated shared expert.
+void moe_layer(const ModelConfig& c, const MoeWeights& w, const float* x, int64_t T, int threads, float* out);
+
+}  // namespace hanpu::model

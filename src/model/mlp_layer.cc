@@ -1,0 +1,71 @@
+// SwiGLU MLP and Qwen3-Next's sparse MoE block (transformers' Qwen3NextSparseMoeBlock).
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "cpu/nn/linear.h"
+#include "model/layer_ops.h"
+#include "model/layers.h"
+
+namespace hanpu::model {
+
+void mlp_layer(const MlpWeights& w, int inter, const float* x, int64_t T, int threads, float* out) {
+  const int hidden = w.gate_up.in;
+  std::vector<float> gu(static_cast<size_t>(T) * 2 * inter), h(static_cast<size_t>(T) * inter);
+  cpu::linear(x, hidden, T, hidden, w.gate_up.wt.data(), 2 * inter, gu.data(), 2 * inter, threads);
+  swiglu(gu.data(), T, inter, h.data());
+  cpu::linear(h.data(), inter, T, inter, w.down.wt.data(), hidden, out, hidden, threads);
+}
+
+void moe_layer(const ModelConfig& c, const MoeWeights& w, const float* x, int64_t T, int threads, float* out) {
+  const int E = c.num_experts, top = c.experts_per_token, hidden = c.hidden;
+  std::vector<float> logits(static_cast<size_t>(T) * E);
+  cpu::linear(x, hidden, T, hidden, w.router.wt.data(), E, logits.data(), E, threads);
+  // Per expert: the tokens routed to it and their weights.
+  std::vector<std::vector<int64_t>> tokens(E);
+  std::vector<std::vector<float>> weights(E);
+  std::vector<int> order(E);
+  std::vector<float> prob(E);
+  for (int64_t t = 0; t < T; ++t) {
+    const float* l = logits.data() + t * E;
+    const float mx = *std::max_element(l, l + E);
+    float sum = 0;
+    for (int e = 0; e < E; ++e) sum += (prob[e] = std::exp(l[e] - mx));
+    for (int e = 0; e < E; ++e) prob[e] /= sum;
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + top, order.end(),
+                      [&](int a, int b) { return prob[a] > prob[b] || (prob[a] == prob[b] && a < b); });
+    float kept = 0;
+    for (int i = 0; i < top; ++i) kept += prob[order[i]];
+    for (int i = 0; i < top; ++i) {
+      tokens[order[i]].push_back(t);
+      weights[order[i]].push_back(c.norm_topk_prob ? prob[order[i]] / kept : prob[order[i]]);
+    }
+  }
+  std::fill(out, out + T * hidden, 0.0f);
+  std::vector<float> xs, ys;
+  for (int e = 0; e < E; ++e) {
+    const int64_t n = static_cast<int64_t>(tokens[e].size());
+    if (n == 0) continue;
+    xs.resize(static_cast<size_t>(n) * hidden);
+    ys.resize(xs.size());
+    for (int64_t i = 0; i < n; ++i) std::copy_n(x + tokens[e][i] * hidden, hidden, xs.begin() + i * hidden);
+    mlp_layer(w.experts[e], c.moe_intermediate, xs.data(), n, threads, ys.data());
+    for (int64_t i = 0; i < n; ++i) {
+      float* o = out + tokens[e][i] * hidden;
+      const float wt = weights[e][i];
+      for (int j = 0; j < hidden; ++j) o[j] += wt * ys[i * hidden + j];
+    }
+  }
+  if (w.shared_gate.in > 0) {
+    std::vector<float> shared(static_cast<size_t>(T) * hidden), gate(static_cast<size_t>(T));
+    mlp_layer(w.shared, c.shared_expert_intermediate, x, T, threads, shared.data());
+    cpu::linear(x, hidden, T, hidden, w.shared_gate.wt.data(), 1, gate.data(), 1, threads);
+    for (int64_t t = 0; t < T; ++t) {
+      const float s = sigmoid(gate[t]);
+      for (int j = 0; j < hidden; ++j) out[t * hidden + j] += s * shared[t * hidden + j];
+    }
+  }
+}
+
+}  // namespace hanpu::model

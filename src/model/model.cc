@@ -1,0 +1,116 @@
+// The forward pass over a layer stack and checkpoint loading (see model.h).
+#include "model/model.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "cpu/nn/linear.h"
+#include "model/layer_ops.h"
+#include "model/layers.h"
+#include "model/safetensors.h"
+
+namespace hanpu::model {
+
+namespace {
+
+class Stopwatch {
+ public:
+  double lap_ms() {
+    const auto now = std::chrono::steady_clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(now - last_).count();
+    last_ = now;
+    return ms;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace
+
+SequenceState Model::new_state() const {
+  const ModelConfig& c = config_;
+  SequenceState s;
+  s.conv.resize(c.layers);
+  s.recurrent.resize(c.layers);
+  s.kv.resize(c.layers);
+  for (int i = 0; i < c.layers; ++i) {
+    if (c.layer_kinds[i] == LayerKind::kLinearAttention) {
+      s.conv[i].assign(static_cast<size_t>(c.conv_kernel - 1) * c.la_conv_channels(), 0.0f);
+      s.recurrent[i].assign(static_cast<size_t>(c.la_value_heads) * c.la_key_dim * c.la_value_dim, 0.0f);
+    } else {
+      s.kv[i] = std::make_unique<KvCache>(c.kv_heads, c.head_dim, DType::kF32);
+    }
+  }
+  return s;
+}
+
+Status Model::forward(const int* tokens, int64_t n, SequenceState* state, const ForwardOptions& opt,
+                      std::vector<float>* logits, ForwardProfile* profile) const {
+  const ModelConfig& c = config_;
+  if (n <= 0) return Status::Error("forward: no tokens");
+  for (int64_t t = 0; t < n; ++t) {
+    if (tokens[t] < 0 || tokens[t] >= c.vocab) {
+      return Status::Error(fmt::format("token id {} at position {} is outside the vocabulary [0, {})", tokens[t], t,
+                                       c.vocab));
+    }
+  }
+  const int hidden = c.hidden;
+  ForwardProfile local;
+  ForwardProfile& prof = profile != nullptr ? *profile : local;
+  Stopwatch sw;
+  std::vector<float> h(static_cast<size_t>(n) * hidden), xn(h.size()), block(h.size());
+  for (int64_t t = 0; t < n; ++t) {
+    std::copy_n(weights_.embed.data() + static_cast<int64_t>(tokens[t]) * hidden, hidden, h.begin() + t * hidden);
+  }
+  prof.other_ms += sw.lap_ms();
+  for (int i = 0; i < c.layers; ++i) {
+    const LayerWeights& lw = weights_.layers[i];
+    rms_norm_zero_centred(h.data(), hidden, n, hidden, lw.input_norm.data(), c.rms_eps, xn.data(), hidden);
+    prof.other_ms += sw.lap_ms();
+    if (lw.kind == LayerKind::kLinearAttention) {
+      HANPU_RETURN_IF_ERROR(
+          gdn_layer(c, lw.gdn, xn.data(), n, &state->conv[i], &state->recurrent[i], opt, block.data()));
+      prof.la_ms += sw.lap_ms();
+    } else {
+      HANPU_RETURN_IF_ERROR(
+          attention_layer(c, lw.attn, xn.data(), n, state->position, state->kv[i].get(), opt, block.data()));
+      prof.attn_ms += sw.lap_ms();
+    }
+    for (size_t j = 0; j < h.size(); ++j) h[j] += block[j];
+    rms_norm_zero_centred(h.data(), hidden, n, hidden, lw.post_norm.data(), c.rms_eps, xn.data(), hidden);
+    prof.other_ms += sw.lap_ms();
+    if (lw.moe) {
+      moe_layer(c, lw.moe_w, xn.data(), n, opt.threads, block.data());
+    } else {
+      mlp_layer(lw.mlp, c.intermediate, xn.data(), n, opt.threads, block.data());
+    }
+    for (size_t j = 0; j < h.size(); ++j) h[j] += block[j];
+    prof.mlp_ms += sw.lap_ms();
+  }
+  // Only the last position's logits are needed to continue a sequence.
+  const float* last = h.data() + (n - 1) * hidden;
+  rms_norm_zero_centred(last, hidden, 1, hidden, weights_.final_norm.data(), c.rms_eps, xn.data(), hidden);
+  logits->resize(c.vocab);
+  cpu::linear(xn.data(), hidden, 1, hidden, weights_.lm_head.wt.data(), c.vocab, logits->data(), c.vocab, opt.threads);
+  state->position += n;
+  prof.other_ms += sw.lap_ms();
+  return Status::Ok();
+}
+
+Status load_model(const std::string& dir, std::unique_ptr<Model>* out) {
+  namespace fs = std::filesystem;
+  ModelConfig config;
+  HANPU_RETURN_IF_ERROR(load_model_config((fs::path(dir) / "config.json").string(), &config));
+  WeightStore store;
+  HANPU_RETURN_IF_ERROR(load_safetensors(dir, &store));
+  ModelWeights weights;
+  HANPU_RETURN_IF_ERROR(convert_weights(config, store, &weights));
+  *out = std::make_unique<Model>(std::move(config), std::move(weights));
+  return Status::Ok();
+}
+
+}  // namespace hanpu::model

@@ -1,0 +1,62 @@
+// A loaded hybrid model and the forward pass over a batch of new tokens of one sequence:
+// embeddings -> per layer: zero-centred RMSNorm -> (GDN: projections, causal conv + SiLU,
+// gates, the LA prefill kernel with the sequence's recurrent state, gated RMSNorm, out
+// projection | attention: projections, q/k RMSNorm, partial RoPE, KV cache append, the fused
+// attention kernel, sigmoid output gate, out projection) -> residual -> RMSNorm -> MLP or MoE
+// -> residual -> final norm -> logits of the last token.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hanpu/kv_cache.h"
+#include "hanpu/status.h"
+#include "model/model_config.h"
+#include "model/model_weights.h"
+
+namespace hanpu::model {
+
+struct ForwardOptions {
+  std::string la_strategy = "hanpu";  // any of la_strategies()
+  std::string attn_placement = "balanced";
+  int threads = 0;  // 0: HANPU_THREADS or every core
+};
+
+// Per-sequence state: what decode needs from everything before it.
+struct SequenceState {
+  int64_t position = 0;                      // tokens consumed so far
+  std::vector<std::vector<float>> conv;      // per layer (GDN): [kernel - 1, channels]
+  std::vector<std::vector<float>> recurrent;  // per layer (GDN): [HV, K, V]
+  std::vector<std::unique_ptr<KvCache>> kv;  // per layer (attention)
+};
+
+// Where forward time went (milliseconds, summed over calls).
+struct ForwardProfile {
+  double la_ms = 0, attn_ms = 0, mlp_ms = 0, other_ms = 0;
+  double total() const { return la_ms + attn_ms + mlp_ms + other_ms; }
+};
+
+class Model {
+ public:
+  Model(ModelConfig config, ModelWeights weights) : config_(std::move(config)), weights_(std::move(weights)) {}
+
+  const ModelConfig& config() const { return config_; }
+  const ModelWeights& weights() const { return weights_; }
+
+  SequenceState new_state() const;
+
+  // Runs `n` tokens through the model after the state's position, updates the state, and
+  // writes the logits of the last token into `logits` [vocab]. Token ids are checked.
+  Status forward(const int* tokens, int64_t n, SequenceState* state, const ForwardOptions& options,
+                 std::vector<float>* logits, ForwardProfile* profile = nullptr) const;
+
+ private:
+  ModelConfig config_;
+  ModelWeights weights_;
+};
+
+// Loads config.json and the safetensors weights from a checkpoint folder.
+Status load_model(const std::string& dir, std::unique_ptr<Model>* out);
+
+}  // namespace hanpu::model

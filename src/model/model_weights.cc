@@ -1,0 +1,267 @@
+// Checkpoint -> compute-layout conversion and synthetic weights (see model_weights.h).
+#include "model/model_weights.h"
+
+#include <cmath>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "base/rng.h"
+
+namespace hanpu::model {
+
+namespace {
+
+// Rows `rows` of W [out_all, in] as W^T [in, rows.size()].
+Linear linear_from_rows(const std::vector<float>& w, int in, const std::vector<int>& rows) {
+  Linear l;
+  l.in = in;
+  l.out = static_cast<int>(rows.size());
+  l.wt.resize(static_cast<size_t>(in) * l.out);
+  for (int o = 0; o < l.out; ++o) {
+    const float* src = w.data() + static_cast<size_t>(rows[o]) * in;
+    for (int i = 0; i < in; ++i) l.wt[static_cast<size_t>(i) * l.out + o] = src[i];
+  }
+  return l;
+}
+
+std::vector<int> iota_rows(int n, int first = 0) {
+  std::vector<int> r(n);
+  std::iota(r.begin(), r.end(), first);
+  return r;
+}
+
+class Converter {
+ public:
+  Converter(const ModelConfig& c, const WeightStore& s) : c_(c), s_(s) {}
+
+  Status f32(const std::string& name, const Shape& shape, std::vector<float>* out) {
+    const StoredTensor* t = nullptr;
+    HANPU_RETURN_IF_ERROR(s_.get(name, shape, &t));
+    out->resize(static_cast<size_t>(shape_numel(shape)));
+    stored_to_f32(*t, out->data());
+    for (size_t i = 0; i < out->size(); ++i) {
+      if (!std::isfinite((*out)[i])) {
+        return Status::Error(fmt::format("tensor '{}' in {} holds a non-finite value at element {}", name, t->file, i));
+      }
+    }
+    return Status::Ok();
+  }
+  // nn.Linear weight [out, in] -> W^T.
+  Status linear(const std::string& name, int out, int in, Linear* l) {
+    std::vector<float> w;
+    HANPU_RETURN_IF_ERROR(f32(name, {out, in}, &w));
+    *l = linear_from_rows(w, in, iota_rows(out));
+    return Status::Ok();
+  }
+  Status mlp(const std::string& p, int inter, MlpWeights* m) {
+    std::vector<float> g, u;
+    HANPU_RETURN_IF_ERROR(f32(p + "gate_proj.weight", {inter, c_.hidden}, &g));
+    HANPU_RETURN_IF_ERROR(f32(p + "up_proj.weight", {inter, c_.hidden}, &u));
+    g.insert(g.end(), u.begin(), u.end());
+    m->gate_up = linear_from_rows(g, c_.hidden, iota_rows(2 * inter));
+    return linear(p + "down_proj.weight", c_.hidden, inter, &m->down);
+  }
+  Status gdn(const std::string& p, GdnWeights* w) {
+    const int H = c_.la_key_heads, HV = c_.la_value_heads, K = c_.la_key_dim, V = c_.la_value_dim;
+    const int hidden = c_.hidden, qkv = 2 * H * K + HV * V;
+    if (c_.arch == Arch::kQwen35) {
+      HANPU_RETURN_IF_ERROR(linear(p + "in_proj_qkv.weight", qkv, hidden, &w->qkv));
+      HANPU_RETURN_IF_ERROR(linear(p + "in_proj_z.weight", HV * V, hidden, &w->z));
+      HANPU_RETURN_IF_ERROR(linear(p + "in_proj_b.weight", HV, hidden, &w->b));
+      HANPU_RETURN_IF_ERROR(linear(p + "in_proj_a.weight", HV, hidden, &w->a));
+    } else {
+      // Qwen3-Next groups the projections per key head: qkvz rows [q_h K | k_h K | v_h gV |
+      // z_h gV] and ba rows [b_h g | a_h g] for h = 0..H-1 (g = HV / H). Regroup once.
+      const int g = HV / H, blk = 2 * K + 2 * g * V;
+      std::vector<float> qkvz, ba;
+      HANPU_RETURN_IF_ERROR(f32(p + "in_proj_qkvz.weight", {H * blk, hidden}, &qkvz));
+      HANPU_RETURN_IF_ERROR(f32(p + "in_proj_ba.weight", {H * 2 * g, hidden}, &ba));
+      std::vector<int> rq, rz, rb, ra;
+      for (int part = 0; part < 3; ++part) {  // all q heads, then all k heads, then all v heads
+        for (int h = 0; h < H; ++h) {
+          const int begin = h * blk + (part == 0 ? 0 : part == 1 ? K : 2 * K), n = part < 2 ? K : g * V;
+          for (int i = 0; i < n; ++i) rq.push_back(begin + i);
+        }
+      }
+      for (int h = 0; h < H; ++h) {
+        for (int i = 0; i < g * V; ++i) rz.push_back(h * blk + 2 * K + g * V + i);
+        for (int i = 0; i < g; ++i) rb.push_back(h * 2 * g + i), ra.push_back(h * 2 * g + g + i);
+      }
+      w->qkv = linear_from_rows(qkvz, hidden, rq);
+      w->z = linear_from_rows(qkvz, hidden, rz);
+      w->b = linear_from_rows(ba, hidden, rb);
+      w->a = linear_from_rows(ba, hidden, ra);
+    }
+    HANPU_RETURN_IF_ERROR(linear(p + "out_proj.weight", hidden, HV * V, &w->out));
+    HANPU_RETURN_IF_ERROR(f32(p + "conv1d.weight", {qkv, 1, c_.conv_kernel}, &w->conv));
+    HANPU_RETURN_IF_ERROR(f32(p + "A_log", {HV}, &w->neg_A));
+    for (float& a : w->neg_A) a = -std::exp(a);
+    HANPU_RETURN_IF_ERROR(f32(p + "dt_bias", {HV}, &w->dt_bias));
+    return f32(p + "norm.weight", {V}, &w->norm);
+  }
+  Status attn(const std::string& p, AttnWeights* w) {
+    const int Hq = c_.attn_heads, Hkv = c_.kv_heads, D = c_.head_dim;
+    HANPU_RETURN_IF_ERROR(linear(p + "q_proj.weight", Hq * 2 * D, c_.hidden, &w->q));
+    HANPU_RETURN_IF_ERROR(linear(p + "k_proj.weight", Hkv * D, c_.hidden, &w->k));
+    HANPU_RETURN_IF_ERROR(linear(p + "v_proj.weight", Hkv * D, c_.hidden, &w->v));
+    HANPU_RETURN_IF_ERROR(linear(p + "o_proj.weight", c_.hidden, Hq * D, &w->o));
+    HANPU_RETURN_IF_ERROR(f32(p + "q_norm.weight", {D}, &w->q_norm));
+    return f32(p + "k_norm.weight", {D}, &w->k_norm);
+  }
+  Status moe(const std::string& p, MoeWeights* m) {
+    const int E = c_.num_experts, I = c_.moe_intermediate, hidden = c_.hidden;
+    HANPU_RETURN_IF_ERROR(linear(p + "gate.weight", E, hidden, &m->router));
+    m->experts.resize(E);
+    if (s_.find(p + "experts.gate_up_proj") != nullptr) {  // transformers 5's fused 3-D layout
+      std::vector<float> gu, dn;
+      HANPU_RETURN_IF_ERROR(f32(p + "experts.gate_up_proj", {E, 2 * I, hidden}, &gu));
+      HANPU_RETURN_IF_ERROR(f32(p + "experts.down_proj", {E, hidden, I}, &dn));
+      for (int e = 0; e < E; ++e) {
+        const std::vector<float> gue(gu.begin() + static_cast<int64_t>(e) * 2 * I * hidden,
+                                     gu.begin() + static_cast<int64_t>(e + 1) * 2 * I * hidden);
+        const std::vector<float> dne(dn.begin() + static_cast<int64_t>(e) * hidden * I,
+                                     dn.begin() + static_cast<int64_t>(e + 1) * hidden * I);
+        m->experts[e].gate_up = linear_from_rows(gue, hidden, iota_rows(2 * I));
+        m->experts[e].down = linear_from_rows(dne, I, iota_rows(hidden));
+      }
+    } else {
+      for (int e = 0; e < E; ++e) HANPU_RETURN_IF_ERROR(mlp(fmt::format("{}experts.{}.", p, e), I, &m->experts[e]));
+    }
+    if (c_.shared_expert_intermediate > 0) {
+      HANPU_RETURN_IF_ERROR(mlp(p + "shared_expert.", c_.shared_expert_intermediate, &m->shared));
+      HANPU_RETURN_IF_ERROR(linear(p + "shared_expert_gate.weight", 1, hidden, &m->shared_gate));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  const ModelConfig& c_;
+  const WeightStore& s_;
+};
+
+}  // namespace
+
+int64_t ModelWeights::bytes() const {
+  int64_t n = static_cast<int64_t>(embed.size() + final_norm.size() + lm_head.wt.size());
+  const auto lin = [](const Linear& l) { return static_cast<int64_t>(l.wt.size()); };
+  const auto mlp = [&](const MlpWeights& m) { return lin(m.gate_up) + lin(m.down); };
+  for (const LayerWeights& l : layers) {
+    n += static_cast<int64_t>(l.input_norm.size() + l.post_norm.size());
+    n += lin(l.gdn.qkv) + lin(l.gdn.z) + lin(l.gdn.a) + lin(l.gdn.b) + lin(l.gdn.out) +
+         static_cast<int64_t>(l.gdn.conv.size());
+    n += lin(l.attn.q) + lin(l.attn.k) + lin(l.attn.v) + lin(l.attn.o);
+    n += mlp(l.mlp) + lin(l.moe_w.router) + mlp(l.moe_w.shared) + lin(l.moe_w.shared_gate);
+    for (const MlpWeights& e : l.moe_w.experts) n += mlp(e);
+  }
+  return n * static_cast<int64_t>(sizeof(float));
+}
+
+Status convert_weights(const ModelConfig& c, const WeightStore& store, ModelWeights* out) {
+  Converter cv(c, store);
+  ModelWeights w;
+  const std::string& P = c.weight_prefix;
+  HANPU_RETURN_IF_ERROR(cv.f32(P + "embed_tokens.weight", {c.vocab, c.hidden}, &w.embed));
+  HANPU_RETURN_IF_ERROR(cv.f32(P + "norm.weight", {c.hidden}, &w.final_norm));
+  if (c.tie_embeddings && store.find("lm_head.weight") == nullptr) {
+    w.lm_head = linear_from_rows(w.embed, c.hidden, iota_rows(c.vocab));
+  } else {
+    HANPU_RETURN_IF_ERROR(cv.linear("lm_head.weight", c.vocab, c.hidden, &w.lm_head));
+  }
+  w.layers.resize(c.layers);
+  for (int i = 0; i < c.layers; ++i) {
+    LayerWeights& l = w.layers[i];
+    const std::string p = fmt::format("{}layers.{}.", P, i);
+    l.kind = c.layer_kinds[i];
+    HANPU_RETURN_IF_ERROR(cv.f32(p + "input_layernorm.weight", {c.hidden}, &l.input_norm));
+    HANPU_RETURN_IF_ERROR(cv.f32(p + "post_attention_layernorm.weight", {c.hidden}, &l.post_norm));
+    if (l.kind == LayerKind::kLinearAttention) {
+      HANPU_RETURN_IF_ERROR(cv.gdn(p + "linear_attn.", &l.gdn));
+    } else {
+      HANPU_RETURN_IF_ERROR(cv.attn(p + "self_attn.", &l.attn));
+    }
+    l.moe = c.layer_has_moe(i);
+    if (l.moe) {
+      HANPU_RETURN_IF_ERROR(cv.moe(p + "mlp.", &l.moe_w));
+    } else {
+      HANPU_RETURN_IF_ERROR(cv.mlp(p + "mlp.", c.intermediate, &l.mlp));
+    }
+  }
+  *out = std::move(w);
+  return Status::Ok();
+}
+
+namespace {
+
+Linear random_linear(Rng& rng, int in, int out) {
+  Linear l;
+  l.in = in;
+  l.out = out;
+  l.wt.resize(static_cast<size_t>(in) * out);
+  const double s = 0.5 / std::sqrt(static_cast<double>(in));
+  for (float& x : l.wt) x = static_cast<float>(rng.normal() * s);
+  return l;
+}
+
+std::vector<float> random_vec(Rng& rng, size_t n, double mean, double sd) {
+  std::vector<float> v(n);
+  for (float& x : v) x = static_cast<float>(mean + sd * rng.normal());
+  return v;
+}
+
+MlpWeights random_mlp(Rng& rng, int hidden, int inter) {
+  return MlpWeights{random_linear(rng, hidden, 2 * inter), random_linear(rng, inter, hidden)};
+}
+
+}  // namespace
+
+void random_weights(const ModelConfig& c, uint64_t seed, ModelWeights* out) {
+  Rng rng(seed);
+  ModelWeights w;
+  w.embed = random_vec(rng, static_cast<size_t>(c.vocab) * c.hidden, 0.0, 1.0);
+  w.final_norm = random_vec(rng, c.hidden, 0.0, 0.1);
+  w.lm_head = random_linear(rng, c.hidden, c.vocab);
+  w.layers.resize(c.layers);
+  const int H = c.la_key_heads, HV = c.la_value_heads, K = c.la_key_dim, V = c.la_value_dim;
+  for (int i = 0; i < c.layers; ++i) {
+    LayerWeights& l = w.layers[i];
+    l.kind = c.layer_kinds[i];
+    l.input_norm = random_vec(rng, c.hidden, 0.0, 0.1);
+    l.post_norm = random_vec(rng, c.hidden, 0.0, 0.1);
+    if (l.kind == LayerKind::kLinearAttention) {
+      GdnWeights& g = l.gdn;
+      g.qkv = random_linear(rng, c.hidden, 2 * H * K + HV * V);
+      g.z = random_linear(rng, c.hidden, HV * V);
+      g.b = random_linear(rng, c.hidden, HV);
+      g.a = random_linear(rng, c.hidden, HV);
+      g.out = random_linear(rng, HV * V, c.hidden);
+      g.conv = random_vec(rng, static_cast<size_t>(c.la_conv_channels()) * c.conv_kernel, 0.0, 0.3);
+      g.neg_A = random_vec(rng, HV, 0.0, 0.5);
+      for (float& a : g.neg_A) a = -std::exp(a);
+      g.dt_bias = random_vec(rng, HV, 0.0, 0.5);
+      g.norm = random_vec(rng, V, 1.0, 0.1);
+    } else {
+      AttnWeights& a = l.attn;
+      a.q = random_linear(rng, c.hidden, c.attn_heads * 2 * c.head_dim);
+      a.k = random_linear(rng, c.hidden, c.kv_heads * c.head_dim);
+      a.v = random_linear(rng, c.hidden, c.kv_heads * c.head_dim);
+      a.o = random_linear(rng, c.attn_heads * c.head_dim, c.hidden);
+      a.q_norm = random_vec(rng, c.head_dim, 0.0, 0.1);
+      a.k_norm = random_vec(rng, c.head_dim, 0.0, 0.1);
+    }
+    l.moe = c.layer_has_moe(i);
+    if (l.moe) {
+      l.moe_w.router = random_linear(rng, c.hidden, c.num_experts);
+      for (int e = 0; e < c.num_experts; ++e) l.moe_w.experts.push_back(random_mlp(rng, c.hidden, c.moe_intermediate));
+      if (c.shared_expert_intermediate > 0) {
+        l.moe_w.shared = random_mlp(rng, c.hidden, c.shared_expert_intermediate);
+        l.moe_w.shared_gate = random_linear(rng, c.hidden, 1);
+      }
+    } else {
+      l.mlp = random_mlp(rng, c.hidden, c.intermediate);
+    }
+  }
+  *out = std::move(w);
+}
+
+}  // namespace hanpu::model

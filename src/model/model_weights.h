@@ -1,0 +1,75 @@
+// A hybrid model's weights in hanpu's compute layout, converted once from the checkpoint:
+// fp32, projections transposed to W^T [in, out] (the micro-kernel's row-major B operand),
+// Qwen3-Next's grouped qkvz / ba projections regrouped into Qwen3.5's separate q|k|v, z, b, a
+// order so one layer implementation serves both, GDN's A_log turned into -exp(A_log).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hanpu/status.h"
+#include "model/model_config.h"
+#include "model/weight_store.h"
+
+namespace hanpu::model {
+
+struct Linear {
+  int in = 0, out = 0;
+  std::vector<float> wt;  // [in, out]
+};
+
+struct GdnWeights {
+  Linear qkv;           // out = 2 H K + HV V: q heads, k heads, v heads
+  Linear z;             // out = HV V
+  Linear b, a;          // out = HV
+  Linear out;           // [HV V -> hidden]
+  std::vector<float> conv;      // [channels, kernel] depthwise causal conv over q|k|v
+  std::vector<float> neg_A;     // [HV] -exp(A_log)
+  std::vector<float> dt_bias;   // [HV]
+  std::vector<float> norm;      // [V] gated RMSNorm weight (plain, not zero-centred)
+};
+
+struct AttnWeights {
+  Linear q;  // out = Hq 2D: per head D query dims then D output-gate dims
+  Linear k, v, o;
+  std::vector<float> q_norm, k_norm;  // [D] zero-centred RMSNorm weights (applied as 1 + w)
+};
+
+struct MlpWeights {
+  Linear gate_up;  // out = 2 I: gate columns [0, I), up columns [I, 2I) (one pass over x)
+  Linear down;
+};
+
+struct MoeWeights {
+  Linear router;  // out = E
+  std::vector<MlpWeights> experts;
+  MlpWeights shared;
+  Linear shared_gate;  // out = 1; absent (in = 0) if the model has no shared expert
+};
+
+struct LayerWeights {
+  LayerKind kind = LayerKind::kLinearAttention;
+  std::vector<float> input_norm, post_norm;  // [hidden], zero-centred
+  GdnWeights gdn;
+  AttnWeights attn;
+  bool moe = false;
+  MlpWeights mlp;
+  MoeWeights moe_w;
+};
+
+struct ModelWeights {
+  std::vector<float> embed;  // [vocab, hidden]
+  std::vector<float> final_norm;
+  Linear lm_head;            // [hidden -> vocab] (a transposed copy of embed when tied)
+  std::vector<LayerWeights> layers;
+  int64_t bytes() const;
+};
+
+// Converts the tensors `config` needs from `store`; an error names the first tensor that is
+// missing or has the wrong shape.
+Status convert_weights(const ModelConfig& config, const WeightStore& store, ModelWeights* out);
+
+// Seeded random weights of the real architecture shape (for `--synthetic` benchmarks).
+void random_weights(const ModelConfig& config, uint64_t seed, ModelWeights* out);
+
+}  // namespace hanpu::model

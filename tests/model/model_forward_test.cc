@@ -1,0 +1,123 @@
+// The forward pass against transformers on the committed fixtures: last-position logits within
+// 1e-4 (fp32), 16 greedy tokens identical, prefill + decode == one longer prefill, and every
+// LA strategy giving the same logits.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "hanpu/la.h"
+#include "model/model.h"
+
+namespace hanpu::model {
+namespace {
+
+nlohmann::json reference(const std::string& name) {
+  std::ifstream in(std::string(HANPU_FIXTURES_DIR) + "/models/" + name + "/reference.json");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return nlohmann::json::parse(ss.str());
+}
+
+std::unique_ptr<Model> load(const std::string& name) {
+  std::unique_ptr<Model> m;
+  const Status st = load_model(std::string(HANPU_FIXTURES_DIR) + "/models/" + name, &m);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return m;
+}
+
+float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  float d = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i])) return INFINITY;
+    d = std::max(d, std::abs(a[i] - b[i]));
+  }
+  return d;
+}
+
+int argmax(const std::vector<float>& v) {
+  return static_cast<int>(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+class ForwardFixture : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ForwardFixture, LogitsAndGreedyTokensMatchTransformers) {
+  const auto m = load(GetParam());
+  ASSERT_NE(m, nullptr);
+  const auto ref = reference(GetParam());
+  for (const auto& p : ref["prompts"]) {
+    const auto ids = p["ids"].get<std::vector<int>>();
+    const auto want = p["last_logits"].get<std::vector<float>>();
+    SequenceState s = m->new_state();
+    std::vector<float> logits;
+    ASSERT_TRUE(m->forward(ids.data(), static_cast<int64_t>(ids.size()), &s, {}, &logits).ok());
+    ASSERT_EQ(logits.size(), want.size());
+    EXPECT_LE(max_abs_diff(logits, want), 1e-4f) << p["text"];
+    std::vector<int> greedy;
+    for (int i = 0; i < 16; ++i) {
+      const int next = argmax(logits);
+      greedy.push_back(next);
+      ASSERT_TRUE(m->forward(&next, 1, &s, {}, &logits).ok());
+    }
+    EXPECT_EQ(greedy, p["greedy16"].get<std::vector<int>>()) << p["text"];
+  }
+}
+
+TEST_P(ForwardFixture, PrefillThenDecodeEqualsOneLongerPrefill) {
+  const auto m = load(GetParam());
+  ASSERT_NE(m, nullptr);
+  std::vector<int> ids;
+  for (int i = 0; i < 150; ++i) ids.push_back((i * 37 + 11) % m->config().vocab);
+  for (int split : {1, 64, 129}) {
+    SequenceState a = m->new_state(), b = m->new_state();
+    std::vector<float> la, lb;
+    ASSERT_TRUE(m->forward(ids.data(), 150, &a, {}, &la).ok());
+    ASSERT_TRUE(m->forward(ids.data(), split, &b, {}, &lb).ok());
+    for (int t = split; t < 150; t += 7) {  // the rest in pieces of up to 7 tokens
+      const int n = std::min(7, 150 - t);
+      ASSERT_TRUE(m->forward(ids.data() + t, n, &b, {}, &lb).ok());
+    }
+    EXPECT_LE(max_abs_diff(la, lb), 2e-4f) << "split at " << split;
+    EXPECT_EQ(a.position, b.position);
+  }
+}
+
+TEST_P(ForwardFixture, EveryLaStrategyGivesTheSameLogits) {
+  const auto m = load(GetParam());
+  ASSERT_NE(m, nullptr);
+  std::vector<int> ids;
+  for (int i = 0; i < 200; ++i) ids.push_back((i * 53 + 5) % m->config().vocab);
+  std::vector<float> base;
+  for (const LaStrategyInfo& s : la_strategies()) {
+    ForwardOptions opt;
+    opt.la_strategy = std::string(s.name);
+    SequenceState st = m->new_state();
+    std::vector<float> logits;
+    ASSERT_TRUE(m->forward(ids.data(), 200, &st, opt, &logits).ok()) << s.name;
+    if (base.empty()) {
+      base = logits;
+    } else {
+      EXPECT_LE(max_abs_diff(base, logits), 2e-4f) << s.name;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, ForwardFixture, ::testing::Values("qwen35-tiny", "qwen3next-tiny"));
+
+TEST(Forward, BadTokenIdIsNamed) {
+  const auto m = load("qwen35-tiny");
+  ASSERT_NE(m, nullptr);
+  SequenceState s = m->new_state();
+  std::vector<float> logits;
+  const int ids[] = {1, 5, 100000};
+  const Status st = m->forward(ids, 3, &s, {}, &logits);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("token id 100000 at position 2"), std::string::npos) << st.message();
+  EXPECT_EQ(s.position, 0);
+}
+
+}  // namespace
+}  // namespace hanpu::model

@@ -1,4 +1,4 @@
-// hanpu CLI: one binary, subcommands per job (bench la, bench attn, la strategies, la schedule,
+// hanpu CLI: one binary, subcommands per job (run, bench la, bench attn, la strategies, la schedule,
 // attn placements, info).
 #include <cstdio>
 #include <string>
@@ -7,6 +7,7 @@
 
 #include "bench_attn.h"
 #include "bench_la.h"
+#include "run_cmd.h"
 #include "hanpu/attn.h"
 #include "hanpu/la.h"
 #include "hanpu/machine.h"
@@ -14,6 +15,10 @@
 int main(int argc, char** argv) {
   CLI::App app{"hanpu: hybrid-attention LLM kernels for edge hardware"};
   app.require_subcommand(1);
+
+  hanpu::cli::RunOptions run_opts;
+  auto* run = app.add_subcommand("run", "run a model: prefill a prompt, stream generated text, print tokens/s");
+  hanpu::cli::add_run_options(*run, run_opts);
 
   auto* bench = app.add_subcommand("bench", "benchmarks (timed side by side, medians)");
   bench->require_subcommand(1);
@@ -46,6 +51,7 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
 
+  if (*run) return hanpu::cli::run_model(run_opts);
   if (*bench_la_cmd) return hanpu::cli::run_bench_la(bench_la);
   if (*bench_attn_cmd) return hanpu::cli::run_bench_attn(bench_attn);
   if (*placements) {

@@ -1,0 +1,75 @@
+// Running a hybrid model: load a checkpoint (or build a synthetic one), tokenize, prefill in
+// bounded chunks, decode with sampling, stream text out, report timings.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hanpu/status.h"
+
+namespace hanpu {
+
+struct GenerateOptions {
+  std::string la_strategy = "hanpu";        // any of la_strategies()
+  std::string attn_placement = "balanced";  // any of attn_placements()
+  int threads = 0;                          // 0: HANPU_THREADS or every core
+  int max_tokens = 64;                      // tokens to generate (0: prefill only)
+  int prefill_chunk = 1024;                 // prompt tokens per forward call (bounds memory)
+  float temperature = 0.0f;                 // 0: greedy
+  int top_k = 0;                            // 0: off
+  float top_p = 1.0f;                       // 1: off
+  uint64_t seed = 0;
+  bool chat = false;                        // wrap the prompt in the chat template
+  bool stop_at_eos = true;
+};
+
+struct GenerateStats {
+  int64_t prompt_tokens = 0, generated_tokens = 0;
+  double prefill_ms = 0, decode_ms = 0;
+  // Prefill time by part of the model.
+  double la_ms = 0, attn_ms = 0, mlp_ms = 0, other_ms = 0;
+  std::string stop_reason;  // "eos", "max_tokens"
+};
+
+struct EngineInfo {
+  std::string name, architecture;
+  int layers = 0, la_layers = 0, attn_layers = 0, hidden = 0, vocab = 0;
+  int64_t parameters = 0, weight_bytes = 0;
+};
+
+class Engine {
+ public:
+  ~Engine();
+  // A checkpoint folder: config.json, safetensors (single or sharded), tokenizer.json.
+  static Status load(const std::string& dir, std::unique_ptr<Engine>* out);
+  // A synthetic model of a real architecture's shape with seeded random weights (no
+  // tokenizer: prompts are random token ids), for benchmarks. Names: synthetic_models().
+  static Status synthetic(const std::string& name, uint64_t seed, std::unique_ptr<Engine>* out);
+  static std::vector<std::string> synthetic_models();
+
+  EngineInfo info() const;
+  bool has_tokenizer() const;
+  Status tokenize(std::string_view text, bool chat, std::vector<int>* ids) const;
+
+  // Prefills `prompt` ids, then decodes. on_text gets each piece of text as soon as it is
+  // complete UTF-8 (null: no text); on_progress(done, total) during the prefill.
+  Status generate(const std::vector<int>& prompt, const GenerateOptions& options,
+                  const std::function<void(std::string_view)>& on_text,
+                  const std::function<void(int64_t, int64_t)>& on_progress, GenerateStats* stats,
+                  std::vector<int>* generated = nullptr);
+
+ private:
+  struct Impl;
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The model that ships with the repository (a tiny random-weight Qwen3.5 checkpoint), so a
+// fresh checkout runs end to end; empty if the source tree is not where it was built.
+std::string default_model_dir();
+
+}  // namespace hanpu

@@ -1,0 +1,180 @@
+// The public Engine (include/hanpu/engine.h) over model::Model, Tokenizer and Sampler.
+#include "hanpu/engine.h"
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "model/model.h"
+#include "model/sampler.h"
+#include "model/synthetic_models.h"
+#include "model/tokenizer.h"
+
+namespace hanpu {
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Length of the longest prefix of `s` that ends on a UTF-8 character boundary.
+size_t complete_utf8_prefix(const std::string& s) {
+  size_t i = s.size();
+  for (size_t back = 0; back < 4 && i > 0; ++back) {
+    const unsigned char ch = static_cast<unsigned char>(s[i - 1]);
+    if ((ch & 0xC0) == 0x80) {  // continuation byte: keep looking for the lead byte
+      --i;
+      continue;
+    }
+    const size_t need = ch < 0x80 ? 1 : (ch >> 5) == 0x6 ? 2 : (ch >> 4) == 0xE ? 3 : (ch >> 3) == 0x1E ? 4 : 1;
+    return (s.size() - (i - 1) >= need) ? s.size() : i - 1;
+  }
+  return s.size();
+}
+
+}  // namespace
+
+struct Engine::Impl {
+  std::string name;
+  std::unique_ptr<model::Model> model;
+  std::optional<model::Tokenizer> tokenizer;
+};
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Engine::~Engine() = default;
+
+Status Engine::load(const std::string& dir, std::unique_ptr<Engine>* out) {
+  auto impl = std::make_unique<Impl>();
+  impl->name = std::filesystem::path(dir).filename().string();
+  if (impl->name.empty()) impl->name = dir;
+  HANPU_RETURN_IF_ERROR(model::load_model(dir, &impl->model));
+  const std::string tok = (std::filesystem::path(dir) / "tokenizer.json").string();
+  if (std::filesystem::exists(tok)) {
+    impl->tokenizer.emplace();
+    HANPU_RETURN_IF_ERROR(model::Tokenizer::load(tok, &*impl->tokenizer));
+    if (impl->tokenizer->vocab_size() > impl->model->config().vocab) {
+      return Status::Error(fmt::format("{}: the tokenizer has {} tokens, the model's vocabulary only {}", tok,
+                                       impl->tokenizer->vocab_size(), impl->model->config().vocab));
+    }
+  }
+  out->reset(new Engine(std::move(impl)));
+  return Status::Ok();
+}
+
+Status Engine::synthetic(const std::string& name, uint64_t seed, std::unique_ptr<Engine>* out) {
+  const auto config = model::synthetic_model_config(name);
+  if (!config) {
+    std::string names;
+    for (const auto& n : model::synthetic_model_names()) names += (names.empty() ? "" : ", ") + n;
+    return Status::Error(fmt::format("unknown synthetic model '{}' (one of: {})", name, names));
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->name = name + " (synthetic)";
+  model::ModelWeights w;
+  model::random_weights(*config, seed, &w);
+  impl->model = std::make_unique<model::Model>(*config, std::move(w));
+  out->reset(new Engine(std::move(impl)));
+  return Status::Ok();
+}
+
+std::vector<std::string> Engine::synthetic_models() { return model::synthetic_model_names(); }
+
+EngineInfo Engine::info() const {
+  const model::ModelConfig& c = impl_->model->config();
+  EngineInfo i;
+  i.name = impl_->name;
+  i.architecture = c.arch == model::Arch::kQwen35 ? "qwen3.5" : "qwen3-next";
+  i.layers = c.layers;
+  for (auto k : c.layer_kinds) (k == model::LayerKind::kLinearAttention ? i.la_layers : i.attn_layers)++;
+  i.hidden = c.hidden;
+  i.vocab = c.vocab;
+  i.weight_bytes = impl_->model->weights().bytes();
+  i.parameters = i.weight_bytes / 4;
+  return i;
+}
+
+bool Engine::has_tokenizer() const { return impl_->tokenizer.has_value(); }
+
+Status Engine::tokenize(std::string_view text, bool chat, std::vector<int>* ids) const {
+  if (!impl_->tokenizer) return Status::Error(fmt::format("{} has no tokenizer.json", impl_->name));
+  if (!chat) return impl_->tokenizer->encode(text, ids);
+  // Qwen's chat template rendered for one user turn (ChatML); the Jinja template in
+  // tokenizer_config.json is not interpreted.
+  if (!impl_->tokenizer->token_id("<|im_start|>") || !impl_->tokenizer->token_id("<|im_end|>")) {
+    return Status::Error("--chat needs a tokenizer with <|im_start|> and <|im_end|> (ChatML)");
+  }
+  return impl_->tokenizer->encode(fmt::format("<|im_start|>user\n{}<|im_end|>\n<|im_start|>assistant\n", text), ids);
+}
+
+Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o,
+                        const std::function<void(std::string_view)>& on_text,
+                        const std::function<void(int64_t, int64_t)>& on_progress, GenerateStats* stats,
+                        std::vector<int>* generated) {
+  const model::Model& m = *impl_->model;
+  if (prompt.empty()) return Status::Error("the prompt has no tokens");
+  if (o.max_tokens < 0 || o.prefill_chunk < 1) {
+    return Status::Error(fmt::format("max_tokens {} must be >= 0 and prefill_chunk {} >= 1", o.max_tokens,
+                                     o.prefill_chunk));
+  }
+  if (!(o.temperature >= 0.0f) || !(o.top_p > 0.0f && o.top_p <= 1.0f) || o.top_k < 0) {
+    return Status::Error(fmt::format("sampling: temperature {} must be >= 0, top_p {} in (0, 1], top_k {} >= 0",
+                                     o.temperature, o.top_p, o.top_k));
+  }
+  model::ForwardOptions fo;
+  fo.la_strategy = o.la_strategy;
+  fo.attn_placement = o.attn_placement;
+  fo.threads = o.threads;
+  GenerateStats s;
+  s.prompt_tokens = static_cast<int64_t>(prompt.size());
+  model::SequenceState state = m.new_state();
+  std::vector<float> logits;
+  model::ForwardProfile prof;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < s.prompt_tokens; i += o.prefill_chunk) {
+    const int64_t n = std::min<int64_t>(o.prefill_chunk, s.prompt_tokens - i);
+    HANPU_RETURN_IF_ERROR(m.forward(prompt.data() + i, n, &state, fo, &logits, &prof));
+    if (on_progress) on_progress(i + n, s.prompt_tokens);
+  }
+  s.prefill_ms = ms_since(t0);
+  s.la_ms = prof.la_ms;
+  s.attn_ms = prof.attn_ms;
+  s.mlp_ms = prof.mlp_ms;
+  s.other_ms = prof.other_ms;
+  model::Sampler sampler({o.temperature, o.top_k, o.top_p, o.seed});
+  const auto& eos = m.config().eos_token_ids;
+  std::string pending;
+  s.stop_reason = "max_tokens";
+  const auto t1 = std::chrono::steady_clock::now();
+  for (int step = 0; step < o.max_tokens; ++step) {
+    const int tok = sampler.sample(logits);
+    if (o.stop_at_eos && std::find(eos.begin(), eos.end(), tok) != eos.end()) {
+      s.stop_reason = "eos";
+      break;
+    }
+    ++s.generated_tokens;
+    if (generated != nullptr) generated->push_back(tok);
+    if (on_text && impl_->tokenizer) {
+      pending += impl_->tokenizer->token_bytes(tok);
+      const size_t n = complete_utf8_prefix(pending);
+      if (n > 0) {
+        on_text(std::string_view(pending).substr(0, n));
+        pending.erase(0, n);
+      }
+    }
+    if (step + 1 < o.max_tokens) HANPU_RETURN_IF_ERROR(m.forward(&tok, 1, &state, fo, &logits));
+  }
+  if (on_text && !pending.empty()) on_text(pending);
+  s.decode_ms = ms_since(t1);
+  if (stats != nullptr) *stats = s;
+  return Status::Ok();
+}
+
+std::string default_model_dir() {
+  const std::filesystem::path p = std::filesystem::path(HANPU_SOURCE_DIR) / "tests/fixtures/models/qwen35-tiny";
+  return std::filesystem::exists(p / "config.json") ? p.string() : std::string();
+}
+
+}  // namespace hanpu

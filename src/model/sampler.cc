@@ -1,0 +1,47 @@
+// Greedy / temperature / top-k / top-p sampling (see sampler.h).
+#include "model/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace hanpu::model {
+
+int Sampler::sample(const std::vector<float>& logits) {
+  const int n = static_cast<int>(logits.size());
+  if (p_.temperature <= 0.0f) {  // ties go to the lowest id, as torch.argmax does
+    return static_cast<int>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  }
+  order_.resize(n);
+  std::iota(order_.begin(), order_.end(), 0);
+  const int k = p_.top_k > 0 ? std::min(p_.top_k, n) : n;
+  std::partial_sort(order_.begin(), order_.begin() + k, order_.end(),
+                    [&](int a, int b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  order_.resize(k);
+  prob_.resize(k);
+  const double mx = logits[order_[0]];
+  double sum = 0;
+  for (int i = 0; i < k; ++i) sum += (prob_[i] = std::exp((logits[order_[i]] - mx) / p_.temperature));
+  // Nucleus: the smallest prefix (by probability) whose mass reaches top_p.
+  int keep = k;
+  if (p_.top_p < 1.0f) {
+    double acc = 0;
+    for (int i = 0; i < k; ++i) {
+      acc += prob_[i] / sum;
+      if (acc >= p_.top_p) {
+        keep = i + 1;
+        break;
+      }
+    }
+  }
+  double mass = 0;
+  for (int i = 0; i < keep; ++i) mass += prob_[i];
+  double u = rng_.uniform() * mass;
+  for (int i = 0; i < keep; ++i) {
+    u -= prob_[i];
+    if (u < 0) return order_[i];
+  }
+  return order_[keep - 1];
+}
+
+}  // namespace hanpu::model

@@ -1,0 +1,126 @@
+// `hanpu run` (see run_cmd.h).
+#include "run_cmd.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/rng.h"
+#include "hanpu/engine.h"
+#include "hanpu/la.h"
+
+namespace hanpu::cli {
+
+void add_run_options(CLI::App& app, RunOptions& o) {
+  app.add_option("--model", o.model, "checkpoint folder (config.json, *.safetensors, tokenizer.json)");
+  app.add_option("--synthetic", o.synthetic, "random-weight model of a real shape: qwen3.5-0.8b, qwen3.5-2b, qwen3-next-tiny")
+      ->excludes(app.get_option("--model"));
+  app.add_option("--prompt", o.prompt, "prompt text")->capture_default_str();
+  app.add_option("--prompt-tokens", o.prompt_tokens, "synthetic models: random prompt of N tokens (default 512)");
+  app.add_flag("--chat", o.chat, "wrap the prompt in the chat template (ChatML)");
+  app.add_option("--max-tokens", o.max_tokens, "tokens to generate")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--temperature", o.temperature, "0: greedy")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--top-k", o.top_k, "0: off")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--top-p", o.top_p, "1: off")->capture_default_str()->check(CLI::Range(0.0f, 1.0f));
+  app.add_option("--seed", o.seed, "sampling seed")->capture_default_str();
+  app.add_option("--la", o.la, "LA strategy: recurrent, fla, hanpu")->capture_default_str();
+  app.add_option("--placement", o.placement, "attention placement: balanced, uniform, layer")->capture_default_str();
+  app.add_option("--threads", o.threads, "cores (0: all)")->capture_default_str();
+  app.add_option("--prefill-chunk", o.prefill_chunk, "prompt tokens per forward call")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--json", o.json, "print the summary as one JSON object");
+}
+
+int run_model(const RunOptions& o) {
+  std::unique_ptr<Engine> engine;
+  Status st;
+  const bool tty = isatty(fileno(stderr)) != 0;
+  if (!o.synthetic.empty()) {
+    std::fprintf(stderr, "building %s with random weights...\n", o.synthetic.c_str());
+    st = Engine::synthetic(o.synthetic, o.seed + 1, &engine);
+  } else {
+    const std::string dir = o.model.empty() ? default_model_dir() : o.model;
+    if (dir.empty()) {
+      std::fprintf(stderr, "error: no --model given and the shipped model (tests/fixtures/models/qwen35-tiny) is not found\n");
+      return 2;
+    }
+    if (o.model.empty()) std::fprintf(stderr, "no --model: running the tiny random-weight model shipped with hanpu (%s)\n", dir.c_str());
+    st = Engine::load(dir, &engine);
+  }
+  if (!st.ok()) {
+    std::fprintf(stderr, "error: %s\n", st.message().c_str());
+    return 2;
+  }
+  const EngineInfo info = engine->info();
+  std::fprintf(stderr, "model: %s, %s, %d layers (%d GDN + %d attention), hidden %d, %.1f M parameters (%.2f GB fp32)\n",
+               info.name.c_str(), info.architecture.c_str(), info.layers, info.la_layers, info.attn_layers, info.hidden,
+               info.parameters / 1e6, info.weight_bytes / 1e9);
+  std::vector<int> prompt;
+  if (engine->has_tokenizer() && o.prompt_tokens == 0) {
+    st = engine->tokenize(o.prompt, o.chat, &prompt);
+    if (!st.ok()) {
+      std::fprintf(stderr, "error: prompt: %s\n", st.message().c_str());
+      return 2;
+    }
+    std::printf("%s", o.prompt.c_str());
+  } else {
+    Rng rng(o.seed + 7);
+    const int n = o.prompt_tokens > 0 ? o.prompt_tokens : 512;
+    for (int i = 0; i < n; ++i) prompt.push_back(static_cast<int>(rng.below(info.vocab)));
+    std::fprintf(stderr, "prompt: %d random token ids%s\n", n, engine->has_tokenizer() ? "" : " (no tokenizer)");
+  }
+  std::fflush(stdout);
+  GenerateOptions g;
+  g.la_strategy = o.la;
+  g.attn_placement = o.placement;
+  g.threads = o.threads;
+  g.max_tokens = o.max_tokens;
+  g.prefill_chunk = o.prefill_chunk;
+  g.temperature = o.temperature;
+  g.top_k = o.top_k;
+  g.top_p = o.top_p;
+  g.seed = o.seed;
+  g.chat = o.chat;
+  GenerateStats s;
+  const auto on_text = [](std::string_view text) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  };
+  const auto on_progress = [&](int64_t done, int64_t total) {
+    if (tty && total > o.prefill_chunk) std::fprintf(stderr, "\rprefill %lld / %lld tokens", static_cast<long long>(done), static_cast<long long>(total));
+    if (tty && total > o.prefill_chunk && done == total) std::fprintf(stderr, "\n");
+  };
+  st = engine->generate(prompt, g, on_text, on_progress, &s);
+  std::printf("\n");
+  if (!st.ok()) {
+    std::fprintf(stderr, "error: %s\n", st.message().c_str());
+    return 1;
+  }
+  const double prefill_tps = s.prompt_tokens / (s.prefill_ms / 1e3);
+  const int64_t decode_steps = s.generated_tokens > 0 ? s.generated_tokens - (s.stop_reason == "eos" ? 0 : 1) : 0;
+  const double decode_tps = decode_steps > 0 ? decode_steps / (s.decode_ms / 1e3) : 0.0;
+  const double part = s.la_ms + s.attn_ms + s.mlp_ms + s.other_ms;
+  if (o.json) {
+    nlohmann::json j{{"model", info.name},           {"la", o.la},
+                     {"prompt_tokens", s.prompt_tokens}, {"generated_tokens", s.generated_tokens},
+                     {"prefill_ms", s.prefill_ms},   {"prefill_tokens_per_s", prefill_tps},
+                     {"decode_ms", s.decode_ms},     {"decode_tokens_per_s", decode_tps},
+                     {"la_ms", s.la_ms},             {"attn_ms", s.attn_ms},
+                     {"mlp_ms", s.mlp_ms},           {"other_ms", s.other_ms},
+                     {"stop", s.stop_reason}};
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  std::printf("--\nprefill: %lld tokens in %.1f ms = %.1f tokens/s  (LA layers %.0f%%, attention %.0f%%, MLP %.0f%%, rest %.0f%%)\n",
+              static_cast<long long>(s.prompt_tokens), s.prefill_ms, prefill_tps, 100 * s.la_ms / part,
+              100 * s.attn_ms / part, 100 * s.mlp_ms / part, 100 * s.other_ms / part);
+  std::printf("decode:  %lld tokens in %.1f ms = %.1f tokens/s  (stop: %s; LA strategy %s)\n",
+              static_cast<long long>(s.generated_tokens), s.decode_ms, decode_tps, s.stop_reason.c_str(), o.la.c_str());
+  return 0;
+}
+
+}  // namespace hanpu::cli

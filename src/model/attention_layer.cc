@@ -16,9 +16,9 @@ Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* 
   // qg [T, Hq, 2D]: per head D query dims, then D output-gate dims.
   std::vector<float> qg(static_cast<size_t>(T) * Hq * 2 * D), q(static_cast<size_t>(T) * Hq * D);
   std::vector<float> k(static_cast<size_t>(T) * Hkv * D), v(k.size());
-  cpu::linear(x, hidden, T, hidden, w.q.wt.data(), Hq * 2 * D, qg.data(), Hq * 2 * D, opt.threads);
-  cpu::linear(x, hidden, T, hidden, w.k.wt.data(), Hkv * D, k.data(), Hkv * D, opt.threads);
-  cpu::linear(x, hidden, T, hidden, w.v.wt.data(), Hkv * D, v.data(), Hkv * D, opt.threads);
+  cpu::linear(x, hidden, T, w.q, qg.data(), Hq * 2 * D, opt.threads);
+  cpu::linear(x, hidden, T, w.k, k.data(), Hkv * D, opt.threads);
+  cpu::linear(x, hidden, T, w.v, v.data(), Hkv * D, opt.threads);
   rms_norm_zero_centred(qg.data(), 2 * D, T * Hq, D, w.q_norm.data(), c.rms_eps, q.data(), D);
   rms_norm_zero_centred(k.data(), D, T * Hkv, D, w.k_norm.data(), c.rms_eps, k.data(), D);
   apply_rope(q.data(), T, Hq, D, c.rotary_dims(), c.rope_theta, pos0);
@@ -48,7 +48,7 @@ Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* 
       for (int d = 0; d < D; ++d) orow[d] *= sigmoid(gate[d]);
     }
   }
-  cpu::linear(o.data(), Hq * D, T, Hq * D, w.o.wt.data(), hidden, out, hidden, opt.threads);
+  cpu::linear(o.data(), Hq * D, T, w.o, out, hidden, opt.threads);
   return Status::Ok();
 }
 

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "cpu/nn/conv1d.h"
 #include "cpu/nn/linear.h"
 #include "hanpu/la.h"
 #include "model/layer_ops.h"
@@ -17,11 +18,11 @@ Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int6
   // mixed [T, C] = q heads | k heads | v heads; z [T, HV V]; b, a [T, HV].
   std::vector<float> mixed(static_cast<size_t>(T) * C), z(static_cast<size_t>(T) * HV * V);
   std::vector<float> b(static_cast<size_t>(T) * HV), a(static_cast<size_t>(T) * HV);
-  cpu::linear(x, hidden, T, hidden, w.qkv.wt.data(), C, mixed.data(), C, opt.threads);
-  cpu::linear(x, hidden, T, hidden, w.z.wt.data(), HV * V, z.data(), HV * V, opt.threads);
-  cpu::linear(x, hidden, T, hidden, w.b.wt.data(), HV, b.data(), HV, opt.threads);
-  cpu::linear(x, hidden, T, hidden, w.a.wt.data(), HV, a.data(), HV, opt.threads);
-  causal_conv1d_silu(mixed.data(), T, C, w.conv.data(), c.conv_kernel, conv);
+  cpu::linear(x, hidden, T, w.qkv, mixed.data(), C, opt.threads);
+  cpu::linear(x, hidden, T, w.z, z.data(), HV * V, opt.threads);
+  cpu::linear(x, hidden, T, w.b, b.data(), HV, opt.threads);
+  cpu::linear(x, hidden, T, w.a, a.data(), HV, opt.threads);
+  cpu::causal_conv1d_silu(mixed.data(), T, C, w.conv.data(), c.conv_kernel, conv, opt.threads);
   // The LA kernel takes contiguous q, k [T, H, K] and v [T, HV, V].
   std::vector<float> q(static_cast<size_t>(T) * H * K), k(q.size()), v(static_cast<size_t>(T) * HV * V);
   for (int64_t t = 0; t < T; ++t) {
@@ -51,7 +52,7 @@ Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int6
   if (!st.ok()) return Status::Error(fmt::format("GDN layer: {}", st.message()));
   recurrent->swap(next_state);
   gated_rms_norm(o.data(), z.data(), T * HV, V, w.norm.data(), c.rms_eps);
-  cpu::linear(o.data(), HV * V, T, HV * V, w.out.wt.data(), hidden, out, hidden, opt.threads);
+  cpu::linear(o.data(), HV * V, T, w.out, out, hidden, opt.threads);
   return Status::Ok();
 }
 

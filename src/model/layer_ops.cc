@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace hanpu::model {
 
@@ -33,24 +34,6 @@ void gated_rms_norm(float* o, const float* z, int64_t rows, int n, const float* 
     const float s = inv_rms(orow, n, eps);
     for (int i = 0; i < n; ++i) orow[i] = w[i] * (orow[i] * s) * silu(zr[i]);
   }
-}
-
-void causal_conv1d_silu(float* x, int64_t T, int C, const float* w, int kc, std::vector<float>* state) {
-  const int hist = kc - 1;
-  // Window rows: the kc - 1 inputs before this call, then this call's inputs (kept unmodified
-  // in `in` while x is overwritten with outputs).
-  std::vector<float> in(static_cast<size_t>(hist + T) * C);
-  std::copy(state->begin(), state->end(), in.begin());
-  std::copy(x, x + T * C, in.begin() + static_cast<int64_t>(hist) * C);
-  for (int64_t t = 0; t < T; ++t) {
-    float* out = x + t * C;
-    for (int c = 0; c < C; ++c) {
-      float acc = 0.0f;
-      for (int j = 0; j < kc; ++j) acc += w[c * kc + j] * in[(t + j) * C + c];
-      out[c] = silu(acc);
-    }
-  }
-  std::copy(in.end() - static_cast<int64_t>(hist) * C, in.end(), state->begin());
 }
 
 void gdn_gates(const float* b, const float* a, int64_t T, int HV, const float* neg_A, const float* dt_bias,
@@ -88,14 +71,6 @@ void apply_rope(float* x, int64_t T, int heads, int D, int rot, double theta, in
         r[i + half] = x2 * cs[i] + x1 * sn[i];
       }
     }
-  }
-}
-
-void swiglu(const float* gate_up, int64_t rows, int I, float* out) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* g = gate_up + r * 2 * I;
-    float* o = out + r * I;
-    for (int i = 0; i < I; ++i) o[i] = silu(g[i]) * g[I + i];
   }
 }
 

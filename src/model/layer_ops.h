@@ -1,10 +1,10 @@
 // The element-wise pieces of a Qwen3.5 / Qwen3-Next layer, in fp32 exactly as transformers
 // computes them (each names its source). Plain loops: they are a few percent of a layer's
-// time next to the projections, the LA kernel and attention, which run on src/cpu.
+// time next to the projections, the LA kernel, attention and the short convolution, which
+// run on src/cpu.
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 namespace hanpu::model {
 
@@ -16,11 +16,6 @@ void rms_norm_zero_centred(const float* x, int64_t ld_x, int64_t rows, int n, co
 // o = w * o / sqrt(mean(o^2) + eps) * silu(z) per row of n (Qwen3_5RMSNormGated, plain weight).
 void gated_rms_norm(float* o, const float* z, int64_t rows, int n, const float* w, float eps);
 
-// Depthwise causal conv1d (kernel kc, no bias) then SiLU over x [T, C] in place; `state`
-// [kc - 1, C] holds the inputs before token 0 (zeros for a fresh sequence) and is replaced
-// by the last kc - 1 inputs (causal_conv1d_fn / causal_conv1d_update).
-void causal_conv1d_silu(float* x, int64_t T, int C, const float* w, int kc, std::vector<float>* state);
-
 // beta = sigmoid(b), g = neg_A * softplus(a + dt_bias) for rows of HV (GatedDeltaNet gates).
 void gdn_gates(const float* b, const float* a, int64_t T, int HV, const float* neg_A, const float* dt_bias,
                float* beta, float* g);
@@ -28,9 +23,6 @@ void gdn_gates(const float* b, const float* a, int64_t T, int HV, const float* n
 // Rotary embedding of the first `rot` dims of every head row (rotate_half convention),
 // positions pos0 + t: x [T, heads, D].
 void apply_rope(float* x, int64_t T, int heads, int D, int rot, double theta, int64_t pos0);
-
-// x_i = silu(x_i) * up_i over rows: gate [rows, 2I] -> out [rows, I] (gate columns first).
-void swiglu(const float* gate_up, int64_t rows, int I, float* out);
 
 inline float sigmoid(float x) { return 1.0f / (1.0f + __builtin_expf(-x)); }
 inline float silu(float x) { return x * sigmoid(x); }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "cpu/nn/conv1d.h"
 #include "cpu/nn/linear.h"
 #include "model/layer_ops.h"
 #include "model/layers.h"
@@ -12,15 +13,15 @@ namespace hanpu::model {
 void mlp_layer(const MlpWeights& w, int inter, const float* x, int64_t T, int threads, float* out) {
   const int hidden = w.gate_up.in;
   std::vector<float> gu(static_cast<size_t>(T) * 2 * inter), h(static_cast<size_t>(T) * inter);
-  cpu::linear(x, hidden, T, hidden, w.gate_up.wt.data(), 2 * inter, gu.data(), 2 * inter, threads);
-  swiglu(gu.data(), T, inter, h.data());
-  cpu::linear(h.data(), inter, T, inter, w.down.wt.data(), hidden, out, hidden, threads);
+  cpu::linear(x, hidden, T, w.gate_up, gu.data(), 2 * inter, threads);
+  cpu::swiglu(gu.data(), T, inter, h.data(), threads);
+  cpu::linear(h.data(), inter, T, w.down, out, hidden, threads);
 }
 
 void moe_layer(const ModelConfig& c, const MoeWeights& w, const float* x, int64_t T, int threads, float* out) {
   const int E = c.num_experts, top = c.experts_per_token, hidden = c.hidden;
   std::vector<float> logits(static_cast<size_t>(T) * E);
-  cpu::linear(x, hidden, T, hidden, w.router.wt.data(), E, logits.data(), E, threads);
+  cpu::linear(x, hidden, T, w.router, logits.data(), E, threads);
   // Per expert: the tokens routed to it and their weights.
   std::vector<std::vector<int64_t>> tokens(E);
   std::vector<std::vector<float>> weights(E);
@@ -60,7 +61,7 @@ void moe_layer(const ModelConfig& c, const MoeWeights& w, const float* x, int64_
   if (w.shared_gate.in > 0) {
     std::vector<float> shared(static_cast<size_t>(T) * hidden), gate(static_cast<size_t>(T));
     mlp_layer(w.shared, c.shared_expert_intermediate, x, T, threads, shared.data());
-    cpu::linear(x, hidden, T, hidden, w.shared_gate.wt.data(), 1, gate.data(), 1, threads);
+    cpu::linear(x, hidden, T, w.shared_gate, gate.data(), 1, threads);
     for (int64_t t = 0; t < T; ++t) {
       const float s = sigmoid(gate[t]);
       for (int j = 0; j < hidden; ++j) out[t * hidden + j] += s * shared[t * hidden + j];

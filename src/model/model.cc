@@ -95,7 +95,7 @@ Status Model::forward(const int* tokens, int64_t n, SequenceState* state, const 
   const float* last = h.data() + (n - 1) * hidden;
   rms_norm_zero_centred(last, hidden, 1, hidden, weights_.final_norm.data(), c.rms_eps, xn.data(), hidden);
   logits->resize(c.vocab);
-  cpu::linear(xn.data(), hidden, 1, hidden, weights_.lm_head.wt.data(), c.vocab, logits->data(), c.vocab, opt.threads);
+  cpu::linear(xn.data(), hidden, 1, weights_.lm_head, logits->data(), c.vocab, opt.threads);
   state->position += n;
   prof.other_ms += sw.lap_ms();
   return Status::Ok();

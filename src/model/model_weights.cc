@@ -12,17 +12,9 @@ namespace hanpu::model {
 
 namespace {
 
-// Rows `rows` of W [out_all, in] as W^T [in, rows.size()].
+// Rows `rows` of W [out_all, in] as a projection onto rows.size() outputs.
 Linear linear_from_rows(const std::vector<float>& w, int in, const std::vector<int>& rows) {
-  Linear l;
-  l.in = in;
-  l.out = static_cast<int>(rows.size());
-  l.wt.resize(static_cast<size_t>(in) * l.out);
-  for (int o = 0; o < l.out; ++o) {
-    const float* src = w.data() + static_cast<size_t>(rows[o]) * in;
-    for (int i = 0; i < in; ++i) l.wt[static_cast<size_t>(i) * l.out + o] = src[i];
-  }
-  return l;
+  return Linear::from_rows(w.data(), in, rows);
 }
 
 std::vector<int> iota_rows(int n, int first = 0) {
@@ -94,7 +86,12 @@ class Converter {
       w->a = linear_from_rows(ba, hidden, ra);
     }
     HANPU_RETURN_IF_ERROR(linear(p + "out_proj.weight", hidden, HV * V, &w->out));
-    HANPU_RETURN_IF_ERROR(f32(p + "conv1d.weight", {qkv, 1, c_.conv_kernel}, &w->conv));
+    std::vector<float> conv;  // [channels, 1, kernel] -> tap-major [kernel, channels]
+    HANPU_RETURN_IF_ERROR(f32(p + "conv1d.weight", {qkv, 1, c_.conv_kernel}, &conv));
+    w->conv.resize(conv.size());
+    for (int ch = 0; ch < qkv; ++ch) {
+      for (int j = 0; j < c_.conv_kernel; ++j) w->conv[static_cast<size_t>(j) * qkv + ch] = conv[ch * c_.conv_kernel + j];
+    }
     HANPU_RETURN_IF_ERROR(f32(p + "A_log", {HV}, &w->neg_A));
     for (float& a : w->neg_A) a = -std::exp(a);
     HANPU_RETURN_IF_ERROR(f32(p + "dt_bias", {HV}, &w->dt_bias));
@@ -143,8 +140,8 @@ class Converter {
 }  // namespace
 
 int64_t ModelWeights::bytes() const {
-  int64_t n = static_cast<int64_t>(embed.size() + final_norm.size() + lm_head.wt.size());
-  const auto lin = [](const Linear& l) { return static_cast<int64_t>(l.wt.size()); };
+  int64_t n = static_cast<int64_t>(embed.size() + final_norm.size() + lm_head.data.size());
+  const auto lin = [](const Linear& l) { return static_cast<int64_t>(l.data.size()); };
   const auto mlp = [&](const MlpWeights& m) { return lin(m.gate_up) + lin(m.down); };
   for (const LayerWeights& l : layers) {
     n += static_cast<int64_t>(l.input_norm.size() + l.post_norm.size());
@@ -197,15 +194,18 @@ Linear random_linear(Rng& rng, int in, int out) {
   Linear l;
   l.in = in;
   l.out = out;
-  l.wt.resize(static_cast<size_t>(in) * out);
-  const double s = 0.5 / std::sqrt(static_cast<double>(in));
-  for (float& x : l.wt) x = static_cast<float>(rng.normal() * s);
+  l.data.resize(static_cast<size_t>(in) * out);
+  // Uniform with the standard deviation 0.5 / sqrt(in) (a normal per weight costs seconds
+  // for a billion of them; the layout of random values does not matter).
+  const double a = std::sqrt(3.0) * 0.5 / std::sqrt(static_cast<double>(in));
+  for (float& x : l.data) x = static_cast<float>(rng.uniform(-a, a));
   return l;
 }
 
 std::vector<float> random_vec(Rng& rng, size_t n, double mean, double sd) {
   std::vector<float> v(n);
-  for (float& x : v) x = static_cast<float>(mean + sd * rng.normal());
+  const double a = std::sqrt(3.0) * sd;  // uniform with this standard deviation
+  for (float& x : v) x = static_cast<float>(mean + rng.uniform(-a, a));
   return v;
 }
 

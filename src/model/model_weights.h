@@ -1,5 +1,5 @@
 // A hybrid model's weights in hanpu's compute layout, converted once from the checkpoint:
-// fp32, projections transposed to W^T [in, out] (the micro-kernel's row-major B operand),
+// fp32, projections transposed to W^T in column panels (the micro-kernel's B operand),
 // Qwen3-Next's grouped qkvz / ba projections regrouped into Qwen3.5's separate q|k|v, z, b, a
 // order so one layer implementation serves both, GDN's A_log turned into -exp(A_log).
 #pragma once
@@ -7,23 +7,22 @@
 #include <string>
 #include <vector>
 
+#include "cpu/nn/linear.h"
 #include "hanpu/status.h"
 #include "model/model_config.h"
 #include "model/weight_store.h"
 
 namespace hanpu::model {
 
-struct Linear {
-  int in = 0, out = 0;
-  std::vector<float> wt;  // [in, out]
-};
+// A projection in the compute layout (W^T in column panels, see cpu/nn/linear.h).
+using Linear = cpu::PackedLinear;
 
 struct GdnWeights {
   Linear qkv;           // out = 2 H K + HV V: q heads, k heads, v heads
   Linear z;             // out = HV V
   Linear b, a;          // out = HV
   Linear out;           // [HV V -> hidden]
-  std::vector<float> conv;      // [channels, kernel] depthwise causal conv over q|k|v
+  std::vector<float> conv;      // [kernel, channels] tap-major depthwise causal conv over q|k|v
   std::vector<float> neg_A;     // [HV] -exp(A_log)
   std::vector<float> dt_bias;   // [HV]
   std::vector<float> norm;      // [V] gated RMSNorm weight (plain, not zero-centred)

@@ -8,23 +8,43 @@
 
 namespace hanpu::cpu {
 
-void linear(const float* x, int64_t ldx, int64_t T, int in, const float* wt, int out, float* y, int64_t ldy,
-            int threads) {
-  if (T <= 0 || out <= 0) return;
+PackedLinear PackedLinear::from_rows(const float* w, int in, const std::vector<int>& rows) {
+  PackedLinear l;
+  l.in = in;
+  l.out = static_cast<int>(rows.size());
+  l.data.resize(static_cast<size_t>(in) * l.out);
+  for (int p = 0; p < l.panels(); ++p) {
+    const int n = l.panel_cols(p);
+    float* dst = l.data.data() + static_cast<size_t>(p) * kLinearPanel * in;
+    for (int c = 0; c < n; ++c) {
+      const float* src = w + static_cast<size_t>(rows[p * kLinearPanel + c]) * in;
+      for (int i = 0; i < in; ++i) dst[static_cast<size_t>(i) * n + c] = src[i];
+    }
+  }
+  return l;
+}
+
+float PackedLinear::at(int i, int o) const {
+  const int p = o / kLinearPanel;
+  return panel(p)[static_cast<size_t>(i) * panel_cols(p) + (o - p * kLinearPanel)];
+}
+
+void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy, int threads) {
+  if (T <= 0 || w.out <= 0) return;
   ThreadPool& pool = ThreadPool::shared(threads);
-  const int P = pool.size();
-  // Column blocks dealt round-robin: every core gets about out / P columns, each block a
-  // contiguous W^T panel [in x 256] (1 MB at in = 1024) that stays in L2 across row panels.
-  const int blocks = (out + kLinearColumnBlock - 1) / kLinearColumnBlock;
-  // Rows in slabs so x's slab and the output tile stay cached for a whole column block.
+  const int P = pool.size(), panels = w.panels(), in = w.in;
   constexpr int64_t kRowSlab = 192;
   pool.run_on_all([&](int core) {
-    for (int b = core; b < blocks; b += P) {
-      const int n0 = b * kLinearColumnBlock, n = std::min(kLinearColumnBlock, out - n0);
+    for (int p = core; p < panels; p += P) {
+      const int n = w.panel_cols(p);
+      const float* b = w.panel(p);
       for (int64_t r0 = 0; r0 < T; r0 += kRowSlab) {
         const int rows = static_cast<int>(std::min(kRowSlab, T - r0));
-        simd::gemm(rows, n, in, simd::row_major(x + r0 * ldx, ldx), wt + n0, out, y + r0 * ldy + n0, ldy, 1.0f,
-                   0.0f);
+        for (int k0 = 0; k0 < in; k0 += kLinearDepth) {
+          const int kd = std::min(kLinearDepth, in - k0);
+          simd::gemm(rows, n, kd, simd::row_major(x + r0 * ldx + k0, ldx), b + static_cast<size_t>(k0) * n, n,
+                     y + r0 * ldy + p * kLinearPanel, ldy, 1.0f, k0 == 0 ? 0.0f : 1.0f);
+        }
       }
     }
   });

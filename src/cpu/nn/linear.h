@@ -1,18 +1,40 @@
-// Dense projections of a model layer on CPU cores: y = x W^T with W^T stored row-major
-// [in, out] (the compute layout the model converts weights into once, at load), so the
-// FMA micro-kernel reads it as its row-major B operand with no per-call packing.
+// Dense projections of a model layer on CPU cores: y = x W^T, with W^T held in hanpu's
+// compute layout for them — column panels of kLinearPanel output columns, each panel
+// [in, cols] row-major and contiguous — converted once at load. The micro-kernel reads a
+// panel as its row-major B operand: sequential rows, no per-call packing, no page-strided
+// reads (a plain [in, out] W^T puts consecutive B rows `out` floats apart, one page or more).
+//
+// Why not OpenBLAS (the Debian build, 0.3.21): measured side by side on this 2-core AVX-512
+// machine, cblas_sgemm reached 33-51 GFLOP/s on the 0.8B model's projections (T = 512) and
+// 6 GFLOP/s at T = 1, this kernel 65-89 and 10-11 before the panel layout (docs/benchmarks.md).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace hanpu::cpu {
 
-// y[T, out] (leading dim ldy) = x[T, in] (leading dim ldx) wt[in, out].
-// The output columns are split over `threads` cores (0: the default pool), in blocks of
-// kLinearColumnBlock so a block of W^T stays in the core's L2 while the rows of x go by.
-void linear(const float* x, int64_t ldx, int64_t T, int in, const float* wt, int out, float* y, int64_t ldy,
-            int threads);
+inline constexpr int kLinearPanel = 256;  // output columns per panel
+inline constexpr int kLinearDepth = 512;  // reduction slice: a [512 x 256] B block is 512 KB, in L2
 
-inline constexpr int kLinearColumnBlock = 256;
+struct PackedLinear {
+  int in = 0, out = 0;
+  std::vector<float> data;  // panels back to back: panel p = [in, min(256, out - 256 p)]
+
+  // Builds the layout from W [out, in] rows (nn.Linear's weight): `rows[o]` is the source row
+  // of output column o.
+  static PackedLinear from_rows(const float* w, int in, const std::vector<int>& rows);
+  int panels() const { return (out + kLinearPanel - 1) / kLinearPanel; }
+  int panel_cols(int p) const { return out - p * kLinearPanel < kLinearPanel ? out - p * kLinearPanel : kLinearPanel; }
+  const float* panel(int p) const { return data.data() + static_cast<size_t>(p) * kLinearPanel * in; }
+  // Element (i, o) of W^T.
+  float at(int i, int o) const;
+};
+
+// y[T, out] (leading dim ldy) = x[T, in] (leading dim ldx) W^T. Panels are dealt to
+// `threads` cores (0: the default pool); each walks its panel in 512-deep slices against
+// 192-row slabs of x, so the B block stays in L2 and the A slab in L1/L2.
+void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy, int threads);
 
 }  // namespace hanpu::cpu

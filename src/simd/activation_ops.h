@@ -1,0 +1,20 @@
+// The "vector unit" work of a model layer outside the LA and attention kernels: SiLU-gated
+// products and the GDN short convolution, vectorised along channels.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace hanpu::simd {
+
+// out[i] = silu(gate[i]) * up[i]  (SwiGLU; out may alias gate or up)
+void silu_mul(const float* gate, const float* up, float* out, size_t n);
+
+// Depthwise causal convolution then SiLU for channels [c0, c1) of T rows:
+//   out[t][c] = silu(sum_j w[j][c] * in[t + j][c]),  j < kc
+// in: [T + kc - 1, ld_in] (the kc - 1 rows before the first output row, then one row per
+// output), w: [kc, C] tap-major (leading dim C), out: [T, ld_out].
+void causal_conv_silu(const float* in, ptrdiff_t ld_in, const float* w, int C, int kc, int64_t T, int c0, int c1,
+                      float* out, ptrdiff_t ld_out);
+
+}  // namespace hanpu::simd

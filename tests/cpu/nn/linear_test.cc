@@ -1,0 +1,89 @@
+// The panel-layout projection against a double-precision product: odd shapes (panels
+// narrower than 256, depth slices not multiples of 512), strided x and y, 1 and 2 threads,
+// poisoned outputs; short convolution and SwiGLU over cores against the same loops.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "base/rng.h"
+#include "cpu/nn/conv1d.h"
+#include "cpu/nn/linear.h"
+
+namespace hanpu::cpu {
+namespace {
+
+TEST(Linear, MatchesDoubleOnOddShapes) {
+  Rng rng(11);
+  struct Shape {
+    int64_t T;
+    int in, out;
+  };
+  for (const Shape s : {Shape{1, 1, 1}, {3, 17, 5}, {7, 100, 300}, {200, 513, 257}, {33, 1100, 16}, {1, 64, 1000}}) {
+    std::vector<float> w(static_cast<size_t>(s.out) * s.in);
+    for (float& x : w) x = static_cast<float>(rng.normal());
+    // Output columns from a permutation of W's rows, as the Qwen3-Next regrouping does.
+    std::vector<int> rows(s.out);
+    std::iota(rows.begin(), rows.end(), 0);
+    for (int i = s.out - 1; i > 0; --i) std::swap(rows[i], rows[rng.below(i + 1)]);
+    const PackedLinear p = PackedLinear::from_rows(w.data(), s.in, rows);
+    const int64_t ldx = s.in + 3, ldy = s.out + 2;
+    std::vector<float> x(s.T * ldx);
+    for (float& v : x) v = static_cast<float>(rng.normal());
+    for (int threads : {1, 2}) {
+      std::vector<float> y(s.T * ldy, NAN);
+      linear(x.data(), ldx, s.T, p, y.data(), ldy, threads);
+      double err = 0, ref = 0;
+      for (int64_t t = 0; t < s.T; ++t) {
+        for (int o = 0; o < s.out; ++o) {
+          double acc = 0;
+          for (int i = 0; i < s.in; ++i) acc += static_cast<double>(x[t * ldx + i]) * w[static_cast<size_t>(rows[o]) * s.in + i];
+          const float got = y[t * ldy + o];
+          ASSERT_TRUE(std::isfinite(got));
+          err += (got - acc) * (got - acc);
+          ref += acc * acc;
+          EXPECT_EQ(p.at(o == 0 ? 0 : s.in - 1, o), w[static_cast<size_t>(rows[o]) * s.in + (o == 0 ? 0 : s.in - 1)]);
+        }
+        for (int64_t o = s.out; o < ldy; ++o) ASSERT_TRUE(std::isnan(y[t * ldy + o])) << "wrote past its row";
+      }
+      EXPECT_LE(err / std::max(ref, 1e-30), 1e-12) << "T=" << s.T << " in=" << s.in << " out=" << s.out;
+    }
+  }
+}
+
+TEST(Conv1d, CarriesTheStateAcrossCalls) {
+  // Two calls of 5 and 8 tokens equal one call of 13, and the state holds the last inputs.
+  Rng rng(2);
+  const int C = 37, kc = 4;
+  std::vector<float> w(kc * C), x(13 * C);
+  for (float& v : w) v = static_cast<float>(rng.normal());
+  for (float& v : x) v = static_cast<float>(rng.normal());
+  std::vector<float> one = x, s1((kc - 1) * C, 0.0f);
+  causal_conv1d_silu(one.data(), 13, C, w.data(), kc, &s1, 2);
+  std::vector<float> two = x, s2((kc - 1) * C, 0.0f);
+  causal_conv1d_silu(two.data(), 5, C, w.data(), kc, &s2, 1);
+  causal_conv1d_silu(two.data() + 5 * C, 8, C, w.data(), kc, &s2, 2);
+  EXPECT_EQ(one, two);
+  EXPECT_EQ(s1, s2);
+  EXPECT_EQ(std::vector<float>(x.end() - (kc - 1) * C, x.end()), s1);
+}
+
+TEST(Swiglu, MatchesScalar) {
+  Rng rng(4);
+  const int64_t rows = 9;
+  const int I = 77;
+  std::vector<float> gu(rows * 2 * I), out(rows * I, NAN);
+  for (float& v : gu) v = static_cast<float>(rng.normal() * 3);
+  swiglu(gu.data(), rows, I, out.data(), 2);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int i = 0; i < I; ++i) {
+      const double g = gu[r * 2 * I + i], u = gu[r * 2 * I + I + i];
+      const double want = g / (1 + std::exp(-g)) * u;
+      ASSERT_NEAR(out[r * I + i], want, 1e-5 * (1 + std::abs(want)));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hanpu::cpu

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bench_attn.h"
+#include "bench_e2e.h"
 #include "bench_la.h"
 #include "run_cmd.h"
 #include "hanpu/attn.h"
@@ -28,6 +29,10 @@ int main(int argc, char** argv) {
   hanpu::cli::BenchAttnOptions bench_attn;
   auto* bench_attn_cmd = bench->add_subcommand("attn", "fused attention: balanced vs uniform vs layer, and decode");
   hanpu::cli::add_bench_attn_options(*bench_attn_cmd, bench_attn);
+
+  hanpu::cli::BenchE2eOptions bench_e2e;
+  auto* bench_e2e_cmd = bench->add_subcommand("e2e", "whole-model prefill and decode on synthetic Qwen3.5 shapes");
+  hanpu::cli::add_bench_e2e_options(*bench_e2e_cmd, bench_e2e);
 
   auto* attn = app.add_subcommand("attn", "attention helpers");
   attn->require_subcommand(1);
@@ -53,6 +58,7 @@ int main(int argc, char** argv) {
 
   if (*run) return hanpu::cli::run_model(run_opts);
   if (*bench_la_cmd) return hanpu::cli::run_bench_la(bench_la);
+  if (*bench_e2e_cmd) return hanpu::cli::run_bench_e2e(bench_e2e);
   if (*bench_attn_cmd) return hanpu::cli::run_bench_attn(bench_attn);
   if (*placements) {
     for (const auto& p : hanpu::attn_placements()) {

@@ -1,0 +1,122 @@
+// `hanpu bench e2e` (see bench_e2e.h). Each model is built once (seeded random weights);
+// every row prefills a fresh random prompt of T tokens and then decodes decode_tokens more.
+#include "bench_e2e.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "base/rng.h"
+#include "bench_util.h"
+#include "hanpu/engine.h"
+#include "hanpu/la.h"
+
+namespace hanpu::cli {
+
+namespace {
+
+int64_t peak_rss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<int64_t>(u.ru_maxrss) * 1024;  // kilobytes on Linux
+}
+
+}  // namespace
+
+void add_bench_e2e_options(CLI::App& cmd, BenchE2eOptions& o) {
+  cmd.add_option("--model", o.model, "synthetic models (qwen3.5-0.8b, qwen3.5-2b, qwen3-next-tiny)")->capture_default_str();
+  cmd.add_option("--seq", o.seq, "prompt lengths")->capture_default_str();
+  cmd.add_option("--la", o.la, "LA strategies")->capture_default_str();
+  cmd.add_option("--decode-tokens", o.decode_tokens, "tokens decoded after each prefill")->capture_default_str();
+  cmd.add_option("--threads", o.threads, "cores (0: all)")->capture_default_str();
+  cmd.add_option("--repeats", o.repeats, "runs per row (median)")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd.add_flag("--json", o.json, "one JSON object per row on stdout (progress on stderr)");
+}
+
+int run_bench_e2e(const BenchE2eOptions& o) {
+  for (const auto& s : o.la) {
+    const auto& all = la_strategies();
+    if (std::none_of(all.begin(), all.end(), [&](const auto& x) { return x.name == s; })) {
+      std::fprintf(stderr, "error: --la '%s' is not one of `hanpu la strategies`\n", s.c_str());
+      return 2;
+    }
+  }
+  for (long T : o.seq) {
+    if (T < 1) {
+      std::fprintf(stderr, "error: --seq %ld must be >= 1\n", T);
+      return 2;
+    }
+  }
+  FILE* info = o.json ? stderr : stdout;
+  print_machine_header(info, o.threads);
+  std::fprintf(info, "# prefill of a random prompt of T tokens, then %d decoded tokens (greedy); median of %d; "
+               "RSS is the process peak so far\n", o.decode_tokens, o.repeats);
+  if (!o.json) {
+    std::printf("%-16s %-10s %6s %10s %11s %10s %6s %6s %6s %9s\n", "model", "la", "T", "prefill_ms", "prefill_t/s",
+                "decode_t/s", "LA%", "attn%", "MLP%", "peak_RSS");
+  }
+  for (const std::string& name : o.model) {
+    std::unique_ptr<Engine> engine;
+    std::fprintf(stderr, "building %s...\n", name.c_str());
+    const Status st = Engine::synthetic(name, 1, &engine);
+    if (!st.ok()) {
+      std::fprintf(stderr, "error: %s\n", st.message().c_str());
+      return 2;
+    }
+    const EngineInfo ei = engine->info();
+    for (long T : o.seq) {
+      for (const std::string& la : o.la) {
+        if (o.json) std::fprintf(stderr, "[%s] %s T=%ld\n", name.c_str(), la.c_str(), T);
+        std::vector<GenerateStats> runs;
+        for (int r = 0; r < o.repeats; ++r) {
+          Rng rng(static_cast<uint64_t>(T) * 31 + static_cast<uint64_t>(r));
+          std::vector<int> prompt(static_cast<size_t>(T));
+          for (int& id : prompt) id = static_cast<int>(rng.below(ei.vocab));
+          GenerateOptions g;
+          g.la_strategy = la;
+          g.threads = o.threads;
+          g.max_tokens = o.decode_tokens;
+          g.stop_at_eos = false;
+          GenerateStats s;
+          const Status gs = engine->generate(prompt, g, nullptr, nullptr, &s);
+          if (!gs.ok()) {
+            std::fprintf(stderr, "error: %s\n", gs.message().c_str());
+            return 1;
+          }
+          runs.push_back(s);
+        }
+        std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.prefill_ms < b.prefill_ms; });
+        const GenerateStats& s = runs[runs.size() / 2];
+        std::vector<double> dec;
+        for (const auto& x : runs) dec.push_back(x.decode_ms);
+        std::sort(dec.begin(), dec.end());
+        const double decode_ms = dec[dec.size() / 2];
+        const double part = s.la_ms + s.attn_ms + s.mlp_ms + s.other_ms;
+        const double prefill_tps = T / (s.prefill_ms / 1e3);
+        const int steps = std::max(0, o.decode_tokens - 1);  // the first token comes from the prefill
+        const double decode_tps = steps > 0 ? steps / (decode_ms / 1e3) : 0.0;
+        const int64_t rss = peak_rss_bytes();
+        if (o.json) {
+          nlohmann::json j{{"model", name},          {"la", la},
+                           {"T", T},                 {"threads", o.threads},
+                           {"prefill_ms", s.prefill_ms}, {"prefill_tokens_per_s", prefill_tps},
+                           {"decode_tokens_per_s", decode_tps}, {"la_share", s.la_ms / part},
+                           {"attn_share", s.attn_ms / part},   {"mlp_share", s.mlp_ms / part},
+                           {"peak_rss_bytes", rss},  {"parameters", ei.parameters}};
+          std::printf("%s\n", j.dump().c_str());
+        } else {
+          std::printf("%-16s %-10s %6ld %10.1f %11.1f %10.2f %5.1f%% %5.1f%% %5.1f%% %9s\n", name.c_str(), la.c_str(),
+                      T, s.prefill_ms, prefill_tps, decode_tps, 100 * s.la_ms / part, 100 * s.attn_ms / part,
+                      100 * s.mlp_ms / part, human_bytes(rss).c_str());
+        }
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace hanpu::cli

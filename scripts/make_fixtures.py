@@ -113,7 +113,132 @@ def references(model, tok):
     return out
 
 
-def build(name, make_config, model_cls, seed, root):
+def v_tiled_order(hk, hv):
+    """llama.cpp's Qwen3.5 converter stores value heads tiled (gguf head r*Hk + k = HF head
+    k*g + r) so ggml's modulo broadcast of q/k heads replaces repeat_interleave."""
+    g = hv // hk
+    return [(j % hk) * g + j // hk for j in range(hv)]
+
+
+def write_gguf(model, config, tok, path, arch):
+    """The fixture as llama.cpp's convert_hf_to_gguf.py would write it (F32 tensors): its
+    tensor names, zero-centred norms stored as 1 + w (not the gated norm), A_log as
+    -exp(A_log), conv weights squeezed, Qwen3-Next's qkvz split into attn_qkv / attn_gate,
+    Qwen3.5's value heads in tiled order."""
+    import gguf
+    import numpy as np
+    w = gguf.GGUFWriter(str(path), arch)
+    c = config
+    hk, hv, dk, dv = c.linear_num_key_heads, c.linear_num_value_heads, c.linear_key_head_dim, c.linear_value_head_dim
+    g = hv // hk
+    w.add_block_count(c.num_hidden_layers)
+    w.add_context_length(c.max_position_embeddings)
+    w.add_embedding_length(c.hidden_size)
+    w.add_feed_forward_length(c.intermediate_size)
+    w.add_head_count(c.num_attention_heads)
+    w.add_head_count_kv(c.num_key_value_heads)
+    w.add_key_length(c.head_dim)
+    w.add_value_length(c.head_dim)
+    w.add_layer_norm_rms_eps(c.rms_norm_eps)
+    w.add_rope_freq_base(c.rope_parameters["rope_theta"])
+    w.add_rope_dimension_count(int(c.head_dim * c.rope_parameters["partial_rotary_factor"]))
+    w.add_ssm_conv_kernel(c.linear_conv_kernel_dim)
+    w.add_ssm_state_size(dk)
+    w.add_ssm_group_count(hk)
+    w.add_ssm_time_step_rank(hv)
+    w.add_ssm_inner_size(dv * hv)
+    w.add_full_attention_interval(4)
+    if arch == "qwen3next":
+        w.add_expert_count(c.num_experts)
+        w.add_expert_used_count(c.num_experts_per_tok)
+        w.add_expert_feed_forward_length(c.moe_intermediate_size)
+        w.add_expert_shared_feed_forward_length(c.shared_expert_intermediate_size)
+    # Tokenizer as llama.cpp keeps it: tokens by id, types (3 = control), merges "a b".
+    vocab = tok.get_vocab()
+    tokens = [None] * len(vocab)
+    for t, i in vocab.items():
+        tokens[i] = t
+    specials = {a.content for a in tok.get_added_tokens_decoder().values()}
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("qwen35" if arch == "qwen35" else "qwen2")
+    w.add_token_list(tokens)
+    w.add_token_types([3 if t in specials else 1 for t in tokens])
+    merges = json.loads(tok.to_str())["model"]["merges"]
+    w.add_token_merges([" ".join(m) if isinstance(m, list) else m for m in merges])
+    w.add_eos_token_id(c.eos_token_id)
+    sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+    tiled = v_tiled_order(hk, hv) if arch == "qwen35" else list(range(hv))
+
+    def vrows(x, per):  # rows of value-head blocks of `per` rows, into tiled order
+        return np.concatenate([x[h * per:(h + 1) * per] for h in tiled], axis=0)
+
+    def put(name, x):
+        w.add_tensor(name, np.ascontiguousarray(x.astype(np.float32)))
+
+    put("token_embd.weight", sd["model.embed_tokens.weight"])
+    put("output_norm.weight", sd["model.norm.weight"] + 1)
+    if "lm_head.weight" in sd and not c.tie_word_embeddings:
+        put("output.weight", sd["lm_head.weight"])
+    for i in range(c.num_hidden_layers):
+        p, b = f"model.layers.{i}.", f"blk.{i}."
+        put(b + "attn_norm.weight", sd[p + "input_layernorm.weight"] + 1)
+        put(b + "post_attention_norm.weight", sd[p + "post_attention_layernorm.weight"] + 1)
+        if c.layer_types[i] == "linear_attention":
+            la = p + "linear_attn."
+            if arch == "qwen35":
+                qkv = sd[la + "in_proj_qkv.weight"]
+                put(b + "attn_qkv.weight", np.concatenate([qkv[:2 * hk * dk], vrows(qkv[2 * hk * dk:], dv)]))
+                put(b + "attn_gate.weight", vrows(sd[la + "in_proj_z.weight"], dv))
+                put(b + "ssm_beta.weight", vrows(sd[la + "in_proj_b.weight"], 1))
+                put(b + "ssm_alpha.weight", vrows(sd[la + "in_proj_a.weight"], 1))
+            else:
+                qkvz = sd[la + "in_proj_qkvz.weight"].reshape(hk, 2 * dk + 2 * g * dv, -1)
+                q, k, v, z = np.split(qkvz, [dk, 2 * dk, 2 * dk + g * dv], axis=1)
+                put(b + "attn_qkv.weight", np.concatenate([q.reshape(hk * dk, -1), k.reshape(hk * dk, -1),
+                                                            v.reshape(hv * dv, -1)]))
+                put(b + "attn_gate.weight", z.reshape(hv * dv, -1))
+                put(b + "ssm_ba.weight", sd[la + "in_proj_ba.weight"])
+            conv = sd[la + "conv1d.weight"].squeeze(1)
+            put(b + "ssm_conv1d.weight", np.concatenate([conv[:2 * hk * dk], vrows(conv[2 * hk * dk:], dv)]))
+            put(b + "ssm_a", -np.exp(vrows(sd[la + "A_log"], 1)))
+            put(b + "ssm_dt.bias", vrows(sd[la + "dt_bias"], 1))
+            put(b + "ssm_norm.weight", sd[la + "norm.weight"])
+            out = sd[la + "out_proj.weight"]  # [hidden, HV V]: value heads are its columns
+            put(b + "ssm_out.weight", vrows(out.T, dv).T)
+        else:
+            at = p + "self_attn."
+            for hf, gg in [("q_proj", "attn_q"), ("k_proj", "attn_k"), ("v_proj", "attn_v"), ("o_proj", "attn_output")]:
+                put(b + gg + ".weight", sd[at + hf + ".weight"])
+            put(b + "attn_q_norm.weight", sd[at + "q_norm.weight"] + 1)
+            put(b + "attn_k_norm.weight", sd[at + "k_norm.weight"] + 1)
+        m = p + "mlp."
+        if m + "gate.weight" in sd:  # MoE
+            put(b + "ffn_gate_inp.weight", sd[m + "gate.weight"])
+            E = c.num_experts
+            if m + "experts.gate_up_proj" in sd:
+                gu, dn = sd[m + "experts.gate_up_proj"], sd[m + "experts.down_proj"]
+                gate, up = gu[:, :c.moe_intermediate_size], gu[:, c.moe_intermediate_size:]
+            else:
+                gate = np.stack([sd[f"{m}experts.{e}.gate_proj.weight"] for e in range(E)])
+                up = np.stack([sd[f"{m}experts.{e}.up_proj.weight"] for e in range(E)])
+                dn = np.stack([sd[f"{m}experts.{e}.down_proj.weight"] for e in range(E)])
+            put(b + "ffn_gate_exps.weight", gate)
+            put(b + "ffn_up_exps.weight", up)
+            put(b + "ffn_down_exps.weight", dn)
+            put(b + "ffn_gate_inp_shexp.weight", sd[m + "shared_expert_gate.weight"].reshape(-1))
+            put(b + "ffn_gate_shexp.weight", sd[m + "shared_expert.gate_proj.weight"])
+            put(b + "ffn_up_shexp.weight", sd[m + "shared_expert.up_proj.weight"])
+            put(b + "ffn_down_shexp.weight", sd[m + "shared_expert.down_proj.weight"])
+        else:
+            for n in ["gate", "up", "down"]:
+                put(b + f"ffn_{n}.weight", sd[m + f"{n}_proj.weight"])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def build(name, make_config, model_cls, seed, root, arch):
     d = root / name
     d.mkdir(parents=True, exist_ok=True)
     tok = make_tokenizer(vocab_size=384)
@@ -125,6 +250,7 @@ def build(name, make_config, model_cls, seed, root):
     model.save_pretrained(str(d), safe_serialization=True)
     (d / "tokenizer_config.json").write_text(json.dumps({
         "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>", "chat_template": CHAT_TEMPLATE}, indent=1))
+    write_gguf(model, config, tok, d / "model.gguf", arch)
     refs = references(model, tok)
     refs["model_type"] = config.model_type
     (d / "reference.json").write_text(json.dumps(refs))
@@ -137,8 +263,8 @@ def main():
     args = ap.parse_args()
     root = pathlib.Path(args.out)
     from transformers import Qwen3_5ForCausalLM, Qwen3NextForCausalLM
-    build("qwen35-tiny", tiny_qwen35_config, Qwen3_5ForCausalLM, 35, root)
-    build("qwen3next-tiny", tiny_qwen3_next_config, Qwen3NextForCausalLM, 3, root)
+    build("qwen35-tiny", tiny_qwen35_config, Qwen3_5ForCausalLM, 35, root, "qwen35")
+    build("qwen3next-tiny", tiny_qwen3_next_config, Qwen3NextForCausalLM, 3, root, "qwen3next")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "model/gguf_model.h"
 #include "model/model.h"
 #include "model/sampler.h"
 #include "model/synthetic_models.h"
@@ -51,6 +52,15 @@ Status Engine::load(const std::string& dir, std::unique_ptr<Engine>* out) {
   impl->name = std::filesystem::path(dir).filename().string();
   if (impl->name.empty()) impl->name = dir;
   HANPU_RETURN_IF_ERROR(model::load_model(dir, &impl->model));
+  if (const std::string g = model::gguf_path(dir); !g.empty()) {  // the GGUF carries its tokenizer
+    model::GgufMetadata meta;
+    model::WeightStore store;
+    HANPU_RETURN_IF_ERROR(model::load_gguf(g, &meta, &store));
+    impl->tokenizer.emplace();
+    HANPU_RETURN_IF_ERROR(model::gguf_tokenizer(meta, g, &*impl->tokenizer));
+    out->reset(new Engine(std::move(impl)));
+    return Status::Ok();
+  }
   const std::string tok = (std::filesystem::path(dir) / "tokenizer.json").string();
   if (std::filesystem::exists(tok)) {
     impl->tokenizer.emplace();

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cpu/nn/linear.h"
+#include "model/gguf_model.h"
 #include "model/layer_ops.h"
 #include "model/layers.h"
 #include "model/safetensors.h"
@@ -101,8 +102,31 @@ Status Model::forward(const int* tokens, int64_t n, SequenceState* state, const 
   return Status::Ok();
 }
 
+std::string gguf_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) return fs::path(path).extension() == ".gguf" ? path : std::string();
+  if (!fs::is_directory(path, ec) || fs::exists(fs::path(path) / "config.json")) return std::string();
+  std::string found;
+  for (const auto& e : fs::directory_iterator(path, ec)) {
+    if (e.path().extension() == ".gguf") found = found.empty() ? e.path().string() : "";  // exactly one
+  }
+  return found;
+}
+
 Status load_model(const std::string& dir, std::unique_ptr<Model>* out) {
   namespace fs = std::filesystem;
+  if (const std::string g = gguf_path(dir); !g.empty()) {
+    GgufMetadata meta;
+    WeightStore store;
+    HANPU_RETURN_IF_ERROR(load_gguf(g, &meta, &store));
+    ModelConfig config;
+    HANPU_RETURN_IF_ERROR(gguf_model_config(meta, store, g, &config));
+    ModelWeights weights;
+    HANPU_RETURN_IF_ERROR(convert_gguf_weights(config, store, &weights));
+    *out = std::make_unique<Model>(std::move(config), std::move(weights));
+    return Status::Ok();
+  }
   ModelConfig config;
   HANPU_RETURN_IF_ERROR(load_model_config((fs::path(dir) / "config.json").string(), &config));
   WeightStore store;

@@ -56,7 +56,10 @@ class Model {
   ModelWeights weights_;
 };
 
-// Loads config.json and the safetensors weights from a checkpoint folder.
-Status load_model(const std::string& dir, std::unique_ptr<Model>* out);
+// Loads a checkpoint: a folder with config.json and safetensors, or a .gguf file (or a
+// folder holding one .gguf and no config.json).
+Status load_model(const std::string& path, std::unique_ptr<Model>* out);
+// The .gguf file `path` names or holds, or empty if it is a safetensors checkpoint.
+std::string gguf_path(const std::string& path);
 
 }  // namespace hanpu::model

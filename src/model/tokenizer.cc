@@ -45,6 +45,13 @@ const ByteMap& byte_map() {
   return m;
 }
 
+// Qwen2/3's and Qwen3.5's split patterns (tokenization_qwen2.py / tokenization_qwen3_5.py),
+// for GGUFs, which name the pre-tokenizer instead of storing its regex.
+constexpr const char* kQwen2Pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+constexpr const char* kQwen35Pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
 // GPT-2's pattern, used by a ByteLevel pre-tokenizer with use_regex = true.
 constexpr const char* kGpt2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
@@ -123,57 +130,44 @@ Status Tokenizer::parse(const std::string& json_text, const std::string& source,
     return Status::Error(fmt::format("{}: BPE options (byte_fallback, ignore_merges, subword prefix/suffix) are "
                                      "not the byte-level ones hanpu supports", source));
   }
-  Tokenizer t;
   if (!m.contains("vocab") || !m["vocab"].is_object()) return Status::Error(fmt::format("{}: model has no vocab", source));
-  for (const auto& [tok, id] : m["vocab"].items()) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > (1 << 24)) {
-      return Status::Error(fmt::format("{}: vocab id of {} is {}", source, json(tok).dump(), id.dump()));
+  Parts parts;
+  const auto put = [&](const std::string& tok, int64_t id, bool added) -> Status {
+    if (id < 0 || id > (1 << 24)) return Status::Error(fmt::format("{}: vocab id of {} is {}", source, json(tok).dump(), id));
+    if (static_cast<size_t>(id) >= parts.tokens.size()) {
+      parts.tokens.resize(static_cast<size_t>(id) + 1);
+      parts.added.resize(static_cast<size_t>(id) + 1, false);
     }
-    t.vocab_[tok] = id.get<int>();
+    parts.tokens[id] = tok;
+    parts.added[id] = parts.added[id] || added;
+    return Status::Ok();
+  };
+  for (const auto& [tok, id] : m["vocab"].items()) {
+    if (!id.is_number_integer()) return Status::Error(fmt::format("{}: vocab id of {} is {}", source, json(tok).dump(), id.dump()));
+    HANPU_RETURN_IF_ERROR(put(tok, id.get<int64_t>(), false));
   }
   if (j.contains("added_tokens") && j["added_tokens"].is_array()) {
     for (const json& a : j["added_tokens"]) {
       if (!a.contains("id") || !a["id"].is_number_integer() || !a.contains("content") || !a["content"].is_string() ||
-          a["id"].get<int64_t>() < 0 || a["id"].get<int64_t>() > (1 << 24) || a["content"].get<std::string>().empty()) {
+          a["content"].get<std::string>().empty()) {
         return Status::Error(fmt::format("{}: added token {} is malformed", source, a.dump().substr(0, 120)));
       }
-      t.added_.push_back({a["content"].get<std::string>(), a["id"].get<int>()});
+      HANPU_RETURN_IF_ERROR(put(a["content"].get<std::string>(), a["id"].get<int64_t>(), true));
     }
-  }
-  std::sort(t.added_.begin(), t.added_.end(), [](const Added& a, const Added& b) { return a.content.size() > b.content.size(); });
-  int max_id = -1;
-  for (const auto& [tok, id] : t.vocab_) max_id = std::max(max_id, id);
-  for (const Added& a : t.added_) max_id = std::max(max_id, a.id);
-  t.id_to_token_.assign(static_cast<size_t>(max_id + 1), std::string());
-  t.is_added_.assign(static_cast<size_t>(max_id + 1), false);
-  for (const auto& [tok, id] : t.vocab_) t.id_to_token_[id] = tok;
-  for (const Added& a : t.added_) {
-    t.id_to_token_[a.id] = a.content;
-    t.is_added_[a.id] = true;
   }
   // Merges: "a b" strings (older files) or ["a", "b"] pairs.
   if (!m.contains("merges") || !m["merges"].is_array()) return Status::Error(fmt::format("{}: model has no merges", source));
-  int rank = 0;
   for (const json& mg : m["merges"]) {
-    std::string a, b;
     if (mg.is_string()) {
       const std::string s = mg.get<std::string>();
       const size_t sp = s.find(' ', 1);
       if (sp == std::string::npos) return Status::Error(fmt::format("{}: merge {} has no space", source, mg.dump()));
-      a = s.substr(0, sp);
-      b = s.substr(sp + 1);
+      parts.merges.emplace_back(s.substr(0, sp), s.substr(sp + 1));
     } else if (mg.is_array() && mg.size() == 2 && mg[0].is_string() && mg[1].is_string()) {
-      a = mg[0].get<std::string>();
-      b = mg[1].get<std::string>();
+      parts.merges.emplace_back(mg[0].get<std::string>(), mg[1].get<std::string>());
     } else {
       return Status::Error(fmt::format("{}: merge {} is malformed", source, mg.dump().substr(0, 80)));
     }
-    const auto ia = t.vocab_.find(a), ib = t.vocab_.find(b), iab = t.vocab_.find(a + b);
-    if (ia == t.vocab_.end() || ib == t.vocab_.end() || iab == t.vocab_.end()) {
-      return Status::Error(fmt::format("{}: merge #{} ({} + {}) uses a token missing from the vocab", source, rank,
-                                       json(a).dump(), json(b).dump()));
-    }
-    t.merges_.emplace(pair_key(ia->second, ib->second), std::pair{rank++, iab->second});
   }
   // Normaliser: none or NFC (Qwen3.5); anything else would silently change ids.
   const json norm = j.value("normalizer", json());
@@ -181,14 +175,47 @@ Status Tokenizer::parse(const std::string& json_text, const std::string& source,
     if (norm.value("type", "") != "NFC") {
       return Status::Error(fmt::format("{}: normalizer {} is not supported (NFC or none)", source, norm.dump().substr(0, 120)));
     }
-    t.nfc_ = true;
+    parts.nfc = true;
   }
-  std::string pattern;
-  HANPU_RETURN_IF_ERROR(parse_pre_tokenizer(j.value("pre_tokenizer", json()), source, &pattern));
+  HANPU_RETURN_IF_ERROR(parse_pre_tokenizer(j.value("pre_tokenizer", json()), source, &parts.pattern));
+  return build(std::move(parts), source, out);
+}
+
+std::string Tokenizer::pattern_for_pre(const std::string& pre) {
+  if (pre == "qwen35") return kQwen35Pattern;
+  if (pre == "qwen2") return kQwen2Pattern;
+  return std::string();
+}
+
+Status Tokenizer::build(Parts parts, const std::string& source, Tokenizer* out) {
+  Tokenizer t;
+  t.id_to_token_ = std::move(parts.tokens);
+  t.is_added_ = std::move(parts.added);
+  t.is_added_.resize(t.id_to_token_.size(), false);
+  for (size_t id = 0; id < t.id_to_token_.size(); ++id) {
+    const std::string& tok = t.id_to_token_[id];
+    if (tok.empty()) continue;  // an unused id
+    if (t.is_added_[id]) {
+      t.added_.push_back({tok, static_cast<int>(id)});
+    } else {
+      t.vocab_[tok] = static_cast<int>(id);
+    }
+  }
+  std::sort(t.added_.begin(), t.added_.end(), [](const Added& a, const Added& b) { return a.content.size() > b.content.size(); });
+  int rank = 0;
+  for (const auto& [a, b] : parts.merges) {
+    const auto ia = t.vocab_.find(a), ib = t.vocab_.find(b), iab = t.vocab_.find(a + b);
+    if (ia == t.vocab_.end() || ib == t.vocab_.end() || iab == t.vocab_.end()) {
+      return Status::Error(fmt::format("{}: merge #{} ({} + {}) uses a token missing from the vocab", source, rank,
+                                       json(a).dump(), json(b).dump()));
+    }
+    t.merges_.emplace(pair_key(ia->second, ib->second), std::pair{rank++, iab->second});
+  }
+  t.nfc_ = parts.nfc;
   int err = 0;
   PCRE2_SIZE err_off = 0;
   t.split_ = std::make_unique<Regex>();
-  t.split_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+  t.split_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(parts.pattern.data()), parts.pattern.size(),
                                  PCRE2_UTF | PCRE2_UCP, &err, &err_off, nullptr);
   if (t.split_->code == nullptr) {
     PCRE2_UCHAR msg[256];

@@ -28,6 +28,20 @@ class Tokenizer {
   // `source` names the file in errors.
   static Status parse(const std::string& json_text, const std::string& source, Tokenizer* out);
 
+  // The parts a tokenizer is made of, however stored (tokenizer.json, or a GGUF's
+  // tokenizer.ggml.* arrays): byte-level tokens by id, which of them are added/special tokens
+  // (matched in raw text before anything else), merges by rank, the split regex, NFC or not.
+  struct Parts {
+    std::vector<std::string> tokens;  // by id
+    std::vector<bool> added;          // by id
+    std::vector<std::pair<std::string, std::string>> merges;
+    std::string pattern;
+    bool nfc = false;
+  };
+  static Status build(Parts parts, const std::string& source, Tokenizer* out);
+  // The split regex llama.cpp's pre-tokenizer names stand for ("qwen2", "qwen35"), or empty.
+  static std::string pattern_for_pre(const std::string& pre);
+
   // Token ids of UTF-8 `text` (an error names the byte offset of invalid UTF-8). Added tokens
   // such as <|im_start|> written in the text become their ids.
   Status encode(std::string_view text, std::vector<int>* ids) const;

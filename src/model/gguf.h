@@ -1,0 +1,44 @@
+// GGUF checkpoints (llama.cpp's format), F32/F16/BF16 tensors, architectures `qwen35` and
+// `qwen3next`. Layout: "GGUF", u32 version (2 or 3), u64 tensor count, u64 metadata count,
+// metadata (key string, u32 type, value), tensor infos (name, u32 n_dims, u64 ne[n_dims]
+// innermost first, u32 ggml type, u64 offset into the data section), then the data section at
+// the next multiple of general.alignment (default 32).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "hanpu/status.h"
+#include "model/weight_store.h"
+
+namespace hanpu::model {
+
+// A metadata value: integers (any width, as int64 / uint64), floats, bools, strings, arrays.
+struct GgufValue {
+  std::variant<int64_t, uint64_t, double, bool, std::string, std::vector<GgufValue>> v;
+  bool is_int() const { return std::holds_alternative<int64_t>(v) || std::holds_alternative<uint64_t>(v); }
+  int64_t as_int() const;  // callers check is_int()
+};
+
+using GgufMetadata = std::map<std::string, GgufValue>;
+
+// Limits that keep a corrupt header from making the parser allocate or loop without bound.
+inline constexpr uint64_t kGgufMaxTensors = 1u << 20;
+inline constexpr uint64_t kGgufMaxMetadata = 1u << 20;
+inline constexpr uint64_t kGgufMaxString = 1u << 24;
+inline constexpr uint64_t kGgufMaxArray = 1u << 26;
+
+// Validates the header of a whole GGUF file held in `bytes`; fills `meta` and adds the
+// tensors to `store` under their GGUF names (shape reversed to row-major, outermost first).
+// Errors name the file and the byte offset: truncation, bad magic or version, absurd counts
+// or lengths, unknown value types, tensor types other than F32/F16/BF16 (quantised types are
+// named), data ranges past the end or overlapping. Nothing is added on error.
+Status parse_gguf(const uint8_t* bytes, size_t size, const std::string& file, GgufMetadata* meta, WeightStore* store);
+
+// Maps and parses a .gguf file.
+Status load_gguf(const std::string& path, GgufMetadata* meta, WeightStore* store);
+
+}  // namespace hanpu::model

@@ -48,12 +48,16 @@ bool ModelConfig::layer_has_moe(int layer) const {
   return (layer + 1) % decoder_sparse_step == 0;
 }
 
-Status parse_model_config(const std::string& json_text, const std::string& source, ModelConfig* out) {
+namespace {
+
+Status parse_config_fields(const std::string& json_text, const std::string& source, ModelConfig* out) {
   json root;
   try {
     root = json::parse(json_text);
   } catch (const json::parse_error& e) {
     return Status::Error(fmt::format("{}: malformed JSON at byte {}: {}", source, e.byte, e.what()));
+  } catch (const json::exception& e) {  // e.g. a number too large for any type
+    return Status::Error(fmt::format("{}: malformed JSON: {}", source, e.what()));
   }
   if (!root.is_object()) return Status::Error(fmt::format("{}: not a JSON object", source));
   ModelConfig c;
@@ -174,6 +178,16 @@ Status parse_model_config(const std::string& json_text, const std::string& sourc
   }
   *out = std::move(c);
   return Status::Ok();
+}
+
+}  // namespace
+
+Status parse_model_config(const std::string& json_text, const std::string& source, ModelConfig* out) {
+  try {  // a field of the wrong JSON type throws from deep inside nlohmann's accessors
+    return parse_config_fields(json_text, source, out);
+  } catch (const nlohmann::json::exception& e) {
+    return Status::Error(fmt::format("{}: a field has the wrong type: {}", source, e.what()));
+  }
 }
 
 Status load_model_config(const std::string& path, ModelConfig* out) {

@@ -97,6 +97,8 @@ Status parse_safetensors(const uint8_t* bytes, size_t size, const std::string& f
   } catch (const json::parse_error& e) {
     return Status::Error(fmt::format("{}: header JSON is malformed at byte {} of the header: {}", file, e.byte,
                                      e.what()));
+  } catch (const json::exception& e) {  // e.g. a number too large for any type
+    return Status::Error(fmt::format("{}: malformed JSON: {}", file, e.what()));
   }
   if (!header.is_object()) return Status::Error(fmt::format("{}: header is not a JSON object", file));
   const uint64_t data_base = 8 + n, data_size = size - data_base;
@@ -140,6 +142,8 @@ Status load_index(const fs::path& index_path, WeightStore* store) {
     index = json::parse(in);
   } catch (const json::parse_error& e) {
     return Status::Error(fmt::format("{}: malformed JSON at byte {}: {}", index_path.string(), e.byte, e.what()));
+  } catch (const json::exception& e) {  // e.g. a number too large for any type
+    return Status::Error(fmt::format("{}: malformed JSON: {}", index_path.string(), e.what()));
   }
   if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
     return Status::Error(fmt::format("{}: no \"weight_map\" object", index_path.string()));

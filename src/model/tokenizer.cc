@@ -111,11 +111,21 @@ Status parse_pre_tokenizer(const json& pt, const std::string& source, std::strin
 }  // namespace
 
 Status Tokenizer::parse(const std::string& json_text, const std::string& source, Tokenizer* out) {
+  try {  // a field of the wrong JSON type throws from deep inside nlohmann's accessors
+    return parse_json(json_text, source, out);
+  } catch (const json::exception& e) {
+    return Status::Error(fmt::format("{}: a field has the wrong type: {}", source, e.what()));
+  }
+}
+
+Status Tokenizer::parse_json(const std::string& json_text, const std::string& source, Tokenizer* out) {
   json j;
   try {
     j = json::parse(json_text);
   } catch (const json::parse_error& e) {
     return Status::Error(fmt::format("{}: malformed JSON at byte {}: {}", source, e.byte, e.what()));
+  } catch (const json::exception& e) {  // e.g. a number too large for any type
+    return Status::Error(fmt::format("{}: malformed JSON: {}", source, e.what()));
   }
   if (!j.is_object() || !j.contains("model") || !j["model"].is_object()) {
     return Status::Error(fmt::format("{}: no \"model\" object", source));

@@ -57,6 +57,7 @@ class Tokenizer {
     std::string content;
     int id;
   };
+  static Status parse_json(const std::string& json_text, const std::string& source, Tokenizer* out);
   Status encode_piece(const std::string& piece, std::vector<int>* ids) const;
   Status encode_segment(std::string_view text, std::vector<int>* ids) const;
 

@@ -134,6 +134,15 @@ TEST(Safetensors, MalformedHeadersAreRefusedByName) {
        },
        "malformed at byte"},
       {"not an object", [] { return make_file(json::array({1, 2}), 0); }, "not a JSON object"},
+      {"number out of range (found by the fuzzer)",
+       [] {
+         const std::string h = R"({"a":{"dtype":"F32","shape":[2e999],"data_offsets":[0,0]}})";
+         std::vector<uint8_t> f(8 + h.size());
+         f[0] = static_cast<uint8_t>(h.size());
+         std::memcpy(f.data() + 8, h.data(), h.size());
+         return f;
+       },
+       "malformed JSON"},
       {"no offsets",
        [] {
          auto h = good_header();

@@ -25,10 +25,15 @@ struct GenerateOptions {
   uint64_t seed = 0;
   bool chat = false;                        // wrap the prompt in the chat template
   bool stop_at_eos = true;
+  // Continue a saved sequence (the prompt is appended after it), and/or save the sequence
+  // (prompt and generated tokens) when done, to resume later. Empty: off.
+  std::string resume_state;
+  std::string save_state;
 };
 
 struct GenerateStats {
   int64_t prompt_tokens = 0, generated_tokens = 0;
+  int64_t resumed_tokens = 0;  // tokens of the resumed sequence before this prompt
   double prefill_ms = 0, decode_ms = 0;
   // Prefill time by part of the model.
   double la_ms = 0, attn_ms = 0, mlp_ms = 0, other_ms = 0;

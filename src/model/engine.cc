@@ -10,6 +10,7 @@
 #include "model/gguf_model.h"
 #include "model/model.h"
 #include "model/sampler.h"
+#include "model/state_file.h"
 #include "model/synthetic_models.h"
 #include "model/tokenizer.h"
 
@@ -140,6 +141,8 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
   GenerateStats s;
   s.prompt_tokens = static_cast<int64_t>(prompt.size());
   model::SequenceState state = m.new_state();
+  if (!o.resume_state.empty()) HANPU_RETURN_IF_ERROR(model::load_state(m, o.resume_state, &state));
+  s.resumed_tokens = state.position;
   std::vector<float> logits;
   model::ForwardProfile prof;
   const auto t0 = std::chrono::steady_clock::now();
@@ -157,6 +160,7 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
   const auto& eos = m.config().eos_token_ids;
   std::string pending;
   s.stop_reason = "max_tokens";
+  int last_token = -1;
   const auto t1 = std::chrono::steady_clock::now();
   for (int step = 0; step < o.max_tokens; ++step) {
     const int tok = sampler.sample(logits);
@@ -165,6 +169,7 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
       break;
     }
     ++s.generated_tokens;
+    last_token = tok;
     if (generated != nullptr) generated->push_back(tok);
     if (on_text && impl_->tokenizer) {
       pending += impl_->tokenizer->token_bytes(tok);
@@ -178,6 +183,13 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
   }
   if (on_text && !pending.empty()) on_text(pending);
   s.decode_ms = ms_since(t1);
+  if (!o.save_state.empty()) {
+    // The last generated token was sampled but not yet run through the model.
+    if (s.stop_reason == "max_tokens" && s.generated_tokens > 0) {
+      HANPU_RETURN_IF_ERROR(m.forward(&last_token, 1, &state, fo, &logits));
+    }
+    HANPU_RETURN_IF_ERROR(model::save_state(m, state, o.save_state));
+  }
   if (stats != nullptr) *stats = s;
   return Status::Ok();
 }

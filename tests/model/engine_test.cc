@@ -59,6 +59,48 @@ TEST(Engine, ErrorsAreNamed) {
   EXPECT_EQ(ids.front(), 1);  // <|im_start|> in the fixture's vocab
 }
 
+TEST(Engine, SavedStateResumesExactlyAsOneLongerRun) {
+  std::unique_ptr<Engine> e;
+  ASSERT_TRUE(Engine::load(kDir + "qwen35-tiny", &e).ok());
+  const std::string path = ::testing::TempDir() + "/hanpu_state.bin";
+  std::vector<int> p1, p2;
+  ASSERT_TRUE(e->tokenize("Hybrid models interleave", false, &p1).ok());
+  ASSERT_TRUE(e->tokenize(" linear attention layers", false, &p2).ok());
+  GenerateOptions o;
+  o.max_tokens = 5;
+  o.stop_at_eos = false;
+  o.save_state = path;
+  std::vector<int> g1, g2, g_ref;
+  ASSERT_TRUE(e->generate(p1, o, nullptr, nullptr, nullptr, &g1).ok());
+  o.save_state.clear();
+  o.resume_state = path;
+  o.max_tokens = 8;
+  GenerateStats s;
+  ASSERT_TRUE(e->generate(p2, o, nullptr, nullptr, &s, &g2).ok());
+  EXPECT_EQ(s.resumed_tokens, static_cast<int64_t>(p1.size() + g1.size()));
+  std::vector<int> all = p1;
+  all.insert(all.end(), g1.begin(), g1.end());
+  all.insert(all.end(), p2.begin(), p2.end());
+  o.resume_state.clear();
+  ASSERT_TRUE(e->generate(all, o, nullptr, nullptr, nullptr, &g_ref).ok());
+  EXPECT_EQ(g2, g_ref);
+
+  // Another model's state, a truncated file and a stranger are refused by name.
+  std::unique_ptr<Engine> other;
+  ASSERT_TRUE(Engine::synthetic("qwen3-next-tiny", 1, &other).ok());
+  o.resume_state = path;
+  Status st = other->generate({1, 2, 3}, o, nullptr, nullptr, nullptr);
+  EXPECT_NE(st.message().find("saved for a model with layers 4, this model has 8"), std::string::npos) << st.message();
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() / 2);
+  st = e->generate(p2, o, nullptr, nullptr, nullptr);
+  EXPECT_NE(st.message().find("file ends at byte"), std::string::npos) << st.message();
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << "not a state";
+  st = e->generate(p2, o, nullptr, nullptr, nullptr);
+  EXPECT_NE(st.message().find("not a hanpu state file"), std::string::npos) << st.message();
+}
+
 TEST(Sampler, OptionsBehaveAsDocumented) {
   const std::vector<float> logits = {0.0f, 2.0f, 1.0f, 2.0f, -5.0f};
   model::Sampler greedy({0.0f, 0, 1.0f, 1});

@@ -32,6 +32,8 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_option("--prefill-chunk", o.prefill_chunk, "prompt tokens per forward call")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--save-state", o.save_state, "save the sequence (prompt + generated) to this file when done");
+  app.add_option("--resume-state", o.resume_state, "continue a saved sequence: the prompt is appended after it");
   app.add_flag("--json", o.json, "print the summary as one JSON object");
 }
 
@@ -85,6 +87,8 @@ int run_model(const RunOptions& o) {
   g.top_p = o.top_p;
   g.seed = o.seed;
   g.chat = o.chat;
+  g.save_state = o.save_state;
+  g.resume_state = o.resume_state;
   GenerateStats s;
   const auto on_text = [](std::string_view text) {
     std::fwrite(text.data(), 1, text.size(), stdout);

@@ -23,6 +23,7 @@ struct RunOptions {
   std::string placement = "balanced";
   int threads = 0;
   int prefill_chunk = 1024;
+  std::string resume_state, save_state;
   bool json = false;
 };
 

@@ -35,8 +35,10 @@ struct GenerateStats {
   int64_t prompt_tokens = 0, generated_tokens = 0;
   int64_t resumed_tokens = 0;  // tokens of the resumed sequence before this prompt
   double prefill_ms = 0, decode_ms = 0;
-  // Prefill time by part of the model.
+  // Prefill time by part of the model: whole LA / attention blocks (projections included),
+  // MLP or MoE blocks, the rest; and the LA / attention kernels alone.
   double la_ms = 0, attn_ms = 0, mlp_ms = 0, other_ms = 0;
+  double la_kernel_ms = 0, attn_kernel_ms = 0;
   std::string stop_reason;  // "eos", "max_tokens"
 };
 
@@ -44,6 +46,7 @@ struct EngineInfo {
   std::string name, architecture;
   int layers = 0, la_layers = 0, attn_layers = 0, hidden = 0, vocab = 0;
   int64_t parameters = 0, weight_bytes = 0;
+  int64_t decode_bytes_per_token = 0;  // weights a decode step reads (all but the embedding table)
 };
 
 class Engine {

@@ -1,6 +1,7 @@
 // Facts about the machine hanpu runs on, measured rather than looked up.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 namespace hanpu {
@@ -19,6 +20,10 @@ FmaPeak measure_fma_peak(int threads, double ms = 100, int repeats = 5);
 // The micro-kernel's own rate on a GEMM of the LA chunk's shape class (M=N=K=128-ish,
 // operands in L1/L2), all threads, GFLOP/s: what the planned matrix unit reaches.
 double measure_gemm_gflops(int threads, double ms = 100);
+
+// DRAM read bandwidth, GB/s: every worker streams its own slice of a buffer far larger than
+// the caches (`bytes` in all), best of `repeats`. The bound decode is measured against.
+double measure_memory_read_gbps(int threads, size_t bytes = size_t{1} << 30, int repeats = 3);
 
 // Column tile of the micro-kernel and its SIMD target, for printing.
 std::string describe_micro_kernel();

@@ -1,5 +1,6 @@
 // Gated full-attention layer (transformers' Qwen3_5Attention.forward) on hanpu's kernels.
 #include <algorithm>
+#include <chrono>
 
 #include <fmt/format.h>
 
@@ -11,7 +12,7 @@
 namespace hanpu::model {
 
 Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* x, int64_t T, int64_t pos0,
-                       KvCache* kv, const ForwardOptions& opt, float* out) {
+                       KvCache* kv, const ForwardOptions& opt, float* out, double* kernel_ms) {
   const int Hq = c.attn_heads, Hkv = c.kv_heads, D = c.head_dim, hidden = c.hidden;
   // qg [T, Hq, 2D]: per head D query dims, then D output-gate dims.
   std::vector<float> qg(static_cast<size_t>(T) * Hq * 2 * D), q(static_cast<size_t>(T) * Hq * D);
@@ -32,6 +33,7 @@ Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* 
   args.o = {o.data(), DType::kF32, {T, Hq, D}};
   args.mask = AttnMask::kCausal;  // q_offset defaults to the cached length before this call
   Status st;
+  const auto t0 = std::chrono::steady_clock::now();
   if (T == 1) {
     st = attn_decode(args, opt.threads);
   } else {
@@ -40,6 +42,7 @@ Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* 
     ao.threads = opt.threads;
     st = attn_prefill(args, ao);
   }
+  *kernel_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!st.ok()) return Status::Error(fmt::format("attention layer: {}", st.message()));
   for (int64_t t = 0; t < T; ++t) {
     for (int h = 0; h < Hq; ++h) {

@@ -102,8 +102,18 @@ EngineInfo Engine::info() const {
   for (auto k : c.layer_kinds) (k == model::LayerKind::kLinearAttention ? i.la_layers : i.attn_layers)++;
   i.hidden = c.hidden;
   i.vocab = c.vocab;
-  i.weight_bytes = impl_->model->weights().bytes();
-  i.parameters = i.weight_bytes / 4;
+  const model::ModelWeights& w = impl_->model->weights();
+  i.weight_bytes = w.bytes();
+  const int64_t embed = static_cast<int64_t>(w.embed.size() * sizeof(float));
+  i.decode_bytes_per_token = i.weight_bytes - embed;
+  for (const model::LayerWeights& l : w.layers) {  // a token reads only its routed experts
+    if (!l.moe || l.moe_w.experts.empty()) continue;
+    const int64_t per_expert = static_cast<int64_t>(
+        (l.moe_w.experts[0].gate_up.data.size() + l.moe_w.experts[0].down.data.size()) * sizeof(float));
+    i.decode_bytes_per_token -= per_expert * (c.num_experts - c.experts_per_token);
+  }
+  // Parameters as the checkpoint counts them: a tied lm_head is the embedding table again.
+  i.parameters = (i.weight_bytes - (c.tie_embeddings ? embed : 0)) / 4;
   return i;
 }
 
@@ -156,6 +166,8 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
   s.attn_ms = prof.attn_ms;
   s.mlp_ms = prof.mlp_ms;
   s.other_ms = prof.other_ms;
+  s.la_kernel_ms = prof.la_kernel_ms;
+  s.attn_kernel_ms = prof.attn_kernel_ms;
   model::Sampler sampler({o.temperature, o.top_k, o.top_p, o.seed});
   const auto& eos = m.config().eos_token_ids;
   std::string pending;

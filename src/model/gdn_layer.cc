@@ -1,5 +1,6 @@
 // Gated DeltaNet layer (transformers' Qwen3_5GatedDeltaNet.forward) on hanpu's kernels.
 #include <algorithm>
+#include <chrono>
 
 #include <fmt/format.h>
 
@@ -12,7 +13,7 @@
 namespace hanpu::model {
 
 Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int64_t T, std::vector<float>* conv,
-                 std::vector<float>* recurrent, const ForwardOptions& opt, float* out) {
+                 std::vector<float>* recurrent, const ForwardOptions& opt, float* out, double* kernel_ms) {
   const int H = c.la_key_heads, HV = c.la_value_heads, K = c.la_key_dim, V = c.la_value_dim;
   const int C = c.la_conv_channels(), hidden = c.hidden;
   // mixed [T, C] = q heads | k heads | v heads; z [T, HV V]; b, a [T, HV].
@@ -48,7 +49,9 @@ Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int6
   LaOptions lo;
   lo.strategy = T == 1 ? "recurrent" : opt.la_strategy;  // one token: the recurrent step is the decode kernel
   lo.threads = opt.threads;
+  const auto t0 = std::chrono::steady_clock::now();
   const Status st = la_prefill(args, lo);
+  *kernel_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!st.ok()) return Status::Error(fmt::format("GDN layer: {}", st.message()));
   recurrent->swap(next_state);
   gated_rms_norm(o.data(), z.data(), T * HV, V, w.norm.data(), c.rms_eps);

@@ -1,5 +1,6 @@
 // The three layer kinds of a hybrid model, each mapping normed hidden states x [T, hidden]
-// to the block's output [T, hidden] (the residual add is the caller's).
+// to the block's output [T, hidden] (the residual add is the caller's). kernel_ms gets the
+// time spent inside the LA / attention kernel call added to it.
 #pragma once
 
 #include <cstdint>
@@ -14,11 +15,11 @@ namespace hanpu::model {
 // Gated DeltaNet token mixer; conv [kernel - 1, channels] and recurrent [HV, K, V] are the
 // sequence's states, updated in place.
 Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int64_t T, std::vector<float>* conv,
-                 std::vector<float>* recurrent, const ForwardOptions& opt, float* out);
+                 std::vector<float>* recurrent, const ForwardOptions& opt, float* out, double* kernel_ms);
 
 // Gated full attention; appends this call's keys and values (positions pos0 ...) to kv.
 Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* x, int64_t T, int64_t pos0,
-                       KvCache* kv, const ForwardOptions& opt, float* out);
+                       KvCache* kv, const ForwardOptions& opt, float* out, double* kernel_ms);
 
 // SwiGLU MLP of intermediate size `inter`.
 void mlp_layer(const MlpWeights& w, int inter, const float* x, int64_t T, int threads, float* out);

@@ -74,11 +74,13 @@ Status Model::forward(const int* tokens, int64_t n, SequenceState* state, const 
     prof.other_ms += sw.lap_ms();
     if (lw.kind == LayerKind::kLinearAttention) {
       HANPU_RETURN_IF_ERROR(
-          gdn_layer(c, lw.gdn, xn.data(), n, &state->conv[i], &state->recurrent[i], opt, block.data()));
+          gdn_layer(c, lw.gdn, xn.data(), n, &state->conv[i], &state->recurrent[i], opt, block.data(),
+                    &prof.la_kernel_ms));
       prof.la_ms += sw.lap_ms();
     } else {
       HANPU_RETURN_IF_ERROR(
-          attention_layer(c, lw.attn, xn.data(), n, state->position, state->kv[i].get(), opt, block.data()));
+          attention_layer(c, lw.attn, xn.data(), n, state->position, state->kv[i].get(), opt, block.data(),
+                          &prof.attn_kernel_ms));
       prof.attn_ms += sw.lap_ms();
     }
     for (size_t j = 0; j < h.size(); ++j) h[j] += block[j];

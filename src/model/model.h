@@ -33,7 +33,8 @@ struct SequenceState {
 
 // Where forward time went (milliseconds, summed over calls).
 struct ForwardProfile {
-  double la_ms = 0, attn_ms = 0, mlp_ms = 0, other_ms = 0;
+  double la_ms = 0, attn_ms = 0, mlp_ms = 0, other_ms = 0;  // whole blocks
+  double la_kernel_ms = 0, attn_kernel_ms = 0;              // of which the LA / attention kernels
   double total() const { return la_ms + attn_ms + mlp_ms + other_ms; }
 };
 

@@ -2,10 +2,11 @@
 // every row prefills a fresh random prompt of T tokens and then decodes decode_tokens more.
 #include "bench_e2e.h"
 
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -13,16 +14,25 @@
 #include "bench_util.h"
 #include "hanpu/engine.h"
 #include "hanpu/la.h"
+#include "hanpu/machine.h"
 
 namespace hanpu::cli {
 
 namespace {
 
+// Peak resident memory of this process (VmHWM), bytes; 0 where /proc is missing.
 int64_t peak_rss_bytes() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<int64_t>(u.ru_maxrss) * 1024;  // kilobytes on Linux
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;  // "VmHWM:  123 kB"
+  }
+  return 0;
 }
+
+// Resets the peak to the current resident size (Linux clear_refs 5), so the 1 GiB buffer of
+// the bandwidth probe does not count as the model's memory.
+void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
 }  // namespace
 
@@ -52,11 +62,15 @@ int run_bench_e2e(const BenchE2eOptions& o) {
   }
   FILE* info = o.json ? stderr : stdout;
   print_machine_header(info, o.threads);
+  const double mem_gbps = measure_memory_read_gbps(o.threads);
+  reset_peak_rss();
+  std::fprintf(info, "# measured DRAM read bandwidth %.1f GB/s; decode bound = bandwidth / fp32 weight bytes a token "
+               "reads (all but the embedding table; MoE: the routed share of the experts)\n", mem_gbps);
   std::fprintf(info, "# prefill of a random prompt of T tokens, then %d decoded tokens (greedy); median of %d; "
-               "RSS is the process peak so far\n", o.decode_tokens, o.repeats);
+               "peak RSS is the process's, so far\n", o.decode_tokens, o.repeats);
   if (!o.json) {
-    std::printf("%-16s %-10s %6s %10s %11s %10s %6s %6s %6s %9s\n", "model", "la", "T", "prefill_ms", "prefill_t/s",
-                "decode_t/s", "LA%", "attn%", "MLP%", "peak_RSS");
+    std::printf("%-16s %-10s %6s %10s %11s %10s %7s %6s %6s %6s %8s %8s %9s\n", "model", "la", "T", "prefill_ms",
+                "prefill_t/s", "decode_t/s", "%bound", "LA%", "attn%", "MLP%", "LAkern%", "ATkern%", "peak_RSS");
   }
   for (const std::string& name : o.model) {
     std::unique_ptr<Engine> engine;
@@ -99,18 +113,22 @@ int run_bench_e2e(const BenchE2eOptions& o) {
         const int steps = std::max(0, o.decode_tokens - 1);  // the first token comes from the prefill
         const double decode_tps = steps > 0 ? steps / (decode_ms / 1e3) : 0.0;
         const int64_t rss = peak_rss_bytes();
+        const double bound_tps = mem_gbps * 1e9 / static_cast<double>(ei.decode_bytes_per_token);
         if (o.json) {
           nlohmann::json j{{"model", name},          {"la", la},
                            {"T", T},                 {"threads", o.threads},
                            {"prefill_ms", s.prefill_ms}, {"prefill_tokens_per_s", prefill_tps},
                            {"decode_tokens_per_s", decode_tps}, {"la_share", s.la_ms / part},
                            {"attn_share", s.attn_ms / part},   {"mlp_share", s.mlp_ms / part},
-                           {"peak_rss_bytes", rss},  {"parameters", ei.parameters}};
+                           {"peak_rss_bytes", rss},  {"parameters", ei.parameters},
+                           {"la_kernel_share", s.la_kernel_ms / part}, {"attn_kernel_share", s.attn_kernel_ms / part},
+                           {"decode_pct_of_bound", 100 * decode_tps / bound_tps}, {"memory_gbps", mem_gbps}};
           std::printf("%s\n", j.dump().c_str());
         } else {
-          std::printf("%-16s %-10s %6ld %10.1f %11.1f %10.2f %5.1f%% %5.1f%% %5.1f%% %9s\n", name.c_str(), la.c_str(),
-                      T, s.prefill_ms, prefill_tps, decode_tps, 100 * s.la_ms / part, 100 * s.attn_ms / part,
-                      100 * s.mlp_ms / part, human_bytes(rss).c_str());
+          std::printf("%-16s %-10s %6ld %10.1f %11.1f %10.2f %6.0f%% %5.1f%% %5.1f%% %5.1f%% %7.1f%% %7.1f%% %9s\n",
+                      name.c_str(), la.c_str(), T, s.prefill_ms, prefill_tps, decode_tps, 100 * decode_tps / bound_tps,
+                      100 * s.la_ms / part, 100 * s.attn_ms / part, 100 * s.mlp_ms / part, 100 * s.la_kernel_ms / part,
+                      100 * s.attn_kernel_ms / part, human_bytes(rss).c_str());
         }
         std::fflush(stdout);
       }

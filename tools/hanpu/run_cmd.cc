@@ -115,13 +115,16 @@ int run_model(const RunOptions& o) {
                      {"decode_ms", s.decode_ms},     {"decode_tokens_per_s", decode_tps},
                      {"la_ms", s.la_ms},             {"attn_ms", s.attn_ms},
                      {"mlp_ms", s.mlp_ms},           {"other_ms", s.other_ms},
+                     {"la_kernel_ms", s.la_kernel_ms}, {"attn_kernel_ms", s.attn_kernel_ms},
                      {"stop", s.stop_reason}};
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
-  std::printf("--\nprefill: %lld tokens in %.1f ms = %.1f tokens/s  (LA layers %.0f%%, attention %.0f%%, MLP %.0f%%, rest %.0f%%)\n",
+  std::printf("--\nprefill: %lld tokens in %.1f ms = %.1f tokens/s  (LA layers %.0f%%, attention %.0f%%, MLP %.0f%%, rest %.0f%%;"
+              " the LA kernel alone %.0f%%, attention kernel %.0f%%)\n",
               static_cast<long long>(s.prompt_tokens), s.prefill_ms, prefill_tps, 100 * s.la_ms / part,
-              100 * s.attn_ms / part, 100 * s.mlp_ms / part, 100 * s.other_ms / part);
+              100 * s.attn_ms / part, 100 * s.mlp_ms / part, 100 * s.other_ms / part, 100 * s.la_kernel_ms / part,
+              100 * s.attn_kernel_ms / part);
   std::printf("decode:  %lld tokens in %.1f ms = %.1f tokens/s  (stop: %s; LA strategy %s)\n",
               static_cast<long long>(s.generated_tokens), s.decode_ms, decode_tps, s.stop_reason.c_str(), o.la.c_str());
   return 0;

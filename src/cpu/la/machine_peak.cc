@@ -10,6 +10,7 @@
 #include "parallel/thread_pool.h"
 #include "simd/fma_peak.h"
 #include "simd/gemm.h"
+#include "simd/vec_ops.h"
 
 namespace hanpu {
 
@@ -64,6 +65,22 @@ double measure_gemm_gflops(int threads, double ms) {
     best = std::max(best, 2.0 * kM * kN * kK * static_cast<double>(calls.load()) / sec / 1e9);
   }
   (void)P;
+  return best;
+}
+
+double measure_memory_read_gbps(int threads, size_t bytes, int repeats) {
+  ThreadPool& pool = ThreadPool::shared(threads);
+  const int P = pool.size();
+  const size_t per = bytes / sizeof(float) / static_cast<size_t>(P);
+  std::vector<std::vector<float>> slices(P);
+  pool.run_on_all([&](int w) { slices[w].assign(per, 1.0f); });  // first touch on the reading core
+  double best = 0;
+  std::vector<float> sink(P);
+  for (int r = 0; r < repeats; ++r) {
+    Timer t;
+    pool.run_on_all([&](int w) { sink[w] = simd::sum_squares(slices[w].data(), per); });
+    best = std::max(best, static_cast<double>(per) * P * sizeof(float) / (t.ms() / 1e3) / 1e9);
+  }
   return best;
 }
 

@@ -46,17 +46,22 @@ struct EngineInfo {
   std::string name, architecture;
   int layers = 0, la_layers = 0, attn_layers = 0, hidden = 0, vocab = 0;
   int64_t parameters = 0, weight_bytes = 0;
+  std::string weight_dtype;  // of the projections
   int64_t decode_bytes_per_token = 0;  // weights a decode step reads (all but the embedding table)
 };
 
 class Engine {
  public:
   ~Engine();
-  // A checkpoint folder: config.json, safetensors (single or sharded), tokenizer.json.
-  static Status load(const std::string& dir, std::unique_ptr<Engine>* out);
+  // A checkpoint: a folder with config.json, safetensors (single or sharded) and
+  // tokenizer.json, or a .gguf file. `weights`: how to hold the projections — "auto" (the
+  // checkpoint's dtype), "f32", "bf16" or "f16".
+  static Status load(const std::string& dir, std::unique_ptr<Engine>* out, const std::string& weights = "auto");
   // A synthetic model of a real architecture's shape with seeded random weights (no
   // tokenizer: prompts are random token ids), for benchmarks. Names: synthetic_models().
-  static Status synthetic(const std::string& name, uint64_t seed, std::unique_ptr<Engine>* out);
+  // "auto" weights are bf16, as the real checkpoints ship.
+  static Status synthetic(const std::string& name, uint64_t seed, std::unique_ptr<Engine>* out,
+                          const std::string& weights = "auto");
   static std::vector<std::string> synthetic_models();
 
   EngineInfo info() const;

@@ -48,11 +48,16 @@ struct Engine::Impl {
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
-Status Engine::load(const std::string& dir, std::unique_ptr<Engine>* out) {
+Status Engine::load(const std::string& dir, std::unique_ptr<Engine>* out, const std::string& weights) {
   auto impl = std::make_unique<Impl>();
   impl->name = std::filesystem::path(dir).filename().string();
   if (impl->name.empty()) impl->name = dir;
-  HANPU_RETURN_IF_ERROR(model::load_model(dir, &impl->model));
+  model::LoadOptions lo;
+  if (weights != "auto") {
+    lo.weights = parse_dtype(weights);
+    if (!lo.weights) return Status::Error(fmt::format("weights '{}' is not auto, f32, bf16 or f16", weights));
+  }
+  HANPU_RETURN_IF_ERROR(model::load_model(dir, lo, &impl->model));
   if (const std::string g = model::gguf_path(dir); !g.empty()) {  // the GGUF carries its tokenizer
     model::GgufMetadata meta;
     model::WeightStore store;
@@ -75,17 +80,20 @@ Status Engine::load(const std::string& dir, std::unique_ptr<Engine>* out) {
   return Status::Ok();
 }
 
-Status Engine::synthetic(const std::string& name, uint64_t seed, std::unique_ptr<Engine>* out) {
+Status Engine::synthetic(const std::string& name, uint64_t seed, std::unique_ptr<Engine>* out,
+                         const std::string& weights) {
   const auto config = model::synthetic_model_config(name);
   if (!config) {
     std::string names;
     for (const auto& n : model::synthetic_model_names()) names += (names.empty() ? "" : ", ") + n;
     return Status::Error(fmt::format("unknown synthetic model '{}' (one of: {})", name, names));
   }
+  const std::optional<DType> dt = parse_dtype(weights == "auto" ? "bf16" : weights);
+  if (!dt) return Status::Error(fmt::format("weights '{}' is not auto, f32, bf16 or f16", weights));
   auto impl = std::make_unique<Impl>();
   impl->name = name + " (synthetic)";
   model::ModelWeights w;
-  model::random_weights(*config, seed, &w);
+  model::random_weights(*config, seed, *dt, &w);
   impl->model = std::make_unique<model::Model>(*config, std::move(w));
   out->reset(new Engine(std::move(impl)));
   return Status::Ok();
@@ -104,16 +112,15 @@ EngineInfo Engine::info() const {
   i.vocab = c.vocab;
   const model::ModelWeights& w = impl_->model->weights();
   i.weight_bytes = w.bytes();
+  i.weight_dtype = std::string(dtype_name(w.lm_head.dtype));
   const int64_t embed = static_cast<int64_t>(w.embed.size() * sizeof(float));
   i.decode_bytes_per_token = i.weight_bytes - embed;
   for (const model::LayerWeights& l : w.layers) {  // a token reads only its routed experts
     if (!l.moe || l.moe_w.experts.empty()) continue;
-    const int64_t per_expert = static_cast<int64_t>(
-        (l.moe_w.experts[0].gate_up.data.size() + l.moe_w.experts[0].down.data.size()) * sizeof(float));
+    const int64_t per_expert = l.moe_w.experts[0].gate_up.bytes() + l.moe_w.experts[0].down.bytes();
     i.decode_bytes_per_token -= per_expert * (c.num_experts - c.experts_per_token);
   }
-  // Parameters as the checkpoint counts them: a tied lm_head is the embedding table again.
-  i.parameters = (i.weight_bytes - (c.tie_embeddings ? embed : 0)) / 4;
+  i.parameters = w.parameters(c.tie_embeddings);
   return i;
 }
 

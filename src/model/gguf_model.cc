@@ -138,7 +138,7 @@ namespace {
 
 class GgufConverter {
  public:
-  GgufConverter(const ModelConfig& c, const WeightStore& s) : c_(c), s_(s) {
+  GgufConverter(const ModelConfig& c, const WeightStore& s, DType dt) : c_(c), s_(s), dt_(dt) {
     order_ = HeadOrder{c.la_key_heads, c.la_value_heads, c.arch == Arch::kQwen35 && c.la_key_heads != c.la_value_heads};
   }
   Status f32(const std::string& name, const Shape& shape, std::vector<float>* out) {
@@ -162,7 +162,7 @@ class GgufConverter {
   Status linear(const std::string& name, int out, int in, const std::vector<int>& rows, Linear* l) {
     std::vector<float> w;
     HANPU_RETURN_IF_ERROR(f32(name, {out, in}, &w));
-    *l = Linear::from_rows(w.data(), in, rows);
+    *l = Linear::from_rows(w.data(), in, rows, dt_);
     return Status::Ok();
   }
   Status linear(const std::string& name, int out, int in, Linear* l) { return linear(name, out, in, iota(out), l); }
@@ -184,7 +184,7 @@ class GgufConverter {
     HANPU_RETURN_IF_ERROR(f32(fmt::format("{}ffn_gate{}.weight", b, suffix), {inter, c_.hidden}, &g));
     HANPU_RETURN_IF_ERROR(f32(fmt::format("{}ffn_up{}.weight", b, suffix), {inter, c_.hidden}, &u));
     g.insert(g.end(), u.begin(), u.end());
-    m->gate_up = Linear::from_rows(g.data(), c_.hidden, iota(2 * inter));
+    m->gate_up = Linear::from_rows(g.data(), c_.hidden, iota(2 * inter), dt_);
     return linear(fmt::format("{}ffn_down{}.weight", b, suffix), c_.hidden, inter, &m->down);
   }
   Status gdn(const std::string& b, GdnWeights* w) {
@@ -213,7 +213,7 @@ class GgufConverter {
     for (int o = 0; o < hidden; ++o) {
       for (int i = 0; i < HV * V; ++i) w_hf[static_cast<size_t>(o) * HV * V + i] = out[static_cast<size_t>(o) * HV * V + cols[i]];
     }
-    w->out = Linear::from_rows(w_hf.data(), HV * V, iota(hidden));
+    w->out = Linear::from_rows(w_hf.data(), HV * V, iota(hidden), dt_);
     std::vector<float> conv;  // [channels, kernel] -> tap-major, V channels back in HF order
     HANPU_RETURN_IF_ERROR(f32(b + "ssm_conv1d.weight", {C, c_.conv_kernel}, &conv));
     w->conv.resize(conv.size());
@@ -253,14 +253,14 @@ class GgufConverter {
     for (int e = 0; e < E; ++e) {
       std::vector<float> gu(g.begin() + e * gi, g.begin() + (e + 1) * gi);
       gu.insert(gu.end(), u.begin() + e * gi, u.begin() + (e + 1) * gi);
-      m->experts[e].gate_up = Linear::from_rows(gu.data(), hidden, iota(2 * I));
-      m->experts[e].down = Linear::from_rows(d.data() + e * gi, I, iota(hidden));
+      m->experts[e].gate_up = Linear::from_rows(gu.data(), hidden, iota(2 * I), dt_);
+      m->experts[e].down = Linear::from_rows(d.data() + e * gi, I, iota(hidden), dt_);
     }
     if (c_.shared_expert_intermediate > 0) {
       HANPU_RETURN_IF_ERROR(mlp(b, "_shexp", c_.shared_expert_intermediate, &m->shared));
       std::vector<float> sg;
       HANPU_RETURN_IF_ERROR(f32(b + "ffn_gate_inp_shexp.weight", {hidden}, &sg));
-      m->shared_gate = Linear::from_rows(sg.data(), hidden, {0});
+      m->shared_gate = Linear::from_rows(sg.data(), hidden, {0}, dt_);
     }
     return Status::Ok();
   }
@@ -268,18 +268,19 @@ class GgufConverter {
  private:
   const ModelConfig& c_;
   const WeightStore& s_;
+  DType dt_;  // storage of the projections
   HeadOrder order_;
 };
 
 }  // namespace
 
-Status convert_gguf_weights(const ModelConfig& c, const WeightStore& store, ModelWeights* out) {
-  GgufConverter cv(c, store);
+Status convert_gguf_weights(const ModelConfig& c, const WeightStore& store, DType weights, ModelWeights* out) {
+  GgufConverter cv(c, store, weights);
   ModelWeights w;
   HANPU_RETURN_IF_ERROR(cv.f32("token_embd.weight", {c.vocab, c.hidden}, &w.embed));
   HANPU_RETURN_IF_ERROR(cv.norm("output_norm.weight", c.hidden, &w.final_norm));
   if (c.tie_embeddings) {
-    w.lm_head = Linear::from_rows(w.embed.data(), c.hidden, GgufConverter::iota(c.vocab));
+    w.lm_head = Linear::from_rows(w.embed.data(), c.hidden, GgufConverter::iota(c.vocab), weights);
   } else {
     HANPU_RETURN_IF_ERROR(cv.linear("output.weight", c.vocab, c.hidden, &w.lm_head));
   }

@@ -116,7 +116,7 @@ std::string gguf_path(const std::string& path) {
   return found;
 }
 
-Status load_model(const std::string& dir, std::unique_ptr<Model>* out) {
+Status load_model(const std::string& dir, const LoadOptions& options, std::unique_ptr<Model>* out) {
   namespace fs = std::filesystem;
   if (const std::string g = gguf_path(dir); !g.empty()) {
     GgufMetadata meta;
@@ -125,7 +125,8 @@ Status load_model(const std::string& dir, std::unique_ptr<Model>* out) {
     ModelConfig config;
     HANPU_RETURN_IF_ERROR(gguf_model_config(meta, store, g, &config));
     ModelWeights weights;
-    HANPU_RETURN_IF_ERROR(convert_gguf_weights(config, store, &weights));
+    const StoredTensor* embed = store.find("token_embd.weight");
+    HANPU_RETURN_IF_ERROR(convert_gguf_weights(config, store, options.weights.value_or(embed->dtype), &weights));
     *out = std::make_unique<Model>(std::move(config), std::move(weights));
     return Status::Ok();
   }
@@ -134,7 +135,9 @@ Status load_model(const std::string& dir, std::unique_ptr<Model>* out) {
   WeightStore store;
   HANPU_RETURN_IF_ERROR(load_safetensors(dir, &store));
   ModelWeights weights;
-  HANPU_RETURN_IF_ERROR(convert_weights(config, store, &weights));
+  const StoredTensor* embed = store.find(config.weight_prefix + "embed_tokens.weight");
+  const DType dtype = options.weights.value_or(embed != nullptr ? embed->dtype : DType::kF32);
+  HANPU_RETURN_IF_ERROR(convert_weights(config, store, dtype, &weights));
   *out = std::make_unique<Model>(std::move(config), std::move(weights));
   return Status::Ok();
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,9 +58,15 @@ class Model {
   ModelWeights weights_;
 };
 
+// How to hold the weights: projections in fp32, bf16 or f16; unset = the checkpoint's own
+// dtype (that of its embedding table). Norms, gates and the embedding stay fp32.
+struct LoadOptions {
+  std::optional<DType> weights;
+};
+
 // Loads a checkpoint: a folder with config.json and safetensors, or a .gguf file (or a
 // folder holding one .gguf and no config.json).
-Status load_model(const std::string& path, std::unique_ptr<Model>* out);
+Status load_model(const std::string& path, const LoadOptions& options, std::unique_ptr<Model>* out);
 // The .gguf file `path` names or holds, or empty if it is a safetensors checkpoint.
 std::string gguf_path(const std::string& path);
 

@@ -13,8 +13,8 @@ namespace hanpu::model {
 namespace {
 
 // Rows `rows` of W [out_all, in] as a projection onto rows.size() outputs.
-Linear linear_from_rows(const std::vector<float>& w, int in, const std::vector<int>& rows) {
-  return Linear::from_rows(w.data(), in, rows);
+Linear linear_from_rows(const std::vector<float>& w, int in, const std::vector<int>& rows, DType dtype) {
+  return Linear::from_rows(w.data(), in, rows, dtype);
 }
 
 std::vector<int> iota_rows(int n, int first = 0) {
@@ -25,7 +25,7 @@ std::vector<int> iota_rows(int n, int first = 0) {
 
 class Converter {
  public:
-  Converter(const ModelConfig& c, const WeightStore& s) : c_(c), s_(s) {}
+  Converter(const ModelConfig& c, const WeightStore& s, DType dt) : c_(c), s_(s), dt_(dt) {}
 
   Status f32(const std::string& name, const Shape& shape, std::vector<float>* out) {
     const StoredTensor* t = nullptr;
@@ -43,7 +43,7 @@ class Converter {
   Status linear(const std::string& name, int out, int in, Linear* l) {
     std::vector<float> w;
     HANPU_RETURN_IF_ERROR(f32(name, {out, in}, &w));
-    *l = linear_from_rows(w, in, iota_rows(out));
+    *l = linear_from_rows(w, in, iota_rows(out), dt_);
     return Status::Ok();
   }
   Status mlp(const std::string& p, int inter, MlpWeights* m) {
@@ -51,7 +51,7 @@ class Converter {
     HANPU_RETURN_IF_ERROR(f32(p + "gate_proj.weight", {inter, c_.hidden}, &g));
     HANPU_RETURN_IF_ERROR(f32(p + "up_proj.weight", {inter, c_.hidden}, &u));
     g.insert(g.end(), u.begin(), u.end());
-    m->gate_up = linear_from_rows(g, c_.hidden, iota_rows(2 * inter));
+    m->gate_up = linear_from_rows(g, c_.hidden, iota_rows(2 * inter), dt_);
     return linear(p + "down_proj.weight", c_.hidden, inter, &m->down);
   }
   Status gdn(const std::string& p, GdnWeights* w) {
@@ -80,10 +80,10 @@ class Converter {
         for (int i = 0; i < g * V; ++i) rz.push_back(h * blk + 2 * K + g * V + i);
         for (int i = 0; i < g; ++i) rb.push_back(h * 2 * g + i), ra.push_back(h * 2 * g + g + i);
       }
-      w->qkv = linear_from_rows(qkvz, hidden, rq);
-      w->z = linear_from_rows(qkvz, hidden, rz);
-      w->b = linear_from_rows(ba, hidden, rb);
-      w->a = linear_from_rows(ba, hidden, ra);
+      w->qkv = linear_from_rows(qkvz, hidden, rq, dt_);
+      w->z = linear_from_rows(qkvz, hidden, rz, dt_);
+      w->b = linear_from_rows(ba, hidden, rb, dt_);
+      w->a = linear_from_rows(ba, hidden, ra, dt_);
     }
     HANPU_RETURN_IF_ERROR(linear(p + "out_proj.weight", hidden, HV * V, &w->out));
     std::vector<float> conv;  // [channels, 1, kernel] -> tap-major [kernel, channels]
@@ -119,8 +119,8 @@ class Converter {
                                      gu.begin() + static_cast<int64_t>(e + 1) * 2 * I * hidden);
         const std::vector<float> dne(dn.begin() + static_cast<int64_t>(e) * hidden * I,
                                      dn.begin() + static_cast<int64_t>(e + 1) * hidden * I);
-        m->experts[e].gate_up = linear_from_rows(gue, hidden, iota_rows(2 * I));
-        m->experts[e].down = linear_from_rows(dne, I, iota_rows(hidden));
+        m->experts[e].gate_up = linear_from_rows(gue, hidden, iota_rows(2 * I), dt_);
+        m->experts[e].down = linear_from_rows(dne, I, iota_rows(hidden), dt_);
       }
     } else {
       for (int e = 0; e < E; ++e) HANPU_RETURN_IF_ERROR(mlp(fmt::format("{}experts.{}.", p, e), I, &m->experts[e]));
@@ -135,33 +135,64 @@ class Converter {
  private:
   const ModelConfig& c_;
   const WeightStore& s_;
+  DType dt_;  // storage of the projections
 };
 
 }  // namespace
 
-int64_t ModelWeights::bytes() const {
-  int64_t n = static_cast<int64_t>(embed.size() + final_norm.size() + lm_head.data.size());
-  const auto lin = [](const Linear& l) { return static_cast<int64_t>(l.data.size()); };
-  const auto mlp = [&](const MlpWeights& m) { return lin(m.gate_up) + lin(m.down); };
-  for (const LayerWeights& l : layers) {
-    n += static_cast<int64_t>(l.input_norm.size() + l.post_norm.size());
-    n += lin(l.gdn.qkv) + lin(l.gdn.z) + lin(l.gdn.a) + lin(l.gdn.b) + lin(l.gdn.out) +
-         static_cast<int64_t>(l.gdn.conv.size());
-    n += lin(l.attn.q) + lin(l.attn.k) + lin(l.attn.v) + lin(l.attn.o);
-    n += mlp(l.mlp) + lin(l.moe_w.router) + mlp(l.moe_w.shared) + lin(l.moe_w.shared_gate);
-    for (const MlpWeights& e : l.moe_w.experts) n += mlp(e);
+namespace {
+
+// Visits every projection and every fp32 vector of the weights once.
+template <class OnLinear, class OnVector>
+void walk(const ModelWeights& w, OnLinear lin, OnVector vec) {
+  vec(w.embed);
+  vec(w.final_norm);
+  lin(w.lm_head);
+  const auto mlp = [&](const MlpWeights& m) {
+    lin(m.gate_up);
+    lin(m.down);
+  };
+  for (const LayerWeights& l : w.layers) {
+    vec(l.input_norm);
+    vec(l.post_norm);
+    for (const Linear* x : {&l.gdn.qkv, &l.gdn.z, &l.gdn.a, &l.gdn.b, &l.gdn.out, &l.attn.q, &l.attn.k, &l.attn.v,
+                            &l.attn.o, &l.moe_w.router, &l.moe_w.shared_gate}) {
+      lin(*x);
+    }
+    for (const std::vector<float>* v : {&l.gdn.conv, &l.gdn.neg_A, &l.gdn.dt_bias, &l.gdn.norm, &l.attn.q_norm,
+                                        &l.attn.k_norm}) {
+      vec(*v);
+    }
+    mlp(l.mlp);
+    mlp(l.moe_w.shared);
+    for (const MlpWeights& e : l.moe_w.experts) mlp(e);
   }
-  return n * static_cast<int64_t>(sizeof(float));
 }
 
-Status convert_weights(const ModelConfig& c, const WeightStore& store, ModelWeights* out) {
-  Converter cv(c, store);
+}  // namespace
+
+int64_t ModelWeights::bytes() const {
+  int64_t n = 0;
+  walk(*this, [&](const Linear& l) { n += l.bytes(); },
+       [&](const std::vector<float>& v) { n += static_cast<int64_t>(v.size() * sizeof(float)); });
+  return n;
+}
+
+int64_t ModelWeights::parameters(bool tied) const {
+  int64_t n = 0;
+  walk(*this, [&](const Linear& l) { n += static_cast<int64_t>(l.in) * l.out; },
+       [&](const std::vector<float>& v) { n += static_cast<int64_t>(v.size()); });
+  return tied ? n - static_cast<int64_t>(lm_head.in) * lm_head.out : n;  // a tied head is the embedding again
+}
+
+Status convert_weights(const ModelConfig& c, const WeightStore& store, DType weights, ModelWeights* out) {
+  Converter cv(c, store, weights);
   ModelWeights w;
   const std::string& P = c.weight_prefix;
   HANPU_RETURN_IF_ERROR(cv.f32(P + "embed_tokens.weight", {c.vocab, c.hidden}, &w.embed));
   HANPU_RETURN_IF_ERROR(cv.f32(P + "norm.weight", {c.hidden}, &w.final_norm));
   if (c.tie_embeddings && store.find("lm_head.weight") == nullptr) {
-    w.lm_head = linear_from_rows(w.embed, c.hidden, iota_rows(c.vocab));
+    w.lm_head = linear_from_rows(w.embed, c.hidden, iota_rows(c.vocab), weights);
   } else {
     HANPU_RETURN_IF_ERROR(cv.linear("lm_head.weight", c.vocab, c.hidden, &w.lm_head));
   }
@@ -190,15 +221,22 @@ Status convert_weights(const ModelConfig& c, const WeightStore& store, ModelWeig
 
 namespace {
 
-Linear random_linear(Rng& rng, int in, int out) {
+Linear random_linear(Rng& rng, int in, int out, DType dtype) {
   Linear l;
   l.in = in;
   l.out = out;
-  l.data.resize(static_cast<size_t>(in) * out);
+  l.dtype = dtype;
   // Uniform with the standard deviation 0.5 / sqrt(in) (a normal per weight costs seconds
   // for a billion of them; the layout of random values does not matter).
   const double a = std::sqrt(3.0) * 0.5 / std::sqrt(static_cast<double>(in));
-  for (float& x : l.data) x = static_cast<float>(rng.uniform(-a, a));
+  const size_t n = static_cast<size_t>(in) * out;
+  if (dtype == DType::kF32) {
+    l.data.resize(n);
+    for (float& x : l.data) x = static_cast<float>(rng.uniform(-a, a));
+  } else {
+    l.half.resize(n);
+    for (size_t i = 0; i < n; ++i) store_from_f32(l.half.data(), dtype, i, static_cast<float>(rng.uniform(-a, a)));
+  }
   return l;
 }
 
@@ -209,18 +247,18 @@ std::vector<float> random_vec(Rng& rng, size_t n, double mean, double sd) {
   return v;
 }
 
-MlpWeights random_mlp(Rng& rng, int hidden, int inter) {
-  return MlpWeights{random_linear(rng, hidden, 2 * inter), random_linear(rng, inter, hidden)};
+MlpWeights random_mlp(Rng& rng, int hidden, int inter, DType dt) {
+  return MlpWeights{random_linear(rng, hidden, 2 * inter, dt), random_linear(rng, inter, hidden, dt)};
 }
 
 }  // namespace
 
-void random_weights(const ModelConfig& c, uint64_t seed, ModelWeights* out) {
+void random_weights(const ModelConfig& c, uint64_t seed, DType dt, ModelWeights* out) {
   Rng rng(seed);
   ModelWeights w;
   w.embed = random_vec(rng, static_cast<size_t>(c.vocab) * c.hidden, 0.0, 1.0);
   w.final_norm = random_vec(rng, c.hidden, 0.0, 0.1);
-  w.lm_head = random_linear(rng, c.hidden, c.vocab);
+  w.lm_head = random_linear(rng, c.hidden, c.vocab, dt);
   w.layers.resize(c.layers);
   const int H = c.la_key_heads, HV = c.la_value_heads, K = c.la_key_dim, V = c.la_value_dim;
   for (int i = 0; i < c.layers; ++i) {
@@ -230,11 +268,11 @@ void random_weights(const ModelConfig& c, uint64_t seed, ModelWeights* out) {
     l.post_norm = random_vec(rng, c.hidden, 0.0, 0.1);
     if (l.kind == LayerKind::kLinearAttention) {
       GdnWeights& g = l.gdn;
-      g.qkv = random_linear(rng, c.hidden, 2 * H * K + HV * V);
-      g.z = random_linear(rng, c.hidden, HV * V);
-      g.b = random_linear(rng, c.hidden, HV);
-      g.a = random_linear(rng, c.hidden, HV);
-      g.out = random_linear(rng, HV * V, c.hidden);
+      g.qkv = random_linear(rng, c.hidden, 2 * H * K + HV * V, dt);
+      g.z = random_linear(rng, c.hidden, HV * V, dt);
+      g.b = random_linear(rng, c.hidden, HV, dt);
+      g.a = random_linear(rng, c.hidden, HV, dt);
+      g.out = random_linear(rng, HV * V, c.hidden, dt);
       g.conv = random_vec(rng, static_cast<size_t>(c.la_conv_channels()) * c.conv_kernel, 0.0, 0.3);
       g.neg_A = random_vec(rng, HV, 0.0, 0.5);
       for (float& a : g.neg_A) a = -std::exp(a);
@@ -242,23 +280,23 @@ void random_weights(const ModelConfig& c, uint64_t seed, ModelWeights* out) {
       g.norm = random_vec(rng, V, 1.0, 0.1);
     } else {
       AttnWeights& a = l.attn;
-      a.q = random_linear(rng, c.hidden, c.attn_heads * 2 * c.head_dim);
-      a.k = random_linear(rng, c.hidden, c.kv_heads * c.head_dim);
-      a.v = random_linear(rng, c.hidden, c.kv_heads * c.head_dim);
-      a.o = random_linear(rng, c.attn_heads * c.head_dim, c.hidden);
+      a.q = random_linear(rng, c.hidden, c.attn_heads * 2 * c.head_dim, dt);
+      a.k = random_linear(rng, c.hidden, c.kv_heads * c.head_dim, dt);
+      a.v = random_linear(rng, c.hidden, c.kv_heads * c.head_dim, dt);
+      a.o = random_linear(rng, c.attn_heads * c.head_dim, c.hidden, dt);
       a.q_norm = random_vec(rng, c.head_dim, 0.0, 0.1);
       a.k_norm = random_vec(rng, c.head_dim, 0.0, 0.1);
     }
     l.moe = c.layer_has_moe(i);
     if (l.moe) {
-      l.moe_w.router = random_linear(rng, c.hidden, c.num_experts);
-      for (int e = 0; e < c.num_experts; ++e) l.moe_w.experts.push_back(random_mlp(rng, c.hidden, c.moe_intermediate));
+      l.moe_w.router = random_linear(rng, c.hidden, c.num_experts, dt);
+      for (int e = 0; e < c.num_experts; ++e) l.moe_w.experts.push_back(random_mlp(rng, c.hidden, c.moe_intermediate, dt));
       if (c.shared_expert_intermediate > 0) {
-        l.moe_w.shared = random_mlp(rng, c.hidden, c.shared_expert_intermediate);
-        l.moe_w.shared_gate = random_linear(rng, c.hidden, 1);
+        l.moe_w.shared = random_mlp(rng, c.hidden, c.shared_expert_intermediate, dt);
+        l.moe_w.shared_gate = random_linear(rng, c.hidden, 1, dt);
       }
     } else {
-      l.mlp = random_mlp(rng, c.hidden, c.intermediate);
+      l.mlp = random_mlp(rng, c.hidden, c.intermediate, dt);
     }
   }
   *out = std::move(w);

@@ -62,13 +62,15 @@ struct ModelWeights {
   Linear lm_head;            // [hidden -> vocab] (a transposed copy of embed when tied)
   std::vector<LayerWeights> layers;
   int64_t bytes() const;
+  // Parameters as the checkpoint counts them (`tied`: the lm_head copy is not counted).
+  int64_t parameters(bool tied) const;
 };
 
-// Converts the tensors `config` needs from `store`; an error names the first tensor that is
-// missing or has the wrong shape.
-Status convert_weights(const ModelConfig& config, const WeightStore& store, ModelWeights* out);
+// Converts the tensors `config` needs from `store`, projections stored as `weights` (f32,
+// bf16, f16); an error names the first tensor that is missing or has the wrong shape.
+Status convert_weights(const ModelConfig& config, const WeightStore& store, DType weights, ModelWeights* out);
 
 // Seeded random weights of the real architecture shape (for `--synthetic` benchmarks).
-void random_weights(const ModelConfig& config, uint64_t seed, ModelWeights* out);
+void random_weights(const ModelConfig& config, uint64_t seed, DType weights, ModelWeights* out);
 
 }  // namespace hanpu::model

@@ -25,8 +25,8 @@ class GgufFixture : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(GgufFixture, SameLogitsAsSafetensorsAndTransformers) {
   std::unique_ptr<Model> st, gg;
-  ASSERT_TRUE(load_model(kDir + GetParam(), &st).ok());
-  const Status s = load_model(kDir + GetParam() + "/model.gguf", &gg);
+  ASSERT_TRUE(load_model(kDir + GetParam(), {}, &st).ok());
+  const Status s = load_model(kDir + GetParam() + "/model.gguf", {}, &gg);
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_EQ(gg->config().layers, st->config().layers);
   EXPECT_EQ(gg->config().rotary_dims(), st->config().rotary_dims());
@@ -179,7 +179,7 @@ TEST(Gguf, RandomCorruptionOfTheFixtureNeverCrashes) {
     ModelConfig c;  // a header that parses must still convert or fail cleanly
     if (gguf_model_config(meta, store, "fuzz", &c).ok()) {
       ModelWeights w;
-      (void)convert_gguf_weights(c, store, &w);
+      (void)convert_gguf_weights(c, store, DType::kF32, &w);
     }
   }
 }

@@ -24,7 +24,7 @@ nlohmann::json reference(const std::string& name) {
 
 std::unique_ptr<Model> load(const std::string& name) {
   std::unique_ptr<Model> m;
-  const Status st = load_model(std::string(HANPU_FIXTURES_DIR) + "/models/" + name, &m);
+  const Status st = load_model(std::string(HANPU_FIXTURES_DIR) + "/models/" + name, {}, &m);
   EXPECT_TRUE(st.ok()) << st.message();
   return m;
 }
@@ -106,6 +106,28 @@ TEST_P(ForwardFixture, EveryLaStrategyGivesTheSameLogits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ForwardFixture, ::testing::Values("qwen35-tiny", "qwen3next-tiny"));
+
+TEST(Forward, SixteenBitWeightsStayCloseToF32) {
+  // bf16 keeps 8 mantissa bits, f16 11: the logits move by a small fraction of their spread.
+  std::unique_ptr<Model> f32;
+  ASSERT_TRUE(load_model(std::string(HANPU_FIXTURES_DIR) + "/models/qwen35-tiny", {}, &f32).ok());
+  std::vector<int> ids;
+  for (int i = 0; i < 40; ++i) ids.push_back((i * 29 + 3) % f32->config().vocab);
+  SequenceState s0 = f32->new_state();
+  std::vector<float> ref;
+  ASSERT_TRUE(f32->forward(ids.data(), 40, &s0, {}, &ref).ok());
+  for (DType dt : {DType::kBF16, DType::kF16}) {
+    std::unique_ptr<Model> m;
+    ASSERT_TRUE(load_model(std::string(HANPU_FIXTURES_DIR) + "/models/qwen35-tiny", {dt}, &m).ok());
+    EXPECT_EQ(m->weights().lm_head.dtype, dt);
+    SequenceState s = m->new_state();
+    std::vector<float> logits;
+    ASSERT_TRUE(m->forward(ids.data(), 40, &s, {}, &logits).ok());
+    const float d = max_abs_diff(ref, logits);
+    EXPECT_GT(d, 0.0f) << dtype_name(dt) << ": rounding had no effect at all";
+    EXPECT_LE(d, dt == DType::kBF16 ? 3e-2f : 4e-3f) << dtype_name(dt);
+  }
+}
 
 TEST(Forward, BadTokenIdIsNamed) {
   const auto m = load("qwen35-tiny");

@@ -41,6 +41,7 @@ void add_bench_e2e_options(CLI::App& cmd, BenchE2eOptions& o) {
   cmd.add_option("--seq", o.seq, "prompt lengths")->capture_default_str();
   cmd.add_option("--la", o.la, "LA strategies")->capture_default_str();
   cmd.add_option("--decode-tokens", o.decode_tokens, "tokens decoded after each prefill")->capture_default_str();
+  cmd.add_option("--weights", o.weights, "projections in auto (bf16), f32, bf16, f16")->capture_default_str();
   cmd.add_option("--threads", o.threads, "cores (0: all)")->capture_default_str();
   cmd.add_option("--repeats", o.repeats, "runs per row (median)")->capture_default_str()->check(CLI::PositiveNumber);
   cmd.add_flag("--json", o.json, "one JSON object per row on stdout (progress on stderr)");
@@ -64,7 +65,7 @@ int run_bench_e2e(const BenchE2eOptions& o) {
   print_machine_header(info, o.threads);
   const double mem_gbps = measure_memory_read_gbps(o.threads);
   reset_peak_rss();
-  std::fprintf(info, "# measured DRAM read bandwidth %.1f GB/s; decode bound = bandwidth / fp32 weight bytes a token "
+  std::fprintf(info, "# measured DRAM read bandwidth %.1f GB/s; decode bound = bandwidth / the weight bytes a token "
                "reads (all but the embedding table; MoE: the routed share of the experts)\n", mem_gbps);
   std::fprintf(info, "# prefill of a random prompt of T tokens, then %d decoded tokens (greedy); median of %d; "
                "peak RSS is the process's, so far\n", o.decode_tokens, o.repeats);
@@ -75,7 +76,7 @@ int run_bench_e2e(const BenchE2eOptions& o) {
   for (const std::string& name : o.model) {
     std::unique_ptr<Engine> engine;
     std::fprintf(stderr, "building %s...\n", name.c_str());
-    const Status st = Engine::synthetic(name, 1, &engine);
+    const Status st = Engine::synthetic(name, 1, &engine, o.weights);
     if (!st.ok()) {
       std::fprintf(stderr, "error: %s\n", st.message().c_str());
       return 2;
@@ -122,7 +123,8 @@ int run_bench_e2e(const BenchE2eOptions& o) {
                            {"attn_share", s.attn_ms / part},   {"mlp_share", s.mlp_ms / part},
                            {"peak_rss_bytes", rss},  {"parameters", ei.parameters},
                            {"la_kernel_share", s.la_kernel_ms / part}, {"attn_kernel_share", s.attn_kernel_ms / part},
-                           {"decode_pct_of_bound", 100 * decode_tps / bound_tps}, {"memory_gbps", mem_gbps}};
+                           {"decode_pct_of_bound", 100 * decode_tps / bound_tps}, {"memory_gbps", mem_gbps},
+                           {"weights", ei.weight_dtype}};
           std::printf("%s\n", j.dump().c_str());
         } else {
           std::printf("%-16s %-10s %6ld %10.1f %11.1f %10.2f %6.0f%% %5.1f%% %5.1f%% %5.1f%% %7.1f%% %7.1f%% %9s\n",

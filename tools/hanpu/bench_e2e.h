@@ -14,6 +14,7 @@ struct BenchE2eOptions {
   std::vector<long> seq = {512, 2048, 4096};
   std::vector<std::string> la = {"recurrent", "fla", "hanpu"};
   int decode_tokens = 16;
+  std::string weights = "auto";  // synthetic: bf16
   int threads = 0;
   int repeats = 1;
   bool json = false;

@@ -32,6 +32,8 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_option("--prefill-chunk", o.prefill_chunk, "prompt tokens per forward call")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--weights", o.weights, "hold projections as auto (the checkpoint's dtype; bf16 for --synthetic), f32, bf16, f16")
+      ->capture_default_str();
   app.add_option("--save-state", o.save_state, "save the sequence (prompt + generated) to this file when done");
   app.add_option("--resume-state", o.resume_state, "continue a saved sequence: the prompt is appended after it");
   app.add_flag("--json", o.json, "print the summary as one JSON object");
@@ -43,7 +45,7 @@ int run_model(const RunOptions& o) {
   const bool tty = isatty(fileno(stderr)) != 0;
   if (!o.synthetic.empty()) {
     std::fprintf(stderr, "building %s with random weights...\n", o.synthetic.c_str());
-    st = Engine::synthetic(o.synthetic, o.seed + 1, &engine);
+    st = Engine::synthetic(o.synthetic, o.seed + 1, &engine, o.weights);
   } else {
     const std::string dir = o.model.empty() ? default_model_dir() : o.model;
     if (dir.empty()) {
@@ -51,16 +53,17 @@ int run_model(const RunOptions& o) {
       return 2;
     }
     if (o.model.empty()) std::fprintf(stderr, "no --model: running the tiny random-weight model shipped with hanpu (%s)\n", dir.c_str());
-    st = Engine::load(dir, &engine);
+    st = Engine::load(dir, &engine, o.weights);
   }
   if (!st.ok()) {
     std::fprintf(stderr, "error: %s\n", st.message().c_str());
     return 2;
   }
   const EngineInfo info = engine->info();
-  std::fprintf(stderr, "model: %s, %s, %d layers (%d GDN + %d attention), hidden %d, %.1f M parameters (%.2f GB fp32)\n",
+  std::fprintf(stderr, "model: %s, %s, %d layers (%d GDN + %d attention), hidden %d, %.1f M parameters, "
+               "projections in %s (%.2f GB in memory)\n",
                info.name.c_str(), info.architecture.c_str(), info.layers, info.la_layers, info.attn_layers, info.hidden,
-               info.parameters / 1e6, info.weight_bytes / 1e9);
+               info.parameters / 1e6, info.weight_dtype.c_str(), info.weight_bytes / 1e9);
   std::vector<int> prompt;
   if (engine->has_tokenizer() && o.prompt_tokens == 0) {
     st = engine->tokenize(o.prompt, o.chat, &prompt);

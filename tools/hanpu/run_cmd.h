@@ -24,6 +24,7 @@ struct RunOptions {
   int threads = 0;
   int prefill_chunk = 1024;
   std::string resume_state, save_state;
+  std::string weights = "auto";
   bool json = false;
 };
 

@@ -2,23 +2,39 @@
 #include "cpu/nn/linear.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "parallel/thread_pool.h"
 #include "simd/gemm.h"
+#include "simd/gemv.h"
+#include "simd/vec_ops.h"
 
 namespace hanpu::cpu {
 
-PackedLinear PackedLinear::from_rows(const float* w, int in, const std::vector<int>& rows) {
+PackedLinear PackedLinear::from_rows(const float* w, int in, const std::vector<int>& rows, DType dtype) {
   PackedLinear l;
   l.in = in;
   l.out = static_cast<int>(rows.size());
-  l.data.resize(static_cast<size_t>(in) * l.out);
+  l.dtype = dtype;
+  const size_t total = static_cast<size_t>(in) * l.out;
+  if (dtype == DType::kF32) {
+    l.data.resize(total);
+  } else {
+    l.half.resize(total);
+  }
   for (int p = 0; p < l.panels(); ++p) {
     const int n = l.panel_cols(p);
-    float* dst = l.data.data() + static_cast<size_t>(p) * kLinearPanel * in;
+    const size_t base = l.panel_offset(p);
     for (int c = 0; c < n; ++c) {
       const float* src = w + static_cast<size_t>(rows[p * kLinearPanel + c]) * in;
-      for (int i = 0; i < in; ++i) dst[static_cast<size_t>(i) * n + c] = src[i];
+      for (int i = 0; i < in; ++i) {
+        const size_t at = base + static_cast<size_t>(i) * n + c;
+        if (dtype == DType::kF32) {
+          l.data[at] = src[i];
+        } else {
+          store_from_f32(l.half.data(), dtype, at, src[i]);
+        }
+      }
     }
   }
   return l;
@@ -26,7 +42,8 @@ PackedLinear PackedLinear::from_rows(const float* w, int in, const std::vector<i
 
 float PackedLinear::at(int i, int o) const {
   const int p = o / kLinearPanel;
-  return panel(p)[static_cast<size_t>(i) * panel_cols(p) + (o - p * kLinearPanel)];
+  const size_t at = panel_offset(p) + static_cast<size_t>(i) * panel_cols(p) + (o - p * kLinearPanel);
+  return dtype == DType::kF32 ? data[at] : load_as_f32(half.data(), dtype, at);
 }
 
 void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy, int threads) {
@@ -34,16 +51,31 @@ void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float
   ThreadPool& pool = ThreadPool::shared(threads);
   const int P = pool.size(), panels = w.panels(), in = w.in;
   constexpr int64_t kRowSlab = 192;
+  const bool wide = w.dtype == DType::kF32;
   pool.run_on_all([&](int core) {
+    // 16-bit weights: one [512 x 256] fp32 block per core, widened once per (panel, slice)
+    // and used by every row slab.
+    thread_local std::vector<float> block;
     for (int p = core; p < panels; p += P) {
       const int n = w.panel_cols(p);
-      const float* b = w.panel(p);
-      for (int64_t r0 = 0; r0 < T; r0 += kRowSlab) {
-        const int rows = static_cast<int>(std::min(kRowSlab, T - r0));
-        for (int k0 = 0; k0 < in; k0 += kLinearDepth) {
-          const int kd = std::min(kLinearDepth, in - k0);
-          simd::gemm(rows, n, kd, simd::row_major(x + r0 * ldx + k0, ldx), b + static_cast<size_t>(k0) * n, n,
-                     y + r0 * ldy + p * kLinearPanel, ldy, 1.0f, k0 == 0 ? 0.0f : 1.0f);
+      if (!wide && T == 1) {  // decode: widen in registers, read each weight once
+        simd::gemv_16(x, in, w.panel_16(p), w.dtype, n, y + p * kLinearPanel);
+        continue;
+      }
+      for (int k0 = 0; k0 < in; k0 += kLinearDepth) {
+        const int kd = std::min(kLinearDepth, in - k0);
+        const float* b = nullptr;
+        if (wide) {
+          b = w.panel(p) + static_cast<size_t>(k0) * n;
+        } else {
+          block.resize(static_cast<size_t>(kLinearDepth) * kLinearPanel);
+          simd::load_f32(block.data(), w.panel_16(p) + static_cast<size_t>(k0) * n, w.dtype, static_cast<size_t>(kd) * n);
+          b = block.data();
+        }
+        for (int64_t r0 = 0; r0 < T; r0 += kRowSlab) {
+          const int rows = static_cast<int>(std::min(kRowSlab, T - r0));
+          simd::gemm(rows, n, kd, simd::row_major(x + r0 * ldx + k0, ldx), b, n, y + r0 * ldy + p * kLinearPanel,
+                     ldy, 1.0f, k0 == 0 ? 0.0f : 1.0f);
         }
       }
     }

@@ -13,28 +13,39 @@
 #include <cstdint>
 #include <vector>
 
+#include "hanpu/dtype.h"
+
 namespace hanpu::cpu {
 
 inline constexpr int kLinearPanel = 256;  // output columns per panel
 inline constexpr int kLinearDepth = 512;  // reduction slice: a [512 x 256] B block is 512 KB, in L2
 
+// Weights are stored in fp32 or in 16 bits (bf16 / f16, the dtype most checkpoints ship in):
+// 16-bit panels are widened to fp32 a [512 x 256] block at a time for the micro-kernel
+// (prefill: the block is reused by every row of the batch), or in registers by a GEMV
+// (decode: one row, where the weights' bytes are the whole cost).
 struct PackedLinear {
   int in = 0, out = 0;
-  std::vector<float> data;  // panels back to back: panel p = [in, min(256, out - 256 p)]
+  DType dtype = DType::kF32;
+  std::vector<float> data;      // fp32 panels back to back: panel p = [in, min(256, out - 256 p)]
+  std::vector<uint16_t> half;   // the same layout in 16 bits when dtype is kBF16 or kF16
 
   // Builds the layout from W [out, in] rows (nn.Linear's weight): `rows[o]` is the source row
-  // of output column o.
-  static PackedLinear from_rows(const float* w, int in, const std::vector<int>& rows);
+  // of output column o; values are rounded to `dtype` (nearest even).
+  static PackedLinear from_rows(const float* w, int in, const std::vector<int>& rows, DType dtype = DType::kF32);
   int panels() const { return (out + kLinearPanel - 1) / kLinearPanel; }
   int panel_cols(int p) const { return out - p * kLinearPanel < kLinearPanel ? out - p * kLinearPanel : kLinearPanel; }
-  const float* panel(int p) const { return data.data() + static_cast<size_t>(p) * kLinearPanel * in; }
-  // Element (i, o) of W^T.
+  size_t panel_offset(int p) const { return static_cast<size_t>(p) * kLinearPanel * in; }
+  const float* panel(int p) const { return data.data() + panel_offset(p); }
+  const uint16_t* panel_16(int p) const { return half.data() + panel_offset(p); }
+  int64_t bytes() const { return static_cast<int64_t>(data.size() * sizeof(float) + half.size() * sizeof(uint16_t)); }
+  // Element (i, o) of W^T, as stored (rounded to dtype).
   float at(int i, int o) const;
 };
 
 // y[T, out] (leading dim ldy) = x[T, in] (leading dim ldx) W^T. Panels are dealt to
-// `threads` cores (0: the default pool); each walks its panel in 512-deep slices against
-// 192-row slabs of x, so the B block stays in L2 and the A slab in L1/L2.
+// `threads` cores (0: the default pool); each walks its panel in 512-deep slices, each slice
+// against every 192-row slab of x, so the B block stays in L2 while x streams by.
 void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy, int threads);
 
 }  // namespace hanpu::cpu

@@ -1,4 +1,5 @@
-// The panel-layout projection against a double-precision product: odd shapes (panels
+// The panel-layout projection (fp32, bf16 and f16 weights) against a double-precision
+// product: odd shapes (panels
 // narrower than 256, depth slices not multiples of 512), strided x and y, 1 and 2 threads,
 // poisoned outputs; short convolution and SwiGLU over cores against the same loops.
 #include <gtest/gtest.h>
@@ -14,7 +15,13 @@
 namespace hanpu::cpu {
 namespace {
 
-TEST(Linear, MatchesDoubleOnOddShapes) {
+class LinearDtype : public ::testing::TestWithParam<DType> {};
+
+TEST_P(LinearDtype, MatchesDoubleOnOddShapes) {
+  // Against the product of the weights as stored (rounded to the dtype): only the fp32
+  // accumulation differs, so the bound is tight for 16-bit weights too; T = 1 takes the
+  // 16-bit GEMV path, T > 1 the widened-block path.
+  const DType dtype = GetParam();
   Rng rng(11);
   struct Shape {
     int64_t T;
@@ -27,7 +34,8 @@ TEST(Linear, MatchesDoubleOnOddShapes) {
     std::vector<int> rows(s.out);
     std::iota(rows.begin(), rows.end(), 0);
     for (int i = s.out - 1; i > 0; --i) std::swap(rows[i], rows[rng.below(i + 1)]);
-    const PackedLinear p = PackedLinear::from_rows(w.data(), s.in, rows);
+    const PackedLinear p = PackedLinear::from_rows(w.data(), s.in, rows, dtype);
+    ASSERT_EQ(p.bytes(), static_cast<int64_t>(s.in) * s.out * static_cast<int64_t>(dtype_size(dtype)));
     const int64_t ldx = s.in + 3, ldy = s.out + 2;
     std::vector<float> x(s.T * ldx);
     for (float& v : x) v = static_cast<float>(rng.normal());
@@ -38,12 +46,13 @@ TEST(Linear, MatchesDoubleOnOddShapes) {
       for (int64_t t = 0; t < s.T; ++t) {
         for (int o = 0; o < s.out; ++o) {
           double acc = 0;
-          for (int i = 0; i < s.in; ++i) acc += static_cast<double>(x[t * ldx + i]) * w[static_cast<size_t>(rows[o]) * s.in + i];
+          for (int i = 0; i < s.in; ++i) acc += static_cast<double>(x[t * ldx + i]) * p.at(i, o);
           const float got = y[t * ldy + o];
           ASSERT_TRUE(std::isfinite(got));
           err += (got - acc) * (got - acc);
           ref += acc * acc;
-          EXPECT_EQ(p.at(o == 0 ? 0 : s.in - 1, o), w[static_cast<size_t>(rows[o]) * s.in + (o == 0 ? 0 : s.in - 1)]);
+          const float src = w[static_cast<size_t>(rows[o]) * s.in + (o == 0 ? 0 : s.in - 1)];
+          EXPECT_NEAR(p.at(o == 0 ? 0 : s.in - 1, o), src, dtype == DType::kF32 ? 0.0 : 0.01 * std::abs(src) + 1e-6);
         }
         for (int64_t o = s.out; o < ldy; ++o) ASSERT_TRUE(std::isnan(y[t * ldy + o])) << "wrote past its row";
       }
@@ -51,6 +60,9 @@ TEST(Linear, MatchesDoubleOnOddShapes) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, LinearDtype, ::testing::ValuesIn(kAllDTypes),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 TEST(Conv1d, CarriesTheStateAcrossCalls) {
   // Two calls of 5 and 8 tokens equal one call of 13, and the state holds the last inputs.

@@ -14,6 +14,7 @@
 #include "cpu/attn/attn_kernels.h"
 #include "cpu/attn/attn_tile_kernel.h"
 #include "parallel/thread_pool.h"
+#include "simd/fp_mode.h"
 
 namespace hanpu::cpu {
 
@@ -57,6 +58,7 @@ void attn_split_keys(const AttnProblem& p, AttnRunContext& ctx) {
   ScratchBuffer<float> part_o(static_cast<size_t>(2 * P) * rows * p.D, ctx.meter);
   ScratchBuffer<float> part_lse(static_cast<size_t>(2 * P) * rows, ctx.meter);
   ctx.busy_ms = pool.run_on_all([&](int w) {
+    simd::ensure_flush_denormals();
     const int64_t kb = lo + span * w / P, ke = lo + span * (w + 1) / P;
     float* acc_o = part_o.data() + static_cast<size_t>(2 * w) * rows * p.D;
     float* acc_lse = part_lse.data() + static_cast<size_t>(2 * w) * rows;  // [Hq, T]

@@ -6,6 +6,7 @@
 #include "cpu/attn/attn_tile_kernel.h"
 #include "parallel/thread_pool.h"
 #include "parallel/tile_placement.h"
+#include "simd/fp_mode.h"
 
 namespace hanpu::cpu {
 
@@ -25,6 +26,7 @@ void attn_fused(const AttnProblem& p, AttnRunContext& ctx, bool balanced) {
   // key tiles from rows Hkv x D apart. Bounded by kPackBytes per core; beyond, units copy.
   constexpr int64_t kPackBytes = int64_t{64} << 20;
   const std::vector<double> busy = pool.run_on_all([&](int w) {
+    simd::ensure_flush_denormals();
     if (place.per_core[w].empty()) return;
     AttnWorkspace ws(p, ctx.tiles, ctx.meter);
     const bool pack = 2 * p.Tk * p.D * static_cast<int64_t>(sizeof(float)) <= kPackBytes;

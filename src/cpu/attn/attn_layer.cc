@@ -10,6 +10,7 @@
 #include "simd/gemm.h"
 #include "simd/softmax_ops.h"
 #include "simd/vec_ops.h"
+#include "simd/fp_mode.h"
 
 namespace hanpu::cpu {
 
@@ -30,16 +31,19 @@ void attn_layer(const AttnProblem& p, AttnRunContext& ctx) {
     const int hk = h / G;
     if (h % G == 0) {
       add_busy(pool.run_on_all([&](int w) {
+        simd::ensure_flush_denormals();
         const int64_t j0 = p.Tk * w / P, j1 = p.Tk * (w + 1) / P;
         simd::transpose(p.k + p.kv_row(j0, hk), ldk, kt.data() + j0, p.Tk, static_cast<int>(j1 - j0), D);
       }));
     }
     add_busy(pool.run_on_all([&](int w) {  // pass 1: scores (log2 units)
+      simd::ensure_flush_denormals();
       const auto [i0, i1] = rows_of(w);
       simd::gemm(static_cast<int>(i1 - i0), static_cast<int>(p.Tk), D, simd::row_major(p.q + p.q_row(i0, h), ldq),
                  kt.data(), p.Tk, s.data() + i0 * p.Tk, p.Tk, p.scale * kLog2E, 0.0f);
     }));
     add_busy(pool.run_on_all([&](int w) {  // pass 2: masked softmax rows
+      simd::ensure_flush_denormals();
       const auto [i0, i1] = rows_of(w);
       for (int64_t i = i0; i < i1; ++i) {
         float* row = s.data() + i * p.Tk;
@@ -51,6 +55,7 @@ void attn_layer(const AttnProblem& p, AttnRunContext& ctx) {
       }
     }));
     add_busy(pool.run_on_all([&](int w) {  // pass 3: O = P V
+      simd::ensure_flush_denormals();
       const auto [i0, i1] = rows_of(w);
       simd::gemm(static_cast<int>(i1 - i0), D, static_cast<int>(p.Tk), simd::row_major(s.data() + i0 * p.Tk, p.Tk),
                  p.v + p.kv_row(0, hk), ldk, p.o + p.q_row(i0, h), ldq, 1.0f, 0.0f);

@@ -13,6 +13,7 @@
 #include "parallel/thread_pool.h"
 #include "simd/gemm.h"
 #include "simd/vec_ops.h"
+#include "simd/fp_mode.h"
 
 namespace hanpu::cpu {
 
@@ -61,6 +62,7 @@ void run_fla(const LaProblem& p, LaRunContext& ctx) {
 
   // Pass 1: A, W, U per (chunk, head).
   add_busy(ctx.busy_ms, pool.run_on_all([&](int core) {
+    simd::ensure_flush_denormals();
     ChunkWorkspace ws(C, K, V, ctx.meter);
     ScratchBuffer<float> A(static_cast<size_t>(C) * C, ctx.meter), kb(static_cast<size_t>(C) * K, ctx.meter);
     for (int64_t it = core; it < items; it += P) {
@@ -81,6 +83,7 @@ void run_fla(const LaProblem& p, LaRunContext& ctx) {
   for (const ChunkRef& ch : chunks) first_chunk[ch.seq + 1] = ch.index + 1;
   for (int n = 1; n <= p.N; ++n) first_chunk[n] = std::max(first_chunk[n], first_chunk[n - 1]);
   add_busy(ctx.busy_ms, pool.run_on_all([&](int core) {
+    simd::ensure_flush_denormals();
     ChunkWorkspace ws(C, K, V, ctx.meter);
     ScratchBuffer<float> S(static_cast<size_t>(K) * V, ctx.meter);
     for (const HeadWork& work : sched.per_core[core]) {
@@ -104,6 +107,7 @@ void run_fla(const LaProblem& p, LaRunContext& ctx) {
 
   // Pass 3: outputs per (chunk, head).
   add_busy(ctx.busy_ms, pool.run_on_all([&](int core) {
+    simd::ensure_flush_denormals();
     ChunkWorkspace ws(C, K, V, ctx.meter);
     for (int64_t it = core; it < items; it += P) {
       const ChunkRef& ch = chunks[it / HV];

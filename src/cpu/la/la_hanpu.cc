@@ -12,6 +12,7 @@
 #include "parallel/thread_pool.h"
 #include "simd/gemm.h"
 #include "simd/vec_ops.h"
+#include "simd/fp_mode.h"
 
 namespace hanpu::cpu {
 
@@ -71,6 +72,7 @@ void run_hanpu(const LaProblem& p, LaRunContext& ctx, HanpuTechniques tech) {
   const int64_t unit_state = static_cast<int64_t>(group) * p.K * lds;  // floats
   ThreadPool& pool = ThreadPool::shared(P);
   ctx.busy_ms = pool.run_on_all([&](int core) {
+    simd::ensure_flush_denormals();
     if (core >= P) return;
     const std::vector<HeadWork>& items = sched.per_core[core];
     const auto batches = lockstep_batches(items, 4 * unit_state);

@@ -12,6 +12,7 @@
 #include "simd/delta_rule_tokens.h"
 #include "simd/gemm.h"
 #include "simd/vec_ops.h"
+#include "simd/fp_mode.h"
 
 namespace hanpu::cpu {
 
@@ -27,6 +28,7 @@ void run_recurrent(const LaProblem& p, LaRunContext& ctx) {
   const size_t es = dtype_size(p.dtype);
   const int64_t unit_state = static_cast<int64_t>(K) * p.V;  // floats
   ctx.busy_ms = pool.run_on_all([&](int core) {
+    simd::ensure_flush_denormals();
     if (core >= P) return;
     const std::vector<HeadWork>& items = sched.per_core[core];
     const auto batches = lockstep_batches(items, 4 * unit_state);

@@ -5,6 +5,7 @@
 
 #include "parallel/thread_pool.h"
 #include "simd/activation_ops.h"
+#include "simd/fp_mode.h"
 
 namespace hanpu::cpu {
 
@@ -18,6 +19,7 @@ void causal_conv1d_silu(float* x, int64_t T, int C, const float* w, int kc, std:
   const int P = pool.size();
   const int per = ((C + P - 1) / P + 15) / 16 * 16;  // whole vectors per core
   pool.run_on_all([&](int core) {
+    simd::ensure_flush_denormals();
     const int c0 = std::min(C, core * per), c1 = std::min(C, c0 + per);
     if (c0 < c1) simd::causal_conv_silu(in.data(), C, w, C, kc, T, c0, c1, x, C);
   });
@@ -28,6 +30,7 @@ void swiglu(const float* gate_up, int64_t rows, int I, float* out, int threads) 
   ThreadPool& pool = ThreadPool::shared(threads);
   const int P = pool.size();
   pool.run_on_all([&](int core) {
+    simd::ensure_flush_denormals();
     for (int64_t r = core; r < rows; r += P) {
       simd::silu_mul(gate_up + r * 2 * I, gate_up + r * 2 * I + I, out + r * I, static_cast<size_t>(I));
     }

@@ -8,6 +8,7 @@
 #include "simd/gemm.h"
 #include "simd/gemv.h"
 #include "simd/vec_ops.h"
+#include "simd/fp_mode.h"
 
 namespace hanpu::cpu {
 
@@ -53,6 +54,7 @@ void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float
   constexpr int64_t kRowSlab = 192;
   const bool wide = w.dtype == DType::kF32;
   pool.run_on_all([&](int core) {
+    simd::ensure_flush_denormals();
     // 16-bit weights: one [512 x 256] fp32 block per core, widened once per (panel, slice)
     // and used by every row slab.
     thread_local std::vector<float> block;

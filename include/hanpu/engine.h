@@ -56,12 +56,14 @@ class Engine {
   // A checkpoint: a folder with config.json, safetensors (single or sharded) and
   // tokenizer.json, or a .gguf file. `weights`: how to hold the projections — "auto" (the
   // checkpoint's dtype), "f32", "bf16" or "f16".
-  static Status load(const std::string& dir, std::unique_ptr<Engine>* out, const std::string& weights = "auto");
+  // on_progress(layers done, layers) while the weights convert.
+  static Status load(const std::string& dir, std::unique_ptr<Engine>* out, const std::string& weights = "auto",
+                     const std::function<void(int, int)>& on_progress = nullptr);
   // A synthetic model of a real architecture's shape with seeded random weights (no
   // tokenizer: prompts are random token ids), for benchmarks. Names: synthetic_models().
   // "auto" weights are bf16, as the real checkpoints ship.
   static Status synthetic(const std::string& name, uint64_t seed, std::unique_ptr<Engine>* out,
-                          const std::string& weights = "auto");
+                          const std::string& weights = "auto", const std::function<void(int, int)>& on_progress = nullptr);
   static std::vector<std::string> synthetic_models();
 
   EngineInfo info() const;

@@ -48,11 +48,13 @@ struct Engine::Impl {
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
-Status Engine::load(const std::string& dir, std::unique_ptr<Engine>* out, const std::string& weights) {
+Status Engine::load(const std::string& dir, std::unique_ptr<Engine>* out, const std::string& weights,
+                    const std::function<void(int, int)>& on_progress) {
   auto impl = std::make_unique<Impl>();
   impl->name = std::filesystem::path(dir).filename().string();
   if (impl->name.empty()) impl->name = dir;
   model::LoadOptions lo;
+  lo.progress = on_progress;
   if (weights != "auto") {
     lo.weights = parse_dtype(weights);
     if (!lo.weights) return Status::Error(fmt::format("weights '{}' is not auto, f32, bf16 or f16", weights));
@@ -81,7 +83,7 @@ Status Engine::load(const std::string& dir, std::unique_ptr<Engine>* out, const 
 }
 
 Status Engine::synthetic(const std::string& name, uint64_t seed, std::unique_ptr<Engine>* out,
-                         const std::string& weights) {
+                         const std::string& weights, const std::function<void(int, int)>& on_progress) {
   const auto config = model::synthetic_model_config(name);
   if (!config) {
     std::string names;
@@ -93,7 +95,7 @@ Status Engine::synthetic(const std::string& name, uint64_t seed, std::unique_ptr
   auto impl = std::make_unique<Impl>();
   impl->name = name + " (synthetic)";
   model::ModelWeights w;
-  model::random_weights(*config, seed, *dt, &w);
+  model::random_weights(*config, seed, *dt, &w, on_progress);
   impl->model = std::make_unique<model::Model>(*config, std::move(w));
   out->reset(new Engine(std::move(impl)));
   return Status::Ok();

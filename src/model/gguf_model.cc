@@ -142,16 +142,7 @@ class GgufConverter {
     order_ = HeadOrder{c.la_key_heads, c.la_value_heads, c.arch == Arch::kQwen35 && c.la_key_heads != c.la_value_heads};
   }
   Status f32(const std::string& name, const Shape& shape, std::vector<float>* out) {
-    const StoredTensor* t = nullptr;
-    HANPU_RETURN_IF_ERROR(s_.get(name, shape, &t));
-    out->resize(static_cast<size_t>(shape_numel(shape)));
-    stored_to_f32(*t, out->data());
-    for (size_t i = 0; i < out->size(); ++i) {
-      if (!std::isfinite((*out)[i])) {
-        return Status::Error(fmt::format("tensor '{}' in {} holds a non-finite value at element {}", name, t->file, i));
-      }
-    }
-    return Status::Ok();
+    return s_.get_f32(name, shape, out);
   }
   // A zero-centred norm weight (GGUF stores 1 + w).
   Status norm(const std::string& name, int n, std::vector<float>* out) {
@@ -274,7 +265,8 @@ class GgufConverter {
 
 }  // namespace
 
-Status convert_gguf_weights(const ModelConfig& c, const WeightStore& store, DType weights, ModelWeights* out) {
+Status convert_gguf_weights(const ModelConfig& c, const WeightStore& store, DType weights, ModelWeights* out,
+                            const LoadProgress& progress) {
   GgufConverter cv(c, store, weights);
   ModelWeights w;
   HANPU_RETURN_IF_ERROR(cv.f32("token_embd.weight", {c.vocab, c.hidden}, &w.embed));
@@ -302,6 +294,7 @@ Status convert_gguf_weights(const ModelConfig& c, const WeightStore& store, DTyp
     } else {
       HANPU_RETURN_IF_ERROR(cv.mlp(b, "", c.intermediate, &l.mlp));
     }
+    if (progress) progress(i + 1, c.layers);
   }
   *out = std::move(w);
   return Status::Ok();

@@ -15,7 +15,8 @@
 namespace hanpu::model {
 
 Status gguf_model_config(const GgufMetadata& meta, const WeightStore& store, const std::string& file, ModelConfig* out);
-Status convert_gguf_weights(const ModelConfig& config, const WeightStore& store, DType weights, ModelWeights* out);
+Status convert_gguf_weights(const ModelConfig& config, const WeightStore& store, DType weights, ModelWeights* out,
+                            const LoadProgress& progress = nullptr);
 // The tokenizer stored in the GGUF (model "gpt2" byte-level BPE with a known pre-tokenizer).
 Status gguf_tokenizer(const GgufMetadata& meta, const std::string& file, Tokenizer* out);
 

@@ -126,7 +126,8 @@ Status load_model(const std::string& dir, const LoadOptions& options, std::uniqu
     HANPU_RETURN_IF_ERROR(gguf_model_config(meta, store, g, &config));
     ModelWeights weights;
     const StoredTensor* embed = store.find("token_embd.weight");
-    HANPU_RETURN_IF_ERROR(convert_gguf_weights(config, store, options.weights.value_or(embed->dtype), &weights));
+    HANPU_RETURN_IF_ERROR(convert_gguf_weights(config, store, options.weights.value_or(embed->dtype), &weights,
+                                               options.progress));
     *out = std::make_unique<Model>(std::move(config), std::move(weights));
     return Status::Ok();
   }
@@ -137,7 +138,7 @@ Status load_model(const std::string& dir, const LoadOptions& options, std::uniqu
   ModelWeights weights;
   const StoredTensor* embed = store.find(config.weight_prefix + "embed_tokens.weight");
   const DType dtype = options.weights.value_or(embed != nullptr ? embed->dtype : DType::kF32);
-  HANPU_RETURN_IF_ERROR(convert_weights(config, store, dtype, &weights));
+  HANPU_RETURN_IF_ERROR(convert_weights(config, store, dtype, &weights, options.progress));
   *out = std::make_unique<Model>(std::move(config), std::move(weights));
   return Status::Ok();
 }

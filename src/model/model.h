@@ -62,6 +62,7 @@ class Model {
 // dtype (that of its embedding table). Norms, gates and the embedding stay fp32.
 struct LoadOptions {
   std::optional<DType> weights;
+  LoadProgress progress;  // per converted layer; may be empty
 };
 
 // Loads a checkpoint: a folder with config.json and safetensors, or a .gguf file (or a

@@ -28,16 +28,7 @@ class Converter {
   Converter(const ModelConfig& c, const WeightStore& s, DType dt) : c_(c), s_(s), dt_(dt) {}
 
   Status f32(const std::string& name, const Shape& shape, std::vector<float>* out) {
-    const StoredTensor* t = nullptr;
-    HANPU_RETURN_IF_ERROR(s_.get(name, shape, &t));
-    out->resize(static_cast<size_t>(shape_numel(shape)));
-    stored_to_f32(*t, out->data());
-    for (size_t i = 0; i < out->size(); ++i) {
-      if (!std::isfinite((*out)[i])) {
-        return Status::Error(fmt::format("tensor '{}' in {} holds a non-finite value at element {}", name, t->file, i));
-      }
-    }
-    return Status::Ok();
+    return s_.get_f32(name, shape, out);
   }
   // nn.Linear weight [out, in] -> W^T.
   Status linear(const std::string& name, int out, int in, Linear* l) {
@@ -185,7 +176,8 @@ int64_t ModelWeights::parameters(bool tied) const {
   return tied ? n - static_cast<int64_t>(lm_head.in) * lm_head.out : n;  // a tied head is the embedding again
 }
 
-Status convert_weights(const ModelConfig& c, const WeightStore& store, DType weights, ModelWeights* out) {
+Status convert_weights(const ModelConfig& c, const WeightStore& store, DType weights, ModelWeights* out,
+                       const LoadProgress& progress) {
   Converter cv(c, store, weights);
   ModelWeights w;
   const std::string& P = c.weight_prefix;
@@ -214,6 +206,7 @@ Status convert_weights(const ModelConfig& c, const WeightStore& store, DType wei
     } else {
       HANPU_RETURN_IF_ERROR(cv.mlp(p + "mlp.", c.intermediate, &l.mlp));
     }
+    if (progress) progress(i + 1, c.layers);
   }
   *out = std::move(w);
   return Status::Ok();
@@ -253,7 +246,7 @@ MlpWeights random_mlp(Rng& rng, int hidden, int inter, DType dt) {
 
 }  // namespace
 
-void random_weights(const ModelConfig& c, uint64_t seed, DType dt, ModelWeights* out) {
+void random_weights(const ModelConfig& c, uint64_t seed, DType dt, ModelWeights* out, const LoadProgress& progress) {
   Rng rng(seed);
   ModelWeights w;
   w.embed = random_vec(rng, static_cast<size_t>(c.vocab) * c.hidden, 0.0, 1.0);
@@ -298,6 +291,7 @@ void random_weights(const ModelConfig& c, uint64_t seed, DType dt, ModelWeights*
     } else {
       l.mlp = random_mlp(rng, c.hidden, c.intermediate, dt);
     }
+    if (progress) progress(i + 1, c.layers);
   }
   *out = std::move(w);
 }

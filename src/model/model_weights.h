@@ -4,6 +4,7 @@
 // order so one layer implementation serves both, GDN's A_log turned into -exp(A_log).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -66,11 +67,16 @@ struct ModelWeights {
   int64_t parameters(bool tied) const;
 };
 
+// Called after each layer's weights are ready: (layers done, layers in all).
+using LoadProgress = std::function<void(int, int)>;
+
 // Converts the tensors `config` needs from `store`, projections stored as `weights` (f32,
 // bf16, f16); an error names the first tensor that is missing or has the wrong shape.
-Status convert_weights(const ModelConfig& config, const WeightStore& store, DType weights, ModelWeights* out);
+Status convert_weights(const ModelConfig& config, const WeightStore& store, DType weights, ModelWeights* out,
+                       const LoadProgress& progress = nullptr);
 
 // Seeded random weights of the real architecture shape (for `--synthetic` benchmarks).
-void random_weights(const ModelConfig& config, uint64_t seed, DType weights, ModelWeights* out);
+void random_weights(const ModelConfig& config, uint64_t seed, DType weights, ModelWeights* out,
+                    const LoadProgress& progress = nullptr);
 
 }  // namespace hanpu::model

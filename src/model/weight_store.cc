@@ -1,6 +1,7 @@
 // WeightStore bookkeeping and dtype conversion (see weight_store.h).
 #include "model/weight_store.h"
 
+#include <cmath>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -34,6 +35,19 @@ Status WeightStore::get(const std::string& name, const Shape& shape, const Store
                                      shape_str(t->shape), shape_str(shape)));
   }
   *out = t;
+  return Status::Ok();
+}
+
+Status WeightStore::get_f32(const std::string& name, const Shape& shape, std::vector<float>* out) const {
+  const StoredTensor* t = nullptr;
+  HANPU_RETURN_IF_ERROR(get(name, shape, &t));
+  out->resize(static_cast<size_t>(shape_numel(shape)));
+  stored_to_f32(*t, out->data());
+  for (size_t i = 0; i < out->size(); ++i) {
+    if (!std::isfinite((*out)[i])) {
+      return Status::Error(fmt::format("tensor '{}' in {} holds a non-finite value at element {}", name, t->file, i));
+    }
+  }
   return Status::Ok();
 }
 

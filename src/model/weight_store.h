@@ -34,6 +34,9 @@ class WeightStore {
   const StoredTensor* find(const std::string& name) const;
   // The tensor, checked to have exactly `shape`; errors name the tensor and both shapes.
   Status get(const std::string& name, const Shape& shape, const StoredTensor** out) const;
+  // The tensor converted to fp32 (`out` resized), checked to have exactly `shape` and only
+  // finite values; errors name the tensor, its file and the first bad element.
+  Status get_f32(const std::string& name, const Shape& shape, std::vector<float>* out) const;
   size_t size() const { return tensors_.size(); }
   const std::map<std::string, StoredTensor>& tensors() const { return tensors_; }
 

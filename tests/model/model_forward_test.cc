@@ -118,7 +118,7 @@ TEST(Forward, SixteenBitWeightsStayCloseToF32) {
   ASSERT_TRUE(f32->forward(ids.data(), 40, &s0, {}, &ref).ok());
   for (DType dt : {DType::kBF16, DType::kF16}) {
     std::unique_ptr<Model> m;
-    ASSERT_TRUE(load_model(std::string(HANPU_FIXTURES_DIR) + "/models/qwen35-tiny", {dt}, &m).ok());
+    ASSERT_TRUE(load_model(std::string(HANPU_FIXTURES_DIR) + "/models/qwen35-tiny", LoadOptions{dt, nullptr}, &m).ok());
     EXPECT_EQ(m->weights().lm_head.dtype, dt);
     SequenceState s = m->new_state();
     std::vector<float> logits;

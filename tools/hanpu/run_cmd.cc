@@ -20,22 +20,23 @@ void add_run_options(CLI::App& app, RunOptions& o) {
       ->excludes(app.get_option("--model"));
   app.add_option("--prompt", o.prompt, "prompt text")->capture_default_str();
   app.add_option("--prompt-tokens", o.prompt_tokens, "synthetic models: random prompt of N tokens (default 512)");
-  app.add_flag("--chat", o.chat, "wrap the prompt in the chat template (ChatML)");
-  app.add_option("--max-tokens", o.max_tokens, "tokens to generate")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--temperature", o.temperature, "0: greedy")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--top-k", o.top_k, "0: off")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--top-p", o.top_p, "1: off")->capture_default_str()->check(CLI::Range(0.0f, 1.0f));
-  app.add_option("--seed", o.seed, "sampling seed")->capture_default_str();
-  app.add_option("--la", o.la, "LA strategy: recurrent, fla, hanpu")->capture_default_str();
-  app.add_option("--placement", o.placement, "attention placement: balanced, uniform, layer")->capture_default_str();
-  app.add_option("--threads", o.threads, "cores (0: all)")->capture_default_str();
-  app.add_option("--prefill-chunk", o.prefill_chunk, "prompt tokens per forward call")
+  GenerateOptions& g = o.gen;
+  app.add_flag("--chat", g.chat, "wrap the prompt in the chat template (ChatML)");
+  app.add_option("--max-tokens", g.max_tokens, "tokens to generate")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--temperature", g.temperature, "0: greedy")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--top-k", g.top_k, "0: off")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--top-p", g.top_p, "1: off")->capture_default_str()->check(CLI::Range(0.0f, 1.0f));
+  app.add_option("--seed", g.seed, "sampling seed")->capture_default_str();
+  app.add_option("--la", g.la_strategy, "LA strategy: recurrent, fla, hanpu")->capture_default_str();
+  app.add_option("--placement", g.attn_placement, "attention placement: balanced, uniform, layer")->capture_default_str();
+  app.add_option("--threads", g.threads, "cores (0: all)")->capture_default_str();
+  app.add_option("--prefill-chunk", g.prefill_chunk, "prompt tokens per forward call")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--weights", o.weights, "hold projections as auto (the checkpoint's dtype; bf16 for --synthetic), f32, bf16, f16")
       ->capture_default_str();
-  app.add_option("--save-state", o.save_state, "save the sequence (prompt + generated) to this file when done");
-  app.add_option("--resume-state", o.resume_state, "continue a saved sequence: the prompt is appended after it");
+  app.add_option("--save-state", g.save_state, "save the sequence (prompt + generated) to this file when done");
+  app.add_option("--resume-state", g.resume_state, "continue a saved sequence: the prompt is appended after it");
   app.add_flag("--json", o.json, "print the summary as one JSON object");
 }
 
@@ -43,9 +44,12 @@ int run_model(const RunOptions& o) {
   std::unique_ptr<Engine> engine;
   Status st;
   const bool tty = isatty(fileno(stderr)) != 0;
+  const auto on_load = [&](int done, int total) {
+    if (tty) std::fprintf(stderr, "\rconverting weights: layer %d / %d%s", done, total, done == total ? "\n" : "");
+  };
   if (!o.synthetic.empty()) {
     std::fprintf(stderr, "building %s with random weights...\n", o.synthetic.c_str());
-    st = Engine::synthetic(o.synthetic, o.seed + 1, &engine, o.weights);
+    st = Engine::synthetic(o.synthetic, o.gen.seed + 1, &engine, o.weights, on_load);
   } else {
     const std::string dir = o.model.empty() ? default_model_dir() : o.model;
     if (dir.empty()) {
@@ -53,7 +57,7 @@ int run_model(const RunOptions& o) {
       return 2;
     }
     if (o.model.empty()) std::fprintf(stderr, "no --model: running the tiny random-weight model shipped with hanpu (%s)\n", dir.c_str());
-    st = Engine::load(dir, &engine, o.weights);
+    st = Engine::load(dir, &engine, o.weights, on_load);
   }
   if (!st.ok()) {
     std::fprintf(stderr, "error: %s\n", st.message().c_str());
@@ -66,40 +70,28 @@ int run_model(const RunOptions& o) {
                info.parameters / 1e6, info.weight_dtype.c_str(), info.weight_bytes / 1e9);
   std::vector<int> prompt;
   if (engine->has_tokenizer() && o.prompt_tokens == 0) {
-    st = engine->tokenize(o.prompt, o.chat, &prompt);
+    st = engine->tokenize(o.prompt, o.gen.chat, &prompt);
     if (!st.ok()) {
       std::fprintf(stderr, "error: prompt: %s\n", st.message().c_str());
       return 2;
     }
     std::printf("%s", o.prompt.c_str());
   } else {
-    Rng rng(o.seed + 7);
+    Rng rng(o.gen.seed + 7);
     const int n = o.prompt_tokens > 0 ? o.prompt_tokens : 512;
     for (int i = 0; i < n; ++i) prompt.push_back(static_cast<int>(rng.below(info.vocab)));
     std::fprintf(stderr, "prompt: %d random token ids%s\n", n, engine->has_tokenizer() ? "" : " (no tokenizer)");
   }
   std::fflush(stdout);
-  GenerateOptions g;
-  g.la_strategy = o.la;
-  g.attn_placement = o.placement;
-  g.threads = o.threads;
-  g.max_tokens = o.max_tokens;
-  g.prefill_chunk = o.prefill_chunk;
-  g.temperature = o.temperature;
-  g.top_k = o.top_k;
-  g.top_p = o.top_p;
-  g.seed = o.seed;
-  g.chat = o.chat;
-  g.save_state = o.save_state;
-  g.resume_state = o.resume_state;
+  const GenerateOptions& g = o.gen;
   GenerateStats s;
   const auto on_text = [](std::string_view text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
   };
   const auto on_progress = [&](int64_t done, int64_t total) {
-    if (tty && total > o.prefill_chunk) std::fprintf(stderr, "\rprefill %lld / %lld tokens", static_cast<long long>(done), static_cast<long long>(total));
-    if (tty && total > o.prefill_chunk && done == total) std::fprintf(stderr, "\n");
+    if (tty && total > o.gen.prefill_chunk) std::fprintf(stderr, "\rprefill %lld / %lld tokens", static_cast<long long>(done), static_cast<long long>(total));
+    if (tty && total > o.gen.prefill_chunk && done == total) std::fprintf(stderr, "\n");
   };
   st = engine->generate(prompt, g, on_text, on_progress, &s);
   std::printf("\n");
@@ -112,7 +104,7 @@ int run_model(const RunOptions& o) {
   const double decode_tps = decode_steps > 0 ? decode_steps / (s.decode_ms / 1e3) : 0.0;
   const double part = s.la_ms + s.attn_ms + s.mlp_ms + s.other_ms;
   if (o.json) {
-    nlohmann::json j{{"model", info.name},           {"la", o.la},
+    nlohmann::json j{{"model", info.name},           {"la", g.la_strategy},
                      {"prompt_tokens", s.prompt_tokens}, {"generated_tokens", s.generated_tokens},
                      {"prefill_ms", s.prefill_ms},   {"prefill_tokens_per_s", prefill_tps},
                      {"decode_ms", s.decode_ms},     {"decode_tokens_per_s", decode_tps},
@@ -129,7 +121,7 @@ int run_model(const RunOptions& o) {
               100 * s.attn_ms / part, 100 * s.mlp_ms / part, 100 * s.other_ms / part, 100 * s.la_kernel_ms / part,
               100 * s.attn_kernel_ms / part);
   std::printf("decode:  %lld tokens in %.1f ms = %.1f tokens/s  (stop: %s; LA strategy %s)\n",
-              static_cast<long long>(s.generated_tokens), s.decode_ms, decode_tps, s.stop_reason.c_str(), o.la.c_str());
+              static_cast<long long>(s.generated_tokens), s.decode_ms, decode_tps, s.stop_reason.c_str(), g.la_strategy.c_str());
   return 0;
 }
 

@@ -1,0 +1,137 @@
+// Checkpoints as they ship: the fixture re-written as two shards with an index loads to the
+// same logits bit for bit; re-written in bf16 it loads with bf16 projections (auto) and
+// close logits; a wrong or incomplete index is refused by name.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "hanpu/dtype.h"
+#include "model/model.h"
+#include "model/safetensors.h"
+
+namespace hanpu::model {
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kFixture = std::string(HANPU_FIXTURES_DIR) + "/models/qwen35-tiny";
+
+struct OutTensor {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  std::vector<uint8_t> bytes;
+};
+
+void write_safetensors(const fs::path& path, const std::vector<OutTensor>& ts) {
+  nlohmann::json h = nlohmann::json::object();
+  uint64_t off = 0;
+  for (const auto& t : ts) {
+    const char* name = t.dtype == DType::kF32 ? "F32" : t.dtype == DType::kF16 ? "F16" : "BF16";
+    h[t.name] = {{"dtype", name}, {"shape", t.shape}, {"data_offsets", {off, off + t.bytes.size()}}};
+    off += t.bytes.size();
+  }
+  const std::string hs = h.dump();
+  std::ofstream out(path, std::ios::binary);
+  const uint64_t n = hs.size();
+  out.write(reinterpret_cast<const char*>(&n), 8);
+  out << hs;
+  for (const auto& t : ts) out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
+}
+
+// The fixture's tensors, as fp32 or converted to `dtype`.
+std::vector<OutTensor> fixture_tensors(DType dtype) {
+  WeightStore store;
+  EXPECT_TRUE(load_safetensors(kFixture, &store).ok());
+  std::vector<OutTensor> out;
+  for (const auto& [name, t] : store.tensors()) {
+    std::vector<float> f(static_cast<size_t>(shape_numel(t.shape)));
+    stored_to_f32(t, f.data());
+    OutTensor o{name, dtype, t.shape, std::vector<uint8_t>(f.size() * dtype_size(dtype))};
+    for (size_t i = 0; i < f.size(); ++i) store_from_f32(o.bytes.data(), dtype, i, f[i]);
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path d = fs::path(::testing::TempDir()) / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  fs::copy_file(fs::path(kFixture) / "config.json", d / "config.json");
+  return d;
+}
+
+std::vector<float> last_logits(const std::string& dir, const LoadOptions& lo = {}) {
+  std::unique_ptr<Model> m;
+  const Status st = load_model(dir, lo, &m);
+  EXPECT_TRUE(st.ok()) << st.message();
+  if (!m) return {};
+  SequenceState s = m->new_state();
+  std::vector<float> logits;
+  const int ids[] = {5, 77, 300, 12, 9, 140};
+  EXPECT_TRUE(m->forward(ids, 6, &s, {}, &logits).ok());
+  return logits;
+}
+
+void write_sharded(const fs::path& d, const std::vector<OutTensor>& ts, bool break_index) {
+  std::vector<OutTensor> a, b;
+  nlohmann::json map = nlohmann::json::object();
+  for (size_t i = 0; i < ts.size(); ++i) {
+    (i % 2 ? b : a).push_back(ts[i]);
+    map[ts[i].name] = i % 2 ? "model-00002-of-00002.safetensors" : "model-00001-of-00002.safetensors";
+  }
+  if (break_index) map[ts[0].name] = "model-00002-of-00002.safetensors";  // it is in shard 1
+  write_safetensors(d / "model-00001-of-00002.safetensors", a);
+  write_safetensors(d / "model-00002-of-00002.safetensors", b);
+  std::ofstream(d / "model.safetensors.index.json") << nlohmann::json{{"metadata", {}}, {"weight_map", map}}.dump();
+}
+
+TEST(SafetensorsShards, ShardedCheckpointGivesTheSameLogits) {
+  const fs::path d = fresh_dir("hanpu_sharded");
+  write_sharded(d, fixture_tensors(DType::kF32), false);
+  const auto want = last_logits(kFixture), got = last_logits(d.string());
+  ASSERT_FALSE(want.empty());
+  EXPECT_EQ(want, got);
+}
+
+TEST(SafetensorsShards, WrongIndexAndMissingShardAreNamed) {
+  const fs::path d = fresh_dir("hanpu_bad_index");
+  const auto ts = fixture_tensors(DType::kF32);
+  write_sharded(d, ts, true);
+  std::unique_ptr<Model> m;
+  Status st = load_model(d.string(), {}, &m);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("is listed in model-00002-of-00002.safetensors but not found there"), std::string::npos)
+      << st.message();
+  write_sharded(d, ts, false);
+  fs::remove(d / "model-00002-of-00002.safetensors");
+  st = load_model(d.string(), {}, &m);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("model-00002-of-00002.safetensors: cannot open"), std::string::npos) << st.message();
+}
+
+TEST(SafetensorsShards, Bf16CheckpointLoadsAsBf16) {
+  const fs::path d = fresh_dir("hanpu_bf16");
+  write_safetensors(d / "model.safetensors", fixture_tensors(DType::kBF16));
+  std::unique_ptr<Model> m;
+  ASSERT_TRUE(load_model(d.string(), {}, &m).ok());
+  EXPECT_EQ(m->weights().lm_head.dtype, DType::kBF16);  // auto: the checkpoint's dtype
+  const auto want = last_logits(kFixture), got = last_logits(d.string());
+  ASSERT_EQ(want.size(), got.size());
+  float diff = 0;
+  for (size_t i = 0; i < want.size(); ++i) diff = std::max(diff, std::abs(want[i] - got[i]));
+  EXPECT_GT(diff, 0.0f);
+  EXPECT_LE(diff, 5e-2f);  // every weight rounded to 8 mantissa bits
+  // Forcing fp32 projections on the bf16 file changes only the projections' storage.
+  const auto f32 = last_logits(d.string(), LoadOptions{DType::kF32, nullptr});
+  float d2 = 0;
+  for (size_t i = 0; i < got.size(); ++i) d2 = std::max(d2, std::abs(f32[i] - got[i]));
+  EXPECT_LE(d2, 1e-4f);  // the same bf16 values, widened at load instead of per block
+}
+
+}  // namespace
+}  // namespace hanpu::model

@@ -35,8 +35,8 @@ Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int6
   std::vector<float> beta(b.size()), g(b.size());
   gdn_gates(b.data(), a.data(), T, HV, w.neg_A.data(), w.dt_bias.data(), beta.data(), g.data());
   std::vector<float> o(static_cast<size_t>(T) * HV * V);
-  // The next state goes to a spare buffer that trades places with the sequence's state: a
-  // fresh 1 MB vector per layer and token cost 256 page faults each time (decode).
+  // The next state goes to a spare buffer that trades places with the sequence's state, so
+  // decode does not allocate and zero a state (1 MB at 16 heads of 128) per layer and token.
   thread_local std::vector<float> next_state;
   next_state.resize(recurrent->size());
   LaArgs args;

@@ -69,6 +69,8 @@ class Engine {
   EngineInfo info() const;
   bool has_tokenizer() const;
   Status tokenize(std::string_view text, bool chat, std::vector<int>* ids) const;
+  // n token ids drawn uniformly from the vocabulary (seeded): benchmark prompts.
+  std::vector<int> random_prompt(int n, uint64_t seed) const;
 
   // Prefills `prompt` ids, then decodes. on_text gets each piece of text as soon as it is
   // complete UTF-8 (null: no text); on_progress(done, total) during the prefill.

@@ -1,12 +1,14 @@
 // The public Engine (include/hanpu/engine.h) over model::Model, Tokenizer and Sampler.
 #include "hanpu/engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <optional>
 
 #include <fmt/format.h>
 
+#include "base/rng.h"
 #include "model/gguf_model.h"
 #include "model/model.h"
 #include "model/sampler.h"
@@ -127,6 +129,13 @@ EngineInfo Engine::info() const {
 }
 
 bool Engine::has_tokenizer() const { return impl_->tokenizer.has_value(); }
+
+std::vector<int> Engine::random_prompt(int n, uint64_t seed) const {
+  Rng rng(seed);
+  std::vector<int> ids(static_cast<size_t>(std::max(n, 0)));
+  for (int& id : ids) id = static_cast<int>(rng.below(impl_->model->config().vocab));
+  return ids;
+}
 
 Status Engine::tokenize(std::string_view text, bool chat, std::vector<int>* ids) const {
   if (!impl_->tokenizer) return Status::Error(fmt::format("{} has no tokenizer.json", impl_->name));

@@ -10,7 +10,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "base/rng.h"
 #include "bench_util.h"
 #include "hanpu/engine.h"
 #include "hanpu/la.h"
@@ -87,9 +86,8 @@ int run_bench_e2e(const BenchE2eOptions& o) {
         if (o.json) std::fprintf(stderr, "[%s] %s T=%ld\n", name.c_str(), la.c_str(), T);
         std::vector<GenerateStats> runs;
         for (int r = 0; r < o.repeats; ++r) {
-          Rng rng(static_cast<uint64_t>(T) * 31 + static_cast<uint64_t>(r));
-          std::vector<int> prompt(static_cast<size_t>(T));
-          for (int& id : prompt) id = static_cast<int>(rng.below(ei.vocab));
+          const std::vector<int> prompt =
+              engine->random_prompt(static_cast<int>(T), static_cast<uint64_t>(T) * 31 + static_cast<uint64_t>(r));
           GenerateOptions g;
           g.la_strategy = la;
           g.threads = o.threads;

@@ -8,7 +8,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "base/rng.h"
 #include "hanpu/engine.h"
 #include "hanpu/la.h"
 
@@ -77,9 +76,8 @@ int run_model(const RunOptions& o) {
     }
     std::printf("%s", o.prompt.c_str());
   } else {
-    Rng rng(o.gen.seed + 7);
     const int n = o.prompt_tokens > 0 ? o.prompt_tokens : 512;
-    for (int i = 0; i < n; ++i) prompt.push_back(static_cast<int>(rng.below(info.vocab)));
+    prompt = engine->random_prompt(n, o.gen.seed + 7);
     std::fprintf(stderr, "prompt: %d random token ids%s\n", n, engine->has_tokenizer() ? "" : " (no tokenizer)");
   }
   std::fflush(stdout);

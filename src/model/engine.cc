@@ -61,24 +61,18 @@ Status Engine::load(const std::string& dir, std::unique_ptr<Engine>* out, const 
     lo.weights = parse_dtype(weights);
     if (!lo.weights) return Status::Error(fmt::format("weights '{}' is not auto, f32, bf16 or f16", weights));
   }
-  HANPU_RETURN_IF_ERROR(model::load_model(dir, lo, &impl->model));
-  if (const std::string g = model::gguf_path(dir); !g.empty()) {  // the GGUF carries its tokenizer
-    model::GgufMetadata meta;
-    model::WeightStore store;
-    HANPU_RETURN_IF_ERROR(model::load_gguf(g, &meta, &store));
-    impl->tokenizer.emplace();
-    HANPU_RETURN_IF_ERROR(model::gguf_tokenizer(meta, g, &*impl->tokenizer));
-    out->reset(new Engine(std::move(impl)));
-    return Status::Ok();
-  }
-  const std::string tok = (std::filesystem::path(dir) / "tokenizer.json").string();
-  if (std::filesystem::exists(tok)) {
-    impl->tokenizer.emplace();
-    HANPU_RETURN_IF_ERROR(model::Tokenizer::load(tok, &*impl->tokenizer));
-    if (impl->tokenizer->vocab_size() > impl->model->config().vocab) {
-      return Status::Error(fmt::format("{}: the tokenizer has {} tokens, the model's vocabulary only {}", tok,
-                                       impl->tokenizer->vocab_size(), impl->model->config().vocab));
+  HANPU_RETURN_IF_ERROR(model::load_model(dir, lo, &impl->model, &impl->tokenizer));
+  std::string tok_source = dir;
+  if (!impl->tokenizer) {  // a safetensors folder: tokenizer.json beside the weights, if any
+    tok_source = (std::filesystem::path(dir) / "tokenizer.json").string();
+    if (std::filesystem::exists(tok_source)) {
+      impl->tokenizer.emplace();
+      HANPU_RETURN_IF_ERROR(model::Tokenizer::load(tok_source, &*impl->tokenizer));
     }
+  }
+  if (impl->tokenizer && impl->tokenizer->vocab_size() > impl->model->config().vocab) {
+    return Status::Error(fmt::format("{}: the tokenizer has {} tokens, the model's vocabulary only {}", tok_source,
+                                     impl->tokenizer->vocab_size(), impl->model->config().vocab));
   }
   out->reset(new Engine(std::move(impl)));
   return Status::Ok();

@@ -116,7 +116,8 @@ std::string gguf_path(const std::string& path) {
   return found;
 }
 
-Status load_model(const std::string& dir, const LoadOptions& options, std::unique_ptr<Model>* out) {
+Status load_model(const std::string& dir, const LoadOptions& options, std::unique_ptr<Model>* out,
+                  std::optional<Tokenizer>* tokenizer) {
   namespace fs = std::filesystem;
   if (const std::string g = gguf_path(dir); !g.empty()) {
     GgufMetadata meta;
@@ -128,6 +129,10 @@ Status load_model(const std::string& dir, const LoadOptions& options, std::uniqu
     const StoredTensor* embed = store.find("token_embd.weight");
     HANPU_RETURN_IF_ERROR(convert_gguf_weights(config, store, options.weights.value_or(embed->dtype), &weights,
                                                options.progress));
+    if (tokenizer != nullptr) {
+      tokenizer->emplace();
+      HANPU_RETURN_IF_ERROR(gguf_tokenizer(meta, g, &**tokenizer));
+    }
     *out = std::make_unique<Model>(std::move(config), std::move(weights));
     return Status::Ok();
   }

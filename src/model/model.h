@@ -15,6 +15,7 @@
 #include "hanpu/status.h"
 #include "model/model_config.h"
 #include "model/model_weights.h"
+#include "model/tokenizer.h"
 
 namespace hanpu::model {
 
@@ -66,8 +67,10 @@ struct LoadOptions {
 };
 
 // Loads a checkpoint: a folder with config.json and safetensors, or a .gguf file (or a
-// folder holding one .gguf and no config.json).
-Status load_model(const std::string& path, const LoadOptions& options, std::unique_ptr<Model>* out);
+// folder holding one .gguf and no config.json). A GGUF carries its tokenizer: with
+// `gguf_tokenizer` non-null it is read from the same parse (left untouched otherwise).
+Status load_model(const std::string& path, const LoadOptions& options, std::unique_ptr<Model>* out,
+                  std::optional<Tokenizer>* gguf_tokenizer = nullptr);
 // The .gguf file `path` names or holds, or empty if it is a safetensors checkpoint.
 std::string gguf_path(const std::string& path);
 

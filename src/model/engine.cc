@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 
 #include "base/rng.h"
-#include "model/gguf_model.h"
 #include "model/model.h"
 #include "model/sampler.h"
 #include "model/state_file.h"

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "hanpu/engine.h"
+#include "fixtures.h"
 #include "model/sampler.h"
 
 namespace hanpu {
@@ -20,10 +21,7 @@ TEST(Engine, GreedyGenerationMatchesTransformers) {
   for (const char* name : {"qwen35-tiny", "qwen3next-tiny"}) {
     std::unique_ptr<Engine> e;
     ASSERT_TRUE(Engine::load(kDir + name, &e).ok());
-    std::ifstream in(kDir + name + "/reference.json");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const auto ref = nlohmann::json::parse(ss.str());
+    const auto ref = model::testing::reference(name);
     for (const auto& p : ref["prompts"]) {
       std::vector<int> ids;
       ASSERT_TRUE(e->tokenize(p["text"].get<std::string>(), false, &ids).ok());

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "hanpu/engine.h"
+#include "fixtures.h"
 #include "model/gguf.h"
 #include "model/gguf_model.h"
 #include "model/model.h"
@@ -30,10 +31,7 @@ TEST_P(GgufFixture, SameLogitsAsSafetensorsAndTransformers) {
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_EQ(gg->config().layers, st->config().layers);
   EXPECT_EQ(gg->config().rotary_dims(), st->config().rotary_dims());
-  std::ifstream in(kDir + GetParam() + "/reference.json");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const auto ref = nlohmann::json::parse(ss.str());
+  const auto ref = testing::reference(GetParam());
   for (const auto& p : ref["prompts"]) {
     const auto ids = p["ids"].get<std::vector<int>>();
     const auto want = p["last_logits"].get<std::vector<float>>();
@@ -56,10 +54,7 @@ TEST_P(GgufFixture, EngineTokenizesFromTheGgufAndGeneratesTheSameTokens) {
   std::unique_ptr<Engine> e;
   const Status s = Engine::load(kDir + GetParam() + "/model.gguf", &e);
   ASSERT_TRUE(s.ok()) << s.message();
-  std::ifstream in(kDir + GetParam() + "/reference.json");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const auto ref = nlohmann::json::parse(ss.str());
+  const auto ref = testing::reference(GetParam());
   for (const auto& p : ref["prompts"]) {
     std::vector<int> ids;
     ASSERT_TRUE(e->tokenize(p["text"].get<std::string>(), false, &ids).ok());

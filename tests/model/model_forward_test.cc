@@ -10,17 +10,11 @@
 #include <sstream>
 
 #include "hanpu/la.h"
+#include "fixtures.h"
 #include "model/model.h"
 
 namespace hanpu::model {
 namespace {
-
-nlohmann::json reference(const std::string& name) {
-  std::ifstream in(std::string(HANPU_FIXTURES_DIR) + "/models/" + name + "/reference.json");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return nlohmann::json::parse(ss.str());
-}
 
 std::unique_ptr<Model> load(const std::string& name) {
   std::unique_ptr<Model> m;
@@ -47,7 +41,7 @@ class ForwardFixture : public ::testing::TestWithParam<const char*> {};
 TEST_P(ForwardFixture, LogitsAndGreedyTokensMatchTransformers) {
   const auto m = load(GetParam());
   ASSERT_NE(m, nullptr);
-  const auto ref = reference(GetParam());
+  const auto ref = testing::reference(GetParam());
   for (const auto& p : ref["prompts"]) {
     const auto ids = p["ids"].get<std::vector<int>>();
     const auto want = p["last_logits"].get<std::vector<float>>();

@@ -8,17 +8,11 @@
 #include <regex>
 #include <sstream>
 
+#include "fixtures.h"
 #include "model/tokenizer.h"
 
 namespace hanpu::model {
 namespace {
-
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 class TokenizerFixture : public ::testing::TestWithParam<const char*> {};
 
@@ -27,7 +21,7 @@ TEST_P(TokenizerFixture, IdsMatchTheTokenizersLibrary) {
   Tokenizer tok;
   const Status st = Tokenizer::load(dir + "/tokenizer.json", &tok);
   ASSERT_TRUE(st.ok()) << st.message();
-  const auto ref = nlohmann::json::parse(read(dir + "/reference.json"));
+  const auto ref = nlohmann::json::parse(testing::read_text(dir + "/reference.json"));
   ASSERT_GE(ref["prompts"].size(), 3u);
   for (const auto& p : ref["prompts"]) {
     std::vector<int> ids;
@@ -82,7 +76,7 @@ TEST(Tokenizer, InvalidUtf8IsRefusedWithItsOffset) {
 }
 
 TEST(Tokenizer, MalformedFilesAreRefusedByName) {
-  const std::string good = read(std::string(HANPU_FIXTURES_DIR) + "/models/qwen35-tiny/tokenizer.json");
+  const std::string good = testing::read_text(std::string(HANPU_FIXTURES_DIR) + "/models/qwen35-tiny/tokenizer.json");
   auto j = nlohmann::json::parse(good);
   struct Case {
     const char* what;

@@ -1,9 +1,10 @@
 // The floating-point mode every kernel worker runs in: denormal results flushed to zero and
 // denormal inputs read as zero. Linear attention's decays make them common — a chunk's
 // exp(Gam_i - Gam_j) and a strongly decayed state fall below 1e-38 — and each one costs a
-// microcode assist of ~100 cycles: measured, the hanpu GDN kernel at g = -5 per token ran
-// 7x slower without this (187 vs 26 ms, T = 2048, 16 heads). Values that small are zero for
-// every purpose here (outputs are compared by NMSE against float64).
+// microcode assist: with strong gates the chunked GDN kernel ran several times slower
+// without this (its share of the synthetic 0.8B model's prefill halved with it,
+// docs/benchmarks.md "End to end"). Values that small are zero for every purpose here
+// (outputs are compared by NMSE against float64).
 #pragma once
 
 namespace hanpu::simd {

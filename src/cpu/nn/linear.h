@@ -4,9 +4,9 @@
 // panel as its row-major B operand: sequential rows, no per-call packing, no page-strided
 // reads (a plain [in, out] W^T puts consecutive B rows `out` floats apart, one page or more).
 //
-// Why not OpenBLAS (the Debian build, 0.3.21): measured side by side on this 2-core AVX-512
-// machine, cblas_sgemm reached 33-51 GFLOP/s on the 0.8B model's projections (T = 512) and
-// 6 GFLOP/s at T = 1, this kernel 65-89 and 10-11 before the panel layout (docs/benchmarks.md).
+// Why not OpenBLAS (the Debian build, 0.3.21): side by side on the 2-core AVX-512 development
+// machine, cblas_sgemm was slower than this kernel on the 0.8B model's projections, both
+// at T = 512 and at T = 1 (a one-off comparison; see docs/benchmarks.md).
 #pragma once
 
 #include <cstddef>

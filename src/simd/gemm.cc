@@ -34,13 +34,24 @@ constexpr int kMR = 6;
 // cores that retire one 512-bit store per cycle).
 #define HANPU_UNROLL_ALL _Pragma("GCC unroll 16")
 
+// How A is addressed, fixed at compile time so the reduction loop keeps every row offset in
+// a register: with both strides at run time GCC runs out of general registers for the 12-row
+// tile and, on every step, reloads a stride from the stack and moves one through a vector
+// register (a port-0 uop that competes with the FMAs). In an interleaved A/B of the two
+// builds on in-cache tiles (a one-off harness) the specialised loops were faster in every
+// pair; row-major A (acs == 1) and transposed A (ars == 1) are all the LA and attention
+// kernels use, the general form stays for any other stride.
+enum class ALayout { kRowMajor, kTransposed, kStrided };
+
 // C tile [MR x n] (n <= 2 lanes) = alpha * A[MR x kd] B[kd x n] (+ C).
-template <int MR, bool kFullN>
+template <int MR, bool kFullN, ALayout kA>
 HWY_INLINE void Tile(const float* HWY_RESTRICT a, ptrdiff_t ars, ptrdiff_t acs,
                      const float* HWY_RESTRICT b, ptrdiff_t ldb, int kd, float* HWY_RESTRICT c,
                      ptrdiff_t ldc, size_t n, float alpha, float beta, const float* row_beta) {
   const DF d;
   const size_t NL = hn::Lanes(d);
+  if constexpr (kA == ALayout::kRowMajor) acs = 1;
+  if constexpr (kA == ALayout::kTransposed) ars = 1;
   const auto m0 = hn::FirstN(d, kFullN ? NL : std::min(n, NL));
   const auto m1 = hn::FirstN(d, kFullN ? NL : (n > NL ? n - NL : 0));
   VF c0[MR], c1[MR];
@@ -90,13 +101,13 @@ HWY_INLINE void Tile(const float* HWY_RESTRICT a, ptrdiff_t ars, ptrdiff_t acs,
   }
 }
 
-template <bool kFullN>
+template <bool kFullN, ALayout kA>
 HWY_INLINE void TileRows(int m, const float* a, ptrdiff_t ars, ptrdiff_t acs, const float* b,
                          ptrdiff_t ldb, int kd, float* c, ptrdiff_t ldc, size_t n, float alpha,
                          float beta, const float* row_beta) {
   switch (m) {
 #define HANPU_TILE_CASE(R) \
-  case R: return Tile<R, kFullN>(a, ars, acs, b, ldb, kd, c, ldc, n, alpha, beta, row_beta);
+  case R: return Tile<R, kFullN, kA>(a, ars, acs, b, ldb, kd, c, ldc, n, alpha, beta, row_beta);
     HANPU_TILE_CASE(1)
     HANPU_TILE_CASE(2)
     HANPU_TILE_CASE(3)
@@ -126,8 +137,9 @@ inline int TileHeight(int left) {
   return (left + 1) / 2;
 }
 
-void Gemm(int M, int N, int Kd, const float* a, ptrdiff_t ars, ptrdiff_t acs, const float* b,
-          ptrdiff_t ldb, float* c, ptrdiff_t ldc, float alpha, float beta, const float* row_beta) {
+template <ALayout kA>
+void GemmLayout(int M, int N, int Kd, const float* a, ptrdiff_t ars, ptrdiff_t acs, const float* b,
+                ptrdiff_t ldb, float* c, ptrdiff_t ldc, float alpha, float beta, const float* row_beta) {
   const size_t NR = 2 * hn::Lanes(DF());
   // Row panels outermost: the A panel [MR x Kd] (MR broadcast streams) stays in L1 while the
   // B panels, read as contiguous vectors the prefetcher follows, stream past it.
@@ -139,12 +151,23 @@ void Gemm(int M, int N, int Kd, const float* a, ptrdiff_t ars, ptrdiff_t acs, co
       const size_t n = std::min<size_t>(NR, N - j0);
       float* ci = c + i0 * ldc + j0;
       if (n == NR) {
-        TileRows<true>(m, ai, ars, acs, b + j0, ldb, Kd, ci, ldc, n, alpha, beta, rb);
+        TileRows<true, kA>(m, ai, ars, acs, b + j0, ldb, Kd, ci, ldc, n, alpha, beta, rb);
       } else {
-        TileRows<false>(m, ai, ars, acs, b + j0, ldb, Kd, ci, ldc, n, alpha, beta, rb);
+        TileRows<false, kA>(m, ai, ars, acs, b + j0, ldb, Kd, ci, ldc, n, alpha, beta, rb);
       }
     }
     i0 += m;
+  }
+}
+
+void Gemm(int M, int N, int Kd, const float* a, ptrdiff_t ars, ptrdiff_t acs, const float* b,
+          ptrdiff_t ldb, float* c, ptrdiff_t ldc, float alpha, float beta, const float* row_beta) {
+  if (acs == 1) {
+    GemmLayout<ALayout::kRowMajor>(M, N, Kd, a, ars, acs, b, ldb, c, ldc, alpha, beta, row_beta);
+  } else if (ars == 1) {
+    GemmLayout<ALayout::kTransposed>(M, N, Kd, a, ars, acs, b, ldb, c, ldc, alpha, beta, row_beta);
+  } else {
+    GemmLayout<ALayout::kStrided>(M, N, Kd, a, ars, acs, b, ldb, c, ldc, alpha, beta, row_beta);
   }
 }
 

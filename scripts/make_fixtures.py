@@ -39,8 +39,16 @@ PROMPTS = [
     "It's LOUD, you're right.  Spaces   here\n\n",
     "🙂 → ∑",
 ]
-CHAT_TEMPLATE = ("{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}"
-                 "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+# The models' real chat templates (Qwen3.5's for the dense fixture, Qwen3's for Qwen3-Next),
+# kept under tests/fixtures/chat_templates/ (see the README there).
+TEMPLATES = pathlib.Path(__file__).resolve().parent.parent / "tests/fixtures/chat_templates"
+CHATS = [  # (messages, add_generation_prompt, enable_thinking or None = undefined)
+    ([{"role": "user", "content": "Hybrid models interleave linear attention"}], True, None),
+    ([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Le café naïve 東京 2048!"}], True, False),
+    ([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Hello! How can I help?"},
+      {"role": "user", "content": "def f(x):\n    return x\t# ok"}], True, True),
+    ([{"role": "user", "content": "🙂 → ∑"}, {"role": "assistant", "content": "It's LOUD."}], False, None),
+]
 
 
 def make_tokenizer(vocab_size):
@@ -100,6 +108,22 @@ def randomize(model, seed):
                 p.copy_(torch.randn(p.shape, generator=g) * (0.5 / fan_in ** 0.5 if p.dim() > 1 else 0.1))
 
 
+def chat_references(folder, tok):
+    """The chat template rendered by transformers' own apply_chat_template (jinja2) from the
+    saved folder, and the ids of the rendered text."""
+    from transformers import AutoTokenizer
+    hf = AutoTokenizer.from_pretrained(str(folder))
+    out = []
+    for messages, gen, think in CHATS:
+        kwargs = {} if think is None else {"enable_thinking": think}
+        text = hf.apply_chat_template(messages, tokenize=False, add_generation_prompt=gen, **kwargs)
+        case = {"messages": messages, "add_generation_prompt": gen, "text": text, "ids": tok.encode(text).ids}
+        if think is not None:
+            case["enable_thinking"] = think
+        out.append(case)
+    return out
+
+
 def references(model, tok):
     out = {"prompts": []}
     for text in PROMPTS:
@@ -120,7 +144,7 @@ def v_tiled_order(hk, hv):
     return [(j % hk) * g + j // hk for j in range(hv)]
 
 
-def write_gguf(model, config, tok, path, arch):
+def write_gguf(model, config, tok, path, arch, chat_template):
     """The fixture as llama.cpp's convert_hf_to_gguf.py would write it (F32 tensors): its
     tensor names, zero-centred norms stored as 1 + w (not the gated norm), A_log as
     -exp(A_log), conv weights squeezed, Qwen3-Next's qkvz split into attn_qkv / attn_gate,
@@ -166,6 +190,7 @@ def write_gguf(model, config, tok, path, arch):
     merges = json.loads(tok.to_str())["model"]["merges"]
     w.add_token_merges([" ".join(m) if isinstance(m, list) else m for m in merges])
     w.add_eos_token_id(c.eos_token_id)
+    w.add_chat_template(chat_template)
     sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
     tiled = v_tiled_order(hk, hv) if arch == "qwen35" else list(range(hv))
 
@@ -238,7 +263,7 @@ def write_gguf(model, config, tok, path, arch):
     w.close()
 
 
-def build(name, make_config, model_cls, seed, root, arch):
+def build(name, make_config, model_cls, seed, root, arch, template):
     d = root / name
     d.mkdir(parents=True, exist_ok=True)
     tok = make_tokenizer(vocab_size=384)
@@ -248,10 +273,13 @@ def build(name, make_config, model_cls, seed, root, arch):
     model = model_cls(config).float().eval()
     randomize(model, seed)
     model.save_pretrained(str(d), safe_serialization=True)
+    chat_template = (TEMPLATES / template).read_text()
     (d / "tokenizer_config.json").write_text(json.dumps({
-        "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>", "chat_template": CHAT_TEMPLATE}, indent=1))
-    write_gguf(model, config, tok, d / "model.gguf", arch)
+        "tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>",
+        "chat_template": chat_template}, indent=1))
+    write_gguf(model, config, tok, d / "model.gguf", arch, chat_template)
     refs = references(model, tok)
+    refs["chat"] = chat_references(d, tok)
     refs["model_type"] = config.model_type
     (d / "reference.json").write_text(json.dumps(refs))
     print(f"{name}: {sum(p.numel() for p in model.parameters())} parameters -> {d}")
@@ -263,8 +291,8 @@ def main():
     args = ap.parse_args()
     root = pathlib.Path(args.out)
     from transformers import Qwen3_5ForCausalLM, Qwen3NextForCausalLM
-    build("qwen35-tiny", tiny_qwen35_config, Qwen3_5ForCausalLM, 35, root, "qwen35")
-    build("qwen3next-tiny", tiny_qwen3_next_config, Qwen3NextForCausalLM, 3, root, "qwen3next")
+    build("qwen35-tiny", tiny_qwen35_config, Qwen3_5ForCausalLM, 35, root, "qwen35", "qwen3.5.jinja")
+    build("qwen3next-tiny", tiny_qwen3_next_config, Qwen3NextForCausalLM, 3, root, "qwen3next", "qwen3.jinja")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,19 @@
 #include "hanpu/status.h"
 
 namespace hanpu {
+
+// One turn of a conversation for the chat template: role "system", "user" or "assistant".
+struct ChatMessage {
+  std::string role;
+  std::string content;
+};
+
+struct ChatOptions {
+  bool add_generation_prompt = true;  // end with the assistant's opening, ready to generate
+  // Qwen3 / Qwen3.5 templates: false opens the reply with an empty <think></think> block
+  // (no reasoning); unset leaves the variable undefined, the template's default.
+  std::optional<bool> enable_thinking;
+};
 
 struct GenerateOptions {
   std::string la_strategy = "hanpu";        // any of la_strategies()
@@ -23,7 +37,6 @@ struct GenerateOptions {
   int top_k = 0;                            // 0: off
   float top_p = 1.0f;                       // 1: off
   uint64_t seed = 0;
-  bool chat = false;                        // wrap the prompt in the chat template
   bool stop_at_eos = true;
   // Continue a saved sequence (the prompt is appended after it), and/or save the sequence
   // (prompt and generated tokens) when done, to resume later. Empty: off.
@@ -68,7 +81,20 @@ class Engine {
 
   EngineInfo info() const;
   bool has_tokenizer() const;
-  Status tokenize(std::string_view text, bool chat, std::vector<int>* ids) const;
+  // Token ids of plain text (special tokens written in it, e.g. <|im_start|>, become their ids).
+  Status tokenize(std::string_view text, std::vector<int>* ids) const;
+  // The checkpoint's chat template (Jinja, as transformers' apply_chat_template runs it)
+  // applied to `messages`, as text and as token ids. Checkpoints without a template get
+  // ChatML, which is what Qwen's templates produce for plain conversations.
+  Status apply_chat_template(const std::vector<ChatMessage>& messages, const ChatOptions& options,
+                             std::string* text) const;
+  Status tokenize_chat(const std::vector<ChatMessage>& messages, const ChatOptions& options,
+                       std::vector<int>* ids) const;
+  // Replaces the checkpoint's template with the Jinja file `path` (an error names the line
+  // and column of a syntax error).
+  Status set_chat_template_file(const std::string& path);
+  // Where the template in use came from: a file (and key), or "built-in ChatML".
+  std::string chat_template_origin() const;
   // n token ids drawn uniformly from the vocabulary (seeded): benchmark prompts.
   std::vector<int> random_prompt(int n, uint64_t seed) const;
 

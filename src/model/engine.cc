@@ -4,11 +4,14 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <optional>
+#include <sstream>
 
 #include <fmt/format.h>
 
 #include "base/rng.h"
+#include "model/chat_template.h"
 #include "model/model.h"
 #include "model/sampler.h"
 #include "model/state_file.h"
@@ -44,6 +47,10 @@ struct Engine::Impl {
   std::string name;
   std::unique_ptr<model::Model> model;
   std::optional<model::Tokenizer> tokenizer;
+  // The checkpoint's chat template; ChatML when it has none. A template that does not parse
+  // does not stop the model from loading: the error is kept and given when a chat is asked for.
+  model::ChatTemplate chat = model::ChatTemplate::chatml();
+  Status chat_error = Status::Ok();
 };
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -60,14 +67,26 @@ Status Engine::load(const std::string& dir, std::unique_ptr<Engine>* out, const 
     lo.weights = parse_dtype(weights);
     if (!lo.weights) return Status::Error(fmt::format("weights '{}' is not auto, f32, bf16 or f16", weights));
   }
-  HANPU_RETURN_IF_ERROR(model::load_model(dir, lo, &impl->model, &impl->tokenizer));
+  model::GgufExtras gguf;
+  HANPU_RETURN_IF_ERROR(model::load_model(dir, lo, &impl->model, &gguf));
   std::string tok_source = dir;
-  if (!impl->tokenizer) {  // a safetensors folder: tokenizer.json beside the weights, if any
+  if (gguf.tokenizer) {
+    impl->tokenizer = std::move(gguf.tokenizer);
+    if (!gguf.chat_template.empty()) {
+      model::ChatTemplate t;
+      impl->chat_error = model::ChatTemplate::parse(gguf.chat_template, dir + " (tokenizer.chat_template)", &t);
+      t.set_special_tokens(gguf.bos_token, gguf.eos_token);
+      if (impl->chat_error.ok()) impl->chat = std::move(t);
+    }
+  } else {  // a safetensors folder: tokenizer.json and the chat template beside the weights, if any
     tok_source = (std::filesystem::path(dir) / "tokenizer.json").string();
     if (std::filesystem::exists(tok_source)) {
       impl->tokenizer.emplace();
       HANPU_RETURN_IF_ERROR(model::Tokenizer::load(tok_source, &*impl->tokenizer));
     }
+    std::optional<model::ChatTemplate> t;
+    impl->chat_error = model::load_hf_chat_template(dir, &t);
+    if (t) impl->chat = std::move(*t);
   }
   if (impl->tokenizer && impl->tokenizer->vocab_size() > impl->model->config().vocab) {
     return Status::Error(fmt::format("{}: the tokenizer has {} tokens, the model's vocabulary only {}", tok_source,
@@ -130,16 +149,39 @@ std::vector<int> Engine::random_prompt(int n, uint64_t seed) const {
   return ids;
 }
 
-Status Engine::tokenize(std::string_view text, bool chat, std::vector<int>* ids) const {
-  if (!impl_->tokenizer) return Status::Error(fmt::format("{} has no tokenizer.json", impl_->name));
-  if (!chat) return impl_->tokenizer->encode(text, ids);
-  // Qwen's chat template rendered for one user turn (ChatML); the Jinja template in
-  // tokenizer_config.json is not interpreted.
-  if (!impl_->tokenizer->token_id("<|im_start|>") || !impl_->tokenizer->token_id("<|im_end|>")) {
-    return Status::Error("--chat needs a tokenizer with <|im_start|> and <|im_end|> (ChatML)");
-  }
-  return impl_->tokenizer->encode(fmt::format("<|im_start|>user\n{}<|im_end|>\n<|im_start|>assistant\n", text), ids);
+Status Engine::tokenize(std::string_view text, std::vector<int>* ids) const {
+  if (!impl_->tokenizer) return Status::Error(fmt::format("{} has no tokenizer", impl_->name));
+  ids->clear();
+  return impl_->tokenizer->encode(text, ids);
 }
+
+Status Engine::apply_chat_template(const std::vector<ChatMessage>& messages, const ChatOptions& options,
+                                   std::string* text) const {
+  HANPU_RETURN_IF_ERROR(impl_->chat_error);
+  return impl_->chat.render(messages, options, text);
+}
+
+Status Engine::tokenize_chat(const std::vector<ChatMessage>& messages, const ChatOptions& options,
+                             std::vector<int>* ids) const {
+  std::string text;
+  HANPU_RETURN_IF_ERROR(apply_chat_template(messages, options, &text));
+  return tokenize(text, ids);
+}
+
+Status Engine::set_chat_template_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::Error(fmt::format("chat template {}: cannot open", path));
+  std::ostringstream source;
+  source << in.rdbuf();
+  model::ChatTemplate t;
+  HANPU_RETURN_IF_ERROR(model::ChatTemplate::parse(source.str(), path, &t));
+  t.set_special_tokens(impl_->chat.bos_token(), impl_->chat.eos_token());  // the checkpoint's
+  impl_->chat = std::move(t);
+  impl_->chat_error = Status::Ok();
+  return Status::Ok();
+}
+
+std::string Engine::chat_template_origin() const { return impl_->chat.origin(); }
 
 Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o,
                         const std::function<void(std::string_view)>& on_text,

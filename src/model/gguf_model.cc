@@ -339,4 +339,18 @@ Status gguf_tokenizer(const GgufMetadata& meta, const std::string& file, Tokeniz
   return Tokenizer::build(std::move(parts), file, out);
 }
 
+void gguf_chat_template(const GgufMetadata& meta, const Tokenizer& tokenizer, std::string* chat_template,
+                        std::string* bos_token, std::string* eos_token) {
+  const std::string* t = meta_string(meta, "tokenizer.chat_template");
+  *chat_template = t != nullptr ? *t : std::string();
+  const auto token_text = [&](const char* key) {
+    const auto it = meta.find(key);
+    if (it == meta.end() || !it->second.is_int()) return std::string();
+    const int64_t id = it->second.as_int();
+    return id >= 0 && id < tokenizer.vocab_size() ? tokenizer.token_bytes(static_cast<int>(id)) : std::string();
+  };
+  *bos_token = token_text("tokenizer.ggml.bos_token_id");
+  *eos_token = token_text("tokenizer.ggml.eos_token_id");
+}
+
 }  // namespace hanpu::model

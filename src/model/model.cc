@@ -117,7 +117,7 @@ std::string gguf_path(const std::string& path) {
 }
 
 Status load_model(const std::string& dir, const LoadOptions& options, std::unique_ptr<Model>* out,
-                  std::optional<Tokenizer>* tokenizer) {
+                  GgufExtras* extras) {
   namespace fs = std::filesystem;
   if (const std::string g = gguf_path(dir); !g.empty()) {
     GgufMetadata meta;
@@ -129,9 +129,10 @@ Status load_model(const std::string& dir, const LoadOptions& options, std::uniqu
     const StoredTensor* embed = store.find("token_embd.weight");
     HANPU_RETURN_IF_ERROR(convert_gguf_weights(config, store, options.weights.value_or(embed->dtype), &weights,
                                                options.progress));
-    if (tokenizer != nullptr) {
-      tokenizer->emplace();
-      HANPU_RETURN_IF_ERROR(gguf_tokenizer(meta, g, &**tokenizer));
+    if (extras != nullptr) {
+      extras->tokenizer.emplace();
+      HANPU_RETURN_IF_ERROR(gguf_tokenizer(meta, g, &*extras->tokenizer));
+      gguf_chat_template(meta, *extras->tokenizer, &extras->chat_template, &extras->bos_token, &extras->eos_token);
     }
     *out = std::make_unique<Model>(std::move(config), std::move(weights));
     return Status::Ok();

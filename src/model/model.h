@@ -66,11 +66,19 @@ struct LoadOptions {
   LoadProgress progress;  // per converted layer; may be empty
 };
 
+// What a GGUF carries besides the model: its tokenizer, and its chat template with the
+// special tokens the template may print (empty where the file has none).
+struct GgufExtras {
+  std::optional<Tokenizer> tokenizer;
+  std::string chat_template;  // tokenizer.chat_template
+  std::string bos_token, eos_token;
+};
+
 // Loads a checkpoint: a folder with config.json and safetensors, or a .gguf file (or a
-// folder holding one .gguf and no config.json). A GGUF carries its tokenizer: with
-// `gguf_tokenizer` non-null it is read from the same parse (left untouched otherwise).
+// folder holding one .gguf and no config.json). With `gguf_extras` non-null a GGUF's
+// tokenizer and chat template are read from the same parse (left untouched otherwise).
 Status load_model(const std::string& path, const LoadOptions& options, std::unique_ptr<Model>* out,
-                  std::optional<Tokenizer>* gguf_tokenizer = nullptr);
+                  GgufExtras* gguf_extras = nullptr);
 // The .gguf file `path` names or holds, or empty if it is a safetensors checkpoint.
 std::string gguf_path(const std::string& path);
 

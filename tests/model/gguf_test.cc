@@ -57,7 +57,7 @@ TEST_P(GgufFixture, EngineTokenizesFromTheGgufAndGeneratesTheSameTokens) {
   const auto ref = testing::reference(GetParam());
   for (const auto& p : ref["prompts"]) {
     std::vector<int> ids;
-    ASSERT_TRUE(e->tokenize(p["text"].get<std::string>(), false, &ids).ok());
+    ASSERT_TRUE(e->tokenize(p["text"].get<std::string>(), &ids).ok());
     EXPECT_EQ(ids, p["ids"].get<std::vector<int>>()) << p["text"];
     GenerateOptions o;
     o.max_tokens = 16;

@@ -20,7 +20,11 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_option("--prompt", o.prompt, "prompt text")->capture_default_str();
   app.add_option("--prompt-tokens", o.prompt_tokens, "synthetic models: random prompt of N tokens (default 512)");
   GenerateOptions& g = o.gen;
-  app.add_flag("--chat", g.chat, "wrap the prompt in the chat template (ChatML)");
+  app.add_flag("--chat", o.chat, "the prompt as a user turn in the checkpoint's chat template (Jinja; ChatML if it has none)");
+  app.add_option("--system", o.system, "--chat: a system message before the prompt");
+  app.add_option("--chat-template", o.chat_template_file, "--chat: use this Jinja template file instead of the checkpoint's")
+      ->check(CLI::ExistingFile);
+  app.add_flag("--no-think", o.no_think, "--chat: enable_thinking = false (Qwen3/3.5: answer without reasoning)");
   app.add_option("--max-tokens", g.max_tokens, "tokens to generate")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--temperature", g.temperature, "0: greedy")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--top-k", g.top_k, "0: off")->capture_default_str()->check(CLI::NonNegativeNumber);
@@ -69,12 +73,23 @@ int run_model(const RunOptions& o) {
                info.parameters / 1e6, info.weight_dtype.c_str(), info.weight_bytes / 1e9);
   std::vector<int> prompt;
   if (engine->has_tokenizer() && o.prompt_tokens == 0) {
-    st = engine->tokenize(o.prompt, o.gen.chat, &prompt);
+    std::string text = o.prompt;
+    if (o.chat) {
+      if (!o.chat_template_file.empty()) st = engine->set_chat_template_file(o.chat_template_file);
+      std::vector<ChatMessage> messages;
+      if (!o.system.empty()) messages.push_back({"system", o.system});
+      messages.push_back({"user", o.prompt});
+      ChatOptions co;
+      if (o.no_think) co.enable_thinking = false;
+      if (st.ok()) st = engine->apply_chat_template(messages, co, &text);
+      if (st.ok()) std::fprintf(stderr, "chat template: %s\n", engine->chat_template_origin().c_str());
+    }
+    if (st.ok()) st = engine->tokenize(text, &prompt);
     if (!st.ok()) {
       std::fprintf(stderr, "error: prompt: %s\n", st.message().c_str());
       return 2;
     }
-    std::printf("%s", o.prompt.c_str());
+    std::printf("%s", text.c_str());
   } else {
     const int n = o.prompt_tokens > 0 ? o.prompt_tokens : 512;
     prompt = engine->random_prompt(n, o.gen.seed + 7);

@@ -17,6 +17,13 @@ struct RunOptions {
   int prompt_tokens = 0;  // synthetic: random prompt of this many tokens (default 512)
   std::string weights = "auto";
   bool json = false;
+  // --chat: the prompt becomes a user turn (after --system, if given) in the checkpoint's
+  // chat template; --chat-template replaces that template; --no-think sets enable_thinking
+  // false; --show-prompt prints the rendered text instead of the raw prompt.
+  bool chat = false;
+  std::string system;
+  std::string chat_template_file;
+  bool no_think = false;
   GenerateOptions gen = [] {  // the flags bind straight to the engine's options
     GenerateOptions g;
     g.max_tokens = 32;

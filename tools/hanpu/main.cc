@@ -1,4 +1,4 @@
-// hanpu CLI: one binary, subcommands per job (run, bench la, bench attn, la strategies, la schedule,
+// hanpu CLI: one binary, subcommands per job (run, bench la, bench attn, sim, la strategies, la schedule,
 // attn placements, info).
 #include <cstdio>
 #include <string>
@@ -8,6 +8,7 @@
 #include "bench_attn.h"
 #include "bench_e2e.h"
 #include "bench_la.h"
+#include "sim_cmd.h"
 #include "run_cmd.h"
 #include "hanpu/attn.h"
 #include "hanpu/la.h"
@@ -34,6 +35,10 @@ int main(int argc, char** argv) {
   auto* bench_e2e_cmd = bench->add_subcommand("e2e", "whole-model prefill and decode on synthetic Qwen3.5 shapes");
   hanpu::cli::add_bench_e2e_options(*bench_e2e_cmd, bench_e2e);
 
+  hanpu::cli::SimOptions sim_opts;
+  auto* sim = app.add_subcommand("sim", "LA prefill on a modelled NPU: latency, traffic, buffers, energy per variant");
+  hanpu::cli::add_sim_options(*sim, sim_opts);
+
   auto* attn = app.add_subcommand("attn", "attention helpers");
   attn->require_subcommand(1);
   auto* placements = attn->add_subcommand("placements", "list the attention placements");
@@ -58,6 +63,7 @@ int main(int argc, char** argv) {
 
   if (*run) return hanpu::cli::run_model(run_opts);
   if (*bench_la_cmd) return hanpu::cli::run_bench_la(bench_la);
+  if (*sim) return hanpu::cli::run_sim(sim_opts);
   if (*bench_e2e_cmd) return hanpu::cli::run_bench_e2e(bench_e2e);
   if (*bench_attn_cmd) return hanpu::cli::run_bench_attn(bench_attn);
   if (*placements) {

@@ -1,0 +1,53 @@
+// The modelled NPUs: run a linear-attention prefill on a simulated Ascend-class NPU. The
+// kernel executes for real (its outputs are written to args.o / args.final_state and match
+// the float64 reference to fp16 precision) while the simulator measures what it did: latency,
+// GM traffic, L1->L0 traffic, spills, peak buffer occupancy, cube utilisation and energy.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hanpu/la.h"
+#include "hanpu/status.h"
+
+namespace hanpu {
+
+struct NpuLaOptions {
+  std::string target = "ascend-310p";  // a built-in target (npu_targets()) or a JSON file
+  std::string variant = "hanpu";       // one of npu_la_variants()
+  int chunk_size = 64;                 // 16, 32 or 64
+};
+
+struct NpuLaStats {
+  std::string target, variant;
+  double latency_ms = 0;
+  int64_t gm_read_bytes = 0, gm_write_bytes = 0;
+  int64_t l1_l0_bytes = 0;  // L1 -> L0A / L0B
+  int64_t spill_bytes = 0;
+  std::map<std::string, int64_t> peak_bytes;  // per buffer ("L1", "L0A", "L0B", "L0C", "UB"), largest core
+  int64_t cube_macs = 0;
+  double cube_util = 0, vector_util = 0;
+  double energy_mj = 0;
+  int launches = 0;
+  int64_t instructions = 0;
+  int64_t gm_bytes() const { return gm_read_bytes + gm_write_bytes; }
+};
+
+struct NpuVariantInfo {
+  std::string_view name;
+  std::string_view summary;
+};
+std::vector<NpuVariantInfo> npu_la_variants();
+std::vector<std::string> npu_targets();
+
+// GDN prefill of one sequence on the target. q/k/v/o may be stored in any dtype: the NPU
+// holds them as fp16 in GM (the paper's mixed precision: fp16 q/k/v/o, fp32 gates and
+// states). Not yet supported (a clear error): KDA, varlen batches, GVA (HV != H), in-kernel
+// q/k L2 norm, K or V above 128 or not a multiple of 16.
+Status npu_la_prefill(const LaArgs& args, const NpuLaOptions& options, NpuLaStats* stats);
+
+}  // namespace hanpu

@@ -1,0 +1,59 @@
+// Building blocks of the GDN chunk on one simulated Ascend core, shared by every kernel
+// variant so they compute the same math and differ only in mapping, order and traffic:
+// staging a UB matrix as a cube operand, bringing a cube result back, the gates, the decay
+// masks, the (I + L)^-1 of the chunk, and freeing tiles in bulk.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+
+#include "npu/sim/npu_sim.h"
+
+namespace hanpu::npu {
+
+// The GM tensors of one GDN call: q, k [T, H*K], v, o [T, H*V] fp16; g, beta [T, H] fp32;
+// states [H*K, V] fp32 (state0 may be null: zeros).
+struct GdnGm {
+  int64_t T = 0;
+  int H = 0, K = 0, V = 0, chunk = 64;
+  float scale = 1.0f;
+  GmTensor *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr, *g = nullptr, *beta = nullptr;
+  GmTensor *state0 = nullptr, *state1 = nullptr;
+};
+
+class CoreOps {
+ public:
+  CoreOps(NpuSim& sim, int core) : sim_(sim), core_(core) {}
+  int core() const { return core_; }
+  NpuSim& sim() { return sim_; }
+
+  Status alloc(Buf b, int rows, int cols, bool fp16, Layout l, const std::string& name, Tile** out) {
+    return sim_.alloc(core_, b, rows, cols, fp16, l, name, out);
+  }
+  void free(std::initializer_list<Tile*> tiles) {
+    for (Tile* t : tiles) sim_.free(t);
+  }
+
+  // A UB matrix (fp32 or fp16, ND) as an fp16 NZ tile in L1: convert on the vector unit,
+  // re-lay it out to fractals, move UB -> L1.
+  Status stage_to_l1(Tile* ub, const std::string& name, Tile** l1);
+  // An L1 operand into L0A (or L0B), optionally transposed by the load.
+  Status to_l0(Buf l0, Tile* l1, bool transpose, const std::string& name, Tile** out);
+  // A cube result L0C -> UB (fp32, ND as the vector path writes it), L0C freed.
+  Status from_l0c(Tile* l0c, const std::string& name, Tile** ub);
+
+  // Gates of chunk rows [t0, t0 + c) of head h: g, beta loaded to UB; gam = inclusive
+  // cumsum of g; egam = exp(gam). Each [c x 1] fp32.
+  Status gates(const GdnGm& gm, int64_t t0, int c, int h, Tile** beta, Tile** gam, Tile** egam);
+  // In place: KK -> L = StrictTril(diag(beta) KK o D), QK -> Qm = scale Tril(QK o D),
+  // D_ij = exp(gam_i - gam_j). Either of kk, qk may be null.
+  Status decay_masks(Tile* kk, Tile* qk, const Tile* beta, const Tile* gam, float scale);
+  // Ainv = (I + L)^-1 of a strictly lower L by forward substitution on the vector unit.
+  Status unit_lower_inverse(Tile* L, const std::string& name, Tile** ainv);
+
+ private:
+  NpuSim& sim_;
+  int core_;
+};
+
+}  // namespace hanpu::npu

@@ -1,0 +1,250 @@
+// FLA's chunk-head-chunk GDN flow on the simulated Ascend cores (see gdn_kernels.h): three
+// launches, every intermediate through GM, (chunk, head) units dealt round robin to cores.
+#include <algorithm>
+#include <cmath>
+
+#include "npu/kernels/gdn_kernels.h"
+
+namespace hanpu::npu {
+
+namespace {
+
+struct FlaScratch {  // the GM intermediates FLA materialises
+  GmTensor *w, *u, *gam, *h, *vn;
+};
+
+int64_t chunks_of(const GdnGm& gm) { return (gm.T + gm.chunk - 1) / gm.chunk; }
+
+// Launch 1, one (chunk, head): A = (I + L)^-1, W = A diag(beta exp(gam)) K, U = A diag(beta) V.
+Status prepare(CoreOps& op, const GdnGm& gm, const FlaScratch& x, int h, int64_t t0, int c) {
+  NpuSim& sim = op.sim();
+  const int K = gm.K, V = gm.V;
+  Tile *Kc, *vt, *beta, *gam, *egam, *Ka, *KTb, *KK, *L, *Ainv;
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &Kc));
+  HANPU_RETURN_IF_ERROR(sim.load(Kc, {gm.k, t0, c, static_cast<int64_t>(h) * K, K}));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "v", &vt));
+  HANPU_RETURN_IF_ERROR(sim.load(vt, {gm.v, t0, c, static_cast<int64_t>(h) * V, V}));
+  HANPU_RETURN_IF_ERROR(op.gates(gm, t0, c, h, &beta, &gam, &egam));
+  HANPU_RETURN_IF_ERROR(sim.store({x.gam, t0, c, h, 1}, gam));
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Kc, false, "K", &Ka));
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, Kc, true, "KT", &KTb));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, c, false, Layout::kNZ, "KKT", &KK));
+  HANPU_RETURN_IF_ERROR(sim.mmad(KK, Ka, KTb, false));
+  op.free({Ka, KTb});
+  HANPU_RETURN_IF_ERROR(op.from_l0c(KK, "L", &L));
+  HANPU_RETURN_IF_ERROR(op.decay_masks(L, nullptr, beta, gam, gm.scale));
+  HANPU_RETURN_IF_ERROR(op.unit_lower_inverse(L, "Ainv", &Ainv));
+  op.free({L});
+  // kb = diag(beta exp(gam)) K (rows of the NZ tile: the slower row op), vb = diag(beta) V.
+  Tile *kb, *vb, *A1, *kb1, *vb1, *Aa, *kbB, *vbB, *W, *U, *Wu, *Uu;
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, K, true, Layout::kNZ, "kb", &kb));
+  HANPU_RETURN_IF_ERROR(sim.move(kb, Kc));
+  op.free({Kc});
+  HANPU_RETURN_IF_ERROR(sim.vector({kb, beta, egam}, {kb}, 2 * matrix_bytes(c, K, true), true, [&] {
+    for (int i = 0; i < c; ++i) {
+      for (int j = 0; j < K; ++j) kb->at(i, j) *= beta->v[i] * egam->v[i];
+    }
+  }));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "vb", &vb));
+  HANPU_RETURN_IF_ERROR(sim.vector({vt, beta}, {vb}, 2 * matrix_bytes(c, V, true), true, [&] {
+    for (int i = 0; i < c; ++i) {
+      for (int j = 0; j < V; ++j) vb->at(i, j) = beta->v[i] * vt->at(i, j);
+    }
+  }));
+  op.free({vt, beta, gam, egam});
+  HANPU_RETURN_IF_ERROR(op.stage_to_l1(Ainv, "Ainv", &A1));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "kb", &kb1));
+  HANPU_RETURN_IF_ERROR(sim.move(kb1, kb));
+  HANPU_RETURN_IF_ERROR(op.stage_to_l1(vb, "vb", &vb1));
+  op.free({Ainv, kb, vb});
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, A1, false, "A", &Aa));
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, kb1, false, "kb", &kbB));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, K, false, Layout::kNZ, "W", &W));
+  HANPU_RETURN_IF_ERROR(sim.mmad(W, Aa, kbB, false));
+  op.free({kbB, kb1});
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, vb1, false, "vb", &vbB));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, V, false, Layout::kNZ, "U", &U));
+  HANPU_RETURN_IF_ERROR(sim.mmad(U, Aa, vbB, false));
+  op.free({vbB, vb1, Aa, A1});
+  HANPU_RETURN_IF_ERROR(op.from_l0c(W, "W", &Wu));
+  HANPU_RETURN_IF_ERROR(op.from_l0c(U, "U", &Uu));
+  HANPU_RETURN_IF_ERROR(sim.store({x.w, t0, c, static_cast<int64_t>(h) * K, K}, Wu));
+  HANPU_RETURN_IF_ERROR(sim.store({x.u, t0, c, static_cast<int64_t>(h) * V, V}, Uu));
+  op.free({Wu, Uu});
+  return Status::Ok();
+}
+
+// Launch 2, one head: every chunk's input state h to GM, Vn = U - W h to GM, S updated.
+Status recurrence(CoreOps& op, const GdnGm& gm, const FlaScratch& x, int h) {
+  NpuSim& sim = op.sim();
+  const int K = gm.K, V = gm.V;
+  Tile* S;
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, K, V, false, Layout::kND, "S", &S));
+  if (gm.state0 != nullptr) {
+    HANPU_RETURN_IF_ERROR(sim.load(S, {gm.state0, static_cast<int64_t>(h) * K, K, 0, V}));
+  } else {
+    HANPU_RETURN_IF_ERROR(sim.vector({}, {S}, matrix_bytes(K, V, false), false, [] {}));
+  }
+  for (int64_t n = 0, t0 = 0; t0 < gm.T; ++n, t0 += gm.chunk) {
+    const int c = static_cast<int>(std::min<int64_t>(gm.chunk, gm.T - t0));
+    Tile *h16, *S1, *Wc, *Uc, *gam, *Kc, *Wa, *Sb, *WS, *WSu, *vn16;
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, K, V, true, Layout::kND, "h", &h16));
+    HANPU_RETURN_IF_ERROR(sim.vector({S}, {h16}, matrix_bytes(K, V, false), false, [&] { h16->v = S->v; }));
+    HANPU_RETURN_IF_ERROR(sim.store({x.h, (n * gm.H + h) * K, K, 0, V}, h16));
+    HANPU_RETURN_IF_ERROR(sim.relayout(h16, Layout::kNZ));
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, K, V, true, Layout::kNZ, "h", &S1));
+    HANPU_RETURN_IF_ERROR(sim.move(S1, h16));
+    op.free({h16});
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "W", &Wc));
+    HANPU_RETURN_IF_ERROR(sim.load(Wc, {x.w, t0, c, static_cast<int64_t>(h) * K, K}));
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "U", &Uc));
+    HANPU_RETURN_IF_ERROR(sim.load(Uc, {x.u, t0, c, static_cast<int64_t>(h) * V, V}));
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, 1, false, Layout::kND, "gam", &gam));
+    HANPU_RETURN_IF_ERROR(sim.load(gam, {x.gam, t0, c, h, 1}));
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &Kc));
+    HANPU_RETURN_IF_ERROR(sim.load(Kc, {gm.k, t0, c, static_cast<int64_t>(h) * K, K}));
+    HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Wc, false, "W", &Wa));
+    HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, S1, false, "h", &Sb));
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, V, false, Layout::kNZ, "WS", &WS));
+    HANPU_RETURN_IF_ERROR(sim.mmad(WS, Wa, Sb, false));
+    op.free({Wa, Sb, Wc, S1});
+    HANPU_RETURN_IF_ERROR(op.from_l0c(WS, "WS", &WSu));
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "vn", &vn16));
+    HANPU_RETURN_IF_ERROR(sim.vector({Uc, WSu}, {vn16}, 3 * matrix_bytes(c, V, false), false, [&] {
+      for (size_t i = 0; i < vn16->v.size(); ++i) vn16->v[i] = Uc->v[i] - WSu->v[i];
+    }));
+    op.free({Uc, WSu});
+    HANPU_RETURN_IF_ERROR(sim.store({x.vn, t0, c, static_cast<int64_t>(h) * V, V}, vn16));
+    // S = exp(gam_last) S + (exp(gam_last - gam) o K)^T Vn
+    Tile *Kub, *Kd1, *KdT, *Vn1, *Vnb, *U, *Uu;
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, K, true, Layout::kNZ, "kd", &Kub));
+    HANPU_RETURN_IF_ERROR(sim.move(Kub, Kc));
+    op.free({Kc});
+    const float glast = gam->v[c - 1];
+    HANPU_RETURN_IF_ERROR(sim.vector({Kub, gam}, {Kub}, 2 * matrix_bytes(c, K, true), true, [&] {
+      for (int i = 0; i < c; ++i) {
+        const float f = std::exp(glast - gam->v[i]);
+        for (int j = 0; j < K; ++j) Kub->at(i, j) *= f;
+      }
+    }));
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "kd", &Kd1));
+    HANPU_RETURN_IF_ERROR(sim.move(Kd1, Kub));
+    op.free({Kub});
+    HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Kd1, true, "kdT", &KdT));
+    HANPU_RETURN_IF_ERROR(op.stage_to_l1(vn16, "vn", &Vn1));
+    op.free({vn16, Kd1});
+    HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, Vn1, false, "vn", &Vnb));
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, K, V, false, Layout::kNZ, "dS", &U));
+    HANPU_RETURN_IF_ERROR(sim.mmad(U, KdT, Vnb, false));
+    op.free({KdT, Vnb, Vn1});
+    HANPU_RETURN_IF_ERROR(op.from_l0c(U, "dS", &Uu));
+    const float decay = std::exp(glast);
+    HANPU_RETURN_IF_ERROR(sim.vector({S, Uu}, {S}, 3 * matrix_bytes(K, V, false), false, [&] {
+      for (size_t i = 0; i < S->v.size(); ++i) S->v[i] = decay * S->v[i] + Uu->v[i];
+    }));
+    op.free({Uu, gam});
+  }
+  if (gm.state1 != nullptr) {
+    HANPU_RETURN_IF_ERROR(sim.store({gm.state1, static_cast<int64_t>(h) * K, K, 0, V}, S));
+  }
+  op.free({S});
+  return Status::Ok();
+}
+
+// Launch 3, one (chunk, head): o = scale exp(gam) Q h + Qm Vn.
+Status outputs(CoreOps& op, const GdnGm& gm, const FlaScratch& x, int h, int64_t n, int64_t t0, int c) {
+  NpuSim& sim = op.sim();
+  const int K = gm.K, V = gm.V;
+  Tile *Qc, *Kc, *H1, *Vn1, *gam, *Qa, *KTb, *Hb, *QK, *QH, *Qm, *QHu;
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "q", &Qc));
+  HANPU_RETURN_IF_ERROR(sim.load(Qc, {gm.q, t0, c, static_cast<int64_t>(h) * K, K}));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &Kc));
+  HANPU_RETURN_IF_ERROR(sim.load(Kc, {gm.k, t0, c, static_cast<int64_t>(h) * K, K}));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, K, V, true, Layout::kNZ, "h", &H1));
+  HANPU_RETURN_IF_ERROR(sim.load(H1, {x.h, (n * gm.H + h) * K, K, 0, V}));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, V, true, Layout::kNZ, "vn", &Vn1));
+  HANPU_RETURN_IF_ERROR(sim.load(Vn1, {x.vn, t0, c, static_cast<int64_t>(h) * V, V}));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, 1, false, Layout::kND, "gam", &gam));
+  HANPU_RETURN_IF_ERROR(sim.load(gam, {x.gam, t0, c, h, 1}));
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Qc, false, "Q", &Qa));
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, Kc, true, "KT", &KTb));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, c, false, Layout::kNZ, "QKT", &QK));
+  HANPU_RETURN_IF_ERROR(sim.mmad(QK, Qa, KTb, false));
+  op.free({KTb, Kc});
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, H1, false, "h", &Hb));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, V, false, Layout::kNZ, "QH", &QH));
+  HANPU_RETURN_IF_ERROR(sim.mmad(QH, Qa, Hb, false));
+  op.free({Qa, Hb, H1, Qc});
+  HANPU_RETURN_IF_ERROR(op.from_l0c(QK, "Qm", &Qm));
+  HANPU_RETURN_IF_ERROR(op.decay_masks(nullptr, Qm, nullptr, gam, gm.scale));
+  HANPU_RETURN_IF_ERROR(op.from_l0c(QH, "QH", &QHu));
+  Tile *Qm1, *Qma, *Vnb, *O, *Ou, *o16;
+  HANPU_RETURN_IF_ERROR(op.stage_to_l1(Qm, "Qm", &Qm1));
+  op.free({Qm});
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Qm1, false, "Qm", &Qma));
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, Vn1, false, "vn", &Vnb));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, V, false, Layout::kNZ, "O", &O));
+  HANPU_RETURN_IF_ERROR(sim.mmad(O, Qma, Vnb, false));
+  op.free({Qma, Qm1, Vnb, Vn1});
+  HANPU_RETURN_IF_ERROR(op.from_l0c(O, "O", &Ou));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "o", &o16));
+  const float scale = gm.scale;
+  HANPU_RETURN_IF_ERROR(sim.vector({Ou, QHu, gam}, {o16}, 3 * matrix_bytes(c, V, false), true, [&] {
+    for (int i = 0; i < c; ++i) {
+      const float e = scale * std::exp(gam->v[i]);
+      for (int j = 0; j < V; ++j) o16->at(i, j) = Ou->at(i, j) + e * QHu->at(i, j);
+    }
+  }));
+  op.free({Ou, QHu, gam});
+  HANPU_RETURN_IF_ERROR(sim.store({gm.o, t0, c, static_cast<int64_t>(h) * V, V}, o16));
+  op.free({o16});
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status gdn_fla(NpuSim& sim, const GdnGm& gm) {
+  const int P = sim.machine().cores;
+  const int64_t NT = chunks_of(gm);
+  FlaScratch x;
+  x.w = sim.gm("fla.w", gm.T, static_cast<int64_t>(gm.H) * gm.K, true);
+  x.u = sim.gm("fla.u", gm.T, static_cast<int64_t>(gm.H) * gm.V, true);
+  x.gam = sim.gm("fla.g_cumsum", gm.T, gm.H, false);
+  x.h = sim.gm("fla.h", NT * gm.H * gm.K, gm.V, true);
+  x.vn = sim.gm("fla.v_new", gm.T, static_cast<int64_t>(gm.H) * gm.V, true);
+  int64_t unit = 0;
+  sim.launch();
+  for (int64_t n = 0; n < NT; ++n) {
+    for (int h = 0; h < gm.H; ++h, ++unit) {
+      CoreOps op(sim, static_cast<int>(unit % P));
+      const int64_t t0 = n * gm.chunk;
+      HANPU_RETURN_IF_ERROR(prepare(op, gm, x, h, t0, static_cast<int>(std::min<int64_t>(gm.chunk, gm.T - t0))));
+    }
+  }
+  sim.launch();
+  for (int h = 0; h < gm.H; ++h) {
+    CoreOps op(sim, h % P);
+    HANPU_RETURN_IF_ERROR(recurrence(op, gm, x, h));
+  }
+  sim.launch();
+  unit = 0;
+  for (int64_t n = 0; n < NT; ++n) {
+    for (int h = 0; h < gm.H; ++h, ++unit) {
+      CoreOps op(sim, static_cast<int>(unit % P));
+      const int64_t t0 = n * gm.chunk;
+      HANPU_RETURN_IF_ERROR(outputs(op, gm, x, h, n, t0, static_cast<int>(std::min<int64_t>(gm.chunk, gm.T - t0))));
+    }
+  }
+  return Status::Ok();
+}
+
+std::span<const GdnVariant> gdn_variants() {
+  static const GdnVariant kVariants[] = {
+      {"fla", "FLA's chunk-head-chunk flow: three launches, every intermediate through GM", &gdn_fla},
+      {"hanpu", "HA-NPU: whole heads per core, all operators fused, state resident, GEMM-first, chunk-first",
+       &gdn_hanpu},
+  };
+  return kVariants;
+}
+
+}  // namespace hanpu::npu

@@ -1,0 +1,32 @@
+// GDN prefill kernels on the simulated Ascend-class NPU, listed once (the table drives the
+// tests, `hanpu sim` and its --variant values).
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "hanpu/status.h"
+#include "npu/kernels/chunk_ops.h"
+
+namespace hanpu::npu {
+
+struct GdnVariant {
+  std::string_view name;
+  std::string_view summary;
+  Status (*run)(NpuSim& sim, const GdnGm& gm);
+};
+std::span<const GdnVariant> gdn_variants();
+
+// HA-NPU: a core owns whole heads and walks all chunks with the fp32 state resident in UB
+// (its fp16 copy in L1 for the cube); per chunk the GEMM-first group ([K;Q] S0, [K;Q] K^T
+// on operands loaded to L0 once), the decay masks, (I + L)^-1 applied to the right-hand side,
+// the outputs, then the state updated in place (chunk-first). GM sees only the compulsory
+// traffic: q, k, v, g, beta and the initial state read once, o and the final state written once.
+Status gdn_hanpu(NpuSim& sim, const GdnGm& gm);
+// FLA's chunk-head-chunk flow as three launches through GM: (1) per (chunk, head) on any core:
+// A = (I + L)^-1, W = A diag(beta exp(gam)) K, U = A diag(beta) V to GM; (2) per head: walk
+// the chunks, write every chunk's input state h and Vn = U - W h to GM, update the state;
+// (3) per (chunk, head): O = scale exp(gam) Q h + Qm Vn from GM.
+Status gdn_fla(NpuSim& sim, const GdnGm& gm);
+
+}  // namespace hanpu::npu

@@ -1,0 +1,147 @@
+// npu_la_prefill (include/hanpu/npu.h): validates the call, lays the tensors out in the
+// simulator's GM, runs the chosen kernel variant and turns its measures into NpuLaStats.
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "hanpu/npu.h"
+#include "npu/kernels/gdn_kernels.h"
+#include "npu/machine/npu_machine.h"
+#include "npu/sim/npu_sim.h"
+
+namespace hanpu {
+
+namespace {
+
+Status validate(const LaArgs& a, const NpuLaOptions& o, int64_t* T, int* H, int* K, int* V) {
+  if (a.mech != LaMech::kGdn) return Status::Error("npu: only GDN runs on the modelled NPU so far (KDA: not yet)");
+  if (a.q.shape.size() != 3 || a.k.shape != a.q.shape || a.v.shape.size() != 3 || a.o.shape != a.v.shape) {
+    return Status::Error(fmt::format("npu: q {} and k {} must be [T, H, K], v {} and o {} [T, HV, V]",
+                                     shape_str(a.q.shape), shape_str(a.k.shape), shape_str(a.v.shape),
+                                     shape_str(a.o.shape)));
+  }
+  *T = a.q.shape[0];
+  *H = static_cast<int>(a.q.shape[1]);
+  *K = static_cast<int>(a.q.shape[2]);
+  *V = static_cast<int>(a.v.shape[2]);
+  if (a.v.shape[0] != *T || a.v.shape[1] != *H) {
+    return Status::Error(fmt::format("npu: v {} must be [T, H, V] with T {} and H {} (GVA: not yet)",
+                                     shape_str(a.v.shape), *T, *H));
+  }
+  if (*T < 1 || *H < 1) return Status::Error("npu: T and H must be >= 1");
+  for (const auto& [name, d] : {std::pair{"K", *K}, std::pair{"V", *V}}) {
+    if (d < 16 || d > 128 || d % 16 != 0) {
+      return Status::Error(fmt::format("npu: {} = {} must be a multiple of 16 in [16, 128]", name, d));
+    }
+  }
+  if (a.g.shape != Shape{*T, *H} || a.g.dtype != DType::kF32 || a.beta.shape != Shape{*T, *H} ||
+      a.beta.dtype != DType::kF32) {
+    return Status::Error(fmt::format("npu: g {} and beta {} must be f32 [T, H] = [{}, {}]", shape_str(a.g.shape),
+                                     shape_str(a.beta.shape), *T, *H));
+  }
+  if (!a.cu_seqlens.empty() && !(a.cu_seqlens.size() == 2 && a.cu_seqlens[0] == 0 && a.cu_seqlens[1] == *T)) {
+    return Status::Error("npu: varlen batches (cu_seqlens) are not supported yet");
+  }
+  if (a.qk_l2norm) return Status::Error("npu: in-kernel q/k L2 norm is not supported yet");
+  const Shape st{1, *H, *K, *V};
+  if (!a.initial_state.empty() && (a.initial_state.shape != st || a.initial_state.dtype != DType::kF32)) {
+    return Status::Error(fmt::format("npu: initial_state {} must be f32 {}", shape_str(a.initial_state.shape),
+                                     shape_str(st)));
+  }
+  if (!a.final_state.empty() && (a.final_state.shape != st || a.final_state.dtype != DType::kF32)) {
+    return Status::Error(fmt::format("npu: final_state {} must be f32 {}", shape_str(a.final_state.shape),
+                                     shape_str(st)));
+  }
+  if (o.chunk_size != 16 && o.chunk_size != 32 && o.chunk_size != 64) {
+    return Status::Error(fmt::format("npu: chunk_size {} must be 16, 32 or 64", o.chunk_size));
+  }
+  for (int64_t i = 0; i < *T * *H; ++i) {
+    const float g = static_cast<const float*>(a.g.data)[i];
+    if (!std::isfinite(g) || g > 0) return Status::Error(fmt::format("npu: g[{}] = {} must be finite and <= 0", i, g));
+  }
+  return Status::Ok();
+}
+
+void fill(npu::GmTensor* t, const void* data, DType dt) {
+  for (size_t i = 0; i < t->v.size(); ++i) {
+    const float x = load_as_f32(data, dt, i);
+    t->v[i] = t->fp16 ? f16_bits_to_f32(f32_to_f16_bits(x)) : x;
+  }
+}
+
+}  // namespace
+
+std::vector<NpuVariantInfo> npu_la_variants() {
+  std::vector<NpuVariantInfo> out;
+  for (const npu::GdnVariant& v : npu::gdn_variants()) out.push_back({v.name, v.summary});
+  return out;
+}
+
+std::vector<std::string> npu_targets() { return npu::npu_machine_names(); }
+
+Status npu_la_prefill(const LaArgs& a, const NpuLaOptions& o, NpuLaStats* stats) {
+  int64_t T = 0;
+  int H = 0, K = 0, V = 0;
+  HANPU_RETURN_IF_ERROR(validate(a, o, &T, &H, &K, &V));
+  const npu::GdnVariant* variant = nullptr;
+  std::string names;
+  for (const npu::GdnVariant& v : npu::gdn_variants()) {
+    if (v.name == o.variant) variant = &v;
+    names += (names.empty() ? "" : ", ") + std::string(v.name);
+  }
+  if (variant == nullptr) return Status::Error(fmt::format("npu: unknown variant '{}' (one of: {})", o.variant, names));
+  npu::NpuMachine m;
+  HANPU_RETURN_IF_ERROR(npu::load_npu_machine(o.target, &m));
+  npu::NpuSim sim(m);
+  npu::GdnGm gm;
+  gm.T = T;
+  gm.H = H;
+  gm.K = K;
+  gm.V = V;
+  gm.chunk = o.chunk_size;
+  gm.scale = a.scale.value_or(1.0f / std::sqrt(static_cast<float>(K)));
+  gm.q = sim.gm("q", T, static_cast<int64_t>(H) * K, true);
+  gm.k = sim.gm("k", T, static_cast<int64_t>(H) * K, true);
+  gm.v = sim.gm("v", T, static_cast<int64_t>(H) * V, true);
+  gm.o = sim.gm("o", T, static_cast<int64_t>(H) * V, true);
+  gm.g = sim.gm("g", T, H, false);
+  gm.beta = sim.gm("beta", T, H, false);
+  fill(gm.q, a.q.data, a.q.dtype);
+  fill(gm.k, a.k.data, a.k.dtype);
+  fill(gm.v, a.v.data, a.v.dtype);
+  fill(gm.g, a.g.data, DType::kF32);
+  fill(gm.beta, a.beta.data, DType::kF32);
+  if (!a.initial_state.empty()) {
+    gm.state0 = sim.gm("state0", static_cast<int64_t>(H) * K, V, false);
+    fill(gm.state0, a.initial_state.data, DType::kF32);
+  }
+  if (!a.final_state.empty()) gm.state1 = sim.gm("state1", static_cast<int64_t>(H) * K, V, false);
+  HANPU_RETURN_IF_ERROR(variant->run(sim, gm));
+  const npu::SimStats s = sim.finish();
+  // Outputs only after the whole run succeeded: an error leaves the caller's tensors untouched.
+  for (size_t i = 0; i < gm.o->v.size(); ++i) store_from_f32(a.o.data, a.o.dtype, i, gm.o->v[i]);
+  if (gm.state1 != nullptr) {
+    for (size_t i = 0; i < gm.state1->v.size(); ++i) static_cast<float*>(a.final_state.data)[i] = gm.state1->v[i];
+  }
+  if (stats != nullptr) {
+    NpuLaStats r;
+    r.target = m.name;
+    r.variant = o.variant;
+    r.latency_ms = s.latency_ms;
+    r.gm_read_bytes = s.gm_read_bytes;
+    r.gm_write_bytes = s.gm_write_bytes;
+    r.l1_l0_bytes = s.l1_l0_bytes;
+    r.spill_bytes = s.spill_bytes;
+    for (int b = 0; b < npu::kNumBufs; ++b) r.peak_bytes[npu::buf_name(static_cast<npu::Buf>(b))] = s.peak_bytes[b];
+    r.cube_macs = s.cube_macs;
+    r.cube_util = s.cube_util;
+    r.vector_util = s.vector_util;
+    r.energy_mj = s.energy_mj;
+    r.launches = s.launches;
+    r.instructions = s.instructions;
+    *stats = std::move(r);
+  }
+  return Status::Ok();
+}
+
+}  // namespace hanpu

@@ -1,0 +1,148 @@
+// Parsing and validating the NPU target files (see npu_machine.h).
+#include "npu/machine/npu_machine.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "npu/machine/builtin_targets.h"
+
+namespace hanpu::npu {
+
+namespace {
+
+constexpr const char* kBufNames[kNumBufs] = {"L1", "L0A", "L0B", "L0C", "UB"};
+constexpr const char* kPathNames[kNumPaths] = {"GM->L1",  "GM->UB",  "UB->GM",  "UB->L1",
+                                               "L1->L0A", "L1->L0B", "L0C->UB", "L1->UB"};
+
+// A positive number at j[key], or an error naming the field.
+Status positive(const nlohmann::json& j, const std::string& where, const char* key, double* out) {
+  if (!j.contains(key) || !j[key].is_number() || !(j[key].get<double>() > 0)) {
+    return Status::Error(fmt::format("{}: {}{} must be a positive number", where, key, j.contains(key) ? "" : " (missing)"));
+  }
+  *out = j[key].get<double>();
+  return Status::Ok();
+}
+
+Status non_negative(const nlohmann::json& j, const std::string& where, const char* key, double* out) {
+  if (!j.contains(key) || !j[key].is_number() || !(j[key].get<double>() >= 0)) {
+    return Status::Error(fmt::format("{}: {} must be a number >= 0", where, key));
+  }
+  *out = j[key].get<double>();
+  return Status::Ok();
+}
+
+Status object(const nlohmann::json& j, const std::string& where, const char* key, const nlohmann::json** out) {
+  if (!j.contains(key) || !j[key].is_object()) return Status::Error(fmt::format("{}: {} must be an object", where, key));
+  *out = &j[key];
+  return Status::Ok();
+}
+
+}  // namespace
+
+const char* buf_name(Buf b) { return kBufNames[static_cast<int>(b)]; }
+const char* path_name(Path p) { return kPathNames[static_cast<int>(p)]; }
+bool path_touches_gm(Path p) { return p == Path::kGmToL1 || p == Path::kGmToUb || p == Path::kUbToGm; }
+
+std::vector<std::string> npu_machine_names() {
+  std::vector<std::string> out;
+  for (const BuiltinTarget& t : builtin_targets()) out.emplace_back(t.name);
+  return out;
+}
+
+Status parse_npu_machine(const std::string& text, const std::string& src, NpuMachine* out) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return Status::Error(fmt::format("{}: not a JSON object", src));
+  NpuMachine m;
+  if (!j.contains("name") || !j["name"].is_string()) return Status::Error(fmt::format("{}: name must be a string", src));
+  m.name = j["name"].get<std::string>();
+  m.summary = j.value("summary", "");
+  double v = 0;
+  HANPU_RETURN_IF_ERROR(positive(j, src, "cores", &v));
+  if (v != static_cast<int>(v) || v > 1024) return Status::Error(fmt::format("{}: cores must be an integer <= 1024", src));
+  m.cores = static_cast<int>(v);
+  HANPU_RETURN_IF_ERROR(positive(j, src, "clock_ghz", &m.clock_ghz));
+  HANPU_RETURN_IF_ERROR(non_negative(j, src, "launch_overhead_us", &m.launch_overhead_us));
+  const nlohmann::json* bufs = nullptr;
+  HANPU_RETURN_IF_ERROR(object(j, src, "buffers", &bufs));
+  for (int b = 0; b < kNumBufs; ++b) {
+    const nlohmann::json* spec = nullptr;
+    HANPU_RETURN_IF_ERROR(object(*bufs, src + ": buffers", kBufNames[b], &spec));
+    double bytes = 0, align = 0;
+    const std::string where = fmt::format("{}: buffers.{}", src, kBufNames[b]);
+    HANPU_RETURN_IF_ERROR(positive(*spec, where, "bytes", &bytes));
+    HANPU_RETURN_IF_ERROR(positive(*spec, where, "align", &align));
+    const int a = static_cast<int>(align);
+    if (a != align || (a & (a - 1)) != 0) return Status::Error(where + ": align must be a power of two");
+    m.buffers[b] = {static_cast<int64_t>(bytes), a};
+  }
+  const nlohmann::json* cube = nullptr;
+  HANPU_RETURN_IF_ERROR(object(j, src, "cube", &cube));
+  double cm = 0, ck = 0, cn = 0, cs = 0;
+  HANPU_RETURN_IF_ERROR(positive(*cube, src + ": cube", "m", &cm));
+  HANPU_RETURN_IF_ERROR(positive(*cube, src + ": cube", "k", &ck));
+  HANPU_RETURN_IF_ERROR(positive(*cube, src + ": cube", "n", &cn));
+  HANPU_RETURN_IF_ERROR(non_negative(*cube, src + ": cube", "startup_cycles", &cs));
+  m.cube_m = static_cast<int>(cm);
+  m.cube_k = static_cast<int>(ck);
+  m.cube_n = static_cast<int>(cn);
+  m.cube_startup_cycles = static_cast<int>(cs);
+  const nlohmann::json* vec = nullptr;
+  HANPU_RETURN_IF_ERROR(object(j, src, "vector", &vec));
+  HANPU_RETURN_IF_ERROR(positive(*vec, src + ": vector", "bytes_per_cycle", &m.vector_bytes_per_cycle));
+  HANPU_RETURN_IF_ERROR(non_negative(*vec, src + ": vector", "startup_cycles", &m.vector_startup_cycles));
+  HANPU_RETURN_IF_ERROR(positive(*vec, src + ": vector", "nz_row_op_factor", &m.vector_nz_row_op_factor));
+  const nlohmann::json* paths = nullptr;
+  HANPU_RETURN_IF_ERROR(object(j, src, "paths_gbps", &paths));
+  for (int p = 0; p < kNumPaths; ++p) {
+    HANPU_RETURN_IF_ERROR(positive(*paths, src + ": paths_gbps", kPathNames[p], &m.path_gbps[p]));
+  }
+  const nlohmann::json* lat = nullptr;
+  HANPU_RETURN_IF_ERROR(object(j, src, "dma_latency_cycles", &lat));
+  HANPU_RETURN_IF_ERROR(non_negative(*lat, src + ": dma_latency_cycles", "GM", &m.gm_latency_cycles));
+  HANPU_RETURN_IF_ERROR(non_negative(*lat, src + ": dma_latency_cycles", "local", &m.local_latency_cycles));
+  HANPU_RETURN_IF_ERROR(positive(j, src, "gm_gbps", &m.gm_gbps));
+  const nlohmann::json* e = nullptr;
+  HANPU_RETURN_IF_ERROR(object(j, src, "energy_pj", &e));
+  const std::string ew = src + ": energy_pj";
+  HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "gm_byte", &m.energy.gm_byte));
+  HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "l1_byte", &m.energy.l1_byte));
+  HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "l0_byte", &m.energy.l0_byte));
+  HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "ub_byte", &m.energy.ub_byte));
+  HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "cube_mac", &m.energy.cube_mac));
+  HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "vector_byte", &m.energy.vector_byte));
+  HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "static_w", &m.energy.static_w));
+  // Every number needs its source: a target without one is refused.
+  const nlohmann::json* sources = nullptr;
+  HANPU_RETURN_IF_ERROR(object(j, src, "sources", &sources));
+  for (const char* key : {"cores", "clock_ghz", "buffers", "cube", "vector", "paths_gbps", "gm_gbps", "energy_pj"}) {
+    if (!sources->contains(key) || !(*sources)[key].is_string()) {
+      return Status::Error(fmt::format("{}: sources.{} is missing (every figure names where it came from)", src, key));
+    }
+  }
+  for (const auto& [k, s] : sources->items()) {
+    if (s.is_string()) m.sources[k] = s.get<std::string>();
+  }
+  *out = std::move(m);
+  return Status::Ok();
+}
+
+Status load_npu_machine(const std::string& name_or_path, NpuMachine* out) {
+  for (const BuiltinTarget& t : builtin_targets()) {
+    if (name_or_path == t.name) return parse_npu_machine(t.json, std::string("built-in ") + t.name, out);
+  }
+  std::ifstream in(name_or_path, std::ios::binary);
+  if (!in) {
+    std::string names;
+    for (const auto& n : npu_machine_names()) names += (names.empty() ? "" : ", ") + n;
+    return Status::Error(fmt::format("NPU target '{}' is neither a built-in one ({}) nor a readable JSON file",
+                                     name_or_path, names));
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_npu_machine(ss.str(), name_or_path, out);
+}
+
+}  // namespace hanpu::npu

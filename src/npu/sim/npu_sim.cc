@@ -1,0 +1,417 @@
+// NpuSim: functional execution of the machine API and the timing replay (see npu_sim.h).
+#include "npu/sim/npu_sim.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "hanpu/dtype.h"
+#include "simd/gemm.h"
+
+namespace hanpu::npu {
+
+namespace {
+
+float round_f16(float x) { return f16_bits_to_f32(f32_to_f16_bits(x)); }
+
+int64_t align_up(int64_t x, int a) { return (x + a - 1) / a * a; }
+
+Engine engine_of(Path p) {
+  switch (p) {
+    case Path::kGmToL1:
+    case Path::kGmToUb: return Engine::kMte2;
+    case Path::kUbToGm:
+    case Path::kUbToL1: return Engine::kMte3;
+    case Path::kL1ToL0A:
+    case Path::kL1ToL0B:
+    case Path::kL1ToUb: return Engine::kMte1;
+    case Path::kL0CToUb: return Engine::kVector;  // 310P: L0C -> UB goes through the vector unit
+  }
+  return Engine::kMte2;
+}
+
+}  // namespace
+
+// First-fit allocation of one buffer of one core, tracking the live and the peak bytes.
+struct NpuSim::Arena {
+  int64_t capacity = 0;
+  int align = 32;
+  std::map<int64_t, int64_t> used;  // offset -> bytes
+  int64_t live = 0, peak = 0;
+
+  bool take(int64_t bytes, int64_t* offset) {
+    int64_t at = 0;
+    for (const auto& [off, n] : used) {
+      if (off - at >= bytes) break;
+      at = align_up(off + n, align);
+    }
+    if (at + bytes > capacity) return false;
+    used[at] = bytes;
+    live += bytes;
+    peak = std::max(peak, live);
+    *offset = at;
+    return true;
+  }
+  void give(int64_t offset) {
+    const auto it = used.find(offset);
+    if (it == used.end()) return;
+    live -= it->second;
+    used.erase(it);
+  }
+};
+
+NpuSim::NpuSim(const NpuMachine& machine) : m_(machine) {
+  for (int c = 0; c < m_.cores; ++c) {
+    for (int b = 0; b < kNumBufs; ++b) {
+      auto a = std::make_unique<Arena>();
+      a->capacity = m_.buffers[b].bytes;
+      a->align = m_.buffers[b].align;
+      arenas_.push_back(std::move(a));
+    }
+  }
+}
+
+NpuSim::~NpuSim() = default;
+
+GmTensor* NpuSim::gm(const std::string& name, int64_t rows, int64_t cols, bool fp16) {
+  GmTensor& t = gm_.emplace_back();
+  t.name = name;
+  t.rows = rows;
+  t.cols = cols;
+  t.fp16 = fp16;
+  t.v.assign(static_cast<size_t>(rows * cols), 0.0f);
+  return &t;
+}
+
+Status NpuSim::alloc(int core, Buf buf, int rows, int cols, bool fp16, Layout layout, const std::string& name,
+                     Tile** out) {
+  Arena& a = *arenas_[static_cast<size_t>(core) * kNumBufs + static_cast<int>(buf)];
+  // Fractal operands occupy whole 16 x 16 fractals.
+  const int r = layout == Layout::kNZ ? (rows + 15) / 16 * 16 : rows;
+  const int c = layout == Layout::kNZ ? (cols + 15) / 16 * 16 : cols;
+  const int64_t bytes = align_up(matrix_bytes(r, c, fp16), a.align);
+  int64_t offset = 0;
+  if (!a.take(bytes, &offset)) {
+    return Status::Error(fmt::format("core {}: {} cannot hold {} ({} x {} {}, {} B): {} of {} B in use", core,
+                                     buf_name(buf), name, rows, cols, fp16 ? "fp16" : "fp32", bytes, a.live,
+                                     a.capacity));
+  }
+  Tile& t = tiles_.emplace_back();
+  t.core = core;
+  t.buf = buf;
+  t.rows = rows;
+  t.cols = cols;
+  t.fp16 = fp16;
+  t.layout = layout;
+  t.offset = offset;
+  t.bytes = bytes;
+  t.name = name;
+  t.v.assign(static_cast<size_t>(rows) * cols, 0.0f);
+  *out = &t;
+  return Status::Ok();
+}
+
+void NpuSim::free(Tile* t) {
+  if (t == nullptr) return;
+  arenas_[static_cast<size_t>(t->core) * kNumBufs + static_cast<int>(t->buf)]->give(t->offset);
+  t->v.clear();
+  t->v.shrink_to_fit();
+}
+
+int64_t NpuSim::record(int core, Engine e, double cycles, double latency, int64_t gm_bytes,
+                       std::initializer_list<Tile*> reads, std::initializer_list<Tile*> writes,
+                       std::initializer_list<GmTensor*> gm_reads, GmTensor* gm_write) {
+  const int64_t id = static_cast<int64_t>(instrs_.size());
+  Instr in;
+  in.core = core;
+  in.engine = e;
+  in.cycles = cycles;
+  in.latency = latency;
+  in.gm_bytes = gm_bytes;
+  in.epoch = epoch_;
+  for (Tile* t : reads) {  // read after write
+    if (t->last_write >= 0) in.deps.push_back(t->last_write);
+  }
+  for (Tile* t : writes) {  // write after read or write
+    if (t->last_use >= 0) in.deps.push_back(t->last_use);
+  }
+  for (GmTensor* g : gm_reads) {
+    if (g->last_write >= 0) in.deps.push_back(g->last_write);
+  }
+  for (Tile* t : reads) t->last_use = std::max(t->last_use, id);
+  for (Tile* t : writes) t->last_write = t->last_use = id;
+  if (gm_write != nullptr) gm_write->last_write = id;
+  instrs_.push_back(std::move(in));
+  return id;
+}
+
+void NpuSim::account_transfer(Path p, int64_t bytes, bool spill) {
+  stats_.path_bytes[static_cast<int>(p)] += bytes;
+  if (p == Path::kGmToL1 || p == Path::kGmToUb) stats_.gm_read_bytes += bytes;
+  if (p == Path::kUbToGm) stats_.gm_write_bytes += bytes;
+  if (p == Path::kL1ToL0A || p == Path::kL1ToL0B) stats_.l1_l0_bytes += bytes;
+  if (spill) stats_.spill_bytes += bytes;
+}
+
+Status NpuSim::load(Tile* dst, const GmBlock& src, bool spill) {
+  if (dst->buf != Buf::kL1 && dst->buf != Buf::kUB) {
+    return Status::Error(fmt::format("load into {}: GM reaches only L1 and UB", buf_name(dst->buf)));
+  }
+  if (src.rows != dst->rows || src.cols != dst->cols || src.row0 < 0 || src.col0 < 0 ||
+      src.row0 + src.rows > src.t->rows || src.col0 + src.cols > src.t->cols) {
+    return Status::Error(fmt::format("load {} [{} x {}] from {} rows {}+{} cols {}+{}: shapes or bounds differ",
+                                     dst->name, dst->rows, dst->cols, src.t->name, src.row0, src.rows, src.col0,
+                                     src.cols));
+  }
+  for (int r = 0; r < src.rows; ++r) {
+    const float* row = src.t->v.data() + (src.row0 + r) * src.t->cols + src.col0;
+    for (int c = 0; c < src.cols; ++c) dst->at(r, c) = dst->fp16 ? round_f16(row[c]) : row[c];
+  }
+  const Path p = dst->buf == Buf::kL1 ? Path::kGmToL1 : Path::kGmToUb;
+  const int64_t bytes = matrix_bytes(src.rows, src.cols, src.t->fp16);
+  account_transfer(p, bytes, spill);
+  record(dst->core, engine_of(p), bytes / m_.path_bytes_per_cycle(p), m_.gm_latency_cycles, bytes, {}, {dst},
+         {src.t});
+  return Status::Ok();
+}
+
+Status NpuSim::store(const GmBlock& dst, Tile* src, bool spill) {
+  if (src->buf != Buf::kUB || src->layout != Layout::kND) {
+    return Status::Error(fmt::format("store {}: only ND tiles in UB go to GM", src->name));
+  }
+  if (dst.rows != src->rows || dst.cols != src->cols || dst.row0 + dst.rows > dst.t->rows ||
+      dst.col0 + dst.cols > dst.t->cols) {
+    return Status::Error(fmt::format("store {} into {}: shapes or bounds differ", src->name, dst.t->name));
+  }
+  for (int r = 0; r < dst.rows; ++r) {
+    float* row = dst.t->v.data() + (dst.row0 + r) * dst.t->cols + dst.col0;
+    for (int c = 0; c < dst.cols; ++c) row[c] = dst.t->fp16 ? round_f16(src->at(r, c)) : src->at(r, c);
+  }
+  const int64_t bytes = matrix_bytes(dst.rows, dst.cols, dst.t->fp16);
+  account_transfer(Path::kUbToGm, bytes, spill);
+  record(src->core, Engine::kMte3, bytes / m_.path_bytes_per_cycle(Path::kUbToGm), m_.gm_latency_cycles, bytes,
+         {src}, {}, {}, dst.t);
+  return Status::Ok();
+}
+
+Status NpuSim::move(Tile* dst, Tile* src, bool transpose) {
+  Path p;
+  if (src->buf == Buf::kUB && dst->buf == Buf::kL1) {
+    p = Path::kUbToL1;
+  } else if (src->buf == Buf::kL1 && dst->buf == Buf::kL0A) {
+    p = Path::kL1ToL0A;
+  } else if (src->buf == Buf::kL1 && dst->buf == Buf::kL0B) {
+    p = Path::kL1ToL0B;
+  } else if (src->buf == Buf::kL1 && dst->buf == Buf::kUB) {
+    p = Path::kL1ToUb;
+  } else if (src->buf == Buf::kL0C && dst->buf == Buf::kUB) {
+    p = Path::kL0CToUb;
+  } else {
+    return Status::Error(fmt::format("move {} -> {}: no such path", buf_name(src->buf), buf_name(dst->buf)));
+  }
+  const int rows = transpose ? src->cols : src->rows, cols = transpose ? src->rows : src->cols;
+  if (dst->rows != rows || dst->cols != cols || src->core != dst->core) {
+    return Status::Error(fmt::format("move {} [{} x {}] -> {} [{} x {}]{}: shapes differ", src->name, src->rows,
+                                     src->cols, dst->name, dst->rows, dst->cols, transpose ? " transposed" : ""));
+  }
+  if (src->layout != dst->layout && (dst->buf == Buf::kL0A || dst->buf == Buf::kL0B)) {
+    // LoadData converts between the NZ family's fractal orders, not from dense rows.
+    if (src->layout == Layout::kND) return Status::Error(fmt::format("move {}: the cube's L0 takes NZ tiles", src->name));
+  }
+  for (int r = 0; r < rows; ++r) {
+    for (int c = 0; c < cols; ++c) {
+      const float x = transpose ? src->at(c, r) : src->at(r, c);
+      dst->at(r, c) = dst->fp16 ? round_f16(x) : x;
+    }
+  }
+  const int64_t bytes = matrix_bytes(rows, cols, src->fp16);
+  account_transfer(p, bytes, false);
+  record(src->core, engine_of(p), bytes / m_.path_bytes_per_cycle(p), m_.local_latency_cycles, 0, {src}, {dst});
+  return Status::Ok();
+}
+
+Status NpuSim::mmad(Tile* c, Tile* a, Tile* b, bool accumulate) {
+  if (a->buf != Buf::kL0A || b->buf != Buf::kL0B || c->buf != Buf::kL0C) {
+    return Status::Error(fmt::format("mmad {} = {} x {}: operands must sit in L0A, L0B and L0C", c->name, a->name,
+                                     b->name));
+  }
+  if (a->layout != Layout::kNZ || b->layout != Layout::kNZ || !a->fp16 || !b->fp16 || c->fp16) {
+    return Status::Error(fmt::format("mmad {} = {} x {}: the cube takes fp16 NZ operands into fp32", c->name,
+                                     a->name, b->name));
+  }
+  if (a->cols != b->rows || c->rows != a->rows || c->cols != b->cols) {
+    return Status::Error(fmt::format("mmad {} [{} x {}] = {} [{} x {}] x {} [{} x {}]: shapes differ", c->name,
+                                     c->rows, c->cols, a->name, a->rows, a->cols, b->name, b->rows, b->cols));
+  }
+  simd::gemm(a->rows, b->cols, a->cols, simd::row_major(a->v.data(), a->cols), b->v.data(), b->cols, c->v.data(),
+             c->cols, 1.0f, accumulate ? 1.0f : 0.0f);
+  const int64_t fm = (a->rows + m_.cube_m - 1) / m_.cube_m, fk = (a->cols + m_.cube_k - 1) / m_.cube_k,
+                fn = (b->cols + m_.cube_n - 1) / m_.cube_n;
+  stats_.cube_macs += fm * fk * fn * static_cast<int64_t>(m_.cube_macs_per_cycle());
+  const double cycles = static_cast<double>(fm * fk * fn);
+  if (accumulate) {
+    record(c->core, Engine::kCube, cycles, m_.cube_startup_cycles, 0, {a, b, c}, {c});
+  } else {
+    record(c->core, Engine::kCube, cycles, m_.cube_startup_cycles, 0, {a, b}, {c});
+  }
+  return Status::Ok();
+}
+
+Status NpuSim::vector(const std::vector<Tile*>& in, const std::vector<Tile*>& out, int64_t bytes, bool row_op,
+                      const std::function<void()>& fn) {
+  bool nz = false;
+  for (const Tile* t : in) {
+    if (t->buf != Buf::kUB) return Status::Error(fmt::format("vector op reads {} in {}: UB only", t->name, buf_name(t->buf)));
+    nz |= t->layout == Layout::kNZ;
+  }
+  for (const Tile* t : out) {
+    if (t->buf != Buf::kUB) return Status::Error(fmt::format("vector op writes {} in {}: UB only", t->name, buf_name(t->buf)));
+    nz |= t->layout == Layout::kNZ;
+  }
+  fn();
+  for (Tile* t : out) {
+    if (t->fp16) {
+      for (float& x : t->v) x = round_f16(x);
+    }
+  }
+  const double factor = row_op && nz ? m_.vector_nz_row_op_factor : 1.0;
+  vector_bytes_ += static_cast<double>(bytes);
+  const int64_t id = static_cast<int64_t>(instrs_.size());
+  Instr ins;
+  ins.core = (in.empty() ? out.front() : in.front())->core;
+  ins.engine = Engine::kVector;
+  ins.cycles = factor * static_cast<double>(bytes) / m_.vector_bytes_per_cycle;
+  ins.latency = m_.vector_startup_cycles;
+  ins.epoch = epoch_;
+  for (Tile* t : in) {
+    if (t->last_write >= 0) ins.deps.push_back(t->last_write);
+  }
+  for (Tile* t : out) {
+    if (t->last_use >= 0) ins.deps.push_back(t->last_use);
+  }
+  for (Tile* t : in) t->last_use = std::max(t->last_use, id);
+  for (Tile* t : out) t->last_write = t->last_use = id;
+  instrs_.push_back(std::move(ins));
+  return Status::Ok();
+}
+
+Status NpuSim::relayout(Tile* t, Layout to) {
+  if (t->layout == to) return Status::Ok();
+  const int64_t bytes = 2 * matrix_bytes(t->rows, t->cols, t->fp16);  // read + write
+  HANPU_RETURN_IF_ERROR(vector({t}, {t}, bytes, false, [] {}));
+  t->layout = to;
+  return Status::Ok();
+}
+
+void NpuSim::launch() {
+  ++epoch_;
+  ++stats_.launches;
+}
+
+SimStats NpuSim::finish() {
+  SimStats s = stats_;
+  const int C = m_.cores;
+  const size_t n = instrs_.size();
+  s.instructions = static_cast<int64_t>(n);
+  // Queues per (core, engine) in program order.
+  std::vector<std::vector<int64_t>> queue(static_cast<size_t>(C) * kNumEngines);
+  for (size_t i = 0; i < n; ++i) queue[instrs_[i].core * kNumEngines + static_cast<int>(instrs_[i].engine)].push_back(i);
+  std::vector<size_t> head(queue.size(), 0);
+  std::vector<double> engine_free(queue.size(), 0.0), finish(n, -1.0);
+  // Launches: epoch e starts when every instruction of epoch e - 1 is done, plus the overhead.
+  const int epochs = epoch_ + 1;
+  std::vector<int64_t> left(epochs, 0);
+  for (const Instr& in : instrs_) ++left[in.epoch];
+  std::vector<double> epoch_start(epochs + 1, 0.0), epoch_end(epochs, 0.0);
+  const double launch_cycles = m_.launch_overhead_us * 1e3 * m_.clock_ghz;
+  epoch_start[0] = 0;
+  int open_epoch = 0;
+  while (open_epoch < epochs && left[open_epoch] == 0) {
+    epoch_start[open_epoch + 1] = epoch_start[open_epoch] + launch_cycles;
+    ++open_epoch;
+  }
+  const double gm_bytes_per_cycle = m_.gm_gbps / m_.clock_ghz;
+  double gm_free = 0;
+  size_t done = 0;
+  while (done < n) {
+    // The queue head that can start first (ties: lowest id), among heads whose deps are done.
+    int64_t best = -1;
+    double best_start = 0;
+    size_t best_q = 0;
+    for (size_t q = 0; q < queue.size(); ++q) {
+      if (head[q] >= queue[q].size()) continue;
+      const int64_t id = queue[q][head[q]];
+      const Instr& in = instrs_[id];
+      if (in.epoch > open_epoch) continue;
+      double start = std::max(engine_free[q], epoch_start[in.epoch]);
+      bool ready = true;
+      for (int64_t d : in.deps) {
+        if (finish[d] < 0) {
+          ready = false;
+          break;
+        }
+        start = std::max(start, finish[d]);
+      }
+      if (!ready) continue;
+      if (best < 0 || start < best_start || (start == best_start && id < best)) {
+        best = id;
+        best_start = start;
+        best_q = q;
+      }
+    }
+    if (best < 0) break;  // cannot happen: program order and deps point backwards
+    const Instr& in = instrs_[best];
+    double end = best_start + in.latency + in.cycles;
+    if (in.gm_bytes > 0) {  // the shared GM serves transfers in the order they start
+      const double gm_start = std::max(gm_free, best_start + in.latency);
+      gm_free = gm_start + static_cast<double>(in.gm_bytes) / gm_bytes_per_cycle;
+      end = std::max(end, gm_free);
+    }
+    finish[best] = end;
+    engine_free[best_q] = end;
+    s.engine_busy_cycles[static_cast<int>(in.engine)] += end - best_start;
+    ++head[best_q];
+    ++done;
+    epoch_end[in.epoch] = std::max(epoch_end[in.epoch], end);
+    if (--left[in.epoch] == 0 && in.epoch == open_epoch) {
+      while (open_epoch < epochs && left[open_epoch] == 0) {
+        epoch_start[open_epoch + 1] = std::max(epoch_end[open_epoch], epoch_start[open_epoch]) + launch_cycles;
+        ++open_epoch;
+      }
+    }
+  }
+  double latency = 0;
+  for (double f : finish) latency = std::max(latency, f);
+  latency = std::max(latency, launch_cycles);
+  s.latency_cycles = latency;
+  s.latency_ms = latency / (m_.clock_ghz * 1e6);
+  for (size_t i = 0; i < arenas_.size(); ++i) {
+    const int b = static_cast<int>(i % kNumBufs);
+    s.peak_bytes[b] = std::max(s.peak_bytes[b], arenas_[i]->peak);
+  }
+  s.cube_util = static_cast<double>(s.cube_macs) / (m_.cube_macs_per_cycle() * C * latency);
+  s.vector_util = s.engine_busy_cycles[static_cast<int>(Engine::kVector)] / (C * latency);
+  // Energy: every byte is charged at the memory it leaves and the one it enters.
+  const EnergyTable& e = m_.energy;
+  const auto level = [&](Buf b) {
+    return b == Buf::kL1 ? e.l1_byte : b == Buf::kUB ? e.ub_byte : e.l0_byte;
+  };
+  double pj = 0;
+  const Buf src[kNumPaths] = {Buf::kL1, Buf::kUB, Buf::kUB, Buf::kUB, Buf::kL1, Buf::kL1, Buf::kL0C, Buf::kL1};
+  const Buf dst[kNumPaths] = {Buf::kL1, Buf::kUB, Buf::kUB, Buf::kL1, Buf::kL0A, Buf::kL0B, Buf::kUB, Buf::kUB};
+  for (int p = 0; p < kNumPaths; ++p) {
+    const double b = static_cast<double>(s.path_bytes[p]);
+    if (path_touches_gm(static_cast<Path>(p))) {
+      pj += b * (e.gm_byte + level(p == static_cast<int>(Path::kUbToGm) ? src[p] : dst[p]));
+    } else {
+      pj += b * (level(src[p]) + level(dst[p]));
+    }
+  }
+  pj += static_cast<double>(s.cube_macs) * e.cube_mac + vector_bytes_ * (e.vector_byte + e.ub_byte);
+  s.energy_mj = pj * 1e-9 + e.static_w * s.latency_ms;  // pJ -> mJ; W x ms = mJ
+  return s;
+}
+
+}  // namespace hanpu::npu

@@ -1,0 +1,81 @@
+// NPU targets as data: the built-in files parse, carry sources, and malformed files are
+// refused naming the field; the simulator refuses an over-full buffer by name.
+#include <gtest/gtest.h>
+
+#include "npu/machine/npu_machine.h"
+#include "npu/sim/npu_sim.h"
+
+namespace hanpu::npu {
+namespace {
+
+TEST(NpuMachine, BuiltInTargetsLoadWithSources) {
+  ASSERT_GE(npu_machine_names().size(), 2u);
+  NpuMachine p, b;
+  ASSERT_TRUE(load_npu_machine("ascend-310p", &p).ok());
+  ASSERT_TRUE(load_npu_machine("ascend-310b", &b).ok());
+  EXPECT_EQ(p.cores, 10);
+  EXPECT_EQ(b.cores, 1);
+  EXPECT_EQ(p.buffers[static_cast<int>(Buf::kUB)].bytes, 256 * 1024);
+  EXPECT_EQ(p.buffers[static_cast<int>(Buf::kL1)].bytes, 1024 * 1024);
+  EXPECT_DOUBLE_EQ(p.path_gbps[static_cast<int>(Path::kGmToL1)], 95.0);
+  EXPECT_DOUBLE_EQ(p.path_gbps[static_cast<int>(Path::kUbToL1)], 205.0);
+  EXPECT_EQ(p.cube_macs_per_cycle(), 4096.0);
+  for (const char* key : {"cores", "clock_ghz", "buffers", "paths_gbps", "gm_gbps", "energy_pj"}) {
+    EXPECT_FALSE(p.sources[key].empty()) << key;
+  }
+}
+
+TEST(NpuMachine, MalformedFilesAreRefusedByField) {
+  NpuMachine m;
+  EXPECT_NE(parse_npu_machine("[1]", "x.json", &m).message().find("x.json: not a JSON object"), std::string::npos);
+  EXPECT_NE(load_npu_machine("/nonexistent.json", &m).message().find("neither a built-in"), std::string::npos);
+  // A valid file with one field broken at a time.
+  NpuMachine ok;
+  ASSERT_TRUE(load_npu_machine("ascend-310p", &ok).ok());
+  const std::string base = R"({"name": "t", "cores": 2, "clock_ghz": 1, "launch_overhead_us": 0,
+    "buffers": {"L1": {"bytes": 1024, "align": 32}, "L0A": {"bytes": 1024, "align": 512},
+                "L0B": {"bytes": 1024, "align": 512}, "L0C": {"bytes": 1024, "align": 64},
+                "UB": {"bytes": 1024, "align": 32}},
+    "cube": {"m": 16, "k": 16, "n": 16, "startup_cycles": 0},
+    "vector": {"bytes_per_cycle": 256, "startup_cycles": 0, "nz_row_op_factor": 1},
+    "paths_gbps": {"GM->L1": 1, "GM->UB": 1, "UB->GM": 1, "UB->L1": 1, "L1->L0A": 1, "L1->L0B": 1,
+                   "L0C->UB": 1, "L1->UB": 1},
+    "dma_latency_cycles": {"GM": 0, "local": 0}, "gm_gbps": 10,
+    "energy_pj": {"gm_byte": 1, "l1_byte": 1, "l0_byte": 1, "ub_byte": 1, "cube_mac": 1, "vector_byte": 1, "static_w": 0},
+    "sources": {"cores": "s", "clock_ghz": "s", "buffers": "s", "cube": "s", "vector": "s", "paths_gbps": "s",
+                "gm_gbps": "s", "energy_pj": "s"}})";
+  ASSERT_TRUE(parse_npu_machine(base, "t.json", &m).ok());
+  const auto broken = [&](const std::string& from, const std::string& to) {
+    std::string s = base;
+    s.replace(s.find(from), from.size(), to);
+    return parse_npu_machine(s, "t.json", &m).message();
+  };
+  EXPECT_NE(broken("\"cores\": 2", "\"cores\": -2").find("cores must be a positive"), std::string::npos);
+  EXPECT_NE(broken("\"align\": 512}", "\"align\": 500}").find("buffers.L0A: align must be a power of two"),
+            std::string::npos);
+  EXPECT_NE(broken("\"L1->UB\": 1", "\"L1->XB\": 1").find("L1->UB"), std::string::npos);
+  EXPECT_NE(broken("\"gm_gbps\": \"s\",", "").find("sources.gm_gbps is missing"), std::string::npos);
+}
+
+TEST(NpuSim, OverFullBufferIsAnErrorThatNamesIt) {
+  NpuMachine m;
+  ASSERT_TRUE(load_npu_machine("ascend-310p", &m).ok());
+  NpuSim sim(m);
+  Tile *a, *b;
+  ASSERT_TRUE(sim.alloc(3, Buf::kUB, 128, 256, false, Layout::kND, "first", &a).ok());  // 128 KiB
+  ASSERT_TRUE(sim.alloc(3, Buf::kUB, 128, 256, false, Layout::kND, "second", &b).ok());  // full
+  Tile* c;
+  const Status s = sim.alloc(3, Buf::kUB, 1, 8, false, Layout::kND, "third", &c);
+  EXPECT_NE(s.message().find("core 3: UB cannot hold third"), std::string::npos) << s.message();
+  sim.free(a);
+  EXPECT_TRUE(sim.alloc(3, Buf::kUB, 1, 8, false, Layout::kND, "third", &c).ok());
+  // The cube refuses dense operands.
+  Tile *x, *y, *z;
+  ASSERT_TRUE(sim.alloc(0, Buf::kL0A, 16, 16, true, Layout::kND, "x", &x).ok());
+  ASSERT_TRUE(sim.alloc(0, Buf::kL0B, 16, 16, true, Layout::kNZ, "y", &y).ok());
+  ASSERT_TRUE(sim.alloc(0, Buf::kL0C, 16, 16, false, Layout::kNZ, "z", &z).ok());
+  EXPECT_NE(sim.mmad(z, x, y, false).message().find("fp16 NZ"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hanpu::npu

@@ -40,9 +40,16 @@ struct NpuLaStats {
 struct NpuVariantInfo {
   std::string_view name;
   std::string_view summary;
+  bool ablation_only;  // an intermediate step of the hanpu ablation (HA-NPU Figure 18)
 };
 std::vector<NpuVariantInfo> npu_la_variants();
 std::vector<std::string> npu_targets();
+
+// HA-NPU's offline plan for a GDN prefill on the target, as text: the chunk's operator order
+// before and after reordering with the predicted peak on-core footprint and state versions,
+// every vector chain's layout with its transform sites and the DP's cost, and the core
+// schedule (whole heads, column-split tails).
+Status describe_npu_plan(const std::string& target, int heads, int64_t seq, int dim, int chunk, std::string* out);
 
 // GDN prefill of one sequence on the target. q/k/v/o may be stored in any dtype: the NPU
 // holds them as fp16 in GM (the paper's mixed precision: fp16 q/k/v/o, fp32 gates and

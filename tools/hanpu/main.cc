@@ -9,6 +9,7 @@
 #include "bench_e2e.h"
 #include "bench_la.h"
 #include "sim_cmd.h"
+#include "hanpu/npu.h"
 #include "run_cmd.h"
 #include "hanpu/attn.h"
 #include "hanpu/la.h"
@@ -39,6 +40,18 @@ int main(int argc, char** argv) {
   auto* sim = app.add_subcommand("sim", "LA prefill on a modelled NPU: latency, traffic, buffers, energy per variant");
   hanpu::cli::add_sim_options(*sim, sim_opts);
 
+  std::string plan_target = "ascend-310p";
+  int plan_heads = 16, plan_dim = 128, plan_chunk = 64;
+  long plan_seq = 4096;
+  std::string plan_mech = "gdn";
+  auto* plan = app.add_subcommand("plan", "HA-NPU's offline plan for a modelled NPU: op order, layouts, schedule");
+  plan->add_option("--target", plan_target, "NPU target (built-in name or JSON file)")->capture_default_str();
+  plan->add_option("--mech", plan_mech, "gdn (kda: not yet)")->capture_default_str();
+  plan->add_option("--heads", plan_heads, "heads H")->capture_default_str();
+  plan->add_option("--seq", plan_seq, "sequence length T")->capture_default_str();
+  plan->add_option("--dim", plan_dim, "head dim K = V")->capture_default_str();
+  plan->add_option("--chunk", plan_chunk, "chunk size C")->capture_default_str();
+
   auto* attn = app.add_subcommand("attn", "attention helpers");
   attn->require_subcommand(1);
   auto* placements = attn->add_subcommand("placements", "list the attention placements");
@@ -64,6 +77,20 @@ int main(int argc, char** argv) {
   if (*run) return hanpu::cli::run_model(run_opts);
   if (*bench_la_cmd) return hanpu::cli::run_bench_la(bench_la);
   if (*sim) return hanpu::cli::run_sim(sim_opts);
+  if (*plan) {
+    if (plan_mech != "gdn") {
+      std::fprintf(stderr, "error: --mech %s: only gdn is planned so far\n", plan_mech.c_str());
+      return 2;
+    }
+    std::string text;
+    const hanpu::Status st = hanpu::describe_npu_plan(plan_target, plan_heads, plan_seq, plan_dim, plan_chunk, &text);
+    if (!st.ok()) {
+      std::fprintf(stderr, "error: %s\n", st.message().c_str());
+      return 2;
+    }
+    std::printf("%s", text.c_str());
+    return 0;
+  }
   if (*bench_e2e_cmd) return hanpu::cli::run_bench_e2e(bench_e2e);
   if (*bench_attn_cmd) return hanpu::cli::run_bench_attn(bench_attn);
   if (*placements) {

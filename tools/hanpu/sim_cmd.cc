@@ -70,9 +70,18 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
   for (const auto& v : npu_la_variants()) variants += (variants.empty() ? "" : ", ") + std::string(v.name);
   cmd.add_option("--target", o.target, "NPU target: " + targets + ", or a JSON file")->capture_default_str();
   cmd.add_option("--mech", o.mech, "gdn (kda: not yet)")->capture_default_str();
-  cmd.add_option("--heads", o.heads, "heads H (= HV)")->capture_default_str();
-  cmd.add_option("--seq", o.seq, "sequence lengths T")->capture_default_str();
-  cmd.add_option("--variant", o.variant, "kernel variants: all, " + variants)->capture_default_str();
+  auto* heads = cmd.add_option("--heads", o.heads, "heads H (= HV)")->capture_default_str();
+  auto* seq = cmd.add_option("--seq", o.seq, "sequence lengths T")->capture_default_str();
+  cmd.add_option("--variant", o.variant, "kernel variants: all (every non-ablation one), " + variants)
+      ->capture_default_str();
+  cmd.add_flag("--ablation", o.ablation,
+               "the ablation steps fla, hanpu-fused, hanpu-reordered, hanpu (at T 1024, 16 heads unless --seq / --heads)")
+      ->excludes("--variant");
+  cmd.callback([&o, heads, seq] {
+    if (!o.ablation) return;
+    if (heads->count() == 0) o.heads = {16};
+    if (seq->count() == 0) o.seq = {1024};
+  });
   cmd.add_option("--dim", o.dim, "head dim K = V (multiple of 16, <= 128)")->capture_default_str();
   cmd.add_option("--chunk", o.chunk, "chunk size C: 16, 32, 64")->capture_default_str();
   cmd.add_flag("!--no-check", o.check, "skip the float64 reference check (faster)");
@@ -81,11 +90,17 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
 
 int run_sim(const SimOptions& o) {
   std::vector<std::string> variants;
-  for (const std::string& v : o.variant) {
-    if (v == "all") {
-      for (const auto& info : npu_la_variants()) variants.emplace_back(info.name);
-    } else {
-      variants.push_back(v);
+  if (o.ablation) {
+    variants = {"fla", "hanpu-fused", "hanpu-reordered", "hanpu"};
+  } else {
+    for (const std::string& v : o.variant) {
+      if (v == "all") {
+        for (const auto& info : npu_la_variants()) {
+          if (!info.ablation_only) variants.emplace_back(info.name);
+        }
+      } else {
+        variants.push_back(v);
+      }
     }
   }
   for (const std::string& m : o.mech) {
@@ -95,7 +110,7 @@ int run_sim(const SimOptions& o) {
     }
   }
   if (!o.json) {
-    std::printf("%-12s %-4s %-6s %6s %5s %11s %9s %9s %9s %8s %8s %7s %7s %9s %9s\n", "target", "mech", "variant", "T",
+    std::printf("%-12s %-4s %-15s %6s %5s %11s %9s %9s %9s %8s %8s %7s %7s %9s %9s\n", "target", "mech", "variant", "T",
                 "heads", "latency_ms", "gm_MiB", "l1l0_MiB", "spill_MiB", "UB_KiB", "L1_KiB", "cube%", "vec%",
                 "energy_mJ", "nmse_o");
   }
@@ -157,7 +172,7 @@ int run_sim(const SimOptions& o) {
           for (const auto& [b, bytes] : s.peak_bytes) j["peak_" + b + "_bytes"] = bytes;
           std::printf("%s\n", j.dump().c_str());
         } else {
-          std::printf("%-12s %-4s %-6s %6ld %5d %11.3f %9.2f %9.2f %9.2f %8.1f %8.1f %6.2f%% %6.2f%% %9.3f %9.2e\n",
+          std::printf("%-12s %-4s %-15s %6ld %5d %11.3f %9.2f %9.2f %9.2f %8.1f %8.1f %6.2f%% %6.2f%% %9.3f %9.2e\n",
                       s.target.c_str(), "gdn", v.c_str(), T, H, s.latency_ms, s.gm_bytes() * mib, s.l1_l0_bytes * mib,
                       s.spill_bytes * mib, s.peak_bytes["UB"] / 1024.0, s.peak_bytes["L1"] / 1024.0,
                       100 * s.cube_util, 100 * s.vector_util, s.energy_mj, err);

@@ -18,6 +18,7 @@ struct SimOptions {
   std::vector<std::string> variant = {"all"};
   int dim = 128;  // K = V
   int chunk = 64;
+  bool ablation = false;  // the ablation steps (fla -> +mapping -> +reordering -> +layout)
   bool check = true;  // compare each run's outputs with the float64 reference
   bool json = false;
 };

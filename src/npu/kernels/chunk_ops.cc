@@ -1,6 +1,8 @@
 // CoreOps (see chunk_ops.h).
 #include "npu/kernels/chunk_ops.h"
 
+#include "plan/la_plan.h"
+
 #include <cmath>
 #include <vector>
 
@@ -9,7 +11,7 @@ namespace hanpu::npu {
 Status CoreOps::stage_to_l1(Tile* ub, const std::string& name, Tile** l1) {
   Tile* half = ub;
   if (!ub->fp16) {
-    HANPU_RETURN_IF_ERROR(alloc(Buf::kUB, ub->rows, ub->cols, true, Layout::kND, name + "_f16", &half));
+    HANPU_RETURN_IF_ERROR(alloc(Buf::kUB, ub->rows, ub->cols, true, ub->layout, name + "_f16", &half));
     HANPU_RETURN_IF_ERROR(sim_.vector({ub}, {half}, matrix_bytes(ub->rows, ub->cols, false), false,
                                       [&] { half->v = ub->v; }));
   }
@@ -20,6 +22,8 @@ Status CoreOps::stage_to_l1(Tile* ub, const std::string& name, Tile** l1) {
   return Status::Ok();
 }
 
+Status CoreOps::to_layout(Tile* t, Layout l) { return sim_.relayout(t, l); }
+
 Status CoreOps::to_l0(Buf l0, Tile* l1, bool transpose, const std::string& name, Tile** out) {
   const int rows = transpose ? l1->cols : l1->rows, cols = transpose ? l1->rows : l1->cols;
   HANPU_RETURN_IF_ERROR(alloc(l0, rows, cols, true, Layout::kNZ, name, out));
@@ -27,7 +31,7 @@ Status CoreOps::to_l0(Buf l0, Tile* l1, bool transpose, const std::string& name,
 }
 
 Status CoreOps::from_l0c(Tile* l0c, const std::string& name, Tile** ub) {
-  HANPU_RETURN_IF_ERROR(alloc(Buf::kUB, l0c->rows, l0c->cols, false, Layout::kND, name, ub));
+  HANPU_RETURN_IF_ERROR(alloc(Buf::kUB, l0c->rows, l0c->cols, false, Layout::kNZ, name, ub));
   HANPU_RETURN_IF_ERROR(sim_.move(*ub, l0c));
   sim_.free(l0c);
   return Status::Ok();
@@ -79,10 +83,9 @@ Status CoreOps::decay_masks(Tile* kk, Tile* qk, const Tile* beta, const Tile* ga
 
 Status CoreOps::unit_lower_inverse(Tile* L, const std::string& name, Tile** ainv) {
   const int c = L->rows;
-  HANPU_RETURN_IF_ERROR(alloc(Buf::kUB, c, c, false, Layout::kND, name, ainv));
+  HANPU_RETURN_IF_ERROR(alloc(Buf::kUB, c, c, false, L->layout, name, ainv));
   Tile* A = *ainv;
-  // Row i = e_i - sum_{j<i} L_ij row_j: c^2 / 2 row updates of c floats each.
-  const int64_t bytes = static_cast<int64_t>(c) * c / 2 * c * 4 * 2;
+  const auto bytes = static_cast<int64_t>(plan::inverse_vector_bytes(c));
   return sim_.vector({L}, {A}, bytes, true, [&] {
     for (int i = 0; i < c; ++i) {
       for (int col = 0; col < c; ++col) A->at(i, col) = col == i ? 1.0f : 0.0f;

@@ -34,16 +34,19 @@ class CoreOps {
     for (Tile* t : tiles) sim_.free(t);
   }
 
-  // A UB matrix (fp32 or fp16, ND) as an fp16 NZ tile in L1: convert on the vector unit,
-  // re-lay it out to fractals, move UB -> L1.
+  // A UB matrix (fp32 or fp16, either layout) as an fp16 NZ tile in L1: convert on the
+  // vector unit, re-lay it out to fractals if it is dense, move UB -> L1.
   Status stage_to_l1(Tile* ub, const std::string& name, Tile** l1);
   // An L1 operand into L0A (or L0B), optionally transposed by the load.
   Status to_l0(Buf l0, Tile* l1, bool transpose, const std::string& name, Tile** out);
-  // A cube result L0C -> UB (fp32, ND as the vector path writes it), L0C freed.
+  // A cube result L0C -> UB: fp32 and still in fractal (NZ) order, L0C freed.
   Status from_l0c(Tile* l0c, const std::string& name, Tile** ub);
 
   // Gates of chunk rows [t0, t0 + c) of head h: g, beta loaded to UB; gam = inclusive
   // cumsum of g; egam = exp(gam). Each [c x 1] fp32.
+  // Re-lays a UB tile out (no-op when it already is in `l`).
+  Status to_layout(Tile* t, Layout l);
+
   Status gates(const GdnGm& gm, int64_t t0, int c, int h, Tile** beta, Tile** gam, Tile** egam);
   // In place: KK -> L = StrictTril(diag(beta) KK o D), QK -> Qm = scale Tril(QK o D),
   // D_ij = exp(gam_i - gam_j). Either of kk, qk may be null.

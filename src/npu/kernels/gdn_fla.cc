@@ -32,6 +32,7 @@ Status prepare(CoreOps& op, const GdnGm& gm, const FlaScratch& x, int h, int64_t
   HANPU_RETURN_IF_ERROR(sim.mmad(KK, Ka, KTb, false));
   op.free({Ka, KTb});
   HANPU_RETURN_IF_ERROR(op.from_l0c(KK, "L", &L));
+  HANPU_RETURN_IF_ERROR(op.to_layout(L, Layout::kND));  // no layout plan: vector work on dense rows
   HANPU_RETURN_IF_ERROR(op.decay_masks(L, nullptr, beta, gam, gm.scale));
   HANPU_RETURN_IF_ERROR(op.unit_lower_inverse(L, "Ainv", &Ainv));
   op.free({L});
@@ -40,6 +41,7 @@ Status prepare(CoreOps& op, const GdnGm& gm, const FlaScratch& x, int h, int64_t
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, K, true, Layout::kNZ, "kb", &kb));
   HANPU_RETURN_IF_ERROR(sim.move(kb, Kc));
   op.free({Kc});
+  HANPU_RETURN_IF_ERROR(op.to_layout(kb, Layout::kND));
   HANPU_RETURN_IF_ERROR(sim.vector({kb, beta, egam}, {kb}, 2 * matrix_bytes(c, K, true), true, [&] {
     for (int i = 0; i < c; ++i) {
       for (int j = 0; j < K; ++j) kb->at(i, j) *= beta->v[i] * egam->v[i];
@@ -53,8 +55,7 @@ Status prepare(CoreOps& op, const GdnGm& gm, const FlaScratch& x, int h, int64_t
   }));
   op.free({vt, beta, gam, egam});
   HANPU_RETURN_IF_ERROR(op.stage_to_l1(Ainv, "Ainv", &A1));
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "kb", &kb1));
-  HANPU_RETURN_IF_ERROR(sim.move(kb1, kb));
+  HANPU_RETURN_IF_ERROR(op.stage_to_l1(kb, "kb", &kb1));
   HANPU_RETURN_IF_ERROR(op.stage_to_l1(vb, "vb", &vb1));
   op.free({Ainv, kb, vb});
   HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, A1, false, "A", &Aa));
@@ -68,6 +69,8 @@ Status prepare(CoreOps& op, const GdnGm& gm, const FlaScratch& x, int h, int64_t
   op.free({vbB, vb1, Aa, A1});
   HANPU_RETURN_IF_ERROR(op.from_l0c(W, "W", &Wu));
   HANPU_RETURN_IF_ERROR(op.from_l0c(U, "U", &Uu));
+  HANPU_RETURN_IF_ERROR(op.to_layout(Wu, Layout::kND));  // GM takes dense rows
+  HANPU_RETURN_IF_ERROR(op.to_layout(Uu, Layout::kND));
   HANPU_RETURN_IF_ERROR(sim.store({x.w, t0, c, static_cast<int64_t>(h) * K, K}, Wu));
   HANPU_RETURN_IF_ERROR(sim.store({x.u, t0, c, static_cast<int64_t>(h) * V, V}, Uu));
   op.free({Wu, Uu});
@@ -109,6 +112,7 @@ Status recurrence(CoreOps& op, const GdnGm& gm, const FlaScratch& x, int h) {
     HANPU_RETURN_IF_ERROR(sim.mmad(WS, Wa, Sb, false));
     op.free({Wa, Sb, Wc, S1});
     HANPU_RETURN_IF_ERROR(op.from_l0c(WS, "WS", &WSu));
+    HANPU_RETURN_IF_ERROR(op.to_layout(WSu, Layout::kND));
     HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "vn", &vn16));
     HANPU_RETURN_IF_ERROR(sim.vector({Uc, WSu}, {vn16}, 3 * matrix_bytes(c, V, false), false, [&] {
       for (size_t i = 0; i < vn16->v.size(); ++i) vn16->v[i] = Uc->v[i] - WSu->v[i];
@@ -120,6 +124,7 @@ Status recurrence(CoreOps& op, const GdnGm& gm, const FlaScratch& x, int h) {
     HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, K, true, Layout::kNZ, "kd", &Kub));
     HANPU_RETURN_IF_ERROR(sim.move(Kub, Kc));
     op.free({Kc});
+    HANPU_RETURN_IF_ERROR(op.to_layout(Kub, Layout::kND));
     const float glast = gam->v[c - 1];
     HANPU_RETURN_IF_ERROR(sim.vector({Kub, gam}, {Kub}, 2 * matrix_bytes(c, K, true), true, [&] {
       for (int i = 0; i < c; ++i) {
@@ -127,8 +132,7 @@ Status recurrence(CoreOps& op, const GdnGm& gm, const FlaScratch& x, int h) {
         for (int j = 0; j < K; ++j) Kub->at(i, j) *= f;
       }
     }));
-    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "kd", &Kd1));
-    HANPU_RETURN_IF_ERROR(sim.move(Kd1, Kub));
+    HANPU_RETURN_IF_ERROR(op.stage_to_l1(Kub, "kd", &Kd1));
     op.free({Kub});
     HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Kd1, true, "kdT", &KdT));
     HANPU_RETURN_IF_ERROR(op.stage_to_l1(vn16, "vn", &Vn1));
@@ -138,6 +142,7 @@ Status recurrence(CoreOps& op, const GdnGm& gm, const FlaScratch& x, int h) {
     HANPU_RETURN_IF_ERROR(sim.mmad(U, KdT, Vnb, false));
     op.free({KdT, Vnb, Vn1});
     HANPU_RETURN_IF_ERROR(op.from_l0c(U, "dS", &Uu));
+    HANPU_RETURN_IF_ERROR(op.to_layout(Uu, Layout::kND));
     const float decay = std::exp(glast);
     HANPU_RETURN_IF_ERROR(sim.vector({S, Uu}, {S}, 3 * matrix_bytes(K, V, false), false, [&] {
       for (size_t i = 0; i < S->v.size(); ++i) S->v[i] = decay * S->v[i] + Uu->v[i];
@@ -176,8 +181,10 @@ Status outputs(CoreOps& op, const GdnGm& gm, const FlaScratch& x, int h, int64_t
   HANPU_RETURN_IF_ERROR(sim.mmad(QH, Qa, Hb, false));
   op.free({Qa, Hb, H1, Qc});
   HANPU_RETURN_IF_ERROR(op.from_l0c(QK, "Qm", &Qm));
+  HANPU_RETURN_IF_ERROR(op.to_layout(Qm, Layout::kND));
   HANPU_RETURN_IF_ERROR(op.decay_masks(nullptr, Qm, nullptr, gam, gm.scale));
   HANPU_RETURN_IF_ERROR(op.from_l0c(QH, "QH", &QHu));
+  HANPU_RETURN_IF_ERROR(op.to_layout(QHu, Layout::kND));
   Tile *Qm1, *Qma, *Vnb, *O, *Ou, *o16;
   HANPU_RETURN_IF_ERROR(op.stage_to_l1(Qm, "Qm", &Qm1));
   op.free({Qm});
@@ -187,6 +194,7 @@ Status outputs(CoreOps& op, const GdnGm& gm, const FlaScratch& x, int h, int64_t
   HANPU_RETURN_IF_ERROR(sim.mmad(O, Qma, Vnb, false));
   op.free({Qma, Qm1, Vnb, Vn1});
   HANPU_RETURN_IF_ERROR(op.from_l0c(O, "O", &Ou));
+  HANPU_RETURN_IF_ERROR(op.to_layout(Ou, Layout::kND));
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "o", &o16));
   const float scale = gm.scale;
   HANPU_RETURN_IF_ERROR(sim.vector({Ou, QHu, gam}, {o16}, 3 * matrix_bytes(c, V, false), true, [&] {
@@ -241,8 +249,13 @@ Status gdn_fla(NpuSim& sim, const GdnGm& gm) {
 std::span<const GdnVariant> gdn_variants() {
   static const GdnVariant kVariants[] = {
       {"fla", "FLA's chunk-head-chunk flow: three launches, every intermediate through GM", &gdn_fla},
-      {"hanpu", "HA-NPU: whole heads per core, all operators fused, state resident, GEMM-first, chunk-first",
-       &gdn_hanpu},
+      {"hanpu-fused", "+ head-level mapping and fusion (FLA's operator order, dense layouts)",
+       [](NpuSim& sim, const GdnGm& gm) { return gdn_fused(sim, gm, {.reorder = false, .plan_layout = false}); },
+       true},
+      {"hanpu-reordered", "+ lifetime-aware reordering (chunk-first, GEMM-first; dense layouts)",
+       [](NpuSim& sim, const GdnGm& gm) { return gdn_fused(sim, gm, {.reorder = true, .plan_layout = false}); },
+       true},
+      {"hanpu", "HA-NPU: + the planner's layouts (all three techniques)", &gdn_hanpu},
   };
   return kVariants;
 }

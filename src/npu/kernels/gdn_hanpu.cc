@@ -1,155 +1,388 @@
-// HA-NPU's fused GDN kernel on the simulated Ascend core (see gdn_kernels.h).
+// HA-NPU's fused GDN kernel on the simulated Ascend core, with each technique switchable for
+// the ablation (see gdn_kernels.h).
 #include <algorithm>
 #include <cmath>
 
 #include "npu/kernels/gdn_kernels.h"
+#include "plan/la_plan.h"
 
 namespace hanpu::npu {
 
 namespace {
 
-// The state S [K x V] fp32 stays in UB for the whole sequence; S1 is its fp16 NZ copy in L1
-// that the cube reads. Both are updated in place after the chunk's outputs (chunk-first).
-Status chunk(CoreOps& op, const GdnGm& gm, int h, int64_t t0, int c, Tile* S, Tile** S1) {
-  NpuSim& sim = op.sim();
-  const int K = gm.K, V = gm.V;
-  Tile *Kc, *Qc, *vt, *beta, *gam, *egam;
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &Kc));
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "q", &Qc));
-  HANPU_RETURN_IF_ERROR(sim.load(Kc, {gm.k, t0, c, static_cast<int64_t>(h) * K, K}));
-  HANPU_RETURN_IF_ERROR(sim.load(Qc, {gm.q, t0, c, static_cast<int64_t>(h) * K, K}));
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "v", &vt));
-  HANPU_RETURN_IF_ERROR(sim.load(vt, {gm.v, t0, c, static_cast<int64_t>(h) * V, V}));
-  HANPU_RETURN_IF_ERROR(op.gates(gm, t0, c, h, &beta, &gam, &egam));
+Layout to_sim(plan::Layout l) { return l == plan::Layout::kDense ? Layout::kND : Layout::kNZ; }
 
-  // GEMM-first group: K and Q go to L0A once and serve both K S0 / Q S0 and K K^T / Q K^T.
-  Tile *Ka, *Qa, *Sb, *KTb, *KS, *QS, *KK, *QK;
-  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Kc, false, "K", &Ka));
-  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Qc, false, "Q", &Qa));
-  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, *S1, false, "S0", &Sb));
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, V, false, Layout::kNZ, "KS0", &KS));
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, V, false, Layout::kNZ, "QS0", &QS));
-  HANPU_RETURN_IF_ERROR(sim.mmad(KS, Ka, Sb, false));
-  HANPU_RETURN_IF_ERROR(sim.mmad(QS, Qa, Sb, false));
-  op.free({Sb});
-  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, Kc, true, "KT", &KTb));
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, c, false, Layout::kNZ, "KKT", &KK));
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, c, false, Layout::kNZ, "QKT", &QK));
-  HANPU_RETURN_IF_ERROR(sim.mmad(KK, Ka, KTb, false));
-  HANPU_RETURN_IF_ERROR(sim.mmad(QK, Qa, KTb, false));
-  op.free({KTb, Ka, Qa, Qc});
-  Tile *KSu, *QSu, *L, *Qm;
-  HANPU_RETURN_IF_ERROR(op.from_l0c(KS, "KS0", &KSu));
-  HANPU_RETURN_IF_ERROR(op.from_l0c(QS, "QS0", &QSu));
-  HANPU_RETURN_IF_ERROR(op.from_l0c(KK, "L", &L));
-  HANPU_RETURN_IF_ERROR(op.from_l0c(QK, "Qm", &Qm));
-  HANPU_RETURN_IF_ERROR(op.decay_masks(L, Qm, beta, gam, gm.scale));
+// One chunk's inputs, loaded one chunk ahead (double buffering: MTE2 fetches chunk n + 1
+// while the cube and vector units work on chunk n).
+struct ChunkIn {
+  int64_t t0 = 0;
+  int c = 0;
+  Tile *k = nullptr, *q = nullptr, *v = nullptr, *beta = nullptr, *gam = nullptr, *egam = nullptr;
+};
 
-  // GEMM-first rewrite: Vn = (I + L)^-1 [diag(beta) (V - exp(gam) K S0)] — the inverse is
-  // applied to one right-hand side instead of forming W = A K and U = A V.
-  Tile* R;
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, false, Layout::kND, "rhs", &R));
-  HANPU_RETURN_IF_ERROR(sim.vector({vt, KSu, beta, egam}, {R}, 3 * matrix_bytes(c, V, false), true, [&] {
-    for (int i = 0; i < c; ++i) {
-      for (int j = 0; j < V; ++j) R->at(i, j) = beta->v[i] * (vt->at(i, j) - egam->v[i] * KSu->at(i, j));
+class FusedHead {
+ public:
+  FusedHead(CoreOps& op, const GdnGm& gm, const plan::HeadPart& part, const plan::LayoutPlan& layouts,
+            const GdnTechniques& tech)
+      : op_(op), sim_(op.sim()), gm_(gm), h_(part.head), c0_(part.col_begin), w_(part.col_end - part.col_begin),
+        plan_(layouts), tech_(tech) {}
+
+  Status run() {
+    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, gm_.K, w_, false, state_layout(), "S", &S_));
+    if (gm_.state0 != nullptr) {  // MTE2 converts to fractals on the way if the plan keeps S blocked
+      HANPU_RETURN_IF_ERROR(sim_.load(S_, {gm_.state0, static_cast<int64_t>(h_) * gm_.K, gm_.K, c0_, w_}));
+    } else {
+      HANPU_RETURN_IF_ERROR(sim_.vector({}, {S_}, matrix_bytes(gm_.K, w_, false), false, [] {}));
     }
-  }));
-  op.free({vt, KSu});
-  Tile *Ainv, *A1, *R1, *Aa, *Rb, *Vn, *Vnu, *Vn1;
-  HANPU_RETURN_IF_ERROR(op.unit_lower_inverse(L, "Ainv", &Ainv));
-  op.free({L});
-  HANPU_RETURN_IF_ERROR(op.stage_to_l1(Ainv, "Ainv", &A1));
-  HANPU_RETURN_IF_ERROR(op.stage_to_l1(R, "rhs", &R1));
-  op.free({Ainv, R});
-  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, A1, false, "Ainv", &Aa));
-  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, R1, false, "rhs", &Rb));
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, V, false, Layout::kNZ, "Vn", &Vn));
-  HANPU_RETURN_IF_ERROR(sim.mmad(Vn, Aa, Rb, false));
-  op.free({Aa, Rb, A1, R1});
-  HANPU_RETURN_IF_ERROR(op.from_l0c(Vn, "Vn", &Vnu));
-  HANPU_RETURN_IF_ERROR(op.stage_to_l1(Vnu, "Vn", &Vn1));
-  op.free({Vnu});
-
-  // Outputs: o = scale exp(gam) Q S0 + Qm Vn, while S0 is still the chunk's input state.
-  Tile *Qm1, *Qma, *Vnb, *O, *Ou, *o16;
-  HANPU_RETURN_IF_ERROR(op.stage_to_l1(Qm, "Qm", &Qm1));
-  op.free({Qm});
-  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Qm1, false, "Qm", &Qma));
-  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, Vn1, false, "Vn", &Vnb));
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, V, false, Layout::kNZ, "O", &O));
-  HANPU_RETURN_IF_ERROR(sim.mmad(O, Qma, Vnb, false));
-  op.free({Qma, Qm1});
-  HANPU_RETURN_IF_ERROR(op.from_l0c(O, "O", &Ou));
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "o", &o16));
-  const float scale = gm.scale;
-  HANPU_RETURN_IF_ERROR(sim.vector({Ou, QSu, egam}, {o16}, 3 * matrix_bytes(c, V, false), true, [&] {
-    for (int i = 0; i < c; ++i) {
-      for (int j = 0; j < V; ++j) o16->at(i, j) = Ou->at(i, j) + scale * egam->v[i] * QSu->at(i, j);
+    HANPU_RETURN_IF_ERROR(op_.stage_to_l1(S_, "S16", &S16_));
+    ChunkIn cur;
+    HANPU_RETURN_IF_ERROR(load(0, &cur));
+    while (cur.c > 0) {
+      ChunkIn next;
+      if (cur.t0 + cur.c < gm_.T) HANPU_RETURN_IF_ERROR(load(cur.t0 + cur.c, &next));
+      HANPU_RETURN_IF_ERROR(tech_.reorder ? chunk_reordered(cur) : chunk_state_first(cur));
+      cur = next;
     }
-  }));
-  op.free({Ou, QSu});
-  HANPU_RETURN_IF_ERROR(sim.store({gm.o, t0, c, static_cast<int64_t>(h) * V, V}, o16));
-  op.free({o16});
-
-  // Chunk-first state update in place: S = exp(gam_last) S + (exp(gam_last - gam) o K)^T Vn.
-  Tile *Kub, *Kd1, *KdT, *U, *Uu;
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, K, true, Layout::kNZ, "kd", &Kub));
-  HANPU_RETURN_IF_ERROR(sim.move(Kub, Kc));
-  op.free({Kc});
-  const float glast = gam->v[c - 1];
-  HANPU_RETURN_IF_ERROR(sim.vector({Kub, gam}, {Kub}, 2 * matrix_bytes(c, K, true), true, [&] {
-    for (int i = 0; i < c; ++i) {
-      const float f = std::exp(glast - gam->v[i]);
-      for (int j = 0; j < K; ++j) Kub->at(i, j) *= f;
+    if (gm_.state1 != nullptr) {
+      HANPU_RETURN_IF_ERROR(op_.to_layout(S_, Layout::kND));  // GM takes dense rows
+      HANPU_RETURN_IF_ERROR(sim_.store({gm_.state1, static_cast<int64_t>(h_) * gm_.K, gm_.K, c0_, w_}, S_));
     }
-  }));
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "kd", &Kd1));
-  HANPU_RETURN_IF_ERROR(sim.move(Kd1, Kub));
-  op.free({Kub});
-  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Kd1, true, "kdT", &KdT));
-  op.free({Kd1});
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, K, V, false, Layout::kNZ, "dS", &U));
-  HANPU_RETURN_IF_ERROR(sim.mmad(U, KdT, Vnb, false));
-  op.free({KdT, Vnb, Vn1});
-  HANPU_RETURN_IF_ERROR(op.from_l0c(U, "dS", &Uu));
-  const float decay = std::exp(glast);
-  HANPU_RETURN_IF_ERROR(sim.vector({S, Uu}, {S}, 3 * matrix_bytes(K, V, false), false, [&] {
-    for (size_t i = 0; i < S->v.size(); ++i) S->v[i] = decay * S->v[i] + Uu->v[i];
-  }));
-  op.free({Uu, *S1, beta, gam, egam});
-  return op.stage_to_l1(S, "S16", S1);
-}
+    op_.free({S_, S16_});
+    return Status::Ok();
+  }
 
-Status head(CoreOps& op, const GdnGm& gm, int h) {
-  NpuSim& sim = op.sim();
-  Tile *S, *S1;
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, gm.K, gm.V, false, Layout::kND, "S", &S));
-  if (gm.state0 != nullptr) {
-    HANPU_RETURN_IF_ERROR(sim.load(S, {gm.state0, static_cast<int64_t>(h) * gm.K, gm.K, 0, gm.V}));
-  } else {
-    HANPU_RETURN_IF_ERROR(sim.vector({}, {S}, matrix_bytes(gm.K, gm.V, false), false, [] {}));
+ private:
+  Layout layout(plan::Chain c) const { return to_sim(plan_.chain[static_cast<int>(c)]); }
+  Layout state_layout() const { return to_sim(plan_.state); }
+
+  Status load(int64_t t0, ChunkIn* in) {
+    in->t0 = t0;
+    in->c = static_cast<int>(std::min<int64_t>(gm_.chunk, gm_.T - t0));
+    const int c = in->c, K = gm_.K;
+    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &in->k));
+    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kL1, c, K, true, Layout::kNZ, "q", &in->q));
+    HANPU_RETURN_IF_ERROR(sim_.load(in->k, {gm_.k, t0, c, static_cast<int64_t>(h_) * K, K}));
+    HANPU_RETURN_IF_ERROR(sim_.load(in->q, {gm_.q, t0, c, static_cast<int64_t>(h_) * K, K}));
+    // v arrives in the layout its chain works in (MTE2's Nd2Nz copy is free of vector time).
+    const Layout vl = tech_.reorder ? layout(plan::Chain::kRhs) : Layout::kND;
+    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, c, w_, true, vl, "v", &in->v));
+    HANPU_RETURN_IF_ERROR(sim_.load(in->v, {gm_.v, t0, c, static_cast<int64_t>(h_) * gm_.V + c0_, w_}));
+    return op_.gates(gm_, t0, c, h_, &in->beta, &in->gam, &in->egam);
   }
-  HANPU_RETURN_IF_ERROR(op.stage_to_l1(S, "S16", &S1));
-  for (int64_t t0 = 0; t0 < gm.T; t0 += gm.chunk) {
-    const int c = static_cast<int>(std::min<int64_t>(gm.chunk, gm.T - t0));
-    HANPU_RETURN_IF_ERROR(chunk(op, gm, h, t0, c, S, &S1));
+
+  // The GEMM-first group: K and Q go to L0A once and serve K S0, Q S0 (when `with_state`),
+  // K K^T and Q K^T.
+  Status gemm_group(const ChunkIn& in, bool with_state, Tile** KS, Tile** QS, Tile** KK, Tile** QK) {
+    const int c = in.c;
+    Tile *Ka, *Qa, *Sb, *KTb;
+    HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0A, in.k, false, "K", &Ka));
+    HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0A, in.q, false, "Q", &Qa));
+    Tile *ks = nullptr, *qs = nullptr, *kk, *qk;
+    if (with_state) {
+      HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0B, S16_, false, "S0", &Sb));
+      HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kL0C, c, w_, false, Layout::kNZ, "KS0", &ks));
+      HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kL0C, c, w_, false, Layout::kNZ, "QS0", &qs));
+      HANPU_RETURN_IF_ERROR(sim_.mmad(ks, Ka, Sb, false));
+      HANPU_RETURN_IF_ERROR(sim_.mmad(qs, Qa, Sb, false));
+      op_.free({Sb});
+    }
+    HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0B, in.k, true, "KT", &KTb));
+    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kL0C, c, c, false, Layout::kNZ, "KKT", &kk));
+    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kL0C, c, c, false, Layout::kNZ, "QKT", &qk));
+    HANPU_RETURN_IF_ERROR(sim_.mmad(kk, Ka, KTb, false));
+    HANPU_RETURN_IF_ERROR(sim_.mmad(qk, Qa, KTb, false));
+    op_.free({KTb, Ka, Qa});
+    if (with_state) {
+      HANPU_RETURN_IF_ERROR(op_.from_l0c(ks, "KS0", KS));
+      HANPU_RETURN_IF_ERROR(op_.from_l0c(qs, "QS0", QS));
+    }
+    HANPU_RETURN_IF_ERROR(op_.from_l0c(kk, "L", KK));
+    return op_.from_l0c(qk, "Qm", QK);
   }
-  if (gm.state1 != nullptr) {
-    HANPU_RETURN_IF_ERROR(sim.store({gm.state1, static_cast<int64_t>(h) * gm.K, gm.K, 0, gm.V}, S));
+
+  // C = A B on the cube from a UB matrix A (staged to L1 as fp16 fractals) and an L1 B.
+  Status product(Tile* a_ub, Tile* b_l1, const std::string& name, int rows, int cols, Tile** out_ub) {
+    Tile* A1;
+    HANPU_RETURN_IF_ERROR(op_.stage_to_l1(a_ub, name + ".a", &A1));
+    HANPU_RETURN_IF_ERROR(product_l1(A1, b_l1, name, rows, cols, out_ub));
+    op_.free({A1});
+    return Status::Ok();
   }
-  op.free({S, S1});
-  return Status::Ok();
-}
+  Status product_l1(Tile* a_l1, Tile* b_l1, const std::string& name, int rows, int cols, Tile** out_ub) {
+    Tile *Aa, *Bb, *C;
+    HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0A, a_l1, false, name + ".a", &Aa));
+    HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0B, b_l1, false, name + ".b", &Bb));
+    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kL0C, rows, cols, false, Layout::kNZ, name, &C));
+    HANPU_RETURN_IF_ERROR(sim_.mmad(C, Aa, Bb, false));
+    op_.free({Aa, Bb});
+    return op_.from_l0c(C, name, out_ub);
+  }
+
+  // Kd^T Vn: Kd = exp(gam_last - gam) o K computed in UB in the kd chain's layout.
+  Status state_delta(const ChunkIn& in, Tile* Vn1, Layout kd_layout, Tile** dS) {
+    const int c = in.c, K = gm_.K;
+    Tile *Kub, *Kd1, *KdT, *Vnb, *U;
+    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, c, K, true, Layout::kNZ, "kd", &Kub));
+    HANPU_RETURN_IF_ERROR(sim_.move(Kub, in.k));
+    HANPU_RETURN_IF_ERROR(op_.to_layout(Kub, kd_layout));
+    const float glast = in.gam->v[c - 1];
+    Tile* gam = in.gam;
+    HANPU_RETURN_IF_ERROR(sim_.vector({Kub, gam}, {Kub}, 2 * matrix_bytes(c, K, true), true, [&] {
+      for (int i = 0; i < c; ++i) {
+        const float f = std::exp(glast - gam->v[i]);
+        for (int j = 0; j < K; ++j) Kub->at(i, j) *= f;
+      }
+    }));
+    HANPU_RETURN_IF_ERROR(op_.to_layout(Kub, Layout::kNZ));
+    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kL1, c, K, true, Layout::kNZ, "kd", &Kd1));
+    HANPU_RETURN_IF_ERROR(sim_.move(Kd1, Kub));
+    op_.free({Kub});
+    HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0A, Kd1, true, "kdT", &KdT));
+    HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0B, Vn1, false, "Vn", &Vnb));
+    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kL0C, K, w_, false, Layout::kNZ, "dS", &U));
+    HANPU_RETURN_IF_ERROR(sim_.mmad(U, KdT, Vnb, false));
+    op_.free({KdT, Vnb, Kd1});
+    return op_.from_l0c(U, "dS", dS);
+  }
+
+  // o = O + scale exp(gam) Q S0 in the output chain's layout, stored as dense rows.
+  Status output(const ChunkIn& in, Tile* O, Tile* QS, Layout l) {
+    const int c = in.c;
+    HANPU_RETURN_IF_ERROR(op_.to_layout(O, l));
+    HANPU_RETURN_IF_ERROR(op_.to_layout(QS, l));
+    Tile* o16;
+    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, c, w_, true, l, "o", &o16));
+    const float scale = gm_.scale;
+    Tile* egam = in.egam;
+    HANPU_RETURN_IF_ERROR(sim_.vector({O, QS, egam}, {o16}, 3 * matrix_bytes(c, w_, false), true, [&] {
+      for (int i = 0; i < c; ++i) {
+        for (int j = 0; j < w_; ++j) o16->at(i, j) = O->at(i, j) + scale * egam->v[i] * QS->at(i, j);
+      }
+    }));
+    op_.free({O, QS});
+    HANPU_RETURN_IF_ERROR(op_.to_layout(o16, Layout::kND));
+    HANPU_RETURN_IF_ERROR(sim_.store({gm_.o, in.t0, c, static_cast<int64_t>(h_) * gm_.V + c0_, w_}, o16));
+    op_.free({o16});
+    return Status::Ok();
+  }
+
+  // S = exp(gam_last) S + dS into `dst` (S itself when updating in place); S16 refreshed.
+  Status commit_state(const ChunkIn& in, Tile* dS, Tile* src, Tile* dst) {
+    HANPU_RETURN_IF_ERROR(op_.to_layout(dS, dst->layout));
+    const float decay = std::exp(in.gam->v[in.c - 1]);
+    HANPU_RETURN_IF_ERROR(sim_.vector({src, dS}, {dst}, 3 * matrix_bytes(gm_.K, w_, false), false, [&] {
+      for (size_t i = 0; i < dst->v.size(); ++i) dst->v[i] = decay * src->v[i] + dS->v[i];
+    }));
+    op_.free({dS, S16_});
+    return op_.stage_to_l1(dst, "S16", &S16_);
+  }
+
+  // Spill slot `slot` of this head's GM scratch: row offset of the slot (each K rows high).
+  int64_t spill_row(int slot) const { return static_cast<int64_t>(slot) * std::max(gm_.K, gm_.chunk); }
+  // Writes a UB tile to the head's GM scratch (counted as spill) and frees it.
+  Status spill_out(Tile*& t, int slot) {
+    if (spill_ == nullptr) spill_ = sim_.gm("spill", 2 * spill_row(1), std::max(gm_.chunk, w_), false);
+    HANPU_RETURN_IF_ERROR(op_.to_layout(t, Layout::kND));
+    HANPU_RETURN_IF_ERROR(sim_.store({spill_, spill_row(slot), t->rows, 0, t->cols}, t, /*spill=*/true));
+    op_.free({t});
+    t = nullptr;
+    return Status::Ok();
+  }
+  Status spill_in(Tile** t, int rows, int cols, int slot) {
+    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, rows, cols, false, Layout::kND, "reload", t));
+    return sim_.load(*t, {spill_, spill_row(slot), rows, 0, cols}, /*spill=*/true);
+  }
+
+  void release(ChunkIn& in) { op_.free({in.k, in.q, in.v, in.beta, in.gam, in.egam}); }
+
+  // HA-NPU's order: GEMM-first group, masks, rhs, (I + L)^-1 rhs, outputs, then the state
+  // updated in place (chunk-first). Each vector chain runs in its planned layout.
+  Status chunk_reordered(ChunkIn& in) {
+    const int c = in.c;
+    Tile *KS, *QS, *L, *Qm;
+    HANPU_RETURN_IF_ERROR(gemm_group(in, true, &KS, &QS, &L, &Qm));
+    const Layout ml = layout(plan::Chain::kMasks);
+    HANPU_RETURN_IF_ERROR(op_.to_layout(L, ml));
+    HANPU_RETURN_IF_ERROR(op_.to_layout(Qm, ml));
+    HANPU_RETURN_IF_ERROR(op_.decay_masks(L, Qm, in.beta, in.gam, gm_.scale));
+    // rhs = beta (V - exp(gam) K S0), written over K S0 (its last use).
+    const Layout rl = layout(plan::Chain::kRhs);
+    HANPU_RETURN_IF_ERROR(op_.to_layout(KS, rl));
+    Tile *v = in.v, *beta = in.beta, *egam = in.egam;
+    HANPU_RETURN_IF_ERROR(sim_.vector({v, KS, beta, egam}, {KS}, 3 * matrix_bytes(c, w_, false), true, [&] {
+      for (int i = 0; i < c; ++i) {
+        for (int j = 0; j < w_; ++j) KS->at(i, j) = beta->v[i] * (v->at(i, j) - egam->v[i] * KS->at(i, j));
+      }
+    }));
+    Tile *Ainv, *R1, *Vn, *Vn1, *O;
+    HANPU_RETURN_IF_ERROR(op_.unit_lower_inverse(L, "Ainv", &Ainv));
+    op_.free({L});
+    HANPU_RETURN_IF_ERROR(op_.stage_to_l1(KS, "rhs", &R1));
+    op_.free({KS});
+    HANPU_RETURN_IF_ERROR(product(Ainv, R1, "Vn", c, w_, &Vn));  // GEMM-first rewrite: A applied to one rhs
+    op_.free({Ainv, R1});
+    HANPU_RETURN_IF_ERROR(op_.stage_to_l1(Vn, "Vn", &Vn1));
+    op_.free({Vn});
+    HANPU_RETURN_IF_ERROR(product(Qm, Vn1, "O", c, w_, &O));
+    op_.free({Qm});
+    HANPU_RETURN_IF_ERROR(output(in, O, QS, layout(plan::Chain::kOutput)));
+    Tile* dS;
+    HANPU_RETURN_IF_ERROR(state_delta(in, Vn1, layout(plan::Chain::kKd), &dS));
+    op_.free({Vn1});
+    HANPU_RETURN_IF_ERROR(commit_state(in, dS, S_, S_));  // in place
+    release(in);
+    return Status::Ok();
+  }
+
+  // FLA's operator order fused on the core (the ablation's "+mapping" step): explicit
+  // A = (I + L)^-1, W and U, Vn = U - W S0, the new state S1 computed state-first into a
+  // second buffer while S0 lives on for the output, then S0 <- S1. Dense layouts throughout
+  // (a transform at every cube <-> vector hand-off), as without a layout plan.
+  Status chunk_state_first(ChunkIn& in) {
+    const int c = in.c, K = gm_.K;
+    Tile *L, *Qm;
+    HANPU_RETURN_IF_ERROR(gemm_group(in, false, nullptr, nullptr, &L, &Qm));
+    HANPU_RETURN_IF_ERROR(op_.to_layout(L, Layout::kND));
+    HANPU_RETURN_IF_ERROR(op_.to_layout(Qm, Layout::kND));
+    HANPU_RETURN_IF_ERROR(op_.decay_masks(L, Qm, in.beta, in.gam, gm_.scale));
+    Tile *Ainv, *A1;
+    HANPU_RETURN_IF_ERROR(op_.unit_lower_inverse(L, "A", &Ainv));
+    op_.free({L});
+    HANPU_RETURN_IF_ERROR(op_.stage_to_l1(Ainv, "A", &A1));
+    op_.free({Ainv});
+    // W = A diag(beta exp(gam)) K and U = A diag(beta) V.
+    Tile *kb, *vb, *kb1, *vb1, *W, *U, *W1, *WS;
+    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, c, K, true, Layout::kNZ, "kb", &kb));
+    HANPU_RETURN_IF_ERROR(sim_.move(kb, in.k));
+    HANPU_RETURN_IF_ERROR(op_.to_layout(kb, Layout::kND));
+    Tile *beta = in.beta, *egam = in.egam, *v = in.v;
+    HANPU_RETURN_IF_ERROR(sim_.vector({kb, beta, egam}, {kb}, 2 * matrix_bytes(c, K, true), true, [&] {
+      for (int i = 0; i < c; ++i) {
+        for (int j = 0; j < K; ++j) kb->at(i, j) *= beta->v[i] * egam->v[i];
+      }
+    }));
+    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, c, w_, true, Layout::kND, "vb", &vb));
+    HANPU_RETURN_IF_ERROR(sim_.vector({v, beta}, {vb}, 2 * matrix_bytes(c, w_, true), true, [&] {
+      for (int i = 0; i < c; ++i) {
+        for (int j = 0; j < w_; ++j) vb->at(i, j) = beta->v[i] * v->at(i, j);
+      }
+    }));
+    HANPU_RETURN_IF_ERROR(op_.stage_to_l1(kb, "kb", &kb1));
+    HANPU_RETURN_IF_ERROR(op_.stage_to_l1(vb, "vb", &vb1));
+    op_.free({kb, vb});
+    HANPU_RETURN_IF_ERROR(product_l1(A1, kb1, "W", c, K, &W));
+    HANPU_RETURN_IF_ERROR(product_l1(A1, vb1, "U", c, w_, &U));
+    op_.free({A1, kb1, vb1});
+    HANPU_RETURN_IF_ERROR(op_.to_layout(W, Layout::kND));
+    HANPU_RETURN_IF_ERROR(op_.stage_to_l1(W, "W", &W1));
+    op_.free({W});
+    // Vn = U - W S0
+    Tile *Wa, *Sb, *WSc;
+    HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0A, W1, false, "W", &Wa));
+    HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0B, S16_, false, "S0", &Sb));
+    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kL0C, c, w_, false, Layout::kNZ, "WS0", &WSc));
+    HANPU_RETURN_IF_ERROR(sim_.mmad(WSc, Wa, Sb, false));
+    op_.free({Wa, Sb, W1});
+    HANPU_RETURN_IF_ERROR(op_.from_l0c(WSc, "WS0", &WS));
+    HANPU_RETURN_IF_ERROR(op_.to_layout(WS, Layout::kND));
+    HANPU_RETURN_IF_ERROR(op_.to_layout(U, Layout::kND));
+    HANPU_RETURN_IF_ERROR(sim_.vector({U, WS}, {U}, 3 * matrix_bytes(c, w_, false), false, [&] {
+      for (size_t i = 0; i < U->v.size(); ++i) U->v[i] -= WS->v[i];
+    }));
+    op_.free({WS});
+    Tile* Vn1;
+    HANPU_RETURN_IF_ERROR(op_.stage_to_l1(U, "Vn", &Vn1));
+    op_.free({U});
+    // State-first: S1 = exp(gam_last) S0 + Kd^T Vn into a second buffer; S0 stays live.
+    Tile *dS, *S1;
+    HANPU_RETURN_IF_ERROR(state_delta(in, Vn1, Layout::kND, &dS));
+    HANPU_RETURN_IF_ERROR(op_.to_layout(dS, Layout::kND));
+    const float decay = std::exp(in.gam->v[c - 1]);
+    bool qm_spilled = false;
+    if (!op_.alloc(Buf::kUB, K, w_, false, Layout::kND, "S1", &S1).ok()) {
+      // The second state does not fit beside the chunk's tensors: spill Qm (read again by
+      // the output) and, if that is not enough, S0 itself, then stream S0 back in slices to
+      // form S1 (the output reads S0 through its fp16 copy in L1).
+      HANPU_RETURN_IF_ERROR(spill_out(Qm, 0));
+      qm_spilled = true;
+      if (!op_.alloc(Buf::kUB, K, w_, false, Layout::kND, "S1", &S1).ok()) {
+        HANPU_RETURN_IF_ERROR(spill_out(S_, 1));
+        HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, K, w_, false, Layout::kND, "S1", &S1));
+        const int slice = std::max(1, K / 4);
+        for (int r0 = 0; r0 < K; r0 += slice) {
+          const int n = std::min(slice, K - r0);
+          Tile* part;
+          HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, n, w_, false, Layout::kND, "S0 slice", &part));
+          HANPU_RETURN_IF_ERROR(sim_.load(part, {spill_, spill_row(1) + r0, n, 0, w_}, /*spill=*/true));
+          HANPU_RETURN_IF_ERROR(sim_.vector({part, dS}, {S1}, 3 * matrix_bytes(n, w_, false), false, [&] {
+            for (int i = 0; i < n; ++i) {
+              for (int j = 0; j < w_; ++j) S1->at(r0 + i, j) = decay * part->at(i, j) + dS->at(r0 + i, j);
+            }
+          }));
+          op_.free({part});
+        }
+      }
+    }
+    if (S_ != nullptr) {
+      HANPU_RETURN_IF_ERROR(sim_.vector({S_, dS}, {S1}, 3 * matrix_bytes(K, w_, false), false, [&] {
+        for (size_t i = 0; i < S1->v.size(); ++i) S1->v[i] = decay * S_->v[i] + dS->v[i];
+      }));
+    }
+    op_.free({dS});
+    if (qm_spilled) HANPU_RETURN_IF_ERROR(spill_in(&Qm, c, c, 0));
+    // O = scale exp(gam) Q S0 + Qm Vn, Q S0 from the old state's version.
+    Tile *Qa, *Sb0, *QSc, *QSu, *O;
+    HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0A, in.q, false, "Q", &Qa));
+    HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0B, S16_, false, "S0", &Sb0));
+    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kL0C, c, w_, false, Layout::kNZ, "QS0", &QSc));
+    HANPU_RETURN_IF_ERROR(sim_.mmad(QSc, Qa, Sb0, false));
+    op_.free({Qa, Sb0});
+    HANPU_RETURN_IF_ERROR(op_.from_l0c(QSc, "QS0", &QSu));
+    HANPU_RETURN_IF_ERROR(product(Qm, Vn1, "O", c, w_, &O));
+    op_.free({Qm, Vn1});
+    HANPU_RETURN_IF_ERROR(output(in, O, QSu, Layout::kND));
+    // S0 <- S1
+    op_.free({S_, S16_});  // S_ is null if it was spilled
+    S_ = S1;
+    HANPU_RETURN_IF_ERROR(op_.stage_to_l1(S_, "S16", &S16_));
+    release(in);
+    return Status::Ok();
+  }
+
+  CoreOps& op_;
+  NpuSim& sim_;
+  const GdnGm& gm_;
+  int h_, c0_, w_;
+  const plan::LayoutPlan& plan_;
+  GdnTechniques tech_;
+  Tile *S_ = nullptr, *S16_ = nullptr;
+  GmTensor* spill_ = nullptr;
+};
 
 }  // namespace
 
-Status gdn_hanpu(NpuSim& sim, const GdnGm& gm) {
+Status gdn_fused(NpuSim& sim, const GdnGm& gm, const GdnTechniques& tech) {
+  const NpuMachine& m = sim.machine();
+  plan::TargetDesc t;
+  t.cores = m.cores;
+  t.vector_bytes_per_cycle = m.vector_bytes_per_cycle;
+  t.nz_row_op_factor = m.vector_nz_row_op_factor;
+  t.ub_bytes = m.buffers[static_cast<int>(Buf::kUB)].bytes;
+  const plan::LayoutPlan layouts = tech.plan_layout ? plan::plan_layouts(gm.chunk, gm.K, gm.V, t)
+                                                    : plan::uniform_plan(plan::Layout::kDense, gm.chunk, gm.K, gm.V, t);
+  // Whole heads per core; the tail heads split by value columns over every core.
+  const plan::CoreSchedule sched = plan::schedule_heads(gm.H, gm.V, m.cores, 16);
   sim.launch();
-  for (int h = 0; h < gm.H; ++h) {
-    CoreOps op(sim, h % sim.machine().cores);  // whole heads, round robin over the cores
-    HANPU_RETURN_IF_ERROR(head(op, gm, h));
+  for (int core = 0; core < m.cores; ++core) {
+    for (const plan::HeadPart& part : sched.per_core[core]) {
+      CoreOps op(sim, core);
+      FusedHead head(op, gm, part, layouts, tech);
+      HANPU_RETURN_IF_ERROR(head.run());
+    }
   }
   return Status::Ok();
 }
+
+Status gdn_hanpu(NpuSim& sim, const GdnGm& gm) { return gdn_fused(sim, gm, {}); }
 
 }  // namespace hanpu::npu

@@ -14,7 +14,16 @@ struct GdnVariant {
   std::string_view name;
   std::string_view summary;
   Status (*run)(NpuSim& sim, const GdnGm& gm);
+  bool ablation_only = false;  // an intermediate step of the hanpu ablation
 };
+
+// HA-NPU's techniques, each switchable for the ablation (head-level mapping with fusion is
+// what makes a kernel "fused" at all).
+struct GdnTechniques {
+  bool reorder = true;      // chunk-first in-place state update, GEMM-first rewrite
+  bool plan_layout = true;  // the planner's per-chain layouts (else dense everywhere)
+};
+Status gdn_fused(NpuSim& sim, const GdnGm& gm, const GdnTechniques& tech);
 std::span<const GdnVariant> gdn_variants();
 
 // HA-NPU: a core owns whole heads and walks all chunks with the fp32 state resident in UB

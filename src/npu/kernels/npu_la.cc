@@ -8,6 +8,9 @@
 #include "npu/kernels/gdn_kernels.h"
 #include "npu/machine/npu_machine.h"
 #include "npu/sim/npu_sim.h"
+#include "plan/la_plan.h"
+
+#include <sstream>
 
 namespace hanpu {
 
@@ -73,11 +76,55 @@ void fill(npu::GmTensor* t, const void* data, DType dt) {
 
 std::vector<NpuVariantInfo> npu_la_variants() {
   std::vector<NpuVariantInfo> out;
-  for (const npu::GdnVariant& v : npu::gdn_variants()) out.push_back({v.name, v.summary});
+  for (const npu::GdnVariant& v : npu::gdn_variants()) out.push_back({v.name, v.summary, v.ablation_only});
   return out;
 }
 
 std::vector<std::string> npu_targets() { return npu::npu_machine_names(); }
+
+Status describe_npu_plan(const std::string& target, int heads, int64_t seq, int dim, int chunk, std::string* out) {
+  if (heads < 1 || seq < 1 || dim < 16 || dim > 128 || dim % 16 != 0 || (chunk != 16 && chunk != 32 && chunk != 64)) {
+    return Status::Error(fmt::format("plan: heads {} and seq {} must be >= 1, dim {} a multiple of 16 in [16, 128], "
+                                     "chunk {} 16, 32 or 64", heads, seq, dim, chunk));
+  }
+  npu::NpuMachine m;
+  HANPU_RETURN_IF_ERROR(npu::load_npu_machine(target, &m));
+  plan::TargetDesc t;
+  t.cores = m.cores;
+  t.vector_bytes_per_cycle = m.vector_bytes_per_cycle;
+  t.nz_row_op_factor = m.vector_nz_row_op_factor;
+  t.ub_bytes = m.buffers[static_cast<int>(npu::Buf::kUB)].bytes;
+  std::ostringstream os;
+  os << fmt::format("# {} ({} cores, UB {} KiB), GDN, {} heads, T = {}, C = {}, K = V = {}\n", m.name, m.cores,
+                    t.ub_bytes / 1024, heads, seq, chunk, dim);
+  const plan::ChunkGraph fla = plan::gdn_chunk_fla_order(chunk, dim, dim);
+  const plan::ChunkGraph ha = plan::reorder(fla);
+  for (const plan::ChunkGraph* g : {&fla, &ha}) {
+    os << fmt::format("\noperator order ({}): ", g->order == "fla" ? "FLA's default" : "after lifetime-aware reordering");
+    for (size_t i = 0; i < g->ops.size(); ++i) os << (i ? " -> " : "") << g->ops[i].name;
+    const int64_t peak = plan::peak_live_bytes(*g);
+    os << fmt::format("\n  predicted peak of live tensors {:.1f} KiB ({} the UB), state versions live at once: {}\n",
+                      peak / 1024.0, peak > t.ub_bytes ? "exceeds" : "fits", plan::max_live_state_versions(*g));
+  }
+  const plan::LayoutPlan lp = plan::plan_layouts(chunk, dim, dim, t);
+  const auto costs = plan::gdn_chain_costs(chunk, dim, dim);
+  os << "\nlayout plan (dynamic programme over the chunk's vector chains; cube operands are always blocked):\n";
+  for (int i = 0; i < plan::kNumChains; ++i) {
+    const plan::Layout l = costs[i].state_chain ? lp.state : lp.chain[i];
+    const char* sites = l == plan::Layout::kDense
+                            ? "transforms at entry (from the cube) and exit (to the cube)"
+                            : (costs[i].transform_out < 0 ? "one transform at exit (GM takes dense rows)" : "no transforms");
+    os << fmt::format("  {:<14} {:<8} {}\n", plan::chain_name(static_cast<plan::Chain>(i)), plan::layout_name(l), sites);
+  }
+  os << fmt::format("  state in UB across chunks: {}\n", plan::layout_name(lp.state));
+  os << fmt::format("  vector + transform cycles per chunk: plan {:.0f}, all dense {:.0f}, all blocked {:.0f}\n",
+                    lp.cycles_per_chunk, plan::uniform_plan(plan::Layout::kDense, chunk, dim, dim, t).cycles_per_chunk,
+                    plan::uniform_plan(plan::Layout::kBlocked, chunk, dim, dim, t).cycles_per_chunk);
+  const plan::CoreSchedule sched = plan::schedule_heads(heads, dim, m.cores, 16);
+  os << "\ncore schedule: " << sched.describe();
+  *out = os.str();
+  return Status::Ok();
+}
 
 Status npu_la_prefill(const LaArgs& a, const NpuLaOptions& o, NpuLaStats* stats) {
   int64_t T = 0;

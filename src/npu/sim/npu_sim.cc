@@ -9,12 +9,20 @@
 
 #include "hanpu/dtype.h"
 #include "simd/gemm.h"
+#include "simd/vec_ops.h"
 
 namespace hanpu::npu {
 
 namespace {
 
-float round_f16(float x) { return f16_bits_to_f32(f32_to_f16_bits(x)); }
+// x[0, n) rounded to fp16 and back, with the SIMD converters (the hot loop of functional
+// execution: every fp16 tile write goes through it).
+void round_f16(float* x, size_t n) {
+  thread_local std::vector<uint16_t> bits;
+  bits.resize(n);
+  simd::store_f32(bits.data(), DType::kF16, x, n);
+  simd::load_f32(x, bits.data(), DType::kF16, n);
+}
 
 int64_t align_up(int64_t x, int a) { return (x + a - 1) / a * a; }
 
@@ -167,8 +175,9 @@ Status NpuSim::load(Tile* dst, const GmBlock& src, bool spill) {
   }
   for (int r = 0; r < src.rows; ++r) {
     const float* row = src.t->v.data() + (src.row0 + r) * src.t->cols + src.col0;
-    for (int c = 0; c < src.cols; ++c) dst->at(r, c) = dst->fp16 ? round_f16(row[c]) : row[c];
+    std::copy_n(row, src.cols, &dst->at(r, 0));
   }
+  if (dst->fp16) round_f16(dst->v.data(), dst->v.size());
   const Path p = dst->buf == Buf::kL1 ? Path::kGmToL1 : Path::kGmToUb;
   const int64_t bytes = matrix_bytes(src.rows, src.cols, src.t->fp16);
   account_transfer(p, bytes, spill);
@@ -187,7 +196,8 @@ Status NpuSim::store(const GmBlock& dst, Tile* src, bool spill) {
   }
   for (int r = 0; r < dst.rows; ++r) {
     float* row = dst.t->v.data() + (dst.row0 + r) * dst.t->cols + dst.col0;
-    for (int c = 0; c < dst.cols; ++c) row[c] = dst.t->fp16 ? round_f16(src->at(r, c)) : src->at(r, c);
+    std::copy_n(&src->at(r, 0), dst.cols, row);
+    if (dst.t->fp16) round_f16(row, dst.cols);
   }
   const int64_t bytes = matrix_bytes(dst.rows, dst.cols, dst.t->fp16);
   account_transfer(Path::kUbToGm, bytes, spill);
@@ -216,16 +226,24 @@ Status NpuSim::move(Tile* dst, Tile* src, bool transpose) {
     return Status::Error(fmt::format("move {} [{} x {}] -> {} [{} x {}]{}: shapes differ", src->name, src->rows,
                                      src->cols, dst->name, dst->rows, dst->cols, transpose ? " transposed" : ""));
   }
-  if (src->layout != dst->layout && (dst->buf == Buf::kL0A || dst->buf == Buf::kL0B)) {
-    // LoadData converts between the NZ family's fractal orders, not from dense rows.
+  if (src->layout != dst->layout) {
+    // Only the L0 loads reorder data (between the NZ family's fractal orders); every other
+    // path copies bytes as they are, so a layout change is a separate relayout.
+    if (dst->buf != Buf::kL0A && dst->buf != Buf::kL0B) {
+      return Status::Error(fmt::format("move {} -> {}: layouts differ ({} vs {}); relayout first", src->name,
+                                       dst->name, src->layout == Layout::kNZ ? "NZ" : "ND",
+                                       dst->layout == Layout::kNZ ? "NZ" : "ND"));
+    }
     if (src->layout == Layout::kND) return Status::Error(fmt::format("move {}: the cube's L0 takes NZ tiles", src->name));
   }
-  for (int r = 0; r < rows; ++r) {
-    for (int c = 0; c < cols; ++c) {
-      const float x = transpose ? src->at(c, r) : src->at(r, c);
-      dst->at(r, c) = dst->fp16 ? round_f16(x) : x;
+  if (transpose) {
+    for (int r = 0; r < rows; ++r) {
+      for (int c = 0; c < cols; ++c) dst->at(r, c) = src->at(c, r);
     }
+  } else {
+    dst->v = src->v;
   }
+  if (dst->fp16 && !src->fp16) round_f16(dst->v.data(), dst->v.size());
   const int64_t bytes = matrix_bytes(rows, cols, src->fp16);
   account_transfer(p, bytes, false);
   record(src->core, engine_of(p), bytes / m_.path_bytes_per_cycle(p), m_.local_latency_cycles, 0, {src}, {dst});
@@ -261,6 +279,20 @@ Status NpuSim::mmad(Tile* c, Tile* a, Tile* b, bool accumulate) {
 
 Status NpuSim::vector(const std::vector<Tile*>& in, const std::vector<Tile*>& out, int64_t bytes, bool row_op,
                       const std::function<void()>& fn) {
+  // Element order must agree: every matrix operand (more than one column) in one layout; a
+  // [rows x 1] column of per-row scalars broadcasts in either.
+  const Tile* first = nullptr;
+  for (const std::vector<Tile*>* list : {&in, &out}) {
+    for (const Tile* t : *list) {
+      if (t->cols == 1) continue;
+      if (first == nullptr) first = t;
+      if (t->layout != first->layout) {
+        return Status::Error(fmt::format("vector op on {} ({}) and {} ({}): layouts differ", first->name,
+                                         first->layout == Layout::kNZ ? "NZ" : "ND", t->name,
+                                         t->layout == Layout::kNZ ? "NZ" : "ND"));
+      }
+    }
+  }
   bool nz = false;
   for (const Tile* t : in) {
     if (t->buf != Buf::kUB) return Status::Error(fmt::format("vector op reads {} in {}: UB only", t->name, buf_name(t->buf)));
@@ -272,9 +304,7 @@ Status NpuSim::vector(const std::vector<Tile*>& in, const std::vector<Tile*>& ou
   }
   fn();
   for (Tile* t : out) {
-    if (t->fp16) {
-      for (float& x : t->v) x = round_f16(x);
-    }
+    if (t->fp16) round_f16(t->v.data(), t->v.size());
   }
   const double factor = row_op && nz ? m_.vector_nz_row_op_factor : 1.0;
   vector_bytes_ += static_cast<double>(bytes);

@@ -1,0 +1,304 @@
+// The LA planner (see la_plan.h).
+#include "plan/la_plan.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <sstream>
+
+namespace hanpu::plan {
+
+namespace {
+
+int add_tensor(ChunkGraph& g, const std::string& name, int64_t bytes, bool state = false) {
+  g.tensors.push_back({name, bytes, state});
+  return static_cast<int>(g.tensors.size()) - 1;
+}
+
+int find(const ChunkGraph& g, const std::string& name) {
+  for (size_t i = 0; i < g.tensors.size(); ++i) {
+    if (g.tensors[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// Chunk inputs: live from the start of the chunk (loaded before it) until their last read.
+bool is_input(const Tensor& t) {
+  return t.name == "q" || t.name == "k" || t.name == "v" || t.name == "g" || t.name == "beta" || t.name == "S0";
+}
+
+}  // namespace
+
+ChunkGraph gdn_chunk_fla_order(int C, int K, int V) {
+  ChunkGraph g;
+  g.order = "fla";
+  const int64_t c = C;
+  const int q = add_tensor(g, "q", c * K * 2), k = add_tensor(g, "k", c * K * 2), v = add_tensor(g, "v", c * V * 2);
+  const int gt = add_tensor(g, "g", c * 4), beta = add_tensor(g, "beta", c * 4);
+  const int s0 = add_tensor(g, "S0", int64_t{K} * V * 4, true);
+  const int gam = add_tensor(g, "gam", 2 * c * 4);
+  const int L = add_tensor(g, "L", c * C * 4), A = add_tensor(g, "A", c * C * 4);
+  const int W = add_tensor(g, "W", c * K * 4), U = add_tensor(g, "U", c * V * 4);
+  const int vn = add_tensor(g, "Vn", c * V * 4), s1 = add_tensor(g, "S1", int64_t{K} * V * 4, true);
+  const int o = add_tensor(g, "o", c * V * 2);
+  g.ops = {
+      {"Gate", Unit::kVector, {gt}, {gam}},
+      {"KKT", Unit::kCube, {k, beta, gam}, {L}},
+      {"Solve", Unit::kVector, {L}, {A}},
+      {"WU", Unit::kCube, {A, k, v, beta, gam}, {W, U}},
+      {"H", Unit::kCube, {W, U, s0, k, gam}, {vn, s1}},  // state-first: S1 while S0 lives on
+      {"O", Unit::kCube, {q, k, s0, vn, gam}, {o}},
+  };
+  return g;
+}
+
+ChunkGraph reorder(const ChunkGraph& f) {
+  ChunkGraph g;
+  g.order = "hanpu";
+  // Keep the chunk's inputs, the gates and the output; W, U, S1 disappear (rewrite and
+  // in-place update); the products the GEMM-first group shares come in.
+  for (const char* name : {"q", "k", "v", "g", "beta", "S0", "gam", "L", "A", "Vn", "o"}) {
+    const int i = find(f, name);
+    if (i >= 0) g.tensors.push_back(f.tensors[i]);
+  }
+  const auto id = [&](const char* n) { return find(g, n); };
+  const int64_t cv = f.tensors[find(f, "Vn")].bytes, cc = f.tensors[find(f, "L")].bytes;
+  const int ks = add_tensor(g, "KS0", cv), qs = add_tensor(g, "QS0", cv), kk = add_tensor(g, "KKT", cc),
+            qk = add_tensor(g, "QKT", cc), qm = add_tensor(g, "Qm", cc), rhs = add_tensor(g, "rhs", cv);
+  g.ops = {
+      {"Gate", Unit::kVector, {id("g")}, {id("gam")}},
+      // GEMM-first group: every product that reads K or Q (and S0), before the inverse.
+      {"H-read+KKT", Unit::kCube, {id("k"), id("q"), id("S0")}, {ks, qs, kk, qk}},
+      {"Masks", Unit::kVector, {kk, qk, id("beta"), id("gam")}, {id("L"), qm}},
+      {"Rhs", Unit::kVector, {id("v"), ks, id("beta"), id("gam")}, {rhs}},
+      {"Solve", Unit::kVector, {id("L")}, {id("A")}},
+      {"ApplyA", Unit::kCube, {id("A"), rhs}, {id("Vn")}},
+      {"O", Unit::kCube, {qs, qm, id("Vn"), id("gam")}, {id("o")}},
+      // Chunk-first: the state is updated in place after its last read by O.
+      {"H-update", Unit::kCube, {id("S0"), id("k"), id("Vn"), id("gam")}, {id("S0")}},
+  };
+  return g;
+}
+
+bool order_is_legal(const ChunkGraph& g) {
+  std::vector<bool> ready(g.tensors.size(), false);
+  for (size_t i = 0; i < g.tensors.size(); ++i) ready[i] = is_input(g.tensors[i]);
+  for (const Op& op : g.ops) {
+    for (int r : op.reads) {
+      if (!ready[r]) return false;
+    }
+    for (int w : op.writes) ready[w] = true;
+  }
+  return true;
+}
+
+namespace {
+
+// [first op, last op] each tensor is live for (inputs from op 0).
+std::vector<std::pair<int, int>> lifetimes(const ChunkGraph& g) {
+  std::vector<std::pair<int, int>> life(g.tensors.size(), {-1, -1});
+  for (size_t i = 0; i < g.tensors.size(); ++i) {
+    if (is_input(g.tensors[i])) life[i] = {0, 0};
+  }
+  for (int o = 0; o < static_cast<int>(g.ops.size()); ++o) {
+    for (int w : g.ops[o].writes) {
+      if (life[w].first < 0) life[w].first = o;
+      life[w].second = std::max(life[w].second, o);
+    }
+    for (int r : g.ops[o].reads) life[r].second = std::max(life[r].second, o);
+  }
+  // A new state version is the next chunk's input: it lives to the end of the chunk.
+  for (size_t i = 0; i < g.tensors.size(); ++i) {
+    if (g.tensors[i].state && life[i].first >= 0) life[i].second = static_cast<int>(g.ops.size()) - 1;
+  }
+  return life;
+}
+
+}  // namespace
+
+int64_t peak_live_bytes(const ChunkGraph& g) {
+  const auto life = lifetimes(g);
+  int64_t peak = 0;
+  for (int o = 0; o < static_cast<int>(g.ops.size()); ++o) {
+    int64_t live = 0;
+    for (size_t t = 0; t < g.tensors.size(); ++t) {
+      if (life[t].first >= 0 && life[t].first <= o && o <= life[t].second) live += g.tensors[t].bytes;
+    }
+    peak = std::max(peak, live);
+  }
+  return peak;
+}
+
+int max_live_state_versions(const ChunkGraph& g) {
+  const auto life = lifetimes(g);
+  int peak = 0;
+  for (int o = 0; o < static_cast<int>(g.ops.size()); ++o) {
+    int n = 0;
+    for (size_t t = 0; t < g.tensors.size(); ++t) {
+      if (g.tensors[t].state && life[t].first >= 0 && life[t].first <= o && o <= life[t].second) ++n;
+    }
+    peak = std::max(peak, n);
+  }
+  return peak;
+}
+
+const char* layout_name(Layout l) { return l == Layout::kDense ? "dense" : "blocked"; }
+
+const char* chain_name(Chain c) {
+  static const char* kNames[kNumChains] = {"masks+inverse", "rhs", "output", "kd", "state"};
+  return kNames[static_cast<int>(c)];
+}
+
+std::array<ChainCost, kNumChains> gdn_chain_costs(int C, int K, int V) {
+  const double c = C, k = K, v = V;
+  std::array<ChainCost, kNumChains> out{};
+  // Masks and inverse: K K^T, Q K^T in from the cube (fp32); L's inverse row by row; Ainv
+  // and Qm out to the cube (fp16).
+  out[0].row_wise = 2 * (2 * c * c * 4) + inverse_vector_bytes(C);
+  out[0].transform_in = 2 * (2 * c * c * 4);
+  out[0].transform_out = 2 * (2 * c * c * 2);
+  // rhs = beta (V - exp(gam) K S0): K S0 in, rhs out (v loads in either layout for free).
+  out[1].row_wise = 3 * c * v * 4;
+  out[1].transform_in = 2 * c * v * 4;
+  out[1].transform_out = 2 * c * v * 2;
+  // o = O + scale exp(gam) Q S0: O and Q S0 in; o leaves for GM, which takes dense rows
+  // only — a blocked chain pays its transform at the exit instead.
+  out[2].row_wise = 3 * c * v * 4;
+  out[2].transform_in = 2 * (2 * c * v * 4);
+  out[2].transform_out = -(2 * c * v * 2);  // negative: charged to the blocked choice
+  // Kd = exp(gam_last - gam) o K: K from L1 and back to L1.
+  out[3].row_wise = 2 * c * k * 2;
+  out[3].transform_in = 2 * c * k * 2;
+  out[3].transform_out = 2 * c * k * 2;
+  // S = decay S + dS; S16 = fp16(S) for the cube: element-wise; dS in, S16 out.
+  out[4].elementwise = 3 * k * v * 4 + k * v * 4;
+  out[4].transform_in = 2 * k * v * 4;
+  out[4].transform_out = 2 * k * v * 2;
+  out[4].state_chain = true;
+  return out;
+}
+
+namespace {
+
+// One chain's cycles in layout `l` (for the state chain, l is the state's layout).
+double chain_cycles(const ChainCost& cc, Layout l, const TargetDesc& t) {
+  const double bpc = t.vector_bytes_per_cycle;
+  const double transforms_blocked = cc.transform_out < 0 ? -cc.transform_out : 0;
+  const double transforms_dense = cc.transform_in + std::max(cc.transform_out, 0.0);
+  if (l == Layout::kDense) return (cc.elementwise + cc.row_wise + transforms_dense) / bpc;
+  return (cc.elementwise + cc.row_wise * t.nz_row_op_factor + transforms_blocked) / bpc;
+}
+
+}  // namespace
+
+double inverse_vector_bytes(int C) {
+  // Forward substitution: row i = e_i - sum_{j<i} L_ij row_j, row j non-zero in columns
+  // <= j: sum_i sum_{j<i} (j + 1) ~ C^3 / 6 multiply-adds, each reading and writing fp32.
+  const double c = C;
+  return c * (c - 1) * (c + 1) / 6 * 4 * 3;
+}
+
+double plan_cycles(const LayoutPlan& plan, const std::array<ChainCost, kNumChains>& costs, const TargetDesc& t) {
+  double cycles = 0;
+  for (int i = 0; i < kNumChains; ++i) {
+    cycles += chain_cycles(costs[i], costs[i].state_chain ? plan.state : plan.chain[i], t);
+  }
+  return cycles;
+}
+
+LayoutPlan plan_layouts(int C, int K, int V, const TargetDesc& t) {
+  const auto costs = gdn_chain_costs(C, K, V);
+  // D[i][s]: least cost of chains [0, i) with the state held in layout s; choice[i][s]: the
+  // layout chain i took on the best path into (i + 1, s).
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  std::array<std::array<double, 2>, kNumChains + 1> D{};
+  std::array<std::array<Layout, 2>, kNumChains> choice{};
+  std::array<std::array<int, 2>, kNumChains> from{};
+  D[0] = {0.0, 0.0};  // the state enters either way: MTE2 converts the initial state on load
+  for (int i = 0; i < kNumChains; ++i) {
+    D[i + 1] = {kInf, kInf};
+    for (int p = 0; p < 2; ++p) {
+      for (int s = 0; s < 2; ++s) {
+        // A non-state chain keeps the state's layout (s == p) and takes its cheaper layout;
+        // the state chain sets it.
+        if (!costs[i].state_chain && s != p) continue;
+        for (int l = 0; l < 2; ++l) {
+          const Layout lay = static_cast<Layout>(l);
+          if (costs[i].state_chain && l != s) continue;
+          const double c = D[i][p] + chain_cycles(costs[i], lay, t);
+          if (c < D[i + 1][s]) {
+            D[i + 1][s] = c;
+            choice[i][s] = lay;
+            from[i][s] = p;
+          }
+        }
+      }
+    }
+  }
+  LayoutPlan plan;
+  int s = D[kNumChains][0] <= D[kNumChains][1] ? 0 : 1;
+  plan.state = static_cast<Layout>(s);
+  for (int i = kNumChains - 1; i >= 0; --i) {
+    plan.chain[i] = choice[i][s];
+    s = from[i][s];
+  }
+  plan.cycles_per_chunk = plan_cycles(plan, costs, t);
+  return plan;
+}
+
+LayoutPlan uniform_plan(Layout l, int C, int K, int V, const TargetDesc& t) {
+  LayoutPlan plan;
+  plan.chain.fill(l);
+  plan.state = l;
+  plan.cycles_per_chunk = plan_cycles(plan, gdn_chain_costs(C, K, V), t);
+  return plan;
+}
+
+CoreSchedule schedule_heads(int H, int V, int cores, int col_align) {
+  CoreSchedule s;
+  s.per_core.resize(static_cast<size_t>(std::max(cores, 1)));
+  const int P = static_cast<int>(s.per_core.size());
+  s.whole_rounds = H / P;
+  for (int h = 0; h < s.whole_rounds * P; ++h) s.per_core[h % P].push_back({h, 0, V});
+  const int R = H - s.whole_rounds * P;
+  if (R == 0) return s;
+  s.split_heads = R;
+  // The tail heads' columns in col_align units, head-major, dealt as contiguous ranges.
+  const int units_per_head = (V + col_align - 1) / col_align;
+  const int units = R * units_per_head;
+  int u = 0;
+  for (int core = 0; core < P && u < units; ++core) {
+    const int take = units / P + (core < units % P ? 1 : 0);
+    int left = take;
+    while (left > 0 && u < units) {
+      const int head = u / units_per_head, first = u % units_per_head;
+      const int n = std::min(left, units_per_head - first);
+      s.per_core[core].push_back(
+          {s.whole_rounds * P + head, first * col_align, std::min(V, (first + n) * col_align)});
+      u += n;
+      left -= n;
+    }
+  }
+  if (units < P) s.chunk_split = R;  // fewer column units than cores: tier III would apply
+  return s;
+}
+
+std::string CoreSchedule::describe() const {
+  std::ostringstream os;
+  os << whole_rounds << " whole round(s), " << split_heads << " tail head(s) split by columns";
+  if (chunk_split > 0) os << " (" << chunk_split << " would need the chunk-split tier: not yet)";
+  os << "\n";
+  for (size_t c = 0; c < per_core.size(); ++c) {
+    os << "  core " << c << ":";
+    for (const HeadPart& p : per_core[c]) {
+      os << " h" << p.head;
+      if (p.col_begin != 0 || p.col_end < 0 || per_core[c].size() > static_cast<size_t>(whole_rounds)) {
+        os << "[" << p.col_begin << ":" << p.col_end << ")";
+      }
+    }
+    os << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace hanpu::plan

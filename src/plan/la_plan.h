@@ -1,0 +1,120 @@
+// HA-NPU's offline stage: pure functions of (shape, target description), no execution.
+//   - the LA chunk dataflow as a small IR (GDN's operators and their tensors) in FLA's
+//     default order, and the lifetime-aware reordering pass (chunk-first split of the state
+//     update, GEMM-first rewrite that takes the inverse off the shared-input GEMMs' path),
+//     with a lifetime analysis that predicts the peak on-core footprint of an order;
+//   - layout planning: every vector chain between cube operations runs either Dense (row-
+//     major, transforms at its boundaries) or Blocked (fractal, no transforms, row-wise
+//     work slower); a dynamic programme over the chunk's chains carrying the recurrent
+//     state's layout (the only tensor that crosses chunks) picks the cheapest plan;
+//   - the three-tier core schedule: whole heads per core, tail heads split by value columns,
+//     and the chunk-split fallback for extreme tails.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hanpu::plan {
+
+// What the planner needs to know of a target (filled from an NPU machine description).
+struct TargetDesc {
+  int cores = 1;
+  double vector_bytes_per_cycle = 256;
+  double nz_row_op_factor = 2;  // row-wise vector work on fractal data runs this much slower
+  int64_t ub_bytes = 256 * 1024;
+};
+
+// ---- IR and reordering -------------------------------------------------------------------
+
+enum class Unit : uint8_t { kCube, kVector };
+
+struct Tensor {
+  std::string name;
+  int64_t bytes = 0;
+  bool state = false;  // a version of the recurrent state
+};
+
+struct Op {
+  std::string name;  // Gate, KKT, Solve, WU, H, O and their split / rewritten parts
+  Unit unit = Unit::kVector;
+  std::vector<int> reads, writes;  // tensor ids
+};
+
+struct ChunkGraph {
+  std::vector<Tensor> tensors;
+  std::vector<Op> ops;  // in execution order
+  std::string order;    // "fla" or "hanpu"
+};
+
+// GDN's chunk in FLA's order: Gate, KKT, Solve (explicit inverse), W/U, H (state-first:
+// Vn = U - W S0 and S1 = decay S0 + Kd^T Vn while S0 lives on), O (reads S0), then S0 <- S1.
+ChunkGraph gdn_chunk_fla_order(int C, int K, int V);
+// The reordering pass: H split into H-read (K S0, Q S0, grouped with K K^T, Q K^T before the
+// inverse: GEMM-first) and H-update after O, in place (chunk-first); W = A K and U = A V
+// rewritten as Vn = A [beta (V - exp(gam) K S0)].
+ChunkGraph reorder(const ChunkGraph& fla_order);
+// An order is legal when every tensor an op reads was written before (or is a chunk input).
+bool order_is_legal(const ChunkGraph& g);
+// Lifetime analysis in the graph's order: the largest sum of live tensor bytes, and the
+// largest number of state versions alive at once.
+int64_t peak_live_bytes(const ChunkGraph& g);
+int max_live_state_versions(const ChunkGraph& g);
+
+// ---- Layout planning ---------------------------------------------------------------------
+
+enum class Layout : uint8_t { kDense, kBlocked };
+const char* layout_name(Layout l);
+
+// The vector chains of the reordered GDN chunk, between cube operations.
+enum class Chain : uint8_t { kMasks, kRhs, kOutput, kKd, kState };
+inline constexpr int kNumChains = 5;
+const char* chain_name(Chain c);
+
+// Bytes a chain's vector work touches: `elementwise` runs at full speed in either layout,
+// `row_wise` is slower on fractal data; transforms into Dense at the chain's entry and back
+// to Blocked at its exit (each a read and a write pass), for its inputs from the cube and
+// its outputs to the cube.
+struct ChainCost {
+  double elementwise = 0, row_wise = 0, transform_in = 0, transform_out = 0;
+  bool state_chain = false;  // reads and writes the recurrent state (cost depends on its layout)
+};
+std::array<ChainCost, kNumChains> gdn_chain_costs(int C, int K, int V);
+// Vector bytes of (I + L)^-1 for a C x C chunk by forward substitution (the kernels charge
+// the same).
+double inverse_vector_bytes(int C);
+
+struct LayoutPlan {
+  std::array<Layout, kNumChains> chain{};
+  Layout state = Layout::kBlocked;  // the recurrent state's layout in UB across chunks
+  double cycles_per_chunk = 0;      // the plan's vector + transform cycles under the model
+};
+// Vector + transform cycles of one chunk under `plan` (state kept in plan.state).
+double plan_cycles(const LayoutPlan& plan, const std::array<ChainCost, kNumChains>& costs, const TargetDesc& t);
+// The dynamic programme: D_i(s) = min_p D_{i-1}(p) + c_i(p, s) over the chunk's chains in
+// order, with s the state's layout carried through and across chunks; backtracked into a plan.
+LayoutPlan plan_layouts(int C, int K, int V, const TargetDesc& t);
+LayoutPlan uniform_plan(Layout l, int C, int K, int V, const TargetDesc& t);
+
+// ---- Core schedule -----------------------------------------------------------------------
+
+struct HeadPart {
+  int head = 0;
+  int col_begin = 0, col_end = 0;  // value columns [col_begin, col_end)
+  int64_t chunk_begin = 0, chunk_end = -1;  // chunk-split tier: chunks [begin, end); -1: all
+};
+struct CoreSchedule {
+  std::vector<std::vector<HeadPart>> per_core;
+  int whole_rounds = 0;   // tier I: rounds of whole heads
+  int split_heads = 0;    // tier II: tail heads split by columns
+  int chunk_split = 0;    // tier III: tail heads run chunk-head-chunk (not yet executed)
+  std::string describe() const;
+};
+// Tier I: H / P rounds of whole heads. Tier II: the R = H mod P tail heads' V columns dealt
+// as evenly as col_align allows over all P cores (each part a contiguous column range of one
+// head). Example, 16 heads on 10 cores, V = 128: heads 0-9 whole, heads 10-15 as 10 parts
+// of 64 / 80 columns (768 columns over 10 cores, multiples of 16).
+CoreSchedule schedule_heads(int H, int V, int cores, int col_align);
+
+}  // namespace hanpu::plan

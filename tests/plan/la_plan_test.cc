@@ -1,0 +1,88 @@
+// The planner's passes: reordering halves the live state versions and fits the 310P UB
+// where FLA's order does not; the layout DP's plan is never worse than all-dense or
+// all-blocked under its own model and picks each layout somewhere; the 16-heads-on-10-cores
+// schedule splits the 6 tail heads by columns.
+#include <gtest/gtest.h>
+
+#include "plan/la_plan.h"
+
+namespace hanpu::plan {
+namespace {
+
+TEST(Reorder, HalvesTheStateVersionsAndFitsTheBuffer) {
+  const ChunkGraph fla = gdn_chunk_fla_order(64, 128, 128);
+  const ChunkGraph ha = reorder(fla);
+  EXPECT_TRUE(order_is_legal(fla));
+  EXPECT_TRUE(order_is_legal(ha));
+  EXPECT_EQ(max_live_state_versions(fla), 2);
+  EXPECT_EQ(max_live_state_versions(ha), 1);
+  EXPECT_GT(peak_live_bytes(fla), 256 * 1024);   // the paper: 244 KiB + a 64 KiB state > 256 KiB
+  EXPECT_LE(peak_live_bytes(ha), 256 * 1024);
+  EXPECT_LT(peak_live_bytes(ha), peak_live_bytes(fla));
+  // The GEMM-first group reads K, Q and S0 before the inverse.
+  int group = -1, solve = -1;
+  for (size_t i = 0; i < ha.ops.size(); ++i) {
+    if (ha.ops[i].name == "H-read+KKT") group = static_cast<int>(i);
+    if (ha.ops[i].name == "Solve") solve = static_cast<int>(i);
+  }
+  EXPECT_GE(group, 0);
+  EXPECT_LT(group, solve);
+  // An order that reads before writing is refused.
+  ChunkGraph bad = ha;
+  std::swap(bad.ops[1], bad.ops[5]);
+  EXPECT_FALSE(order_is_legal(bad));
+}
+
+TEST(LayoutPlan, NeverWorseThanUniformPlans) {
+  for (double factor : {1.0, 1.5, 2.0, 4.0, 8.0}) {
+    for (int C : {16, 32, 64}) {
+      for (int K : {64, 128}) {
+        TargetDesc t;
+        t.nz_row_op_factor = factor;
+        const LayoutPlan p = plan_layouts(C, K, K, t);
+        const double dense = uniform_plan(Layout::kDense, C, K, K, t).cycles_per_chunk;
+        const double blocked = uniform_plan(Layout::kBlocked, C, K, K, t).cycles_per_chunk;
+        EXPECT_LE(p.cycles_per_chunk, dense + 1e-9) << factor << " " << C << " " << K;
+        EXPECT_LE(p.cycles_per_chunk, blocked + 1e-9) << factor << " " << C << " " << K;
+        // The DP equals the best of all 2^6 assignments.
+        double best = 1e300;
+        for (int mask = 0; mask < 64; ++mask) {
+          LayoutPlan q;
+          for (int i = 0; i < kNumChains; ++i) q.chain[i] = static_cast<Layout>((mask >> i) & 1);
+          q.state = static_cast<Layout>((mask >> 5) & 1);
+          best = std::min(best, plan_cycles(q, gdn_chain_costs(C, K, K), t));
+        }
+        EXPECT_NEAR(p.cycles_per_chunk, best, 1e-9);
+      }
+    }
+  }
+  // At the 310P's figures the plan mixes layouts: the state stays blocked (element-wise
+  // work, no transforms), the inverse-heavy chain goes dense.
+  const LayoutPlan p = plan_layouts(64, 128, 128, TargetDesc{});
+  EXPECT_EQ(p.state, Layout::kBlocked);
+  EXPECT_EQ(p.chain[static_cast<int>(Chain::kMasks)], Layout::kDense);
+}
+
+TEST(Schedule, SixteenHeadsOnTenCoresSplitTheTailByColumns) {
+  const CoreSchedule s = schedule_heads(16, 128, 10, 16);
+  EXPECT_EQ(s.whole_rounds, 1);
+  EXPECT_EQ(s.split_heads, 6);
+  int cols[16] = {};
+  for (int c = 0; c < 10; ++c) {
+    int load = 0;
+    for (const HeadPart& p : s.per_core[c]) {
+      load += p.col_end - p.col_begin;
+      cols[p.head] += p.col_end - p.col_begin;
+      EXPECT_EQ(p.col_begin % 16, 0);
+    }
+    EXPECT_GE(load, 128 + 64);  // one whole head plus 64-80 tail columns each
+    EXPECT_LE(load, 128 + 80);
+  }
+  for (int h = 0; h < 16; ++h) EXPECT_EQ(cols[h], 128) << h;  // every column exactly once
+  const CoreSchedule even = schedule_heads(20, 128, 10, 16);
+  EXPECT_EQ(even.whole_rounds, 2);
+  EXPECT_EQ(even.split_heads, 0);
+}
+
+}  // namespace
+}  // namespace hanpu::plan

@@ -164,6 +164,7 @@ int run_sim(const SimOptions& o) {
                               {"gm_write_bytes", s.gm_write_bytes},
                               {"l1_l0_bytes", s.l1_l0_bytes},
                               {"spill_bytes", s.spill_bytes},
+                              {"gm_workspace_bytes", s.gm_workspace_bytes},
                               {"cube_util", s.cube_util},
                               {"vector_util", s.vector_util},
                               {"energy_mj", s.energy_mj},

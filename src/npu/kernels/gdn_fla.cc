@@ -211,17 +211,24 @@ Status outputs(CoreOps& op, const GdnGm& gm, const FlaScratch& x, int h, int64_t
 
 }  // namespace
 
-Status gdn_fla(NpuSim& sim, const GdnGm& gm) {
+// The three phases; `one_launch` (FLA + MegaKernel) meets across cores through GM flags
+// instead of launching three kernels.
+Status fla_flow(NpuSim& sim, const GdnGm& gm, bool one_launch) {
   const int P = sim.machine().cores;
   const int64_t NT = chunks_of(gm);
   FlaScratch x;
-  x.w = sim.gm("fla.w", gm.T, static_cast<int64_t>(gm.H) * gm.K, true);
-  x.u = sim.gm("fla.u", gm.T, static_cast<int64_t>(gm.H) * gm.V, true);
-  x.gam = sim.gm("fla.g_cumsum", gm.T, gm.H, false);
-  x.h = sim.gm("fla.h", NT * gm.H * gm.K, gm.V, true);
-  x.vn = sim.gm("fla.v_new", gm.T, static_cast<int64_t>(gm.H) * gm.V, true);
+  x.w = sim.gm("fla.w", gm.T, static_cast<int64_t>(gm.H) * gm.K, true, true);
+  x.u = sim.gm("fla.u", gm.T, static_cast<int64_t>(gm.H) * gm.V, true, true);
+  x.gam = sim.gm("fla.g_cumsum", gm.T, gm.H, false, true);
+  x.h = sim.gm("fla.h", NT * gm.H * gm.K, gm.V, true, true);
+  x.vn = sim.gm("fla.v_new", gm.T, static_cast<int64_t>(gm.H) * gm.V, true, true);
   int64_t unit = 0;
   sim.launch();
+  const auto next_phase = [&]() -> Status {
+    if (one_launch) return sim.cross_core_sync();
+    sim.launch();
+    return Status::Ok();
+  };
   for (int64_t n = 0; n < NT; ++n) {
     for (int h = 0; h < gm.H; ++h, ++unit) {
       CoreOps op(sim, static_cast<int>(unit % P));
@@ -229,12 +236,12 @@ Status gdn_fla(NpuSim& sim, const GdnGm& gm) {
       HANPU_RETURN_IF_ERROR(prepare(op, gm, x, h, t0, static_cast<int>(std::min<int64_t>(gm.chunk, gm.T - t0))));
     }
   }
-  sim.launch();
+  HANPU_RETURN_IF_ERROR(next_phase());
   for (int h = 0; h < gm.H; ++h) {
     CoreOps op(sim, h % P);
     HANPU_RETURN_IF_ERROR(recurrence(op, gm, x, h));
   }
-  sim.launch();
+  HANPU_RETURN_IF_ERROR(next_phase());
   unit = 0;
   for (int64_t n = 0; n < NT; ++n) {
     for (int h = 0; h < gm.H; ++h, ++unit) {
@@ -246,9 +253,15 @@ Status gdn_fla(NpuSim& sim, const GdnGm& gm) {
   return Status::Ok();
 }
 
+Status gdn_fla(NpuSim& sim, const GdnGm& gm) { return fla_flow(sim, gm, false); }
+Status gdn_fla_mega(NpuSim& sim, const GdnGm& gm) { return fla_flow(sim, gm, true); }
+
 std::span<const GdnVariant> gdn_variants() {
   static const GdnVariant kVariants[] = {
+      {"vllm-ascend", "vLLM-Ascend's native path: one framework operator per launch, every intermediate through GM",
+       &gdn_vllm_ascend},
       {"fla", "FLA's chunk-head-chunk flow: three launches, every intermediate through GM", &gdn_fla},
+      {"fla-mega", "the same flow in one launch (FLA + MegaKernel), cores meeting through GM flags", &gdn_fla_mega},
       {"hanpu-fused", "+ head-level mapping and fusion (FLA's operator order, dense layouts)",
        [](NpuSim& sim, const GdnGm& gm) { return gdn_fused(sim, gm, {.reorder = false, .plan_layout = false}); },
        true},

@@ -181,7 +181,7 @@ class FusedHead {
   int64_t spill_row(int slot) const { return static_cast<int64_t>(slot) * std::max(gm_.K, gm_.chunk); }
   // Writes a UB tile to the head's GM scratch (counted as spill) and frees it.
   Status spill_out(Tile*& t, int slot) {
-    if (spill_ == nullptr) spill_ = sim_.gm("spill", 2 * spill_row(1), std::max(gm_.chunk, w_), false);
+    if (spill_ == nullptr) spill_ = sim_.gm("spill", 2 * spill_row(1), std::max(gm_.chunk, w_), false, true);
     HANPU_RETURN_IF_ERROR(op_.to_layout(t, Layout::kND));
     HANPU_RETURN_IF_ERROR(sim_.store({spill_, spill_row(slot), t->rows, 0, t->cols}, t, /*spill=*/true));
     op_.free({t});

@@ -32,10 +32,17 @@ std::span<const GdnVariant> gdn_variants();
 // the outputs, then the state updated in place (chunk-first). GM sees only the compulsory
 // traffic: q, k, v, g, beta and the initial state read once, o and the final state written once.
 Status gdn_hanpu(NpuSim& sim, const GdnGm& gm);
+// vLLM-Ascend's native path: the chunkwise algorithm as a chain of framework operators, each
+// a launch over every (chunk, head) unit (or, in the chunk loop the host drives, over the
+// heads of one chunk), every intermediate through GM.
+Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm);
 // FLA's chunk-head-chunk flow as three launches through GM: (1) per (chunk, head) on any core:
 // A = (I + L)^-1, W = A diag(beta exp(gam)) K, U = A diag(beta) V to GM; (2) per head: walk
 // the chunks, write every chunk's input state h and Vn = U - W h to GM, update the state;
 // (3) per (chunk, head): O = scale exp(gam) Q h + Qm Vn from GM.
 Status gdn_fla(NpuSim& sim, const GdnGm& gm);
+// The same three phases in one launch (FLA + MegaKernel): cross-core syncs through GM flags
+// replace the launches; the intermediates still go through GM.
+Status gdn_fla_mega(NpuSim& sim, const GdnGm& gm);
 
 }  // namespace hanpu::npu

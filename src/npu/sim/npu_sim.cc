@@ -83,7 +83,8 @@ NpuSim::NpuSim(const NpuMachine& machine) : m_(machine) {
 
 NpuSim::~NpuSim() = default;
 
-GmTensor* NpuSim::gm(const std::string& name, int64_t rows, int64_t cols, bool fp16) {
+GmTensor* NpuSim::gm(const std::string& name, int64_t rows, int64_t cols, bool fp16, bool workspace) {
+  if (workspace) stats_.gm_workspace_bytes += rows * cols * (fp16 ? 2 : 4);
   GmTensor& t = gm_.emplace_back();
   t.name = name;
   t.rows = rows;
@@ -338,6 +339,28 @@ Status NpuSim::relayout(Tile* t, Layout to) {
 void NpuSim::launch() {
   ++epoch_;
   ++stats_.launches;
+  epoch_overhead_.push_back(m_.launch_overhead_us * 1e3 * m_.clock_ghz);
+}
+
+Status NpuSim::cross_core_sync() {
+  // Each core writes its flag to GM and then reads every core's: the GM round trip a
+  // single-launch kernel pays where a multi-kernel flow pays a launch.
+  if (sync_flags_ == nullptr) sync_flags_ = gm("sync_flags", 1, 8 * m_.cores, false, true);
+  std::vector<Tile*> flag(m_.cores);
+  for (int c = 0; c < m_.cores; ++c) {
+    HANPU_RETURN_IF_ERROR(alloc(c, Buf::kUB, 1, 8, false, Layout::kND, "flag", &flag[c]));
+    HANPU_RETURN_IF_ERROR(store({sync_flags_, 0, 1, 8 * c, 8}, flag[c]));
+  }
+  ++epoch_;
+  epoch_overhead_.push_back(0.0);
+  for (int c = 0; c < m_.cores; ++c) {
+    Tile* all;
+    HANPU_RETURN_IF_ERROR(alloc(c, Buf::kUB, 1, 8 * m_.cores, false, Layout::kND, "flags", &all));
+    HANPU_RETURN_IF_ERROR(load(all, {sync_flags_, 0, 1, 0, 8 * m_.cores}));
+    free(all);
+    free(flag[c]);
+  }
+  return Status::Ok();
 }
 
 SimStats NpuSim::finish() {
@@ -355,11 +378,14 @@ SimStats NpuSim::finish() {
   std::vector<int64_t> left(epochs, 0);
   for (const Instr& in : instrs_) ++left[in.epoch];
   std::vector<double> epoch_start(epochs + 1, 0.0), epoch_end(epochs, 0.0);
-  const double launch_cycles = m_.launch_overhead_us * 1e3 * m_.clock_ghz;
+  // overhead[e]: what starting epoch e costs after e - 1 ends (a launch, or nothing for a
+  // cross-core sync, whose flag traffic is instructions of its own).
+  std::vector<double> overhead(epochs + 1, 0.0);
+  for (int e = 1; e < epochs && e - 1 < static_cast<int>(epoch_overhead_.size()); ++e) overhead[e] = epoch_overhead_[e - 1];
   epoch_start[0] = 0;
   int open_epoch = 0;
   while (open_epoch < epochs && left[open_epoch] == 0) {
-    epoch_start[open_epoch + 1] = epoch_start[open_epoch] + launch_cycles;
+    epoch_start[open_epoch + 1] = epoch_start[open_epoch] + overhead[open_epoch + 1];
     ++open_epoch;
   }
   const double gm_bytes_per_cycle = m_.gm_gbps / m_.clock_ghz;
@@ -407,14 +433,14 @@ SimStats NpuSim::finish() {
     epoch_end[in.epoch] = std::max(epoch_end[in.epoch], end);
     if (--left[in.epoch] == 0 && in.epoch == open_epoch) {
       while (open_epoch < epochs && left[open_epoch] == 0) {
-        epoch_start[open_epoch + 1] = std::max(epoch_end[open_epoch], epoch_start[open_epoch]) + launch_cycles;
+        epoch_start[open_epoch + 1] = std::max(epoch_end[open_epoch], epoch_start[open_epoch]) + overhead[open_epoch + 1];
         ++open_epoch;
       }
     }
   }
   double latency = 0;
   for (double f : finish) latency = std::max(latency, f);
-  latency = std::max(latency, launch_cycles);
+  latency = std::max(latency, epochs > 1 ? overhead[1] : 0.0);
   s.latency_cycles = latency;
   s.latency_ms = latency / (m_.clock_ghz * 1e6);
   for (size_t i = 0; i < arenas_.size(); ++i) {

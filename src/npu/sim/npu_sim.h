@@ -76,6 +76,7 @@ struct SimStats {
   int64_t gm_read_bytes = 0, gm_write_bytes = 0;
   int64_t l1_l0_bytes = 0;   // L1 -> L0A / L0B
   int64_t spill_bytes = 0;   // transfers a kernel marked as spill or reload (both directions)
+  int64_t gm_workspace_bytes = 0;  // GM the kernel's intermediates occupy (FLA's W, U, h, Vn; spill slots)
   int64_t path_bytes[kNumPaths] = {};
   int64_t peak_bytes[kNumBufs] = {};  // the largest peak of any core
   int64_t cube_macs = 0;              // fractal-padded MACs the cube executed
@@ -96,7 +97,9 @@ class NpuSim {
 
   const NpuMachine& machine() const { return m_; }
 
-  GmTensor* gm(const std::string& name, int64_t rows, int64_t cols, bool fp16);
+  // A GM tensor. `workspace`: an intermediate the kernel materialises (counted in
+  // SimStats::gm_workspace_bytes, the device memory a variant needs beyond inputs and outputs).
+  GmTensor* gm(const std::string& name, int64_t rows, int64_t cols, bool fp16, bool workspace = false);
 
   // A tile in `buf` of `core`; an error names the buffer, its use and the request when it
   // does not fit. Tiles live until free().
@@ -122,6 +125,9 @@ class NpuSim {
   // A kernel launch boundary: nothing after it starts before everything before it is done,
   // plus the launch overhead.
   void launch();
+  // All cores meet through GM inside one launch (each writes a flag, then reads them all):
+  // nothing after it starts before everything before it is done and the flags went round.
+  Status cross_core_sync();
 
   // Replays the recorded instructions (see the header comment) and returns the measures.
   SimStats finish();
@@ -148,6 +154,8 @@ class NpuSim {
   std::deque<Tile> tiles_;
   std::vector<Instr> instrs_;
   int epoch_ = 0;
+  std::vector<double> epoch_overhead_;  // per epoch boundary (launch overhead or 0)
+  GmTensor* sync_flags_ = nullptr;
   SimStats stats_;
   double vector_bytes_ = 0;
 };

@@ -1,0 +1,284 @@
+// vLLM-Ascend's native GDN path on the simulated cores: the chunkwise algorithm as a chain of
+// framework operators (torch_npu-style), each its own launch over all (chunk, head) units or,
+// in the recurrence, over the heads of one chunk, and every intermediate through GM.
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "npu/kernels/gdn_kernels.h"
+
+namespace hanpu::npu {
+
+namespace {
+
+struct Scratch {  // every intermediate the operator chain materialises in GM
+  GmTensor *gam, *kk, *L, *A, *kb, *vb, *w, *u, *S, *h, *ws, *vn, *kd, *ds, *qk, *qm, *qh, *ov;
+};
+
+// Launches one framework operator over `units` work items dealt round robin to the cores.
+Status launch_op(NpuSim& sim, int64_t units, const std::function<Status(CoreOps&, int64_t)>& body) {
+  sim.launch();
+  for (int64_t u = 0; u < units; ++u) {
+    CoreOps op(sim, static_cast<int>(u % sim.machine().cores));
+    HANPU_RETURN_IF_ERROR(body(op, u));
+  }
+  return Status::Ok();
+}
+
+// C = A B (or A^T B) from GM to GM through the cube: operands loaded as fp16 fractals, the
+// fp32 result brought back through UB and stored dense.
+Status gm_matmul(CoreOps& op, const GmBlock& a, bool trans_a, const GmBlock& b, const GmBlock& c) {
+  NpuSim& sim = op.sim();
+  Tile *A1, *B1, *Aa, *Bb, *C, *Cu;
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, a.rows, a.cols, true, Layout::kNZ, "a", &A1));
+  HANPU_RETURN_IF_ERROR(sim.load(A1, a));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, b.rows, b.cols, true, Layout::kNZ, "b", &B1));
+  HANPU_RETURN_IF_ERROR(sim.load(B1, b));
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, A1, trans_a, "a", &Aa));
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, B1, false, "b", &Bb));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, Aa->rows, Bb->cols, false, Layout::kNZ, "c", &C));
+  HANPU_RETURN_IF_ERROR(sim.mmad(C, Aa, Bb, false));
+  op.free({Aa, Bb, A1, B1});
+  HANPU_RETURN_IF_ERROR(op.from_l0c(C, "c", &Cu));
+  HANPU_RETURN_IF_ERROR(op.to_layout(Cu, Layout::kND));
+  HANPU_RETURN_IF_ERROR(sim.store(c, Cu));
+  op.free({Cu});
+  return Status::Ok();
+}
+
+// A vector operator from GM to GM: inputs loaded dense into UB, `fn` over them, outputs stored.
+Status gm_vector(CoreOps& op, const std::vector<GmBlock>& in, const std::vector<GmBlock>& out, bool row_op,
+                 const std::function<void(const std::vector<Tile*>&, const std::vector<Tile*>&)>& fn) {
+  NpuSim& sim = op.sim();
+  std::vector<Tile*> ti, to;
+  int64_t bytes = 0;
+  for (const GmBlock& b : in) {
+    Tile* t;
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, b.rows, b.cols, b.t->fp16, Layout::kND, b.t->name, &t));
+    HANPU_RETURN_IF_ERROR(sim.load(t, b));
+    bytes += matrix_bytes(b.rows, b.cols, false);
+    ti.push_back(t);
+  }
+  for (const GmBlock& b : out) {
+    Tile* t;
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, b.rows, b.cols, b.t->fp16, Layout::kND, b.t->name, &t));
+    bytes += matrix_bytes(b.rows, b.cols, false);
+    to.push_back(t);
+  }
+  HANPU_RETURN_IF_ERROR(sim.vector(ti, to, bytes, row_op, [&] { fn(ti, to); }));
+  for (size_t i = 0; i < out.size(); ++i) HANPU_RETURN_IF_ERROR(sim.store(out[i], to[i]));
+  for (Tile* t : ti) op.free({t});
+  for (Tile* t : to) op.free({t});
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
+  const int H = gm.H, K = gm.K, V = gm.V, C = gm.chunk;
+  const int64_t T = gm.T, NT = (T + C - 1) / C, HK = static_cast<int64_t>(H) * K, HV = static_cast<int64_t>(H) * V;
+  Scratch x;
+  const auto ws = [&](const char* n, int64_t r, int64_t c, bool f16) { return sim.gm(n, r, c, f16, true); };
+  x.gam = ws("g_cumsum", T, H, false);
+  x.kk = ws("kkt", T, static_cast<int64_t>(H) * C, false);
+  x.L = ws("L", T, static_cast<int64_t>(H) * C, false);
+  x.A = ws("A", T, static_cast<int64_t>(H) * C, true);
+  x.kb = ws("k_beta", T, HK, true);
+  x.vb = ws("v_beta", T, HV, true);
+  x.w = ws("w", T, HK, true);
+  x.u = ws("u", T, HV, false);
+  x.S = ws("state", HK, V, false);
+  x.h = ws("h", NT * HK, V, true);
+  x.ws = ws("w_state", T, HV, false);
+  x.vn = ws("v_new", T, HV, true);
+  x.kd = ws("k_decay", T, HK, true);
+  x.ds = ws("dstate", HK, V, false);
+  x.qk = ws("qkt", T, static_cast<int64_t>(H) * C, false);
+  x.qm = ws("qm", T, static_cast<int64_t>(H) * C, true);
+  x.qh = ws("q_state", T, HV, false);
+  x.ov = ws("o_intra", T, HV, false);
+  const auto rows = [&](int64_t n) { return static_cast<int>(std::min<int64_t>(C, T - n * C)); };
+  const int64_t units = NT * H;
+  const float scale = gm.scale;
+
+  // Map 1: gates, K K^T, masks, inverse, scaled K and V, W and U — one operator at a time.
+  HANPU_RETURN_IF_ERROR(launch_op(sim, units, [&](CoreOps& op, int64_t u) {
+    const int64_t n = u / H, t0 = n * C;
+    const int h = static_cast<int>(u % H), c = rows(n);
+    return gm_vector(op, {{gm.g, t0, c, h, 1}}, {{x.gam, t0, c, h, 1}}, false, [&](auto& in, auto& out) {
+      float run = 0;
+      for (int i = 0; i < c; ++i) out[0]->v[i] = run += in[0]->v[i];
+    });
+  }));
+  HANPU_RETURN_IF_ERROR(launch_op(sim, units, [&](CoreOps& op, int64_t u) {
+    const int64_t n = u / H, t0 = n * C;
+    const int h = static_cast<int>(u % H), c = rows(n);
+    Tile *K1, *Ka, *KTb, *KK, *KKu;
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &K1));
+    HANPU_RETURN_IF_ERROR(op.sim().load(K1, {gm.k, t0, c, h * int64_t{K}, K}));
+    HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, K1, false, "k", &Ka));
+    HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, K1, true, "kT", &KTb));
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, c, false, Layout::kNZ, "kkt", &KK));
+    HANPU_RETURN_IF_ERROR(op.sim().mmad(KK, Ka, KTb, false));
+    op.free({Ka, KTb, K1});
+    HANPU_RETURN_IF_ERROR(op.from_l0c(KK, "kkt", &KKu));
+    HANPU_RETURN_IF_ERROR(op.to_layout(KKu, Layout::kND));
+    HANPU_RETURN_IF_ERROR(op.sim().store({x.kk, t0, c, h * int64_t{C}, c}, KKu));
+    op.free({KKu});
+    return Status::Ok();
+  }));
+  HANPU_RETURN_IF_ERROR(launch_op(sim, units, [&](CoreOps& op, int64_t u) {
+    const int64_t n = u / H, t0 = n * C;
+    const int h = static_cast<int>(u % H), c = rows(n);
+    return gm_vector(op, {{x.kk, t0, c, h * int64_t{C}, c}, {gm.beta, t0, c, h, 1}, {x.gam, t0, c, h, 1}},
+                     {{x.L, t0, c, h * int64_t{C}, c}}, true, [&](auto& in, auto& out) {
+                       for (int i = 0; i < c; ++i) {
+                         for (int j = 0; j < c; ++j) {
+                           out[0]->at(i, j) =
+                               j < i ? in[1]->v[i] * in[0]->at(i, j) * std::exp(in[2]->v[i] - in[2]->v[j]) : 0.0f;
+                         }
+                       }
+                     });
+  }));
+  HANPU_RETURN_IF_ERROR(launch_op(sim, units, [&](CoreOps& op, int64_t u) {
+    const int64_t n = u / H, t0 = n * C;
+    const int h = static_cast<int>(u % H), c = rows(n);
+    Tile *L, *A;
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, c, false, Layout::kND, "L", &L));
+    HANPU_RETURN_IF_ERROR(op.sim().load(L, {x.L, t0, c, h * int64_t{C}, c}));
+    HANPU_RETURN_IF_ERROR(op.unit_lower_inverse(L, "A", &A));
+    HANPU_RETURN_IF_ERROR(op.sim().store({x.A, t0, c, h * int64_t{C}, c}, A));
+    op.free({L, A});
+    return Status::Ok();
+  }));
+  HANPU_RETURN_IF_ERROR(launch_op(sim, units, [&](CoreOps& op, int64_t u) {
+    const int64_t n = u / H, t0 = n * C;
+    const int h = static_cast<int>(u % H), c = rows(n);
+    return gm_vector(op,
+                     {{gm.k, t0, c, h * int64_t{K}, K}, {gm.v, t0, c, h * int64_t{V}, V}, {gm.beta, t0, c, h, 1},
+                      {x.gam, t0, c, h, 1}},
+                     {{x.kb, t0, c, h * int64_t{K}, K}, {x.vb, t0, c, h * int64_t{V}, V}}, true,
+                     [&](auto& in, auto& out) {
+                       for (int i = 0; i < c; ++i) {
+                         const float b = in[2]->v[i], e = std::exp(in[3]->v[i]);
+                         for (int j = 0; j < K; ++j) out[0]->at(i, j) = b * e * in[0]->at(i, j);
+                         for (int j = 0; j < V; ++j) out[1]->at(i, j) = b * in[1]->at(i, j);
+                       }
+                     });
+  }));
+  HANPU_RETURN_IF_ERROR(launch_op(sim, units, [&](CoreOps& op, int64_t u) {
+    const int64_t n = u / H, t0 = n * C;
+    const int h = static_cast<int>(u % H), c = rows(n);
+    HANPU_RETURN_IF_ERROR(gm_matmul(op, {x.A, t0, c, h * int64_t{C}, c}, false, {x.kb, t0, c, h * int64_t{K}, K},
+                                    {x.w, t0, c, h * int64_t{K}, K}));
+    return gm_matmul(op, {x.A, t0, c, h * int64_t{C}, c}, false, {x.vb, t0, c, h * int64_t{V}, V},
+                     {x.u, t0, c, h * int64_t{V}, V});
+  }));
+
+  // Reduce: the chunk loop runs on the host; every step is a few operators over the heads.
+  HANPU_RETURN_IF_ERROR(launch_op(sim, H, [&](CoreOps& op, int64_t h) {
+    const GmBlock dst{x.S, h * K, K, 0, V};
+    if (gm.state0 != nullptr) {
+      return gm_vector(op, {{gm.state0, h * K, K, 0, V}}, {dst}, false, [](auto& in, auto& out) { out[0]->v = in[0]->v; });
+    }
+    return gm_vector(op, {}, {dst}, false, [](auto&, auto&) {});
+  }));
+  for (int64_t n = 0; n < NT; ++n) {
+    const int64_t t0 = n * C;
+    const int c = rows(n);
+    HANPU_RETURN_IF_ERROR(launch_op(sim, H, [&](CoreOps& op, int64_t h) {  // h_n = S (fp16 copy)
+      return gm_vector(op, {{x.S, h * K, K, 0, V}}, {{x.h, (n * H + h) * K, K, 0, V}}, false,
+                       [](auto& in, auto& out) { out[0]->v = in[0]->v; });
+    }));
+    HANPU_RETURN_IF_ERROR(launch_op(sim, H, [&](CoreOps& op, int64_t h) {  // W S
+      return gm_matmul(op, {x.w, t0, c, h * K, K}, false, {x.h, (n * H + h) * K, K, 0, V}, {x.ws, t0, c, h * V, V});
+    }));
+    HANPU_RETURN_IF_ERROR(launch_op(sim, H, [&](CoreOps& op, int64_t h) {  // Vn = U - W S
+      return gm_vector(op, {{x.u, t0, c, h * V, V}, {x.ws, t0, c, h * V, V}}, {{x.vn, t0, c, h * V, V}}, false,
+                       [](auto& in, auto& out) {
+                         for (size_t i = 0; i < out[0]->v.size(); ++i) out[0]->v[i] = in[0]->v[i] - in[1]->v[i];
+                       });
+    }));
+    HANPU_RETURN_IF_ERROR(launch_op(sim, H, [&](CoreOps& op, int64_t h) {  // kd = exp(gam_last - gam) o k
+      return gm_vector(op, {{gm.k, t0, c, h * K, K}, {x.gam, t0, c, h, 1}}, {{x.kd, t0, c, h * K, K}}, true,
+                       [&](auto& in, auto& out) {
+                         const float last = in[1]->v[c - 1];
+                         for (int i = 0; i < c; ++i) {
+                           const float f = std::exp(last - in[1]->v[i]);
+                           for (int j = 0; j < K; ++j) out[0]->at(i, j) = f * in[0]->at(i, j);
+                         }
+                       });
+    }));
+    HANPU_RETURN_IF_ERROR(launch_op(sim, H, [&](CoreOps& op, int64_t h) {  // dS = kd^T Vn
+      return gm_matmul(op, {x.kd, t0, c, h * K, K}, true, {x.vn, t0, c, h * V, V}, {x.ds, h * K, K, 0, V});
+    }));
+    HANPU_RETURN_IF_ERROR(launch_op(sim, H, [&](CoreOps& op, int64_t h) {  // S = decay S + dS
+      return gm_vector(op, {{x.S, h * K, K, 0, V}, {x.ds, h * K, K, 0, V}, {x.gam, t0, c, h, 1}},
+                       {{x.S, h * K, K, 0, V}}, false, [&](auto& in, auto& out) {
+                         const float d = std::exp(in[2]->v[c - 1]);
+                         for (size_t i = 0; i < out[0]->v.size(); ++i) out[0]->v[i] = d * in[0]->v[i] + in[1]->v[i];
+                       });
+    }));
+  }
+  if (gm.state1 != nullptr) {
+    HANPU_RETURN_IF_ERROR(launch_op(sim, H, [&](CoreOps& op, int64_t h) {
+      return gm_vector(op, {{x.S, h * K, K, 0, V}}, {{gm.state1, h * K, K, 0, V}}, false,
+                       [](auto& in, auto& out) { out[0]->v = in[0]->v; });
+    }));
+  }
+
+  // Map 2: Q K^T, its mask, Q h, Qm Vn, and the sum — again one operator at a time.
+  HANPU_RETURN_IF_ERROR(launch_op(sim, units, [&](CoreOps& op, int64_t u) {
+    const int64_t n = u / H, t0 = n * C;
+    const int h = static_cast<int>(u % H), c = rows(n);
+    Tile *Q1, *K1, *Qa, *KTb, *QK, *QKu;
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "q", &Q1));
+    HANPU_RETURN_IF_ERROR(op.sim().load(Q1, {gm.q, t0, c, h * int64_t{K}, K}));
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &K1));
+    HANPU_RETURN_IF_ERROR(op.sim().load(K1, {gm.k, t0, c, h * int64_t{K}, K}));
+    HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Q1, false, "q", &Qa));
+    HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, K1, true, "kT", &KTb));
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, c, false, Layout::kNZ, "qkt", &QK));
+    HANPU_RETURN_IF_ERROR(op.sim().mmad(QK, Qa, KTb, false));
+    op.free({Qa, KTb, Q1, K1});
+    HANPU_RETURN_IF_ERROR(op.from_l0c(QK, "qkt", &QKu));
+    HANPU_RETURN_IF_ERROR(op.to_layout(QKu, Layout::kND));
+    HANPU_RETURN_IF_ERROR(op.sim().store({x.qk, t0, c, h * int64_t{C}, c}, QKu));
+    op.free({QKu});
+    return Status::Ok();
+  }));
+  HANPU_RETURN_IF_ERROR(launch_op(sim, units, [&](CoreOps& op, int64_t u) {
+    const int64_t n = u / H, t0 = n * C;
+    const int h = static_cast<int>(u % H), c = rows(n);
+    return gm_vector(op, {{x.qk, t0, c, h * int64_t{C}, c}, {x.gam, t0, c, h, 1}}, {{x.qm, t0, c, h * int64_t{C}, c}},
+                     true, [&](auto& in, auto& out) {
+                       for (int i = 0; i < c; ++i) {
+                         for (int j = 0; j < c; ++j) {
+                           out[0]->at(i, j) =
+                               j <= i ? scale * in[0]->at(i, j) * std::exp(in[1]->v[i] - in[1]->v[j]) : 0.0f;
+                         }
+                       }
+                     });
+  }));
+  HANPU_RETURN_IF_ERROR(launch_op(sim, units, [&](CoreOps& op, int64_t u) {
+    const int64_t n = u / H, t0 = n * C;
+    const int h = static_cast<int>(u % H), c = rows(n);
+    HANPU_RETURN_IF_ERROR(gm_matmul(op, {gm.q, t0, c, h * int64_t{K}, K}, false, {x.h, (n * H + h) * K, K, 0, V},
+                                    {x.qh, t0, c, h * int64_t{V}, V}));
+    return gm_matmul(op, {x.qm, t0, c, h * int64_t{C}, c}, false, {x.vn, t0, c, h * int64_t{V}, V},
+                     {x.ov, t0, c, h * int64_t{V}, V});
+  }));
+  return launch_op(sim, units, [&](CoreOps& op, int64_t u) {
+    const int64_t n = u / H, t0 = n * C;
+    const int h = static_cast<int>(u % H), c = rows(n);
+    return gm_vector(op, {{x.ov, t0, c, h * int64_t{V}, V}, {x.qh, t0, c, h * int64_t{V}, V}, {x.gam, t0, c, h, 1}},
+                     {{gm.o, t0, c, h * int64_t{V}, V}}, true, [&](auto& in, auto& out) {
+                       for (int i = 0; i < c; ++i) {
+                         const float e = scale * std::exp(in[2]->v[i]);
+                         for (int j = 0; j < V; ++j) out[0]->at(i, j) = in[0]->at(i, j) + e * in[1]->at(i, j);
+                       }
+                     });
+  });
+}
+
+}  // namespace hanpu::npu

@@ -130,8 +130,8 @@ void NpuSim::free(Tile* t) {
 }
 
 int64_t NpuSim::record(int core, Engine e, double cycles, double latency, int64_t gm_bytes,
-                       std::initializer_list<Tile*> reads, std::initializer_list<Tile*> writes,
-                       std::initializer_list<GmTensor*> gm_reads, GmTensor* gm_write) {
+                       const std::vector<Tile*>& reads, const std::vector<Tile*>& writes,
+                       const std::vector<GmTensor*>& gm_reads, GmTensor* gm_write) {
   const int64_t id = static_cast<int64_t>(instrs_.size());
   Instr in;
   in.core = core;
@@ -309,22 +309,8 @@ Status NpuSim::vector(const std::vector<Tile*>& in, const std::vector<Tile*>& ou
   }
   const double factor = row_op && nz ? m_.vector_nz_row_op_factor : 1.0;
   vector_bytes_ += static_cast<double>(bytes);
-  const int64_t id = static_cast<int64_t>(instrs_.size());
-  Instr ins;
-  ins.core = (in.empty() ? out.front() : in.front())->core;
-  ins.engine = Engine::kVector;
-  ins.cycles = factor * static_cast<double>(bytes) / m_.vector_bytes_per_cycle;
-  ins.latency = m_.vector_startup_cycles;
-  ins.epoch = epoch_;
-  for (Tile* t : in) {
-    if (t->last_write >= 0) ins.deps.push_back(t->last_write);
-  }
-  for (Tile* t : out) {
-    if (t->last_use >= 0) ins.deps.push_back(t->last_use);
-  }
-  for (Tile* t : in) t->last_use = std::max(t->last_use, id);
-  for (Tile* t : out) t->last_write = t->last_use = id;
-  instrs_.push_back(std::move(ins));
+  record((in.empty() ? out.front() : in.front())->core, Engine::kVector,
+         factor * static_cast<double>(bytes) / m_.vector_bytes_per_cycle, m_.vector_startup_cycles, 0, in, out);
   return Status::Ok();
 }
 

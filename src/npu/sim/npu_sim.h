@@ -143,9 +143,11 @@ class NpuSim {
     std::vector<int64_t> deps;
   };
   struct Arena;
+  // Appends an instruction whose dependencies come from the tiles it reads (after their last
+  // write) and writes (after their last use) and the GM tensors it reads.
   int64_t record(int core, Engine e, double cycles, double latency, int64_t gm_bytes,
-                 std::initializer_list<Tile*> reads, std::initializer_list<Tile*> writes,
-                 std::initializer_list<GmTensor*> gm_reads = {}, GmTensor* gm_write = nullptr);
+                 const std::vector<Tile*>& reads, const std::vector<Tile*>& writes,
+                 const std::vector<GmTensor*>& gm_reads = {}, GmTensor* gm_write = nullptr);
   void account_transfer(Path p, int64_t bytes, bool spill);
 
   const NpuMachine& m_;

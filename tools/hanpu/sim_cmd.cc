@@ -1,6 +1,8 @@
 // `hanpu sim` (see sim_cmd.h).
 #include "sim_cmd.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -114,10 +116,14 @@ int run_sim(const SimOptions& o) {
                 "heads", "latency_ms", "gm_MiB", "l1l0_MiB", "spill_MiB", "UB_KiB", "L1_KiB", "cube%", "vec%",
                 "energy_mJ", "nmse_o");
   }
+  const bool tty = isatty(fileno(stderr)) != 0;
+  const size_t total = o.heads.size() * o.seq.size() * variants.size();
+  size_t done = 0;
   for (int H : o.heads) {
     for (long T : o.seq) {
       Inputs in = make_inputs(T, H, o.dim, 1000 + T * 7 + H);
       for (const std::string& v : variants) {
+        if (tty) std::fprintf(stderr, "\r[%zu/%zu] %s, %d heads, T = %ld ...", ++done, total, v.c_str(), H, T);
         Inputs run = in;
         const LaArgs args = make_args(T, H, o.dim, run);
         NpuLaStats s;
@@ -147,6 +153,7 @@ int run_sim(const SimOptions& o) {
             err = std::isfinite(num) ? num / den : INFINITY;
           }
         }
+        if (tty) std::fprintf(stderr, "\r\033[K");
         const double mib = 1.0 / (1 << 20);
         if (o.json) {
           nlohmann::json j = {{"target", s.target},

@@ -103,6 +103,10 @@ TEST(NpuTraffic, FlaMovesMoreAndRunsLonger) {
   EXPECT_GT(fla.latency_ms, fused.latency_ms);
   EXPECT_GT(fla.energy_mj, fused.energy_mj);
   EXPECT_EQ(fla.launches, 3);
+  NpuLaStats qla;
+  ASSERT_TRUE(npu_la_prefill(d.args(), {.variant = "flashqla"}, &qla).ok());
+  EXPECT_GT(qla.gm_bytes(), 2 * fused.gm_bytes());
+  EXPECT_GT(qla.latency_ms, fused.latency_ms);
   // FLA materialises every chunk's state h in GM (grows with T); the fused kernel needs none.
   EXPECT_GE(fla.gm_workspace_bytes, int64_t{512 / 64} * 16 * 128 * 128 * 2);
   EXPECT_EQ(fused.gm_workspace_bytes, 0);

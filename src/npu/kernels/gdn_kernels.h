@@ -26,6 +26,13 @@ struct GdnTechniques {
 Status gdn_fused(NpuSim& sim, const GdnGm& gm, const GdnTechniques& tech);
 std::span<const GdnVariant> gdn_variants();
 
+// FlashQLA's flow (segment-parallel): launch 1 the WY form per (chunk, head) to GM as FLA's;
+// launch 2 per (segment, head) walks the segment's chunks from a zero state, building its
+// local state B and transition M (S_end = M S_start + B, the extra pre-computation that makes
+// segments independent); launch 3 per head combines the segments' boundary states in order;
+// launch 4 per (segment, head) walks the segment again from its true state with the output
+// fused into the walk. Segments: enough for every core to have work (1 when H >= 2 cores).
+Status gdn_flashqla(NpuSim& sim, const GdnGm& gm);
 // HA-NPU: a core owns whole heads and walks all chunks with the fp32 state resident in UB
 // (its fp16 copy in L1 for the cube); per chunk the GEMM-first group ([K;Q] S0, [K;Q] K^T
 // on operands loaded to L0 once), the decay masks, (I + L)^-1 applied to the right-hand side,

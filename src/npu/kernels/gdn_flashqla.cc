@@ -1,0 +1,303 @@
+// FlashQLA's segment-parallel GDN flow on the simulated Ascend cores (see gdn_kernels.h).
+#include <algorithm>
+#include <cmath>
+
+#include "npu/kernels/gdn_kernels.h"
+#include "npu/kernels/wy_prepare.h"
+
+namespace hanpu::npu {
+
+namespace {
+
+struct QlaGm {
+  GmTensor *w, *u, *gam;  // the WY form, as FLA's
+  GmTensor *m, *b;        // per (segment, head): transition [K x K] and local state [K x V], fp32
+  GmTensor *hseg;         // per (segment, head): the state entering the segment, fp32
+};
+
+// One chunk of a walk: Vn = U - W S, S = exp(gam_last) S + Kd^T Vn. Leaves Vn (fp16, L1),
+// Kd^T (L0A) and W (L1) to the caller when asked, else frees them.
+struct Walked {
+  Tile *vn1 = nullptr, *kdt = nullptr, *w1 = nullptr, *s16 = nullptr, *gam = nullptr;
+};
+
+Status advance(CoreOps& op, const GdnGm& gm, const QlaGm& x, int h, int64_t t0, int c, Tile* S, bool keep,
+               Walked* out) {
+  NpuSim& sim = op.sim();
+  const int K = gm.K, V = gm.V;
+  Tile *W1, *U, *gam, *K1, *S16, *Wa, *Sb, *WSc, *WS;
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "w", &W1));
+  HANPU_RETURN_IF_ERROR(sim.load(W1, {x.w, t0, c, static_cast<int64_t>(h) * K, K}));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "u", &U));
+  HANPU_RETURN_IF_ERROR(sim.load(U, {x.u, t0, c, static_cast<int64_t>(h) * V, V}));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, 1, false, Layout::kND, "gam", &gam));
+  HANPU_RETURN_IF_ERROR(sim.load(gam, {x.gam, t0, c, h, 1}));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &K1));
+  HANPU_RETURN_IF_ERROR(sim.load(K1, {gm.k, t0, c, static_cast<int64_t>(h) * K, K}));
+  HANPU_RETURN_IF_ERROR(op.stage_to_l1(S, "S16", &S16));
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, W1, false, "w", &Wa));
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, S16, false, "S", &Sb));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, V, false, Layout::kNZ, "WS", &WSc));
+  HANPU_RETURN_IF_ERROR(sim.mmad(WSc, Wa, Sb, false));
+  op.free({Wa, Sb});
+  HANPU_RETURN_IF_ERROR(op.from_l0c(WSc, "WS", &WS));
+  HANPU_RETURN_IF_ERROR(op.to_layout(WS, Layout::kND));
+  HANPU_RETURN_IF_ERROR(sim.vector({U, WS}, {WS}, 3 * matrix_bytes(c, V, false), false, [&] {
+    for (size_t i = 0; i < WS->v.size(); ++i) WS->v[i] = U->v[i] - WS->v[i];
+  }));
+  op.free({U});
+  Tile *Vn1, *Kub, *Kd1, *KdT, *Vnb, *dSc, *dS;
+  HANPU_RETURN_IF_ERROR(op.stage_to_l1(WS, "vn", &Vn1));
+  op.free({WS});
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, K, true, Layout::kNZ, "kd", &Kub));
+  HANPU_RETURN_IF_ERROR(sim.move(Kub, K1));
+  op.free({K1});
+  HANPU_RETURN_IF_ERROR(op.to_layout(Kub, Layout::kND));
+  const float glast = gam->v[c - 1];
+  HANPU_RETURN_IF_ERROR(sim.vector({Kub, gam}, {Kub}, 2 * matrix_bytes(c, K, true), true, [&] {
+    for (int i = 0; i < c; ++i) {
+      const float f = std::exp(glast - gam->v[i]);
+      for (int j = 0; j < K; ++j) Kub->at(i, j) *= f;
+    }
+  }));
+  HANPU_RETURN_IF_ERROR(op.stage_to_l1(Kub, "kd", &Kd1));
+  op.free({Kub});
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Kd1, true, "kdT", &KdT));
+  op.free({Kd1});
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, Vn1, false, "vn", &Vnb));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, K, V, false, Layout::kNZ, "dS", &dSc));
+  HANPU_RETURN_IF_ERROR(sim.mmad(dSc, KdT, Vnb, false));
+  op.free({Vnb});
+  HANPU_RETURN_IF_ERROR(op.from_l0c(dSc, "dS", &dS));
+  HANPU_RETURN_IF_ERROR(op.to_layout(dS, Layout::kND));
+  const float decay = std::exp(glast);
+  HANPU_RETURN_IF_ERROR(sim.vector({S, dS}, {S}, 3 * matrix_bytes(K, V, false), false, [&] {
+    for (size_t i = 0; i < S->v.size(); ++i) S->v[i] = decay * S->v[i] + dS->v[i];
+  }));
+  op.free({dS});
+  if (keep) {
+    *out = {Vn1, KdT, W1, S16, gam};
+  } else {
+    op.free({Vn1, KdT, W1, S16, gam});
+  }
+  return Status::Ok();
+}
+
+// Launch 2, one (segment, head): the local state B (from zero) and the transition M of the
+// segment's chunks, M <- (exp(gam_last) I - Kd^T W) M per chunk.
+Status local_walk(CoreOps& op, const GdnGm& gm, const QlaGm& x, int h, int seg, int64_t n0, int64_t n1) {
+  NpuSim& sim = op.sim();
+  const int K = gm.K, V = gm.V;
+  Tile *B, *M;
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, K, V, false, Layout::kND, "B", &B));
+  HANPU_RETURN_IF_ERROR(sim.vector({}, {B}, matrix_bytes(K, V, false), false, [] {}));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, K, K, false, Layout::kND, "M", &M));
+  HANPU_RETURN_IF_ERROR(sim.vector({}, {M}, matrix_bytes(K, K, false), false, [&] {
+    for (int i = 0; i < K; ++i) M->at(i, i) = 1.0f;
+  }));
+  for (int64_t n = n0; n < n1; ++n) {
+    const int64_t t0 = n * gm.chunk;
+    const int c = static_cast<int>(std::min<int64_t>(gm.chunk, gm.T - t0));
+    Walked w;
+    HANPU_RETURN_IF_ERROR(advance(op, gm, x, h, t0, c, B, true, &w));
+    // T = exp(gam_last) I - Kd^T W, then M = T M.
+    Tile *Wb, *KWc, *Tm, *M1, *Mb, *T1, *Ta, *Mc;
+    HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, w.w1, false, "w", &Wb));
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, K, K, false, Layout::kNZ, "KdW", &KWc));
+    HANPU_RETURN_IF_ERROR(sim.mmad(KWc, w.kdt, Wb, false));
+    op.free({Wb, w.kdt, w.w1, w.vn1, w.s16});
+    HANPU_RETURN_IF_ERROR(op.from_l0c(KWc, "T", &Tm));
+    HANPU_RETURN_IF_ERROR(op.to_layout(Tm, Layout::kND));
+    const float decay = std::exp(w.gam->v[c - 1]);
+    HANPU_RETURN_IF_ERROR(sim.vector({Tm}, {Tm}, 2 * matrix_bytes(K, K, false), false, [&] {
+      for (int i = 0; i < K; ++i) {
+        for (int j = 0; j < K; ++j) Tm->at(i, j) = (i == j ? decay : 0.0f) - Tm->at(i, j);
+      }
+    }));
+    op.free({w.gam});
+    HANPU_RETURN_IF_ERROR(op.stage_to_l1(Tm, "T", &T1));
+    HANPU_RETURN_IF_ERROR(op.stage_to_l1(M, "M", &M1));
+    op.free({Tm});
+    HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, T1, false, "T", &Ta));
+    HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, M1, false, "M", &Mb));
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, K, K, false, Layout::kNZ, "TM", &Mc));
+    HANPU_RETURN_IF_ERROR(sim.mmad(Mc, Ta, Mb, false));
+    op.free({Ta, Mb, T1, M1, M});
+    HANPU_RETURN_IF_ERROR(op.from_l0c(Mc, "M", &M));
+    HANPU_RETURN_IF_ERROR(op.to_layout(M, Layout::kND));
+  }
+  const int64_t row = (static_cast<int64_t>(seg) * gm.H + h) * K;
+  HANPU_RETURN_IF_ERROR(sim.store({x.m, row, K, 0, K}, M));
+  HANPU_RETURN_IF_ERROR(sim.store({x.b, row, K, 0, V}, B));
+  op.free({M, B});
+  return Status::Ok();
+}
+
+// Launch 3, one head: S_{s+1} = M_s S_s + B_s over the segments; every S_s to GM.
+Status combine(CoreOps& op, const GdnGm& gm, const QlaGm& x, int h, int segs) {
+  NpuSim& sim = op.sim();
+  const int K = gm.K, V = gm.V;
+  Tile* S;
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, K, V, false, Layout::kND, "S", &S));
+  if (gm.state0 != nullptr) {
+    HANPU_RETURN_IF_ERROR(sim.load(S, {gm.state0, static_cast<int64_t>(h) * K, K, 0, V}));
+  } else {
+    HANPU_RETURN_IF_ERROR(sim.vector({}, {S}, matrix_bytes(K, V, false), false, [] {}));
+  }
+  for (int s = 0; s < segs; ++s) {
+    const int64_t row = (static_cast<int64_t>(s) * gm.H + h) * K;
+    HANPU_RETURN_IF_ERROR(sim.store({x.hseg, row, K, 0, V}, S));
+    Tile *M1, *Ma, *S1, *Sb, *MSc, *MS, *B;
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, K, K, true, Layout::kNZ, "M", &M1));
+    HANPU_RETURN_IF_ERROR(sim.load(M1, {x.m, row, K, 0, K}));
+    HANPU_RETURN_IF_ERROR(op.stage_to_l1(S, "S16", &S1));
+    HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, M1, false, "M", &Ma));
+    HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, S1, false, "S", &Sb));
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, K, V, false, Layout::kNZ, "MS", &MSc));
+    HANPU_RETURN_IF_ERROR(sim.mmad(MSc, Ma, Sb, false));
+    op.free({Ma, Sb, M1, S1});
+    HANPU_RETURN_IF_ERROR(op.from_l0c(MSc, "MS", &MS));
+    HANPU_RETURN_IF_ERROR(op.to_layout(MS, Layout::kND));
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, K, V, false, Layout::kND, "B", &B));
+    HANPU_RETURN_IF_ERROR(sim.load(B, {x.b, row, K, 0, V}));
+    HANPU_RETURN_IF_ERROR(sim.vector({MS, B}, {S}, 3 * matrix_bytes(K, V, false), false, [&] {
+      for (size_t i = 0; i < S->v.size(); ++i) S->v[i] = MS->v[i] + B->v[i];
+    }));
+    op.free({MS, B});
+  }
+  if (gm.state1 != nullptr) {
+    HANPU_RETURN_IF_ERROR(sim.store({gm.state1, static_cast<int64_t>(h) * K, K, 0, V}, S));
+  }
+  op.free({S});
+  return Status::Ok();
+}
+
+// Launch 4 (or the only walk with one segment), one (segment, head): from the segment's true
+// state, each chunk's o = scale exp(gam) Q S + Qm Vn with the state advanced in the walk.
+Status output_walk(CoreOps& op, const GdnGm& gm, const QlaGm& x, int h, int seg, int64_t n0, int64_t n1,
+                   bool last_writes_state) {
+  NpuSim& sim = op.sim();
+  const int K = gm.K, V = gm.V;
+  Tile* S;
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, K, V, false, Layout::kND, "S", &S));
+  if (x.hseg != nullptr) {
+    HANPU_RETURN_IF_ERROR(sim.load(S, {x.hseg, (static_cast<int64_t>(seg) * gm.H + h) * K, K, 0, V}));
+  } else if (gm.state0 != nullptr) {
+    HANPU_RETURN_IF_ERROR(sim.load(S, {gm.state0, static_cast<int64_t>(h) * K, K, 0, V}));
+  } else {
+    HANPU_RETURN_IF_ERROR(sim.vector({}, {S}, matrix_bytes(K, V, false), false, [] {}));
+  }
+  for (int64_t n = n0; n < n1; ++n) {
+    const int64_t t0 = n * gm.chunk;
+    const int c = static_cast<int>(std::min<int64_t>(gm.chunk, gm.T - t0));
+    Walked w;
+    // The state before this chunk is what Q reads: keep its fp16 copy from the walk.
+    HANPU_RETURN_IF_ERROR(advance(op, gm, x, h, t0, c, S, true, &w));
+    op.free({w.kdt, w.w1});
+    Tile *Q1, *K1, *Qa, *KTb, *Sb, *QKc, *QSc, *Qm, *QS, *Qm1, *Qma, *Vnb, *Oc, *O, *o16;
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "q", &Q1));
+    HANPU_RETURN_IF_ERROR(sim.load(Q1, {gm.q, t0, c, static_cast<int64_t>(h) * K, K}));
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &K1));
+    HANPU_RETURN_IF_ERROR(sim.load(K1, {gm.k, t0, c, static_cast<int64_t>(h) * K, K}));
+    HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Q1, false, "q", &Qa));
+    HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, K1, true, "kT", &KTb));
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, c, false, Layout::kNZ, "QK", &QKc));
+    HANPU_RETURN_IF_ERROR(sim.mmad(QKc, Qa, KTb, false));
+    op.free({KTb, K1});
+    HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, w.s16, false, "S", &Sb));
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, V, false, Layout::kNZ, "QS", &QSc));
+    HANPU_RETURN_IF_ERROR(sim.mmad(QSc, Qa, Sb, false));
+    op.free({Qa, Sb, Q1, w.s16});
+    HANPU_RETURN_IF_ERROR(op.from_l0c(QKc, "Qm", &Qm));
+    HANPU_RETURN_IF_ERROR(op.to_layout(Qm, Layout::kND));
+    HANPU_RETURN_IF_ERROR(op.decay_masks(nullptr, Qm, nullptr, w.gam, gm.scale));
+    HANPU_RETURN_IF_ERROR(op.stage_to_l1(Qm, "Qm", &Qm1));
+    op.free({Qm});
+    HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Qm1, false, "Qm", &Qma));
+    HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, w.vn1, false, "vn", &Vnb));
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, V, false, Layout::kNZ, "O", &Oc));
+    HANPU_RETURN_IF_ERROR(sim.mmad(Oc, Qma, Vnb, false));
+    op.free({Qma, Vnb, Qm1, w.vn1});
+    HANPU_RETURN_IF_ERROR(op.from_l0c(QSc, "QS", &QS));
+    HANPU_RETURN_IF_ERROR(op.to_layout(QS, Layout::kND));
+    HANPU_RETURN_IF_ERROR(op.from_l0c(Oc, "O", &O));
+    HANPU_RETURN_IF_ERROR(op.to_layout(O, Layout::kND));
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "o", &o16));
+    const float scale = gm.scale;
+    Tile* gam = w.gam;
+    HANPU_RETURN_IF_ERROR(sim.vector({O, QS, gam}, {o16}, 3 * matrix_bytes(c, V, false), true, [&] {
+      for (int i = 0; i < c; ++i) {
+        const float e = scale * std::exp(gam->v[i]);
+        for (int j = 0; j < V; ++j) o16->at(i, j) = O->at(i, j) + e * QS->at(i, j);
+      }
+    }));
+    op.free({O, QS, gam});
+    HANPU_RETURN_IF_ERROR(sim.store({gm.o, t0, c, static_cast<int64_t>(h) * V, V}, o16));
+    op.free({o16});
+  }
+  if (last_writes_state && gm.state1 != nullptr) {
+    HANPU_RETURN_IF_ERROR(sim.store({gm.state1, static_cast<int64_t>(h) * K, K, 0, V}, S));
+  }
+  op.free({S});
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status gdn_flashqla(NpuSim& sim, const GdnGm& gm) {
+  const int P = sim.machine().cores, H = gm.H, K = gm.K, V = gm.V;
+  const int64_t NT = (gm.T + gm.chunk - 1) / gm.chunk;
+  // Segments so that segments x heads gives every core two units, capped by the chunks.
+  const int segs = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(NT, (2 * P + H - 1) / H)));
+  QlaGm x;
+  x.w = sim.gm("qla.w", gm.T, static_cast<int64_t>(H) * K, true, true);
+  x.u = sim.gm("qla.u", gm.T, static_cast<int64_t>(H) * V, true, true);
+  x.gam = sim.gm("qla.g_cumsum", gm.T, H, false, true);
+  x.m = x.b = x.hseg = nullptr;
+  if (segs > 1) {
+    x.m = sim.gm("qla.transition", static_cast<int64_t>(segs) * H * K, K, false, true);
+    x.b = sim.gm("qla.local_state", static_cast<int64_t>(segs) * H * K, V, false, true);
+    x.hseg = sim.gm("qla.segment_state", static_cast<int64_t>(segs) * H * K, V, false, true);
+  }
+  const auto seg_chunks = [&](int s) {
+    return std::pair<int64_t, int64_t>{NT * s / segs, NT * (s + 1) / segs};
+  };
+  sim.launch();
+  int64_t unit = 0;
+  for (int64_t n = 0; n < NT; ++n) {
+    for (int h = 0; h < H; ++h, ++unit) {
+      CoreOps op(sim, static_cast<int>(unit % P));
+      const int64_t t0 = n * gm.chunk;
+      HANPU_RETURN_IF_ERROR(
+          wy_prepare(op, gm, {x.w, x.u, x.gam}, h, t0, static_cast<int>(std::min<int64_t>(gm.chunk, gm.T - t0))));
+    }
+  }
+  if (segs > 1) {
+    sim.launch();
+    unit = 0;
+    for (int s = 0; s < segs; ++s) {
+      for (int h = 0; h < H; ++h, ++unit) {
+        CoreOps op(sim, static_cast<int>(unit % P));
+        const auto [n0, n1] = seg_chunks(s);
+        HANPU_RETURN_IF_ERROR(local_walk(op, gm, x, h, s, n0, n1));
+      }
+    }
+    sim.launch();
+    for (int h = 0; h < H; ++h) {
+      CoreOps op(sim, h % P);
+      HANPU_RETURN_IF_ERROR(combine(op, gm, x, h, segs));
+    }
+  }
+  sim.launch();
+  unit = 0;
+  for (int s = 0; s < segs; ++s) {
+    for (int h = 0; h < H; ++h, ++unit) {
+      CoreOps op(sim, static_cast<int>(unit % P));
+      const auto [n0, n1] = seg_chunks(s);
+      HANPU_RETURN_IF_ERROR(output_walk(op, gm, x, h, s, n0, n1, segs == 1));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace hanpu::npu

@@ -71,6 +71,29 @@ std::vector<NpuCase> cases() {
   return out;
 }
 
+LaCase kda(int64_t T, int H, int K, int V, bool s0, Gates g, uint64_t seed) {
+  LaCase c = gdn(T, H, K, V, s0, g, seed);
+  c.mech = LaMech::kKda;
+  return c;
+}
+
+std::vector<NpuCase> kda_cases() {
+  std::vector<NpuCase> out;
+  for (const char* v : {"hanpu-reordered", "hanpu"}) {
+    out.push_back({v, kda(1, 1, 16, 16, false, Gates::kMild, 31), 64});
+    out.push_back({v, kda(77, 3, 32, 48, true, Gates::kStrong, 32), 64});
+    out.push_back({v, kda(150, 2, 128, 128, true, Gates::kMild, 33), 64});
+    out.push_back({v, kda(40, 12, 64, 64, false, Gates::kZero, 34), 32});
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kda, NpuParity, ::testing::ValuesIn(kda_cases()), [](const auto& info) {
+  std::string n = std::string(info.param.variant) + "_" + std::to_string(info.index);
+  for (char& ch : n) ch = ch == '-' ? '_' : ch;
+  return n;
+});
+
 INSTANTIATE_TEST_SUITE_P(Sweep, NpuParity, ::testing::ValuesIn(cases()), [](const auto& info) {
   std::string n = std::string(info.param.variant) + "_" + std::to_string(info.index);
   for (char& ch : n) ch = ch == '-' ? '_' : ch;
@@ -91,6 +114,17 @@ TEST(NpuTraffic, FusedKernelMovesExactlyTheCompulsoryBytes) {
   EXPECT_NEAR(static_cast<double>(st.gm_bytes()) / (1 << 20), 21.41, 0.005);  // HA-NPU Figure 4 (GDN)
   EXPECT_EQ(st.spill_bytes, 0);
   EXPECT_EQ(st.launches, 1);
+}
+
+TEST(NpuTraffic, FusedKdaKernelMovesExactlyTheCompulsoryBytes) {
+  LaData d = make_la_data(kda(2048, 10, 128, 128, true, Gates::kMild, 26));
+  NpuLaStats st;
+  const Status s = npu_la_prefill(d.args(), {}, &st);
+  ASSERT_TRUE(s.ok()) << s.message();
+  // KDA's gate is per key channel: g is [T, H, K] fp32.
+  EXPECT_EQ(st.gm_bytes(), compulsory_bytes(2048, 10, 128, 128) - 2048 * 10 * 4 + int64_t{2048} * 10 * 128 * 4);
+  EXPECT_NEAR(static_cast<double>(st.gm_bytes()) / (1 << 20), 31.33, 0.005);  // HA-NPU Figure 4 (KDA)
+  EXPECT_EQ(st.spill_bytes, 0);
 }
 
 TEST(NpuTraffic, FlaMovesMoreAndRunsLonger) {
@@ -141,12 +175,8 @@ TEST(NpuErrors, BadCallsAreNamed) {
   EXPECT_NE(err({.variant = "nope"}).find("unknown variant 'nope'"), std::string::npos);
   EXPECT_NE(err({.target = "ascend-999"}).find("ascend-999"), std::string::npos);
   EXPECT_NE(err({.chunk_size = 128}).find("chunk_size 128"), std::string::npos);
-  LaData kda = make_la_data([] {
-    LaCase c;
-    c.mech = LaMech::kKda;
-    return c;
-  }());
-  EXPECT_NE(npu_la_prefill(kda.args(), {}, nullptr).message().find("KDA"), std::string::npos);
+  LaData kd = make_la_data(kda(40, 2, 32, 32, false, Gates::kMild, 27));
+  EXPECT_NE(npu_la_prefill(kd.args(), {.variant = "fla"}, nullptr).message().find("runs GDN only"), std::string::npos);
   LaData wide = make_la_data(gdn(8, 1, 256, 16, false, Gates::kMild, 24));
   EXPECT_NE(npu_la_prefill(wide.args(), {}, nullptr).message().find("K = 256"), std::string::npos);
 }

@@ -3,11 +3,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <random>
-
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "hanpu/npu.h"
 
@@ -22,7 +22,7 @@ struct Inputs {
   std::vector<float> g, beta, s1;
 };
 
-Inputs make_inputs(int64_t T, int H, int D, uint64_t seed) {
+Inputs make_inputs(bool kda, int64_t T, int H, int D, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> nd;
   Inputs in;
@@ -42,7 +42,7 @@ Inputs make_inputs(int64_t T, int H, int D, uint64_t seed) {
   rows(in.k);
   in.v.resize(static_cast<size_t>(T * H * D));
   for (uint16_t& x : in.v) x = f32_to_f16_bits(nd(rng));
-  in.g.resize(static_cast<size_t>(T * H));
+  in.g.resize(static_cast<size_t>(T * H * (kda ? D : 1)));
   for (float& x : in.g) x = -std::log1p(std::exp(-nd(rng))) / 16.0f;
   in.beta.resize(static_cast<size_t>(T * H));
   for (float& x : in.beta) x = 1.0f / (1.0f + std::exp(-nd(rng)));
@@ -51,14 +51,15 @@ Inputs make_inputs(int64_t T, int H, int D, uint64_t seed) {
   return in;
 }
 
-LaArgs make_args(int64_t T, int H, int D, Inputs& in) {
+LaArgs make_args(bool kda, int64_t T, int H, int D, Inputs& in) {
   LaArgs a;
-  a.mech = LaMech::kGdn;
+  a.mech = kda ? LaMech::kKda : LaMech::kGdn;
   a.q = {in.q.data(), DType::kF16, {T, H, D}};
   a.k = {in.k.data(), DType::kF16, {T, H, D}};
   a.v = {in.v.data(), DType::kF16, {T, H, D}};
   a.o = {in.o.data(), DType::kF16, {T, H, D}};
-  a.g = {in.g.data(), DType::kF32, {T, H}};
+  a.g = kda ? TensorView{in.g.data(), DType::kF32, {T, H, D}}
+            : TensorView{in.g.data(), DType::kF32, {T, H}};
   a.beta = {in.beta.data(), DType::kF32, {T, H}};
   a.final_state = {in.s1.data(), DType::kF32, {1, H, D, D}};
   return a;
@@ -69,15 +70,22 @@ LaArgs make_args(int64_t T, int H, int D, Inputs& in) {
 void add_sim_options(CLI::App& cmd, SimOptions& o) {
   std::string targets, variants;
   for (const auto& t : npu_targets()) targets += (targets.empty() ? "" : ", ") + t;
-  for (const auto& v : npu_la_variants()) variants += (variants.empty() ? "" : ", ") + std::string(v.name);
-  cmd.add_option("--target", o.target, "NPU target: " + targets + ", or a JSON file")->capture_default_str();
-  cmd.add_option("--mech", o.mech, "gdn (kda: not yet)")->capture_default_str();
+  for (const auto& v : npu_la_variants())
+    variants += (variants.empty() ? "" : ", ") + std::string(v.name);
+  cmd.add_option("--target", o.target, "NPU target: " + targets + ", or a JSON file")
+      ->capture_default_str();
+  cmd.add_option(
+         "--mech", o.mech,
+         "gdn and/or kda (kda runs on the variants that support it: hanpu, hanpu-reordered)")
+      ->capture_default_str();
   auto* heads = cmd.add_option("--heads", o.heads, "heads H (= HV)")->capture_default_str();
   auto* seq = cmd.add_option("--seq", o.seq, "sequence lengths T")->capture_default_str();
-  cmd.add_option("--variant", o.variant, "kernel variants: all (every non-ablation one), " + variants)
+  cmd.add_option("--variant", o.variant,
+                 "kernel variants: all (every non-ablation one), " + variants)
       ->capture_default_str();
   cmd.add_flag("--ablation", o.ablation,
-               "the ablation steps fla, hanpu-fused, hanpu-reordered, hanpu (at T 1024, 16 heads unless --seq / --heads)")
+               "the ablation steps fla, hanpu-fused, hanpu-reordered, hanpu (at T 1024, 16 heads "
+               "unless --seq / --heads)")
       ->excludes("--variant");
   cmd.callback([&o, heads, seq] {
     if (!o.ablation) return;
@@ -106,86 +114,106 @@ int run_sim(const SimOptions& o) {
     }
   }
   for (const std::string& m : o.mech) {
-    if (m != "gdn") {
-      std::fprintf(stderr, "error: --mech %s: only gdn runs on the modelled NPU so far\n", m.c_str());
+    if (m != "gdn" && m != "kda") {
+      std::fprintf(stderr, "error: --mech %s: gdn or kda\n", m.c_str());
       return 2;
     }
   }
   if (!o.json) {
-    std::printf("%-12s %-4s %-15s %6s %5s %11s %9s %9s %9s %8s %8s %7s %7s %9s %9s\n", "target", "mech", "variant", "T",
-                "heads", "latency_ms", "gm_MiB", "l1l0_MiB", "spill_MiB", "UB_KiB", "L1_KiB", "cube%", "vec%",
-                "energy_mJ", "nmse_o");
+    std::printf("%-12s %-4s %-15s %6s %5s %11s %9s %9s %9s %8s %8s %7s %7s %9s %9s\n", "target",
+                "mech", "variant", "T", "heads", "latency_ms", "gm_MiB", "l1l0_MiB", "spill_MiB",
+                "UB_KiB", "L1_KiB", "cube%", "vec%", "energy_mJ", "nmse_o");
   }
   const bool tty = isatty(fileno(stderr)) != 0;
-  const size_t total = o.heads.size() * o.seq.size() * variants.size();
+  std::vector<std::string> kda_variants;
+  for (const auto& info : npu_la_variants()) {
+    if (info.kda) kda_variants.emplace_back(info.name);
+  }
+  const size_t total = o.mech.size() * o.heads.size() * o.seq.size() * variants.size();
   size_t done = 0;
-  for (int H : o.heads) {
-    for (long T : o.seq) {
-      Inputs in = make_inputs(T, H, o.dim, 1000 + T * 7 + H);
-      for (const std::string& v : variants) {
-        if (tty) std::fprintf(stderr, "\r[%zu/%zu] %s, %d heads, T = %ld ...", ++done, total, v.c_str(), H, T);
-        Inputs run = in;
-        const LaArgs args = make_args(T, H, o.dim, run);
-        NpuLaStats s;
-        const Status st = npu_la_prefill(args, {.target = o.target, .variant = v, .chunk_size = o.chunk}, &s);
-        if (!st.ok()) {
-          std::fprintf(stderr, "error: %s\n", st.message().c_str());
-          return 2;
-        }
-        double err = -1;
-        if (o.check) {  // against the CPU's fp32 recurrent kernel on the same fp16 inputs
-          std::vector<float> want(run.o.size()), q(run.q.size()), k(run.k.size()), vv(run.v.size());
-          for (size_t i = 0; i < q.size(); ++i) q[i] = f16_bits_to_f32(run.q[i]), k[i] = f16_bits_to_f32(run.k[i]);
-          for (size_t i = 0; i < vv.size(); ++i) vv[i] = f16_bits_to_f32(run.v[i]);
-          LaArgs cpu = args;
-          cpu.q = {q.data(), DType::kF32, args.q.shape};
-          cpu.k = {k.data(), DType::kF32, args.k.shape};
-          cpu.v = {vv.data(), DType::kF32, args.v.shape};
-          cpu.o = {want.data(), DType::kF32, args.o.shape};
-          cpu.final_state = {};
-          if (la_prefill(cpu, {.strategy = "recurrent"}).ok()) {
-            double num = 0, den = 0;
-            for (size_t i = 0; i < want.size(); ++i) {
-              const double d = static_cast<double>(f16_bits_to_f32(run.o[i])) - want[i];
-              num += d * d;
-              den += static_cast<double>(want[i]) * want[i];
-            }
-            err = std::isfinite(num) ? num / den : INFINITY;
+  for (const std::string& mech : o.mech) {
+    const bool kda = mech == "kda";
+    for (int H : o.heads) {
+      for (long T : o.seq) {
+        Inputs in = make_inputs(kda, T, H, o.dim, 1000 + T * 7 + H);
+        for (const std::string& v : variants) {
+          // KDA runs on the variants that support it; the others are skipped with a note.
+          if (kda && std::find(kda_variants.begin(), kda_variants.end(), v) == kda_variants.end()) {
+            ++done;
+            continue;
           }
+          if (tty)
+            std::fprintf(stderr, "\r[%zu/%zu] %s, %d heads, T = %ld ...", ++done, total, v.c_str(),
+                         H, T);
+          Inputs run = in;
+          const LaArgs args = make_args(kda, T, H, o.dim, run);
+          NpuLaStats s;
+          const Status st =
+              npu_la_prefill(args, {.target = o.target, .variant = v, .chunk_size = o.chunk}, &s);
+          if (!st.ok()) {
+            std::fprintf(stderr, "error: %s\n", st.message().c_str());
+            return 2;
+          }
+          double err = -1;
+          if (o.check) {  // against the CPU's fp32 recurrent kernel on the same fp16 inputs
+            std::vector<float> want(run.o.size()), q(run.q.size()), k(run.k.size()),
+                vv(run.v.size());
+            for (size_t i = 0; i < q.size(); ++i)
+              q[i] = f16_bits_to_f32(run.q[i]), k[i] = f16_bits_to_f32(run.k[i]);
+            for (size_t i = 0; i < vv.size(); ++i) vv[i] = f16_bits_to_f32(run.v[i]);
+            LaArgs cpu = args;
+            cpu.q = {q.data(), DType::kF32, args.q.shape};
+            cpu.k = {k.data(), DType::kF32, args.k.shape};
+            cpu.v = {vv.data(), DType::kF32, args.v.shape};
+            cpu.o = {want.data(), DType::kF32, args.o.shape};
+            cpu.final_state = {};
+            if (la_prefill(cpu, {.strategy = "recurrent"}).ok()) {
+              double num = 0, den = 0;
+              for (size_t i = 0; i < want.size(); ++i) {
+                const double d = static_cast<double>(f16_bits_to_f32(run.o[i])) - want[i];
+                num += d * d;
+                den += static_cast<double>(want[i]) * want[i];
+              }
+              err = std::isfinite(num) ? num / den : INFINITY;
+            }
+          }
+          if (tty) std::fprintf(stderr, "\r\033[K");
+          const double mib = 1.0 / (1 << 20);
+          if (o.json) {
+            nlohmann::json j = {{"target", s.target},
+                                {"mech", mech},
+                                {"variant", v},
+                                {"T", T},
+                                {"heads", H},
+                                {"K", o.dim},
+                                {"V", o.dim},
+                                {"chunk", o.chunk},
+                                {"latency_ms", s.latency_ms},
+                                {"gm_bytes", s.gm_bytes()},
+                                {"gm_mib", s.gm_bytes() * mib},
+                                {"gm_read_bytes", s.gm_read_bytes},
+                                {"gm_write_bytes", s.gm_write_bytes},
+                                {"l1_l0_bytes", s.l1_l0_bytes},
+                                {"spill_bytes", s.spill_bytes},
+                                {"gm_workspace_bytes", s.gm_workspace_bytes},
+                                {"cube_util", s.cube_util},
+                                {"vector_util", s.vector_util},
+                                {"energy_mj", s.energy_mj},
+                                {"launches", s.launches},
+                                {"nmse_o", err}};
+            for (const auto& [b, bytes] : s.peak_bytes) j["peak_" + b + "_bytes"] = bytes;
+            std::printf("%s\n", j.dump().c_str());
+          } else {
+            std::printf(
+                "%-12s %-4s %-15s %6ld %5d %11.3f %9.2f %9.2f %9.2f %8.1f %8.1f %6.2f%% %6.2f%% "
+                "%9.3f %9.2e\n",
+                s.target.c_str(), mech.c_str(), v.c_str(), T, H, s.latency_ms, s.gm_bytes() * mib,
+                s.l1_l0_bytes * mib, s.spill_bytes * mib, s.peak_bytes["UB"] / 1024.0,
+                s.peak_bytes["L1"] / 1024.0, 100 * s.cube_util, 100 * s.vector_util, s.energy_mj,
+                err);
+          }
+          std::fflush(stdout);
         }
-        if (tty) std::fprintf(stderr, "\r\033[K");
-        const double mib = 1.0 / (1 << 20);
-        if (o.json) {
-          nlohmann::json j = {{"target", s.target},
-                              {"mech", "gdn"},
-                              {"variant", v},
-                              {"T", T},
-                              {"heads", H},
-                              {"K", o.dim},
-                              {"V", o.dim},
-                              {"chunk", o.chunk},
-                              {"latency_ms", s.latency_ms},
-                              {"gm_bytes", s.gm_bytes()},
-                              {"gm_mib", s.gm_bytes() * mib},
-                              {"gm_read_bytes", s.gm_read_bytes},
-                              {"gm_write_bytes", s.gm_write_bytes},
-                              {"l1_l0_bytes", s.l1_l0_bytes},
-                              {"spill_bytes", s.spill_bytes},
-                              {"gm_workspace_bytes", s.gm_workspace_bytes},
-                              {"cube_util", s.cube_util},
-                              {"vector_util", s.vector_util},
-                              {"energy_mj", s.energy_mj},
-                              {"launches", s.launches},
-                              {"nmse_o", err}};
-          for (const auto& [b, bytes] : s.peak_bytes) j["peak_" + b + "_bytes"] = bytes;
-          std::printf("%s\n", j.dump().c_str());
-        } else {
-          std::printf("%-12s %-4s %-15s %6ld %5d %11.3f %9.2f %9.2f %9.2f %8.1f %8.1f %6.2f%% %6.2f%% %9.3f %9.2e\n",
-                      s.target.c_str(), "gdn", v.c_str(), T, H, s.latency_ms, s.gm_bytes() * mib, s.l1_l0_bytes * mib,
-                      s.spill_bytes * mib, s.peak_bytes["UB"] / 1024.0, s.peak_bytes["L1"] / 1024.0,
-                      100 * s.cube_util, 100 * s.vector_util, s.energy_mj, err);
-        }
-        std::fflush(stdout);
       }
     }
   }

@@ -58,6 +58,22 @@ Status CoreOps::gates(const GdnGm& gm, int64_t t0, int c, int h, Tile** beta, Ti
   return Status::Ok();
 }
 
+Status CoreOps::kda_gates(const GdnGm& gm, int64_t t0, int c, int h, Tile** beta, Tile** gam, Tile** elast) {
+  const int K = gm.K;
+  HANPU_RETURN_IF_ERROR(alloc(Buf::kUB, c, 1, false, Layout::kND, "beta", beta));
+  HANPU_RETURN_IF_ERROR(sim_.load(*beta, {gm.beta, t0, c, h, 1}));
+  HANPU_RETURN_IF_ERROR(alloc(Buf::kUB, c, K, false, Layout::kND, "gam", gam));
+  HANPU_RETURN_IF_ERROR(sim_.load(*gam, {gm.g, t0, c, static_cast<int64_t>(h) * K, K}));
+  HANPU_RETURN_IF_ERROR(alloc(Buf::kUB, K, 1, false, Layout::kND, "elast", elast));
+  Tile *G = *gam, *E = *elast;
+  return sim_.vector({G}, {G, E}, 2 * matrix_bytes(c, K, false), false, [&] {
+    for (int i = 1; i < c; ++i) {
+      for (int d = 0; d < K; ++d) G->at(i, d) += G->at(i - 1, d);
+    }
+    for (int d = 0; d < K; ++d) E->v[d] = std::exp(G->at(c - 1, d));
+  });
+}
+
 Status CoreOps::decay_masks(Tile* kk, Tile* qk, const Tile* beta, const Tile* gam, float scale) {
   Tile* any = kk != nullptr ? kk : qk;
   const int c = any->rows;

@@ -14,6 +14,7 @@ namespace hanpu::npu {
 // The GM tensors of one GDN call: q, k [T, H*K], v, o [T, H*V] fp16; g, beta [T, H] fp32;
 // states [H*K, V] fp32 (state0 may be null: zeros).
 struct GdnGm {
+  bool kda = false;  // KDA: g is [T, H*K] (a gate per key channel) instead of [T, H]
   int64_t T = 0;
   int H = 0, K = 0, V = 0, chunk = 64;
   float scale = 1.0f;
@@ -48,6 +49,10 @@ class CoreOps {
   Status to_layout(Tile* t, Layout l);
 
   Status gates(const GdnGm& gm, int64_t t0, int c, int h, Tile** beta, Tile** gam, Tile** egam);
+  // KDA's gates of chunk rows [t0, t0 + c) of head h, per key channel: gam [c x K] fp32 =
+  // inclusive cumsum of g down the rows, and elast [K x 1] = exp(gam_last) (the state's
+  // per-row decay). beta [c x 1].
+  Status kda_gates(const GdnGm& gm, int64_t t0, int c, int h, Tile** beta, Tile** gam, Tile** elast);
   // In place: KK -> L = StrictTril(diag(beta) KK o D), QK -> Qm = scale Tril(QK o D),
   // D_ij = exp(gam_i - gam_j). Either of kk, qk may be null.
   Status decay_masks(Tile* kk, Tile* qk, const Tile* beta, const Tile* gam, float scale);

@@ -2,6 +2,7 @@
 // the ablation (see gdn_kernels.h).
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "npu/kernels/gdn_kernels.h"
 #include "plan/la_plan.h"
@@ -18,6 +19,7 @@ struct ChunkIn {
   int64_t t0 = 0;
   int c = 0;
   Tile *k = nullptr, *q = nullptr, *v = nullptr, *beta = nullptr, *gam = nullptr, *egam = nullptr;
+  Tile* elast = nullptr;  // KDA: exp(gam_last) per key channel [K x 1]
 };
 
 class FusedHead {
@@ -40,7 +42,8 @@ class FusedHead {
     while (cur.c > 0) {
       ChunkIn next;
       if (cur.t0 + cur.c < gm_.T) HANPU_RETURN_IF_ERROR(load(cur.t0 + cur.c, &next));
-      HANPU_RETURN_IF_ERROR(tech_.reorder ? chunk_reordered(cur) : chunk_state_first(cur));
+      HANPU_RETURN_IF_ERROR(gm_.kda ? chunk_reordered_kda(cur)
+                                    : tech_.reorder ? chunk_reordered(cur) : chunk_state_first(cur));
       cur = next;
     }
     if (gm_.state1 != nullptr) {
@@ -67,6 +70,7 @@ class FusedHead {
     const Layout vl = tech_.reorder ? layout(plan::Chain::kRhs) : Layout::kND;
     HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, c, w_, true, vl, "v", &in->v));
     HANPU_RETURN_IF_ERROR(sim_.load(in->v, {gm_.v, t0, c, static_cast<int64_t>(h_) * gm_.V + c0_, w_}));
+    if (gm_.kda) return Status::Ok();  // KDA's [c x K] gates are made at the chunk's start (UB space)
     return op_.gates(gm_, t0, c, h_, &in->beta, &in->gam, &in->egam);
   }
 
@@ -154,9 +158,13 @@ class FusedHead {
     HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, c, w_, true, l, "o", &o16));
     const float scale = gm_.scale;
     Tile* egam = in.egam;
-    HANPU_RETURN_IF_ERROR(sim_.vector({O, QS, egam}, {o16}, 3 * matrix_bytes(c, w_, false), true, [&] {
+    const bool kda = gm_.kda;  // KDA's Q S0 already carries exp(gam) per channel
+    std::vector<Tile*> ins = {O, QS};
+    if (!kda) ins.push_back(egam);
+    HANPU_RETURN_IF_ERROR(sim_.vector(ins, {o16}, 3 * matrix_bytes(c, w_, false), !kda, [&] {
       for (int i = 0; i < c; ++i) {
-        for (int j = 0; j < w_; ++j) o16->at(i, j) = O->at(i, j) + scale * egam->v[i] * QS->at(i, j);
+        const float f = kda ? scale : scale * egam->v[i];
+        for (int j = 0; j < w_; ++j) o16->at(i, j) = O->at(i, j) + f * QS->at(i, j);
       }
     }));
     op_.free({O, QS});
@@ -193,7 +201,176 @@ class FusedHead {
     return sim_.load(*t, {spill_, spill_row(slot), rows, 0, cols}, /*spill=*/true);
   }
 
-  void release(ChunkIn& in) { op_.free({in.k, in.q, in.v, in.beta, in.gam, in.egam}); }
+  void release(ChunkIn& in) { op_.free({in.k, in.q, in.v, in.beta, in.gam, in.egam, in.elast}); }
+
+  // Rows [r0, r0 + rows) of a dense [c x K] UB tile scaled per channel by f(i, d), as an
+  // fp16 tile (they are cube operands); f reads the chunk's gates (`gam`, [c x K]).
+  Status scaled_rows(Tile* src, Tile* gam, int r0, int rows, const std::string& name,
+                     const std::function<float(int, int)>& f, Tile** out) {
+    const int K = gm_.K;
+    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, rows, K, true, Layout::kND, name, out));
+    Tile* o = *out;
+    return sim_.vector({src, gam}, {o}, 3 * matrix_bytes(rows, K, false), false, [&] {
+      for (int i = 0; i < rows; ++i) {
+        for (int d = 0; d < K; ++d) o->at(i, d) = src->at(r0 + i, d) * f(r0 + i, d);
+      }
+    });
+  }
+
+  // KDA, HA-NPU's order: the decay is per key channel and inside every sum, so K and Q are
+  // scaled before the products: [K; Q] o exp(gam) against S0; the intra-chunk K K^T / Q K^T
+  // as 16-row sub-chunk blocks — off-diagonal blocks on the cube with both factors taken at
+  // the block's first row (exponents <= 0), diagonal blocks on the vector unit with
+  // exp(gam_i - gam_j) directly; then rhs, (I + L)^-1, outputs and the in-place update with
+  // diag(exp(gam_last)) S + (K o exp(gam_last - gam))^T Vn.
+  Status chunk_reordered_kda(ChunkIn& in) {
+    const int c = in.c, K = gm_.K;
+    HANPU_RETURN_IF_ERROR(op_.kda_gates(gm_, in.t0, c, h_, &in.beta, &in.gam, &in.elast));
+    Tile *Ku, *Qu;
+    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, c, K, true, Layout::kNZ, "k", &Ku));
+    HANPU_RETURN_IF_ERROR(sim_.move(Ku, in.k));
+    HANPU_RETURN_IF_ERROR(op_.to_layout(Ku, Layout::kND));
+    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, c, K, true, Layout::kNZ, "q", &Qu));
+    HANPU_RETURN_IF_ERROR(sim_.move(Qu, in.q));
+    HANPU_RETURN_IF_ERROR(op_.to_layout(Qu, Layout::kND));
+    Tile* gam = in.gam;
+    // [K; Q] o exp(gam) against S0.
+    Tile *Kg, *Qg, *Kg1, *Qg1, *KS, *QS;
+    const auto egam = [&](int i, int d) { return std::exp(gam->at(i, d)); };
+    HANPU_RETURN_IF_ERROR(scaled_rows(Ku, gam, 0, c, "kg", egam, &Kg));
+    HANPU_RETURN_IF_ERROR(scaled_rows(Qu, gam, 0, c, "qg", egam, &Qg));
+    HANPU_RETURN_IF_ERROR(op_.stage_to_l1(Kg, "kg", &Kg1));
+    HANPU_RETURN_IF_ERROR(op_.stage_to_l1(Qg, "qg", &Qg1));
+    op_.free({Kg, Qg});
+    // Intra-chunk decayed products (before K S0 and Q S0 come back to UB: less live at once).
+    Tile *L, *Qm;
+    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, c, c, false, Layout::kND, "L", &L));
+    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, c, c, false, Layout::kND, "Qm", &Qm));
+    constexpr int kSub = 16;
+    for (int r0 = kSub; r0 < c; r0 += kSub) {
+      const int n = std::min(kSub, c - r0);
+      Tile *Kr, *Qr, *Kc, *Kr1, *Qr1, *Kc1, *KcT, *Lb, *Qb;
+      const auto row_f = [&](int i, int d) { return std::exp(gam->at(i, d) - gam->at(r0, d)); };
+      const auto col_f = [&](int j, int d) { return std::exp(gam->at(r0, d) - gam->at(j, d)); };
+      HANPU_RETURN_IF_ERROR(scaled_rows(Ku, gam, r0, n, "kr", row_f, &Kr));
+      HANPU_RETURN_IF_ERROR(scaled_rows(Qu, gam, r0, n, "qr", row_f, &Qr));
+      HANPU_RETURN_IF_ERROR(scaled_rows(Ku, gam, 0, r0, "kc", col_f, &Kc));
+      HANPU_RETURN_IF_ERROR(op_.stage_to_l1(Kr, "kr", &Kr1));
+      HANPU_RETURN_IF_ERROR(op_.stage_to_l1(Qr, "qr", &Qr1));
+      HANPU_RETURN_IF_ERROR(op_.stage_to_l1(Kc, "kc", &Kc1));
+      op_.free({Kr, Qr, Kc});
+      Tile *Ka, *Qa, *Lc, *Qc;
+      HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0A, Kr1, false, "kr", &Ka));
+      HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0A, Qr1, false, "qr", &Qa));
+      HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0B, Kc1, true, "kcT", &KcT));
+      HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kL0C, n, r0, false, Layout::kNZ, "Lblk", &Lc));
+      HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kL0C, n, r0, false, Layout::kNZ, "Qblk", &Qc));
+      HANPU_RETURN_IF_ERROR(sim_.mmad(Lc, Ka, KcT, false));
+      HANPU_RETURN_IF_ERROR(sim_.mmad(Qc, Qa, KcT, false));
+      op_.free({Ka, Qa, KcT, Kr1, Qr1, Kc1});
+      HANPU_RETURN_IF_ERROR(op_.from_l0c(Lc, "Lblk", &Lb));
+      HANPU_RETURN_IF_ERROR(op_.from_l0c(Qc, "Qblk", &Qb));
+      HANPU_RETURN_IF_ERROR(op_.to_layout(Lb, Layout::kND));
+      HANPU_RETURN_IF_ERROR(op_.to_layout(Qb, Layout::kND));
+      HANPU_RETURN_IF_ERROR(sim_.vector({Lb, Qb}, {L, Qm}, 2 * matrix_bytes(n, r0, false), false, [&] {
+        for (int i = 0; i < n; ++i) {
+          for (int j = 0; j < r0; ++j) {
+            L->at(r0 + i, j) = Lb->at(i, j);
+            Qm->at(r0 + i, j) = Qb->at(i, j);
+          }
+        }
+      }));
+      op_.free({Lb, Qb});
+    }
+    // Diagonal blocks: sum_d k_id k_jd exp(gam_id - gam_jd), j <= i inside each block.
+    int64_t pairs = 0;
+    for (int b0 = 0; b0 < c; b0 += kSub) {
+      const int n = std::min(kSub, c - b0);
+      pairs += static_cast<int64_t>(n) * (n + 1) / 2;
+    }
+    HANPU_RETURN_IF_ERROR(sim_.vector({Ku, Qu, gam}, {L, Qm}, pairs * K * 4 * 5, true, [&] {
+      for (int b0 = 0; b0 < c; b0 += kSub) {
+        const int b1 = std::min(c, b0 + kSub);
+        for (int i = b0; i < b1; ++i) {
+          for (int j = b0; j <= i; ++j) {
+            float lk = 0, lq = 0;
+            for (int d = 0; d < K; ++d) {
+              const float e = std::exp(gam->at(i, d) - gam->at(j, d));
+              lk += Ku->at(i, d) * Ku->at(j, d) * e;
+              lq += Qu->at(i, d) * Ku->at(j, d) * e;
+            }
+            if (j < i) L->at(i, j) = lk;
+            Qm->at(i, j) = lq;
+          }
+        }
+      }
+    }));
+    op_.free({Ku, Qu});
+    HANPU_RETURN_IF_ERROR(product_l1(Kg1, S16_, "KS0", c, w_, &KS));
+    HANPU_RETURN_IF_ERROR(product_l1(Qg1, S16_, "QS0", c, w_, &QS));
+    op_.free({Kg1, Qg1});
+    Tile* beta = in.beta;
+    const float scale = gm_.scale;
+    HANPU_RETURN_IF_ERROR(sim_.vector({L, Qm, beta}, {L, Qm}, 2 * matrix_bytes(c, c, false), true, [&] {
+      for (int i = 0; i < c; ++i) {
+        for (int j = 0; j < c; ++j) {
+          L->at(i, j) = j < i ? beta->v[i] * L->at(i, j) : 0.0f;
+          Qm->at(i, j) = j <= i ? scale * Qm->at(i, j) : 0.0f;
+        }
+      }
+    }));
+    // rhs = beta (V - K S0 e), over K S0's storage.
+    const Layout rl = layout(plan::Chain::kRhs);
+    HANPU_RETURN_IF_ERROR(op_.to_layout(KS, rl));
+    Tile* v = in.v;
+    HANPU_RETURN_IF_ERROR(sim_.vector({v, KS, beta}, {KS}, 3 * matrix_bytes(c, w_, false), true, [&] {
+      for (int i = 0; i < c; ++i) {
+        for (int j = 0; j < w_; ++j) KS->at(i, j) = beta->v[i] * (v->at(i, j) - KS->at(i, j));
+      }
+    }));
+    Tile *Ainv, *R1, *Vn, *Vn1, *O;
+    HANPU_RETURN_IF_ERROR(op_.unit_lower_inverse(L, "Ainv", &Ainv));
+    op_.free({L});
+    HANPU_RETURN_IF_ERROR(op_.stage_to_l1(KS, "rhs", &R1));
+    op_.free({KS});
+    HANPU_RETURN_IF_ERROR(product(Ainv, R1, "Vn", c, w_, &Vn));
+    op_.free({Ainv, R1});
+    HANPU_RETURN_IF_ERROR(op_.stage_to_l1(Vn, "Vn", &Vn1));
+    op_.free({Vn});
+    HANPU_RETURN_IF_ERROR(product(Qm, Vn1, "O", c, w_, &O));
+    op_.free({Qm});
+    HANPU_RETURN_IF_ERROR(output(in, O, QS, layout(plan::Chain::kOutput)));
+    // S = diag(exp(gam_last)) S + (K o exp(gam_last - gam))^T Vn, in place.
+    Tile *Kub, *Kd1, *KdT, *Vnb, *U, *dS;
+    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, c, K, true, Layout::kNZ, "kd", &Kub));
+    HANPU_RETURN_IF_ERROR(sim_.move(Kub, in.k));
+    HANPU_RETURN_IF_ERROR(op_.to_layout(Kub, Layout::kND));
+    HANPU_RETURN_IF_ERROR(sim_.vector({Kub, gam}, {Kub}, 3 * matrix_bytes(c, K, true), false, [&] {
+      for (int i = 0; i < c; ++i) {
+        for (int d = 0; d < K; ++d) Kub->at(i, d) *= std::exp(gam->at(c - 1, d) - gam->at(i, d));
+      }
+    }));
+    HANPU_RETURN_IF_ERROR(op_.stage_to_l1(Kub, "kd", &Kd1));
+    op_.free({Kub});
+    HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0A, Kd1, true, "kdT", &KdT));
+    HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0B, Vn1, false, "Vn", &Vnb));
+    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kL0C, K, w_, false, Layout::kNZ, "dS", &U));
+    HANPU_RETURN_IF_ERROR(sim_.mmad(U, KdT, Vnb, false));
+    op_.free({KdT, Vnb, Kd1, Vn1});
+    HANPU_RETURN_IF_ERROR(op_.from_l0c(U, "dS", &dS));
+    HANPU_RETURN_IF_ERROR(op_.to_layout(dS, S_->layout));
+    Tile* elast = in.elast;
+    HANPU_RETURN_IF_ERROR(sim_.vector({S_, dS, elast}, {S_}, 3 * matrix_bytes(K, w_, false), true, [&] {
+      for (int d = 0; d < K; ++d) {
+        const float e = elast->v[d];
+        for (int j = 0; j < w_; ++j) S_->at(d, j) = e * S_->at(d, j) + dS->at(d, j);
+      }
+    }));
+    op_.free({dS, S16_});
+    HANPU_RETURN_IF_ERROR(op_.stage_to_l1(S_, "S16", &S16_));
+    release(in);
+    return Status::Ok();
+  }
 
   // HA-NPU's order: GEMM-first group, masks, rhs, (I + L)^-1 rhs, outputs, then the state
   // updated in place (chunk-first). Each vector chain runs in its planned layout.

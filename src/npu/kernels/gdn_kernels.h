@@ -15,6 +15,7 @@ struct GdnVariant {
   std::string_view summary;
   Status (*run)(NpuSim& sim, const GdnGm& gm);
   bool ablation_only = false;  // an intermediate step of the hanpu ablation
+  bool kda = false;            // also runs KDA (g per key channel)
 };
 
 // HA-NPU's techniques, each switchable for the ablation (head-level mapping with fusion is

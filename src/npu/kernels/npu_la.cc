@@ -17,7 +17,6 @@ namespace hanpu {
 namespace {
 
 Status validate(const LaArgs& a, const NpuLaOptions& o, int64_t* T, int* H, int* K, int* V) {
-  if (a.mech != LaMech::kGdn) return Status::Error("npu: only GDN runs on the modelled NPU so far (KDA: not yet)");
   if (a.q.shape.size() != 3 || a.k.shape != a.q.shape || a.v.shape.size() != 3 || a.o.shape != a.v.shape) {
     return Status::Error(fmt::format("npu: q {} and k {} must be [T, H, K], v {} and o {} [T, HV, V]",
                                      shape_str(a.q.shape), shape_str(a.k.shape), shape_str(a.v.shape),
@@ -37,10 +36,11 @@ Status validate(const LaArgs& a, const NpuLaOptions& o, int64_t* T, int* H, int*
       return Status::Error(fmt::format("npu: {} = {} must be a multiple of 16 in [16, 128]", name, d));
     }
   }
-  if (a.g.shape != Shape{*T, *H} || a.g.dtype != DType::kF32 || a.beta.shape != Shape{*T, *H} ||
+  const Shape gshape = a.mech == LaMech::kKda ? Shape{*T, *H, *K} : Shape{*T, *H};
+  if (a.g.shape != gshape || a.g.dtype != DType::kF32 || a.beta.shape != Shape{*T, *H} ||
       a.beta.dtype != DType::kF32) {
-    return Status::Error(fmt::format("npu: g {} and beta {} must be f32 [T, H] = [{}, {}]", shape_str(a.g.shape),
-                                     shape_str(a.beta.shape), *T, *H));
+    return Status::Error(fmt::format("npu: g {} must be f32 {} and beta {} f32 [{}, {}]", shape_str(a.g.shape),
+                                     shape_str(gshape), shape_str(a.beta.shape), *T, *H));
   }
   if (!a.cu_seqlens.empty() && !(a.cu_seqlens.size() == 2 && a.cu_seqlens[0] == 0 && a.cu_seqlens[1] == *T)) {
     return Status::Error("npu: varlen batches (cu_seqlens) are not supported yet");
@@ -58,7 +58,7 @@ Status validate(const LaArgs& a, const NpuLaOptions& o, int64_t* T, int* H, int*
   if (o.chunk_size != 16 && o.chunk_size != 32 && o.chunk_size != 64) {
     return Status::Error(fmt::format("npu: chunk_size {} must be 16, 32 or 64", o.chunk_size));
   }
-  for (int64_t i = 0; i < *T * *H; ++i) {
+  for (int64_t i = 0; i < shape_numel(gshape); ++i) {
     const float g = static_cast<const float*>(a.g.data)[i];
     if (!std::isfinite(g) || g > 0) return Status::Error(fmt::format("npu: g[{}] = {} must be finite and <= 0", i, g));
   }
@@ -76,7 +76,7 @@ void fill(npu::GmTensor* t, const void* data, DType dt) {
 
 std::vector<NpuVariantInfo> npu_la_variants() {
   std::vector<NpuVariantInfo> out;
-  for (const npu::GdnVariant& v : npu::gdn_variants()) out.push_back({v.name, v.summary, v.ablation_only});
+  for (const npu::GdnVariant& v : npu::gdn_variants()) out.push_back({v.name, v.summary, v.ablation_only, v.kda});
   return out;
 }
 
@@ -137,6 +137,10 @@ Status npu_la_prefill(const LaArgs& a, const NpuLaOptions& o, NpuLaStats* stats)
     names += (names.empty() ? "" : ", ") + std::string(v.name);
   }
   if (variant == nullptr) return Status::Error(fmt::format("npu: unknown variant '{}' (one of: {})", o.variant, names));
+  if (a.mech == LaMech::kKda && !variant->kda) {
+    return Status::Error(fmt::format("npu: variant '{}' runs GDN only so far; KDA runs on: hanpu, hanpu-reordered",
+                                     o.variant));
+  }
   npu::NpuMachine m;
   HANPU_RETURN_IF_ERROR(npu::load_npu_machine(o.target, &m));
   npu::NpuSim sim(m);
@@ -151,7 +155,8 @@ Status npu_la_prefill(const LaArgs& a, const NpuLaOptions& o, NpuLaStats* stats)
   gm.k = sim.gm("k", T, static_cast<int64_t>(H) * K, true);
   gm.v = sim.gm("v", T, static_cast<int64_t>(H) * V, true);
   gm.o = sim.gm("o", T, static_cast<int64_t>(H) * V, true);
-  gm.g = sim.gm("g", T, H, false);
+  gm.kda = a.mech == LaMech::kKda;
+  gm.g = sim.gm("g", T, gm.kda ? static_cast<int64_t>(H) * K : H, false);
   gm.beta = sim.gm("beta", T, H, false);
   fill(gm.q, a.q.data, a.q.dtype);
   fill(gm.k, a.k.data, a.k.dtype);

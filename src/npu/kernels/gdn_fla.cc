@@ -5,6 +5,7 @@
 
 #include "npu/kernels/gdn_kernels.h"
 #include "npu/kernels/wy_prepare.h"
+#include "npu/kernels/wy_walk.h"
 
 namespace hanpu::npu {
 
@@ -29,64 +30,8 @@ Status recurrence(CoreOps& op, const GdnGm& gm, const FlaScratch& x, int h) {
   }
   for (int64_t n = 0, t0 = 0; t0 < gm.T; ++n, t0 += gm.chunk) {
     const int c = static_cast<int>(std::min<int64_t>(gm.chunk, gm.T - t0));
-    Tile *h16, *S1, *Wc, *Uc, *gam, *Kc, *Wa, *Sb, *WS, *WSu, *vn16;
-    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, K, V, true, Layout::kND, "h", &h16));
-    HANPU_RETURN_IF_ERROR(sim.vector({S}, {h16}, matrix_bytes(K, V, false), false, [&] { h16->v = S->v; }));
-    HANPU_RETURN_IF_ERROR(sim.store({x.h, (n * gm.H + h) * K, K, 0, V}, h16));
-    HANPU_RETURN_IF_ERROR(sim.relayout(h16, Layout::kNZ));
-    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, K, V, true, Layout::kNZ, "h", &S1));
-    HANPU_RETURN_IF_ERROR(sim.move(S1, h16));
-    op.free({h16});
-    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "W", &Wc));
-    HANPU_RETURN_IF_ERROR(sim.load(Wc, {x.w, t0, c, static_cast<int64_t>(h) * K, K}));
-    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "U", &Uc));
-    HANPU_RETURN_IF_ERROR(sim.load(Uc, {x.u, t0, c, static_cast<int64_t>(h) * V, V}));
-    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, 1, false, Layout::kND, "gam", &gam));
-    HANPU_RETURN_IF_ERROR(sim.load(gam, {x.gam, t0, c, h, 1}));
-    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &Kc));
-    HANPU_RETURN_IF_ERROR(sim.load(Kc, {gm.k, t0, c, static_cast<int64_t>(h) * K, K}));
-    HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Wc, false, "W", &Wa));
-    HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, S1, false, "h", &Sb));
-    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, V, false, Layout::kNZ, "WS", &WS));
-    HANPU_RETURN_IF_ERROR(sim.mmad(WS, Wa, Sb, false));
-    op.free({Wa, Sb, Wc, S1});
-    HANPU_RETURN_IF_ERROR(op.from_l0c(WS, "WS", &WSu));
-    HANPU_RETURN_IF_ERROR(op.to_layout(WSu, Layout::kND));
-    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "vn", &vn16));
-    HANPU_RETURN_IF_ERROR(sim.vector({Uc, WSu}, {vn16}, 3 * matrix_bytes(c, V, false), false, [&] {
-      for (size_t i = 0; i < vn16->v.size(); ++i) vn16->v[i] = Uc->v[i] - WSu->v[i];
-    }));
-    op.free({Uc, WSu});
-    HANPU_RETURN_IF_ERROR(sim.store({x.vn, t0, c, static_cast<int64_t>(h) * V, V}, vn16));
-    // S = exp(gam_last) S + (exp(gam_last - gam) o K)^T Vn
-    Tile *Kub, *Kd1, *KdT, *Vn1, *Vnb, *U, *Uu;
-    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, K, true, Layout::kNZ, "kd", &Kub));
-    HANPU_RETURN_IF_ERROR(sim.move(Kub, Kc));
-    op.free({Kc});
-    HANPU_RETURN_IF_ERROR(op.to_layout(Kub, Layout::kND));
-    const float glast = gam->v[c - 1];
-    HANPU_RETURN_IF_ERROR(sim.vector({Kub, gam}, {Kub}, 2 * matrix_bytes(c, K, true), true, [&] {
-      for (int i = 0; i < c; ++i) {
-        const float f = std::exp(glast - gam->v[i]);
-        for (int j = 0; j < K; ++j) Kub->at(i, j) *= f;
-      }
-    }));
-    HANPU_RETURN_IF_ERROR(op.stage_to_l1(Kub, "kd", &Kd1));
-    op.free({Kub});
-    HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Kd1, true, "kdT", &KdT));
-    HANPU_RETURN_IF_ERROR(op.stage_to_l1(vn16, "vn", &Vn1));
-    op.free({vn16, Kd1});
-    HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, Vn1, false, "vn", &Vnb));
-    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, K, V, false, Layout::kNZ, "dS", &U));
-    HANPU_RETURN_IF_ERROR(sim.mmad(U, KdT, Vnb, false));
-    op.free({KdT, Vnb, Vn1});
-    HANPU_RETURN_IF_ERROR(op.from_l0c(U, "dS", &Uu));
-    HANPU_RETURN_IF_ERROR(op.to_layout(Uu, Layout::kND));
-    const float decay = std::exp(glast);
-    HANPU_RETURN_IF_ERROR(sim.vector({S, Uu}, {S}, 3 * matrix_bytes(K, V, false), false, [&] {
-      for (size_t i = 0; i < S->v.size(); ++i) S->v[i] = decay * S->v[i] + Uu->v[i];
-    }));
-    op.free({Uu, gam});
+    const GmBlock h_out{x.h, (n * gm.H + h) * K, K, 0, V}, vn_out{x.vn, t0, c, static_cast<int64_t>(h) * V, V};
+    HANPU_RETURN_IF_ERROR(wy_advance(op, gm, {x.w, x.u, x.gam}, h, t0, c, S, &h_out, &vn_out, false, nullptr));
   }
   if (gm.state1 != nullptr) {
     HANPU_RETURN_IF_ERROR(sim.store({gm.state1, static_cast<int64_t>(h) * K, K, 0, V}, S));

@@ -4,6 +4,7 @@
 
 #include "npu/kernels/gdn_kernels.h"
 #include "npu/kernels/wy_prepare.h"
+#include "npu/kernels/wy_walk.h"
 
 namespace hanpu::npu {
 
@@ -14,74 +15,6 @@ struct QlaGm {
   GmTensor *m, *b;        // per (segment, head): transition [K x K] and local state [K x V], fp32
   GmTensor *hseg;         // per (segment, head): the state entering the segment, fp32
 };
-
-// One chunk of a walk: Vn = U - W S, S = exp(gam_last) S + Kd^T Vn. Leaves Vn (fp16, L1),
-// Kd^T (L0A) and W (L1) to the caller when asked, else frees them.
-struct Walked {
-  Tile *vn1 = nullptr, *kdt = nullptr, *w1 = nullptr, *s16 = nullptr, *gam = nullptr;
-};
-
-Status advance(CoreOps& op, const GdnGm& gm, const QlaGm& x, int h, int64_t t0, int c, Tile* S, bool keep,
-               Walked* out) {
-  NpuSim& sim = op.sim();
-  const int K = gm.K, V = gm.V;
-  Tile *W1, *U, *gam, *K1, *S16, *Wa, *Sb, *WSc, *WS;
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "w", &W1));
-  HANPU_RETURN_IF_ERROR(sim.load(W1, {x.w, t0, c, static_cast<int64_t>(h) * K, K}));
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "u", &U));
-  HANPU_RETURN_IF_ERROR(sim.load(U, {x.u, t0, c, static_cast<int64_t>(h) * V, V}));
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, 1, false, Layout::kND, "gam", &gam));
-  HANPU_RETURN_IF_ERROR(sim.load(gam, {x.gam, t0, c, h, 1}));
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &K1));
-  HANPU_RETURN_IF_ERROR(sim.load(K1, {gm.k, t0, c, static_cast<int64_t>(h) * K, K}));
-  HANPU_RETURN_IF_ERROR(op.stage_to_l1(S, "S16", &S16));
-  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, W1, false, "w", &Wa));
-  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, S16, false, "S", &Sb));
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, V, false, Layout::kNZ, "WS", &WSc));
-  HANPU_RETURN_IF_ERROR(sim.mmad(WSc, Wa, Sb, false));
-  op.free({Wa, Sb});
-  HANPU_RETURN_IF_ERROR(op.from_l0c(WSc, "WS", &WS));
-  HANPU_RETURN_IF_ERROR(op.to_layout(WS, Layout::kND));
-  HANPU_RETURN_IF_ERROR(sim.vector({U, WS}, {WS}, 3 * matrix_bytes(c, V, false), false, [&] {
-    for (size_t i = 0; i < WS->v.size(); ++i) WS->v[i] = U->v[i] - WS->v[i];
-  }));
-  op.free({U});
-  Tile *Vn1, *Kub, *Kd1, *KdT, *Vnb, *dSc, *dS;
-  HANPU_RETURN_IF_ERROR(op.stage_to_l1(WS, "vn", &Vn1));
-  op.free({WS});
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, K, true, Layout::kNZ, "kd", &Kub));
-  HANPU_RETURN_IF_ERROR(sim.move(Kub, K1));
-  op.free({K1});
-  HANPU_RETURN_IF_ERROR(op.to_layout(Kub, Layout::kND));
-  const float glast = gam->v[c - 1];
-  HANPU_RETURN_IF_ERROR(sim.vector({Kub, gam}, {Kub}, 2 * matrix_bytes(c, K, true), true, [&] {
-    for (int i = 0; i < c; ++i) {
-      const float f = std::exp(glast - gam->v[i]);
-      for (int j = 0; j < K; ++j) Kub->at(i, j) *= f;
-    }
-  }));
-  HANPU_RETURN_IF_ERROR(op.stage_to_l1(Kub, "kd", &Kd1));
-  op.free({Kub});
-  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Kd1, true, "kdT", &KdT));
-  op.free({Kd1});
-  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, Vn1, false, "vn", &Vnb));
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, K, V, false, Layout::kNZ, "dS", &dSc));
-  HANPU_RETURN_IF_ERROR(sim.mmad(dSc, KdT, Vnb, false));
-  op.free({Vnb});
-  HANPU_RETURN_IF_ERROR(op.from_l0c(dSc, "dS", &dS));
-  HANPU_RETURN_IF_ERROR(op.to_layout(dS, Layout::kND));
-  const float decay = std::exp(glast);
-  HANPU_RETURN_IF_ERROR(sim.vector({S, dS}, {S}, 3 * matrix_bytes(K, V, false), false, [&] {
-    for (size_t i = 0; i < S->v.size(); ++i) S->v[i] = decay * S->v[i] + dS->v[i];
-  }));
-  op.free({dS});
-  if (keep) {
-    *out = {Vn1, KdT, W1, S16, gam};
-  } else {
-    op.free({Vn1, KdT, W1, S16, gam});
-  }
-  return Status::Ok();
-}
 
 // Launch 2, one (segment, head): the local state B (from zero) and the transition M of the
 // segment's chunks, M <- (exp(gam_last) I - Kd^T W) M per chunk.
@@ -98,8 +31,8 @@ Status local_walk(CoreOps& op, const GdnGm& gm, const QlaGm& x, int h, int seg, 
   for (int64_t n = n0; n < n1; ++n) {
     const int64_t t0 = n * gm.chunk;
     const int c = static_cast<int>(std::min<int64_t>(gm.chunk, gm.T - t0));
-    Walked w;
-    HANPU_RETURN_IF_ERROR(advance(op, gm, x, h, t0, c, B, true, &w));
+    WyStep w;
+    HANPU_RETURN_IF_ERROR(wy_advance(op, gm, {x.w, x.u, x.gam}, h, t0, c, B, nullptr, nullptr, true, &w));
     // T = exp(gam_last) I - Kd^T W, then M = T M.
     Tile *Wb, *KWc, *Tm, *M1, *Mb, *T1, *Ta, *Mc;
     HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, w.w1, false, "w", &Wb));
@@ -190,9 +123,9 @@ Status output_walk(CoreOps& op, const GdnGm& gm, const QlaGm& x, int h, int seg,
   for (int64_t n = n0; n < n1; ++n) {
     const int64_t t0 = n * gm.chunk;
     const int c = static_cast<int>(std::min<int64_t>(gm.chunk, gm.T - t0));
-    Walked w;
+    WyStep w;
     // The state before this chunk is what Q reads: keep its fp16 copy from the walk.
-    HANPU_RETURN_IF_ERROR(advance(op, gm, x, h, t0, c, S, true, &w));
+    HANPU_RETURN_IF_ERROR(wy_advance(op, gm, {x.w, x.u, x.gam}, h, t0, c, S, nullptr, nullptr, true, &w));
     op.free({w.kdt, w.w1});
     Tile *Q1, *K1, *Qa, *KTb, *Sb, *QKc, *QSc, *Qm, *QS, *Qm1, *Qma, *Vnb, *Oc, *O, *o16;
     HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "q", &Q1));

@@ -1,0 +1,85 @@
+// wy_advance (see wy_walk.h).
+#include "npu/kernels/wy_walk.h"
+
+#include <cmath>
+
+namespace hanpu::npu {
+
+Status wy_advance(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c, Tile* S,
+                  const GmBlock* h_out, const GmBlock* vn_out, bool keep, WyStep* out) {
+  NpuSim& sim = op.sim();
+  const int K = gm.K, V = gm.V;
+  // The state the step starts from, as the cube's fp16 operand (and to GM when asked).
+  Tile* S16;
+  if (h_out != nullptr) {
+    Tile* h16;
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, K, V, true, Layout::kND, "h", &h16));
+    HANPU_RETURN_IF_ERROR(sim.vector({S}, {h16}, matrix_bytes(K, V, false), false, [&] { h16->v = S->v; }));
+    HANPU_RETURN_IF_ERROR(sim.store(*h_out, h16));
+    HANPU_RETURN_IF_ERROR(sim.relayout(h16, Layout::kNZ));
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, K, V, true, Layout::kNZ, "h", &S16));
+    HANPU_RETURN_IF_ERROR(sim.move(S16, h16));
+    op.free({h16});
+  } else {
+    HANPU_RETURN_IF_ERROR(op.stage_to_l1(S, "S16", &S16));
+  }
+  Tile *W1, *U, *gam, *K1, *Wa, *Sb, *WSc, *WS, *vn16;
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "w", &W1));
+  HANPU_RETURN_IF_ERROR(sim.load(W1, {x.w, t0, c, static_cast<int64_t>(h) * K, K}));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "u", &U));
+  HANPU_RETURN_IF_ERROR(sim.load(U, {x.u, t0, c, static_cast<int64_t>(h) * V, V}));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, 1, false, Layout::kND, "gam", &gam));
+  HANPU_RETURN_IF_ERROR(sim.load(gam, {x.gam, t0, c, h, 1}));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &K1));
+  HANPU_RETURN_IF_ERROR(sim.load(K1, {gm.k, t0, c, static_cast<int64_t>(h) * K, K}));
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, W1, false, "w", &Wa));
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, S16, false, "S", &Sb));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, V, false, Layout::kNZ, "WS", &WSc));
+  HANPU_RETURN_IF_ERROR(sim.mmad(WSc, Wa, Sb, false));
+  op.free({Wa, Sb});
+  HANPU_RETURN_IF_ERROR(op.from_l0c(WSc, "WS", &WS));
+  HANPU_RETURN_IF_ERROR(op.to_layout(WS, Layout::kND));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "vn", &vn16));
+  HANPU_RETURN_IF_ERROR(sim.vector({U, WS}, {vn16}, 3 * matrix_bytes(c, V, false), false, [&] {
+    for (size_t i = 0; i < vn16->v.size(); ++i) vn16->v[i] = U->v[i] - WS->v[i];
+  }));
+  op.free({U, WS});
+  if (vn_out != nullptr) HANPU_RETURN_IF_ERROR(sim.store(*vn_out, vn16));
+  // Kd = exp(gam_last - gam) o K, transposed into L0A.
+  Tile *Kub, *Kd1, *KdT, *Vn1, *Vnb, *dSc, *dS;
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, K, true, Layout::kNZ, "kd", &Kub));
+  HANPU_RETURN_IF_ERROR(sim.move(Kub, K1));
+  op.free({K1});
+  HANPU_RETURN_IF_ERROR(op.to_layout(Kub, Layout::kND));
+  const float glast = gam->v[c - 1];
+  HANPU_RETURN_IF_ERROR(sim.vector({Kub, gam}, {Kub}, 2 * matrix_bytes(c, K, true), true, [&] {
+    for (int i = 0; i < c; ++i) {
+      const float f = std::exp(glast - gam->v[i]);
+      for (int j = 0; j < K; ++j) Kub->at(i, j) *= f;
+    }
+  }));
+  HANPU_RETURN_IF_ERROR(op.stage_to_l1(Kub, "kd", &Kd1));
+  op.free({Kub});
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Kd1, true, "kdT", &KdT));
+  HANPU_RETURN_IF_ERROR(op.stage_to_l1(vn16, "vn", &Vn1));
+  op.free({vn16, Kd1});
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, Vn1, false, "vn", &Vnb));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, K, V, false, Layout::kNZ, "dS", &dSc));
+  HANPU_RETURN_IF_ERROR(sim.mmad(dSc, KdT, Vnb, false));
+  op.free({Vnb});
+  HANPU_RETURN_IF_ERROR(op.from_l0c(dSc, "dS", &dS));
+  HANPU_RETURN_IF_ERROR(op.to_layout(dS, Layout::kND));
+  const float decay = std::exp(glast);
+  HANPU_RETURN_IF_ERROR(sim.vector({S, dS}, {S}, 3 * matrix_bytes(K, V, false), false, [&] {
+    for (size_t i = 0; i < S->v.size(); ++i) S->v[i] = decay * S->v[i] + dS->v[i];
+  }));
+  op.free({dS});
+  if (keep) {
+    *out = {Vn1, KdT, W1, S16, gam};
+  } else {
+    op.free({Vn1, KdT, W1, S16, gam});
+  }
+  return Status::Ok();
+}
+
+}  // namespace hanpu::npu

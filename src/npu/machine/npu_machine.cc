@@ -1,6 +1,7 @@
 // Parsing and validating the NPU target files (see npu_machine.h).
 #include "npu/machine/npu_machine.h"
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -34,6 +35,19 @@ Status non_negative(const nlohmann::json& j, const std::string& where, const cha
   return Status::Ok();
 }
 
+// An integer in [lo, hi] at j[key], range-checked before any conversion (a double outside an
+// integer type's range converts with undefined behaviour).
+Status integer(const nlohmann::json& j, const std::string& where, const char* key, int64_t lo, int64_t hi,
+               int64_t* out) {
+  double v = 0;
+  HANPU_RETURN_IF_ERROR(non_negative(j, where, key, &v));
+  if (!(v >= static_cast<double>(lo) && v <= static_cast<double>(hi)) || v != std::floor(v)) {
+    return Status::Error(fmt::format("{}: {} must be an integer in [{}, {}]", where, key, lo, hi));
+  }
+  *out = static_cast<int64_t>(v);
+  return Status::Ok();
+}
+
 Status object(const nlohmann::json& j, const std::string& where, const char* key, const nlohmann::json** out) {
   if (!j.contains(key) || !j[key].is_object()) return Status::Error(fmt::format("{}: {} must be an object", where, key));
   *out = &j[key];
@@ -59,10 +73,9 @@ Status parse_npu_machine(const std::string& text, const std::string& src, NpuMac
   if (!j.contains("name") || !j["name"].is_string()) return Status::Error(fmt::format("{}: name must be a string", src));
   m.name = j["name"].get<std::string>();
   m.summary = j.value("summary", "");
-  double v = 0;
-  HANPU_RETURN_IF_ERROR(positive(j, src, "cores", &v));
-  if (v != static_cast<int>(v) || v > 1024) return Status::Error(fmt::format("{}: cores must be an integer <= 1024", src));
-  m.cores = static_cast<int>(v);
+  int64_t n = 0;
+  HANPU_RETURN_IF_ERROR(integer(j, src, "cores", 1, 1024, &n));
+  m.cores = static_cast<int>(n);
   HANPU_RETURN_IF_ERROR(positive(j, src, "clock_ghz", &m.clock_ghz));
   HANPU_RETURN_IF_ERROR(non_negative(j, src, "launch_overhead_us", &m.launch_overhead_us));
   const nlohmann::json* bufs = nullptr;
@@ -70,21 +83,20 @@ Status parse_npu_machine(const std::string& text, const std::string& src, NpuMac
   for (int b = 0; b < kNumBufs; ++b) {
     const nlohmann::json* spec = nullptr;
     HANPU_RETURN_IF_ERROR(object(*bufs, src + ": buffers", kBufNames[b], &spec));
-    double bytes = 0, align = 0;
+    int64_t bytes = 0, align = 0;
     const std::string where = fmt::format("{}: buffers.{}", src, kBufNames[b]);
-    HANPU_RETURN_IF_ERROR(positive(*spec, where, "bytes", &bytes));
-    HANPU_RETURN_IF_ERROR(positive(*spec, where, "align", &align));
-    const int a = static_cast<int>(align);
-    if (a != align || (a & (a - 1)) != 0) return Status::Error(where + ": align must be a power of two");
-    m.buffers[b] = {static_cast<int64_t>(bytes), a};
+    HANPU_RETURN_IF_ERROR(integer(*spec, where, "bytes", 1, int64_t{1} << 40, &bytes));
+    HANPU_RETURN_IF_ERROR(integer(*spec, where, "align", 1, 1 << 20, &align));
+    if ((align & (align - 1)) != 0) return Status::Error(where + ": align must be a power of two");
+    m.buffers[b] = {bytes, static_cast<int>(align)};
   }
   const nlohmann::json* cube = nullptr;
   HANPU_RETURN_IF_ERROR(object(j, src, "cube", &cube));
-  double cm = 0, ck = 0, cn = 0, cs = 0;
-  HANPU_RETURN_IF_ERROR(positive(*cube, src + ": cube", "m", &cm));
-  HANPU_RETURN_IF_ERROR(positive(*cube, src + ": cube", "k", &ck));
-  HANPU_RETURN_IF_ERROR(positive(*cube, src + ": cube", "n", &cn));
-  HANPU_RETURN_IF_ERROR(non_negative(*cube, src + ": cube", "startup_cycles", &cs));
+  int64_t cm = 0, ck = 0, cn = 0, cs = 0;
+  HANPU_RETURN_IF_ERROR(integer(*cube, src + ": cube", "m", 1, 1024, &cm));
+  HANPU_RETURN_IF_ERROR(integer(*cube, src + ": cube", "k", 1, 1024, &ck));
+  HANPU_RETURN_IF_ERROR(integer(*cube, src + ": cube", "n", 1, 1024, &cn));
+  HANPU_RETURN_IF_ERROR(integer(*cube, src + ": cube", "startup_cycles", 0, 1 << 30, &cs));
   m.cube_m = static_cast<int>(cm);
   m.cube_k = static_cast<int>(ck);
   m.cube_n = static_cast<int>(cn);

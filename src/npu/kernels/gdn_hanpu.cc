@@ -122,21 +122,30 @@ class FusedHead {
     return op_.from_l0c(C, name, out_ub);
   }
 
-  // Kd^T Vn: Kd = exp(gam_last - gam) o K computed in UB in the kd chain's layout.
+  // Kd^T Vn: Kd = exp(gam_last - gam) o K computed in UB in the kd chain's layout (GDN: one
+  // factor per row; KDA: one per element, from the per-channel gates).
   Status state_delta(const ChunkIn& in, Tile* Vn1, Layout kd_layout, Tile** dS) {
     const int c = in.c, K = gm_.K;
     Tile *Kub, *Kd1, *KdT, *Vnb, *U;
     HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, c, K, true, Layout::kNZ, "kd", &Kub));
     HANPU_RETURN_IF_ERROR(sim_.move(Kub, in.k));
     HANPU_RETURN_IF_ERROR(op_.to_layout(Kub, kd_layout));
-    const float glast = in.gam->v[c - 1];
     Tile* gam = in.gam;
-    HANPU_RETURN_IF_ERROR(sim_.vector({Kub, gam}, {Kub}, 2 * matrix_bytes(c, K, true), true, [&] {
-      for (int i = 0; i < c; ++i) {
-        const float f = std::exp(glast - gam->v[i]);
-        for (int j = 0; j < K; ++j) Kub->at(i, j) *= f;
-      }
-    }));
+    if (gm_.kda) {
+      HANPU_RETURN_IF_ERROR(sim_.vector({Kub, gam}, {Kub}, 3 * matrix_bytes(c, K, true), false, [&] {
+        for (int i = 0; i < c; ++i) {
+          for (int d = 0; d < K; ++d) Kub->at(i, d) *= std::exp(gam->at(c - 1, d) - gam->at(i, d));
+        }
+      }));
+    } else {
+      const float glast = gam->v[c - 1];
+      HANPU_RETURN_IF_ERROR(sim_.vector({Kub, gam}, {Kub}, 2 * matrix_bytes(c, K, true), true, [&] {
+        for (int i = 0; i < c; ++i) {
+          const float f = std::exp(glast - gam->v[i]);
+          for (int j = 0; j < K; ++j) Kub->at(i, j) *= f;
+        }
+      }));
+    }
     HANPU_RETURN_IF_ERROR(op_.to_layout(Kub, Layout::kNZ));
     HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kL1, c, K, true, Layout::kNZ, "kd", &Kd1));
     HANPU_RETURN_IF_ERROR(sim_.move(Kd1, Kub));
@@ -174,15 +183,51 @@ class FusedHead {
     return Status::Ok();
   }
 
-  // S = exp(gam_last) S + dS into `dst` (S itself when updating in place); S16 refreshed.
-  Status commit_state(const ChunkIn& in, Tile* dS, Tile* src, Tile* dst) {
-    HANPU_RETURN_IF_ERROR(op_.to_layout(dS, dst->layout));
-    const float decay = std::exp(in.gam->v[in.c - 1]);
-    HANPU_RETURN_IF_ERROR(sim_.vector({src, dS}, {dst}, 3 * matrix_bytes(gm_.K, w_, false), false, [&] {
-      for (size_t i = 0; i < dst->v.size(); ++i) dst->v[i] = decay * src->v[i] + dS->v[i];
-    }));
+  // S = exp(gam_last) S + dS in place (KDA: diag(exp(gam_last)) S, a factor per state row);
+  // S16 refreshed.
+  Status commit_state(const ChunkIn& in, Tile* dS) {
+    Tile* S = S_;
+    HANPU_RETURN_IF_ERROR(op_.to_layout(dS, S->layout));
+    if (gm_.kda) {
+      Tile* elast = in.elast;
+      HANPU_RETURN_IF_ERROR(sim_.vector({S, dS, elast}, {S}, 3 * matrix_bytes(gm_.K, w_, false), true, [&] {
+        for (int d = 0; d < gm_.K; ++d) {
+          for (int j = 0; j < w_; ++j) S->at(d, j) = elast->v[d] * S->at(d, j) + dS->at(d, j);
+        }
+      }));
+    } else {
+      const float decay = std::exp(in.gam->v[in.c - 1]);
+      HANPU_RETURN_IF_ERROR(sim_.vector({S, dS}, {S}, 3 * matrix_bytes(gm_.K, w_, false), false, [&] {
+        for (size_t i = 0; i < S->v.size(); ++i) S->v[i] = decay * S->v[i] + dS->v[i];
+      }));
+    }
     op_.free({dS, S16_});
-    return op_.stage_to_l1(dst, "S16", &S16_);
+    return op_.stage_to_l1(S, "S16", &S16_);
+  }
+
+  // The reordered chunk's common tail once L, Qm, rhs (written over K S0) and Q S0 are in
+  // UB: Vn = (I + L)^-1 rhs (the GEMM-first rewrite: A applied to one right-hand side), the
+  // outputs, then the state updated in place (chunk-first).
+  Status solve_output_update(ChunkIn& in, Tile* L, Tile* rhs, Tile* Qm, Tile* QS) {
+    const int c = in.c;
+    Tile *Ainv, *R1, *Vn, *Vn1, *O, *dS;
+    HANPU_RETURN_IF_ERROR(op_.unit_lower_inverse(L, "Ainv", &Ainv));
+    op_.free({L});
+    HANPU_RETURN_IF_ERROR(op_.stage_to_l1(rhs, "rhs", &R1));
+    op_.free({rhs});
+    HANPU_RETURN_IF_ERROR(product(Ainv, R1, "Vn", c, w_, &Vn));
+    op_.free({Ainv, R1});
+    HANPU_RETURN_IF_ERROR(op_.stage_to_l1(Vn, "Vn", &Vn1));
+    op_.free({Vn});
+    HANPU_RETURN_IF_ERROR(product(Qm, Vn1, "O", c, w_, &O));
+    op_.free({Qm});
+    HANPU_RETURN_IF_ERROR(output(in, O, QS, layout(plan::Chain::kOutput)));
+    // KDA's kd chain is not planned yet (the DP's chain costs are GDN's): dense rows.
+    HANPU_RETURN_IF_ERROR(state_delta(in, Vn1, gm_.kda ? Layout::kND : layout(plan::Chain::kKd), &dS));
+    op_.free({Vn1});
+    HANPU_RETURN_IF_ERROR(commit_state(in, dS));
+    release(in);
+    return Status::Ok();
   }
 
   // Spill slot `slot` of this head's GM scratch: row offset of the slot (each K rows high).
@@ -328,48 +373,7 @@ class FusedHead {
         for (int j = 0; j < w_; ++j) KS->at(i, j) = beta->v[i] * (v->at(i, j) - KS->at(i, j));
       }
     }));
-    Tile *Ainv, *R1, *Vn, *Vn1, *O;
-    HANPU_RETURN_IF_ERROR(op_.unit_lower_inverse(L, "Ainv", &Ainv));
-    op_.free({L});
-    HANPU_RETURN_IF_ERROR(op_.stage_to_l1(KS, "rhs", &R1));
-    op_.free({KS});
-    HANPU_RETURN_IF_ERROR(product(Ainv, R1, "Vn", c, w_, &Vn));
-    op_.free({Ainv, R1});
-    HANPU_RETURN_IF_ERROR(op_.stage_to_l1(Vn, "Vn", &Vn1));
-    op_.free({Vn});
-    HANPU_RETURN_IF_ERROR(product(Qm, Vn1, "O", c, w_, &O));
-    op_.free({Qm});
-    HANPU_RETURN_IF_ERROR(output(in, O, QS, layout(plan::Chain::kOutput)));
-    // S = diag(exp(gam_last)) S + (K o exp(gam_last - gam))^T Vn, in place.
-    Tile *Kub, *Kd1, *KdT, *Vnb, *U, *dS;
-    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, c, K, true, Layout::kNZ, "kd", &Kub));
-    HANPU_RETURN_IF_ERROR(sim_.move(Kub, in.k));
-    HANPU_RETURN_IF_ERROR(op_.to_layout(Kub, Layout::kND));
-    HANPU_RETURN_IF_ERROR(sim_.vector({Kub, gam}, {Kub}, 3 * matrix_bytes(c, K, true), false, [&] {
-      for (int i = 0; i < c; ++i) {
-        for (int d = 0; d < K; ++d) Kub->at(i, d) *= std::exp(gam->at(c - 1, d) - gam->at(i, d));
-      }
-    }));
-    HANPU_RETURN_IF_ERROR(op_.stage_to_l1(Kub, "kd", &Kd1));
-    op_.free({Kub});
-    HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0A, Kd1, true, "kdT", &KdT));
-    HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0B, Vn1, false, "Vn", &Vnb));
-    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kL0C, K, w_, false, Layout::kNZ, "dS", &U));
-    HANPU_RETURN_IF_ERROR(sim_.mmad(U, KdT, Vnb, false));
-    op_.free({KdT, Vnb, Kd1, Vn1});
-    HANPU_RETURN_IF_ERROR(op_.from_l0c(U, "dS", &dS));
-    HANPU_RETURN_IF_ERROR(op_.to_layout(dS, S_->layout));
-    Tile* elast = in.elast;
-    HANPU_RETURN_IF_ERROR(sim_.vector({S_, dS, elast}, {S_}, 3 * matrix_bytes(K, w_, false), true, [&] {
-      for (int d = 0; d < K; ++d) {
-        const float e = elast->v[d];
-        for (int j = 0; j < w_; ++j) S_->at(d, j) = e * S_->at(d, j) + dS->at(d, j);
-      }
-    }));
-    op_.free({dS, S16_});
-    HANPU_RETURN_IF_ERROR(op_.stage_to_l1(S_, "S16", &S16_));
-    release(in);
-    return Status::Ok();
+    return solve_output_update(in, L, KS, Qm, QS);
   }
 
   // HA-NPU's order: GEMM-first group, masks, rhs, (I + L)^-1 rhs, outputs, then the state
@@ -391,24 +395,7 @@ class FusedHead {
         for (int j = 0; j < w_; ++j) KS->at(i, j) = beta->v[i] * (v->at(i, j) - egam->v[i] * KS->at(i, j));
       }
     }));
-    Tile *Ainv, *R1, *Vn, *Vn1, *O;
-    HANPU_RETURN_IF_ERROR(op_.unit_lower_inverse(L, "Ainv", &Ainv));
-    op_.free({L});
-    HANPU_RETURN_IF_ERROR(op_.stage_to_l1(KS, "rhs", &R1));
-    op_.free({KS});
-    HANPU_RETURN_IF_ERROR(product(Ainv, R1, "Vn", c, w_, &Vn));  // GEMM-first rewrite: A applied to one rhs
-    op_.free({Ainv, R1});
-    HANPU_RETURN_IF_ERROR(op_.stage_to_l1(Vn, "Vn", &Vn1));
-    op_.free({Vn});
-    HANPU_RETURN_IF_ERROR(product(Qm, Vn1, "O", c, w_, &O));
-    op_.free({Qm});
-    HANPU_RETURN_IF_ERROR(output(in, O, QS, layout(plan::Chain::kOutput)));
-    Tile* dS;
-    HANPU_RETURN_IF_ERROR(state_delta(in, Vn1, layout(plan::Chain::kKd), &dS));
-    op_.free({Vn1});
-    HANPU_RETURN_IF_ERROR(commit_state(in, dS, S_, S_));  // in place
-    release(in);
-    return Status::Ok();
+    return solve_output_update(in, L, KS, Qm, QS);
   }
 
   // FLA's operator order fused on the core (the ablation's "+mapping" step): explicit

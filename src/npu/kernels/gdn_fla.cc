@@ -44,7 +44,7 @@ Status recurrence(CoreOps& op, const GdnGm& gm, const FlaScratch& x, int h) {
 Status outputs(CoreOps& op, const GdnGm& gm, const FlaScratch& x, int h, int64_t n, int64_t t0, int c) {
   NpuSim& sim = op.sim();
   const int K = gm.K, V = gm.V;
-  Tile *Qc, *Kc, *H1, *Vn1, *gam, *Qa, *KTb, *Hb, *QK, *QH, *Qm, *QHu;
+  Tile *Qc, *Kc, *H1, *Vn1, *gam;
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "q", &Qc));
   HANPU_RETURN_IF_ERROR(sim.load(Qc, {gm.q, t0, c, static_cast<int64_t>(h) * K, K}));
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &Kc));
@@ -55,42 +55,7 @@ Status outputs(CoreOps& op, const GdnGm& gm, const FlaScratch& x, int h, int64_t
   HANPU_RETURN_IF_ERROR(sim.load(Vn1, {x.vn, t0, c, static_cast<int64_t>(h) * V, V}));
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, 1, false, Layout::kND, "gam", &gam));
   HANPU_RETURN_IF_ERROR(sim.load(gam, {x.gam, t0, c, h, 1}));
-  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Qc, false, "Q", &Qa));
-  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, Kc, true, "KT", &KTb));
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, c, false, Layout::kNZ, "QKT", &QK));
-  HANPU_RETURN_IF_ERROR(sim.mmad(QK, Qa, KTb, false));
-  op.free({KTb, Kc});
-  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, H1, false, "h", &Hb));
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, V, false, Layout::kNZ, "QH", &QH));
-  HANPU_RETURN_IF_ERROR(sim.mmad(QH, Qa, Hb, false));
-  op.free({Qa, Hb, H1, Qc});
-  HANPU_RETURN_IF_ERROR(op.from_l0c(QK, "Qm", &Qm));
-  HANPU_RETURN_IF_ERROR(op.to_layout(Qm, Layout::kND));
-  HANPU_RETURN_IF_ERROR(op.decay_masks(nullptr, Qm, nullptr, gam, gm.scale));
-  HANPU_RETURN_IF_ERROR(op.from_l0c(QH, "QH", &QHu));
-  HANPU_RETURN_IF_ERROR(op.to_layout(QHu, Layout::kND));
-  Tile *Qm1, *Qma, *Vnb, *O, *Ou, *o16;
-  HANPU_RETURN_IF_ERROR(op.stage_to_l1(Qm, "Qm", &Qm1));
-  op.free({Qm});
-  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Qm1, false, "Qm", &Qma));
-  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, Vn1, false, "vn", &Vnb));
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, V, false, Layout::kNZ, "O", &O));
-  HANPU_RETURN_IF_ERROR(sim.mmad(O, Qma, Vnb, false));
-  op.free({Qma, Qm1, Vnb, Vn1});
-  HANPU_RETURN_IF_ERROR(op.from_l0c(O, "O", &Ou));
-  HANPU_RETURN_IF_ERROR(op.to_layout(Ou, Layout::kND));
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "o", &o16));
-  const float scale = gm.scale;
-  HANPU_RETURN_IF_ERROR(sim.vector({Ou, QHu, gam}, {o16}, 3 * matrix_bytes(c, V, false), true, [&] {
-    for (int i = 0; i < c; ++i) {
-      const float e = scale * std::exp(gam->v[i]);
-      for (int j = 0; j < V; ++j) o16->at(i, j) = Ou->at(i, j) + e * QHu->at(i, j);
-    }
-  }));
-  op.free({Ou, QHu, gam});
-  HANPU_RETURN_IF_ERROR(sim.store({gm.o, t0, c, static_cast<int64_t>(h) * V, V}, o16));
-  op.free({o16});
-  return Status::Ok();
+  return wy_output(op, gm, h, t0, c, Qc, Kc, H1, Vn1, gam);
 }
 
 }  // namespace

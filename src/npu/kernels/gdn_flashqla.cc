@@ -127,46 +127,12 @@ Status output_walk(CoreOps& op, const GdnGm& gm, const QlaGm& x, int h, int seg,
     // The state before this chunk is what Q reads: keep its fp16 copy from the walk.
     HANPU_RETURN_IF_ERROR(wy_advance(op, gm, {x.w, x.u, x.gam}, h, t0, c, S, nullptr, nullptr, true, &w));
     op.free({w.kdt, w.w1});
-    Tile *Q1, *K1, *Qa, *KTb, *Sb, *QKc, *QSc, *Qm, *QS, *Qm1, *Qma, *Vnb, *Oc, *O, *o16;
+    Tile *Q1, *K1;
     HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "q", &Q1));
     HANPU_RETURN_IF_ERROR(sim.load(Q1, {gm.q, t0, c, static_cast<int64_t>(h) * K, K}));
     HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &K1));
     HANPU_RETURN_IF_ERROR(sim.load(K1, {gm.k, t0, c, static_cast<int64_t>(h) * K, K}));
-    HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Q1, false, "q", &Qa));
-    HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, K1, true, "kT", &KTb));
-    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, c, false, Layout::kNZ, "QK", &QKc));
-    HANPU_RETURN_IF_ERROR(sim.mmad(QKc, Qa, KTb, false));
-    op.free({KTb, K1});
-    HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, w.s16, false, "S", &Sb));
-    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, V, false, Layout::kNZ, "QS", &QSc));
-    HANPU_RETURN_IF_ERROR(sim.mmad(QSc, Qa, Sb, false));
-    op.free({Qa, Sb, Q1, w.s16});
-    HANPU_RETURN_IF_ERROR(op.from_l0c(QKc, "Qm", &Qm));
-    HANPU_RETURN_IF_ERROR(op.to_layout(Qm, Layout::kND));
-    HANPU_RETURN_IF_ERROR(op.decay_masks(nullptr, Qm, nullptr, w.gam, gm.scale));
-    HANPU_RETURN_IF_ERROR(op.stage_to_l1(Qm, "Qm", &Qm1));
-    op.free({Qm});
-    HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Qm1, false, "Qm", &Qma));
-    HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, w.vn1, false, "vn", &Vnb));
-    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, V, false, Layout::kNZ, "O", &Oc));
-    HANPU_RETURN_IF_ERROR(sim.mmad(Oc, Qma, Vnb, false));
-    op.free({Qma, Vnb, Qm1, w.vn1});
-    HANPU_RETURN_IF_ERROR(op.from_l0c(QSc, "QS", &QS));
-    HANPU_RETURN_IF_ERROR(op.to_layout(QS, Layout::kND));
-    HANPU_RETURN_IF_ERROR(op.from_l0c(Oc, "O", &O));
-    HANPU_RETURN_IF_ERROR(op.to_layout(O, Layout::kND));
-    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "o", &o16));
-    const float scale = gm.scale;
-    Tile* gam = w.gam;
-    HANPU_RETURN_IF_ERROR(sim.vector({O, QS, gam}, {o16}, 3 * matrix_bytes(c, V, false), true, [&] {
-      for (int i = 0; i < c; ++i) {
-        const float e = scale * std::exp(gam->v[i]);
-        for (int j = 0; j < V; ++j) o16->at(i, j) = O->at(i, j) + e * QS->at(i, j);
-      }
-    }));
-    op.free({O, QS, gam});
-    HANPU_RETURN_IF_ERROR(sim.store({gm.o, t0, c, static_cast<int64_t>(h) * V, V}, o16));
-    op.free({o16});
+    HANPU_RETURN_IF_ERROR(wy_output(op, gm, h, t0, c, Q1, K1, w.s16, w.vn1, w.gam));
   }
   if (last_writes_state && gm.state1 != nullptr) {
     HANPU_RETURN_IF_ERROR(sim.store({gm.state1, static_cast<int64_t>(h) * K, K, 0, V}, S));

@@ -82,4 +82,47 @@ Status wy_advance(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0
   return Status::Ok();
 }
 
+Status wy_output(CoreOps& op, const GdnGm& gm, int h, int64_t t0, int c, Tile* q1, Tile* k1, Tile* s16, Tile* vn1,
+                 Tile* gam) {
+  NpuSim& sim = op.sim();
+  const int V = gm.V;
+  Tile *Qa, *KTb, *Sb, *QK, *QS, *Qm, *QSu;
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, q1, false, "Q", &Qa));
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, k1, true, "KT", &KTb));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, c, false, Layout::kNZ, "QKT", &QK));
+  HANPU_RETURN_IF_ERROR(sim.mmad(QK, Qa, KTb, false));
+  op.free({KTb, k1});
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, s16, false, "h", &Sb));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, V, false, Layout::kNZ, "QH", &QS));
+  HANPU_RETURN_IF_ERROR(sim.mmad(QS, Qa, Sb, false));
+  op.free({Qa, Sb, s16, q1});
+  HANPU_RETURN_IF_ERROR(op.from_l0c(QK, "Qm", &Qm));
+  HANPU_RETURN_IF_ERROR(op.to_layout(Qm, Layout::kND));
+  HANPU_RETURN_IF_ERROR(op.decay_masks(nullptr, Qm, nullptr, gam, gm.scale));
+  HANPU_RETURN_IF_ERROR(op.from_l0c(QS, "QH", &QSu));
+  HANPU_RETURN_IF_ERROR(op.to_layout(QSu, Layout::kND));
+  Tile *Qm1, *Qma, *Vnb, *O, *Ou, *o16;
+  HANPU_RETURN_IF_ERROR(op.stage_to_l1(Qm, "Qm", &Qm1));
+  op.free({Qm});
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Qm1, false, "Qm", &Qma));
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, vn1, false, "vn", &Vnb));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, V, false, Layout::kNZ, "O", &O));
+  HANPU_RETURN_IF_ERROR(sim.mmad(O, Qma, Vnb, false));
+  op.free({Qma, Qm1, Vnb, vn1});
+  HANPU_RETURN_IF_ERROR(op.from_l0c(O, "O", &Ou));
+  HANPU_RETURN_IF_ERROR(op.to_layout(Ou, Layout::kND));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "o", &o16));
+  const float scale = gm.scale;
+  HANPU_RETURN_IF_ERROR(sim.vector({Ou, QSu, gam}, {o16}, 3 * matrix_bytes(c, V, false), true, [&] {
+    for (int i = 0; i < c; ++i) {
+      const float e = scale * std::exp(gam->v[i]);
+      for (int j = 0; j < V; ++j) o16->at(i, j) = Ou->at(i, j) + e * QSu->at(i, j);
+    }
+  }));
+  op.free({Ou, QSu, gam});
+  HANPU_RETURN_IF_ERROR(sim.store({gm.o, t0, c, static_cast<int64_t>(h) * V, V}, o16));
+  op.free({o16});
+  return Status::Ok();
+}
+
 }  // namespace hanpu::npu

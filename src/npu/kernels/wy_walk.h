@@ -19,4 +19,10 @@ struct WyStep {
 Status wy_advance(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c, Tile* S,
                   const GmBlock* h_out, const GmBlock* vn_out, bool keep, WyStep* out);
 
+// o = scale exp(gam) Q S + Qm Vn for one (chunk, head) and stored to gm.o: Q K^T masked into
+// Qm, Q S against the chunk's input state. Takes q, k, the state s16 (fp16, L1), Vn (fp16,
+// L1) and gam (UB) and frees them.
+Status wy_output(CoreOps& op, const GdnGm& gm, int h, int64_t t0, int c, Tile* q1, Tile* k1, Tile* s16, Tile* vn1,
+                 Tile* gam);
+
 }  // namespace hanpu::npu

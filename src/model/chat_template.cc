@@ -143,7 +143,7 @@ Status load_hf_chat_template(const std::string& dir, std::optional<ChatTemplate>
       source = t.get<std::string>();
     } else if (t.is_array()) {  // named templates: [{"name": "default", "template": "..."}, ...]
       for (const nlohmann::json& named : t) {
-        if (named.is_object() && named.value("name", "") == "default" && named.contains("template") &&
+        if (named.is_object() && named.contains("name") && named["name"] == "default" && named.contains("template") &&
             named["template"].is_string()) {
           source = named["template"].get<std::string>();
         }

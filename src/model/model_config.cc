@@ -2,6 +2,9 @@
 #include "model/model_config.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
 #include <fstream>
 #include <sstream>
 
@@ -27,11 +30,43 @@ struct Reader {
       return fallback;
     }
     try {
-      return j[key].get<T>();
+      if constexpr (std::is_same_v<T, int>) {
+        return checked_int(j[key], key);
+      } else if constexpr (std::is_same_v<T, float>) {
+        // double -> float out of range is undefined behaviour as well.
+        const double d = j[key].get<double>();
+        if (!(std::fabs(d) <= std::numeric_limits<float>::max())) {
+          st = Status::Error(fmt::format("{}: \"{}\" is {}, out of float range", source, key, j[key].dump()));
+          return fallback;
+        }
+        return static_cast<float>(d);
+      } else if constexpr (std::is_same_v<T, std::vector<int>>) {
+        if (!j[key].is_array()) {
+          st = Status::Error(fmt::format("{}: \"{}\" is {}, not a list of integers", source, key, j[key].dump()));
+          return fallback;
+        }
+        std::vector<int> out;
+        for (const json& e : j[key]) out.push_back(checked_int(e, key));
+        return out;
+      } else {
+        return j[key].get<T>();
+      }
     } catch (const json::exception&) {
       st = Status::Error(fmt::format("{}: \"{}\" is {}, not the expected type", source, key, j[key].dump()));
       return fallback;
     }
+  }
+
+  // nlohmann's get<int>() static_casts a float such as 1e30, which is undefined behaviour, and
+  // wraps a 64-bit integer silently: integers are range-checked as doubles first.
+  int checked_int(const json& v, const char* key) {
+    const double d = v.is_number() ? v.get<double>() : 0.5;
+    if (!v.is_number() || d != std::floor(d) || d < std::numeric_limits<int>::min() ||
+        d > std::numeric_limits<int>::max()) {
+      st = Status::Error(fmt::format("{}: \"{}\" is {}, not an integer in the range of int", source, key, v.dump()));
+      return 0;
+    }
+    return static_cast<int>(d);
   }
 };
 
@@ -61,6 +96,9 @@ Status parse_config_fields(const std::string& json_text, const std::string& sour
   }
   if (!root.is_object()) return Status::Error(fmt::format("{}: not a JSON object", source));
   ModelConfig c;
+  if (root.contains("model_type") && !root["model_type"].is_string()) {
+    return Status::Error(fmt::format("{}: \"model_type\" is {}, not a string", source, root["model_type"].dump()));
+  }
   c.model_type = root.value("model_type", "");
   const json* text = &root;
   if (c.model_type == "qwen3_5") {
@@ -84,7 +122,9 @@ Status parse_config_fields(const std::string& json_text, const std::string& sour
   c.intermediate = r.get<int>("intermediate_size", 0, true);
   c.layers = r.get<int>("num_hidden_layers", 0, true);
   c.rms_eps = r.get<float>("rms_norm_eps", 1e-6f, false);
-  c.tie_embeddings = r.get<bool>("tie_word_embeddings", root.value("tie_word_embeddings", false), false);
+  Reader top{root, source, Status::Ok()};  // some fields sit at the top level of an image-text config
+  c.tie_embeddings = r.get<bool>("tie_word_embeddings", top.get<bool>("tie_word_embeddings", false, false), false);
+  HANPU_RETURN_IF_ERROR(top.st);
   c.attn_heads = r.get<int>("num_attention_heads", 0, true);
   c.kv_heads = r.get<int>("num_key_value_heads", 0, true);
   c.head_dim = r.get<int>("head_dim", c.attn_heads > 0 ? c.hidden / c.attn_heads : 0, false);
@@ -119,11 +159,15 @@ Status parse_config_fields(const std::string& json_text, const std::string& sour
   HANPU_RETURN_IF_ERROR(r.st);
   // eos may be an int or a list, at either level.
   const json& eos = text->contains("eos_token_id") ? (*text)["eos_token_id"] : root.value("eos_token_id", json());
-  if (eos.is_number_integer()) c.eos_token_ids.push_back(eos.get<int>());
-  if (eos.is_array()) {
-    for (const json& e : eos) {
-      if (e.is_number_integer()) c.eos_token_ids.push_back(e.get<int>());
+  // Ids outside [0, vocab) are ignored rather than wrapped into a real token.
+  const auto add_eos = [&](const json& e) {
+    if (e.is_number_integer() && e.get<int64_t>() >= 0 && e.get<int64_t>() < c.vocab) {
+      c.eos_token_ids.push_back(static_cast<int>(e.get<int64_t>()));
     }
+  };
+  add_eos(eos);
+  if (eos.is_array()) {
+    for (const json& e : eos) add_eos(e);
   }
 
   const auto positive = [&](const char* name, int v) -> Status {
@@ -137,6 +181,12 @@ Status parse_config_fields(const std::string& json_text, const std::string& sour
                          {"linear_num_value_heads", c.la_value_heads}, {"linear_key_head_dim", c.la_key_dim},
                          {"linear_value_head_dim", c.la_value_dim}, {"linear_conv_kernel_dim", c.conv_kernel}}) {
     HANPU_RETURN_IF_ERROR(positive(name, v));
+  }
+  // The layer list is built from this count before any weight is read: a corrupt count
+  // must not allocate gigabytes (the largest released hybrid models have under 100 layers).
+  constexpr int kMaxLayers = 4096;
+  if (c.layers > kMaxLayers) {
+    return Status::Error(fmt::format("{}: num_hidden_layers {} is more than {}", source, c.layers, kMaxLayers));
   }
   if (c.attn_heads % c.kv_heads != 0) {
     return Status::Error(fmt::format("{}: num_attention_heads {} is not a multiple of num_key_value_heads {}", source,
@@ -170,7 +220,9 @@ Status parse_config_fields(const std::string& json_text, const std::string& sour
       else return Status::Error(fmt::format("{}: layer_types[{}] is \"{}\"", source, i, t));
     }
   } else {
-    const int interval = text->value("full_attention_interval", 4);
+    Reader ri{*text, source, Status::Ok()};
+    const int interval = ri.get<int>("full_attention_interval", 4, false);
+    HANPU_RETURN_IF_ERROR(ri.st);
     if (interval <= 0) return Status::Error(fmt::format("{}: full_attention_interval must be positive", source));
     for (int i = 0; i < c.layers; ++i) {
       c.layer_kinds.push_back((i + 1) % interval == 0 ? LayerKind::kFullAttention : LayerKind::kLinearAttention);

@@ -72,7 +72,16 @@ TEST(ModelConfig, BadConfigsAreNamed) {
       {[](json& j) { j["num_key_value_heads"] = 3; }, "not a multiple"},
       {[](json& j) { j["linear_num_value_heads"] = 3; }, "not a multiple"},
       {[](json& j) { j["layer_types"] = {"linear_attention"}; }, "layer_types has 1 entries"},
-      {[](json& j) { j["vocab_size"] = "many"; }, "not the expected type"},
+      {[](json& j) { j["vocab_size"] = "many"; }, "\"vocab_size\" is \"many\", not an integer"},
+      // Out-of-range numbers are refused, never converted (a float -> int cast is undefined).
+      {[](json& j) { j["hidden_size"] = 1e30; }, "\"hidden_size\" is 1e+30, not an integer in the range of int"},
+      {[](json& j) { j["hidden_size"] = int64_t{1} << 40; }, "not an integer in the range of int"},
+      {[](json& j) { j["head_dim"] = 2.5; }, "\"head_dim\" is 2.5, not an integer"},
+      {[](json& j) { j["rms_norm_eps"] = 1e300; }, "\"rms_norm_eps\" is 1e+300, out of float range"},
+      {[](json& j) { j["full_attention_interval"] = 1e20; }, "\"full_attention_interval\" is 1e+20"},
+      {[](json& j) { j["num_hidden_layers"] = 100000; }, "num_hidden_layers 100000 is more than 4096"},
+      {[](json& j) { j["model_type"] = 5; }, "\"model_type\" is 5, not a string"},
+      {[](json& j) { j["tie_word_embeddings"] = "yes"; }, "\"tie_word_embeddings\" is \"yes\", not the expected type"},
       {[](json& j) { j["rope_parameters"] = {{"rope_type", "yarn"}}; }, "rope_type \"yarn\""},
   };
   for (const Case& c : cases) {

@@ -60,6 +60,9 @@ TEST(NpuMachine, MalformedFilesAreRefusedByField) {
                 .find("buffers.L1: bytes must be an integer"),
             std::string::npos);
   EXPECT_NE(broken("\"cores\": 2", "\"cores\": 2.5").find("cores must be an integer"), std::string::npos);
+  // Found by the fuzzer in CI: a summary that is not a string threw out of the parser.
+  EXPECT_NE(broken("\"name\": \"t\",", "\"name\": \"t\", \"summary\": 5,").find("t.json: summary must be a string"),
+            std::string::npos);
 }
 
 TEST(NpuSim, OverFullBufferIsAnErrorThatNamesIt) {

@@ -72,7 +72,11 @@ Status parse_npu_machine(const std::string& text, const std::string& src, NpuMac
   NpuMachine m;
   if (!j.contains("name") || !j["name"].is_string()) return Status::Error(fmt::format("{}: name must be a string", src));
   m.name = j["name"].get<std::string>();
-  m.summary = j.value("summary", "");
+  // j.value() would throw on a non-string summary (found by the fuzzer): check the type first.
+  if (j.contains("summary")) {
+    if (!j["summary"].is_string()) return Status::Error(fmt::format("{}: summary must be a string", src));
+    m.summary = j["summary"].get<std::string>();
+  }
   int64_t n = 0;
   HANPU_RETURN_IF_ERROR(integer(j, src, "cores", 1, 1024, &n));
   m.cores = static_cast<int>(n);

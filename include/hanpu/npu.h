@@ -42,7 +42,6 @@ struct NpuVariantInfo {
   std::string_view name;
   std::string_view summary;
   bool ablation_only;  // an intermediate step of the hanpu ablation (HA-NPU Figure 18)
-  bool kda;            // runs KDA too (every variant runs GDN)
 };
 std::vector<NpuVariantInfo> npu_la_variants();
 std::vector<std::string> npu_targets();
@@ -55,9 +54,8 @@ Status describe_npu_plan(const std::string& target, int heads, int64_t seq, int 
 
 // GDN or KDA prefill of one sequence on the target. q/k/v/o may be stored in any dtype: the
 // NPU holds them as fp16 in GM (the paper's mixed precision: fp16 q/k/v/o, fp32 gates and
-// states). Not yet supported (a clear error): KDA on the baselines (it runs on hanpu and
-// hanpu-reordered), varlen batches, GVA (HV != H), in-kernel q/k L2 norm, K or V above 128
-// or not a multiple of 16.
+// states). Every variant runs GDN and KDA. Not yet supported (a clear error): varlen
+// batches, GVA (HV != H), in-kernel q/k L2 norm, K or V above 128 or not a multiple of 16.
 Status npu_la_prefill(const LaArgs& args, const NpuLaOptions& options, NpuLaStats* stats);
 
 }  // namespace hanpu

@@ -6,6 +6,8 @@
 #include <map>
 #include <sstream>
 
+#include <fmt/format.h>
+
 namespace hanpu::plan {
 
 namespace {
@@ -254,16 +256,37 @@ LayoutPlan uniform_plan(Layout l, int C, int K, int V, const TargetDesc& t) {
   return plan;
 }
 
-CoreSchedule schedule_heads(int H, int V, int cores, int col_align) {
-  CoreSchedule s;
-  s.per_core.resize(static_cast<size_t>(std::max(cores, 1)));
-  const int P = static_cast<int>(s.per_core.size());
-  s.whole_rounds = H / P;
-  for (int h = 0; h < s.whole_rounds * P; ++h) s.per_core[h % P].push_back({h, 0, V});
-  const int R = H - s.whole_rounds * P;
-  if (R == 0) return s;
-  s.split_heads = R;
-  // The tail heads' columns in col_align units, head-major, dealt as contiguous ranges.
+double kda_intra_vector_bytes(int C, int K) {
+  const double k = K;
+  constexpr int kSub = 16;  // the kernels' sub-chunk height
+  double bytes = 2 * C * k * 4;                   // gates: cumsum, exp(gam_last)
+  bytes += 2 * (3 * C * k * 4 + 2 * C * k * 2);   // [K; Q] o exp(gam), staged to L1
+  int64_t pairs = 0;
+  for (int r0 = 0; r0 < C; r0 += kSub) {
+    const int n = std::min(kSub, C - r0);
+    pairs += static_cast<int64_t>(n) * (n + 1) / 2;
+    if (r0 == 0) continue;
+    bytes += 3 * (2 * n + r0) * k * 4 + 2 * (2 * n + r0) * k * 2;  // scaled rows, staged
+    bytes += 3 * (2 * n * r0 * 4);                                  // blocks back, copied in
+  }
+  return bytes + static_cast<double>(pairs) * k * 4 * 5;  // diagonal blocks
+}
+
+double chunk_part_cycles(bool kda, int C, int K, int w, const LayoutPlan& plan, const TargetDesc& t) {
+  double cycles = plan_cycles(plan, gdn_chain_costs(C, K, w), t);
+  if (kda) cycles += kda_intra_vector_bytes(C, K) / t.vector_bytes_per_cycle;
+  // K K^T, Q K^T (independent of w); K S0, Q S0, (I + L)^-1 rhs, Qm Vn, Kd^T Vn.
+  const double c = C, k = K, v = w;
+  const double macs = 2 * c * c * k + 2 * c * k * v + 2 * c * c * v + k * c * v;
+  return cycles + macs / t.cube_macs_per_cycle;
+}
+
+namespace {
+
+// The even column split of tier II: the R tail heads' columns in col_align units,
+// head-major, dealt as contiguous ranges over all cores.
+void deal_columns_evenly(int first_head, int R, int V, int col_align, CoreSchedule* s) {
+  const int P = static_cast<int>(s->per_core.size());
   const int units_per_head = (V + col_align - 1) / col_align;
   const int units = R * units_per_head;
   int u = 0;
@@ -273,19 +296,94 @@ CoreSchedule schedule_heads(int H, int V, int cores, int col_align) {
     while (left > 0 && u < units) {
       const int head = u / units_per_head, first = u % units_per_head;
       const int n = std::min(left, units_per_head - first);
-      s.per_core[core].push_back(
-          {s.whole_rounds * P + head, first * col_align, std::min(V, (first + n) * col_align)});
+      s->per_core[core].push_back({first_head + head, first * col_align, std::min(V, (first + n) * col_align)});
       u += n;
       left -= n;
     }
   }
-  if (units < P) s.chunk_split = R;  // fewer column units than cores: tier III would apply
-  return s;
+}
+
+// Each tail head in p parts of near-equal aligned widths, longest first to the least loaded
+// core (ties: the lowest core).
+void deal_parts(int first_head, int R, int V, int col_align, int p, const PartCost& cost, CoreSchedule* s) {
+  const int P = static_cast<int>(s->per_core.size());
+  const int units = (V + col_align - 1) / col_align;
+  std::vector<HeadPart> parts;
+  for (int h = 0; h < R; ++h) {
+    for (int i = 0; i < p; ++i) {
+      const int u0 = units * i / p, u1 = units * (i + 1) / p;
+      parts.push_back({first_head + h, u0 * col_align, std::min(V, u1 * col_align)});
+    }
+  }
+  std::stable_sort(parts.begin(), parts.end(), [&](const HeadPart& a, const HeadPart& b) {
+    return a.col_end - a.col_begin > b.col_end - b.col_begin;
+  });
+  std::vector<double> load(P, 0.0);
+  for (const HeadPart& part : parts) {
+    const int core = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+    load[core] += cost(part.col_end - part.col_begin);
+    s->per_core[core].push_back(part);
+  }
+}
+
+double makespan(const CoreSchedule& s, const PartCost& cost) {
+  double worst = 0;
+  for (const auto& parts : s.per_core) {
+    double sum = 0;
+    for (const HeadPart& p : parts) sum += cost(p.col_end - p.col_begin);
+    worst = std::max(worst, sum);
+  }
+  return worst;
+}
+
+}  // namespace
+
+CoreSchedule schedule_heads(int H, int V, int cores, int col_align, const PartCost& part_cost) {
+  const PartCost cost = part_cost ? part_cost : PartCost([](int w) { return static_cast<double>(w); });
+  CoreSchedule base;
+  base.per_core.resize(static_cast<size_t>(std::max(cores, 1)));
+  const int P = static_cast<int>(base.per_core.size());
+  base.whole_rounds = H / P;
+  for (int h = 0; h < base.whole_rounds * P; ++h) base.per_core[h % P].push_back({h, 0, V});
+  const int R = H - base.whole_rounds * P;
+  if (R == 0) {
+    base.tail = "no tail";
+    base.makespan = makespan(base, cost);
+    return base;
+  }
+  const int first = base.whole_rounds * P;
+  const int units_per_head = (V + col_align - 1) / col_align;
+  // Candidates in order of preference on ties: whole tail heads, p parts per head, then the
+  // even column split.
+  CoreSchedule best;
+  bool have = false;
+  const auto consider = [&](CoreSchedule s) {
+    s.makespan = makespan(s, cost);
+    if (!have || s.makespan < best.makespan * (1 - 1e-9)) {
+      best = std::move(s);
+      have = true;
+    }
+  };
+  for (int p = 1; p <= units_per_head; ++p) {
+    CoreSchedule s = base;
+    deal_parts(first, R, V, col_align, p, cost, &s);
+    s.split_heads = p > 1 ? R : 0;
+    s.tail = p == 1 ? fmt::format("{} tail head(s) whole: a column split would cost more than it balances", R)
+                    : fmt::format("{} tail head(s) in {} column parts each", R, p);
+    consider(std::move(s));
+  }
+  CoreSchedule even = base;
+  deal_columns_evenly(first, R, V, col_align, &even);
+  even.split_heads = R;
+  even.tail = fmt::format("{} tail head(s) split by columns evenly over all cores", R);
+  if (R * units_per_head < P) even.chunk_split = R;  // fewer column units than cores: tier III would apply
+  consider(std::move(even));
+  return best;
 }
 
 std::string CoreSchedule::describe() const {
   std::ostringstream os;
-  os << whole_rounds << " whole round(s), " << split_heads << " tail head(s) split by columns";
+  os << whole_rounds << " whole round(s); " << tail;
   if (chunk_split > 0) os << " (" << chunk_split << " would need the chunk-split tier: not yet)";
   os << "\n";
   for (size_t c = 0; c < per_core.size(); ++c) {

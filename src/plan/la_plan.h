@@ -13,6 +13,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@ struct TargetDesc {
   double vector_bytes_per_cycle = 256;
   double nz_row_op_factor = 2;  // row-wise vector work on fractal data runs this much slower
   int64_t ub_bytes = 256 * 1024;
+  double cube_macs_per_cycle = 16 * 16 * 16;
 };
 
 // ---- IR and reordering -------------------------------------------------------------------
@@ -97,6 +99,16 @@ double plan_cycles(const LayoutPlan& plan, const std::array<ChainCost, kNumChain
 LayoutPlan plan_layouts(int C, int K, int V, const TargetDesc& t);
 LayoutPlan uniform_plan(Layout l, int C, int K, int V, const TargetDesc& t);
 
+// KDA's extra vector bytes per chunk, none of them dependent on the value width: the
+// per-channel gates, [K; Q] o exp(gam), the sub-chunk blocks' scaled rows and the diagonal
+// blocks summed with the decay inside (the kernels charge the same).
+double kda_intra_vector_bytes(int C, int K);
+// Modelled cycles of one chunk of a head part `w` value columns wide: the plan's vector
+// chains, KDA's intra-chunk work and the cube's products, serialised (inside a chunk they
+// mostly wait on each other). The work that does not shrink with w is what a column split
+// repeats on every core that holds a part.
+double chunk_part_cycles(bool kda, int C, int K, int w, const LayoutPlan& plan, const TargetDesc& t);
+
 // ---- Core schedule -----------------------------------------------------------------------
 
 struct HeadPart {
@@ -109,12 +121,20 @@ struct CoreSchedule {
   int whole_rounds = 0;   // tier I: rounds of whole heads
   int split_heads = 0;    // tier II: tail heads split by columns
   int chunk_split = 0;    // tier III: tail heads run chunk-head-chunk (not yet executed)
+  std::string tail;       // how the tail was placed and why
+  double makespan = 0;    // the busiest core's cost under the part-cost model
   std::string describe() const;
 };
+// The cost of a head part `w` value columns wide (any unit). Empty: proportional to w.
+using PartCost = std::function<double(int w)>;
 // Tier I: H / P rounds of whole heads. Tier II: the R = H mod P tail heads' V columns dealt
 // as evenly as col_align allows over all P cores (each part a contiguous column range of one
 // head). Example, 16 heads on 10 cores, V = 128: heads 0-9 whole, heads 10-15 as 10 parts
 // of 64 / 80 columns (768 columns over 10 cores, multiples of 16).
-CoreSchedule schedule_heads(int H, int V, int cores, int col_align);
+// With a part cost that has a fixed share (work every part repeats: the inverse, KDA's
+// intra-chunk products), splitting can cost more than it balances: the tail is then also
+// tried as whole heads and as p equal parts per head (dealt longest first to the least
+// loaded core), and the placement with the smallest makespan wins (ties: fewer parts).
+CoreSchedule schedule_heads(int H, int V, int cores, int col_align, const PartCost& part_cost = nullptr);
 
 }  // namespace hanpu::plan

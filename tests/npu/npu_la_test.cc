@@ -79,11 +79,17 @@ LaCase kda(int64_t T, int H, int K, int V, bool s0, Gates g, uint64_t seed) {
 
 std::vector<NpuCase> kda_cases() {
   std::vector<NpuCase> out;
-  for (const char* v : {"hanpu-reordered", "hanpu"}) {
+  static std::vector<std::string> names;  // every variant runs KDA as well
+  if (names.empty()) {
+    for (const auto& info : npu_la_variants()) names.emplace_back(info.name);
+  }
+  for (const std::string& name : names) {
+    const char* v = name.c_str();
     out.push_back({v, kda(1, 1, 16, 16, false, Gates::kMild, 31), 64});
     out.push_back({v, kda(77, 3, 32, 48, true, Gates::kStrong, 32), 64});
     out.push_back({v, kda(150, 2, 128, 128, true, Gates::kMild, 33), 64});
     out.push_back({v, kda(40, 12, 64, 64, false, Gates::kZero, 34), 32});
+    out.push_back({v, kda(50, 1, 128, 16, true, Gates::kMild, 35), 16});
   }
   return out;
 }
@@ -175,8 +181,6 @@ TEST(NpuErrors, BadCallsAreNamed) {
   EXPECT_NE(err({.variant = "nope"}).find("unknown variant 'nope'"), std::string::npos);
   EXPECT_NE(err({.target = "ascend-999"}).find("ascend-999"), std::string::npos);
   EXPECT_NE(err({.chunk_size = 128}).find("chunk_size 128"), std::string::npos);
-  LaData kd = make_la_data(kda(40, 2, 32, 32, false, Gates::kMild, 27));
-  EXPECT_NE(npu_la_prefill(kd.args(), {.variant = "fla"}, nullptr).message().find("runs GDN only"), std::string::npos);
   LaData wide = make_la_data(gdn(8, 1, 256, 16, false, Gates::kMild, 24));
   EXPECT_NE(npu_la_prefill(wide.args(), {}, nullptr).message().find("K = 256"), std::string::npos);
 }

@@ -84,5 +84,39 @@ TEST(Schedule, SixteenHeadsOnTenCoresSplitTheTailByColumns) {
   EXPECT_EQ(even.split_heads, 0);
 }
 
+// Every column of every head placed exactly once, on column boundaries.
+void expect_complete(const CoreSchedule& s, int H, int V) {
+  std::vector<int> cols(H, 0);
+  for (const auto& parts : s.per_core) {
+    for (const HeadPart& p : parts) {
+      EXPECT_EQ(p.col_begin % 16, 0);
+      cols[p.head] += p.col_end - p.col_begin;
+    }
+  }
+  for (int h = 0; h < H; ++h) EXPECT_EQ(cols[h], V) << h;
+}
+
+TEST(Schedule, AFixedShareOfEveryPartDecidesHowFarTheTailIsSplit) {
+  // Work every part repeats (the inverse, KDA's intra-chunk products) as a share f of a
+  // whole head's cost: the even split wins when f is small, whole tail heads when it is large.
+  const auto with_fixed = [](double f) { return PartCost([f](int w) { return f + (1 - f) * w / 128.0; }); };
+  const CoreSchedule small = schedule_heads(16, 128, 10, 16, with_fixed(0.05));
+  EXPECT_EQ(small.split_heads, 6);
+  EXPECT_LT(small.makespan, 2.0);
+  const CoreSchedule large = schedule_heads(16, 128, 10, 16, with_fixed(0.6));
+  EXPECT_EQ(large.split_heads, 0);
+  EXPECT_NEAR(large.makespan, 2.0, 1e-12);  // two whole heads on the busiest core
+  EXPECT_NE(large.tail.find("whole"), std::string::npos);
+  for (double f : {0.0, 0.05, 0.2, 0.3, 0.6, 0.9}) {
+    for (int H : {1, 3, 7, 16, 23}) {
+      const CoreSchedule s = schedule_heads(H, 128, 10, 16, with_fixed(f));
+      expect_complete(s, H, 128);
+      // Never worse than either fixed policy under its own model.
+      const double whole_tail = (H / 10) + (H % 10 ? 1 : 0);
+      EXPECT_LE(s.makespan, whole_tail + 1e-9) << f << " " << H;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hanpu::plan

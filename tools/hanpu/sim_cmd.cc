@@ -76,7 +76,7 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
       ->capture_default_str();
   cmd.add_option(
          "--mech", o.mech,
-         "gdn and/or kda (kda runs on the variants that support it: hanpu, hanpu-reordered)")
+         "gdn and/or kda")
       ->capture_default_str();
   auto* heads = cmd.add_option("--heads", o.heads, "heads H (= HV)")->capture_default_str();
   auto* seq = cmd.add_option("--seq", o.seq, "sequence lengths T")->capture_default_str();
@@ -125,10 +125,6 @@ int run_sim(const SimOptions& o) {
                 "UB_KiB", "L1_KiB", "cube%", "vec%", "energy_mJ", "nmse_o");
   }
   const bool tty = isatty(fileno(stderr)) != 0;
-  std::vector<std::string> kda_variants;
-  for (const auto& info : npu_la_variants()) {
-    if (info.kda) kda_variants.emplace_back(info.name);
-  }
   const size_t total = o.mech.size() * o.heads.size() * o.seq.size() * variants.size();
   size_t done = 0;
   for (const std::string& mech : o.mech) {
@@ -137,11 +133,6 @@ int run_sim(const SimOptions& o) {
       for (long T : o.seq) {
         Inputs in = make_inputs(kda, T, H, o.dim, 1000 + T * 7 + H);
         for (const std::string& v : variants) {
-          // KDA runs on the variants that support it; the others are skipped with a note.
-          if (kda && std::find(kda_variants.begin(), kda_variants.end(), v) == kda_variants.end()) {
-            ++done;
-            continue;
-          }
           if (tty)
             std::fprintf(stderr, "\r[%zu/%zu] %s, %d heads, T = %ld ...", ++done, total, v.c_str(),
                          H, T);

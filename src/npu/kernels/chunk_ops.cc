@@ -3,6 +3,7 @@
 
 #include "plan/la_plan.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -109,6 +110,103 @@ Status CoreOps::unit_lower_inverse(Tile* L, const std::string& name, Tile** ainv
         const float f = L->at(i, j);
         if (f == 0.0f) continue;
         for (int col = 0; col <= j; ++col) A->at(i, col) -= f * A->at(j, col);
+      }
+    }
+  });
+}
+
+Status CoreOps::channel_scaled(Tile* src, Tile* gam, int r0, int rows, const std::string& name,
+                               const std::function<float(int, int)>& f, Tile** out) {
+  const int K = src->cols;
+  HANPU_RETURN_IF_ERROR(alloc(Buf::kUB, rows, K, true, Layout::kND, name, out));
+  Tile* o = *out;
+  return sim_.vector({src, gam}, {o}, 3 * matrix_bytes(rows, K, false), false, [&] {
+    for (int i = 0; i < rows; ++i) {
+      for (int d = 0; d < K; ++d) o->at(i, d) = src->at(r0 + i, d) * f(r0 + i, d);
+    }
+  });
+}
+
+Status CoreOps::l1_to_ub_rows(Tile* l1, const std::string& name, Tile** ub) {
+  HANPU_RETURN_IF_ERROR(alloc(Buf::kUB, l1->rows, l1->cols, true, Layout::kNZ, name, ub));
+  HANPU_RETURN_IF_ERROR(sim_.move(*ub, l1));
+  return to_layout(*ub, Layout::kND);
+}
+
+Status CoreOps::kda_intra(Tile* Ku, Tile* Qu, Tile* gam, Tile** Lout, Tile** Qmout) {
+  const int c = Ku->rows, K = Ku->cols;
+  HANPU_RETURN_IF_ERROR(alloc(Buf::kUB, c, c, false, Layout::kND, "L", Lout));
+  HANPU_RETURN_IF_ERROR(alloc(Buf::kUB, c, c, false, Layout::kND, "Qm", Qmout));
+  Tile *L = *Lout, *Qm = *Qmout;
+  constexpr int kSub = 16;
+  for (int r0 = kSub; r0 < c; r0 += kSub) {
+    const int n = std::min(kSub, c - r0);
+    Tile *Kr, *Qr, *Kc, *Kr1, *Qr1, *Kc1, *KcT, *Lb, *Qb;
+    const auto row_f = [&](int i, int d) { return std::exp(gam->at(i, d) - gam->at(r0, d)); };
+    const auto col_f = [&](int j, int d) { return std::exp(gam->at(r0, d) - gam->at(j, d)); };
+    HANPU_RETURN_IF_ERROR(channel_scaled(Ku, gam, r0, n, "kr", row_f, &Kr));
+    HANPU_RETURN_IF_ERROR(channel_scaled(Qu, gam, r0, n, "qr", row_f, &Qr));
+    HANPU_RETURN_IF_ERROR(channel_scaled(Ku, gam, 0, r0, "kc", col_f, &Kc));
+    HANPU_RETURN_IF_ERROR(stage_to_l1(Kr, "kr", &Kr1));
+    HANPU_RETURN_IF_ERROR(stage_to_l1(Qr, "qr", &Qr1));
+    HANPU_RETURN_IF_ERROR(stage_to_l1(Kc, "kc", &Kc1));
+    free({Kr, Qr, Kc});
+    Tile *Ka, *Qa, *Lc, *Qc;
+    HANPU_RETURN_IF_ERROR(to_l0(Buf::kL0A, Kr1, false, "kr", &Ka));
+    HANPU_RETURN_IF_ERROR(to_l0(Buf::kL0A, Qr1, false, "qr", &Qa));
+    HANPU_RETURN_IF_ERROR(to_l0(Buf::kL0B, Kc1, true, "kcT", &KcT));
+    HANPU_RETURN_IF_ERROR(alloc(Buf::kL0C, n, r0, false, Layout::kNZ, "Lblk", &Lc));
+    HANPU_RETURN_IF_ERROR(alloc(Buf::kL0C, n, r0, false, Layout::kNZ, "Qblk", &Qc));
+    HANPU_RETURN_IF_ERROR(sim_.mmad(Lc, Ka, KcT, false));
+    HANPU_RETURN_IF_ERROR(sim_.mmad(Qc, Qa, KcT, false));
+    free({Ka, Qa, KcT, Kr1, Qr1, Kc1});
+    HANPU_RETURN_IF_ERROR(from_l0c(Lc, "Lblk", &Lb));
+    HANPU_RETURN_IF_ERROR(from_l0c(Qc, "Qblk", &Qb));
+    HANPU_RETURN_IF_ERROR(to_layout(Lb, Layout::kND));
+    HANPU_RETURN_IF_ERROR(to_layout(Qb, Layout::kND));
+    HANPU_RETURN_IF_ERROR(sim_.vector({Lb, Qb}, {L, Qm}, 2 * matrix_bytes(n, r0, false), false, [&] {
+      for (int i = 0; i < n; ++i) {
+        for (int j = 0; j < r0; ++j) {
+          L->at(r0 + i, j) = Lb->at(i, j);
+          Qm->at(r0 + i, j) = Qb->at(i, j);
+        }
+      }
+    }));
+    free({Lb, Qb});
+  }
+  // Diagonal blocks: sum_d k_id k_jd exp(gam_id - gam_jd), j <= i inside each block.
+  int64_t pairs = 0;
+  for (int b0 = 0; b0 < c; b0 += kSub) {
+    const int n = std::min(kSub, c - b0);
+    pairs += static_cast<int64_t>(n) * (n + 1) / 2;
+  }
+  return sim_.vector({Ku, Qu, gam}, {L, Qm}, pairs * K * 4 * 5, true, [&] {
+    for (int b0 = 0; b0 < c; b0 += kSub) {
+      const int b1 = std::min(c, b0 + kSub);
+      for (int i = b0; i < b1; ++i) {
+        for (int j = b0; j <= i; ++j) {
+          float lk = 0, lq = 0;
+          for (int d = 0; d < K; ++d) {
+            const float e = std::exp(gam->at(i, d) - gam->at(j, d));
+            lk += Ku->at(i, d) * Ku->at(j, d) * e;
+            lq += Qu->at(i, d) * Ku->at(j, d) * e;
+          }
+          if (j < i) L->at(i, j) = lk;
+          Qm->at(i, j) = lq;
+        }
+      }
+    }
+  });
+}
+
+Status CoreOps::kda_masks(Tile* L, Tile* Qm, const Tile* beta, float scale) {
+  const int c = L->rows;
+  Tile* b = const_cast<Tile*>(beta);
+  return sim_.vector({L, Qm, b}, {L, Qm}, 2 * matrix_bytes(c, c, false), true, [&] {
+    for (int i = 0; i < c; ++i) {
+      for (int j = 0; j < c; ++j) {
+        L->at(i, j) = j < i ? b->v[i] * L->at(i, j) : 0.0f;
+        Qm->at(i, j) = j <= i ? scale * Qm->at(i, j) : 0.0f;
       }
     }
   });

@@ -4,6 +4,7 @@
 // masks, the (I + L)^-1 of the chunk, and freeing tiles in bulk.
 #pragma once
 
+#include <functional>
 #include <initializer_list>
 #include <string>
 
@@ -53,6 +54,23 @@ class CoreOps {
   // inclusive cumsum of g down the rows, and elast [K x 1] = exp(gam_last) (the state's
   // per-row decay). beta [c x 1].
   Status kda_gates(const GdnGm& gm, int64_t t0, int c, int h, Tile** beta, Tile** gam, Tile** elast);
+  // Rows [r0, r0 + rows) of a dense [c x K] UB tile scaled per element by f(i, d), as an fp16
+  // dense tile (they are cube operands); f reads `gam`, the chunk's [c x K] gates.
+  Status channel_scaled(Tile* src, Tile* gam, int r0, int rows, const std::string& name,
+                        const std::function<float(int, int)>& f, Tile** out);
+  // KDA's intra-chunk decayed products from dense UB rows K, Q [c x K] (fp16) and gam [c x K]:
+  // L_ij = sum_d k_id k_jd exp(gam_id - gam_jd) (j < i) and Qm_ij the same with q_i (j <= i),
+  // [c x c] fp32 dense, zero above. The decay sits inside the sum, so it cannot be applied
+  // to K K^T afterwards: 16-row sub-chunk blocks below the diagonal go to the cube with both
+  // factors taken at the block's first row (every exponent <= 0, nothing overflows), the
+  // diagonal blocks are summed on the vector unit with exp(gam_i - gam_j) directly.
+  Status kda_intra(Tile* Ku, Tile* Qu, Tile* gam, Tile** L, Tile** Qm);
+  // In place: L = StrictTril(diag(beta) L), Qm = scale Tril(Qm) (KDA's masks; the decay is
+  // already inside the products).
+  Status kda_masks(Tile* L, Tile* Qm, const Tile* beta, float scale);
+  // An L1 tile (fp16 NZ) copied into UB as dense rows, for vector work.
+  Status l1_to_ub_rows(Tile* l1, const std::string& name, Tile** ub);
+
   // In place: KK -> L = StrictTril(diag(beta) KK o D), QK -> Qm = scale Tril(QK o D),
   // D_ij = exp(gam_i - gam_j). Either of kk, qk may be null.
   Status decay_masks(Tile* kk, Tile* qk, const Tile* beta, const Tile* gam, float scale);

@@ -12,7 +12,8 @@ namespace hanpu::npu {
 namespace {
 
 struct FlaScratch {  // the GM intermediates FLA materialises
-  GmTensor *w, *u, *gam, *h, *vn;
+  WyGm wy;
+  GmTensor *h, *vn;
 };
 
 int64_t chunks_of(const GdnGm& gm) { return (gm.T + gm.chunk - 1) / gm.chunk; }
@@ -31,7 +32,7 @@ Status recurrence(CoreOps& op, const GdnGm& gm, const FlaScratch& x, int h) {
   for (int64_t n = 0, t0 = 0; t0 < gm.T; ++n, t0 += gm.chunk) {
     const int c = static_cast<int>(std::min<int64_t>(gm.chunk, gm.T - t0));
     const GmBlock h_out{x.h, (n * gm.H + h) * K, K, 0, V}, vn_out{x.vn, t0, c, static_cast<int64_t>(h) * V, V};
-    HANPU_RETURN_IF_ERROR(wy_advance(op, gm, {x.w, x.u, x.gam}, h, t0, c, S, &h_out, &vn_out, false, nullptr));
+    HANPU_RETURN_IF_ERROR(wy_advance(op, gm, x.wy, h, t0, c, S, &h_out, &vn_out, false, nullptr));
   }
   if (gm.state1 != nullptr) {
     HANPU_RETURN_IF_ERROR(sim.store({gm.state1, static_cast<int64_t>(h) * K, K, 0, V}, S));
@@ -45,17 +46,13 @@ Status outputs(CoreOps& op, const GdnGm& gm, const FlaScratch& x, int h, int64_t
   NpuSim& sim = op.sim();
   const int K = gm.K, V = gm.V;
   Tile *Qc, *Kc, *H1, *Vn1, *gam;
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "q", &Qc));
-  HANPU_RETURN_IF_ERROR(sim.load(Qc, {gm.q, t0, c, static_cast<int64_t>(h) * K, K}));
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &Kc));
-  HANPU_RETURN_IF_ERROR(sim.load(Kc, {gm.k, t0, c, static_cast<int64_t>(h) * K, K}));
+  HANPU_RETURN_IF_ERROR(wy_output_operands(op, gm, h, t0, c, &Qc, &Kc));
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, K, V, true, Layout::kNZ, "h", &H1));
   HANPU_RETURN_IF_ERROR(sim.load(H1, {x.h, (n * gm.H + h) * K, K, 0, V}));
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, V, true, Layout::kNZ, "vn", &Vn1));
   HANPU_RETURN_IF_ERROR(sim.load(Vn1, {x.vn, t0, c, static_cast<int64_t>(h) * V, V}));
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, 1, false, Layout::kND, "gam", &gam));
-  HANPU_RETURN_IF_ERROR(sim.load(gam, {x.gam, t0, c, h, 1}));
-  return wy_output(op, gm, h, t0, c, Qc, Kc, H1, Vn1, gam);
+  HANPU_RETURN_IF_ERROR(wy_load_gam(op, gm, x.wy, h, t0, c, &gam));
+  return wy_output(op, gm, x.wy, h, t0, c, Qc, Kc, H1, Vn1, gam);
 }
 
 }  // namespace
@@ -66,9 +63,7 @@ Status fla_flow(NpuSim& sim, const GdnGm& gm, bool one_launch) {
   const int P = sim.machine().cores;
   const int64_t NT = chunks_of(gm);
   FlaScratch x;
-  x.w = sim.gm("fla.w", gm.T, static_cast<int64_t>(gm.H) * gm.K, true, true);
-  x.u = sim.gm("fla.u", gm.T, static_cast<int64_t>(gm.H) * gm.V, true, true);
-  x.gam = sim.gm("fla.g_cumsum", gm.T, gm.H, false, true);
+  x.wy = wy_workspace(sim, gm, "fla");
   x.h = sim.gm("fla.h", NT * gm.H * gm.K, gm.V, true, true);
   x.vn = sim.gm("fla.v_new", gm.T, static_cast<int64_t>(gm.H) * gm.V, true, true);
   int64_t unit = 0;
@@ -82,7 +77,7 @@ Status fla_flow(NpuSim& sim, const GdnGm& gm, bool one_launch) {
     for (int h = 0; h < gm.H; ++h, ++unit) {
       CoreOps op(sim, static_cast<int>(unit % P));
       const int64_t t0 = n * gm.chunk;
-      HANPU_RETURN_IF_ERROR(wy_prepare(op, gm, {x.w, x.u, x.gam}, h, t0, static_cast<int>(std::min<int64_t>(gm.chunk, gm.T - t0))));
+      HANPU_RETURN_IF_ERROR(wy_prepare(op, gm, x.wy, h, t0, static_cast<int>(std::min<int64_t>(gm.chunk, gm.T - t0))));
     }
   }
   HANPU_RETURN_IF_ERROR(next_phase());

@@ -11,9 +11,9 @@ namespace hanpu::npu {
 namespace {
 
 struct QlaGm {
-  GmTensor *w, *u, *gam;  // the WY form, as FLA's
-  GmTensor *m, *b;        // per (segment, head): transition [K x K] and local state [K x V], fp32
-  GmTensor *hseg;         // per (segment, head): the state entering the segment, fp32
+  WyGm wy;          // the WY form, as FLA's
+  GmTensor *m, *b;  // per (segment, head): transition [K x K] and local state [K x V], fp32
+  GmTensor* hseg;   // per (segment, head): the state entering the segment, fp32
 };
 
 // Launch 2, one (segment, head): the local state B (from zero) and the transition M of the
@@ -32,7 +32,7 @@ Status local_walk(CoreOps& op, const GdnGm& gm, const QlaGm& x, int h, int seg, 
     const int64_t t0 = n * gm.chunk;
     const int c = static_cast<int>(std::min<int64_t>(gm.chunk, gm.T - t0));
     WyStep w;
-    HANPU_RETURN_IF_ERROR(wy_advance(op, gm, {x.w, x.u, x.gam}, h, t0, c, B, nullptr, nullptr, true, &w));
+    HANPU_RETURN_IF_ERROR(wy_advance(op, gm, x.wy, h, t0, c, B, nullptr, nullptr, true, &w));
     // T = exp(gam_last) I - Kd^T W, then M = T M.
     Tile *Wb, *KWc, *Tm, *M1, *Mb, *T1, *Ta, *Mc;
     HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, w.w1, false, "w", &Wb));
@@ -41,10 +41,11 @@ Status local_walk(CoreOps& op, const GdnGm& gm, const QlaGm& x, int h, int seg, 
     op.free({Wb, w.kdt, w.w1, w.vn1, w.s16});
     HANPU_RETURN_IF_ERROR(op.from_l0c(KWc, "T", &Tm));
     HANPU_RETURN_IF_ERROR(op.to_layout(Tm, Layout::kND));
-    const float decay = std::exp(w.gam->v[c - 1]);
-    HANPU_RETURN_IF_ERROR(sim.vector({Tm}, {Tm}, 2 * matrix_bytes(K, K, false), false, [&] {
+    Tile* gam = w.gam;  // the decay: exp(gam_last), one per key channel for KDA
+    const auto decay = [&](int i) { return std::exp(gm.kda ? gam->at(c - 1, i) : gam->v[c - 1]); };
+    HANPU_RETURN_IF_ERROR(sim.vector({Tm, gam}, {Tm}, 2 * matrix_bytes(K, K, false), false, [&] {
       for (int i = 0; i < K; ++i) {
-        for (int j = 0; j < K; ++j) Tm->at(i, j) = (i == j ? decay : 0.0f) - Tm->at(i, j);
+        for (int j = 0; j < K; ++j) Tm->at(i, j) = (i == j ? decay(i) : 0.0f) - Tm->at(i, j);
       }
     }));
     op.free({w.gam});
@@ -125,14 +126,11 @@ Status output_walk(CoreOps& op, const GdnGm& gm, const QlaGm& x, int h, int seg,
     const int c = static_cast<int>(std::min<int64_t>(gm.chunk, gm.T - t0));
     WyStep w;
     // The state before this chunk is what Q reads: keep its fp16 copy from the walk.
-    HANPU_RETURN_IF_ERROR(wy_advance(op, gm, {x.w, x.u, x.gam}, h, t0, c, S, nullptr, nullptr, true, &w));
+    HANPU_RETURN_IF_ERROR(wy_advance(op, gm, x.wy, h, t0, c, S, nullptr, nullptr, true, &w));
     op.free({w.kdt, w.w1});
     Tile *Q1, *K1;
-    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "q", &Q1));
-    HANPU_RETURN_IF_ERROR(sim.load(Q1, {gm.q, t0, c, static_cast<int64_t>(h) * K, K}));
-    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &K1));
-    HANPU_RETURN_IF_ERROR(sim.load(K1, {gm.k, t0, c, static_cast<int64_t>(h) * K, K}));
-    HANPU_RETURN_IF_ERROR(wy_output(op, gm, h, t0, c, Q1, K1, w.s16, w.vn1, w.gam));
+    HANPU_RETURN_IF_ERROR(wy_output_operands(op, gm, h, t0, c, &Q1, &K1));
+    HANPU_RETURN_IF_ERROR(wy_output(op, gm, x.wy, h, t0, c, Q1, K1, w.s16, w.vn1, w.gam));
   }
   if (last_writes_state && gm.state1 != nullptr) {
     HANPU_RETURN_IF_ERROR(sim.store({gm.state1, static_cast<int64_t>(h) * K, K, 0, V}, S));
@@ -149,9 +147,7 @@ Status gdn_flashqla(NpuSim& sim, const GdnGm& gm) {
   // Segments so that segments x heads gives every core two units, capped by the chunks.
   const int segs = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(NT, (2 * P + H - 1) / H)));
   QlaGm x;
-  x.w = sim.gm("qla.w", gm.T, static_cast<int64_t>(H) * K, true, true);
-  x.u = sim.gm("qla.u", gm.T, static_cast<int64_t>(H) * V, true, true);
-  x.gam = sim.gm("qla.g_cumsum", gm.T, H, false, true);
+  x.wy = wy_workspace(sim, gm, "qla");
   x.m = x.b = x.hseg = nullptr;
   if (segs > 1) {
     x.m = sim.gm("qla.transition", static_cast<int64_t>(segs) * H * K, K, false, true);
@@ -168,7 +164,7 @@ Status gdn_flashqla(NpuSim& sim, const GdnGm& gm) {
       CoreOps op(sim, static_cast<int>(unit % P));
       const int64_t t0 = n * gm.chunk;
       HANPU_RETURN_IF_ERROR(
-          wy_prepare(op, gm, {x.w, x.u, x.gam}, h, t0, static_cast<int>(std::min<int64_t>(gm.chunk, gm.T - t0))));
+          wy_prepare(op, gm, x.wy, h, t0, static_cast<int>(std::min<int64_t>(gm.chunk, gm.T - t0))));
     }
   }
   if (segs > 1) {

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <vector>
 
 #include "npu/kernels/gdn_kernels.h"
-#include "plan/la_plan.h"
 
 namespace hanpu::npu {
 
@@ -42,8 +42,8 @@ class FusedHead {
     while (cur.c > 0) {
       ChunkIn next;
       if (cur.t0 + cur.c < gm_.T) HANPU_RETURN_IF_ERROR(load(cur.t0 + cur.c, &next));
-      HANPU_RETURN_IF_ERROR(gm_.kda ? chunk_reordered_kda(cur)
-                                    : tech_.reorder ? chunk_reordered(cur) : chunk_state_first(cur));
+      HANPU_RETURN_IF_ERROR(!tech_.reorder ? chunk_state_first(cur)
+                                           : gm_.kda ? chunk_reordered_kda(cur) : chunk_reordered(cur));
       cur = next;
     }
     if (gm_.state1 != nullptr) {
@@ -248,20 +248,6 @@ class FusedHead {
 
   void release(ChunkIn& in) { op_.free({in.k, in.q, in.v, in.beta, in.gam, in.egam, in.elast}); }
 
-  // Rows [r0, r0 + rows) of a dense [c x K] UB tile scaled per channel by f(i, d), as an
-  // fp16 tile (they are cube operands); f reads the chunk's gates (`gam`, [c x K]).
-  Status scaled_rows(Tile* src, Tile* gam, int r0, int rows, const std::string& name,
-                     const std::function<float(int, int)>& f, Tile** out) {
-    const int K = gm_.K;
-    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, rows, K, true, Layout::kND, name, out));
-    Tile* o = *out;
-    return sim_.vector({src, gam}, {o}, 3 * matrix_bytes(rows, K, false), false, [&] {
-      for (int i = 0; i < rows; ++i) {
-        for (int d = 0; d < K; ++d) o->at(i, d) = src->at(r0 + i, d) * f(r0 + i, d);
-      }
-    });
-  }
-
   // KDA, HA-NPU's order: the decay is per key channel and inside every sum, so K and Q are
   // scaled before the products: [K; Q] o exp(gam) against S0; the intra-chunk K K^T / Q K^T
   // as 16-row sub-chunk blocks — off-diagonal blocks on the cube with both factors taken at
@@ -269,101 +255,29 @@ class FusedHead {
   // exp(gam_i - gam_j) directly; then rhs, (I + L)^-1, outputs and the in-place update with
   // diag(exp(gam_last)) S + (K o exp(gam_last - gam))^T Vn.
   Status chunk_reordered_kda(ChunkIn& in) {
-    const int c = in.c, K = gm_.K;
+    const int c = in.c;
     HANPU_RETURN_IF_ERROR(op_.kda_gates(gm_, in.t0, c, h_, &in.beta, &in.gam, &in.elast));
     Tile *Ku, *Qu;
-    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, c, K, true, Layout::kNZ, "k", &Ku));
-    HANPU_RETURN_IF_ERROR(sim_.move(Ku, in.k));
-    HANPU_RETURN_IF_ERROR(op_.to_layout(Ku, Layout::kND));
-    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, c, K, true, Layout::kNZ, "q", &Qu));
-    HANPU_RETURN_IF_ERROR(sim_.move(Qu, in.q));
-    HANPU_RETURN_IF_ERROR(op_.to_layout(Qu, Layout::kND));
+    HANPU_RETURN_IF_ERROR(op_.l1_to_ub_rows(in.k, "k", &Ku));
+    HANPU_RETURN_IF_ERROR(op_.l1_to_ub_rows(in.q, "q", &Qu));
     Tile* gam = in.gam;
     // [K; Q] o exp(gam) against S0.
     Tile *Kg, *Qg, *Kg1, *Qg1, *KS, *QS;
     const auto egam = [&](int i, int d) { return std::exp(gam->at(i, d)); };
-    HANPU_RETURN_IF_ERROR(scaled_rows(Ku, gam, 0, c, "kg", egam, &Kg));
-    HANPU_RETURN_IF_ERROR(scaled_rows(Qu, gam, 0, c, "qg", egam, &Qg));
+    HANPU_RETURN_IF_ERROR(op_.channel_scaled(Ku, gam, 0, c, "kg", egam, &Kg));
+    HANPU_RETURN_IF_ERROR(op_.channel_scaled(Qu, gam, 0, c, "qg", egam, &Qg));
     HANPU_RETURN_IF_ERROR(op_.stage_to_l1(Kg, "kg", &Kg1));
     HANPU_RETURN_IF_ERROR(op_.stage_to_l1(Qg, "qg", &Qg1));
     op_.free({Kg, Qg});
     // Intra-chunk decayed products (before K S0 and Q S0 come back to UB: less live at once).
     Tile *L, *Qm;
-    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, c, c, false, Layout::kND, "L", &L));
-    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, c, c, false, Layout::kND, "Qm", &Qm));
-    constexpr int kSub = 16;
-    for (int r0 = kSub; r0 < c; r0 += kSub) {
-      const int n = std::min(kSub, c - r0);
-      Tile *Kr, *Qr, *Kc, *Kr1, *Qr1, *Kc1, *KcT, *Lb, *Qb;
-      const auto row_f = [&](int i, int d) { return std::exp(gam->at(i, d) - gam->at(r0, d)); };
-      const auto col_f = [&](int j, int d) { return std::exp(gam->at(r0, d) - gam->at(j, d)); };
-      HANPU_RETURN_IF_ERROR(scaled_rows(Ku, gam, r0, n, "kr", row_f, &Kr));
-      HANPU_RETURN_IF_ERROR(scaled_rows(Qu, gam, r0, n, "qr", row_f, &Qr));
-      HANPU_RETURN_IF_ERROR(scaled_rows(Ku, gam, 0, r0, "kc", col_f, &Kc));
-      HANPU_RETURN_IF_ERROR(op_.stage_to_l1(Kr, "kr", &Kr1));
-      HANPU_RETURN_IF_ERROR(op_.stage_to_l1(Qr, "qr", &Qr1));
-      HANPU_RETURN_IF_ERROR(op_.stage_to_l1(Kc, "kc", &Kc1));
-      op_.free({Kr, Qr, Kc});
-      Tile *Ka, *Qa, *Lc, *Qc;
-      HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0A, Kr1, false, "kr", &Ka));
-      HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0A, Qr1, false, "qr", &Qa));
-      HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0B, Kc1, true, "kcT", &KcT));
-      HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kL0C, n, r0, false, Layout::kNZ, "Lblk", &Lc));
-      HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kL0C, n, r0, false, Layout::kNZ, "Qblk", &Qc));
-      HANPU_RETURN_IF_ERROR(sim_.mmad(Lc, Ka, KcT, false));
-      HANPU_RETURN_IF_ERROR(sim_.mmad(Qc, Qa, KcT, false));
-      op_.free({Ka, Qa, KcT, Kr1, Qr1, Kc1});
-      HANPU_RETURN_IF_ERROR(op_.from_l0c(Lc, "Lblk", &Lb));
-      HANPU_RETURN_IF_ERROR(op_.from_l0c(Qc, "Qblk", &Qb));
-      HANPU_RETURN_IF_ERROR(op_.to_layout(Lb, Layout::kND));
-      HANPU_RETURN_IF_ERROR(op_.to_layout(Qb, Layout::kND));
-      HANPU_RETURN_IF_ERROR(sim_.vector({Lb, Qb}, {L, Qm}, 2 * matrix_bytes(n, r0, false), false, [&] {
-        for (int i = 0; i < n; ++i) {
-          for (int j = 0; j < r0; ++j) {
-            L->at(r0 + i, j) = Lb->at(i, j);
-            Qm->at(r0 + i, j) = Qb->at(i, j);
-          }
-        }
-      }));
-      op_.free({Lb, Qb});
-    }
-    // Diagonal blocks: sum_d k_id k_jd exp(gam_id - gam_jd), j <= i inside each block.
-    int64_t pairs = 0;
-    for (int b0 = 0; b0 < c; b0 += kSub) {
-      const int n = std::min(kSub, c - b0);
-      pairs += static_cast<int64_t>(n) * (n + 1) / 2;
-    }
-    HANPU_RETURN_IF_ERROR(sim_.vector({Ku, Qu, gam}, {L, Qm}, pairs * K * 4 * 5, true, [&] {
-      for (int b0 = 0; b0 < c; b0 += kSub) {
-        const int b1 = std::min(c, b0 + kSub);
-        for (int i = b0; i < b1; ++i) {
-          for (int j = b0; j <= i; ++j) {
-            float lk = 0, lq = 0;
-            for (int d = 0; d < K; ++d) {
-              const float e = std::exp(gam->at(i, d) - gam->at(j, d));
-              lk += Ku->at(i, d) * Ku->at(j, d) * e;
-              lq += Qu->at(i, d) * Ku->at(j, d) * e;
-            }
-            if (j < i) L->at(i, j) = lk;
-            Qm->at(i, j) = lq;
-          }
-        }
-      }
-    }));
+    HANPU_RETURN_IF_ERROR(op_.kda_intra(Ku, Qu, gam, &L, &Qm));
     op_.free({Ku, Qu});
     HANPU_RETURN_IF_ERROR(product_l1(Kg1, S16_, "KS0", c, w_, &KS));
     HANPU_RETURN_IF_ERROR(product_l1(Qg1, S16_, "QS0", c, w_, &QS));
     op_.free({Kg1, Qg1});
     Tile* beta = in.beta;
-    const float scale = gm_.scale;
-    HANPU_RETURN_IF_ERROR(sim_.vector({L, Qm, beta}, {L, Qm}, 2 * matrix_bytes(c, c, false), true, [&] {
-      for (int i = 0; i < c; ++i) {
-        for (int j = 0; j < c; ++j) {
-          L->at(i, j) = j < i ? beta->v[i] * L->at(i, j) : 0.0f;
-          Qm->at(i, j) = j <= i ? scale * Qm->at(i, j) : 0.0f;
-        }
-      }
-    }));
+    HANPU_RETURN_IF_ERROR(op_.kda_masks(L, Qm, beta, gm_.scale));
     // rhs = beta (V - K S0 e), over K S0's storage.
     const Layout rl = layout(plan::Chain::kRhs);
     HANPU_RETURN_IF_ERROR(op_.to_layout(KS, rl));
@@ -402,13 +316,30 @@ class FusedHead {
   // A = (I + L)^-1, W and U, Vn = U - W S0, the new state S1 computed state-first into a
   // second buffer while S0 lives on for the output, then S0 <- S1. Dense layouts throughout
   // (a transform at every cube <-> vector hand-off), as without a layout plan.
+  // KDA: the same with the per-channel decays inside the intra-chunk products, in K's
+  // scaling for W and Q S0, and per state row in the update.
   Status chunk_state_first(ChunkIn& in) {
     const int c = in.c, K = gm_.K;
-    Tile *L, *Qm;
-    HANPU_RETURN_IF_ERROR(gemm_group(in, false, nullptr, nullptr, &L, &Qm));
-    HANPU_RETURN_IF_ERROR(op_.to_layout(L, Layout::kND));
-    HANPU_RETURN_IF_ERROR(op_.to_layout(Qm, Layout::kND));
-    HANPU_RETURN_IF_ERROR(op_.decay_masks(L, Qm, in.beta, in.gam, gm_.scale));
+    const bool kda = gm_.kda;
+    Tile *L, *Qm, *Qg1 = nullptr;
+    if (kda) {
+      HANPU_RETURN_IF_ERROR(op_.kda_gates(gm_, in.t0, c, h_, &in.beta, &in.gam, &in.elast));
+      Tile *Ku, *Qu, *Qg;
+      HANPU_RETURN_IF_ERROR(op_.l1_to_ub_rows(in.k, "k", &Ku));
+      HANPU_RETURN_IF_ERROR(op_.l1_to_ub_rows(in.q, "q", &Qu));
+      HANPU_RETURN_IF_ERROR(op_.kda_intra(Ku, Qu, in.gam, &L, &Qm));
+      HANPU_RETURN_IF_ERROR(op_.kda_masks(L, Qm, in.beta, gm_.scale));
+      Tile* gam = in.gam;
+      const auto egam = [&](int i, int d) { return std::exp(gam->at(i, d)); };
+      HANPU_RETURN_IF_ERROR(op_.channel_scaled(Qu, gam, 0, c, "qg", egam, &Qg));
+      HANPU_RETURN_IF_ERROR(op_.stage_to_l1(Qg, "qg", &Qg1));
+      op_.free({Ku, Qu, Qg});
+    } else {
+      HANPU_RETURN_IF_ERROR(gemm_group(in, false, nullptr, nullptr, &L, &Qm));
+      HANPU_RETURN_IF_ERROR(op_.to_layout(L, Layout::kND));
+      HANPU_RETURN_IF_ERROR(op_.to_layout(Qm, Layout::kND));
+      HANPU_RETURN_IF_ERROR(op_.decay_masks(L, Qm, in.beta, in.gam, gm_.scale));
+    }
     Tile *Ainv, *A1;
     HANPU_RETURN_IF_ERROR(op_.unit_lower_inverse(L, "A", &Ainv));
     op_.free({L});
@@ -420,11 +351,20 @@ class FusedHead {
     HANPU_RETURN_IF_ERROR(sim_.move(kb, in.k));
     HANPU_RETURN_IF_ERROR(op_.to_layout(kb, Layout::kND));
     Tile *beta = in.beta, *egam = in.egam, *v = in.v;
-    HANPU_RETURN_IF_ERROR(sim_.vector({kb, beta, egam}, {kb}, 2 * matrix_bytes(c, K, true), true, [&] {
-      for (int i = 0; i < c; ++i) {
-        for (int j = 0; j < K; ++j) kb->at(i, j) *= beta->v[i] * egam->v[i];
-      }
-    }));
+    Tile* gam = in.gam;
+    if (kda) {
+      HANPU_RETURN_IF_ERROR(sim_.vector({kb, beta, gam}, {kb}, 3 * matrix_bytes(c, K, true), true, [&] {
+        for (int i = 0; i < c; ++i) {
+          for (int j = 0; j < K; ++j) kb->at(i, j) *= beta->v[i] * std::exp(gam->at(i, j));
+        }
+      }));
+    } else {
+      HANPU_RETURN_IF_ERROR(sim_.vector({kb, beta, egam}, {kb}, 2 * matrix_bytes(c, K, true), true, [&] {
+        for (int i = 0; i < c; ++i) {
+          for (int j = 0; j < K; ++j) kb->at(i, j) *= beta->v[i] * egam->v[i];
+        }
+      }));
+    }
     HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, c, w_, true, Layout::kND, "vb", &vb));
     HANPU_RETURN_IF_ERROR(sim_.vector({v, beta}, {vb}, 2 * matrix_bytes(c, w_, true), true, [&] {
       for (int i = 0; i < c; ++i) {
@@ -459,15 +399,23 @@ class FusedHead {
     op_.free({U});
     // State-first: S1 = exp(gam_last) S0 + Kd^T Vn into a second buffer; S0 stays live.
     Tile *dS, *S1;
+    bool qm_spilled = false;
+    if (!sim_.fits(op_.core(), Buf::kUB, {matrix_bytes(c, K, true), matrix_bytes(K, w_, false)})) {
+      // Not even dS fits beside S0 and the chunk's tensors (KDA's [c x K] gates take more
+      // room): Qm, read again by the output, goes to GM first.
+      HANPU_RETURN_IF_ERROR(spill_out(Qm, 0));
+      qm_spilled = true;
+    }
     HANPU_RETURN_IF_ERROR(state_delta(in, Vn1, Layout::kND, &dS));
     HANPU_RETURN_IF_ERROR(op_.to_layout(dS, Layout::kND));
-    const float decay = std::exp(in.gam->v[c - 1]);
-    bool qm_spilled = false;
+    // The state's decay per row: one factor (GDN) or one per key channel (KDA).
+    std::vector<float> decay(K);
+    for (int d = 0; d < K; ++d) decay[d] = kda ? in.elast->v[d] : std::exp(in.gam->v[c - 1]);
     if (!op_.alloc(Buf::kUB, K, w_, false, Layout::kND, "S1", &S1).ok()) {
       // The second state does not fit beside the chunk's tensors: spill Qm (read again by
       // the output) and, if that is not enough, S0 itself, then stream S0 back in slices to
       // form S1 (the output reads S0 through its fp16 copy in L1).
-      HANPU_RETURN_IF_ERROR(spill_out(Qm, 0));
+      if (!qm_spilled) HANPU_RETURN_IF_ERROR(spill_out(Qm, 0));
       qm_spilled = true;
       if (!op_.alloc(Buf::kUB, K, w_, false, Layout::kND, "S1", &S1).ok()) {
         HANPU_RETURN_IF_ERROR(spill_out(S_, 1));
@@ -480,7 +428,7 @@ class FusedHead {
           HANPU_RETURN_IF_ERROR(sim_.load(part, {spill_, spill_row(1) + r0, n, 0, w_}, /*spill=*/true));
           HANPU_RETURN_IF_ERROR(sim_.vector({part, dS}, {S1}, 3 * matrix_bytes(n, w_, false), false, [&] {
             for (int i = 0; i < n; ++i) {
-              for (int j = 0; j < w_; ++j) S1->at(r0 + i, j) = decay * part->at(i, j) + dS->at(r0 + i, j);
+              for (int j = 0; j < w_; ++j) S1->at(r0 + i, j) = decay[r0 + i] * part->at(i, j) + dS->at(r0 + i, j);
             }
           }));
           op_.free({part});
@@ -488,19 +436,26 @@ class FusedHead {
       }
     }
     if (S_ != nullptr) {
-      HANPU_RETURN_IF_ERROR(sim_.vector({S_, dS}, {S1}, 3 * matrix_bytes(K, w_, false), false, [&] {
-        for (size_t i = 0; i < S1->v.size(); ++i) S1->v[i] = decay * S_->v[i] + dS->v[i];
+      HANPU_RETURN_IF_ERROR(sim_.vector({S_, dS}, {S1}, 3 * matrix_bytes(K, w_, false), kda, [&] {
+        for (int d = 0; d < K; ++d) {
+          for (int j = 0; j < w_; ++j) S1->at(d, j) = decay[d] * S_->at(d, j) + dS->at(d, j);
+        }
       }));
     }
     op_.free({dS});
+    if (kda) {  // KDA's [c x K] gates are done with (its output needs no exp(gam) factor)
+      op_.free({in.gam});
+      in.gam = nullptr;
+    }
     if (qm_spilled) HANPU_RETURN_IF_ERROR(spill_in(&Qm, c, c, 0));
-    // O = scale exp(gam) Q S0 + Qm Vn, Q S0 from the old state's version.
+    // O = scale exp(gam) Q S0 + Qm Vn, Q S0 from the old state's version (KDA: Q already
+    // scaled per channel).
     Tile *Qa, *Sb0, *QSc, *QSu, *O;
-    HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0A, in.q, false, "Q", &Qa));
+    HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0A, kda ? Qg1 : in.q, false, "Q", &Qa));
     HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0B, S16_, false, "S0", &Sb0));
     HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kL0C, c, w_, false, Layout::kNZ, "QS0", &QSc));
     HANPU_RETURN_IF_ERROR(sim_.mmad(QSc, Qa, Sb0, false));
-    op_.free({Qa, Sb0});
+    op_.free({Qa, Sb0, Qg1});
     HANPU_RETURN_IF_ERROR(op_.from_l0c(QSc, "QS0", &QSu));
     HANPU_RETURN_IF_ERROR(product(Qm, Vn1, "O", c, w_, &O));
     op_.free({Qm, Vn1});
@@ -525,17 +480,31 @@ class FusedHead {
 
 }  // namespace
 
-Status gdn_fused(NpuSim& sim, const GdnGm& gm, const GdnTechniques& tech) {
-  const NpuMachine& m = sim.machine();
+plan::TargetDesc plan_target(const NpuMachine& m) {
   plan::TargetDesc t;
   t.cores = m.cores;
   t.vector_bytes_per_cycle = m.vector_bytes_per_cycle;
   t.nz_row_op_factor = m.vector_nz_row_op_factor;
   t.ub_bytes = m.buffers[static_cast<int>(Buf::kUB)].bytes;
+  t.cube_macs_per_cycle = static_cast<double>(m.cube_m) * m.cube_k * m.cube_n;
+  return t;
+}
+
+plan::CoreSchedule fused_schedule(const NpuMachine& m, bool kda, int H, int chunk, int K, int V,
+                                  const plan::LayoutPlan& layouts) {
+  const plan::TargetDesc t = plan_target(m);
+  return plan::schedule_heads(H, V, m.cores, 16,
+                              [&](int w) { return plan::chunk_part_cycles(kda, chunk, K, w, layouts, t); });
+}
+
+Status gdn_fused(NpuSim& sim, const GdnGm& gm, const GdnTechniques& tech) {
+  const NpuMachine& m = sim.machine();
+  const plan::TargetDesc t = plan_target(m);
   const plan::LayoutPlan layouts = tech.plan_layout ? plan::plan_layouts(gm.chunk, gm.K, gm.V, t)
                                                     : plan::uniform_plan(plan::Layout::kDense, gm.chunk, gm.K, gm.V, t);
-  // Whole heads per core; the tail heads split by value columns over every core.
-  const plan::CoreSchedule sched = plan::schedule_heads(gm.H, gm.V, m.cores, 16);
+  // Whole heads per core; the tail heads split by value columns when that balances the
+  // cores better than it repeats the work every part redoes.
+  const plan::CoreSchedule sched = fused_schedule(m, gm.kda, gm.H, gm.chunk, gm.K, gm.V, layouts);
   sim.launch();
   for (int core = 0; core < m.cores; ++core) {
     for (const plan::HeadPart& part : sched.per_core[core]) {

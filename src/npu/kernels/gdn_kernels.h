@@ -1,4 +1,4 @@
-// GDN prefill kernels on the simulated Ascend-class NPU, listed once (the table drives the
+// GDN and KDA prefill kernels on the simulated Ascend-class NPU (every variant runs both), listed once (the table drives the
 // tests, `hanpu sim` and its --variant values).
 #pragma once
 
@@ -7,6 +7,7 @@
 
 #include "hanpu/status.h"
 #include "npu/kernels/chunk_ops.h"
+#include "plan/la_plan.h"
 
 namespace hanpu::npu {
 
@@ -15,7 +16,6 @@ struct GdnVariant {
   std::string_view summary;
   Status (*run)(NpuSim& sim, const GdnGm& gm);
   bool ablation_only = false;  // an intermediate step of the hanpu ablation
-  bool kda = false;            // also runs KDA (g per key channel)
 };
 
 // HA-NPU's techniques, each switchable for the ablation (head-level mapping with fusion is
@@ -25,6 +25,11 @@ struct GdnTechniques {
   bool plan_layout = true;  // the planner's per-chain layouts (else dense everywhere)
 };
 Status gdn_fused(NpuSim& sim, const GdnGm& gm, const GdnTechniques& tech);
+// What the planner sees of a machine, and the fused kernel's core schedule (the planner's
+// tiers with its modelled cost of a head part), shared by the kernel and `hanpu plan`.
+plan::TargetDesc plan_target(const NpuMachine& m);
+plan::CoreSchedule fused_schedule(const NpuMachine& m, bool kda, int H, int chunk, int K, int V,
+                                  const plan::LayoutPlan& layouts);
 std::span<const GdnVariant> gdn_variants();
 
 // FlashQLA's flow (segment-parallel): launch 1 the WY form per (chunk, head) to GM as FLA's;

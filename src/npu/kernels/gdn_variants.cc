@@ -14,10 +14,10 @@ std::span<const GdnVariant> gdn_variants() {
        true},
       {"hanpu-reordered", "+ lifetime-aware reordering (chunk-first, GEMM-first; dense layouts)",
        [](NpuSim& sim, const GdnGm& gm) { return gdn_fused(sim, gm, {.reorder = true, .plan_layout = false}); },
-       true, true},
+       true},
       {"flashqla", "FlashQLA's flow: WY form to GM, segment-parallel local states, a short combine, fused outputs",
        &gdn_flashqla},
-      {"hanpu", "HA-NPU: + the planner's layouts (all three techniques)", &gdn_hanpu, false, true},
+      {"hanpu", "HA-NPU: + the planner's layouts (all three techniques)", &gdn_hanpu},
   };
   return kVariants;
 }

@@ -13,6 +13,7 @@ namespace {
 
 struct Scratch {  // every intermediate the operator chain materialises in GM
   GmTensor *gam, *kk, *L, *A, *kb, *vb, *w, *u, *S, *h, *ws, *vn, *kd, *ds, *qk, *qm, *qh, *ov;
+  GmTensor* qg;  // KDA: Q o exp(gam)
 };
 
 // Launches one framework operator over `units` work items dealt round robin to the cores.
@@ -79,7 +80,13 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
   const int64_t T = gm.T, NT = (T + C - 1) / C, HK = static_cast<int64_t>(H) * K, HV = static_cast<int64_t>(H) * V;
   Scratch x;
   const auto ws = [&](const char* n, int64_t r, int64_t c, bool f16) { return sim.gm(n, r, c, f16, true); };
-  x.gam = ws("g_cumsum", T, H, false);
+  // KDA (its gate per key channel) runs the same chain with the decay inside the intra-chunk
+  // products: one operator forms both decayed K K^T and Q K^T (sub-chunk blocks, as FLA's
+  // intra kernel), and the decays elsewhere are per channel.
+  const bool kda = gm.kda;
+  const int GW = kda ? K : 1;  // gate columns per head
+  x.gam = ws("g_cumsum", T, static_cast<int64_t>(H) * GW, false);
+  x.qg = kda ? ws("q_gate", T, HK, true) : nullptr;
   x.kk = ws("kkt", T, static_cast<int64_t>(H) * C, false);
   x.L = ws("L", T, static_cast<int64_t>(H) * C, false);
   x.A = ws("A", T, static_cast<int64_t>(H) * C, true);
@@ -105,14 +112,32 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
   HANPU_RETURN_IF_ERROR(launch_op(sim, units, [&](CoreOps& op, int64_t u) {
     const int64_t n = u / H, t0 = n * C;
     const int h = static_cast<int>(u % H), c = rows(n);
-    return gm_vector(op, {{gm.g, t0, c, h, 1}}, {{x.gam, t0, c, h, 1}}, false, [&](auto& in, auto& out) {
-      float run = 0;
-      for (int i = 0; i < c; ++i) out[0]->v[i] = run += in[0]->v[i];
-    });
+    return gm_vector(op, {{gm.g, t0, c, h * int64_t{GW}, GW}}, {{x.gam, t0, c, h * int64_t{GW}, GW}}, false,
+                     [&](auto& in, auto& out) {
+                       for (int d = 0; d < GW; ++d) {
+                         float run = 0;
+                         for (int i = 0; i < c; ++i) out[0]->at(i, d) = run += in[0]->at(i, d);
+                       }
+                     });
   }));
   HANPU_RETURN_IF_ERROR(launch_op(sim, units, [&](CoreOps& op, int64_t u) {
     const int64_t n = u / H, t0 = n * C;
     const int h = static_cast<int>(u % H), c = rows(n);
+    if (kda) {  // decayed K K^T and Q K^T from scaled rows, to GM
+      Tile *Ku, *Qu, *gam, *Lr, *Qr;
+      HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, K, true, Layout::kND, "k", &Ku));
+      HANPU_RETURN_IF_ERROR(op.sim().load(Ku, {gm.k, t0, c, h * int64_t{K}, K}));
+      HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, K, true, Layout::kND, "q", &Qu));
+      HANPU_RETURN_IF_ERROR(op.sim().load(Qu, {gm.q, t0, c, h * int64_t{K}, K}));
+      HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, K, false, Layout::kND, "gam", &gam));
+      HANPU_RETURN_IF_ERROR(op.sim().load(gam, {x.gam, t0, c, h * int64_t{K}, K}));
+      HANPU_RETURN_IF_ERROR(op.kda_intra(Ku, Qu, gam, &Lr, &Qr));
+      op.free({Ku, Qu, gam});
+      HANPU_RETURN_IF_ERROR(op.sim().store({x.kk, t0, c, h * int64_t{C}, c}, Lr));
+      HANPU_RETURN_IF_ERROR(op.sim().store({x.qk, t0, c, h * int64_t{C}, c}, Qr));
+      op.free({Lr, Qr});
+      return Status::Ok();
+    }
     Tile *K1, *Ka, *KTb, *KK, *KKu;
     HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &K1));
     HANPU_RETURN_IF_ERROR(op.sim().load(K1, {gm.k, t0, c, h * int64_t{K}, K}));
@@ -130,6 +155,14 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
   HANPU_RETURN_IF_ERROR(launch_op(sim, units, [&](CoreOps& op, int64_t u) {
     const int64_t n = u / H, t0 = n * C;
     const int h = static_cast<int>(u % H), c = rows(n);
+    if (kda) {  // the decay is already inside
+      return gm_vector(op, {{x.kk, t0, c, h * int64_t{C}, c}, {gm.beta, t0, c, h, 1}},
+                       {{x.L, t0, c, h * int64_t{C}, c}}, true, [&](auto& in, auto& out) {
+                         for (int i = 0; i < c; ++i) {
+                           for (int j = 0; j < c; ++j) out[0]->at(i, j) = j < i ? in[1]->v[i] * in[0]->at(i, j) : 0.0f;
+                         }
+                       });
+    }
     return gm_vector(op, {{x.kk, t0, c, h * int64_t{C}, c}, {gm.beta, t0, c, h, 1}, {x.gam, t0, c, h, 1}},
                      {{x.L, t0, c, h * int64_t{C}, c}}, true, [&](auto& in, auto& out) {
                        for (int i = 0; i < c; ++i) {
@@ -156,12 +189,14 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
     const int h = static_cast<int>(u % H), c = rows(n);
     return gm_vector(op,
                      {{gm.k, t0, c, h * int64_t{K}, K}, {gm.v, t0, c, h * int64_t{V}, V}, {gm.beta, t0, c, h, 1},
-                      {x.gam, t0, c, h, 1}},
+                      {x.gam, t0, c, h * int64_t{GW}, GW}},
                      {{x.kb, t0, c, h * int64_t{K}, K}, {x.vb, t0, c, h * int64_t{V}, V}}, true,
                      [&](auto& in, auto& out) {
                        for (int i = 0; i < c; ++i) {
-                         const float b = in[2]->v[i], e = std::exp(in[3]->v[i]);
-                         for (int j = 0; j < K; ++j) out[0]->at(i, j) = b * e * in[0]->at(i, j);
+                         const float b = in[2]->v[i];
+                         for (int j = 0; j < K; ++j) {
+                           out[0]->at(i, j) = b * std::exp(in[3]->at(i, kda ? j : 0)) * in[0]->at(i, j);
+                         }
                          for (int j = 0; j < V; ++j) out[1]->at(i, j) = b * in[1]->at(i, j);
                        }
                      });
@@ -200,12 +235,14 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
                        });
     }));
     HANPU_RETURN_IF_ERROR(launch_op(sim, H, [&](CoreOps& op, int64_t h) {  // kd = exp(gam_last - gam) o k
-      return gm_vector(op, {{gm.k, t0, c, h * K, K}, {x.gam, t0, c, h, 1}}, {{x.kd, t0, c, h * K, K}}, true,
+      return gm_vector(op, {{gm.k, t0, c, h * K, K}, {x.gam, t0, c, h * GW, GW}}, {{x.kd, t0, c, h * K, K}}, true,
                        [&](auto& in, auto& out) {
-                         const float last = in[1]->v[c - 1];
+                         const Tile* g = in[1];
                          for (int i = 0; i < c; ++i) {
-                           const float f = std::exp(last - in[1]->v[i]);
-                           for (int j = 0; j < K; ++j) out[0]->at(i, j) = f * in[0]->at(i, j);
+                           for (int j = 0; j < K; ++j) {
+                             const int d = kda ? j : 0;
+                             out[0]->at(i, j) = std::exp(g->at(c - 1, d) - g->at(i, d)) * in[0]->at(i, j);
+                           }
                          }
                        });
     }));
@@ -213,10 +250,12 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
       return gm_matmul(op, {x.kd, t0, c, h * K, K}, true, {x.vn, t0, c, h * V, V}, {x.ds, h * K, K, 0, V});
     }));
     HANPU_RETURN_IF_ERROR(launch_op(sim, H, [&](CoreOps& op, int64_t h) {  // S = decay S + dS
-      return gm_vector(op, {{x.S, h * K, K, 0, V}, {x.ds, h * K, K, 0, V}, {x.gam, t0, c, h, 1}},
-                       {{x.S, h * K, K, 0, V}}, false, [&](auto& in, auto& out) {
-                         const float d = std::exp(in[2]->v[c - 1]);
-                         for (size_t i = 0; i < out[0]->v.size(); ++i) out[0]->v[i] = d * in[0]->v[i] + in[1]->v[i];
+      return gm_vector(op, {{x.S, h * K, K, 0, V}, {x.ds, h * K, K, 0, V}, {x.gam, t0, c, h * GW, GW}},
+                       {{x.S, h * K, K, 0, V}}, kda, [&](auto& in, auto& out) {
+                         for (int r = 0; r < K; ++r) {  // KDA: a decay per state row
+                           const float d = std::exp(in[2]->at(c - 1, kda ? r : 0));
+                           for (int j = 0; j < V; ++j) out[0]->at(r, j) = d * in[0]->at(r, j) + in[1]->at(r, j);
+                         }
                        });
     }));
   }
@@ -227,8 +266,17 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
     }));
   }
 
-  // Map 2: Q K^T, its mask, Q h, Qm Vn, and the sum — again one operator at a time.
+  // Map 2: Q K^T (KDA: formed in map 1, and Q o exp(gam) instead), its mask, Q h, Qm Vn,
+  // and the sum — again one operator at a time.
   HANPU_RETURN_IF_ERROR(launch_op(sim, units, [&](CoreOps& op, int64_t u) {
+    if (kda) {
+      const int64_t n = u / H, t0 = n * C;
+      const int h = static_cast<int>(u % H), c = rows(n);
+      return gm_vector(op, {{gm.q, t0, c, h * int64_t{K}, K}, {x.gam, t0, c, h * int64_t{K}, K}},
+                       {{x.qg, t0, c, h * int64_t{K}, K}}, false, [&](auto& in, auto& out) {
+                         for (size_t i = 0; i < out[0]->v.size(); ++i) out[0]->v[i] = in[0]->v[i] * std::exp(in[1]->v[i]);
+                       });
+    }
     const int64_t n = u / H, t0 = n * C;
     const int h = static_cast<int>(u % H), c = rows(n);
     Tile *Q1, *K1, *Qa, *KTb, *QK, *QKu;
@@ -250,6 +298,14 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
   HANPU_RETURN_IF_ERROR(launch_op(sim, units, [&](CoreOps& op, int64_t u) {
     const int64_t n = u / H, t0 = n * C;
     const int h = static_cast<int>(u % H), c = rows(n);
+    if (kda) {
+      return gm_vector(op, {{x.qk, t0, c, h * int64_t{C}, c}}, {{x.qm, t0, c, h * int64_t{C}, c}}, true,
+                       [&](auto& in, auto& out) {
+                         for (int i = 0; i < c; ++i) {
+                           for (int j = 0; j < c; ++j) out[0]->at(i, j) = j <= i ? scale * in[0]->at(i, j) : 0.0f;
+                         }
+                       });
+    }
     return gm_vector(op, {{x.qk, t0, c, h * int64_t{C}, c}, {x.gam, t0, c, h, 1}}, {{x.qm, t0, c, h * int64_t{C}, c}},
                      true, [&](auto& in, auto& out) {
                        for (int i = 0; i < c; ++i) {
@@ -263,7 +319,7 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
   HANPU_RETURN_IF_ERROR(launch_op(sim, units, [&](CoreOps& op, int64_t u) {
     const int64_t n = u / H, t0 = n * C;
     const int h = static_cast<int>(u % H), c = rows(n);
-    HANPU_RETURN_IF_ERROR(gm_matmul(op, {gm.q, t0, c, h * int64_t{K}, K}, false, {x.h, (n * H + h) * K, K, 0, V},
+    HANPU_RETURN_IF_ERROR(gm_matmul(op, {kda ? x.qg : gm.q, t0, c, h * int64_t{K}, K}, false, {x.h, (n * H + h) * K, K, 0, V},
                                     {x.qh, t0, c, h * int64_t{V}, V}));
     return gm_matmul(op, {x.qm, t0, c, h * int64_t{C}, c}, false, {x.vn, t0, c, h * int64_t{V}, V},
                      {x.ov, t0, c, h * int64_t{V}, V});
@@ -271,6 +327,12 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
   return launch_op(sim, units, [&](CoreOps& op, int64_t u) {
     const int64_t n = u / H, t0 = n * C;
     const int h = static_cast<int>(u % H), c = rows(n);
+    if (kda) {  // exp(gam) is already in Q h
+      return gm_vector(op, {{x.ov, t0, c, h * int64_t{V}, V}, {x.qh, t0, c, h * int64_t{V}, V}},
+                       {{gm.o, t0, c, h * int64_t{V}, V}}, false, [&](auto& in, auto& out) {
+                         for (size_t i = 0; i < out[0]->v.size(); ++i) out[0]->v[i] = in[0]->v[i] + scale * in[1]->v[i];
+                       });
+    }
     return gm_vector(op, {{x.ov, t0, c, h * int64_t{V}, V}, {x.qh, t0, c, h * int64_t{V}, V}, {x.gam, t0, c, h, 1}},
                      {{gm.o, t0, c, h * int64_t{V}, V}}, true, [&](auto& in, auto& out) {
                        for (int i = 0; i < c; ++i) {

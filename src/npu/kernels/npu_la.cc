@@ -76,7 +76,7 @@ void fill(npu::GmTensor* t, const void* data, DType dt) {
 
 std::vector<NpuVariantInfo> npu_la_variants() {
   std::vector<NpuVariantInfo> out;
-  for (const npu::GdnVariant& v : npu::gdn_variants()) out.push_back({v.name, v.summary, v.ablation_only, v.kda});
+  for (const npu::GdnVariant& v : npu::gdn_variants()) out.push_back({v.name, v.summary, v.ablation_only});
   return out;
 }
 
@@ -89,11 +89,7 @@ Status describe_npu_plan(const std::string& target, int heads, int64_t seq, int 
   }
   npu::NpuMachine m;
   HANPU_RETURN_IF_ERROR(npu::load_npu_machine(target, &m));
-  plan::TargetDesc t;
-  t.cores = m.cores;
-  t.vector_bytes_per_cycle = m.vector_bytes_per_cycle;
-  t.nz_row_op_factor = m.vector_nz_row_op_factor;
-  t.ub_bytes = m.buffers[static_cast<int>(npu::Buf::kUB)].bytes;
+  const plan::TargetDesc t = npu::plan_target(m);
   std::ostringstream os;
   os << fmt::format("# {} ({} cores, UB {} KiB), GDN, {} heads, T = {}, C = {}, K = V = {}\n", m.name, m.cores,
                     t.ub_bytes / 1024, heads, seq, chunk, dim);
@@ -120,7 +116,7 @@ Status describe_npu_plan(const std::string& target, int heads, int64_t seq, int 
   os << fmt::format("  vector + transform cycles per chunk: plan {:.0f}, all dense {:.0f}, all blocked {:.0f}\n",
                     lp.cycles_per_chunk, plan::uniform_plan(plan::Layout::kDense, chunk, dim, dim, t).cycles_per_chunk,
                     plan::uniform_plan(plan::Layout::kBlocked, chunk, dim, dim, t).cycles_per_chunk);
-  const plan::CoreSchedule sched = plan::schedule_heads(heads, dim, m.cores, 16);
+  const plan::CoreSchedule sched = npu::fused_schedule(m, false, heads, chunk, dim, dim, lp);
   os << "\ncore schedule: " << sched.describe();
   *out = os.str();
   return Status::Ok();
@@ -137,10 +133,6 @@ Status npu_la_prefill(const LaArgs& a, const NpuLaOptions& o, NpuLaStats* stats)
     names += (names.empty() ? "" : ", ") + std::string(v.name);
   }
   if (variant == nullptr) return Status::Error(fmt::format("npu: unknown variant '{}' (one of: {})", o.variant, names));
-  if (a.mech == LaMech::kKda && !variant->kda) {
-    return Status::Error(fmt::format("npu: variant '{}' runs GDN only so far; KDA runs on: hanpu, hanpu-reordered",
-                                     o.variant));
-  }
   npu::NpuMachine m;
   HANPU_RETURN_IF_ERROR(npu::load_npu_machine(o.target, &m));
   npu::NpuSim sim(m);

@@ -28,8 +28,7 @@ Status wy_advance(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0
   HANPU_RETURN_IF_ERROR(sim.load(W1, {x.w, t0, c, static_cast<int64_t>(h) * K, K}));
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "u", &U));
   HANPU_RETURN_IF_ERROR(sim.load(U, {x.u, t0, c, static_cast<int64_t>(h) * V, V}));
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, 1, false, Layout::kND, "gam", &gam));
-  HANPU_RETURN_IF_ERROR(sim.load(gam, {x.gam, t0, c, h, 1}));
+  HANPU_RETURN_IF_ERROR(wy_load_gam(op, gm, x, h, t0, c, &gam));
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &K1));
   HANPU_RETURN_IF_ERROR(sim.load(K1, {gm.k, t0, c, static_cast<int64_t>(h) * K, K}));
   HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, W1, false, "w", &Wa));
@@ -51,13 +50,21 @@ Status wy_advance(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0
   HANPU_RETURN_IF_ERROR(sim.move(Kub, K1));
   op.free({K1});
   HANPU_RETURN_IF_ERROR(op.to_layout(Kub, Layout::kND));
-  const float glast = gam->v[c - 1];
-  HANPU_RETURN_IF_ERROR(sim.vector({Kub, gam}, {Kub}, 2 * matrix_bytes(c, K, true), true, [&] {
-    for (int i = 0; i < c; ++i) {
-      const float f = std::exp(glast - gam->v[i]);
-      for (int j = 0; j < K; ++j) Kub->at(i, j) *= f;
-    }
-  }));
+  if (gm.kda) {
+    HANPU_RETURN_IF_ERROR(sim.vector({Kub, gam}, {Kub}, 3 * matrix_bytes(c, K, true), false, [&] {
+      for (int i = 0; i < c; ++i) {
+        for (int d = 0; d < K; ++d) Kub->at(i, d) *= std::exp(gam->at(c - 1, d) - gam->at(i, d));
+      }
+    }));
+  } else {
+    const float glast = gam->v[c - 1];
+    HANPU_RETURN_IF_ERROR(sim.vector({Kub, gam}, {Kub}, 2 * matrix_bytes(c, K, true), true, [&] {
+      for (int i = 0; i < c; ++i) {
+        const float f = std::exp(glast - gam->v[i]);
+        for (int j = 0; j < K; ++j) Kub->at(i, j) *= f;
+      }
+    }));
+  }
   HANPU_RETURN_IF_ERROR(op.stage_to_l1(Kub, "kd", &Kd1));
   op.free({Kub});
   HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Kd1, true, "kdT", &KdT));
@@ -69,10 +76,19 @@ Status wy_advance(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0
   op.free({Vnb});
   HANPU_RETURN_IF_ERROR(op.from_l0c(dSc, "dS", &dS));
   HANPU_RETURN_IF_ERROR(op.to_layout(dS, Layout::kND));
-  const float decay = std::exp(glast);
-  HANPU_RETURN_IF_ERROR(sim.vector({S, dS}, {S}, 3 * matrix_bytes(K, V, false), false, [&] {
-    for (size_t i = 0; i < S->v.size(); ++i) S->v[i] = decay * S->v[i] + dS->v[i];
-  }));
+  if (gm.kda) {  // a decay per state row
+    HANPU_RETURN_IF_ERROR(sim.vector({S, dS, gam}, {S}, 3 * matrix_bytes(K, V, false), true, [&] {
+      for (int d = 0; d < K; ++d) {
+        const float decay = std::exp(gam->at(c - 1, d));
+        for (int j = 0; j < V; ++j) S->at(d, j) = decay * S->at(d, j) + dS->at(d, j);
+      }
+    }));
+  } else {
+    const float decay = std::exp(gam->v[c - 1]);
+    HANPU_RETURN_IF_ERROR(sim.vector({S, dS}, {S}, 3 * matrix_bytes(K, V, false), false, [&] {
+      for (size_t i = 0; i < S->v.size(); ++i) S->v[i] = decay * S->v[i] + dS->v[i];
+    }));
+  }
   op.free({dS});
   if (keep) {
     *out = {Vn1, KdT, W1, S16, gam};
@@ -82,8 +98,74 @@ Status wy_advance(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0
   return Status::Ok();
 }
 
-Status wy_output(CoreOps& op, const GdnGm& gm, int h, int64_t t0, int c, Tile* q1, Tile* k1, Tile* s16, Tile* vn1,
-                 Tile* gam) {
+Status wy_load_gam(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c, Tile** gam) {
+  const int w = gm.kda ? gm.K : 1;
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, w, false, Layout::kND, "gam", gam));
+  return op.sim().load(*gam, {x.gam, t0, c, static_cast<int64_t>(h) * w, w});
+}
+
+Status wy_output_operands(CoreOps& op, const GdnGm& gm, int h, int64_t t0, int c, Tile** q, Tile** k) {
+  NpuSim& sim = op.sim();
+  const int K = gm.K;
+  if (gm.kda) {
+    *k = nullptr;
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, K, true, Layout::kND, "q", q));
+    return sim.load(*q, {gm.q, t0, c, static_cast<int64_t>(h) * K, K});
+  }
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "q", q));
+  HANPU_RETURN_IF_ERROR(sim.load(*q, {gm.q, t0, c, static_cast<int64_t>(h) * K, K}));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", k));
+  return sim.load(*k, {gm.k, t0, c, static_cast<int64_t>(h) * K, K});
+}
+
+namespace {
+
+// KDA's output: Qg = Q o exp(gam) against S, Aqk (already decayed, masked and scaled) from
+// GM against Vn; o = Aqk Vn + scale Qg S.
+Status wy_output_kda(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c, Tile* qu, Tile* s16,
+                     Tile* vn1, Tile* gam) {
+  NpuSim& sim = op.sim();
+  const int V = gm.V;
+  Tile *Qg, *Qg1, *Qa, *Sb, *QS, *QSu, *Am, *Am1, *Ama, *Vnb, *O, *Ou, *o16;
+  HANPU_RETURN_IF_ERROR(op.channel_scaled(qu, gam, 0, c, "qg", [&](int i, int d) { return std::exp(gam->at(i, d)); },
+                                          &Qg));
+  op.free({qu, gam});
+  HANPU_RETURN_IF_ERROR(op.stage_to_l1(Qg, "qg", &Qg1));
+  op.free({Qg});
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Qg1, false, "Qg", &Qa));
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, s16, false, "h", &Sb));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, V, false, Layout::kNZ, "QH", &QS));
+  HANPU_RETURN_IF_ERROR(sim.mmad(QS, Qa, Sb, false));
+  op.free({Qa, Sb, s16, Qg1});
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, c, true, Layout::kND, "Aqk", &Am));
+  HANPU_RETURN_IF_ERROR(sim.load(Am, {x.aqk, t0, c, static_cast<int64_t>(h) * gm.chunk, c}));
+  HANPU_RETURN_IF_ERROR(op.stage_to_l1(Am, "Aqk", &Am1));
+  op.free({Am});
+  HANPU_RETURN_IF_ERROR(op.from_l0c(QS, "QH", &QSu));
+  HANPU_RETURN_IF_ERROR(op.to_layout(QSu, Layout::kND));
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Am1, false, "Aqk", &Ama));
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, vn1, false, "vn", &Vnb));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, V, false, Layout::kNZ, "O", &O));
+  HANPU_RETURN_IF_ERROR(sim.mmad(O, Ama, Vnb, false));
+  op.free({Ama, Am1, Vnb, vn1});
+  HANPU_RETURN_IF_ERROR(op.from_l0c(O, "O", &Ou));
+  HANPU_RETURN_IF_ERROR(op.to_layout(Ou, Layout::kND));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "o", &o16));
+  const float scale = gm.scale;
+  HANPU_RETURN_IF_ERROR(sim.vector({Ou, QSu}, {o16}, 3 * matrix_bytes(c, V, false), false, [&] {
+    for (size_t i = 0; i < o16->v.size(); ++i) o16->v[i] = Ou->v[i] + scale * QSu->v[i];
+  }));
+  op.free({Ou, QSu});
+  HANPU_RETURN_IF_ERROR(sim.store({gm.o, t0, c, static_cast<int64_t>(h) * V, V}, o16));
+  op.free({o16});
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status wy_output(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c, Tile* q1, Tile* k1,
+                 Tile* s16, Tile* vn1, Tile* gam) {
+  if (gm.kda) return wy_output_kda(op, gm, x, h, t0, c, q1, s16, vn1, gam);
   NpuSim& sim = op.sim();
   const int V = gm.V;
   Tile *Qa, *KTb, *Sb, *QK, *QS, *Qm, *QSu;

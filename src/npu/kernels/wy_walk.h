@@ -1,6 +1,7 @@
 // One chunk of the GDN recurrence in FLA's WY form on a simulated core, shared by the flows
 // that walk chunks from W and U in GM (fla's recurrence launch, flashqla's segment walks):
-// Vn = U - W S, then S = exp(gam_last) S + (exp(gam_last - gam) o K)^T Vn in place.
+// Vn = U - W S, then S = exp(gam_last) S + (exp(gam_last - gam) o K)^T Vn in place (KDA:
+// the decays per key channel, diag(exp(gam_last)) S).
 #pragma once
 
 #include "npu/kernels/chunk_ops.h"
@@ -19,10 +20,17 @@ struct WyStep {
 Status wy_advance(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c, Tile* S,
                   const GmBlock* h_out, const GmBlock* vn_out, bool keep, WyStep* out);
 
+// The operands wy_output reads from gm.q / gm.k: GDN, q and k in L1 (fp16 NZ); KDA, q as
+// dense UB rows (scaled per channel before the cube sees it) and no k (Aqk comes from GM).
+Status wy_output_operands(CoreOps& op, const GdnGm& gm, int h, int64_t t0, int c, Tile** q, Tile** k);
+
 // o = scale exp(gam) Q S + Qm Vn for one (chunk, head) and stored to gm.o: Q K^T masked into
-// Qm, Q S against the chunk's input state. Takes q, k, the state s16 (fp16, L1), Vn (fp16,
-// L1) and gam (UB) and frees them.
-Status wy_output(CoreOps& op, const GdnGm& gm, int h, int64_t t0, int c, Tile* q1, Tile* k1, Tile* s16, Tile* vn1,
-                 Tile* gam);
+// Qm, Q S against the chunk's input state (KDA: (Q o exp(gam)) S and Qm = Aqk from x.aqk).
+// Takes q, k (from wy_output_operands), the state s16 (fp16, L1), Vn (fp16, L1) and gam (UB)
+// and frees them.
+Status wy_output(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c, Tile* q, Tile* k,
+                 Tile* s16, Tile* vn1, Tile* gam);
+// gam of one (chunk, head) from the WY form into UB ([c x 1], KDA [c x K]).
+Status wy_load_gam(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c, Tile** gam);
 
 }  // namespace hanpu::npu

@@ -122,6 +122,15 @@ Status NpuSim::alloc(int core, Buf buf, int rows, int cols, bool fp16, Layout la
   return Status::Ok();
 }
 
+bool NpuSim::fits(int core, Buf buf, std::initializer_list<int64_t> bytes) const {
+  Arena probe = *arenas_[static_cast<size_t>(core) * kNumBufs + static_cast<int>(buf)];
+  int64_t offset = 0;
+  for (int64_t b : bytes) {
+    if (!probe.take(align_up(b, probe.align), &offset)) return false;
+  }
+  return true;
+}
+
 void NpuSim::free(Tile* t) {
   if (t == nullptr) return;
   arenas_[static_cast<size_t>(t->core) * kNumBufs + static_cast<int>(t->buf)]->give(t->offset);

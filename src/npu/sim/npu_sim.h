@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -105,6 +106,10 @@ class NpuSim {
   // does not fit. Tiles live until free().
   Status alloc(int core, Buf buf, int rows, int cols, bool fp16, Layout layout, const std::string& name, Tile** out);
   void free(Tile* t);
+  // Whether tiles of these byte sizes, allocated in order, would fit in `buf` of `core` now
+  // (nothing is allocated): kernels that spill decide with it before a step, not after a
+  // failed one.
+  bool fits(int core, Buf buf, std::initializer_list<int64_t> bytes) const;
 
   // GM -> L1 or UB (MTE2). An NZ destination is converted on the way (MTE2's Nd2Nz copy).
   Status load(Tile* dst, const GmBlock& src, bool spill = false);

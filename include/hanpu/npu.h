@@ -46,11 +46,12 @@ struct NpuVariantInfo {
 std::vector<NpuVariantInfo> npu_la_variants();
 std::vector<std::string> npu_targets();
 
-// HA-NPU's offline plan for a GDN prefill on the target, as text: the chunk's operator order
-// before and after reordering with the predicted peak on-core footprint and state versions,
-// every vector chain's layout with its transform sites and the DP's cost, and the core
-// schedule (whole heads, column-split tails).
-Status describe_npu_plan(const std::string& target, int heads, int64_t seq, int dim, int chunk, std::string* out);
+// HA-NPU's offline plan for a GDN or KDA prefill on the target, as text: the chunk's
+// operator order before and after reordering with the predicted peak on-core footprint and
+// state versions, every vector chain's layout with its transform sites and the DP's cost,
+// and the core schedule (whole heads, column-split tails) with its modelled makespan.
+Status describe_npu_plan(const std::string& target, LaMech mech, int heads, int64_t seq, int dim, int chunk,
+                         std::string* out);
 
 // GDN or KDA prefill of one sequence on the target. q/k/v/o may be stored in any dtype: the
 // NPU holds them as fp16 in GM (the paper's mixed precision: fp16 q/k/v/o, fp32 gates and

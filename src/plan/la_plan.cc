@@ -31,18 +31,34 @@ bool is_input(const Tensor& t) {
 
 }  // namespace
 
-ChunkGraph gdn_chunk_fla_order(int C, int K, int V) {
+ChunkGraph chunk_fla_order(bool kda, int C, int K, int V) {
   ChunkGraph g;
   g.order = "fla";
+  g.kda = kda;
   const int64_t c = C;
   const int q = add_tensor(g, "q", c * K * 2), k = add_tensor(g, "k", c * K * 2), v = add_tensor(g, "v", c * V * 2);
-  const int gt = add_tensor(g, "g", c * 4), beta = add_tensor(g, "beta", c * 4);
+  // KDA's gates are loaded into gam's buffer and summed there in place: g takes no room of
+  // its own.
+  const int gt = add_tensor(g, "g", kda ? 0 : c * 4), beta = add_tensor(g, "beta", c * 4);
   const int s0 = add_tensor(g, "S0", int64_t{K} * V * 4, true);
-  const int gam = add_tensor(g, "gam", 2 * c * 4);
+  // gam and exp(gam) (GDN); KDA: gam [C x K] and exp(gam_last) [K].
+  const int gam = add_tensor(g, "gam", kda ? c * K * 4 + K * 4 : 2 * c * 4);
   const int L = add_tensor(g, "L", c * C * 4), A = add_tensor(g, "A", c * C * 4);
   const int W = add_tensor(g, "W", c * K * 4), U = add_tensor(g, "U", c * V * 4);
   const int vn = add_tensor(g, "Vn", c * V * 4), s1 = add_tensor(g, "S1", int64_t{K} * V * 4, true);
   const int o = add_tensor(g, "o", c * V * 2);
+  if (kda) {
+    const int aqk = add_tensor(g, "Aqk", c * C * 4);
+    g.ops = {
+        {"Gate", Unit::kVector, {gt}, {gam}},
+        {"Intra", Unit::kVector, {q, k, beta, gam}, {L, aqk}},
+        {"Solve", Unit::kVector, {L}, {A}},
+        {"WU", Unit::kCube, {A, k, v, beta, gam}, {W, U}},
+        {"H", Unit::kCube, {W, U, s0, k, gam}, {vn, s1}},
+        {"O", Unit::kCube, {q, s0, vn, gam, aqk}, {o}},
+    };
+    return g;
+  }
   g.ops = {
       {"Gate", Unit::kVector, {gt}, {gam}},
       {"KKT", Unit::kCube, {k, beta, gam}, {L}},
@@ -57,6 +73,7 @@ ChunkGraph gdn_chunk_fla_order(int C, int K, int V) {
 ChunkGraph reorder(const ChunkGraph& f) {
   ChunkGraph g;
   g.order = "hanpu";
+  g.kda = f.kda;
   // Keep the chunk's inputs, the gates and the output; W, U, S1 disappear (rewrite and
   // in-place update); the products the GEMM-first group shares come in.
   for (const char* name : {"q", "k", "v", "g", "beta", "S0", "gam", "L", "A", "Vn", "o"}) {
@@ -66,19 +83,31 @@ ChunkGraph reorder(const ChunkGraph& f) {
   const auto id = [&](const char* n) { return find(g, n); };
   const int64_t cv = f.tensors[find(f, "Vn")].bytes, cc = f.tensors[find(f, "L")].bytes;
   const int ks = add_tensor(g, "KS0", cv), qs = add_tensor(g, "QS0", cv), kk = add_tensor(g, "KKT", cc),
-            qk = add_tensor(g, "QKT", cc), qm = add_tensor(g, "Qm", cc), rhs = add_tensor(g, "rhs", cv);
-  g.ops = {
-      {"Gate", Unit::kVector, {id("g")}, {id("gam")}},
-      // GEMM-first group: every product that reads K or Q (and S0), before the inverse.
-      {"H-read+KKT", Unit::kCube, {id("k"), id("q"), id("S0")}, {ks, qs, kk, qk}},
-      {"Masks", Unit::kVector, {kk, qk, id("beta"), id("gam")}, {id("L"), qm}},
-      {"Rhs", Unit::kVector, {id("v"), ks, id("beta"), id("gam")}, {rhs}},
+            qk = add_tensor(g, "QKT", cc), qm = add_tensor(g, "Qm", cc);
+  g.ops = {{"Gate", Unit::kVector, {id("g")}, {id("gam")}}};
+  if (g.kda) {
+    // GEMM-first, KDA: the decayed intra-chunk products, then [K; Q] o exp(gam) against S0
+    // (in that order, so K S0 and Q S0 arrive after the intra work's scratch is gone).
+    // The intra products are summed straight into L's and Qm's storage block by block and
+    // masked there in place (no K K^T / Q K^T of their own, unlike GDN's cube products).
+    g.ops.push_back({"Intra", Unit::kVector, {id("k"), id("q"), id("gam")}, {id("L"), qm}});
+    g.ops.push_back({"H-read", Unit::kCube, {id("k"), id("q"), id("S0"), id("gam")}, {ks, qs}});
+    g.ops.push_back({"Masks", Unit::kVector, {id("L"), qm, id("beta")}, {id("L"), qm}});
+  } else {
+    // GEMM-first group: every product that reads K or Q (and S0), before the inverse.
+    g.ops.push_back({"H-read+KKT", Unit::kCube, {id("k"), id("q"), id("S0")}, {ks, qs, kk, qk}});
+    g.ops.push_back({"Masks", Unit::kVector, {kk, qk, id("beta"), id("gam")}, {id("L"), qm}});
+  }
+  const std::vector<Op> tail = {
+      // rhs = beta (V - exp(gam) K S0) written over K S0, its last use.
+      {"Rhs", Unit::kVector, {id("v"), ks, id("beta"), id("gam")}, {ks}},
       {"Solve", Unit::kVector, {id("L")}, {id("A")}},
-      {"ApplyA", Unit::kCube, {id("A"), rhs}, {id("Vn")}},
+      {"ApplyA", Unit::kCube, {id("A"), ks}, {id("Vn")}},
       {"O", Unit::kCube, {qs, qm, id("Vn"), id("gam")}, {id("o")}},
       // Chunk-first: the state is updated in place after its last read by O.
       {"H-update", Unit::kCube, {id("S0"), id("k"), id("Vn"), id("gam")}, {id("S0")}},
   };
+  g.ops.insert(g.ops.end(), tail.begin(), tail.end());
   return g;
 }
 

@@ -48,13 +48,16 @@ struct ChunkGraph {
   std::vector<Tensor> tensors;
   std::vector<Op> ops;  // in execution order
   std::string order;    // "fla" or "hanpu"
+  bool kda = false;     // KDA's chunk (gates per key channel)
 };
 
-// GDN's chunk in FLA's order: Gate, KKT, Solve (explicit inverse), W/U, H (state-first:
+// The chunk in FLA's order: Gate, KKT, Solve (explicit inverse), W/U, H (state-first:
 // Vn = U - W S0 and S1 = decay S0 + Kd^T Vn while S0 lives on), O (reads S0), then S0 <- S1.
-ChunkGraph gdn_chunk_fla_order(int C, int K, int V);
+// KDA: g and its cumsum are [C x K]; KKT becomes Intra, which forms the decayed K K^T and
+// Q K^T (Aqk, kept for O) together, the decay inside the sums (FLA's chunk_kda).
+ChunkGraph chunk_fla_order(bool kda, int C, int K, int V);
 // The reordering pass: H split into H-read (K S0, Q S0, grouped with K K^T, Q K^T before the
-// inverse: GEMM-first) and H-update after O, in place (chunk-first); W = A K and U = A V
+// inverse: GEMM-first; KDA: with the intra-chunk products, [K; Q] scaled by exp(gam)) and H-update after O, in place (chunk-first); W = A K and U = A V
 // rewritten as Vn = A [beta (V - exp(gam) K S0)].
 ChunkGraph reorder(const ChunkGraph& fla_order);
 // An order is legal when every tensor an op reads was written before (or is a chunk input).

@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
   std::string plan_mech = "gdn";
   auto* plan = app.add_subcommand("plan", "HA-NPU's offline plan for a modelled NPU: op order, layouts, schedule");
   plan->add_option("--target", plan_target, "NPU target (built-in name or JSON file)")->capture_default_str();
-  plan->add_option("--mech", plan_mech, "gdn (kda: not yet)")->capture_default_str();
+  plan->add_option("--mech", plan_mech, "gdn or kda")->capture_default_str();
   plan->add_option("--heads", plan_heads, "heads H")->capture_default_str();
   plan->add_option("--seq", plan_seq, "sequence length T")->capture_default_str();
   plan->add_option("--dim", plan_dim, "head dim K = V")->capture_default_str();
@@ -78,12 +78,14 @@ int main(int argc, char** argv) {
   if (*bench_la_cmd) return hanpu::cli::run_bench_la(bench_la);
   if (*sim) return hanpu::cli::run_sim(sim_opts);
   if (*plan) {
-    if (plan_mech != "gdn") {
-      std::fprintf(stderr, "error: --mech %s: only gdn is planned so far\n", plan_mech.c_str());
+    if (plan_mech != "gdn" && plan_mech != "kda") {
+      std::fprintf(stderr, "error: --mech %s: gdn or kda\n", plan_mech.c_str());
       return 2;
     }
     std::string text;
-    const hanpu::Status st = hanpu::describe_npu_plan(plan_target, plan_heads, plan_seq, plan_dim, plan_chunk, &text);
+    const hanpu::LaMech mech = plan_mech == "kda" ? hanpu::LaMech::kKda : hanpu::LaMech::kGdn;
+    const hanpu::Status st =
+        hanpu::describe_npu_plan(plan_target, mech, plan_heads, plan_seq, plan_dim, plan_chunk, &text);
     if (!st.ok()) {
       std::fprintf(stderr, "error: %s\n", st.message().c_str());
       return 2;

@@ -82,7 +82,9 @@ std::vector<NpuVariantInfo> npu_la_variants() {
 
 std::vector<std::string> npu_targets() { return npu::npu_machine_names(); }
 
-Status describe_npu_plan(const std::string& target, int heads, int64_t seq, int dim, int chunk, std::string* out) {
+Status describe_npu_plan(const std::string& target, LaMech mech, int heads, int64_t seq, int dim, int chunk,
+                         std::string* out) {
+  const bool kda = mech == LaMech::kKda;
   if (heads < 1 || seq < 1 || dim < 16 || dim > 128 || dim % 16 != 0 || (chunk != 16 && chunk != 32 && chunk != 64)) {
     return Status::Error(fmt::format("plan: heads {} and seq {} must be >= 1, dim {} a multiple of 16 in [16, 128], "
                                      "chunk {} 16, 32 or 64", heads, seq, dim, chunk));
@@ -91,9 +93,9 @@ Status describe_npu_plan(const std::string& target, int heads, int64_t seq, int 
   HANPU_RETURN_IF_ERROR(npu::load_npu_machine(target, &m));
   const plan::TargetDesc t = npu::plan_target(m);
   std::ostringstream os;
-  os << fmt::format("# {} ({} cores, UB {} KiB), GDN, {} heads, T = {}, C = {}, K = V = {}\n", m.name, m.cores,
-                    t.ub_bytes / 1024, heads, seq, chunk, dim);
-  const plan::ChunkGraph fla = plan::gdn_chunk_fla_order(chunk, dim, dim);
+  os << fmt::format("# {} ({} cores, UB {} KiB), {}, {} heads, T = {}, C = {}, K = V = {}\n", m.name, m.cores,
+                    t.ub_bytes / 1024, kda ? "KDA" : "GDN", heads, seq, chunk, dim);
+  const plan::ChunkGraph fla = plan::chunk_fla_order(kda, chunk, dim, dim);
   const plan::ChunkGraph ha = plan::reorder(fla);
   for (const plan::ChunkGraph* g : {&fla, &ha}) {
     os << fmt::format("\noperator order ({}): ", g->order == "fla" ? "FLA's default" : "after lifetime-aware reordering");
@@ -116,8 +118,16 @@ Status describe_npu_plan(const std::string& target, int heads, int64_t seq, int 
   os << fmt::format("  vector + transform cycles per chunk: plan {:.0f}, all dense {:.0f}, all blocked {:.0f}\n",
                     lp.cycles_per_chunk, plan::uniform_plan(plan::Layout::kDense, chunk, dim, dim, t).cycles_per_chunk,
                     plan::uniform_plan(plan::Layout::kBlocked, chunk, dim, dim, t).cycles_per_chunk);
-  const plan::CoreSchedule sched = npu::fused_schedule(m, false, heads, chunk, dim, dim, lp);
-  os << "\ncore schedule: " << sched.describe();
+  if (kda) {
+    os << "  KDA: masks+inverse and kd run on dense rows in the kernel (its intra-chunk products are\n"
+          "  formed from rows scaled per channel); the plan above applies to rhs, output and state\n";
+  }
+  const plan::CoreSchedule sched = npu::fused_schedule(m, kda, heads, chunk, dim, dim, lp);
+  const double whole = plan::chunk_part_cycles(kda, chunk, dim, dim, lp, t);
+  os << fmt::format("\ncore schedule (modelled cycles per chunk: whole head {:.0f}, 16 columns {:.0f}; busiest core "
+                    "{:.2f} heads' worth): ",
+                    whole, plan::chunk_part_cycles(kda, chunk, dim, 16, lp, t), sched.makespan / whole)
+     << sched.describe();
   *out = os.str();
   return Status::Ok();
 }

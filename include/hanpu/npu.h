@@ -49,7 +49,8 @@ std::vector<std::string> npu_targets();
 // HA-NPU's offline plan for a GDN or KDA prefill on the target, as text: the chunk's
 // operator order before and after reordering with the predicted peak on-core footprint and
 // state versions, every vector chain's layout with its transform sites and the DP's cost,
-// and the core schedule (whole heads, column-split tails) with its modelled makespan.
+// and the core schedule (whole heads; tail heads whole, split by columns or, measured
+// faster, chunk-split over all cores) with the costs that decided it.
 Status describe_npu_plan(const std::string& target, LaMech mech, int heads, int64_t seq, int dim, int chunk,
                          std::string* out);
 

@@ -405,15 +405,25 @@ CoreSchedule schedule_heads(int H, int V, int cores, int col_align, const PartCo
   deal_columns_evenly(first, R, V, col_align, &even);
   even.split_heads = R;
   even.tail = fmt::format("{} tail head(s) split by columns evenly over all cores", R);
-  if (R * units_per_head < P) even.chunk_split = R;  // fewer column units than cores: tier III would apply
   consider(std::move(even));
   return best;
+}
+
+void chunk_split_tail(CoreSchedule* s, int first_tail_head, int H, const std::string& why) {
+  for (auto& parts : s->per_core) {
+    std::erase_if(parts, [&](const HeadPart& p) { return p.head >= first_tail_head; });
+  }
+  s->chunk_split_heads.clear();
+  for (int h = first_tail_head; h < H; ++h) s->chunk_split_heads.push_back(h);
+  s->split_heads = 0;
+  s->chunk_split = H - first_tail_head;
+  s->tail = fmt::format("{} tail head(s) chunk-split over all cores (FLA's chunk-head-chunk flow after the whole "
+                        "rounds): {}", s->chunk_split, why);
 }
 
 std::string CoreSchedule::describe() const {
   std::ostringstream os;
   os << whole_rounds << " whole round(s); " << tail;
-  if (chunk_split > 0) os << " (" << chunk_split << " would need the chunk-split tier: not yet)";
   os << "\n";
   for (size_t c = 0; c < per_core.size(); ++c) {
     os << "  core " << c << ":";
@@ -423,6 +433,11 @@ std::string CoreSchedule::describe() const {
         os << "[" << p.col_begin << ":" << p.col_end << ")";
       }
     }
+    os << "\n";
+  }
+  if (!chunk_split_heads.empty()) {
+    os << "  then all cores, chunk-head-chunk:";
+    for (int h : chunk_split_heads) os << " h" << h;
     os << "\n";
   }
   return os.str();

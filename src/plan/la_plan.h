@@ -123,7 +123,8 @@ struct CoreSchedule {
   std::vector<std::vector<HeadPart>> per_core;
   int whole_rounds = 0;   // tier I: rounds of whole heads
   int split_heads = 0;    // tier II: tail heads split by columns
-  int chunk_split = 0;    // tier III: tail heads run chunk-head-chunk (not yet executed)
+  int chunk_split = 0;    // tier III: tail heads run chunk-head-chunk over all cores
+  std::vector<int> chunk_split_heads;
   std::string tail;       // how the tail was placed and why
   double makespan = 0;    // the busiest core's cost under the part-cost model
   std::string describe() const;
@@ -139,5 +140,8 @@ using PartCost = std::function<double(int w)>;
 // tried as whole heads and as p equal parts per head (dealt longest first to the least
 // loaded core), and the placement with the smallest makespan wins (ties: fewer parts).
 CoreSchedule schedule_heads(int H, int V, int cores, int col_align, const PartCost& part_cost = nullptr);
+// Tier III: the tail heads (from first_tail_head on) leave the per-core lists and run
+// chunk-head-chunk over all cores after the whole rounds; `why` says what decided it.
+void chunk_split_tail(CoreSchedule* s, int first_tail_head, int H, const std::string& why);
 
 }  // namespace hanpu::plan

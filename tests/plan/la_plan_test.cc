@@ -155,5 +155,18 @@ TEST(Schedule, AFixedShareOfEveryPartDecidesHowFarTheTailIsSplit) {
   }
 }
 
+TEST(Schedule, ChunkSplitTailLeavesTheCoreLists) {
+  CoreSchedule s = schedule_heads(16, 128, 10, 16);
+  chunk_split_tail(&s, 10, 16, "test");
+  EXPECT_EQ(s.chunk_split, 6);
+  EXPECT_EQ(s.split_heads, 0);
+  EXPECT_EQ(s.chunk_split_heads, (std::vector<int>{10, 11, 12, 13, 14, 15}));
+  for (int c = 0; c < 10; ++c) {
+    ASSERT_EQ(s.per_core[c].size(), 1u);
+    EXPECT_EQ(s.per_core[c][0].head, c);
+  }
+  EXPECT_NE(s.describe().find("then all cores, chunk-head-chunk: h10 h11 h12 h13 h14 h15"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace hanpu::plan

@@ -127,6 +127,25 @@ Status CoreOps::channel_scaled(Tile* src, Tile* gam, int r0, int rows, const std
   });
 }
 
+Status CoreOps::decay_to_chunk_end(Tile* k, const Tile* gam_in, bool kda) {
+  Tile* gam = const_cast<Tile*>(gam_in);
+  const int c = k->rows, K = k->cols;
+  if (kda) {
+    return sim_.vector({k, gam}, {k}, 3 * matrix_bytes(c, K, true), false, [&] {
+      for (int i = 0; i < c; ++i) {
+        for (int d = 0; d < K; ++d) k->at(i, d) *= std::exp(gam->at(c - 1, d) - gam->at(i, d));
+      }
+    });
+  }
+  const float glast = gam->v[c - 1];
+  return sim_.vector({k, gam}, {k}, 2 * matrix_bytes(c, K, true), true, [&] {
+    for (int i = 0; i < c; ++i) {
+      const float f = std::exp(glast - gam->v[i]);
+      for (int j = 0; j < K; ++j) k->at(i, j) *= f;
+    }
+  });
+}
+
 Status CoreOps::l1_to_ub_rows(Tile* l1, const std::string& name, Tile** ub) {
   HANPU_RETURN_IF_ERROR(alloc(Buf::kUB, l1->rows, l1->cols, true, Layout::kNZ, name, ub));
   HANPU_RETURN_IF_ERROR(sim_.move(*ub, l1));

@@ -68,6 +68,9 @@ class CoreOps {
   // In place: L = StrictTril(diag(beta) L), Qm = scale Tril(Qm) (KDA's masks; the decay is
   // already inside the products).
   Status kda_masks(Tile* L, Tile* Qm, const Tile* beta, float scale);
+  // In place: K's rows [c x K] decayed to the chunk's end, Kd = exp(gam_last - gam) o K (the
+  // state update's left factor): one factor per row (GDN, gam [c x 1]) or per element (KDA).
+  Status decay_to_chunk_end(Tile* k, const Tile* gam, bool kda);
   // An L1 tile (fp16 NZ) copied into UB as dense rows, for vector work.
   Status l1_to_ub_rows(Tile* l1, const std::string& name, Tile** ub);
 

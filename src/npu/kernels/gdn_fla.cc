@@ -2,6 +2,7 @@
 // launches, every intermediate through GM, (chunk, head) units dealt round robin to cores.
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "npu/kernels/gdn_kernels.h"
 #include "npu/kernels/wy_prepare.h"
@@ -11,9 +12,10 @@ namespace hanpu::npu {
 
 namespace {
 
-struct FlaScratch {  // the GM intermediates FLA materialises
+struct FlaScratch {  // the GM intermediates FLA materialises, for `heads` heads
   WyGm wy;
   GmTensor *h, *vn;
+  int64_t heads = 0;
 };
 
 int64_t chunks_of(const GdnGm& gm) { return (gm.T + gm.chunk - 1) / gm.chunk; }
@@ -23,15 +25,11 @@ Status recurrence(CoreOps& op, const GdnGm& gm, const FlaScratch& x, int h) {
   NpuSim& sim = op.sim();
   const int K = gm.K, V = gm.V;
   Tile* S;
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, K, V, false, Layout::kND, "S", &S));
-  if (gm.state0 != nullptr) {
-    HANPU_RETURN_IF_ERROR(sim.load(S, {gm.state0, static_cast<int64_t>(h) * K, K, 0, V}));
-  } else {
-    HANPU_RETURN_IF_ERROR(sim.vector({}, {S}, matrix_bytes(K, V, false), false, [] {}));
-  }
+  HANPU_RETURN_IF_ERROR(wy_initial_state(op, gm, h, &S));
   for (int64_t n = 0, t0 = 0; t0 < gm.T; ++n, t0 += gm.chunk) {
     const int c = static_cast<int>(std::min<int64_t>(gm.chunk, gm.T - t0));
-    const GmBlock h_out{x.h, (n * gm.H + h) * K, K, 0, V}, vn_out{x.vn, t0, c, static_cast<int64_t>(h) * V, V};
+    const int64_t slot = x.wy.at(h);
+    const GmBlock h_out{x.h, (n * x.heads + slot) * K, K, 0, V}, vn_out{x.vn, t0, c, slot * V, V};
     HANPU_RETURN_IF_ERROR(wy_advance(op, gm, x.wy, h, t0, c, S, &h_out, &vn_out, false, nullptr));
   }
   if (gm.state1 != nullptr) {
@@ -48,48 +46,53 @@ Status outputs(CoreOps& op, const GdnGm& gm, const FlaScratch& x, int h, int64_t
   Tile *Qc, *Kc, *H1, *Vn1, *gam;
   HANPU_RETURN_IF_ERROR(wy_output_operands(op, gm, h, t0, c, &Qc, &Kc));
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, K, V, true, Layout::kNZ, "h", &H1));
-  HANPU_RETURN_IF_ERROR(sim.load(H1, {x.h, (n * gm.H + h) * K, K, 0, V}));
+  const int64_t slot = x.wy.at(h);
+  HANPU_RETURN_IF_ERROR(sim.load(H1, {x.h, (n * x.heads + slot) * K, K, 0, V}));
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, V, true, Layout::kNZ, "vn", &Vn1));
-  HANPU_RETURN_IF_ERROR(sim.load(Vn1, {x.vn, t0, c, static_cast<int64_t>(h) * V, V}));
+  HANPU_RETURN_IF_ERROR(sim.load(Vn1, {x.vn, t0, c, slot * V, V}));
   HANPU_RETURN_IF_ERROR(wy_load_gam(op, gm, x.wy, h, t0, c, &gam));
   return wy_output(op, gm, x.wy, h, t0, c, Qc, Kc, H1, Vn1, gam);
 }
 
 }  // namespace
 
-// The three phases; `one_launch` (FLA + MegaKernel) meets across cores through GM flags
-// instead of launching three kernels.
-Status fla_flow(NpuSim& sim, const GdnGm& gm, bool one_launch) {
+Status fla_flow(NpuSim& sim, const GdnGm& gm, const std::vector<int>& heads, bool one_launch, bool starts_launch) {
   const int P = sim.machine().cores;
   const int64_t NT = chunks_of(gm);
+  const bool all = static_cast<int>(heads.size()) == gm.H;
   FlaScratch x;
-  x.wy = wy_workspace(sim, gm, "fla");
-  x.h = sim.gm("fla.h", NT * gm.H * gm.K, gm.V, true, true);
-  x.vn = sim.gm("fla.v_new", gm.T, static_cast<int64_t>(gm.H) * gm.V, true, true);
+  x.heads = static_cast<int64_t>(heads.size());
+  x.wy = wy_workspace(sim, gm, "fla", all ? std::vector<int>{} : heads);
+  x.h = sim.gm("fla.h", NT * x.heads * gm.K, gm.V, true, true);
+  x.vn = sim.gm("fla.v_new", gm.T, x.heads * gm.V, true, true);
   int64_t unit = 0;
-  sim.launch();
   const auto next_phase = [&]() -> Status {
     if (one_launch) return sim.cross_core_sync();
     sim.launch();
     return Status::Ok();
   };
+  if (starts_launch) {
+    sim.launch();
+  } else {
+    HANPU_RETURN_IF_ERROR(sim.cross_core_sync());
+  }
   for (int64_t n = 0; n < NT; ++n) {
-    for (int h = 0; h < gm.H; ++h, ++unit) {
-      CoreOps op(sim, static_cast<int>(unit % P));
+    for (int h : heads) {
+      CoreOps op(sim, static_cast<int>(unit++ % P));
       const int64_t t0 = n * gm.chunk;
       HANPU_RETURN_IF_ERROR(wy_prepare(op, gm, x.wy, h, t0, static_cast<int>(std::min<int64_t>(gm.chunk, gm.T - t0))));
     }
   }
   HANPU_RETURN_IF_ERROR(next_phase());
-  for (int h = 0; h < gm.H; ++h) {
-    CoreOps op(sim, h % P);
-    HANPU_RETURN_IF_ERROR(recurrence(op, gm, x, h));
+  for (size_t i = 0; i < heads.size(); ++i) {
+    CoreOps op(sim, static_cast<int>(i % P));
+    HANPU_RETURN_IF_ERROR(recurrence(op, gm, x, heads[i]));
   }
   HANPU_RETURN_IF_ERROR(next_phase());
   unit = 0;
   for (int64_t n = 0; n < NT; ++n) {
-    for (int h = 0; h < gm.H; ++h, ++unit) {
-      CoreOps op(sim, static_cast<int>(unit % P));
+    for (int h : heads) {
+      CoreOps op(sim, static_cast<int>(unit++ % P));
       const int64_t t0 = n * gm.chunk;
       HANPU_RETURN_IF_ERROR(outputs(op, gm, x, h, n, t0, static_cast<int>(std::min<int64_t>(gm.chunk, gm.T - t0))));
     }
@@ -97,7 +100,17 @@ Status fla_flow(NpuSim& sim, const GdnGm& gm, bool one_launch) {
   return Status::Ok();
 }
 
-Status gdn_fla(NpuSim& sim, const GdnGm& gm) { return fla_flow(sim, gm, false); }
-Status gdn_fla_mega(NpuSim& sim, const GdnGm& gm) { return fla_flow(sim, gm, true); }
+namespace {
+
+std::vector<int> all_heads(const GdnGm& gm) {
+  std::vector<int> h(static_cast<size_t>(gm.H));
+  for (int i = 0; i < gm.H; ++i) h[static_cast<size_t>(i)] = i;
+  return h;
+}
+
+}  // namespace
+
+Status gdn_fla(NpuSim& sim, const GdnGm& gm) { return fla_flow(sim, gm, all_heads(gm), false, true); }
+Status gdn_fla_mega(NpuSim& sim, const GdnGm& gm) { return fla_flow(sim, gm, all_heads(gm), true, true); }
 
 }  // namespace hanpu::npu

@@ -72,12 +72,7 @@ Status combine(CoreOps& op, const GdnGm& gm, const QlaGm& x, int h, int segs) {
   NpuSim& sim = op.sim();
   const int K = gm.K, V = gm.V;
   Tile* S;
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, K, V, false, Layout::kND, "S", &S));
-  if (gm.state0 != nullptr) {
-    HANPU_RETURN_IF_ERROR(sim.load(S, {gm.state0, static_cast<int64_t>(h) * K, K, 0, V}));
-  } else {
-    HANPU_RETURN_IF_ERROR(sim.vector({}, {S}, matrix_bytes(K, V, false), false, [] {}));
-  }
+  HANPU_RETURN_IF_ERROR(wy_initial_state(op, gm, h, &S));
   for (int s = 0; s < segs; ++s) {
     const int64_t row = (static_cast<int64_t>(s) * gm.H + h) * K;
     HANPU_RETURN_IF_ERROR(sim.store({x.hseg, row, K, 0, V}, S));
@@ -113,13 +108,11 @@ Status output_walk(CoreOps& op, const GdnGm& gm, const QlaGm& x, int h, int seg,
   NpuSim& sim = op.sim();
   const int K = gm.K, V = gm.V;
   Tile* S;
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, K, V, false, Layout::kND, "S", &S));
   if (x.hseg != nullptr) {
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, K, V, false, Layout::kND, "S", &S));
     HANPU_RETURN_IF_ERROR(sim.load(S, {x.hseg, (static_cast<int64_t>(seg) * gm.H + h) * K, K, 0, V}));
-  } else if (gm.state0 != nullptr) {
-    HANPU_RETURN_IF_ERROR(sim.load(S, {gm.state0, static_cast<int64_t>(h) * K, K, 0, V}));
   } else {
-    HANPU_RETURN_IF_ERROR(sim.vector({}, {S}, matrix_bytes(K, V, false), false, [] {}));
+    HANPU_RETURN_IF_ERROR(wy_initial_state(op, gm, h, &S));
   }
   for (int64_t n = n0; n < n1; ++n) {
     const int64_t t0 = n * gm.chunk;

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "npu/kernels/gdn_kernels.h"
 
@@ -130,22 +133,7 @@ class FusedHead {
     HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, c, K, true, Layout::kNZ, "kd", &Kub));
     HANPU_RETURN_IF_ERROR(sim_.move(Kub, in.k));
     HANPU_RETURN_IF_ERROR(op_.to_layout(Kub, kd_layout));
-    Tile* gam = in.gam;
-    if (gm_.kda) {
-      HANPU_RETURN_IF_ERROR(sim_.vector({Kub, gam}, {Kub}, 3 * matrix_bytes(c, K, true), false, [&] {
-        for (int i = 0; i < c; ++i) {
-          for (int d = 0; d < K; ++d) Kub->at(i, d) *= std::exp(gam->at(c - 1, d) - gam->at(i, d));
-        }
-      }));
-    } else {
-      const float glast = gam->v[c - 1];
-      HANPU_RETURN_IF_ERROR(sim_.vector({Kub, gam}, {Kub}, 2 * matrix_bytes(c, K, true), true, [&] {
-        for (int i = 0; i < c; ++i) {
-          const float f = std::exp(glast - gam->v[i]);
-          for (int j = 0; j < K; ++j) Kub->at(i, j) *= f;
-        }
-      }));
-    }
+    HANPU_RETURN_IF_ERROR(op_.decay_to_chunk_end(Kub, in.gam, gm_.kda));
     HANPU_RETURN_IF_ERROR(op_.to_layout(Kub, Layout::kNZ));
     HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kL1, c, K, true, Layout::kNZ, "kd", &Kd1));
     HANPU_RETURN_IF_ERROR(sim_.move(Kd1, Kub));
@@ -490,11 +478,88 @@ plan::TargetDesc plan_target(const NpuMachine& m) {
   return t;
 }
 
-plan::CoreSchedule fused_schedule(const NpuMachine& m, bool kda, int H, int chunk, int K, int V,
-                                  const plan::LayoutPlan& layouts) {
+namespace {
+
+// Runs every core's head parts of `sched` (tiers I and II) in the current launch.
+Status run_parts(NpuSim& sim, const GdnGm& gm, const plan::CoreSchedule& sched, const plan::LayoutPlan& layouts,
+                 const GdnTechniques& tech) {
+  for (int core = 0; core < static_cast<int>(sched.per_core.size()); ++core) {
+    for (const plan::HeadPart& part : sched.per_core[core]) {
+      CoreOps op(sim, core);
+      FusedHead head(op, gm, part, layouts, tech);
+      HANPU_RETURN_IF_ERROR(head.run());
+    }
+  }
+  return Status::Ok();
+}
+
+plan::PartCost part_cost(const NpuMachine& m, const GdnGm& shape, const plan::LayoutPlan& layouts) {
   const plan::TargetDesc t = plan_target(m);
-  return plan::schedule_heads(H, V, m.cores, 16,
-                              [&](int w) { return plan::chunk_part_cycles(kda, chunk, K, w, layouts, t); });
+  return [=](int w) { return plan::chunk_part_cycles(shape.kda, shape.chunk, shape.K, w, layouts, t); };
+}
+
+// Cycles the R tail heads take alone over their first `chunks` chunks, placed by tiers I/II
+// or chunk-split (FLA's flow in one launch); zero inputs (timing does not depend on values).
+double probe_tail_run(const NpuMachine& m, const GdnGm& shape, int64_t chunks, int R, bool chunk_split,
+                      const plan::LayoutPlan& layouts, const GdnTechniques& tech) {
+  NpuSim sim(m);
+  GdnGm g;
+  g.kda = shape.kda;
+  g.T = std::min<int64_t>(shape.T, chunks * shape.chunk);
+  g.H = R;
+  g.K = shape.K;
+  g.V = shape.V;
+  g.chunk = shape.chunk;
+  g.scale = shape.scale;
+  const int64_t RK = static_cast<int64_t>(R) * g.K, RV = static_cast<int64_t>(R) * g.V;
+  g.q = sim.gm("q", g.T, RK, true);
+  g.k = sim.gm("k", g.T, RK, true);
+  g.v = sim.gm("v", g.T, RV, true);
+  g.o = sim.gm("o", g.T, RV, true);
+  g.g = sim.gm("g", g.T, g.kda ? RK : R, false);
+  g.beta = sim.gm("beta", g.T, R, false);
+  if (shape.state0 != nullptr) g.state0 = sim.gm("state0", RK, g.V, false);
+  if (shape.state1 != nullptr) g.state1 = sim.gm("state1", RK, g.V, false);
+  Status st;
+  if (chunk_split) {
+    std::vector<int> heads(static_cast<size_t>(R));
+    for (int h = 0; h < R; ++h) heads[static_cast<size_t>(h)] = h;
+    st = fla_flow(sim, g, heads, true, true);
+  } else {
+    sim.launch();
+    st = run_parts(sim, g, plan::schedule_heads(R, g.V, m.cores, 16, part_cost(m, shape, layouts)), layouts, tech);
+  }
+  return st.ok() ? sim.finish().latency_cycles : std::numeric_limits<double>::infinity();
+}
+
+// The tail's cycles over the whole sequence: measured outright when it is short, else
+// extrapolated from runs over 2 and 6 chunks (both placements grow linearly in the chunks;
+// the fixed part — launches, syncs, pipeline fill — is what the two points separate).
+double probe_tail(const NpuMachine& m, const GdnGm& shape, int R, bool chunk_split, const plan::LayoutPlan& layouts,
+                  const GdnTechniques& tech) {
+  const int64_t NT = (shape.T + shape.chunk - 1) / shape.chunk;
+  constexpr int64_t kShort = 2, kLong = 6;
+  if (NT <= kLong) return probe_tail_run(m, shape, NT, R, chunk_split, layouts, tech);
+  const double a = probe_tail_run(m, shape, kShort, R, chunk_split, layouts, tech);
+  const double b = probe_tail_run(m, shape, kLong, R, chunk_split, layouts, tech);
+  return a + (b - a) / static_cast<double>(kLong - kShort) * static_cast<double>(NT - kShort);
+}
+
+}  // namespace
+
+plan::CoreSchedule fused_schedule(const NpuMachine& m, const GdnGm& shape, const plan::LayoutPlan& layouts,
+                                  const GdnTechniques& tech) {
+  plan::CoreSchedule s = plan::schedule_heads(shape.H, shape.V, m.cores, 16, part_cost(m, shape, layouts));
+  const int R = shape.H % m.cores;
+  if (R == 0) return s;
+  const double keep = probe_tail(m, shape, R, false, layouts, tech);
+  const double split = probe_tail(m, shape, R, true, layouts, tech);
+  if (split < keep) {
+    plan::chunk_split_tail(&s, shape.H - R, shape.H,
+                           fmt::format("modelled {:.0f} cycles against {:.0f} kept whole or by columns (runs of "
+                                       "the tail alone on the target's model)", split, keep));
+  }
+  return s;
 }
 
 Status gdn_fused(NpuSim& sim, const GdnGm& gm, const GdnTechniques& tech) {
@@ -503,15 +568,12 @@ Status gdn_fused(NpuSim& sim, const GdnGm& gm, const GdnTechniques& tech) {
   const plan::LayoutPlan layouts = tech.plan_layout ? plan::plan_layouts(gm.chunk, gm.K, gm.V, t)
                                                     : plan::uniform_plan(plan::Layout::kDense, gm.chunk, gm.K, gm.V, t);
   // Whole heads per core; the tail heads split by value columns when that balances the
-  // cores better than it repeats the work every part redoes.
-  const plan::CoreSchedule sched = fused_schedule(m, gm.kda, gm.H, gm.chunk, gm.K, gm.V, layouts);
+  // cores better than it repeats the work every part redoes, or chunk-split (tier III).
+  const plan::CoreSchedule sched = fused_schedule(m, gm, layouts, tech);
   sim.launch();
-  for (int core = 0; core < m.cores; ++core) {
-    for (const plan::HeadPart& part : sched.per_core[core]) {
-      CoreOps op(sim, core);
-      FusedHead head(op, gm, part, layouts, tech);
-      HANPU_RETURN_IF_ERROR(head.run());
-    }
+  HANPU_RETURN_IF_ERROR(run_parts(sim, gm, sched, layouts, tech));
+  if (!sched.chunk_split_heads.empty()) {
+    HANPU_RETURN_IF_ERROR(fla_flow(sim, gm, sched.chunk_split_heads, /*one_launch=*/true, /*starts_launch=*/false));
   }
   return Status::Ok();
 }

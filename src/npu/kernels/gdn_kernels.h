@@ -4,6 +4,7 @@
 
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "hanpu/status.h"
 #include "npu/kernels/chunk_ops.h"
@@ -25,11 +26,15 @@ struct GdnTechniques {
   bool plan_layout = true;  // the planner's per-chain layouts (else dense everywhere)
 };
 Status gdn_fused(NpuSim& sim, const GdnGm& gm, const GdnTechniques& tech);
-// What the planner sees of a machine, and the fused kernel's core schedule (the planner's
-// tiers with its modelled cost of a head part), shared by the kernel and `hanpu plan`.
+// What the planner sees of a machine, and the fused kernel's core schedule, shared by the
+// kernel and `hanpu plan`: tiers I and II from the planner's modelled cost of a head part;
+// tier III (the tail run chunk-head-chunk over all cores) when it measures faster than the
+// tiers' placement of the tail — both run on the target's model for the tail heads alone
+// over the first chunks (`shape` gives T, H, K, V, chunk, kda and whether states are read
+// or written; its tensors are not used).
 plan::TargetDesc plan_target(const NpuMachine& m);
-plan::CoreSchedule fused_schedule(const NpuMachine& m, bool kda, int H, int chunk, int K, int V,
-                                  const plan::LayoutPlan& layouts);
+plan::CoreSchedule fused_schedule(const NpuMachine& m, const GdnGm& shape, const plan::LayoutPlan& layouts,
+                                  const GdnTechniques& tech);
 std::span<const GdnVariant> gdn_variants();
 
 // FlashQLA's flow (segment-parallel): launch 1 the WY form per (chunk, head) to GM as FLA's;
@@ -57,5 +62,9 @@ Status gdn_fla(NpuSim& sim, const GdnGm& gm);
 // The same three phases in one launch (FLA + MegaKernel): cross-core syncs through GM flags
 // replace the launches; the intermediates still go through GM.
 Status gdn_fla_mega(NpuSim& sim, const GdnGm& gm);
+// FLA's three phases for `heads` only, over all cores: phases meet by launches or, with
+// `one_launch`, by cross-core syncs; the first phase starts with a launch or, without
+// `starts_launch`, a sync inside the running launch (the fused kernel's chunk-split tier).
+Status fla_flow(NpuSim& sim, const GdnGm& gm, const std::vector<int>& heads, bool one_launch, bool starts_launch);
 
 }  // namespace hanpu::npu

@@ -122,12 +122,19 @@ Status describe_npu_plan(const std::string& target, LaMech mech, int heads, int6
     os << "  KDA: masks+inverse and kd run on dense rows in the kernel (its intra-chunk products are\n"
           "  formed from rows scaled per channel); the plan above applies to rhs, output and state\n";
   }
-  const plan::CoreSchedule sched = npu::fused_schedule(m, kda, heads, chunk, dim, dim, lp);
+  npu::GdnGm shape;  // no tensors: the schedule's probes make their own
+  shape.kda = kda;
+  shape.T = seq;
+  shape.H = heads;
+  shape.K = shape.V = dim;
+  shape.chunk = chunk;
+  shape.scale = 1.0f / std::sqrt(static_cast<float>(dim));
+  const plan::CoreSchedule sched = npu::fused_schedule(m, shape, lp, {});
   const double whole = plan::chunk_part_cycles(kda, chunk, dim, dim, lp, t);
-  os << fmt::format("\ncore schedule (modelled cycles per chunk: whole head {:.0f}, 16 columns {:.0f}; busiest core "
-                    "{:.2f} heads' worth): ",
-                    whole, plan::chunk_part_cycles(kda, chunk, dim, 16, lp, t), sched.makespan / whole)
-     << sched.describe();
+  os << fmt::format("\ncore schedule (modelled cycles per chunk: whole head {:.0f}, 16 columns {:.0f}", whole,
+                    plan::chunk_part_cycles(kda, chunk, dim, 16, lp, t));
+  if (sched.chunk_split == 0) os << fmt::format("; busiest core {:.2f} heads' worth", sched.makespan / whole);
+  os << "): " << sched.describe();
   *out = os.str();
   return Status::Ok();
 }

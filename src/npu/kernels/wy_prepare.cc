@@ -5,13 +5,18 @@
 
 namespace hanpu::npu {
 
-WyGm wy_workspace(NpuSim& sim, const GdnGm& gm, const std::string& prefix) {
-  const int64_t HK = static_cast<int64_t>(gm.H) * gm.K, HV = static_cast<int64_t>(gm.H) * gm.V;
+WyGm wy_workspace(NpuSim& sim, const GdnGm& gm, const std::string& prefix, const std::vector<int>& heads) {
   WyGm x;
-  x.w = sim.gm(prefix + ".w", gm.T, HK, true, true);
-  x.u = sim.gm(prefix + ".u", gm.T, HV, true, true);
-  x.gam = sim.gm(prefix + ".g_cumsum", gm.T, gm.kda ? HK : gm.H, false, true);
-  if (gm.kda) x.aqk = sim.gm(prefix + ".Aqk", gm.T, static_cast<int64_t>(gm.H) * gm.chunk, true, true);
+  int64_t S = gm.H;
+  if (!heads.empty()) {
+    S = static_cast<int64_t>(heads.size());
+    x.slot.assign(static_cast<size_t>(gm.H), -1);
+    for (size_t i = 0; i < heads.size(); ++i) x.slot[static_cast<size_t>(heads[i])] = static_cast<int>(i);
+  }
+  x.w = sim.gm(prefix + ".w", gm.T, S * gm.K, true, true);
+  x.u = sim.gm(prefix + ".u", gm.T, S * gm.V, true, true);
+  x.gam = sim.gm(prefix + ".g_cumsum", gm.T, gm.kda ? S * gm.K : S, false, true);
+  if (gm.kda) x.aqk = sim.gm(prefix + ".Aqk", gm.T, S * gm.chunk, true, true);
   return x;
 }
 
@@ -40,8 +45,8 @@ Status wy_products(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t
   HANPU_RETURN_IF_ERROR(op.from_l0c(U, "U", &Uu));
   HANPU_RETURN_IF_ERROR(op.to_layout(Wu, Layout::kND));  // GM takes dense rows
   HANPU_RETURN_IF_ERROR(op.to_layout(Uu, Layout::kND));
-  HANPU_RETURN_IF_ERROR(sim.store({x.w, t0, c, static_cast<int64_t>(h) * K, K}, Wu));
-  HANPU_RETURN_IF_ERROR(sim.store({x.u, t0, c, static_cast<int64_t>(h) * V, V}, Uu));
+  HANPU_RETURN_IF_ERROR(sim.store({x.w, t0, c, x.at(h) * K, K}, Wu));
+  HANPU_RETURN_IF_ERROR(sim.store({x.u, t0, c, x.at(h) * V, V}, Uu));
   op.free({Wu, Uu});
   return Status::Ok();
 }
@@ -70,14 +75,14 @@ Status wy_prepare_kda(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_
   HANPU_RETURN_IF_ERROR(sim.load(Qu, {gm.q, t0, c, static_cast<int64_t>(h) * K, K}));
   HANPU_RETURN_IF_ERROR(op.kda_gates(gm, t0, c, h, &beta, &gam, &elast));
   op.free({elast});
-  HANPU_RETURN_IF_ERROR(sim.store({x.gam, t0, c, static_cast<int64_t>(h) * K, K}, gam));
+  HANPU_RETURN_IF_ERROR(sim.store({x.gam, t0, c, x.at(h) * K, K}, gam));
   HANPU_RETURN_IF_ERROR(op.kda_intra(Ku, Qu, gam, &L, &Qm));
   op.free({Qu});
   HANPU_RETURN_IF_ERROR(op.kda_masks(L, Qm, beta, gm.scale));
   Tile* qm16;  // Aqk in q's dtype, as FLA keeps it
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, c, true, Layout::kND, "Aqk", &qm16));
   HANPU_RETURN_IF_ERROR(sim.vector({Qm}, {qm16}, matrix_bytes(c, c, false), false, [&] { qm16->v = Qm->v; }));
-  HANPU_RETURN_IF_ERROR(sim.store({x.aqk, t0, c, static_cast<int64_t>(h) * gm.chunk, c}, qm16));
+  HANPU_RETURN_IF_ERROR(sim.store({x.aqk, t0, c, x.at(h) * gm.chunk, c}, qm16));
   op.free({Qm, qm16});
   HANPU_RETURN_IF_ERROR(op.unit_lower_inverse(L, "Ainv", &Ainv));
   op.free({L});
@@ -107,7 +112,7 @@ Status wy_prepare(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "v", &vt));
   HANPU_RETURN_IF_ERROR(sim.load(vt, {gm.v, t0, c, static_cast<int64_t>(h) * V, V}));
   HANPU_RETURN_IF_ERROR(op.gates(gm, t0, c, h, &beta, &gam, &egam));
-  HANPU_RETURN_IF_ERROR(sim.store({x.gam, t0, c, h, 1}, gam));
+  HANPU_RETURN_IF_ERROR(sim.store({x.gam, t0, c, x.at(h), 1}, gam));
   HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Kc, false, "K", &Ka));
   HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, Kc, true, "KT", &KTb));
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, c, false, Layout::kNZ, "KKT", &KK));

@@ -7,17 +7,21 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "npu/kernels/chunk_ops.h"
 
 namespace hanpu::npu {
 
 struct WyGm {
-  GmTensor *w, *u, *gam;    // [T, H*K] fp16, [T, H*V] fp16, [T, H] fp32 (KDA: [T, H*K])
-  GmTensor* aqk = nullptr;  // KDA: scale Tril(decayed Q K^T) [T, H*C] fp16
+  GmTensor *w, *u, *gam;    // [T, S*K] fp16, [T, S*V] fp16, [T, S] fp32 (KDA: [T, S*K])
+  GmTensor* aqk = nullptr;  // KDA: scale Tril(decayed Q K^T) [T, S*C] fp16
+  std::vector<int> slot;    // head -> its slot of the S in the tensors above (empty: the head)
+  int64_t at(int h) const { return slot.empty() ? h : slot[static_cast<size_t>(h)]; }
 };
-// The WY intermediates of a flow in GM, named `prefix`.w etc. (counted as workspace).
-WyGm wy_workspace(NpuSim& sim, const GdnGm& gm, const std::string& prefix);
+// The WY intermediates of a flow in GM, named `prefix`.w etc. (counted as workspace), for
+// `heads` (empty: all of gm's heads; otherwise only those get a slot).
+WyGm wy_workspace(NpuSim& sim, const GdnGm& gm, const std::string& prefix, const std::vector<int>& heads = {});
 Status wy_prepare(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c);
 
 }  // namespace hanpu::npu

@@ -25,9 +25,9 @@ Status wy_advance(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0
   }
   Tile *W1, *U, *gam, *K1, *Wa, *Sb, *WSc, *WS, *vn16;
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "w", &W1));
-  HANPU_RETURN_IF_ERROR(sim.load(W1, {x.w, t0, c, static_cast<int64_t>(h) * K, K}));
+  HANPU_RETURN_IF_ERROR(sim.load(W1, {x.w, t0, c, x.at(h) * K, K}));
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "u", &U));
-  HANPU_RETURN_IF_ERROR(sim.load(U, {x.u, t0, c, static_cast<int64_t>(h) * V, V}));
+  HANPU_RETURN_IF_ERROR(sim.load(U, {x.u, t0, c, x.at(h) * V, V}));
   HANPU_RETURN_IF_ERROR(wy_load_gam(op, gm, x, h, t0, c, &gam));
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &K1));
   HANPU_RETURN_IF_ERROR(sim.load(K1, {gm.k, t0, c, static_cast<int64_t>(h) * K, K}));
@@ -50,21 +50,7 @@ Status wy_advance(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0
   HANPU_RETURN_IF_ERROR(sim.move(Kub, K1));
   op.free({K1});
   HANPU_RETURN_IF_ERROR(op.to_layout(Kub, Layout::kND));
-  if (gm.kda) {
-    HANPU_RETURN_IF_ERROR(sim.vector({Kub, gam}, {Kub}, 3 * matrix_bytes(c, K, true), false, [&] {
-      for (int i = 0; i < c; ++i) {
-        for (int d = 0; d < K; ++d) Kub->at(i, d) *= std::exp(gam->at(c - 1, d) - gam->at(i, d));
-      }
-    }));
-  } else {
-    const float glast = gam->v[c - 1];
-    HANPU_RETURN_IF_ERROR(sim.vector({Kub, gam}, {Kub}, 2 * matrix_bytes(c, K, true), true, [&] {
-      for (int i = 0; i < c; ++i) {
-        const float f = std::exp(glast - gam->v[i]);
-        for (int j = 0; j < K; ++j) Kub->at(i, j) *= f;
-      }
-    }));
-  }
+  HANPU_RETURN_IF_ERROR(op.decay_to_chunk_end(Kub, gam, gm.kda));
   HANPU_RETURN_IF_ERROR(op.stage_to_l1(Kub, "kd", &Kd1));
   op.free({Kub});
   HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Kd1, true, "kdT", &KdT));
@@ -98,10 +84,17 @@ Status wy_advance(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0
   return Status::Ok();
 }
 
+Status wy_initial_state(CoreOps& op, const GdnGm& gm, int h, Tile** S) {
+  const int K = gm.K, V = gm.V;
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, K, V, false, Layout::kND, "S", S));
+  if (gm.state0 != nullptr) return op.sim().load(*S, {gm.state0, static_cast<int64_t>(h) * K, K, 0, V});
+  return op.sim().vector({}, {*S}, matrix_bytes(K, V, false), false, [] {});
+}
+
 Status wy_load_gam(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c, Tile** gam) {
   const int w = gm.kda ? gm.K : 1;
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, w, false, Layout::kND, "gam", gam));
-  return op.sim().load(*gam, {x.gam, t0, c, static_cast<int64_t>(h) * w, w});
+  return op.sim().load(*gam, {x.gam, t0, c, x.at(h) * w, w});
 }
 
 Status wy_output_operands(CoreOps& op, const GdnGm& gm, int h, int64_t t0, int c, Tile** q, Tile** k) {
@@ -138,7 +131,7 @@ Status wy_output_kda(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t
   HANPU_RETURN_IF_ERROR(sim.mmad(QS, Qa, Sb, false));
   op.free({Qa, Sb, s16, Qg1});
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, c, true, Layout::kND, "Aqk", &Am));
-  HANPU_RETURN_IF_ERROR(sim.load(Am, {x.aqk, t0, c, static_cast<int64_t>(h) * gm.chunk, c}));
+  HANPU_RETURN_IF_ERROR(sim.load(Am, {x.aqk, t0, c, x.at(h) * gm.chunk, c}));
   HANPU_RETURN_IF_ERROR(op.stage_to_l1(Am, "Aqk", &Am1));
   op.free({Am});
   HANPU_RETURN_IF_ERROR(op.from_l0c(QS, "QH", &QSu));

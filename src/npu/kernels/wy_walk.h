@@ -20,6 +20,9 @@ struct WyStep {
 Status wy_advance(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c, Tile* S,
                   const GmBlock* h_out, const GmBlock* vn_out, bool keep, WyStep* out);
 
+// A head's fp32 state [K x V] in UB, dense: gm.state0's rows for head h, or zeros.
+Status wy_initial_state(CoreOps& op, const GdnGm& gm, int h, Tile** S);
+
 // The operands wy_output reads from gm.q / gm.k: GDN, q and k in L1 (fp16 NZ); KDA, q as
 // dense UB rows (scaled per channel before the cube sees it) and no k (Aqk comes from GM).
 Status wy_output_operands(CoreOps& op, const GdnGm& gm, int h, int64_t t0, int c, Tile** q, Tile** k);

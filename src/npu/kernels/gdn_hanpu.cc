@@ -498,50 +498,52 @@ plan::PartCost part_cost(const NpuMachine& m, const GdnGm& shape, const plan::La
   return [=](int w) { return plan::chunk_part_cycles(shape.kda, shape.chunk, shape.K, w, layouts, t); };
 }
 
-// Cycles the R tail heads take alone over their first `chunks` chunks, placed by tiers I/II
-// or chunk-split (FLA's flow in one launch); zero inputs (timing does not depend on values).
-double probe_tail_run(const NpuMachine& m, const GdnGm& shape, int64_t chunks, int R, bool chunk_split,
-                      const plan::LayoutPlan& layouts, const GdnTechniques& tech) {
+// Runs `sched` in one launch: every core's head parts (tiers I and II), then the
+// chunk-split heads (tier III) over all cores after a cross-core sync.
+Status run_schedule(NpuSim& sim, const GdnGm& gm, const plan::CoreSchedule& sched, const plan::LayoutPlan& layouts,
+                    const GdnTechniques& tech) {
+  sim.launch();
+  HANPU_RETURN_IF_ERROR(run_parts(sim, gm, sched, layouts, tech));
+  if (sched.chunk_split_heads.empty()) return Status::Ok();
+  return fla_flow(sim, gm, sched.chunk_split_heads, /*one_launch=*/true, /*starts_launch=*/false);
+}
+
+// Cycles of the whole kernel under `sched` over the sequence's first `chunks` chunks, on
+// zero inputs (timing does not depend on values).
+double probe_run(const NpuMachine& m, const GdnGm& shape, int64_t chunks, const plan::CoreSchedule& sched,
+                 const plan::LayoutPlan& layouts, const GdnTechniques& tech) {
   NpuSim sim(m);
   GdnGm g;
   g.kda = shape.kda;
   g.T = std::min<int64_t>(shape.T, chunks * shape.chunk);
-  g.H = R;
+  g.H = shape.H;
   g.K = shape.K;
   g.V = shape.V;
   g.chunk = shape.chunk;
   g.scale = shape.scale;
-  const int64_t RK = static_cast<int64_t>(R) * g.K, RV = static_cast<int64_t>(R) * g.V;
-  g.q = sim.gm("q", g.T, RK, true);
-  g.k = sim.gm("k", g.T, RK, true);
-  g.v = sim.gm("v", g.T, RV, true);
-  g.o = sim.gm("o", g.T, RV, true);
-  g.g = sim.gm("g", g.T, g.kda ? RK : R, false);
-  g.beta = sim.gm("beta", g.T, R, false);
-  if (shape.state0 != nullptr) g.state0 = sim.gm("state0", RK, g.V, false);
-  if (shape.state1 != nullptr) g.state1 = sim.gm("state1", RK, g.V, false);
-  Status st;
-  if (chunk_split) {
-    std::vector<int> heads(static_cast<size_t>(R));
-    for (int h = 0; h < R; ++h) heads[static_cast<size_t>(h)] = h;
-    st = fla_flow(sim, g, heads, true, true);
-  } else {
-    sim.launch();
-    st = run_parts(sim, g, plan::schedule_heads(R, g.V, m.cores, 16, part_cost(m, shape, layouts)), layouts, tech);
-  }
-  return st.ok() ? sim.finish().latency_cycles : std::numeric_limits<double>::infinity();
+  const int64_t HK = static_cast<int64_t>(g.H) * g.K, HV = static_cast<int64_t>(g.H) * g.V;
+  g.q = sim.gm("q", g.T, HK, true);
+  g.k = sim.gm("k", g.T, HK, true);
+  g.v = sim.gm("v", g.T, HV, true);
+  g.o = sim.gm("o", g.T, HV, true);
+  g.g = sim.gm("g", g.T, g.kda ? HK : g.H, false);
+  g.beta = sim.gm("beta", g.T, g.H, false);
+  if (shape.state0 != nullptr) g.state0 = sim.gm("state0", HK, g.V, false);
+  if (shape.state1 != nullptr) g.state1 = sim.gm("state1", HK, g.V, false);
+  if (!run_schedule(sim, g, sched, layouts, tech).ok()) return std::numeric_limits<double>::infinity();
+  return sim.finish().latency_cycles;
 }
 
-// The tail's cycles over the whole sequence: measured outright when it is short, else
-// extrapolated from runs over 2 and 6 chunks (both placements grow linearly in the chunks;
-// the fixed part — launches, syncs, pipeline fill — is what the two points separate).
-double probe_tail(const NpuMachine& m, const GdnGm& shape, int R, bool chunk_split, const plan::LayoutPlan& layouts,
-                  const GdnTechniques& tech) {
+// The kernel's cycles over the whole sequence under `sched`: measured outright when it is
+// short, else extrapolated from runs over 4 and 12 chunks (the run grows linearly in the
+// chunks; the fixed part — launch, syncs, pipeline fill — is what the two points separate).
+double probe(const NpuMachine& m, const GdnGm& shape, const plan::CoreSchedule& sched,
+             const plan::LayoutPlan& layouts, const GdnTechniques& tech) {
   const int64_t NT = (shape.T + shape.chunk - 1) / shape.chunk;
-  constexpr int64_t kShort = 2, kLong = 6;
-  if (NT <= kLong) return probe_tail_run(m, shape, NT, R, chunk_split, layouts, tech);
-  const double a = probe_tail_run(m, shape, kShort, R, chunk_split, layouts, tech);
-  const double b = probe_tail_run(m, shape, kLong, R, chunk_split, layouts, tech);
+  constexpr int64_t kShort = 4, kLong = 12;
+  if (NT <= kLong) return probe_run(m, shape, NT, sched, layouts, tech);
+  const double a = probe_run(m, shape, kShort, sched, layouts, tech);
+  const double b = probe_run(m, shape, kLong, sched, layouts, tech);
   return a + (b - a) / static_cast<double>(kLong - kShort) * static_cast<double>(NT - kShort);
 }
 
@@ -552,12 +554,14 @@ plan::CoreSchedule fused_schedule(const NpuMachine& m, const GdnGm& shape, const
   plan::CoreSchedule s = plan::schedule_heads(shape.H, shape.V, m.cores, 16, part_cost(m, shape, layouts));
   const int R = shape.H % m.cores;
   if (R == 0) return s;
-  const double keep = probe_tail(m, shape, R, false, layouts, tech);
-  const double split = probe_tail(m, shape, R, true, layouts, tech);
-  if (split < keep) {
+  plan::CoreSchedule split = s;
+  plan::chunk_split_tail(&split, shape.H - R, shape.H, "");
+  const double keep = probe(m, shape, s, layouts, tech);
+  const double cut = probe(m, shape, split, layouts, tech);
+  if (cut < keep) {
     plan::chunk_split_tail(&s, shape.H - R, shape.H,
-                           fmt::format("modelled {:.0f} cycles against {:.0f} kept whole or by columns (runs of "
-                                       "the tail alone on the target's model)", split, keep));
+                           fmt::format("the kernel runs {:.0f} cycles so against {:.0f} with tiers I/II only (runs "
+                                       "on the target's model over 4 and 12 chunks, extrapolated)", cut, keep));
   }
   return s;
 }
@@ -569,13 +573,7 @@ Status gdn_fused(NpuSim& sim, const GdnGm& gm, const GdnTechniques& tech) {
                                                     : plan::uniform_plan(plan::Layout::kDense, gm.chunk, gm.K, gm.V, t);
   // Whole heads per core; the tail heads split by value columns when that balances the
   // cores better than it repeats the work every part redoes, or chunk-split (tier III).
-  const plan::CoreSchedule sched = fused_schedule(m, gm, layouts, tech);
-  sim.launch();
-  HANPU_RETURN_IF_ERROR(run_parts(sim, gm, sched, layouts, tech));
-  if (!sched.chunk_split_heads.empty()) {
-    HANPU_RETURN_IF_ERROR(fla_flow(sim, gm, sched.chunk_split_heads, /*one_launch=*/true, /*starts_launch=*/false));
-  }
-  return Status::Ok();
+  return run_schedule(sim, gm, fused_schedule(m, gm, layouts, tech), layouts, tech);
 }
 
 Status gdn_hanpu(NpuSim& sim, const GdnGm& gm) { return gdn_fused(sim, gm, {}); }

@@ -28,10 +28,9 @@ struct GdnTechniques {
 Status gdn_fused(NpuSim& sim, const GdnGm& gm, const GdnTechniques& tech);
 // What the planner sees of a machine, and the fused kernel's core schedule, shared by the
 // kernel and `hanpu plan`: tiers I and II from the planner's modelled cost of a head part;
-// tier III (the tail run chunk-head-chunk over all cores) when it measures faster than the
-// tiers' placement of the tail — both run on the target's model for the tail heads alone
-// over the first chunks (`shape` gives T, H, K, V, chunk, kda and whether states are read
-// or written; its tensors are not used).
+// tier III (the tail run chunk-head-chunk over all cores) when the kernel measures faster
+// with it — both schedules run on the target's model over the first chunks (`shape` gives
+// T, H, K, V, chunk, kda and whether states are read or written; its tensors are unused).
 plan::TargetDesc plan_target(const NpuMachine& m);
 plan::CoreSchedule fused_schedule(const NpuMachine& m, const GdnGm& shape, const plan::LayoutPlan& layouts,
                                   const GdnTechniques& tech);

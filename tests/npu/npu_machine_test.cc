@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "npu/machine/npu_machine.h"
+#include "npu/machine/spatial_machine.h"
 #include "npu/sim/npu_sim.h"
 
 namespace hanpu::npu {
@@ -62,6 +63,65 @@ TEST(NpuMachine, MalformedFilesAreRefusedByField) {
   EXPECT_NE(broken("\"cores\": 2", "\"cores\": 2.5").find("cores must be an integer"), std::string::npos);
   // Found by the fuzzer in CI: a summary that is not a string threw out of the parser.
   EXPECT_NE(broken("\"name\": \"t\",", "\"name\": \"t\", \"summary\": 5,").find("t.json: summary must be a string"),
+            std::string::npos);
+}
+
+TEST(SpatialMachine, BuiltInTargetsLoadWithSources) {
+  EXPECT_EQ(spatial_machine_names(), (std::vector<std::string>{"xdna1", "xdna2"}));
+  for (const std::string& n : npu_machine_names()) EXPECT_EQ(n.rfind("ascend", 0), 0u) << n;
+  SpatialMachine x1, x2;
+  ASSERT_TRUE(load_spatial_machine("xdna1", &x1).ok());
+  ASSERT_TRUE(load_spatial_machine("xdna2", &x2).ok());
+  EXPECT_EQ(x1.compute_tiles(), 20);  // 5 columns x 4 (STEEL's XDNA1 port)
+  EXPECT_EQ(x2.compute_tiles(), 32);  // 8 columns x 4
+  EXPECT_EQ(x2.local_bytes, 64 * 1024);
+  EXPECT_EQ(x2.memtile_bytes, 512 * 1024);
+  EXPECT_EQ(x2.memtile_dma_out, 6);  // STEEL: "each Mem tile provides six ports"
+  EXPECT_TRUE(x1.exp_lookup_table);  // XDNA1 has no exp unit
+  EXPECT_FALSE(x2.exp_lookup_table);
+  EXPECT_EQ(x2.fifo_depth, 2);
+  for (const char* k : {"columns", "clock_ghz", "compute_tile", "mem_tile", "dram_gbps", "energy_pj"}) {
+    EXPECT_FALSE(x2.sources[k].empty()) << k;
+  }
+  // Each parser refuses the other kind by name rather than misreading it.
+  NpuMachine ascend;
+  EXPECT_NE(load_npu_machine("xdna2", &ascend).message().find("kind 'spatial'"), std::string::npos);
+  EXPECT_NE(load_spatial_machine("ascend-310p", &x1).message().find("kind must be \"spatial\""), std::string::npos);
+  EXPECT_NE(load_spatial_machine("/nonexistent.json", &x1).message().find("xdna1, xdna2"), std::string::npos);
+}
+
+TEST(SpatialMachine, MalformedFilesAreRefusedByField) {
+  SpatialMachine ok;
+  ASSERT_TRUE(load_spatial_machine("xdna2", &ok).ok());
+  const std::string base = R"({"name": "t", "kind": "spatial", "columns": 2, "compute_rows": 4, "clock_ghz": 1,
+    "launch_overhead_us": 0,
+    "compute_tile": {"local_bytes": 65536, "bf16_macs_per_cycle": 128, "vector_bytes_per_cycle": 64,
+                     "exp_per_cycle": 4, "exp_lookup_table": true, "dma_in": 2, "dma_out": 2},
+    "mem_tile": {"bytes": 524288, "dma_in": 6, "dma_out": 6}, "shim_tile": {"dma_in": 2, "dma_out": 2},
+    "stream_bytes_per_cycle": 4, "fifo_depth": 2, "dram_gbps": 60, "dma_latency_cycles": {"dram": 0, "stream": 0},
+    "energy_pj": {"dram_byte": 1, "memtile_byte": 1, "local_byte": 1, "stream_byte": 1, "bf16_mac": 1,
+                  "vector_byte": 1, "static_w": 0},
+    "sources": {"columns": "s", "compute_rows": "s", "clock_ghz": "s", "compute_tile": "s", "mem_tile": "s",
+                "shim_tile": "s", "stream_bytes_per_cycle": "s", "fifo_depth": "s", "dram_gbps": "s",
+                "energy_pj": "s"}})";
+  SpatialMachine m;
+  ASSERT_TRUE(parse_spatial_machine(base, "t.json", &m).ok()) << parse_spatial_machine(base, "t.json", &m).message();
+  EXPECT_EQ(m.memtile_ports(), 24);
+  const auto broken = [&](const std::string& from, const std::string& to) {
+    std::string s = base;
+    s.replace(s.find(from), from.size(), to);
+    return parse_spatial_machine(s, "t.json", &m).message();
+  };
+  EXPECT_NE(broken("\"columns\": 2", "\"columns\": 0").find("t.json: columns must be an integer in [1, 64]"),
+            std::string::npos);
+  EXPECT_NE(broken("\"fifo_depth\": 2", "\"fifo_depth\": 1.5").find("fifo_depth must be an integer"),
+            std::string::npos);
+  EXPECT_NE(broken("\"exp_lookup_table\": true", "\"exp_lookup_table\": 1").find("exp_lookup_table must be true or false"),
+            std::string::npos);
+  EXPECT_NE(broken("\"bytes\": 524288", "\"bytes\": 1e300").find("mem_tile: bytes must be an integer"),
+            std::string::npos);
+  EXPECT_NE(broken("\"dram_gbps\": \"s\",", "").find("sources.dram_gbps is missing"), std::string::npos);
+  EXPECT_NE(broken("\"kind\": \"spatial\"", "\"kind\": \"ascend\"").find("kind must be \"spatial\""),
             std::string::npos);
 }
 

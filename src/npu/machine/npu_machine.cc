@@ -6,53 +6,24 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "npu/machine/builtin_targets.h"
+#include "npu/machine/json_fields.h"
 
 namespace hanpu::npu {
+
+using fields::integer;
+using fields::non_negative;
+using fields::object;
+using fields::positive;
 
 namespace {
 
 constexpr const char* kBufNames[kNumBufs] = {"L1", "L0A", "L0B", "L0C", "UB"};
 constexpr const char* kPathNames[kNumPaths] = {"GM->L1",  "GM->UB",  "UB->GM",  "UB->L1",
                                                "L1->L0A", "L1->L0B", "L0C->UB", "L1->UB"};
-
-// A positive number at j[key], or an error naming the field.
-Status positive(const nlohmann::json& j, const std::string& where, const char* key, double* out) {
-  if (!j.contains(key) || !j[key].is_number() || !(j[key].get<double>() > 0)) {
-    return Status::Error(fmt::format("{}: {}{} must be a positive number", where, key, j.contains(key) ? "" : " (missing)"));
-  }
-  *out = j[key].get<double>();
-  return Status::Ok();
-}
-
-Status non_negative(const nlohmann::json& j, const std::string& where, const char* key, double* out) {
-  if (!j.contains(key) || !j[key].is_number() || !(j[key].get<double>() >= 0)) {
-    return Status::Error(fmt::format("{}: {} must be a number >= 0", where, key));
-  }
-  *out = j[key].get<double>();
-  return Status::Ok();
-}
-
-// An integer in [lo, hi] at j[key], range-checked before any conversion (a double outside an
-// integer type's range converts with undefined behaviour).
-Status integer(const nlohmann::json& j, const std::string& where, const char* key, int64_t lo, int64_t hi,
-               int64_t* out) {
-  double v = 0;
-  HANPU_RETURN_IF_ERROR(non_negative(j, where, key, &v));
-  if (!(v >= static_cast<double>(lo) && v <= static_cast<double>(hi)) || v != std::floor(v)) {
-    return Status::Error(fmt::format("{}: {} must be an integer in [{}, {}]", where, key, lo, hi));
-  }
-  *out = static_cast<int64_t>(v);
-  return Status::Ok();
-}
-
-Status object(const nlohmann::json& j, const std::string& where, const char* key, const nlohmann::json** out) {
-  if (!j.contains(key) || !j[key].is_object()) return Status::Error(fmt::format("{}: {} must be an object", where, key));
-  *out = &j[key];
-  return Status::Ok();
-}
 
 }  // namespace
 
@@ -62,13 +33,22 @@ bool path_touches_gm(Path p) { return p == Path::kGmToL1 || p == Path::kGmToUb |
 
 std::vector<std::string> npu_machine_names() {
   std::vector<std::string> out;
-  for (const BuiltinTarget& t : builtin_targets()) out.emplace_back(t.name);
+  for (const BuiltinTarget& t : builtin_targets()) {
+    const nlohmann::json j = nlohmann::json::parse(t.json, nullptr, /*allow_exceptions=*/false);
+    if (fields::kind_of(j) == "ascend") out.emplace_back(t.name);
+  }
   return out;
 }
 
 Status parse_npu_machine(const std::string& text, const std::string& src, NpuMachine* out) {
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return Status::Error(fmt::format("{}: not a JSON object", src));
+  if (j.contains("kind") && !j["kind"].is_string()) return Status::Error(fmt::format("{}: kind must be a string", src));
+  if (const std::string kind = fields::kind_of(j); kind != "ascend") {
+    return Status::Error(fmt::format("{}: a target of kind '{}', not an Ascend-class one (the LA kernels run on "
+                                     "Ascend-class targets: {})",
+                                     src, kind, fmt::join(npu_machine_names(), ", ")));
+  }
   NpuMachine m;
   if (!j.contains("name") || !j["name"].is_string()) return Status::Error(fmt::format("{}: name must be a string", src));
   m.name = j["name"].get<std::string>();

@@ -1,0 +1,125 @@
+// Parsing and validating the spatial (XDNA-class) target files (see spatial_machine.h).
+#include "npu/machine/spatial_machine.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "npu/machine/builtin_targets.h"
+#include "npu/machine/json_fields.h"
+
+namespace hanpu::npu {
+
+using fields::integer;
+using fields::non_negative;
+using fields::object;
+using fields::positive;
+
+namespace {
+
+Status count(const nlohmann::json& j, const std::string& where, const char* key, int lo, int hi, int* out) {
+  int64_t v = 0;
+  HANPU_RETURN_IF_ERROR(integer(j, where, key, lo, hi, &v));
+  *out = static_cast<int>(v);
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::vector<std::string> spatial_machine_names() {
+  std::vector<std::string> out;
+  for (const BuiltinTarget& t : builtin_targets()) {
+    const nlohmann::json j = nlohmann::json::parse(t.json, nullptr, /*allow_exceptions=*/false);
+    if (fields::kind_of(j) == "spatial") out.emplace_back(t.name);
+  }
+  return out;
+}
+
+Status parse_spatial_machine(const std::string& text, const std::string& src, SpatialMachine* out) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return Status::Error(fmt::format("{}: not a JSON object", src));
+  if (!j.contains("kind") || !j["kind"].is_string() || j["kind"].get<std::string>() != "spatial") {
+    return Status::Error(fmt::format("{}: kind must be \"spatial\" for a spatial (XDNA-class) target (built-in: {})",
+                                     src, fmt::join(spatial_machine_names(), ", ")));
+  }
+  SpatialMachine m;
+  if (!j.contains("name") || !j["name"].is_string()) return Status::Error(fmt::format("{}: name must be a string", src));
+  m.name = j["name"].get<std::string>();
+  if (j.contains("summary")) {
+    if (!j["summary"].is_string()) return Status::Error(fmt::format("{}: summary must be a string", src));
+    m.summary = j["summary"].get<std::string>();
+  }
+  HANPU_RETURN_IF_ERROR(count(j, src, "columns", 1, 64, &m.columns));
+  HANPU_RETURN_IF_ERROR(count(j, src, "compute_rows", 1, 16, &m.compute_rows));
+  HANPU_RETURN_IF_ERROR(positive(j, src, "clock_ghz", &m.clock_ghz));
+  HANPU_RETURN_IF_ERROR(non_negative(j, src, "launch_overhead_us", &m.launch_overhead_us));
+  const nlohmann::json *ct = nullptr, *mt = nullptr, *st = nullptr, *lat = nullptr, *e = nullptr;
+  HANPU_RETURN_IF_ERROR(object(j, src, "compute_tile", &ct));
+  const std::string cw = src + ": compute_tile";
+  HANPU_RETURN_IF_ERROR(integer(*ct, cw, "local_bytes", 1024, int64_t{1} << 30, &m.local_bytes));
+  HANPU_RETURN_IF_ERROR(positive(*ct, cw, "bf16_macs_per_cycle", &m.bf16_macs_per_cycle));
+  HANPU_RETURN_IF_ERROR(positive(*ct, cw, "vector_bytes_per_cycle", &m.vector_bytes_per_cycle));
+  HANPU_RETURN_IF_ERROR(positive(*ct, cw, "exp_per_cycle", &m.exp_per_cycle));
+  if (!ct->contains("exp_lookup_table") || !(*ct)["exp_lookup_table"].is_boolean()) {
+    return Status::Error(cw + ": exp_lookup_table must be true or false");
+  }
+  m.exp_lookup_table = (*ct)["exp_lookup_table"].get<bool>();
+  HANPU_RETURN_IF_ERROR(count(*ct, cw, "dma_in", 1, 64, &m.tile_dma_in));
+  HANPU_RETURN_IF_ERROR(count(*ct, cw, "dma_out", 1, 64, &m.tile_dma_out));
+  HANPU_RETURN_IF_ERROR(object(j, src, "mem_tile", &mt));
+  const std::string mw = src + ": mem_tile";
+  HANPU_RETURN_IF_ERROR(integer(*mt, mw, "bytes", 1024, int64_t{1} << 34, &m.memtile_bytes));
+  HANPU_RETURN_IF_ERROR(count(*mt, mw, "dma_in", 1, 64, &m.memtile_dma_in));
+  HANPU_RETURN_IF_ERROR(count(*mt, mw, "dma_out", 1, 64, &m.memtile_dma_out));
+  HANPU_RETURN_IF_ERROR(object(j, src, "shim_tile", &st));
+  HANPU_RETURN_IF_ERROR(count(*st, src + ": shim_tile", "dma_in", 1, 64, &m.shim_dma_in));
+  HANPU_RETURN_IF_ERROR(count(*st, src + ": shim_tile", "dma_out", 1, 64, &m.shim_dma_out));
+  HANPU_RETURN_IF_ERROR(positive(j, src, "stream_bytes_per_cycle", &m.stream_bytes_per_cycle));
+  HANPU_RETURN_IF_ERROR(count(j, src, "fifo_depth", 1, 16, &m.fifo_depth));
+  HANPU_RETURN_IF_ERROR(positive(j, src, "dram_gbps", &m.dram_gbps));
+  HANPU_RETURN_IF_ERROR(object(j, src, "dma_latency_cycles", &lat));
+  HANPU_RETURN_IF_ERROR(non_negative(*lat, src + ": dma_latency_cycles", "dram", &m.dram_latency_cycles));
+  HANPU_RETURN_IF_ERROR(non_negative(*lat, src + ": dma_latency_cycles", "stream", &m.stream_latency_cycles));
+  HANPU_RETURN_IF_ERROR(object(j, src, "energy_pj", &e));
+  const std::string ew = src + ": energy_pj";
+  HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "dram_byte", &m.energy.dram_byte));
+  HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "memtile_byte", &m.energy.memtile_byte));
+  HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "local_byte", &m.energy.local_byte));
+  HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "stream_byte", &m.energy.stream_byte));
+  HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "bf16_mac", &m.energy.bf16_mac));
+  HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "vector_byte", &m.energy.vector_byte));
+  HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "static_w", &m.energy.static_w));
+  // Every number needs its source: a target without one is refused.
+  const nlohmann::json* sources = nullptr;
+  HANPU_RETURN_IF_ERROR(object(j, src, "sources", &sources));
+  for (const char* key : {"columns", "compute_rows", "clock_ghz", "compute_tile", "mem_tile", "shim_tile",
+                          "stream_bytes_per_cycle", "fifo_depth", "dram_gbps", "energy_pj"}) {
+    if (!sources->contains(key) || !(*sources)[key].is_string()) {
+      return Status::Error(fmt::format("{}: sources.{} is missing (every figure names where it came from)", src, key));
+    }
+  }
+  for (const auto& [k, s] : sources->items()) {
+    if (s.is_string()) m.sources[k] = s.get<std::string>();
+  }
+  *out = std::move(m);
+  return Status::Ok();
+}
+
+Status load_spatial_machine(const std::string& name_or_path, SpatialMachine* out) {
+  for (const BuiltinTarget& t : builtin_targets()) {
+    if (name_or_path == t.name) return parse_spatial_machine(t.json, std::string("built-in ") + t.name, out);
+  }
+  std::ifstream in(name_or_path, std::ios::binary);
+  if (!in) {
+    return Status::Error(fmt::format("spatial target '{}' is neither a built-in one ({}) nor a readable JSON file",
+                                     name_or_path, fmt::join(spatial_machine_names(), ", ")));
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_spatial_machine(ss.str(), name_or_path, out);
+}
+
+}  // namespace hanpu::npu

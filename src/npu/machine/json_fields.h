@@ -5,12 +5,19 @@
 
 #include <cmath>
 #include <cstdint>
+#include <fstream>
+#include <initializer_list>
+#include <map>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "hanpu/status.h"
+#include "npu/machine/builtin_targets.h"
 
 namespace hanpu::npu::fields {
 
@@ -50,6 +57,58 @@ inline Status object(const nlohmann::json& j, const std::string& where, const ch
   return Status::Ok();
 }
 
+
+// name (a string) and the optional summary (a string when present).
+inline Status name_and_summary(const nlohmann::json& j, const std::string& src, std::string* name,
+                               std::string* summary) {
+  if (!j.contains("name") || !j["name"].is_string()) return Status::Error(fmt::format("{}: name must be a string", src));
+  *name = j["name"].get<std::string>();
+  // j.value() would throw on a non-string summary (found by the fuzzer): check the type first.
+  if (j.contains("summary")) {
+    if (!j["summary"].is_string()) return Status::Error(fmt::format("{}: summary must be a string", src));
+    *summary = j["summary"].get<std::string>();
+  }
+  return Status::Ok();
+}
+
+// Every figure needs its source: the "sources" object must name each of `required`; all its
+// string entries are kept.
+inline Status sources(const nlohmann::json& j, const std::string& src, std::initializer_list<const char*> required,
+                      std::map<std::string, std::string>* out) {
+  const nlohmann::json* s = nullptr;
+  HANPU_RETURN_IF_ERROR(object(j, src, "sources", &s));
+  for (const char* key : required) {
+    if (!s->contains(key) || !(*s)[key].is_string()) {
+      return Status::Error(fmt::format("{}: sources.{} is missing (every figure names where it came from)", src, key));
+    }
+  }
+  for (const auto& [k, v] : s->items()) {
+    if (v.is_string()) (*out)[k] = v.get<std::string>();
+  }
+  return Status::Ok();
+}
+
+// The text of a built-in target by name (source "built-in NAME"), or of a readable file.
+inline Status target_text(const std::string& name_or_path, const char* what, const std::vector<std::string>& builtins,
+                          std::string* text, std::string* source) {
+  for (const BuiltinTarget& t : builtin_targets()) {
+    if (name_or_path == t.name) {
+      *text = t.json;
+      *source = std::string("built-in ") + t.name;
+      return Status::Ok();
+    }
+  }
+  std::ifstream in(name_or_path, std::ios::binary);
+  if (!in) {
+    return Status::Error(fmt::format("{} '{}' is neither a built-in one ({}) nor a readable JSON file", what,
+                                     name_or_path, fmt::join(builtins, ", ")));
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  *text = ss.str();
+  *source = name_or_path;
+  return Status::Ok();
+}
 
 // The target's kind: "ascend" (the default when absent) or "spatial".
 inline std::string kind_of(const nlohmann::json& j) {

@@ -2,8 +2,6 @@
 #include "npu/machine/npu_machine.h"
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -50,13 +48,7 @@ Status parse_npu_machine(const std::string& text, const std::string& src, NpuMac
                                      src, kind, fmt::join(npu_machine_names(), ", ")));
   }
   NpuMachine m;
-  if (!j.contains("name") || !j["name"].is_string()) return Status::Error(fmt::format("{}: name must be a string", src));
-  m.name = j["name"].get<std::string>();
-  // j.value() would throw on a non-string summary (found by the fuzzer): check the type first.
-  if (j.contains("summary")) {
-    if (!j["summary"].is_string()) return Status::Error(fmt::format("{}: summary must be a string", src));
-    m.summary = j["summary"].get<std::string>();
-  }
+  HANPU_RETURN_IF_ERROR(fields::name_and_summary(j, src, &m.name, &m.summary));
   int64_t n = 0;
   HANPU_RETURN_IF_ERROR(integer(j, src, "cores", 1, 1024, &n));
   m.cores = static_cast<int>(n);
@@ -110,35 +102,16 @@ Status parse_npu_machine(const std::string& text, const std::string& src, NpuMac
   HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "cube_mac", &m.energy.cube_mac));
   HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "vector_byte", &m.energy.vector_byte));
   HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "static_w", &m.energy.static_w));
-  // Every number needs its source: a target without one is refused.
-  const nlohmann::json* sources = nullptr;
-  HANPU_RETURN_IF_ERROR(object(j, src, "sources", &sources));
-  for (const char* key : {"cores", "clock_ghz", "buffers", "cube", "vector", "paths_gbps", "gm_gbps", "energy_pj"}) {
-    if (!sources->contains(key) || !(*sources)[key].is_string()) {
-      return Status::Error(fmt::format("{}: sources.{} is missing (every figure names where it came from)", src, key));
-    }
-  }
-  for (const auto& [k, s] : sources->items()) {
-    if (s.is_string()) m.sources[k] = s.get<std::string>();
-  }
+  HANPU_RETURN_IF_ERROR(fields::sources(
+      j, src, {"cores", "clock_ghz", "buffers", "cube", "vector", "paths_gbps", "gm_gbps", "energy_pj"}, &m.sources));
   *out = std::move(m);
   return Status::Ok();
 }
 
 Status load_npu_machine(const std::string& name_or_path, NpuMachine* out) {
-  for (const BuiltinTarget& t : builtin_targets()) {
-    if (name_or_path == t.name) return parse_npu_machine(t.json, std::string("built-in ") + t.name, out);
-  }
-  std::ifstream in(name_or_path, std::ios::binary);
-  if (!in) {
-    std::string names;
-    for (const auto& n : npu_machine_names()) names += (names.empty() ? "" : ", ") + n;
-    return Status::Error(fmt::format("NPU target '{}' is neither a built-in one ({}) nor a readable JSON file",
-                                     name_or_path, names));
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_npu_machine(ss.str(), name_or_path, out);
+  std::string text, source;
+  HANPU_RETURN_IF_ERROR(fields::target_text(name_or_path, "NPU target", npu_machine_names(), &text, &source));
+  return parse_npu_machine(text, source, out);
 }
 
 }  // namespace hanpu::npu

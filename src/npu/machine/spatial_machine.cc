@@ -1,9 +1,6 @@
 // Parsing and validating the spatial (XDNA-class) target files (see spatial_machine.h).
 #include "npu/machine/spatial_machine.h"
 
-#include <fstream>
-#include <sstream>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
@@ -46,12 +43,7 @@ Status parse_spatial_machine(const std::string& text, const std::string& src, Sp
                                      src, fmt::join(spatial_machine_names(), ", ")));
   }
   SpatialMachine m;
-  if (!j.contains("name") || !j["name"].is_string()) return Status::Error(fmt::format("{}: name must be a string", src));
-  m.name = j["name"].get<std::string>();
-  if (j.contains("summary")) {
-    if (!j["summary"].is_string()) return Status::Error(fmt::format("{}: summary must be a string", src));
-    m.summary = j["summary"].get<std::string>();
-  }
+  HANPU_RETURN_IF_ERROR(fields::name_and_summary(j, src, &m.name, &m.summary));
   HANPU_RETURN_IF_ERROR(count(j, src, "columns", 1, 64, &m.columns));
   HANPU_RETURN_IF_ERROR(count(j, src, "compute_rows", 1, 16, &m.compute_rows));
   HANPU_RETURN_IF_ERROR(positive(j, src, "clock_ghz", &m.clock_ghz));
@@ -92,34 +84,18 @@ Status parse_spatial_machine(const std::string& text, const std::string& src, Sp
   HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "bf16_mac", &m.energy.bf16_mac));
   HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "vector_byte", &m.energy.vector_byte));
   HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "static_w", &m.energy.static_w));
-  // Every number needs its source: a target without one is refused.
-  const nlohmann::json* sources = nullptr;
-  HANPU_RETURN_IF_ERROR(object(j, src, "sources", &sources));
-  for (const char* key : {"columns", "compute_rows", "clock_ghz", "compute_tile", "mem_tile", "shim_tile",
-                          "stream_bytes_per_cycle", "fifo_depth", "dram_gbps", "energy_pj"}) {
-    if (!sources->contains(key) || !(*sources)[key].is_string()) {
-      return Status::Error(fmt::format("{}: sources.{} is missing (every figure names where it came from)", src, key));
-    }
-  }
-  for (const auto& [k, s] : sources->items()) {
-    if (s.is_string()) m.sources[k] = s.get<std::string>();
-  }
+  HANPU_RETURN_IF_ERROR(fields::sources(j, src,
+                                        {"columns", "compute_rows", "clock_ghz", "compute_tile", "mem_tile", "shim_tile",
+                                         "stream_bytes_per_cycle", "fifo_depth", "dram_gbps", "energy_pj"},
+                                        &m.sources));
   *out = std::move(m);
   return Status::Ok();
 }
 
 Status load_spatial_machine(const std::string& name_or_path, SpatialMachine* out) {
-  for (const BuiltinTarget& t : builtin_targets()) {
-    if (name_or_path == t.name) return parse_spatial_machine(t.json, std::string("built-in ") + t.name, out);
-  }
-  std::ifstream in(name_or_path, std::ios::binary);
-  if (!in) {
-    return Status::Error(fmt::format("spatial target '{}' is neither a built-in one ({}) nor a readable JSON file",
-                                     name_or_path, fmt::join(spatial_machine_names(), ", ")));
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_spatial_machine(ss.str(), name_or_path, out);
+  std::string text, source;
+  HANPU_RETURN_IF_ERROR(fields::target_text(name_or_path, "spatial target", spatial_machine_names(), &text, &source));
+  return parse_spatial_machine(text, source, out);
 }
 
 }  // namespace hanpu::npu

@@ -142,12 +142,11 @@ int64_t NpuSim::record(int core, Engine e, double cycles, double latency, int64_
                        const std::vector<Tile*>& reads, const std::vector<Tile*>& writes,
                        const std::vector<GmTensor*>& gm_reads, GmTensor* gm_write) {
   const int64_t id = static_cast<int64_t>(instrs_.size());
-  Instr in;
-  in.core = core;
-  in.engine = e;
+  Event in;
+  in.queue = core * kNumEngines + static_cast<int>(e);
   in.cycles = cycles;
   in.latency = latency;
-  in.gm_bytes = gm_bytes;
+  in.shared_bytes = gm_bytes;
   in.epoch = epoch_;
   for (Tile* t : reads) {  // read after write
     if (t->last_write >= 0) in.deps.push_back(t->last_write);
@@ -361,81 +360,10 @@ Status NpuSim::cross_core_sync() {
 SimStats NpuSim::finish() {
   SimStats s = stats_;
   const int C = m_.cores;
-  const size_t n = instrs_.size();
-  s.instructions = static_cast<int64_t>(n);
-  // Queues per (core, engine) in program order.
-  std::vector<std::vector<int64_t>> queue(static_cast<size_t>(C) * kNumEngines);
-  for (size_t i = 0; i < n; ++i) queue[instrs_[i].core * kNumEngines + static_cast<int>(instrs_[i].engine)].push_back(i);
-  std::vector<size_t> head(queue.size(), 0);
-  std::vector<double> engine_free(queue.size(), 0.0), finish(n, -1.0);
-  // Launches: epoch e starts when every instruction of epoch e - 1 is done, plus the overhead.
-  const int epochs = epoch_ + 1;
-  std::vector<int64_t> left(epochs, 0);
-  for (const Instr& in : instrs_) ++left[in.epoch];
-  std::vector<double> epoch_start(epochs + 1, 0.0), epoch_end(epochs, 0.0);
-  // overhead[e]: what starting epoch e costs after e - 1 ends (a launch, or nothing for a
-  // cross-core sync, whose flag traffic is instructions of its own).
-  std::vector<double> overhead(epochs + 1, 0.0);
-  for (int e = 1; e < epochs && e - 1 < static_cast<int>(epoch_overhead_.size()); ++e) overhead[e] = epoch_overhead_[e - 1];
-  epoch_start[0] = 0;
-  int open_epoch = 0;
-  while (open_epoch < epochs && left[open_epoch] == 0) {
-    epoch_start[open_epoch + 1] = epoch_start[open_epoch] + overhead[open_epoch + 1];
-    ++open_epoch;
-  }
-  const double gm_bytes_per_cycle = m_.gm_gbps / m_.clock_ghz;
-  double gm_free = 0;
-  size_t done = 0;
-  while (done < n) {
-    // The queue head that can start first (ties: lowest id), among heads whose deps are done.
-    int64_t best = -1;
-    double best_start = 0;
-    size_t best_q = 0;
-    for (size_t q = 0; q < queue.size(); ++q) {
-      if (head[q] >= queue[q].size()) continue;
-      const int64_t id = queue[q][head[q]];
-      const Instr& in = instrs_[id];
-      if (in.epoch > open_epoch) continue;
-      double start = std::max(engine_free[q], epoch_start[in.epoch]);
-      bool ready = true;
-      for (int64_t d : in.deps) {
-        if (finish[d] < 0) {
-          ready = false;
-          break;
-        }
-        start = std::max(start, finish[d]);
-      }
-      if (!ready) continue;
-      if (best < 0 || start < best_start || (start == best_start && id < best)) {
-        best = id;
-        best_start = start;
-        best_q = q;
-      }
-    }
-    if (best < 0) break;  // cannot happen: program order and deps point backwards
-    const Instr& in = instrs_[best];
-    double end = best_start + in.latency + in.cycles;
-    if (in.gm_bytes > 0) {  // the shared GM serves transfers in the order they start
-      const double gm_start = std::max(gm_free, best_start + in.latency);
-      gm_free = gm_start + static_cast<double>(in.gm_bytes) / gm_bytes_per_cycle;
-      end = std::max(end, gm_free);
-    }
-    finish[best] = end;
-    engine_free[best_q] = end;
-    s.engine_busy_cycles[static_cast<int>(in.engine)] += end - best_start;
-    ++head[best_q];
-    ++done;
-    epoch_end[in.epoch] = std::max(epoch_end[in.epoch], end);
-    if (--left[in.epoch] == 0 && in.epoch == open_epoch) {
-      while (open_epoch < epochs && left[open_epoch] == 0) {
-        epoch_start[open_epoch + 1] = std::max(epoch_end[open_epoch], epoch_start[open_epoch]) + overhead[open_epoch + 1];
-        ++open_epoch;
-      }
-    }
-  }
-  double latency = 0;
-  for (double f : finish) latency = std::max(latency, f);
-  latency = std::max(latency, epochs > 1 ? overhead[1] : 0.0);
+  s.instructions = static_cast<int64_t>(instrs_.size());
+  const Replay r = replay(instrs_, C * kNumEngines, epoch_overhead_, m_.gm_gbps / m_.clock_ghz);
+  for (size_t q = 0; q < r.busy.size(); ++q) s.engine_busy_cycles[q % kNumEngines] += r.busy[q];
+  const double latency = r.latency_cycles;
   s.latency_cycles = latency;
   s.latency_ms = latency / (m_.clock_ghz * 1e6);
   for (size_t i = 0; i < arenas_.size(); ++i) {

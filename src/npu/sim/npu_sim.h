@@ -31,6 +31,7 @@
 
 #include "hanpu/status.h"
 #include "npu/machine/npu_machine.h"
+#include "npu/sim/event_core.h"
 
 namespace hanpu::npu {
 
@@ -138,15 +139,6 @@ class NpuSim {
   SimStats finish();
 
  private:
-  struct Instr {
-    int core = 0;
-    Engine engine = Engine::kVector;
-    double cycles = 0;      // engine time at the path's or unit's rate
-    double latency = 0;     // fixed start-up (DMA latency, pipeline fill)
-    int64_t gm_bytes = 0;   // bytes crossing GM (shared bandwidth)
-    int epoch = 0;          // kernel launch it belongs to
-    std::vector<int64_t> deps;
-  };
   struct Arena;
   // Appends an instruction whose dependencies come from the tiles it reads (after their last
   // write) and writes (after their last use) and the GM tensors it reads.
@@ -159,7 +151,7 @@ class NpuSim {
   std::deque<GmTensor> gm_;
   std::vector<std::unique_ptr<Arena>> arenas_;  // [core * kNumBufs + buf]
   std::deque<Tile> tiles_;
-  std::vector<Instr> instrs_;
+  std::vector<Event> instrs_;  // queue = core * kNumEngines + engine; shared bytes = GM bytes
   int epoch_ = 0;
   std::vector<double> epoch_overhead_;  // per epoch boundary (launch overhead or 0)
   GmTensor* sync_flags_ = nullptr;

@@ -10,6 +10,7 @@ Replay replay(const std::vector<Event>& events, int queues, const std::vector<do
   Replay r;
   const size_t n = events.size();
   r.finish.assign(n, -1.0);
+  r.start.assign(n, 0.0);
   r.busy.assign(static_cast<size_t>(queues), 0.0);
   std::vector<std::vector<int64_t>> queue(static_cast<size_t>(queues));
   int epochs = 1;
@@ -67,6 +68,7 @@ Replay replay(const std::vector<Event>& events, int queues, const std::vector<do
       shared_free = shared_start + static_cast<double>(ev.shared_bytes) / shared_bytes_per_cycle;
       end = std::max(end, shared_free);
     }
+    r.start[best] = best_start;
     r.finish[best] = end;
     queue_free[best_q] = end;
     r.busy[best_q] += end - best_start;

@@ -22,7 +22,7 @@ struct Event {
 };
 
 struct Replay {
-  std::vector<double> finish;      // per event
+  std::vector<double> start, finish;  // per event
   std::vector<double> busy;        // per queue: summed event time
   double latency_cycles = 0;       // when the last event (or the first launch) is done
 };

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "hanpu/attn.h"
 #include "hanpu/la.h"
 #include "hanpu/status.h"
 
@@ -59,5 +60,32 @@ Status describe_npu_plan(const std::string& target, LaMech mech, int heads, int6
 // states). Every variant runs GDN and KDA. Not yet supported (a clear error): varlen
 // batches, GVA (HV != H), in-kernel q/k L2 norm, K or V above 128 or not a multiple of 16.
 Status npu_la_prefill(const LaArgs& args, const NpuLaOptions& options, NpuLaStats* stats);
+
+// ---- Spatial (XDNA-class) targets: fused attention --------------------------------------
+
+struct NpuAttnOptions {
+  std::string target = "xdna2";                // a spatial target: xdna1, xdna2, or a JSON file
+  std::string variant = "steel";                // see npu_attn_variants()
+  std::string placement = "sparsity-aware";     // query blocks on pipelines: uniform, sparsity-aware
+};
+
+struct NpuAttnStats {
+  std::string target, variant, placement;
+  double latency_ms = 0;
+  int64_t offchip_bytes = 0;  // DRAM read + written
+  double stall_ms = 0;        // producers held by consumers that had not released (summed)
+  double compute_util = 0;    // busy compute-core time / (compute tiles x latency)
+  double macs = 0;
+  double energy_mj = 0;
+  int64_t events = 0;
+};
+
+std::vector<std::string> npu_attn_variants();  // "steel" so far
+
+// Causal (or unmasked) multi-head attention prefill on a spatial target: q, k, v, o [T, H, 64]
+// of any storage dtype (held as bf16 on the array, as STEEL does); Hq = Hkv, T = Tk, no q
+// offset, D = 64 (STEEL's 64 x 64 tiles). Outputs are computed by the dataflow's arithmetic;
+// timing, traffic, stalls and energy come from replaying the recorded program.
+Status npu_attn_prefill(const AttnArgs& args, const NpuAttnOptions& options, NpuAttnStats* stats);
 
 }  // namespace hanpu

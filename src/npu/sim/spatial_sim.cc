@@ -2,6 +2,7 @@
 #include "npu/sim/spatial_sim.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -65,14 +66,21 @@ Status SpatialSim::fifo(const std::string& name, TileId producer, const std::vec
     ++used;
     return Status::Ok();
   };
-  HANPU_RETURN_IF_ERROR(take(producer, true));
+  for (const TileId& c : consumers) HANPU_RETURN_IF_ERROR(check_tile(c));
+  // Vertical neighbours among compute tiles share memory: the objects live in one buffer
+  // pool, no DMA channel and no stream (mlir-aie's shared-memory ObjectFIFO).
+  const bool shared = consumers.size() == 1 && producer.row >= 2 && consumers[0].row >= 2 &&
+                      producer.col == consumers[0].col && std::abs(producer.row - consumers[0].row) == 1;
   HANPU_RETURN_IF_ERROR(reserve(producer, bytes * depth, "fifo '" + name + "' (producer)"));
-  for (const TileId& c : consumers) {
-    HANPU_RETURN_IF_ERROR(check_tile(c));
-    HANPU_RETURN_IF_ERROR(take(c, false));
-    HANPU_RETURN_IF_ERROR(reserve(c, bytes * depth, "fifo '" + name + "' (consumer)"));
+  if (!shared) {
+    HANPU_RETURN_IF_ERROR(take(producer, true));
+    for (const TileId& c : consumers) {
+      HANPU_RETURN_IF_ERROR(take(c, false));
+      HANPU_RETURN_IF_ERROR(reserve(c, bytes * depth, "fifo '" + name + "' (consumer)"));
+    }
   }
   Fifo f;
+  f.shared = shared;
   f.name = name;
   f.producer = producer;
   f.consumers = consumers;
@@ -94,12 +102,20 @@ int64_t SpatialSim::put(int id, const std::vector<int64_t>& after) {
                    // every release is recorded
   bool dram = f.producer.row == 0;
   for (const TileId& c : f.consumers) dram = dram || c.row == 0;
-  e.cycles = static_cast<double>(f.bytes) / m_.stream_bytes_per_cycle;
-  e.latency = dram ? m_.dram_latency_cycles : m_.stream_latency_cycles;
+  e.cycles = f.shared ? 0.0 : static_cast<double>(f.bytes) / m_.stream_bytes_per_cycle;
+  e.latency = f.shared ? 0.0 : dram ? m_.dram_latency_cycles : m_.stream_latency_cycles;
   int64_t offchip = f.producer.row == 0 ? f.bytes : 0;
   for (const TileId& c : f.consumers) offchip += c.row == 0 ? f.bytes : 0;
   e.shared_bytes = offchip;
   offchip_ += offchip;
+  if (f.shared) {  // handed over in place: the consumer reads the producer's buffer
+    const int64_t ev = static_cast<int64_t>(events_.size());
+    events_.push_back(std::move(e));
+    f.puts.push_back(ev);
+    puts_.push_back({ev, after});
+    put_of_.push_back({id, static_cast<int>(k)});
+    return ev;
+  }
   stream_ += f.bytes;  // one stream feeds every consumer of a broadcast
   const auto count_level = [&](TileId t) {
     if (t.row == 1) memtile_bytes_ += f.bytes;

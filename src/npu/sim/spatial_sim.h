@@ -73,6 +73,7 @@ class SpatialSim {
     std::vector<TileId> consumers;
     int64_t bytes = 0;
     int depth = 2;
+    bool shared = false;  // vertical compute neighbours: one buffer pool, no DMA
     int queue = 0;                                // the producer's DMA channel (its in-order queue)
     std::vector<int64_t> puts;                    // event per object
     std::vector<std::vector<int64_t>> releases;   // per consumer, event per object

@@ -1,0 +1,186 @@
+// STEEL on the spatial model (see attn_steel.h).
+#include "npu/kernels/attn_steel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "hanpu/dtype.h"
+
+namespace hanpu::npu {
+
+namespace {
+
+float bf16(float x) { return bf16_bits_to_f32(f32_to_bf16_bits(x)); }
+
+// The pipeline's arithmetic for one (head, query block): per key block, S = Q K^T scaled by
+// log2(e)/sqrt(D) (folded), masked, a running row max; P = exp2(S - m) rounded to bf16;
+// O = O 2^(m_old - m) + P V; at the end O / l.
+void block_math(const AttnShape& s, const float* q, const float* k, const float* v, float* o, int h, int64_t qb) {
+  const int D = s.D;
+  const int64_t HD = static_cast<int64_t>(s.H) * D;
+  const int64_t r0 = qb * kSteelTile, r1 = std::min(s.T, r0 + kSteelTile);
+  const float c = s.scale * 1.4426950408889634f;
+  std::vector<double> acc(static_cast<size_t>(D));
+  std::vector<float> p;
+  for (int64_t i = r0; i < r1; ++i) {
+    const int64_t kend = s.causal ? i + 1 : s.T;
+    float m = -std::numeric_limits<float>::infinity(), l = 0;
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (int64_t j0 = 0; j0 < kend; j0 += kSteelTile) {
+      const int64_t j1 = std::min(kend, j0 + kSteelTile);
+      p.assign(static_cast<size_t>(j1 - j0), 0.0f);
+      float mb = m;
+      for (int64_t j = j0; j < j1; ++j) {
+        float dot = 0;
+        for (int d = 0; d < D; ++d) dot += q[i * HD + h * D + d] * k[j * HD + h * D + d];
+        p[j - j0] = dot * c;
+        mb = std::max(mb, p[j - j0]);
+      }
+      const float rescale = std::exp2(m - mb);
+      l *= rescale;
+      for (double& a : acc) a *= rescale;
+      for (int64_t j = j0; j < j1; ++j) {
+        const float pj = bf16(std::exp2(p[j - j0] - mb));
+        l += pj;
+        for (int d = 0; d < D; ++d) acc[d] += static_cast<double>(pj) * v[j * HD + h * D + d];
+      }
+      m = mb;
+    }
+    for (int d = 0; d < D; ++d) o[i * HD + h * D + d] = static_cast<float>(acc[d] / l);
+  }
+}
+
+struct Pipe {
+  TileId qk, sm, pv;
+  int q = 0, a = 0, pin = 0, pout = 0, scale = 0, o = 0;  // FIFO ids
+  int group = 0, member = 0;
+};
+
+}  // namespace
+
+Status steel_attention(SpatialSim& sim, const AttnShape& s, const std::string& placement, const float* q,
+                       const float* k, const float* v, float* o) {
+  const SpatialMachine& m = sim.machine();
+  if (m.compute_rows < 3) return Status::Error(fmt::format("{}: STEEL needs 3 compute rows per pipeline", m.name));
+  if (s.D != kSteelTile) return Status::Error(fmt::format("npu attn: D = {}: STEEL's tiles are 64 x 64 (D = 64)", s.D));
+  if (placement != "uniform" && placement != "sparsity-aware") {
+    return Status::Error(fmt::format("npu attn: unknown placement '{}' (uniform, sparsity-aware)", placement));
+  }
+  const int P = m.columns;  // one pipeline per column
+  const int64_t tile = static_cast<int64_t>(kSteelTile) * kSteelTile * 2;  // a 64 x 64 bf16 tile
+  const int64_t NB = (s.T + kSteelTile - 1) / kSteelTile;                 // query and key blocks
+  // Q split and O join through two mem tiles (a mem tile has 6 channels each way), K and V
+  // broadcast from two more; P swizzled through each pipeline's own mem tile; A and the
+  // rescale factors pass between vertical neighbours in shared memory.
+  const int groups = P > 4 ? 2 : 1, per_group = (P + groups - 1) / groups;
+  const auto group_col = [&](int g) { return g * per_group; };
+  const int kcol = std::min(1, P - 1), vcol = std::min(2, P - 1);
+  std::vector<Pipe> pipes(static_cast<size_t>(P));
+  std::vector<int> q_in(groups), o_out(groups);
+  int k_in = 0, k_bc = 0, v_in = 0, v_bc = 0;
+  for (int g = 0; g < groups; ++g) {
+    const int members = std::min(per_group, P - g * per_group);
+    HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("q{}.in", g), {group_col(g), 0}, {{group_col(g), 1}}, tile * members, 2,
+                                   &q_in[g]));
+    HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("o{}.out", g), {group_col(g), 1}, {{group_col(g), 0}}, tile * members, 1,
+                                   &o_out[g]));
+  }
+  std::vector<TileId> qk_tiles, pv_tiles;
+  for (int i = 0; i < P; ++i) {
+    qk_tiles.push_back({i, 2});
+    pv_tiles.push_back({i, 4});
+  }
+  HANPU_RETURN_IF_ERROR(sim.fifo("k.in", {kcol, 0}, {{kcol, 1}}, tile, 2, &k_in));
+  HANPU_RETURN_IF_ERROR(sim.fifo("k.broadcast", {kcol, 1}, qk_tiles, tile, 2, &k_bc));
+  HANPU_RETURN_IF_ERROR(sim.fifo("v.in", {vcol, 0}, {{vcol, 1}}, tile, 2, &v_in));
+  HANPU_RETURN_IF_ERROR(sim.fifo("v.broadcast", {vcol, 1}, pv_tiles, tile, 2, &v_bc));
+  for (int i = 0; i < P; ++i) {
+    Pipe& p = pipes[static_cast<size_t>(i)];
+    p.qk = {i, 2};
+    p.sm = {i, 3};
+    p.pv = {i, 4};
+    p.group = i / per_group;
+    p.member = i % per_group;
+    const TileId gm{group_col(p.group), 1};
+    HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("q{}", i), gm, {p.qk}, tile, 2, &p.q));
+    HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("a{}", i), p.qk, {p.sm}, tile, 2, &p.a));
+    HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("p{}.in", i), p.sm, {{i, 1}}, tile, 2, &p.pin));
+    HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("p{}.out", i), {i, 1}, {p.pv}, tile, 2, &p.pout));
+    HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("s{}", i), p.sm, {p.pv}, 4 * kSteelTile * 2, 2, &p.scale));
+    HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("o{}", i), p.pv, {gm}, tile, 1, &p.o));
+    HANPU_RETURN_IF_ERROR(sim.reserve(p.pv, static_cast<int64_t>(kSteelTile) * kSteelTile * 4, "O accumulator"));
+  }
+  // Query blocks per pipeline, in waves: pipeline i's w-th block.
+  const int64_t waves = (NB + P - 1) / P;
+  const auto block_of = [&](int i, int64_t w) -> int64_t {
+    const int64_t b = placement == "sparsity-aware" ? w * P + i : i * waves + w;
+    return b < NB ? b : -1;
+  };
+  const double tile_macs = static_cast<double>(kSteelTile) * kSteelTile * kSteelTile;
+  const int64_t tile_vec = static_cast<int64_t>(kSteelTile) * kSteelTile * 4;
+  std::vector<int64_t> o_put(static_cast<size_t>(P));
+  for (int h = 0; h < s.H; ++h) {
+    for (int64_t w = 0; w < waves; ++w) {
+      std::vector<int64_t> q_put(groups);
+      for (int g = 0; g < groups; ++g) q_put[g] = sim.put(q_in[g], {});
+      std::vector<std::vector<int64_t>> q_split(groups);
+      for (Pipe& p : pipes) q_split[p.group].push_back(sim.put(p.q, {q_put[p.group]}));
+      for (int g = 0; g < groups; ++g) sim.release(q_in[g], 0, q_split[g]);
+      for (int64_t j = 0; j < NB; ++j) {
+        const int64_t kp = sim.put(k_in, {});
+        const int64_t kb = sim.put(k_bc, {kp});
+        sim.release(k_in, 0, {kb});
+        const int64_t vp = sim.put(v_in, {});
+        const int64_t vb = sim.put(v_bc, {vp});
+        sim.release(v_in, 0, {vb});
+        for (int i = 0; i < P; ++i) {
+          Pipe& p = pipes[static_cast<size_t>(i)];
+          const int64_t b = block_of(i, w);
+          // Fully masked blocks (and idle pipelines) skip the work; K and V still arrive.
+          const bool work = b >= 0 && (!s.causal || j <= b);
+          const int64_t qk = sim.compute(p.qk, work ? tile_macs : 0, work ? tile_vec : 0, 0, {kb});
+          sim.release(k_bc, i, {qk});
+          const int64_t a = sim.put(p.a, {qk});
+          const int64_t sm = sim.compute(p.sm, 0, work ? 3 * tile_vec : 0, work ? kSteelTile * kSteelTile : 0, {a});
+          sim.release(p.a, 0, {sm});
+          const int64_t pin = sim.put(p.pin, {sm});
+          const int64_t sc = sim.put(p.scale, {sm});
+          const int64_t pout = sim.put(p.pout, {pin});
+          sim.release(p.pin, 0, {pout});
+          const int64_t pv = sim.compute(p.pv, work ? tile_macs : 0, work ? 2 * tile_vec : 0, 0, {pout, vb, sc});
+          sim.release(p.pout, 0, {pv});
+          sim.release(p.scale, 0, {pv});
+          sim.release(v_bc, i, {pv});
+          if (j == NB - 1) {
+            const int64_t fin = sim.compute(p.pv, 0, tile_vec, 0, {pv});  // O / l
+            sim.release(p.q, 0, {qk});
+            o_put[static_cast<size_t>(i)] = sim.put(p.o, {fin});
+          }
+        }
+      }
+      // O: every pipeline's tile joined in its group's mem tile, then to DRAM.
+      for (int g = 0; g < groups; ++g) {
+        std::vector<int64_t> members;
+        for (int i = 0; i < P; ++i) {
+          if (pipes[static_cast<size_t>(i)].group == g) members.push_back(o_put[static_cast<size_t>(i)]);
+        }
+        const int64_t out = sim.put(o_out[g], members);
+        for (Pipe& p : pipes) {
+          if (p.group == g) sim.release(p.o, 0, {out});
+        }
+        sim.release(o_out[g], 0, {out});
+      }
+      for (int i = 0; i < P; ++i) {
+        const int64_t b = block_of(i, w);
+        if (b >= 0) block_math(s, q, k, v, o, h, b);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace hanpu::npu

@@ -108,21 +108,15 @@ int64_t SpatialSim::put(int id, const std::vector<int64_t>& after) {
   for (const TileId& c : f.consumers) offchip += c.row == 0 ? f.bytes : 0;
   e.shared_bytes = offchip;
   offchip_ += offchip;
-  if (f.shared) {  // handed over in place: the consumer reads the producer's buffer
-    const int64_t ev = static_cast<int64_t>(events_.size());
-    events_.push_back(std::move(e));
-    f.puts.push_back(ev);
-    puts_.push_back({ev, after});
-    put_of_.push_back({id, static_cast<int>(k)});
-    return ev;
+  if (!f.shared) {  // a shared-memory hand-over moves no bytes: the consumer reads in place
+    stream_ += f.bytes;  // one stream feeds every consumer of a broadcast
+    const auto count_level = [&](TileId t) {
+      if (t.row == 1) memtile_bytes_ += f.bytes;
+      if (t.row >= 2) local_bytes_ += f.bytes;
+    };
+    count_level(f.producer);
+    for (const TileId& c : f.consumers) count_level(c);
   }
-  stream_ += f.bytes;  // one stream feeds every consumer of a broadcast
-  const auto count_level = [&](TileId t) {
-    if (t.row == 1) memtile_bytes_ += f.bytes;
-    if (t.row >= 2) local_bytes_ += f.bytes;
-  };
-  count_level(f.producer);
-  for (const TileId& c : f.consumers) count_level(c);
   const int64_t ev = static_cast<int64_t>(events_.size());
   events_.push_back(std::move(e));
   f.puts.push_back(ev);

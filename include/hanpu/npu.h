@@ -45,7 +45,8 @@ struct NpuVariantInfo {
   bool ablation_only;  // an intermediate step of the hanpu ablation (HA-NPU Figure 18)
 };
 std::vector<NpuVariantInfo> npu_la_variants();
-std::vector<std::string> npu_targets();
+std::vector<std::string> npu_targets();          // the Ascend-class built-ins
+std::vector<std::string> npu_spatial_targets();  // the spatial (XDNA-class) built-ins
 
 // HA-NPU's offline plan for a GDN or KDA prefill on the target, as text: the chunk's
 // operator order before and after reordering with the predicted peak on-core footprint and

@@ -72,7 +72,14 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
   for (const auto& t : npu_targets()) targets += (targets.empty() ? "" : ", ") + t;
   for (const auto& v : npu_la_variants())
     variants += (variants.empty() ? "" : ", ") + std::string(v.name);
-  cmd.add_option("--target", o.target, "NPU target: " + targets + ", or a JSON file")
+  std::string spatial;
+  for (const auto& t : npu_spatial_targets()) spatial += (spatial.empty() ? "" : ", ") + t;
+  cmd.add_option("--op", o.op, "la (LA prefill, Ascend-class targets) or attn (STEEL attention, spatial targets)")
+      ->capture_default_str();
+  auto* target = cmd.add_option("--target", o.target,
+                                "NPU target: " + targets + " (--op la); " + spatial + " (--op attn, default xdna2); or a JSON file")
+                     ->capture_default_str();
+  cmd.add_option("--placement", o.placement, "--op attn: query blocks on pipelines: uniform, sparsity-aware")
       ->capture_default_str();
   cmd.add_option(
          "--mech", o.mech,
@@ -87,18 +94,31 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
                "the ablation steps fla, hanpu-fused, hanpu-reordered, hanpu (at T 1024, 16 heads "
                "unless --seq / --heads)")
       ->excludes("--variant");
-  cmd.callback([&o, heads, seq] {
+  auto* dim = cmd.add_option("--dim", o.dim, "head dim (LA: K = V, multiple of 16, <= 128; attn: 64)")
+                  ->capture_default_str();
+  cmd.callback([&o, heads, seq, target, dim] {
+    if (o.op == "attn") {  // STEEL's BERT shape unless told otherwise
+      if (target->count() == 0) o.target = "xdna2";
+      if (heads->count() == 0) o.heads = {12};
+      if (dim->count() == 0) o.dim = 64;
+      if (seq->count() == 0) o.seq = {512, 1024, 2048, 4096};
+      return;
+    }
     if (!o.ablation) return;
     if (heads->count() == 0) o.heads = {16};
     if (seq->count() == 0) o.seq = {1024};
   });
-  cmd.add_option("--dim", o.dim, "head dim K = V (multiple of 16, <= 128)")->capture_default_str();
   cmd.add_option("--chunk", o.chunk, "chunk size C: 16, 32, 64")->capture_default_str();
   cmd.add_flag("!--no-check", o.check, "skip the float64 reference check (faster)");
   cmd.add_flag("--json", o.json, "one JSON object per row on stdout");
 }
 
 int run_sim(const SimOptions& o) {
+  if (o.op == "attn") return run_sim_attn(o);
+  if (o.op != "la") {
+    std::fprintf(stderr, "error: --op %s: la or attn\n", o.op.c_str());
+    return 2;
+  }
   std::vector<std::string> variants;
   if (o.ablation) {
     variants = {"fla", "hanpu-fused", "hanpu-reordered", "hanpu"};

@@ -1,4 +1,4 @@
-// `hanpu sim`: LA prefill on a modelled NPU — every variant executed by the simulator on
+// `hanpu sim`: LA prefill (or, with --op attn, fused attention) on a modelled NPU — every variant executed by the simulator on
 // seeded random inputs, its output checked against the CPU's fp32 recurrent kernel (nmse_o;
 // the tests check against float64), one row per run (table, or JSON lines with --json).
 #pragma once
@@ -11,7 +11,9 @@
 namespace hanpu::cli {
 
 struct SimOptions {
-  std::string target = "ascend-310p";
+  std::string op = "la";  // la (Ascend-class targets) or attn (spatial targets)
+  std::string target = "ascend-310p";  // attn: xdna2 unless given
+  std::vector<std::string> placement = {"uniform", "sparsity-aware"};  // attn
   std::vector<std::string> mech = {"gdn"};
   std::vector<int> heads = {16, 32, 48};
   std::vector<long> seq = {512, 1024, 2048, 4096};
@@ -25,5 +27,7 @@ struct SimOptions {
 
 void add_sim_options(CLI::App& cmd, SimOptions& o);
 int run_sim(const SimOptions& o);
+// --op attn: fused attention on a spatial target (STEEL), one row per run.
+int run_sim_attn(const SimOptions& o);
 
 }  // namespace hanpu::cli

@@ -14,6 +14,7 @@
 namespace hanpu {
 
 std::vector<std::string> npu_attn_variants() { return {"steel"}; }
+std::vector<std::string> npu_spatial_targets() { return npu::spatial_machine_names(); }
 
 Status npu_attn_prefill(const AttnArgs& a, const NpuAttnOptions& opt, NpuAttnStats* stats) {
   const auto shape_of = [](const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); };

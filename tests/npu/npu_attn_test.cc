@@ -103,12 +103,32 @@ TEST(NpuAttn, PlacementNeverChangesOutputs) {
   EXPECT_LT(sa.compute_util, 0.5);
 }
 
+TEST(NpuAttn, LayerBaselineIsCorrectAndSteelBeatsIt) {
+  for (auto [T, H] : {std::pair<int64_t, int>{17, 2}, {130, 1}}) {
+    Data d = make(T, H, 300 + T);
+    const AttnArgs a = d.args(AttnMask::kCausal);
+    ASSERT_TRUE(npu_attn_prefill(a, {.variant = "layer"}, nullptr).ok());
+    // S and P stored as bf16 between the kernels.
+    EXPECT_LT(nmse(d.o, ref::attention(a).o), 5e-5) << T;
+  }
+  for (const char* target : {"xdna1", "xdna2"}) {
+    Data d = make(1024, 2, 11);
+    const AttnArgs a = d.args(AttnMask::kCausal);
+    NpuAttnStats steel, layer;
+    ASSERT_TRUE(npu_attn_prefill(a, {.target = target, .variant = "steel"}, &steel).ok());
+    ASSERT_TRUE(npu_attn_prefill(a, {.target = target, .variant = "layer"}, &layer).ok());
+    EXPECT_LT(steel.latency_ms, layer.latency_ms) << target;
+    EXPECT_LT(4 * steel.offchip_bytes, layer.offchip_bytes) << target;  // S and P through DRAM
+    EXPECT_EQ(layer.placement, "none");
+  }
+}
+
 TEST(NpuAttn, BadCallsAreNamed) {
   Data d = make(64, 1, 9);
   AttnArgs a = d.args(AttnMask::kCausal);
   const auto err = [&](const AttnArgs& x, const NpuAttnOptions& o) { return npu_attn_prefill(x, o, nullptr).message(); };
   EXPECT_NE(err(a, {.placement = "random"}).find("unknown placement 'random'"), std::string::npos);
-  EXPECT_NE(err(a, {.variant = "dato"}).find("unknown variant 'dato'"), std::string::npos);
+  EXPECT_NE(err(a, {.variant = "dato"}).find("unknown variant 'dato' (one of: steel, layer)"), std::string::npos);
   EXPECT_NE(err(a, {.target = "ascend-310p"}).find("kind must be \"spatial\""), std::string::npos);
   AttnArgs sliding = a;
   sliding.mask = AttnMask::kSliding;

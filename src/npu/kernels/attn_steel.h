@@ -28,5 +28,8 @@ inline constexpr int kSteelTile = 64;  // B_q = B_kv = 64 (IRON's mha design)
 // exp2 with the scale folded in, P passed as bf16).
 Status steel_attention(SpatialSim& sim, const AttnShape& s, const std::string& placement, const float* q,
                        const float* k, const float* v, float* o);
+// The layer-by-layer baseline (STEEL's "layer" comparison, IRON's separate GEMM, softmax and
+// scale kernels): S and P round-trip through DRAM, three launches (attn_layer_npu.cc).
+Status layer_attention(SpatialSim& sim, const AttnShape& s, const float* q, const float* k, const float* v, float* o);
 
 }  // namespace hanpu::npu

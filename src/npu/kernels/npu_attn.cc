@@ -13,7 +13,7 @@
 
 namespace hanpu {
 
-std::vector<std::string> npu_attn_variants() { return {"steel"}; }
+std::vector<std::string> npu_attn_variants() { return {"steel", "layer"}; }
 std::vector<std::string> npu_spatial_targets() { return npu::spatial_machine_names(); }
 
 Status npu_attn_prefill(const AttnArgs& a, const NpuAttnOptions& opt, NpuAttnStats* stats) {
@@ -29,7 +29,7 @@ Status npu_attn_prefill(const AttnArgs& a, const NpuAttnOptions& opt, NpuAttnSta
     return Status::Error("npu attn: masks none and causal without a query offset only (the STEEL dataflow)");
   }
   if (a.scale && !std::isfinite(*a.scale)) return Status::Error("npu attn: scale must be finite");
-  if (opt.variant != "steel") {
+  if (opt.variant != "steel" && opt.variant != "layer") {
     return Status::Error(fmt::format("npu attn: unknown variant '{}' (one of: {})", opt.variant,
                                      fmt::join(npu_attn_variants(), ", ")));
   }
@@ -50,7 +50,11 @@ Status npu_attn_prefill(const AttnArgs& a, const NpuAttnOptions& opt, NpuAttnSta
     v[i] = bf16(load_as_f32(a.v.data, a.v.dtype, i));
   }
   npu::SpatialSim sim(m);
-  HANPU_RETURN_IF_ERROR(npu::steel_attention(sim, s, opt.placement, q.data(), k.data(), v.data(), o.data()));
+  if (opt.variant == "steel") {
+    HANPU_RETURN_IF_ERROR(npu::steel_attention(sim, s, opt.placement, q.data(), k.data(), v.data(), o.data()));
+  } else {  // layer: placement does not apply (every block is computed)
+    HANPU_RETURN_IF_ERROR(npu::layer_attention(sim, s, q.data(), k.data(), v.data(), o.data()));
+  }
   npu::SpatialStats st;
   HANPU_RETURN_IF_ERROR(sim.finish(&st));
   // Outputs only after the whole run succeeded: an error leaves the caller's tensor untouched.
@@ -59,7 +63,7 @@ Status npu_attn_prefill(const AttnArgs& a, const NpuAttnOptions& opt, NpuAttnSta
     NpuAttnStats r;
     r.target = m.name;
     r.variant = opt.variant;
-    r.placement = opt.placement;
+    r.placement = opt.variant == "steel" ? opt.placement : "none";
     r.latency_ms = st.latency_ms;
     r.offchip_bytes = st.offchip_bytes;
     r.stall_ms = st.stall_ms;

@@ -22,6 +22,16 @@ SpatialSim::SpatialSim(const SpatialMachine& m) : m_(m), rows_(m.compute_rows + 
   queues_ = m_.compute_tiles();
 }
 
+void SpatialSim::launch() {
+  if (!events_.empty() || epoch_ > 0) {
+    ++epoch_;
+    epoch_overhead_.push_back(m_.launch_overhead_us * 1e3 * m_.clock_ghz);
+  }
+  std::fill(held_.begin(), held_.end(), 0);
+  std::fill(dma_in_.begin(), dma_in_.end(), 0);
+  std::fill(dma_out_.begin(), dma_out_.end(), 0);
+}
+
 int SpatialSim::tile_index(TileId t) const { return t.col * rows_ + t.row; }
 int SpatialSim::core_queue(TileId t) const { return t.col * m_.compute_rows + (t.row - 2); }
 
@@ -97,6 +107,7 @@ int64_t SpatialSim::put(int id, const std::vector<int64_t>& after) {
   Fifo& f = fifos_[static_cast<size_t>(id)];
   const size_t k = f.puts.size();
   Event e;
+  e.epoch = epoch_;
   e.queue = f.queue;
   e.deps = after;  // the wait for a free buffer at every consumer is added in finish(), once
                    // every release is recorded
@@ -129,6 +140,7 @@ int64_t SpatialSim::release(int id, int c, const std::vector<int64_t>& after) {
   Fifo& f = fifos_[static_cast<size_t>(id)];
   const TileId t = f.consumers[static_cast<size_t>(c)];
   Event e;
+  e.epoch = epoch_;
   // A compute tile releases in its program order; a mem or shim tile's DMA releases as its
   // own transfers finish (a zero-time event on that FIFO's queue).
   e.queue = t.row >= 2 ? core_queue(t) : f.queue;
@@ -144,6 +156,7 @@ int64_t SpatialSim::release(int id, int c, const std::vector<int64_t>& after) {
 int64_t SpatialSim::compute(TileId t, double macs, int64_t vector_bytes, int64_t exps,
                             const std::vector<int64_t>& after) {
   Event e;
+  e.epoch = epoch_;
   e.queue = core_queue(t);
   e.deps = after;
   e.cycles = macs / m_.bf16_macs_per_cycle + static_cast<double>(vector_bytes) / m_.vector_bytes_per_cycle +
@@ -170,7 +183,7 @@ Status SpatialSim::finish(SpatialStats* out) {
       events_[puts_[i].first].deps.push_back(f.releases[c][k - f.depth]);
     }
   }
-  const Replay r = replay(events_, queues_, {}, m_.dram_gbps / m_.clock_ghz);
+  const Replay r = replay(events_, queues_, epoch_overhead_, m_.dram_gbps / m_.clock_ghz);
   for (size_t i = 0; i < r.finish.size(); ++i) {
     if (r.finish[i] < 0) {
       return Status::Error(fmt::format("{}: the program deadlocks (event {} of {} never runs: a FIFO's consumers "

@@ -44,6 +44,11 @@ class SpatialSim {
   explicit SpatialSim(const SpatialMachine& m);
   const SpatialMachine& machine() const { return m_; }
 
+  // Starts a new kernel launch: it begins when everything before it is done plus the
+  // target's launch overhead, with the array's memory and DMA channels free again (its
+  // FIFOs are configured anew; FIFOs of earlier launches are not used after it).
+  void launch();
+
   // Reserves `bytes` of a compute tile's local memory or a mem tile's SRAM for `what`;
   // an error names the tile and what is already held when it does not fit.
   Status reserve(TileId t, int64_t bytes, const std::string& what);
@@ -89,6 +94,8 @@ class SpatialSim {
   int queues_ = 0;                        // core queues first, then one per FIFO producer channel
   std::vector<Fifo> fifos_;
   std::vector<Event> events_;
+  int epoch_ = 0;
+  std::vector<double> epoch_overhead_;
   std::vector<std::pair<int64_t, std::vector<int64_t>>> puts_;  // put event, its `after` (stall time)
   std::vector<std::pair<int, int>> put_of_;                      // per put: (fifo, object index)
   double macs_ = 0;

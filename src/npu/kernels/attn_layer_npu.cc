@@ -101,6 +101,16 @@ void store(SpatialSim& sim, const Column& col, int w, const std::vector<int64_t>
   sim.release(col.out, 0, {out});
 }
 
+// A 64 x 64 x 64 product on worker w of column c from one tile of each input stream, both
+// released after it; returns the product's event.
+int64_t product(SpatialSim& sim, const Column& col, int c, int w, double macs, int64_t vector_bytes) {
+  const int64_t a = fetch(sim, col, 0, w, {}), b = fetch(sim, col, 1, w, {});
+  const int64_t mm = sim.compute({c, 2 + w}, macs, vector_bytes, 0, {a, b});
+  sim.release(col.to[0][static_cast<size_t>(w)], 0, {mm});
+  sim.release(col.to[1][static_cast<size_t>(w)], 0, {mm});
+  return mm;
+}
+
 }  // namespace
 
 Status layer_attention(SpatialSim& sim, const AttnShape& s, const float* q, const float* k, const float* v, float* o) {
@@ -128,12 +138,7 @@ Status layer_attention(SpatialSim& sim, const AttnShape& s, const float* q, cons
         int c, w;
         worker_of(item, &c, &w);
         const Column& col = cols[static_cast<size_t>(c)];
-        const TileId t{c, 2 + w};
-        const int64_t a = fetch(sim, col, 0, w, {}), b = fetch(sim, col, 1, w, {});
-        const int64_t mm = sim.compute(t, tile_macs, tile_vec, 0, {a, b});
-        sim.release(col.to[0][static_cast<size_t>(w)], 0, {mm});
-        sim.release(col.to[1][static_cast<size_t>(w)], 0, {mm});
-        store(sim, col, w, {mm});
+        store(sim, col, w, {product(sim, col, c, w, tile_macs, tile_vec)});
       }
     }
   }
@@ -166,14 +171,8 @@ Status layer_attention(SpatialSim& sim, const AttnShape& s, const float* q, cons
       int c, w;
       worker_of(item, &c, &w);
       const Column& col = cols[static_cast<size_t>(c)];
-      const TileId t{c, 2 + w};
       int64_t last = -1;
-      for (int64_t kb = 0; kb < NB; ++kb) {
-        const int64_t p = fetch(sim, col, 0, w, {}), vv = fetch(sim, col, 1, w, {});
-        last = sim.compute(t, tile_macs, tile_vec, 0, {p, vv});
-        sim.release(col.to[0][static_cast<size_t>(w)], 0, {last});
-        sim.release(col.to[1][static_cast<size_t>(w)], 0, {last});
-      }
+      for (int64_t kb = 0; kb < NB; ++kb) last = product(sim, col, c, w, tile_macs, tile_vec);
       store(sim, col, w, {last});
     }
   }

@@ -115,4 +115,13 @@ inline std::string kind_of(const nlohmann::json& j) {
   return j.is_object() && j.contains("kind") && j["kind"].is_string() ? j["kind"].get<std::string>() : "ascend";
 }
 
+// The built-in targets of one kind, by name.
+inline std::vector<std::string> builtin_names(const std::string& kind) {
+  std::vector<std::string> out;
+  for (const BuiltinTarget& t : builtin_targets()) {
+    if (kind_of(nlohmann::json::parse(t.json, nullptr, /*allow_exceptions=*/false)) == kind) out.emplace_back(t.name);
+  }
+  return out;
+}
+
 }  // namespace hanpu::npu::fields

@@ -29,14 +29,7 @@ const char* buf_name(Buf b) { return kBufNames[static_cast<int>(b)]; }
 const char* path_name(Path p) { return kPathNames[static_cast<int>(p)]; }
 bool path_touches_gm(Path p) { return p == Path::kGmToL1 || p == Path::kGmToUb || p == Path::kUbToGm; }
 
-std::vector<std::string> npu_machine_names() {
-  std::vector<std::string> out;
-  for (const BuiltinTarget& t : builtin_targets()) {
-    const nlohmann::json j = nlohmann::json::parse(t.json, nullptr, /*allow_exceptions=*/false);
-    if (fields::kind_of(j) == "ascend") out.emplace_back(t.name);
-  }
-  return out;
-}
+std::vector<std::string> npu_machine_names() { return fields::builtin_names("ascend"); }
 
 Status parse_npu_machine(const std::string& text, const std::string& src, NpuMachine* out) {
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);

@@ -26,14 +26,7 @@ Status count(const nlohmann::json& j, const std::string& where, const char* key,
 
 }  // namespace
 
-std::vector<std::string> spatial_machine_names() {
-  std::vector<std::string> out;
-  for (const BuiltinTarget& t : builtin_targets()) {
-    const nlohmann::json j = nlohmann::json::parse(t.json, nullptr, /*allow_exceptions=*/false);
-    if (fields::kind_of(j) == "spatial") out.emplace_back(t.name);
-  }
-  return out;
-}
+std::vector<std::string> spatial_machine_names() { return fields::builtin_names("spatial"); }
 
 Status parse_spatial_machine(const std::string& text, const std::string& src, SpatialMachine* out) {
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);

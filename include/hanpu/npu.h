@@ -76,12 +76,13 @@ struct NpuAttnStats {
   int64_t offchip_bytes = 0;  // DRAM read + written
   double stall_ms = 0;        // producers held by consumers that had not released (summed)
   double compute_util = 0;    // busy compute-core time / (compute tiles x latency)
+  int busy_tiles = 0;         // compute tiles that did any work
   double macs = 0;
   double energy_mj = 0;
   int64_t events = 0;
 };
 
-std::vector<std::string> npu_attn_variants();  // "steel" so far
+std::vector<std::string> npu_attn_variants();  // "steel", "dato", "layer"
 
 // Causal (or unmasked) multi-head attention prefill on a spatial target: q, k, v, o [T, H, 64]
 // of any storage dtype (held as bf16 on the array, as STEEL does); Hq = Hkv, T = Tk, no q

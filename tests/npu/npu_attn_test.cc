@@ -1,7 +1,8 @@
-// STEEL on the spatial model: outputs against the float64 reference on the same bf16 inputs
-// (odd sizes, causal and unmasked, both targets, both placements; the output poisoned first),
-// placement never changes the output, causal blocks are skipped in compute but not in the
-// K/V streams, and bad calls are named.
+// STEEL and its baselines on the spatial model: outputs against the float64 reference on the
+// same bf16 inputs (odd sizes, causal and unmasked, both targets, both placements; the output
+// poisoned first), placement never changes the output, causal blocks are skipped in compute
+// but not in the K/V streams, sparsity-aware placement is never slower than uniform on
+// causal inputs, STEEL's pipeline layout, steel beats dato and layer, and bad calls are named.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -123,12 +124,62 @@ TEST(NpuAttn, LayerBaselineIsCorrectAndSteelBeatsIt) {
   }
 }
 
+TEST(NpuAttn, SteelRunsThePapersPipelineLayout) {
+  // 10 three-stage pipelines on XDNA2 (STEEL §IV-B: 30 of 32 cores), 6 on XDNA1 (§V-C).
+  for (auto [target, tiles] : {std::pair<const char*, int>{"xdna2", 30}, {"xdna1", 18}}) {
+    Data d = make(64 * 12, 1, 5);
+    NpuAttnStats st;
+    ASSERT_TRUE(npu_attn_prefill(d.args(AttnMask::kNone), {.target = target}, &st).ok());
+    EXPECT_EQ(st.busy_tiles, tiles) << target;
+  }
+}
+
+TEST(NpuAttn, SparsityAwareIsNeverSlowerThanUniformOnCausalInputs) {
+  // The built-in targets, and a study where each stage's work on a tile outlasts the tile's
+  // broadcast (STEEL's stated 64 MACs/cycle): there the placement must also pay off.
+  const std::string study = std::string(HANPU_DATA_DIR) + "/npu/studies/xdna2-steel-rate.json";
+  for (const std::string& target : {std::string("xdna1"), std::string("xdna2"), study}) {
+    for (auto [T, H] : {std::pair<int64_t, int>{200, 2}, {640, 1}, {1000, 1}, {1500, 2}}) {
+      Data d = make(T, H, 40 + T);
+      const AttnArgs a = d.args(AttnMask::kCausal);
+      NpuAttnStats uni, sa;
+      ASSERT_TRUE(npu_attn_prefill(a, {.target = target, .placement = "uniform"}, &uni).ok());
+      ASSERT_TRUE(npu_attn_prefill(a, {.target = target, .placement = "sparsity-aware"}, &sa).ok());
+      EXPECT_LE(sa.latency_ms, uni.latency_ms) << target << " T " << T << " H " << H;
+      if (target == study && T >= 1500) EXPECT_LT(sa.latency_ms, 0.9 * uni.latency_ms) << T;
+    }
+  }
+}
+
+TEST(NpuAttn, DatoIsCorrectAndSteelBeatsItOnXdna1) {
+  for (AttnMask mask : {AttnMask::kCausal, AttnMask::kNone}) {
+    for (auto [T, H] : {std::pair<int64_t, int>{1, 1}, {33, 2}, {130, 1}}) {
+      Data d = make(T, H, 500 + T);
+      const AttnArgs a = d.args(mask);
+      NpuAttnStats st;
+      ASSERT_TRUE(npu_attn_prefill(a, {.target = "xdna1", .variant = "dato"}, &st).ok());
+      // DATO keeps the running output and row sums in bf16 (allo's Ty), which sets the error.
+      EXPECT_LT(nmse(d.o, ref::attention(a).o), 2e-3) << T;
+      EXPECT_EQ(st.placement, "none");
+    }
+  }
+  Data d = make(1024, 2, 13);
+  const AttnArgs a = d.args(AttnMask::kCausal);
+  NpuAttnStats steel, dato;
+  ASSERT_TRUE(npu_attn_prefill(a, {.target = "xdna1", .variant = "steel"}, &steel).ok());
+  ASSERT_TRUE(npu_attn_prefill(a, {.target = "xdna1", .variant = "dato"}, &dato).ok());
+  EXPECT_LT(2 * steel.latency_ms, dato.latency_ms);
+  EXPECT_NEAR(dato.macs, 2.0 * 2 * 1024 * 1024 * 64, 1);  // nothing skipped: every chunk, both products
+  EXPECT_EQ(dato.busy_tiles, 16);                        // four columns of four stages
+}
+
 TEST(NpuAttn, BadCallsAreNamed) {
   Data d = make(64, 1, 9);
   AttnArgs a = d.args(AttnMask::kCausal);
   const auto err = [&](const AttnArgs& x, const NpuAttnOptions& o) { return npu_attn_prefill(x, o, nullptr).message(); };
   EXPECT_NE(err(a, {.placement = "random"}).find("unknown placement 'random'"), std::string::npos);
-  EXPECT_NE(err(a, {.variant = "dato"}).find("unknown variant 'dato' (one of: steel, layer)"), std::string::npos);
+  EXPECT_NE(err(a, {.variant = "flash"}).find("unknown variant 'flash' (one of: steel, dato, layer)"),
+            std::string::npos);
   EXPECT_NE(err(a, {.target = "ascend-310p"}).find("kind must be \"spatial\""), std::string::npos);
   AttnArgs sliding = a;
   sliding.mask = AttnMask::kSliding;

@@ -28,7 +28,7 @@ int run_sim_attn(const SimOptions& o) {
                 "T", "heads", "D", "latency_ms", "offchip_MiB", "stall_ms", "util%", "energy_mJ", "nmse_o");
   }
   const bool tty = isatty(fileno(stderr)) != 0;
-  // Placement applies to steel only: layer computes every block on a fixed dealing.
+  // Placement applies to steel only: dato and layer compute every block on a fixed dealing.
   const auto placements_of = [&](const std::string& v) {
     return v == "steel" ? o.placement : std::vector<std::string>{"none"};
   };

@@ -70,16 +70,26 @@ Status steel_attention(SpatialSim& sim, const AttnShape& s, const std::string& p
   if (placement != "uniform" && placement != "sparsity-aware") {
     return Status::Error(fmt::format("npu attn: unknown placement '{}' (uniform, sparsity-aware)", placement));
   }
-  const int P = m.columns;  // one pipeline per column
+  // STEEL's layout (§IV-B, §V-C): one pipeline down each column on compute rows 2-4, and
+  // with a fourth compute row one more along it for every three columns (10 pipelines on
+  // XDNA2's 8 columns, 6 on XDNA1's 5). Neighbouring stages hand A and the rescale factors
+  // over in shared memory.
+  std::vector<Pipe> pipes;
+  for (int c = 0; c < m.columns; ++c) pipes.push_back({.qk = {c, 2}, .sm = {c, 3}, .pv = {c, 4}});
+  if (m.compute_rows >= 4) {
+    for (int c = 0; c + 2 < m.columns; c += 3) pipes.push_back({.qk = {c, 5}, .sm = {c + 1, 5}, .pv = {c + 2, 5}});
+  }
+  const int P = static_cast<int>(pipes.size());
   const int64_t tile = static_cast<int64_t>(kSteelTile) * kSteelTile * 2;  // a 64 x 64 bf16 tile
   const int64_t NB = (s.T + kSteelTile - 1) / kSteelTile;                 // query and key blocks
-  // Q split and O join through two mem tiles (a mem tile has 6 channels each way), K and V
-  // broadcast from two more; P swizzled through each pipeline's own mem tile; A and the
-  // rescale factors pass between vertical neighbours in shared memory.
-  const int groups = P > 4 ? 2 : 1, per_group = (P + groups - 1) / groups;
-  const auto group_col = [&](int g) { return g * per_group; };
-  const int kcol = std::min(1, P - 1), vcol = std::min(2, P - 1);
-  std::vector<Pipe> pipes(static_cast<size_t>(P));
+  // Q is split and O joined through a mem tile per group of pipelines: a group's mem tile
+  // sends its members' Q and O to DRAM (members + 1 output channels), so a group has at
+  // most (channels - 1) members (two groups of 5 on XDNA2, as STEEL). K and V are broadcast
+  // from two more mem tiles; P is swizzled through a mem tile near each pipeline.
+  const int max_members = m.memtile_dma_out - 1;
+  const int groups = (P + max_members - 1) / max_members, per_group = (P + groups - 1) / groups;
+  const auto group_col = [&](int g) { return std::min(g * per_group, m.columns - 1); };
+  const int kcol = std::min(1, m.columns - 1), vcol = std::min(2, m.columns - 1);
   std::vector<int> q_in(groups), o_out(groups);
   int k_in = 0, k_bc = 0, v_in = 0, v_bc = 0;
   for (int g = 0; g < groups; ++g) {
@@ -90,9 +100,9 @@ Status steel_attention(SpatialSim& sim, const AttnShape& s, const std::string& p
                                    &o_out[g]));
   }
   std::vector<TileId> qk_tiles, pv_tiles;
-  for (int i = 0; i < P; ++i) {
-    qk_tiles.push_back({i, 2});
-    pv_tiles.push_back({i, 4});
+  for (const Pipe& p : pipes) {
+    qk_tiles.push_back(p.qk);
+    pv_tiles.push_back(p.pv);
   }
   HANPU_RETURN_IF_ERROR(sim.fifo("k.in", {kcol, 0}, {{kcol, 1}}, tile, 2, &k_in));
   HANPU_RETURN_IF_ERROR(sim.fifo("k.broadcast", {kcol, 1}, qk_tiles, tile, 2, &k_bc));
@@ -100,24 +110,36 @@ Status steel_attention(SpatialSim& sim, const AttnShape& s, const std::string& p
   HANPU_RETURN_IF_ERROR(sim.fifo("v.broadcast", {vcol, 1}, pv_tiles, tile, 2, &v_bc));
   for (int i = 0; i < P; ++i) {
     Pipe& p = pipes[static_cast<size_t>(i)];
-    p.qk = {i, 2};
-    p.sm = {i, 3};
-    p.pv = {i, 4};
     p.group = i / per_group;
     p.member = i % per_group;
     const TileId gm{group_col(p.group), 1};
     HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("q{}", i), gm, {p.qk}, tile, 2, &p.q));
-    HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("a{}", i), p.qk, {p.sm}, tile, 2, &p.a));
-    HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("p{}.in", i), p.sm, {{i, 1}}, tile, 2, &p.pin));
-    HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("p{}.out", i), {i, 1}, {p.pv}, tile, 2, &p.pout));
-    HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("s{}", i), p.sm, {p.pv}, 4 * kSteelTile * 2, 2, &p.scale));
     HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("o{}", i), p.pv, {gm}, tile, 1, &p.o));
+  }
+  for (int i = 0; i < P; ++i) {
+    Pipe& p = pipes[static_cast<size_t>(i)];
+    HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("a{}", i), p.qk, {p.sm}, tile, 2, &p.a));
+    // P's mem tile: the nearest one (from the softmax stage's column) with a channel free
+    // each way after the groups' Q/O and the K/V broadcasts took theirs.
+    TileId pm{-1, 1};
+    for (int d = 0; d < m.columns && pm.col < 0; ++d) {
+      for (const int c : {p.sm.col - d, p.sm.col + d}) {
+        if (pm.col < 0 && sim.free_dma({c, 1}, true) > 0 && sim.free_dma({c, 1}, false) > 0) pm.col = c;
+      }
+    }
+    if (pm.col < 0) {
+      return Status::Error(fmt::format("{}: no mem tile has a channel left each way to swizzle pipeline {}'s P "
+                                       "({} pipelines)", m.name, i, P));
+    }
+    HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("p{}.in", i), p.sm, {pm}, tile, 2, &p.pin));
+    HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("p{}.out", i), pm, {p.pv}, tile, 2, &p.pout));
+    HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("s{}", i), p.sm, {p.pv}, 4 * kSteelTile * 2, 2, &p.scale));
     HANPU_RETURN_IF_ERROR(sim.reserve(p.pv, static_cast<int64_t>(kSteelTile) * kSteelTile * 4, "O accumulator"));
   }
   // Query blocks per pipeline, in waves: pipeline i's w-th block.
   const int64_t waves = (NB + P - 1) / P;
   const auto block_of = [&](int i, int64_t w) -> int64_t {
-    const int64_t b = placement == "sparsity-aware" ? w * P + i : i * waves + w;
+    const int64_t b = placement == "sparsity-aware" ? (waves - 1 - w) * P + i : i * waves + w;
     return b < NB ? b : -1;
   };
   const double tile_macs = static_cast<double>(kSteelTile) * kSteelTile * kSteelTile;

@@ -30,6 +30,9 @@ Status steel_attention(SpatialSim& sim, const AttnShape& s, const std::string& p
                        const float* k, const float* v, float* o);
 // The layer-by-layer baseline (STEEL's "layer" comparison, IRON's separate GEMM, softmax and
 // scale kernels): S and P round-trip through DRAM, three launches (attn_layer_npu.cc).
+// DATO's task-based pipeline (QK, softmax, P V, accumulate; chunks of 32; four columns; a
+// launch per head; nothing skipped), the prior work STEEL compares against (attn_dato.cc).
+Status dato_attention(SpatialSim& sim, const AttnShape& s, const float* q, const float* k, const float* v, float* o);
 Status layer_attention(SpatialSim& sim, const AttnShape& s, const float* q, const float* k, const float* v, float* o);
 
 }  // namespace hanpu::npu

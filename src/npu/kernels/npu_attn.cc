@@ -13,7 +13,7 @@
 
 namespace hanpu {
 
-std::vector<std::string> npu_attn_variants() { return {"steel", "layer"}; }
+std::vector<std::string> npu_attn_variants() { return {"steel", "dato", "layer"}; }
 std::vector<std::string> npu_spatial_targets() { return npu::spatial_machine_names(); }
 
 Status npu_attn_prefill(const AttnArgs& a, const NpuAttnOptions& opt, NpuAttnStats* stats) {
@@ -29,7 +29,7 @@ Status npu_attn_prefill(const AttnArgs& a, const NpuAttnOptions& opt, NpuAttnSta
     return Status::Error("npu attn: masks none and causal without a query offset only (the STEEL dataflow)");
   }
   if (a.scale && !std::isfinite(*a.scale)) return Status::Error("npu attn: scale must be finite");
-  if (opt.variant != "steel" && opt.variant != "layer") {
+  if (opt.variant != "steel" && opt.variant != "dato" && opt.variant != "layer") {
     return Status::Error(fmt::format("npu attn: unknown variant '{}' (one of: {})", opt.variant,
                                      fmt::join(npu_attn_variants(), ", ")));
   }
@@ -52,6 +52,8 @@ Status npu_attn_prefill(const AttnArgs& a, const NpuAttnOptions& opt, NpuAttnSta
   npu::SpatialSim sim(m);
   if (opt.variant == "steel") {
     HANPU_RETURN_IF_ERROR(npu::steel_attention(sim, s, opt.placement, q.data(), k.data(), v.data(), o.data()));
+  } else if (opt.variant == "dato") {  // placement does not apply: fixed dealing, nothing skipped
+    HANPU_RETURN_IF_ERROR(npu::dato_attention(sim, s, q.data(), k.data(), v.data(), o.data()));
   } else {  // layer: placement does not apply (every block is computed)
     HANPU_RETURN_IF_ERROR(npu::layer_attention(sim, s, q.data(), k.data(), v.data(), o.data()));
   }
@@ -68,6 +70,7 @@ Status npu_attn_prefill(const AttnArgs& a, const NpuAttnOptions& opt, NpuAttnSta
     r.offchip_bytes = st.offchip_bytes;
     r.stall_ms = st.stall_ms;
     r.compute_util = st.compute_util;
+    for (double u : st.tile_util) r.busy_tiles += u > 0 ? 1 : 0;
     r.macs = st.macs;
     r.energy_mj = st.energy_mj;
     r.events = st.events;

@@ -56,31 +56,39 @@ Status SpatialSim::reserve(TileId t, int64_t bytes, const std::string& what) {
   return Status::Ok();
 }
 
+int SpatialSim::dma_channels(TileId t, bool out) const {
+  if (t.row == 0) return out ? m_.shim_dma_out : m_.shim_dma_in;
+  if (t.row == 1) return out ? m_.memtile_dma_out : m_.memtile_dma_in;
+  return out ? m_.tile_dma_out : m_.tile_dma_in;
+}
+
+int SpatialSim::free_dma(TileId t, bool out) const {
+  if (!check_tile(t).ok()) return 0;
+  return dma_channels(t, out) - (out ? dma_out_ : dma_in_)[static_cast<size_t>(tile_index(t))];
+}
+
 Status SpatialSim::fifo(const std::string& name, TileId producer, const std::vector<TileId>& consumers, int64_t bytes,
                         int depth, int* id) {
   HANPU_RETURN_IF_ERROR(check_tile(producer));
   if (consumers.empty() || bytes <= 0 || depth < 1) {
     return Status::Error(fmt::format("fifo '{}': needs a consumer, bytes > 0 and depth >= 1", name));
   }
-  const auto channels = [&](TileId t, bool out) {
-    if (t.row == 0) return out ? m_.shim_dma_out : m_.shim_dma_in;
-    if (t.row == 1) return out ? m_.memtile_dma_out : m_.memtile_dma_in;
-    return out ? m_.tile_dma_out : m_.tile_dma_in;
-  };
   const auto take = [&](TileId t, bool out) -> Status {
     int& used = (out ? dma_out_ : dma_in_)[static_cast<size_t>(tile_index(t))];
-    if (used + 1 > channels(t, out)) {
+    if (used + 1 > dma_channels(t, out)) {
       return Status::Error(fmt::format("fifo '{}': {} ({}, {}) needs {} of its {} {} DMA channels", name, tile_kind(t),
-                                       t.col, t.row, used + 1, channels(t, out), out ? "output" : "input"));
+                                       t.col, t.row, used + 1, dma_channels(t, out), out ? "output" : "input"));
     }
     ++used;
     return Status::Ok();
   };
   for (const TileId& c : consumers) HANPU_RETURN_IF_ERROR(check_tile(c));
-  // Vertical neighbours among compute tiles share memory: the objects live in one buffer
-  // pool, no DMA channel and no stream (mlir-aie's shared-memory ObjectFIFO).
+  // Neighbouring compute tiles share memory: the objects live in one buffer pool, no DMA
+  // channel and no stream (mlir-aie's shared-memory ObjectFIFO). An AIE-ML core reaches its
+  // own memory and those north, south and west of it (mlir-aie AIE2TargetModel::getMem*),
+  // so any two tiles side by side or one above the other have a memory both can use.
   const bool shared = consumers.size() == 1 && producer.row >= 2 && consumers[0].row >= 2 &&
-                      producer.col == consumers[0].col && std::abs(producer.row - consumers[0].row) == 1;
+                      std::abs(producer.col - consumers[0].col) + std::abs(producer.row - consumers[0].row) == 1;
   HANPU_RETURN_IF_ERROR(reserve(producer, bytes * depth, "fifo '" + name + "' (producer)"));
   if (!shared) {
     HANPU_RETURN_IF_ERROR(take(producer, true));
@@ -97,6 +105,11 @@ Status SpatialSim::fifo(const std::string& name, TileId producer, const std::vec
   f.bytes = bytes;
   f.depth = depth;
   f.queue = queues_++;
+  f.arrival_queue = queues_++;
+  f.request_queue = queues_++;
+  // A mem or shim consumer's release is its DMA finishing with the buffer: on a queue of its
+  // own, never behind the producer's next transfer (that would serialise a forward's two hops).
+  for (const TileId& c : consumers) f.release_queue.push_back(c.row >= 2 ? -1 : queues_++);
   f.releases.resize(consumers.size());
   fifos_.push_back(std::move(f));
   *id = static_cast<int>(fifos_.size()) - 1;
@@ -106,18 +119,32 @@ Status SpatialSim::fifo(const std::string& name, TileId producer, const std::vec
 int64_t SpatialSim::put(int id, const std::vector<int64_t>& after) {
   Fifo& f = fifos_[static_cast<size_t>(id)];
   const size_t k = f.puts.size();
-  Event e;
-  e.epoch = epoch_;
-  e.queue = f.queue;
-  e.deps = after;  // the wait for a free buffer at every consumer is added in finish(), once
-                   // every release is recorded
-  bool dram = f.producer.row == 0;
-  for (const TileId& c : f.consumers) dram = dram || c.row == 0;
-  e.cycles = f.shared ? 0.0 : static_cast<double>(f.bytes) / m_.stream_bytes_per_cycle;
-  e.latency = f.shared ? 0.0 : dram ? m_.dram_latency_cycles : m_.stream_latency_cycles;
+  bool dram_write = false;
+  for (const TileId& c : f.consumers) dram_write = dram_write || c.row == 0;
+  // The send holds the producer's channel for the object's bytes at the stream rate; the
+  // object is in every consumer the hop's latency after its last word left. The latency
+  // does not hold the channel: a DMA's buffer descriptors chain, so the next send starts
+  // while this one's words are still in flight. A read from DRAM is requested ahead of its
+  // send (the shim prefetches): its latency runs before the send, without waiting for the
+  // consumers' buffers, on a queue of its own.
+  Event send;
+  send.epoch = epoch_;
+  send.queue = f.queue;
+  send.deps = after;  // the wait for a free buffer at every consumer is added in finish(),
+                      // once every release is recorded
+  if (f.producer.row == 0 && !f.shared) {
+    Event request;
+    request.epoch = epoch_;
+    request.queue = f.request_queue;
+    request.deps = after;
+    request.latency = m_.dram_latency_cycles;
+    send.deps = {static_cast<int64_t>(events_.size())};
+    events_.push_back(std::move(request));
+  }
+  send.cycles = f.shared ? 0.0 : static_cast<double>(f.bytes) / m_.stream_bytes_per_cycle;
   int64_t offchip = f.producer.row == 0 ? f.bytes : 0;
   for (const TileId& c : f.consumers) offchip += c.row == 0 ? f.bytes : 0;
-  e.shared_bytes = offchip;
+  send.shared_bytes = offchip;
   offchip_ += offchip;
   if (!f.shared) {  // a shared-memory hand-over moves no bytes: the consumer reads in place
     stream_ += f.bytes;  // one stream feeds every consumer of a broadcast
@@ -128,10 +155,18 @@ int64_t SpatialSim::put(int id, const std::vector<int64_t>& after) {
     count_level(f.producer);
     for (const TileId& c : f.consumers) count_level(c);
   }
+  const int64_t sent = static_cast<int64_t>(events_.size());
+  puts_.push_back({sent, send.deps});  // what the send waits for before any buffer
+  events_.push_back(std::move(send));
+  Event arrive;
+  arrive.epoch = epoch_;
+  arrive.queue = f.arrival_queue;
+  arrive.deps = {sent};
+  arrive.latency = f.shared ? 0.0 : dram_write ? m_.dram_latency_cycles : m_.stream_latency_cycles;
   const int64_t ev = static_cast<int64_t>(events_.size());
-  events_.push_back(std::move(e));
+  events_.push_back(std::move(arrive));
+  f.sends.push_back(sent);
   f.puts.push_back(ev);
-  puts_.push_back({ev, after});
   put_of_.push_back({id, static_cast<int>(k)});
   return ev;
 }
@@ -142,8 +177,8 @@ int64_t SpatialSim::release(int id, int c, const std::vector<int64_t>& after) {
   Event e;
   e.epoch = epoch_;
   // A compute tile releases in its program order; a mem or shim tile's DMA releases as its
-  // own transfers finish (a zero-time event on that FIFO's queue).
-  e.queue = t.row >= 2 ? core_queue(t) : f.queue;
+  // own transfers finish (a zero-time event on that consumer's release queue).
+  e.queue = t.row >= 2 ? core_queue(t) : f.release_queue[static_cast<size_t>(c)];
   e.deps = after;
   const size_t k = f.releases[static_cast<size_t>(c)].size();
   if (k < f.puts.size()) e.deps.push_back(f.puts[k]);
@@ -202,7 +237,7 @@ Status SpatialSim::finish(SpatialStats* out) {
     const auto& [ev, after] = puts_[i];
     const Fifo& f = fifos_[static_cast<size_t>(put_of_[i].first)];
     const int k = put_of_[i].second;
-    double ready = k > 0 ? r.finish[f.puts[k - 1]] : 0.0;
+    double ready = k > 0 ? r.finish[f.sends[k - 1]] : 0.0;
     for (int64_t d : after) ready = std::max(ready, r.finish[d]);
     double released = 0;  // the release deps follow the `after` ones
     for (size_t j = after.size(); j < events_[ev].deps.size(); ++j) {

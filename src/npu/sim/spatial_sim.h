@@ -6,7 +6,8 @@
 // object `depth` before it — so a broadcast moves only when all consumers have room, and
 // one slow consumer stalls the producer and every other consumer (STEEL §IV-C). Every FIFO
 // endpoint on a different tile takes a DMA channel of that tile; a design that needs more
-// channels than a tile has is refused with an error naming the tile. Kernels run their
+// channels than a tile has is refused with an error naming the tile. Neighbouring compute
+// tiles hand objects over in shared memory instead (no DMA, no stream). Kernels run their
 // math on the host (their outputs are checked) and record here what the array would do.
 #pragma once
 
@@ -53,6 +54,9 @@ class SpatialSim {
   // an error names the tile and what is already held when it does not fit.
   Status reserve(TileId t, int64_t bytes, const std::string& what);
 
+  // DMA channels of a tile still free in this launch (0 for a tile that does not exist).
+  int free_dma(TileId t, bool out) const;
+
   // An ObjectFIFO of `depth` objects of `bytes` each from `producer` to `consumers`.
   Status fifo(const std::string& name, TileId producer, const std::vector<TileId>& consumers, int64_t bytes,
               int depth, int* id);
@@ -78,14 +82,18 @@ class SpatialSim {
     std::vector<TileId> consumers;
     int64_t bytes = 0;
     int depth = 2;
-    bool shared = false;  // vertical compute neighbours: one buffer pool, no DMA
+    bool shared = false;  // neighbouring compute tiles: one buffer pool, no DMA
     int queue = 0;                                // the producer's DMA channel (its in-order queue)
-    std::vector<int64_t> puts;                    // event per object
+    std::vector<int> release_queue;               // per consumer on a mem or shim tile (else -1)
+    int arrival_queue = 0;                        // objects arriving, a latency after their send
+    int request_queue = 0;                        // DRAM reads requested ahead of their sends
+    std::vector<int64_t> sends, puts;             // per object: its send, its arrival
     std::vector<std::vector<int64_t>> releases;   // per consumer, event per object
   };
   int tile_index(TileId t) const;  // all tiles, column-major
   Status check_tile(TileId t) const;
   int core_queue(TileId t) const;
+  int dma_channels(TileId t, bool out) const;
 
   const SpatialMachine& m_;
   int rows_ = 0;
@@ -96,7 +104,7 @@ class SpatialSim {
   std::vector<Event> events_;
   int epoch_ = 0;
   std::vector<double> epoch_overhead_;
-  std::vector<std::pair<int64_t, std::vector<int64_t>>> puts_;  // put event, its `after` (stall time)
+  std::vector<std::pair<int64_t, std::vector<int64_t>>> puts_;  // send event, its `after` (stall time)
   std::vector<std::pair<int, int>> put_of_;                      // per put: (fifo, object index)
   double macs_ = 0;
   int64_t vector_bytes_ = 0, offchip_ = 0, stream_ = 0, local_bytes_ = 0, memtile_bytes_ = 0;

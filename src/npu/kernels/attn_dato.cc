@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "hanpu/dtype.h"
+#include "npu/kernels/attn_host_math.h"
 #include "npu/kernels/attn_steel.h"
 
 namespace hanpu::npu {
@@ -44,9 +45,7 @@ void chunk_math(const AttnShape& s, const float* q, const float* k, const float*
       const int64_t j1 = std::min(kend, j0 + kDatoChunk);
       float mb = m;
       for (int64_t j = j0; j < j1; ++j) {
-        float dot = 0;
-        for (int d = 0; d < D; ++d) dot += q[i * HD + h * D + d] * k[j * HD + h * D + d];
-        sc[j - j0] = bf16(dot * s.scale);
+        sc[j - j0] = bf16(dot_lanes(q + i * HD + h * D, k + j * HD + h * D, D) * s.scale);
         mb = std::max(mb, sc[j - j0]);
       }
       const float rescale = bf16(std::exp(m - mb));

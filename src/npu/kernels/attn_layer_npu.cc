@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "hanpu/dtype.h"
+#include "npu/kernels/attn_host_math.h"
 #include "npu/kernels/attn_steel.h"
 
 namespace hanpu::npu {
@@ -31,9 +32,7 @@ void layer_math(const AttnShape& s, const float* q, const float* k, const float*
       const int64_t kend = s.causal ? i + 1 : s.T;
       float mx = -std::numeric_limits<float>::infinity();
       for (int64_t j = 0; j < kend; ++j) {
-        float dot = 0;
-        for (int d = 0; d < D; ++d) dot += q[i * HD + h * D + d] * k[j * HD + h * D + d];
-        row[j] = bf16(dot * s.scale);
+        row[j] = bf16(dot_lanes(q + i * HD + h * D, k + j * HD + h * D, D) * s.scale);
         mx = std::max(mx, row[j]);
       }
       double sum = 0;

@@ -1,4 +1,5 @@
 // STEEL on the spatial model (see attn_steel.h).
+#include "npu/kernels/attn_host_math.h"
 #include "npu/kernels/attn_steel.h"
 
 #include <algorithm>
@@ -24,33 +25,32 @@ void block_math(const AttnShape& s, const float* q, const float* k, const float*
   const int64_t HD = static_cast<int64_t>(s.H) * D;
   const int64_t r0 = qb * kSteelTile, r1 = std::min(s.T, r0 + kSteelTile);
   const float c = s.scale * 1.4426950408889634f;
-  std::vector<double> acc(static_cast<size_t>(D));
+  std::vector<float> acc(static_cast<size_t>(D));  // O accumulates in fp32, as on the core
   std::vector<float> p;
   for (int64_t i = r0; i < r1; ++i) {
     const int64_t kend = s.causal ? i + 1 : s.T;
     float m = -std::numeric_limits<float>::infinity(), l = 0;
-    std::fill(acc.begin(), acc.end(), 0.0);
+    std::fill(acc.begin(), acc.end(), 0.0f);
     for (int64_t j0 = 0; j0 < kend; j0 += kSteelTile) {
       const int64_t j1 = std::min(kend, j0 + kSteelTile);
       p.assign(static_cast<size_t>(j1 - j0), 0.0f);
       float mb = m;
       for (int64_t j = j0; j < j1; ++j) {
-        float dot = 0;
-        for (int d = 0; d < D; ++d) dot += q[i * HD + h * D + d] * k[j * HD + h * D + d];
-        p[j - j0] = dot * c;
+        p[j - j0] = dot_lanes(q + i * HD + h * D, k + j * HD + h * D, D) * c;
         mb = std::max(mb, p[j - j0]);
       }
       const float rescale = std::exp2(m - mb);
       l *= rescale;
-      for (double& a : acc) a *= rescale;
+      for (float& a : acc) a *= rescale;
       for (int64_t j = j0; j < j1; ++j) {
         const float pj = bf16(std::exp2(p[j - j0] - mb));
         l += pj;
-        for (int d = 0; d < D; ++d) acc[d] += static_cast<double>(pj) * v[j * HD + h * D + d];
+        const float* vj = v + j * HD + h * D;
+        for (int d = 0; d < D; ++d) acc[d] += pj * vj[d];
       }
       m = mb;
     }
-    for (int d = 0; d < D; ++d) o[i * HD + h * D + d] = static_cast<float>(acc[d] / l);
+    for (int d = 0; d < D; ++d) o[i * HD + h * D + d] = acc[d] / l;
   }
 }
 

@@ -77,6 +77,7 @@ struct NpuAttnStats {
   double stall_ms = 0;        // producers held by consumers that had not released (summed)
   double compute_util = 0;    // busy compute-core time / (compute tiles x latency)
   int busy_tiles = 0;         // compute tiles that did any work
+  std::vector<double> tile_util;  // per compute tile (column-major, rows 2 up): busy / latency
   double macs = 0;
   double energy_mj = 0;
   int64_t events = 0;

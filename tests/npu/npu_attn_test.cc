@@ -146,7 +146,9 @@ TEST(NpuAttn, SparsityAwareIsNeverSlowerThanUniformOnCausalInputs) {
       ASSERT_TRUE(npu_attn_prefill(a, {.target = target, .placement = "uniform"}, &uni).ok());
       ASSERT_TRUE(npu_attn_prefill(a, {.target = target, .placement = "sparsity-aware"}, &sa).ok());
       EXPECT_LE(sa.latency_ms, uni.latency_ms) << target << " T " << T << " H " << H;
-      if (target == study && T >= 1500) EXPECT_LT(sa.latency_ms, 0.9 * uni.latency_ms) << T;
+      if (target == study && T >= 1500) {
+        EXPECT_LT(sa.latency_ms, 0.9 * uni.latency_ms) << T;
+      }
     }
   }
 }
@@ -159,7 +161,7 @@ TEST(NpuAttn, DatoIsCorrectAndSteelBeatsItOnXdna1) {
       NpuAttnStats st;
       ASSERT_TRUE(npu_attn_prefill(a, {.target = "xdna1", .variant = "dato"}, &st).ok());
       // DATO keeps the running output and row sums in bf16 (allo's Ty), which sets the error.
-      EXPECT_LT(nmse(d.o, ref::attention(a).o), 2e-3) << T;
+      EXPECT_LT(nmse(d.o, ref::attention(a).o), 1e-4) << T;
       EXPECT_EQ(st.placement, "none");
     }
   }

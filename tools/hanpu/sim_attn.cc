@@ -85,7 +85,8 @@ int run_sim_attn(const SimOptions& o) {
                                       {"D", o.dim},                  {"latency_ms", st.latency_ms},
                                       {"offchip_bytes", st.offchip_bytes}, {"stall_ms", st.stall_ms},
                                       {"compute_util", st.compute_util},   {"energy_mj", st.energy_mj},
-                                      {"macs", st.macs},             {"nmse_o", err}};
+                                      {"macs", st.macs},             {"nmse_o", err},
+                                      {"busy_tiles", st.busy_tiles}, {"tile_util", st.tile_util}};
             std::printf("%s\n", j.dump().c_str());
           } else {
             std::printf("%-7s %-5s %-8s %-15s %6ld %5d %4d %11.3f %12.2f %9.3f %6.1f%% %9.3f %9.2e\n",

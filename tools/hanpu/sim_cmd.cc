@@ -87,8 +87,11 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
       ->capture_default_str();
   auto* heads = cmd.add_option("--heads", o.heads, "heads H (= HV)")->capture_default_str();
   auto* seq = cmd.add_option("--seq", o.seq, "sequence lengths T")->capture_default_str();
+  std::string attn_variants;
+  for (const auto& v : npu_attn_variants()) attn_variants += (attn_variants.empty() ? "" : ", ") + v;
   cmd.add_option("--variant", o.variant,
-                 "kernel variants: all (every non-ablation one), " + variants)
+                 "kernel variants: all (every non-ablation one), " + variants + " (--op la); " + attn_variants +
+                     " (--op attn)")
       ->capture_default_str();
   cmd.add_flag("--ablation", o.ablation,
                "the ablation steps fla, hanpu-fused, hanpu-reordered, hanpu (at T 1024, 16 heads "

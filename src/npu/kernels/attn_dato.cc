@@ -31,7 +31,8 @@ constexpr int kDatoColumns = 4;   // col_num in flash_attn.py
 float bf16(float x) { return bf16_bits_to_f32(f32_to_bf16_bits(x)); }
 
 // One query chunk of one head with DATO's bf16 arithmetic: per key chunk, scores in bf16, a
-// running max, P = exp(S - m) in bf16, the output rescaled and summed in bf16.
+// running max, P = exp(S - m) in bf16, the row sums and the output rescaled and summed in
+// bf16 once per chunk (within a chunk the kernels accumulate in fp32).
 void chunk_math(const AttnShape& s, const float* q, const float* k, const float* v, float* o, int h, int64_t qc) {
   const int D = s.D;
   const int64_t HD = static_cast<int64_t>(s.H) * D;
@@ -52,11 +53,13 @@ void chunk_math(const AttnShape& s, const float* q, const float* k, const float*
       l = bf16(l * rescale);
       for (float& a : acc) a = bf16(a * rescale);
       std::vector<float> pv(static_cast<size_t>(D), 0.0f);
+      float row_sum = 0;  // a chunk's sum in the kernel's fp32 accumulator, then stored as bf16
       for (int64_t j = j0; j < j1; ++j) {
         const float p = bf16(std::exp(sc[j - j0] - mb));
-        l = bf16(l + p);
+        row_sum += p;
         for (int d = 0; d < D; ++d) pv[d] += p * v[j * HD + h * D + d];
       }
+      l = bf16(l + row_sum);
       for (int d = 0; d < D; ++d) acc[d] = bf16(acc[d] + bf16(pv[d]));
       m = mb;
     }

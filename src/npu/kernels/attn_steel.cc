@@ -178,7 +178,7 @@ Status steel_attention(SpatialSim& sim, const AttnShape& s, const std::string& p
           sim.release(p.scale, 0, {pv});
           sim.release(v_bc, i, {pv});
           if (j == NB - 1) {
-            const int64_t fin = sim.compute(p.pv, 0, tile_vec, 0, {pv});  // O / l
+            const int64_t fin = sim.compute(p.pv, 0, b >= 0 ? tile_vec : 0, 0, {pv});  // O / l (an idle pipeline: nothing)
             sim.release(p.q, 0, {qk});
             o_put[static_cast<size_t>(i)] = sim.put(p.o, {fin});
           }

@@ -71,6 +71,7 @@ Status npu_attn_prefill(const AttnArgs& a, const NpuAttnOptions& opt, NpuAttnSta
     r.stall_ms = st.stall_ms;
     r.compute_util = st.compute_util;
     for (double u : st.tile_util) r.busy_tiles += u > 0 ? 1 : 0;
+    r.tile_util = st.tile_util;
     r.macs = st.macs;
     r.energy_mj = st.energy_mj;
     r.events = st.events;

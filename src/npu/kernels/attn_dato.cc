@@ -125,12 +125,8 @@ Status dato_attention(SpatialSim& sim, const AttnShape& s, const float* q, const
       for (DatoPipe& p : pipes) split.push_back(sim.put(p.q, {qp}));
       sim.release(q_in, 0, split);
       for (int64_t j = 0; j < NC; ++j) {
-        const int64_t kp = sim.put(k_in, {});
-        const int64_t kb = sim.put(k_bc, {kp});
-        sim.release(k_in, 0, {kb});
-        const int64_t vp = sim.put(v_in, {});
-        const int64_t vb = sim.put(v_bc, {vp});
-        sim.release(v_in, 0, {vb});
+        const int64_t kb = sim.forward(k_in, k_bc);
+        const int64_t vb = sim.forward(v_in, v_bc);
         for (size_t i = 0; i < pipes.size(); ++i) {
           DatoPipe& p = pipes[i];
           const bool work = r * kDatoColumns + static_cast<int64_t>(i) < NC;  // idle past the last chunk

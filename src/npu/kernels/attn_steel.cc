@@ -153,12 +153,8 @@ Status steel_attention(SpatialSim& sim, const AttnShape& s, const std::string& p
       for (Pipe& p : pipes) q_split[p.group].push_back(sim.put(p.q, {q_put[p.group]}));
       for (int g = 0; g < groups; ++g) sim.release(q_in[g], 0, q_split[g]);
       for (int64_t j = 0; j < NB; ++j) {
-        const int64_t kp = sim.put(k_in, {});
-        const int64_t kb = sim.put(k_bc, {kp});
-        sim.release(k_in, 0, {kb});
-        const int64_t vp = sim.put(v_in, {});
-        const int64_t vb = sim.put(v_bc, {vp});
-        sim.release(v_in, 0, {vb});
+        const int64_t kb = sim.forward(k_in, k_bc);
+        const int64_t vb = sim.forward(v_in, v_bc);
         for (int i = 0; i < P; ++i) {
           Pipe& p = pipes[static_cast<size_t>(i)];
           const int64_t b = block_of(i, w);

@@ -171,6 +171,13 @@ int64_t SpatialSim::put(int id, const std::vector<int64_t>& after) {
   return ev;
 }
 
+int64_t SpatialSim::forward(int in, int out, const std::vector<int64_t>& after) {
+  const int64_t arrived = put(in, after);
+  const int64_t sent = put(out, {arrived});
+  release(in, 0, {sent});
+  return sent;
+}
+
 int64_t SpatialSim::release(int id, int c, const std::vector<int64_t>& after) {
   Fifo& f = fifos_[static_cast<size_t>(id)];
   const TileId t = f.consumers[static_cast<size_t>(c)];

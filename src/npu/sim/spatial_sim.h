@@ -64,6 +64,10 @@ class SpatialSim {
   // `depth` before it: streamed to all consumers at once (from DRAM when the producer is a
   // shim, to DRAM when a consumer is). Returns the event at which it is in every consumer.
   int64_t put(int fifo, const std::vector<int64_t>& after);
+  // mlir-aie's forward through a mem tile: the next object of `in` (once `after` are done)
+  // is sent on through `out` as soon as it has arrived, and the mem tile's buffer of `in` is
+  // released when that send is through. Returns the event at which it is in `out`'s consumers.
+  int64_t forward(int in, int out, const std::vector<int64_t>& after = {});
   // Consumer `c` (its index in the FIFO's consumers) is done with its oldest object once
   // `after` are done. Returns the release event.
   int64_t release(int fifo, int c, const std::vector<int64_t>& after);

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <limits>
+#include <sstream>
 #include <random>
 #include <vector>
 
@@ -132,6 +134,27 @@ TEST(NpuAttn, SteelRunsThePapersPipelineLayout) {
     ASSERT_TRUE(npu_attn_prefill(d.args(AttnMask::kNone), {.target = target}, &st).ok());
     EXPECT_EQ(st.busy_tiles, tiles) << target;
   }
+}
+
+TEST(NpuAttn, ADesignNeedingMorePortsThanTheArrayHasIsRefused) {
+  // xdna2 with three channels each way per mem tile: STEEL's Q/O groups shrink to 2
+  // pipelines and fill five mem tiles, one of which V's broadcast also needs. The design is
+  // refused, naming the tile that ran out, and nothing is run or written.
+  std::ifstream in(std::string(HANPU_DATA_DIR) + "/npu/xdna2.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string json = text.str();
+  const std::string from = "\"mem_tile\": {\"bytes\": 524288, \"dma_in\": 6, \"dma_out\": 6}";
+  ASSERT_NE(json.find(from), std::string::npos);
+  json.replace(json.find(from), from.size(), "\"mem_tile\": {\"bytes\": 524288, \"dma_in\": 3, \"dma_out\": 3}");
+  const std::string path = testing::TempDir() + "xdna2-few-ports.json";
+  std::ofstream(path) << json;
+  Data d = make(128, 1, 3);
+  const Status st = npu_attn_prefill(d.args(AttnMask::kCausal), {.target = path}, nullptr);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("DMA channels"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("mem tile (2, 1) needs 4 of its 3"), std::string::npos) << st.message();
+  for (float x : d.o) ASSERT_TRUE(std::isnan(x));  // nothing written
 }
 
 TEST(NpuAttn, SparsityAwareIsNeverSlowerThanUniformOnCausalInputs) {

@@ -215,6 +215,10 @@ TEST(NpuAttn, BadCallsAreNamed) {
   w.q = w.k = w.v = {wide.data(), DType::kBF16, {64, 1, 128}};
   w.o = {wo.data(), DType::kF32, {64, 1, 128}};
   EXPECT_NE(err(w, {}).find("D = 128"), std::string::npos);
+  // A program too long to hold in memory is refused before anything runs.
+  Data big = make(131072, 1, 1);
+  EXPECT_NE(err(big.args(AttnMask::kCausal), {}).find("would record ~101 M events"), std::string::npos)
+      << err(big.args(AttnMask::kCausal), {});
   AttnArgs mismatch = a;
   mismatch.k.shape = {32, 1, 64};
   EXPECT_NE(err(mismatch, {}).find("must all be [T, H, D]"), std::string::npos);

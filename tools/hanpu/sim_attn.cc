@@ -86,7 +86,7 @@ int run_sim_attn(const SimOptions& o) {
                                       {"offchip_bytes", st.offchip_bytes}, {"stall_ms", st.stall_ms},
                                       {"compute_util", st.compute_util},   {"energy_mj", st.energy_mj},
                                       {"macs", st.macs},             {"nmse_o", err},
-                                      {"busy_tiles", st.busy_tiles}, {"tile_util", st.tile_util}};
+                                      {"busy_tiles", st.busy_tiles}, {"tile_util", st.tile_util}, {"events", st.events}};
             std::printf("%s\n", j.dump().c_str());
           } else {
             std::printf("%-7s %-5s %-8s %-15s %6ld %5d %4d %11.3f %12.2f %9.3f %6.1f%% %9.3f %9.2e\n",

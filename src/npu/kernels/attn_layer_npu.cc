@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -86,17 +87,12 @@ Status columns(SpatialSim& sim, const std::string& kernel, int ins, int64_t tile
 
 // Brings a tile of input stream `i` from DRAM to worker w of column c; returns its arrival.
 int64_t fetch(SpatialSim& sim, const Column& col, int i, int w, const std::vector<int64_t>& after) {
-  const int64_t in = sim.put(col.in[static_cast<size_t>(i)], after);
-  const int64_t to = sim.put(col.to[static_cast<size_t>(i)][static_cast<size_t>(w)], {in});
-  sim.release(col.in[static_cast<size_t>(i)], 0, {to});
-  return to;
+  return sim.forward(col.in[static_cast<size_t>(i)], col.to[static_cast<size_t>(i)][static_cast<size_t>(w)], after);
 }
 
-// Sends worker w's result tile to DRAM once `after` are done.
+// Sends worker w's result tile to DRAM once `after` are done (the shim takes it at once).
 void store(SpatialSim& sim, const Column& col, int w, const std::vector<int64_t>& after) {
-  const int64_t from = sim.put(col.from[static_cast<size_t>(w)], after);
-  const int64_t out = sim.put(col.out, {from});
-  sim.release(col.from[static_cast<size_t>(w)], 0, {out});
+  const int64_t out = sim.forward(col.from[static_cast<size_t>(w)], col.out, after);
   sim.release(col.out, 0, {out});
 }
 
@@ -121,10 +117,10 @@ Status layer_attention(SpatialSim& sim, const AttnShape& s, const float* q, cons
   const double tile_macs = static_cast<double>(kSteelTile) * kSteelTile * kSteelTile;
   const int64_t tile_vec = static_cast<int64_t>(kSteelTile) * kSteelTile * 4;
   const int workers = m.columns * kWorkersPerColumn;
-  const auto worker_of = [&](int64_t item, int* c, int* w) {
+  // Work items are dealt round-robin over every worker: (column, worker in the column).
+  const auto worker_of = [&](int64_t item) {
     const int x = static_cast<int>(item % workers);
-    *c = x / kWorkersPerColumn;
-    *w = x % kWorkersPerColumn;
+    return std::pair<int, int>{x / kWorkersPerColumn, x % kWorkersPerColumn};
   };
   std::vector<Column> cols;
   // 1. S = scale Q K^T, every block, to DRAM.
@@ -134,8 +130,7 @@ Status layer_attention(SpatialSim& sim, const AttnShape& s, const float* q, cons
   for (int h = 0; h < s.H; ++h) {
     for (int64_t qb = 0; qb < NB; ++qb) {
       for (int64_t kb = 0; kb < NB; ++kb, ++item) {
-        int c, w;
-        worker_of(item, &c, &w);
+        const auto [c, w] = worker_of(item);
         const Column& col = cols[static_cast<size_t>(c)];
         store(sim, col, w, {product(sim, col, c, w, tile_macs, tile_vec)});
       }
@@ -147,8 +142,7 @@ Status layer_attention(SpatialSim& sim, const AttnShape& s, const float* q, cons
   item = 0;
   for (int h = 0; h < s.H; ++h) {
     for (int64_t qb = 0; qb < NB; ++qb, ++item) {
-      int c, w;
-      worker_of(item, &c, &w);
+      const auto [c, w] = worker_of(item);
       const Column& col = cols[static_cast<size_t>(c)];
       const TileId t{c, 2 + w};
       for (int pass = 0; pass < 2; ++pass) {
@@ -167,8 +161,7 @@ Status layer_attention(SpatialSim& sim, const AttnShape& s, const float* q, cons
   item = 0;
   for (int h = 0; h < s.H; ++h) {
     for (int64_t qb = 0; qb < NB; ++qb, ++item) {
-      int c, w;
-      worker_of(item, &c, &w);
+      const auto [c, w] = worker_of(item);
       const Column& col = cols[static_cast<size_t>(c)];
       int64_t last = -1;
       for (int64_t kb = 0; kb < NB; ++kb) last = product(sim, col, c, w, tile_macs, tile_vec);

@@ -173,9 +173,9 @@ int64_t SpatialSim::put(int id, const std::vector<int64_t>& after) {
 
 int64_t SpatialSim::forward(int in, int out, const std::vector<int64_t>& after) {
   const int64_t arrived = put(in, after);
-  const int64_t sent = put(out, {arrived});
-  release(in, 0, {sent});
-  return sent;
+  const int64_t passed_on = put(out, {arrived});  // in `out`'s consumers
+  release(in, 0, {passed_on});
+  return passed_on;
 }
 
 int64_t SpatialSim::release(int id, int c, const std::vector<int64_t>& after) {

@@ -66,7 +66,8 @@ class SpatialSim {
   int64_t put(int fifo, const std::vector<int64_t>& after);
   // mlir-aie's forward through a mem tile: the next object of `in` (once `after` are done)
   // is sent on through `out` as soon as it has arrived, and the mem tile's buffer of `in` is
-  // released when that send is through. Returns the event at which it is in `out`'s consumers.
+  // released once the object is in `out`'s consumers (the send plus the hop's latency, a few
+  // cycles later than the mem tile's DMA is done with it). Returns that event.
   int64_t forward(int in, int out, const std::vector<int64_t>& after = {});
   // Consumer `c` (its index in the FIFO's consumers) is done with its oldest object once
   // `after` are done. Returns the release event.

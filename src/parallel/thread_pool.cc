@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "base/timer.h"
 
@@ -44,7 +45,7 @@ int ThreadPool::default_threads() {
   return n > 0 ? n : 1;
 }
 
-ThreadPool::ThreadPool(int n) : busy_ms_(n > 0 ? n : 1, 0.0) {
+ThreadPool::ThreadPool(int n) : busy_ms_(n > 0 ? n : 1, 0.0), speed_hints_(n > 0 ? n : 1, 1.0) {
   if (n < 1) n = 1;
   const std::vector<int> cpus = allowed_cpus();
   const bool pin = pinning_enabled() && !cpus.empty();
@@ -109,6 +110,16 @@ std::vector<double> ThreadPool::run_on_all(const std::function<void(int)>& fn) {
   job_ = nullptr;
   if (error_) std::rethrow_exception(error_);
   return busy_ms_;
+}
+
+std::vector<double> ThreadPool::speed_hints() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return speed_hints_;
+}
+
+void ThreadPool::set_speed_hints(std::vector<double> speeds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (speeds.size() == speed_hints_.size()) speed_hints_ = std::move(speeds);
 }
 
 ThreadPool& ThreadPool::shared(int n) {

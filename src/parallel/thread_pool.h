@@ -1,6 +1,7 @@
 // A pool of pinned worker threads: each worker is one "AI core" of the HA-NPU mapping.
-// Work is dealt statically (the schedule decides who does what), so the pool only needs
-// "run this on every worker and wait".
+// Work is dealt by the caller (a schedule decides who does what, re-dealt between phases in
+// proportion to each worker's measured speed where a kernel asks for it), so the pool only
+// needs "run this on every worker and wait".
 #pragma once
 
 #include <condition_variable>
@@ -26,6 +27,11 @@ class ThreadPool {
   // exception thrown by fn is rethrown here. Returns each worker's busy time in ms.
   std::vector<double> run_on_all(const std::function<void(int)>& fn);
 
+  // Relative speeds of the workers as the last speed-balanced job measured them (see
+  // speed_balance.h); 1.0 each for a new pool. Read and written by the caller between runs.
+  std::vector<double> speed_hints() const;
+  void set_speed_hints(std::vector<double> speeds);
+
   // A pool shared by all callers for a given thread count (0: default_threads()).
   static ThreadPool& shared(int n);
   // HANPU_THREADS if set and valid, else the number of CPUs this process may use.
@@ -35,7 +41,7 @@ class ThreadPool {
   void worker_main(int index);
 
   std::vector<std::thread> workers_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable wake_;
   std::condition_variable done_;
   const std::function<void(int)>* job_ = nullptr;
@@ -43,6 +49,7 @@ class ThreadPool {
   int pending_ = 0;
   bool stop_ = false;
   std::vector<double> busy_ms_;
+  std::vector<double> speed_hints_;
   std::exception_ptr error_;
   std::mutex run_mu_;  // one run_on_all at a time
 };

@@ -1,15 +1,16 @@
 // hanpu's LA prefill: HA-NPU's head-level mapping with cross-operator fusion on CPU cores.
 // A worker owns whole units of the schedule — a q/k head with the value heads of its GVA
-// group (tail units split by value columns) — and walks all chunks with those heads' states
-// resident in its cache (several units in lockstep, chunk by chunk, within a state budget);
+// group (tail units split by value columns) — and walks their chunks with those heads' states
+// resident in its cache (several units in lockstep, chunk by chunk, within a state budget;
+// units are re-dealt between phases only when the cores run at different speeds, la_walk.h);
 // the six chunk operators run back to back on per-core buffers, nothing intermediate reaches
 // DRAM, and only one version of each state is ever live.
 #include <algorithm>
 #include <utility>
 
 #include "cpu/la/la_strategy.h"
+#include "cpu/la/la_walk.h"
 #include "parallel/head_schedule.h"
-#include "parallel/thread_pool.h"
 #include "simd/gemm.h"
 #include "simd/vec_ops.h"
 #include "simd/fp_mode.h"
@@ -61,42 +62,34 @@ void chunk_fla_order(const LaProblem& p, ChunkWorkspace& ws, FlaOrderBuffers& fb
 }  // namespace
 
 void run_hanpu(const LaProblem& p, LaRunContext& ctx, HanpuTechniques tech) {
-  const int P = ctx.threads;
   // The unit of work is a q/k head with its GVA group of HV/H value heads: the group's
   // states stay resident together, q/k rows are read once per chunk, and GDN's raw K K^T and
   // Q K^T are computed once and gated per value head.
   const int group = p.HV / p.H;
-  const HeadSchedule sched = schedule_groups_for(p, P);
+  const std::vector<HeadWork> items = walk_order(p, schedule_groups_for(p, ctx.threads));
   const GemmFn gemm = gemm_for(tech.gemm_mode);
   const int lds = p.V + kStateRowPad;
   const int64_t unit_state = static_cast<int64_t>(group) * p.K * lds;  // floats
-  ThreadPool& pool = ThreadPool::shared(P);
-  ctx.busy_ms = pool.run_on_all([&](int core) {
+  // Every item's states; each lives in the cache of the core walking its item in a phase.
+  ScratchBuffer<float> states(items.size() * unit_state, ctx.meter);
+  // S of item b, value head hv0 + i: [K x w], leading dim lds.
+  auto S = [&](size_t b, int i) { return states.data() + (b * group + i) * static_cast<size_t>(p.K) * lds; };
+  ctx.busy_ms = walk_in_phases(p, ctx.threads, items, 4 * unit_state, p.chunk, [&](int, LaWalker& walker) {
     simd::ensure_flush_denormals();
-    if (core >= P) return;
-    const std::vector<HeadWork>& items = sched.per_core[core];
-    const auto batches = lockstep_batches(items, 4 * unit_state);
-    size_t widest = 0;
-    for (const auto& [b0, b1] : batches) widest = std::max(widest, b1 - b0);
     ChunkWorkspace ws(p.chunk, p.K, p.V, ctx.meter);
-    ScratchBuffer<float> states(widest * unit_state, ctx.meter);
     std::optional<FlaOrderBuffers> fb;
     if (!tech.reorder) fb.emplace(p.chunk, p.K, p.V, ctx.meter);
-    for (const auto& [b0, b1] : batches) {
-      const int n = items[b0].seq;
-      // S of item b, value head hv0 + i: [K x w] at states + ((b - b0) G + i) K V.
-      auto S = [&](size_t b, int i) {
-        return states.data() + ((b - b0) * group + i) * static_cast<size_t>(p.K) * lds;
-      };
-      for (size_t b = b0; b < b1; ++b) {
+    while (const std::optional<LaBatch> batch = walker.next()) {
+      const int n = batch->seq;
+      for (size_t b = batch->b0; b < batch->b1 && batch->first; ++b) {
         for (int i = 0; i < group; ++i) {
-          read_initial_state(p, n, items[b].head * group + i, items[b].col_begin, items[b].col_end, S(b, i),
-                             lds);
+          read_initial_state(p, n, items[b].head * group + i, items[b].col_begin, items[b].col_end, S(b, i), lds);
         }
       }
-      for (int64_t t0 = p.cu[n]; t0 < p.cu[n + 1]; t0 += p.chunk) {
-        const int c = static_cast<int>(std::min<int64_t>(p.chunk, p.cu[n + 1] - t0));
-        for (size_t b = b0; b < b1; ++b) {
+      // The batch's items in lockstep, chunk by chunk: neighbouring heads' rows arrive together.
+      for (int64_t t0 = batch->t_begin; t0 < batch->t_end; t0 += p.chunk) {
+        const int c = static_cast<int>(std::min<int64_t>(p.chunk, batch->t_end - t0));
+        for (size_t b = batch->b0; b < batch->b1; ++b) {
           const HeadWork& work = items[b];
           const int c0 = work.col_begin, c1 = work.col_end, w = c1 - c0;
           const int hv0 = work.head * group;
@@ -115,10 +108,9 @@ void run_hanpu(const LaProblem& p, LaRunContext& ctx, HanpuTechniques tech) {
           }
         }
       }
-      for (size_t b = b0; b < b1; ++b) {
+      for (size_t b = batch->b0; b < batch->b1 && batch->last; ++b) {
         for (int i = 0; i < group; ++i) {
-          write_final_state(p, n, items[b].head * group + i, items[b].col_begin, items[b].col_end, S(b, i),
-                            lds);
+          write_final_state(p, n, items[b].head * group + i, items[b].col_begin, items[b].col_end, S(b, i), lds);
         }
       }
     }

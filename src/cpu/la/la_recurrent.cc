@@ -2,13 +2,14 @@
 // loop gets: SIMD over state columns, both passes over the state fused, each L1-sized column
 // block of a head's state kept resident while a block of tokens runs over it, and a core's
 // heads walked in lockstep (like hanpu's) so their input rows stream. Heads (and
-// column-split tail heads) are dealt to cores by the same schedule.
+// column-split tail heads) are dealt to cores by the same schedule and walked in the same
+// speed-balanced phases (la_walk.h).
 #include <algorithm>
 #include <cmath>
 
 #include "cpu/la/la_strategy.h"
+#include "cpu/la/la_walk.h"
 #include "parallel/head_schedule.h"
-#include "parallel/thread_pool.h"
 #include "simd/delta_rule_tokens.h"
 #include "simd/gemm.h"
 #include "simd/vec_ops.h"
@@ -21,33 +22,26 @@ constexpr int kTokenBlock = 64;  // tokens converted to fp32 rows at a time
 }
 
 void run_recurrent(const LaProblem& p, LaRunContext& ctx) {
-  const int P = ctx.threads;
-  const HeadSchedule sched = schedule_for(p, P);
-  ThreadPool& pool = ThreadPool::shared(P);
+  const std::vector<HeadWork> items = walk_order(p, schedule_for(p, ctx.threads));
   const int K = p.K;
   const size_t es = dtype_size(p.dtype);
   const int64_t unit_state = static_cast<int64_t>(K) * p.V;  // floats
-  ctx.busy_ms = pool.run_on_all([&](int core) {
+  ScratchBuffer<float> states(items.size() * unit_state, ctx.meter);
+  auto S = [&](size_t b) { return states.data() + b * static_cast<size_t>(unit_state); };
+  ctx.busy_ms = walk_in_phases(p, ctx.threads, items, 4 * unit_state, kTokenBlock, [&](int, LaWalker& walker) {
     simd::ensure_flush_denormals();
-    if (core >= P) return;
-    const std::vector<HeadWork>& items = sched.per_core[core];
-    const auto batches = lockstep_batches(items, 4 * unit_state);
-    size_t widest = 0;
-    for (const auto& [b0, b1] : batches) widest = std::max(widest, b1 - b0);
-    ScratchBuffer<float> states(widest * unit_state, ctx.meter);
     ScratchBuffer<float> q(kTokenBlock * K, ctx.meter), k(kTokenBlock * K, ctx.meter);
     ScratchBuffer<float> v(kTokenBlock * p.V, ctx.meter), o(kTokenBlock * p.V, ctx.meter);
     ScratchBuffer<float> decay(kTokenBlock * (p.kda() ? K : 1), ctx.meter);
     ScratchBuffer<float> beta(kTokenBlock, ctx.meter);
-    for (const auto& [b0, b1] : batches) {
-      const int sn = items[b0].seq;
-      auto S = [&](size_t b) { return states.data() + (b - b0) * static_cast<size_t>(unit_state); };
-      for (size_t b = b0; b < b1; ++b) {
+    while (const std::optional<LaBatch> batch = walker.next()) {
+      const int sn = batch->seq;
+      for (size_t b = batch->b0; b < batch->b1 && batch->first; ++b) {
         read_initial_state(p, sn, items[b].head, items[b].col_begin, items[b].col_end, S(b));
       }
-      for (int64_t t0 = p.cu[sn]; t0 < p.cu[sn + 1]; t0 += kTokenBlock) {
-        const int n = static_cast<int>(std::min<int64_t>(kTokenBlock, p.cu[sn + 1] - t0));
-        for (size_t b = b0; b < b1; ++b) {  // the batch's heads in lockstep, token block by block
+      for (int64_t t0 = batch->t_begin; t0 < batch->t_end; t0 += kTokenBlock) {
+        const int n = static_cast<int>(std::min<int64_t>(kTokenBlock, batch->t_end - t0));
+        for (size_t b = batch->b0; b < batch->b1; ++b) {  // the batch's heads in lockstep, token block by block
           const int c0 = items[b].col_begin, w = items[b].col_end - c0, hv = items[b].head;
           for (int i = 0; i < n; ++i) {
             const int64_t t = t0 + i;
@@ -77,7 +71,7 @@ void run_recurrent(const LaProblem& p, LaRunContext& ctx) {
           }
         }
       }
-      for (size_t b = b0; b < b1; ++b) {
+      for (size_t b = batch->b0; b < batch->b1 && batch->last; ++b) {
         write_final_state(p, sn, items[b].head, items[b].col_begin, items[b].col_end, S(b));
       }
     }

@@ -46,19 +46,6 @@ HeadSchedule schedule_groups_for(const LaProblem& p, int cores) {
   return make_head_schedule(p.seq_lens(), p.H, p.V, cores, simd::gemm_tile_cols() / 2);
 }
 
-std::vector<std::pair<size_t, size_t>> lockstep_batches(const std::vector<HeadWork>& items,
-                                                        int64_t bytes_per_item) {
-  const size_t cap = static_cast<size_t>(std::max<int64_t>(1, kResidentStateBytes / bytes_per_item));
-  std::vector<std::pair<size_t, size_t>> out;
-  for (size_t b0 = 0; b0 < items.size();) {
-    size_t b1 = b0 + 1;
-    while (b1 < items.size() && b1 - b0 < cap && items[b1].seq == items[b0].seq) ++b1;
-    out.emplace_back(b0, b1);
-    b0 = b1;
-  }
-  return out;
-}
-
 void read_initial_state(const LaProblem& p, int n, int hv, int c0, int c1, float* S, int lds) {
   const int w = c1 - c0;
   if (lds == 0) lds = w;

@@ -42,11 +42,6 @@ HeadSchedule schedule_groups_for(const LaProblem& p, int cores);
 // arrive together, so reads stream through whole pages, and the states stay in L2.
 inline constexpr int64_t kResidentStateBytes = int64_t{1} << 20;
 
-// [begin, end) ranges of consecutive items of one sequence (same chunk boundaries), each at
-// most kResidentStateBytes / bytes_per_item items long (at least one).
-std::vector<std::pair<size_t, size_t>> lockstep_batches(const std::vector<HeadWork>& items,
-                                                        int64_t bytes_per_item);
-
 // Copies the columns [c0, c1) of (sequence n, head hv)'s initial state (or zeros) into
 // S [K x (c1 - c0)] with leading dim lds (default: c1 - c0), and back out to the final state.
 void read_initial_state(const LaProblem& p, int n, int hv, int c0, int c1, float* S, int lds = 0);

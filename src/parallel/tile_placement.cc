@@ -5,12 +5,20 @@
 
 #include <fmt/format.h>
 
+#include "parallel/speed_balance.h"
+
 namespace hanpu {
 
 namespace {
 
+std::vector<double> speeds_for(const std::vector<double>& speeds, int cores) {
+  if (static_cast<int>(speeds.size()) == cores) return speeds;
+  return std::vector<double>(cores, 1.0);
+}
+
 TilePlacement with_work(TilePlacement p, const std::vector<double>& tile_work) {
   p.core_work.assign(p.per_core.size(), 0.0);
+  if (p.core_speed.size() != p.per_core.size()) p.core_speed.assign(p.per_core.size(), 1.0);
   for (size_t c = 0; c < p.per_core.size(); ++c) {
     for (const TileUnit& u : p.per_core[c]) p.core_work[c] += tile_work[u.tile];
   }
@@ -22,9 +30,10 @@ TilePlacement with_work(TilePlacement p, const std::vector<double>& tile_work) {
 double TilePlacement::imbalance() const {
   if (core_work.empty()) return 1.0;
   double sum = 0, mx = 0;
-  for (double w : core_work) {
-    sum += w;
-    mx = std::max(mx, w);
+  for (size_t c = 0; c < core_work.size(); ++c) {
+    const double time = core_work[c] / (c < core_speed.size() ? core_speed[c] : 1.0);
+    sum += time;
+    mx = std::max(mx, time);
   }
   return sum > 0 ? mx / (sum / static_cast<double>(core_work.size())) : 1.0;
 }
@@ -38,21 +47,25 @@ std::string TilePlacement::describe() const {
   return s;
 }
 
-TilePlacement place_tiles_uniform(int heads, const std::vector<double>& tile_work, int cores) {
+TilePlacement place_tiles_uniform(int heads, const std::vector<double>& tile_work, int cores,
+                                  const std::vector<double>& speeds) {
   const int n = static_cast<int>(tile_work.size());
+  cores = std::max(cores, 1);
   TilePlacement p;
-  p.per_core.resize(std::max(cores, 1));
+  p.per_core.resize(cores);
+  p.core_speed = speeds_for(speeds, cores);
+  // Contiguous blocks with tile counts in proportion to the speeds (equal at equal speeds).
+  const std::vector<size_t> cut = proportional_cuts(std::vector<int64_t>(n, 1), p.core_speed);
   for (int c = 0; c < cores; ++c) {
-    const int begin = static_cast<int>(static_cast<int64_t>(n) * c / cores);
-    const int end = static_cast<int>(static_cast<int64_t>(n) * (c + 1) / cores);
     for (int h = 0; h < heads; ++h) {
-      for (int t = begin; t < end; ++t) p.per_core[c].push_back({h, t});
+      for (size_t t = cut[c]; t < cut[c + 1]; ++t) p.per_core[c].push_back({h, static_cast<int>(t)});
     }
   }
   return with_work(std::move(p), tile_work);
 }
 
-TilePlacement place_tiles_balanced(int heads, const std::vector<double>& tile_work, int cores) {
+TilePlacement place_tiles_balanced(int heads, const std::vector<double>& tile_work, int cores,
+                                   const std::vector<double>& speeds) {
   const int n = static_cast<int>(tile_work.size());
   cores = std::max(cores, 1);
   // Heaviest units first, each to the least-loaded core (LPT): the snake's pairing of heavy
@@ -67,9 +80,14 @@ TilePlacement place_tiles_balanced(int heads, const std::vector<double>& tile_wo
   });
   TilePlacement p;
   p.per_core.resize(cores);
+  p.core_speed = speeds_for(speeds, cores);
   std::vector<double> load(cores, 0.0);
   for (const TileUnit& u : units) {
-    const int c = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+    // The core that would finish this unit first (least loaded, at equal speeds).
+    int c = 0;
+    for (int k = 1; k < cores; ++k) {
+      if ((load[k] + tile_work[u.tile]) / p.core_speed[k] < (load[c] + tile_work[u.tile]) / p.core_speed[c]) c = k;
+    }
     load[c] += tile_work[u.tile];
     p.per_core[c].push_back(u);
   }

@@ -18,7 +18,9 @@ struct TileUnit {
 struct TilePlacement {
   std::vector<std::vector<TileUnit>> per_core;  // per_core[c] runs in order on core c
   std::vector<double> core_work;                // sum of the units' work per core
-  double imbalance() const;                     // max / mean of core_work (1 = perfect)
+  std::vector<double> core_speed;               // the relative speeds it was placed for
+  // max / mean of the cores' times core_work / core_speed (1 = perfect)
+  double imbalance() const;
   std::string describe() const;                 // one line per core
 };
 
@@ -32,7 +34,15 @@ struct TilePlacement {
 //             0,1 | 1,0 | 0,1 ... and stays exact for any tile and core count. Each core then
 //             walks its units in (head, tile) order, so one head's keys and values are reused
 //             from its cache before the next head's.
-TilePlacement place_tiles_uniform(int heads, const std::vector<double>& tile_work, int cores);
-TilePlacement place_tiles_balanced(int heads, const std::vector<double>& tile_work, int cores);
+//
+// speeds (optional, one per core, > 0): the cores' relative speeds as measured on earlier
+// calls (parallel/speed_balance.h). Both placements then aim at equal time rather than equal
+// work: uniform cuts each head's tiles into contiguous blocks whose tile counts follow the
+// speeds, balanced deals each unit to the core that would finish it first. Example: 2 cores
+// at speeds {2, 1}, one head of 30 equal tiles: uniform blocks of 20 and 10 tiles.
+TilePlacement place_tiles_uniform(int heads, const std::vector<double>& tile_work, int cores,
+                                  const std::vector<double>& speeds = {});
+TilePlacement place_tiles_balanced(int heads, const std::vector<double>& tile_work, int cores,
+                                   const std::vector<double>& speeds = {});
 
 }  // namespace hanpu

@@ -54,5 +54,23 @@ TEST(TilePlacement, BalancedEvensCausalWorkUniformDoesNot) {
   EXPECT_LE(place_tiles_balanced(32, causal_work(16), 10).imbalance(), 1.05);
 }
 
+TEST(TilePlacement, MeasuredSpeedsAimBothPlacementsAtEqualTime) {
+  // Core 0 twice as fast as core 1. Uniform: contiguous blocks of 20 and 10 of 30 tiles.
+  const std::vector<double> equal(30, 1.0);
+  const auto u = place_tiles_uniform(2, equal, 2, {2.0, 1.0});
+  EXPECT_EQ(u.per_core[0].size(), 40u);
+  EXPECT_EQ(u.per_core[1].front().tile, 20);
+  EXPECT_LE(u.imbalance(), 1.001);
+  expect_each_unit_once(u, 2, 30);
+  // Balanced under a causal mask: core 0 gets ~2/3 of the work, still heavy and light tiles.
+  const auto b = place_tiles_balanced(8, causal_work(32), 2, {2.0, 1.0});
+  expect_each_unit_once(b, 8, 32);
+  EXPECT_NEAR(b.core_work[0] / (b.core_work[0] + b.core_work[1]), 2.0 / 3.0, 0.01);
+  EXPECT_LE(b.imbalance(), 1.02);
+  // Speeds of the wrong length are ignored (equal speeds).
+  EXPECT_EQ(place_tiles_balanced(4, causal_work(16), 2, {1.0}).per_core,
+            place_tiles_balanced(4, causal_work(16), 2).per_core);
+}
+
 }  // namespace
 }  // namespace hanpu

@@ -1,9 +1,11 @@
-// Fused prefill: query tiles placed on cores (uniform or STEEL's balanced dealing), each
-// unit the fused three-stage tile loop of attn_tile_kernel.
+// Fused prefill: query tiles placed on cores (uniform or STEEL's balanced dealing, both at
+// the cores' measured relative speeds), each unit the fused three-stage tile loop of
+// attn_tile_kernel.
 #include <algorithm>
 
 #include "cpu/attn/attn_kernels.h"
 #include "cpu/attn/attn_tile_kernel.h"
+#include "parallel/speed_balance.h"
 #include "parallel/thread_pool.h"
 #include "parallel/tile_placement.h"
 #include "simd/fp_mode.h"
@@ -19,8 +21,11 @@ void attn_fused(const AttnProblem& p, AttnRunContext& ctx, bool balanced) {
     for (int64_t i = t0; i < t1; ++i) work[t] += static_cast<double>(p.key_end(i) - p.key_begin(i));
   }
   ThreadPool& pool = ThreadPool::shared(ctx.threads);
-  const TilePlacement place = balanced ? place_tiles_balanced(p.Hkv, work, pool.size())
-                                       : place_tiles_uniform(p.Hkv, work, pool.size());
+  // Both placements are static within a call; across calls they follow the cores' measured
+  // speeds (equal on an idle machine), so a core slowed by other load is dealt less.
+  SpeedBalancer speeds(pool);
+  const TilePlacement place = balanced ? place_tiles_balanced(p.Hkv, work, pool.size(), speeds.speeds())
+                                       : place_tiles_uniform(p.Hkv, work, pool.size(), speeds.speeds());
   // A core walks its units head by head; at each new head it packs that head's K and V rows
   // (the keys its units reach) into contiguous rows once, instead of every unit copying its
   // key tiles from rows Hkv x D apart. Bounded by kPackBytes per core; beyond, units copy.
@@ -59,6 +64,9 @@ void attn_fused(const AttnProblem& p, AttnRunContext& ctx, bool balanced) {
     }
   });
   ctx.busy_ms = busy;
+  std::vector<int64_t> done(place.core_work.size());
+  for (size_t c = 0; c < done.size(); ++c) done[c] = static_cast<int64_t>(place.core_work[c]);
+  speeds.record(done, busy);
 }
 
 }  // namespace hanpu::cpu

@@ -1,11 +1,12 @@
 // Layer-by-layer baseline: the three stages as separate passes through memory, per head:
 // S = scale Q K^T for the whole T x Tk matrix (masked entries computed too), a softmax pass
 // over S, then O = P V. It materialises T x Tk floats per head, which is what the fused
-// kernel exists to avoid. Rows are split evenly over the cores in every pass.
+// kernel exists to avoid. Rows are split over the cores in every pass.
 #include <cmath>
 #include <limits>
 
 #include "cpu/attn/attn_kernels.h"
+#include "parallel/speed_balance.h"
 #include "parallel/thread_pool.h"
 #include "simd/gemm.h"
 #include "simd/softmax_ops.h"
@@ -21,8 +22,13 @@ void attn_layer(const AttnProblem& p, AttnRunContext& ctx) {
   ScratchBuffer<float> kt(static_cast<size_t>(D) * p.Tk, ctx.meter);
   ScratchBuffer<float> s(static_cast<size_t>(p.T) * p.Tk, ctx.meter);
   ctx.busy_ms.assign(P, 0.0);
+  // Rows and keys are cut in proportion to the cores' measured speeds (equal on an idle
+  // machine), as the fused kernel's placements are.
+  SpeedBalancer speeds(pool);
+  const std::vector<size_t> row_cut = proportional_cuts(std::vector<int64_t>(p.T, 1), speeds.speeds());
+  const std::vector<size_t> key_cut = proportional_cuts(std::vector<int64_t>(p.Tk, 1), speeds.speeds());
   auto rows_of = [&](int w) {
-    return std::pair<int64_t, int64_t>{p.T * w / P, p.T * (w + 1) / P};
+    return std::pair<int64_t, int64_t>{static_cast<int64_t>(row_cut[w]), static_cast<int64_t>(row_cut[w + 1])};
   };
   auto add_busy = [&](const std::vector<double>& b) {
     for (int w = 0; w < P; ++w) ctx.busy_ms[w] += b[w];
@@ -32,7 +38,7 @@ void attn_layer(const AttnProblem& p, AttnRunContext& ctx) {
     if (h % G == 0) {
       add_busy(pool.run_on_all([&](int w) {
         simd::ensure_flush_denormals();
-        const int64_t j0 = p.Tk * w / P, j1 = p.Tk * (w + 1) / P;
+        const int64_t j0 = static_cast<int64_t>(key_cut[w]), j1 = static_cast<int64_t>(key_cut[w + 1]);
         simd::transpose(p.k + p.kv_row(j0, hk), ldk, kt.data() + j0, p.Tk, static_cast<int>(j1 - j0), D);
       }));
     }
@@ -61,6 +67,9 @@ void attn_layer(const AttnProblem& p, AttnRunContext& ctx) {
                  p.v + p.kv_row(0, hk), ldk, p.o + p.q_row(i0, h), ldq, 1.0f, 0.0f);
     }));
   }
+  std::vector<int64_t> rows(P);
+  for (int w = 0; w < P; ++w) rows[w] = static_cast<int64_t>(row_cut[w + 1] - row_cut[w]);
+  speeds.record(rows, ctx.busy_ms);
 }
 
 }  // namespace hanpu::cpu

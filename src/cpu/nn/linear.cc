@@ -2,6 +2,7 @@
 #include "cpu/nn/linear.h"
 
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
 #include "parallel/thread_pool.h"
@@ -47,23 +48,38 @@ float PackedLinear::at(int i, int o) const {
   return dtype == DType::kF32 ? data[at] : load_as_f32(half.data(), dtype, at);
 }
 
+int linear_row_ranges(int64_t T, int panels, int cores) {
+  constexpr int kUnitsPerCore = 4;
+  const int64_t slabs = (T + kLinearRowSlab - 1) / kLinearRowSlab;
+  const int64_t wanted = (static_cast<int64_t>(kUnitsPerCore) * cores + panels - 1) / std::max(panels, 1);
+  return static_cast<int>(std::clamp<int64_t>(wanted, 1, std::max<int64_t>(slabs, 1)));
+}
+
 void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy, int threads) {
   if (T <= 0 || w.out <= 0) return;
   ThreadPool& pool = ThreadPool::shared(threads);
   const int P = pool.size(), panels = w.panels(), in = w.in;
-  constexpr int64_t kRowSlab = 192;
   const bool wide = w.dtype == DType::kF32;
-  pool.run_on_all([&](int core) {
+  // Units (panel, row range) are claimed from a shared counter rather than dealt: a core
+  // slowed by other load (or a LITTLE core) simply claims fewer, where a fixed deal would
+  // make the fast core wait for it.
+  const int ranges = T == 1 ? 1 : linear_row_ranges(T, panels, P);
+  const int64_t slabs = (T + kLinearRowSlab - 1) / kLinearRowSlab;
+  std::atomic<int> next_unit{0};
+  pool.run_on_all([&](int) {
     simd::ensure_flush_denormals();
-    // 16-bit weights: one [512 x 256] fp32 block per core, widened once per (panel, slice)
-    // and used by every row slab.
+    // 16-bit weights: one [512 x 256] fp32 block per core, widened once per (unit, slice)
+    // and used by every row slab of the unit.
     thread_local std::vector<float> block;
-    for (int p = core; p < panels; p += P) {
+    for (int u = next_unit.fetch_add(1); u < panels * ranges; u = next_unit.fetch_add(1)) {
+      const int p = u / ranges, range = u % ranges;
       const int n = w.panel_cols(p);
       if (!wide && T == 1) {  // decode: widen in registers, read each weight once
         simd::gemv_16(x, in, w.panel_16(p), w.dtype, n, y + p * kLinearPanel);
         continue;
       }
+      const int64_t row_begin = slabs * range / ranges * kLinearRowSlab;
+      const int64_t row_end = std::min(T, slabs * (range + 1) / ranges * kLinearRowSlab);
       for (int k0 = 0; k0 < in; k0 += kLinearDepth) {
         const int kd = std::min(kLinearDepth, in - k0);
         const float* b = nullptr;
@@ -74,8 +90,8 @@ void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float
           simd::load_f32(block.data(), w.panel_16(p) + static_cast<size_t>(k0) * n, w.dtype, static_cast<size_t>(kd) * n);
           b = block.data();
         }
-        for (int64_t r0 = 0; r0 < T; r0 += kRowSlab) {
-          const int rows = static_cast<int>(std::min(kRowSlab, T - r0));
+        for (int64_t r0 = row_begin; r0 < row_end; r0 += kLinearRowSlab) {
+          const int rows = static_cast<int>(std::min(kLinearRowSlab, row_end - r0));
           simd::gemm(rows, n, kd, simd::row_major(x + r0 * ldx + k0, ldx), b, n, y + r0 * ldy + p * kLinearPanel,
                      ldy, 1.0f, k0 == 0 ? 0.0f : 1.0f);
         }

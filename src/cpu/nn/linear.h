@@ -43,9 +43,17 @@ struct PackedLinear {
   float at(int i, int o) const;
 };
 
-// y[T, out] (leading dim ldy) = x[T, in] (leading dim ldx) W^T. Panels are dealt to
-// `threads` cores (0: the default pool); each walks its panel in 512-deep slices, each slice
-// against every 192-row slab of x, so the B block stays in L2 while x streams by.
+inline constexpr int64_t kLinearRowSlab = 192;  // rows of x per micro-kernel call
+
+// Row ranges a panel is cut into so there are at least 4 units (panel, row range) per core
+// to claim, whole 192-row slabs each. Example: T = 1024 (6 slabs), 4 panels, 2 cores -> 2;
+// 24 panels -> 1; T = 100 -> 1.
+int linear_row_ranges(int64_t T, int panels, int cores);
+
+// y[T, out] (leading dim ldy) = x[T, in] (leading dim ldx) W^T. Units (panel, row range)
+// are claimed by `threads` cores (0: the default pool) from a shared counter; a unit walks
+// its panel in 512-deep slices, each slice against every 192-row slab of its rows, so the B
+// block stays in L2 while x streams by.
 void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy, int threads);
 
 }  // namespace hanpu::cpu

@@ -27,7 +27,7 @@ TEST_P(LinearDtype, MatchesDoubleOnOddShapes) {
     int64_t T;
     int in, out;
   };
-  for (const Shape s : {Shape{1, 1, 1}, {3, 17, 5}, {7, 100, 300}, {200, 513, 257}, {33, 1100, 16}, {1, 64, 1000}}) {
+  for (const Shape s : {Shape{1, 1, 1}, {3, 17, 5}, {7, 100, 300}, {200, 513, 257}, {33, 1100, 16}, {1, 64, 1000}, {1000, 70, 40}}) {
     std::vector<float> w(static_cast<size_t>(s.out) * s.in);
     for (float& x : w) x = static_cast<float>(rng.normal());
     // Output columns from a permutation of W's rows, as the Qwen3-Next regrouping does.
@@ -59,6 +59,14 @@ TEST_P(LinearDtype, MatchesDoubleOnOddShapes) {
       EXPECT_LE(err / std::max(ref, 1e-30), 1e-12) << "T=" << s.T << " in=" << s.in << " out=" << s.out;
     }
   }
+}
+
+TEST(Linear, RowRangesGiveEveryCoreSeveralUnits) {
+  EXPECT_EQ(linear_row_ranges(1024, 4, 2), 2);    // 6 slabs, 4 panels: 8 units
+  EXPECT_EQ(linear_row_ranges(1024, 24, 2), 1);   // enough panels already
+  EXPECT_EQ(linear_row_ranges(100, 1, 2), 1);     // one slab
+  EXPECT_EQ(linear_row_ranges(1000, 1, 2), 6);    // never more ranges than slabs
+  EXPECT_EQ(linear_row_ranges(4096, 1, 16), 22);  // 64 units wanted, 22 slabs
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, LinearDtype, ::testing::ValuesIn(kAllDTypes),

@@ -8,8 +8,11 @@
 // slow one finishes. A SpeedBalancer measures each worker's rate (work done per busy second)
 // on one phase of a job and cuts the next phase's work list in proportion; the pool keeps the
 // rates between jobs, so the first phase of the next call starts from them too.
-// HANPU_BALANCE=0 turns it off: every phase is then dealt as if the speeds were equal (the
-// schedule's own deal, reproducible run to run).
+// Users: the LA walk (la_walk.h, re-dealt between phases of a call), the attention
+// placements (dealt per call from the rates of earlier calls). Projections (linear.h) need no
+// rates: their units are claimed from a shared counter.
+// HANPU_BALANCE=0 turns all of it off: every phase is then dealt as if the speeds were equal
+// (the schedule's own deal, reproducible run to run), and projections deal round-robin.
 #pragma once
 
 #include <cstddef>

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <utility>
 #include <vector>
 
+#include "parallel/speed_balance.h"
 #include "parallel/thread_pool.h"
 #include "simd/gemm.h"
 #include "simd/gemv.h"
@@ -66,12 +68,15 @@ void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float
   const int ranges = T == 1 ? 1 : linear_row_ranges(T, panels, P);
   const int64_t slabs = (T + kLinearRowSlab - 1) / kLinearRowSlab;
   std::atomic<int> next_unit{0};
-  pool.run_on_all([&](int) {
+  const bool claim = speed_balancing_enabled();  // HANPU_BALANCE=0: the fixed deal u = core mod P
+  pool.run_on_all([&](int core) {
+    int dealt = core;
+    auto next = [&] { return claim ? next_unit.fetch_add(1) : std::exchange(dealt, dealt + P); };
     simd::ensure_flush_denormals();
     // 16-bit weights: one [512 x 256] fp32 block per core, widened once per (unit, slice)
     // and used by every row slab of the unit.
     thread_local std::vector<float> block;
-    for (int u = next_unit.fetch_add(1); u < panels * ranges; u = next_unit.fetch_add(1)) {
+    for (int u = next(); u < panels * ranges; u = next()) {
       const int p = u / ranges, range = u % ranges;
       const int n = w.panel_cols(p);
       if (!wide && T == 1) {  // decode: widen in registers, read each weight once

@@ -51,7 +51,8 @@ inline constexpr int64_t kLinearRowSlab = 192;  // rows of x per micro-kernel ca
 int linear_row_ranges(int64_t T, int panels, int cores);
 
 // y[T, out] (leading dim ldy) = x[T, in] (leading dim ldx) W^T. Units (panel, row range)
-// are claimed by `threads` cores (0: the default pool) from a shared counter; a unit walks
+// are claimed by `threads` cores (0: the default pool) from a shared counter (with
+// HANPU_BALANCE=0 dealt round-robin instead, core c taking units c, c + P, ...); a unit walks
 // its panel in 512-deep slices, each slice against every 192-row slab of its rows, so the B
 // block stays in L2 while x streams by.
 void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy, int threads);

@@ -6,6 +6,8 @@
 
 #include "cpu/la/la_problem.h"
 #include "cpu/la/la_strategy.h"
+#include "cpu/la/la_walk.h"
+#include "parallel/speed_balance.h"
 #include "parallel/thread_pool.h"
 
 namespace hanpu {
@@ -56,7 +58,15 @@ std::string describe_la_schedule(const std::vector<int64_t>& seq_lens, int H, in
   p.cu = {0};
   for (int64_t l : seq_lens) p.cu.push_back(p.cu.back() + l);
   std::string head = HV > H ? fmt::format("unit: q/k head h with its {} value heads (GVA)\n", HV / H) : "";
-  return head + cpu::schedule_groups_for(p, threads).describe();
+  int64_t longest = 0;
+  for (int64_t l : seq_lens) longest = std::max(longest, l);
+  const std::string phases =
+      speed_balancing_enabled()
+          ? fmt::format("walked in phases of {} tokens at C = 64; between phases the units are re-dealt by "
+                        "the cores' measured speeds (this deal when they are equal; HANPU_BALANCE=0: always)\n",
+                        cpu::walk_phase_tokens(longest, 64))
+          : "fixed deal (HANPU_BALANCE=0)\n";
+  return head + cpu::schedule_groups_for(p, threads).describe() + phases;
 }
 
 double la_flops(int64_t T, int HV, int K, int V) {

@@ -17,6 +17,11 @@ struct TileUnit {
 
 struct TilePlacement {
   std::vector<std::vector<TileUnit>> per_core;  // per_core[c] runs in order on core c
+  // Units no core owns: after its own list, every core claims the next of these (heaviest
+  // first) until none is left, so a core that falls behind (slowed by other load) is helped
+  // out at the end instead of being waited for. Empty unless a shared tail was asked for.
+  std::vector<TileUnit> shared_tail;
+  double tail_work = 0.0;
   std::vector<double> core_work;                // sum of the units' work per core
   std::vector<double> core_speed;               // the relative speeds it was placed for
   // max / mean of the cores' times core_work / core_speed (1 = perfect)
@@ -40,9 +45,16 @@ struct TilePlacement {
 // work: uniform cuts each head's tiles into contiguous blocks whose tile counts follow the
 // speeds, balanced deals each unit to the core that would finish it first. Example: 2 cores
 // at speeds {2, 1}, one head of 30 equal tiles: uniform blocks of 20 and 10 tiles.
+//
+// tail_fraction (optional, 0 .. 0.5): the lightest tiles, of every head, about this share of
+// all the work, go to the shared tail instead; the placement deals the rest. Both placements
+// take the same tiles out (the first query tiles under a causal mask). Uniform cuts its
+// blocks as without a tail and only leaves the tail's tiles out of them, so it keeps its
+// imbalance: under a causal mask the tail comes out of the first core's light block, and
+// the last core, which holds the heavy block, still finishes last.
 TilePlacement place_tiles_uniform(int heads, const std::vector<double>& tile_work, int cores,
-                                  const std::vector<double>& speeds = {});
+                                  const std::vector<double>& speeds = {}, double tail_fraction = 0.0);
 TilePlacement place_tiles_balanced(int heads, const std::vector<double>& tile_work, int cores,
-                                   const std::vector<double>& speeds = {});
+                                   const std::vector<double>& speeds = {}, double tail_fraction = 0.0);
 
 }  // namespace hanpu

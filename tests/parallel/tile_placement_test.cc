@@ -72,5 +72,31 @@ TEST(TilePlacement, MeasuredSpeedsAimBothPlacementsAtEqualTime) {
             place_tiles_balanced(4, causal_work(16), 2).per_core);
 }
 
+TEST(TilePlacement, ASharedTailTakesTheLightestTilesAndLeavesUniformItsBlocks) {
+  const std::vector<double> work = causal_work(64);
+  double total = 0;
+  for (double w : work) total += w * 4;
+  for (const bool balanced : {false, true}) {
+    const TilePlacement p = balanced ? place_tiles_balanced(4, work, 2, {}, 0.1) : place_tiles_uniform(4, work, 2, {}, 0.1);
+    std::set<std::pair<int, int>> seen;
+    for (const auto& core : p.per_core) {
+      for (const TileUnit& u : core) EXPECT_TRUE(seen.insert({u.head, u.tile}).second);
+    }
+    for (const TileUnit& u : p.shared_tail) EXPECT_TRUE(seen.insert({u.head, u.tile}).second);
+    EXPECT_EQ(seen.size(), 4u * 64);
+    // The lightest tiles, about a tenth of the work, claimed heaviest first.
+    EXPECT_NEAR(p.tail_work / total, 0.1, 0.01);
+    EXPECT_LE(p.tail_work, 0.1 * total);
+    for (const TileUnit& u : p.shared_tail) EXPECT_LT(u.tile, 21);
+    EXPECT_GE(p.shared_tail.front().tile, p.shared_tail.back().tile);
+  }
+  // Uniform keeps its blocks: core 1 still holds tiles 32..63 of every head, the tail comes
+  // out of core 0's block only.
+  const TilePlacement u = place_tiles_uniform(4, work, 2, {}, 0.1);
+  EXPECT_EQ(u.per_core[1], place_tiles_uniform(4, work, 2).per_core[1]);
+  // No tail asked: none made.
+  EXPECT_TRUE(place_tiles_balanced(4, work, 2).shared_tail.empty());
+}
+
 }  // namespace
 }  // namespace hanpu

@@ -1,7 +1,11 @@
 // Fused prefill: query tiles placed on cores (uniform or STEEL's balanced dealing, both at
 // the cores' measured relative speeds), each unit the fused three-stage tile loop of
-// attn_tile_kernel.
+// attn_tile_kernel. The lightest tenth of the work (the first query tiles of every head under
+// a causal mask) is left to a shared tail that each core claims from when its own units are
+// done: the placement decides the rest, and a core slowed during the call by other load is
+// helped out instead of waited for.
 #include <algorithm>
+#include <atomic>
 
 #include "cpu/attn/attn_kernels.h"
 #include "cpu/attn/attn_tile_kernel.h"
@@ -11,6 +15,21 @@
 #include "simd/fp_mode.h"
 
 namespace hanpu::cpu {
+
+namespace {
+
+// The last key any row of unit u's query tile sees, + 1.
+int64_t unit_reach(const AttnProblem& p, const TileUnit& u, int BQ) {
+  const int64_t last = std::min<int64_t>(p.T, static_cast<int64_t>(u.tile + 1) * BQ) - 1;
+  return p.key_end(last);
+}
+
+// Share of the work left to a shared tail that every core claims from once its own units
+// are done (tile_placement.h): enough to absorb a core running ~10-20% slow during a call,
+// small enough that the placement still decides almost all of it.
+constexpr double kSharedTailFraction = 0.1;
+
+}  // namespace
 
 void attn_fused(const AttnProblem& p, AttnRunContext& ctx, bool balanced) {
   const int BQ = ctx.tiles.q_rows, G = p.group();
@@ -24,49 +43,64 @@ void attn_fused(const AttnProblem& p, AttnRunContext& ctx, bool balanced) {
   // Both placements are static within a call; across calls they follow the cores' measured
   // speeds (equal on an idle machine), so a core slowed by other load is dealt less.
   SpeedBalancer speeds(pool);
-  const TilePlacement place = balanced ? place_tiles_balanced(p.Hkv, work, pool.size(), speeds.speeds())
-                                       : place_tiles_uniform(p.Hkv, work, pool.size(), speeds.speeds());
+  const TilePlacement place =
+      balanced ? place_tiles_balanced(p.Hkv, work, pool.size(), speeds.speeds(), kSharedTailFraction)
+               : place_tiles_uniform(p.Hkv, work, pool.size(), speeds.speeds(), kSharedTailFraction);
+  std::atomic<size_t> next_tail{0};
+  std::vector<double> done(pool.size(), 0.0);
   // A core walks its units head by head; at each new head it packs that head's K and V rows
   // (the keys its units reach) into contiguous rows once, instead of every unit copying its
   // key tiles from rows Hkv x D apart. Bounded by kPackBytes per core; beyond, units copy.
   constexpr int64_t kPackBytes = int64_t{64} << 20;
   const std::vector<double> busy = pool.run_on_all([&](int w) {
     simd::ensure_flush_denormals();
-    if (place.per_core[w].empty()) return;
     AttnWorkspace ws(p, ctx.tiles, ctx.meter);
     const bool pack = 2 * p.Tk * p.D * static_cast<int64_t>(sizeof(float)) <= kPackBytes;
-    ScratchBuffer<float> packed(pack ? 2 * static_cast<size_t>(p.Tk) * p.D : 0, ctx.meter);
+    ScratchBuffer<float> packed(pack && !place.per_core[w].empty() ? 2 * static_cast<size_t>(p.Tk) * p.D : 0,
+                                ctx.meter);
     int packed_head = -1;
+    int64_t packed_reach = 0;
     KvRows kv{};
-    for (const TileUnit& u : place.per_core[w]) {
+    auto run_unit = [&](const TileUnit& u, const KvRows& rows) {
       const int64_t t0 = static_cast<int64_t>(u.tile) * BQ;
       const int r = static_cast<int>(std::min<int64_t>(BQ, p.T - t0));
       const int h0 = u.head * G;
       TileOut out{p.o + p.q_row(t0, h0), static_cast<ptrdiff_t>(p.Hq) * p.D, p.D,
                   p.lse ? p.lse + static_cast<size_t>(h0) * p.T + t0 : nullptr, p.T};
+      attend_query_tile(p, ws, u.head, rows, t0, r, 0, p.Tk, out);
+      done[w] += work[u.tile];
+    };
+    for (const TileUnit& u : place.per_core[w]) {
       if (u.head != packed_head) {
         kv = kv_rows_in_place(p, u.head);
         if (pack) {
           int64_t reach = 0;  // keys this core's units of the head can see
           for (const TileUnit& v : place.per_core[w]) {
             if (v.head != u.head) continue;
-            const int64_t last = std::min<int64_t>(p.T, static_cast<int64_t>(v.tile + 1) * BQ) - 1;
-            reach = std::max(reach, p.key_end(last));
+            reach = std::max(reach, unit_reach(p, v, BQ));
           }
           float* pk = packed.data();
           float* pv = pk + static_cast<size_t>(p.Tk) * p.D;
           copy_kv_rows(kv, 0, reach, p.D, pk, pv);
           kv = KvRows{pk, pv, p.D};
+          packed_reach = reach;
         }
         packed_head = u.head;
       }
-      attend_query_tile(p, ws, u.head, kv, t0, r, 0, p.Tk, out);
+      run_unit(u, kv);
+    }
+    // The shared tail: light units, claimed until none is left. The packed rows serve a unit
+    // of the head they hold when they reach far enough; otherwise it copies its key tiles.
+    for (size_t i = next_tail.fetch_add(1); i < place.shared_tail.size(); i = next_tail.fetch_add(1)) {
+      const TileUnit& u = place.shared_tail[i];
+      const bool use_packed = pack && u.head == packed_head && unit_reach(p, u, BQ) <= packed_reach;
+      run_unit(u, use_packed ? kv : kv_rows_in_place(p, u.head));
     }
   });
   ctx.busy_ms = busy;
-  std::vector<int64_t> done(place.core_work.size());
-  for (size_t c = 0; c < done.size(); ++c) done[c] = static_cast<int64_t>(place.core_work[c]);
-  speeds.record(done, busy);
+  std::vector<int64_t> done_work(done.size());
+  for (size_t c = 0; c < done.size(); ++c) done_work[c] = static_cast<int64_t>(done[c]);
+  speeds.record(done_work, busy);
 }
 
 }  // namespace hanpu::cpu

@@ -8,6 +8,7 @@
 #include "hanpu/attn.h"
 #include "model/layer_ops.h"
 #include "model/layers.h"
+#include "parallel/parallel_rows.h"
 
 namespace hanpu::model {
 
@@ -15,22 +16,25 @@ Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* 
                        KvCache* kv, const ForwardOptions& opt, float* out, double* kernel_ms) {
   const int Hq = c.attn_heads, Hkv = c.kv_heads, D = c.head_dim, hidden = c.hidden;
   // qg [T, Hq, 2D]: per head D query dims, then D output-gate dims.
-  std::vector<float> qg(static_cast<size_t>(T) * Hq * 2 * D), q(static_cast<size_t>(T) * Hq * D);
-  std::vector<float> k(static_cast<size_t>(T) * Hkv * D), v(k.size());
-  cpu::linear(x, hidden, T, w.q, qg.data(), Hq * 2 * D, opt.threads);
-  cpu::linear(x, hidden, T, w.k, k.data(), Hkv * D, opt.threads);
-  cpu::linear(x, hidden, T, w.v, v.data(), Hkv * D, opt.threads);
-  rms_norm_zero_centred(qg.data(), 2 * D, T * Hq, D, w.q_norm.data(), c.rms_eps, q.data(), D);
-  rms_norm_zero_centred(k.data(), D, T * Hkv, D, w.k_norm.data(), c.rms_eps, k.data(), D);
-  apply_rope(q.data(), T, Hq, D, c.rotary_dims(), c.rope_theta, pos0);
-  apply_rope(k.data(), T, Hkv, D, c.rotary_dims(), c.rope_theta, pos0);
-  HANPU_RETURN_IF_ERROR(kv->append({k.data(), DType::kF32, {T, Hkv, D}}, {v.data(), DType::kF32, {T, Hkv, D}}));
-  std::vector<float> o(static_cast<size_t>(T) * Hq * D);
+  thread_local std::vector<float> qg_buf, q_buf, k_buf, v_buf, o_buf;
+  float* qg = reuse_buffer(qg_buf, static_cast<size_t>(T) * Hq * 2 * D);
+  float* q = reuse_buffer(q_buf, static_cast<size_t>(T) * Hq * D);
+  float* k = reuse_buffer(k_buf, static_cast<size_t>(T) * Hkv * D);
+  float* v = reuse_buffer(v_buf, static_cast<size_t>(T) * Hkv * D);
+  cpu::linear(x, hidden, T, w.q, qg, Hq * 2 * D, opt.threads);
+  cpu::linear(x, hidden, T, w.k, k, Hkv * D, opt.threads);
+  cpu::linear(x, hidden, T, w.v, v, Hkv * D, opt.threads);
+  rms_norm_zero_centred(qg, 2 * D, T * Hq, D, w.q_norm.data(), c.rms_eps, q, D, opt.threads);
+  rms_norm_zero_centred(k, D, T * Hkv, D, w.k_norm.data(), c.rms_eps, k, D, opt.threads);
+  apply_rope(q, T, Hq, D, c.rotary_dims(), c.rope_theta, pos0);
+  apply_rope(k, T, Hkv, D, c.rotary_dims(), c.rope_theta, pos0);
+  HANPU_RETURN_IF_ERROR(kv->append({k, DType::kF32, {T, Hkv, D}}, {v, DType::kF32, {T, Hkv, D}}));
+  float* o = reuse_buffer(o_buf, static_cast<size_t>(T) * Hq * D);
   AttnArgs args;
-  args.q = {q.data(), DType::kF32, {T, Hq, D}};
+  args.q = {q, DType::kF32, {T, Hq, D}};
   args.k = kv->keys();
   args.v = kv->values();
-  args.o = {o.data(), DType::kF32, {T, Hq, D}};
+  args.o = {o, DType::kF32, {T, Hq, D}};
   args.mask = AttnMask::kCausal;  // q_offset defaults to the cached length before this call
   Status st;
   const auto t0 = std::chrono::steady_clock::now();
@@ -44,14 +48,16 @@ Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* 
   }
   *kernel_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!st.ok()) return Status::Error(fmt::format("attention layer: {}", st.message()));
-  for (int64_t t = 0; t < T; ++t) {
-    for (int h = 0; h < Hq; ++h) {
-      float* orow = o.data() + (t * Hq + h) * D;
-      const float* gate = qg.data() + (t * Hq + h) * 2 * D + D;
-      for (int d = 0; d < D; ++d) orow[d] *= sigmoid(gate[d]);
+  parallel_rows(opt.threads, T, static_cast<int64_t>(Hq) * D * 20, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      for (int h = 0; h < Hq; ++h) {
+        float* orow = o + (t * Hq + h) * D;
+        const float* gate = qg + (t * Hq + h) * 2 * D + D;
+        for (int d = 0; d < D; ++d) orow[d] *= sigmoid(gate[d]);
+      }
     }
-  }
-  cpu::linear(o.data(), Hq * D, T, w.o, out, hidden, opt.threads);
+  });
+  cpu::linear(o, Hq * D, T, w.o, out, hidden, opt.threads);
   return Status::Ok();
 }
 

@@ -9,6 +9,7 @@
 #include "hanpu/la.h"
 #include "model/layer_ops.h"
 #include "model/layers.h"
+#include "parallel/parallel_rows.h"
 
 namespace hanpu::model {
 
@@ -17,37 +18,45 @@ Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int6
   const int H = c.la_key_heads, HV = c.la_value_heads, K = c.la_key_dim, V = c.la_value_dim;
   const int C = c.la_conv_channels(), hidden = c.hidden;
   // mixed [T, C] = q heads | k heads | v heads; z [T, HV V]; b, a [T, HV].
-  std::vector<float> mixed(static_cast<size_t>(T) * C), z(static_cast<size_t>(T) * HV * V);
-  std::vector<float> b(static_cast<size_t>(T) * HV), a(static_cast<size_t>(T) * HV);
-  cpu::linear(x, hidden, T, w.qkv, mixed.data(), C, opt.threads);
-  cpu::linear(x, hidden, T, w.z, z.data(), HV * V, opt.threads);
-  cpu::linear(x, hidden, T, w.b, b.data(), HV, opt.threads);
-  cpu::linear(x, hidden, T, w.a, a.data(), HV, opt.threads);
-  cpu::causal_conv1d_silu(mixed.data(), T, C, w.conv.data(), c.conv_kernel, conv, opt.threads);
+  thread_local std::vector<float> mixed_buf, z_buf, b_buf, a_buf, q_buf, k_buf, v_buf, beta_buf, g_buf, o_buf;
+  float* mixed = reuse_buffer(mixed_buf, static_cast<size_t>(T) * C);
+  float* z = reuse_buffer(z_buf, static_cast<size_t>(T) * HV * V);
+  float* b = reuse_buffer(b_buf, static_cast<size_t>(T) * HV);
+  float* a = reuse_buffer(a_buf, static_cast<size_t>(T) * HV);
+  cpu::linear(x, hidden, T, w.qkv, mixed, C, opt.threads);
+  cpu::linear(x, hidden, T, w.z, z, HV * V, opt.threads);
+  cpu::linear(x, hidden, T, w.b, b, HV, opt.threads);
+  cpu::linear(x, hidden, T, w.a, a, HV, opt.threads);
+  cpu::causal_conv1d_silu(mixed, T, C, w.conv.data(), c.conv_kernel, conv, opt.threads);
   // The LA kernel takes contiguous q, k [T, H, K] and v [T, HV, V].
-  std::vector<float> q(static_cast<size_t>(T) * H * K), k(q.size()), v(static_cast<size_t>(T) * HV * V);
-  for (int64_t t = 0; t < T; ++t) {
-    const float* row = mixed.data() + t * C;
-    std::copy(row, row + H * K, q.begin() + t * H * K);
-    std::copy(row + H * K, row + 2 * H * K, k.begin() + t * H * K);
-    std::copy(row + 2 * H * K, row + C, v.begin() + t * HV * V);
-  }
-  std::vector<float> beta(b.size()), g(b.size());
-  gdn_gates(b.data(), a.data(), T, HV, w.neg_A.data(), w.dt_bias.data(), beta.data(), g.data());
-  std::vector<float> o(static_cast<size_t>(T) * HV * V);
+  float* q = reuse_buffer(q_buf, static_cast<size_t>(T) * H * K);
+  float* k = reuse_buffer(k_buf, static_cast<size_t>(T) * H * K);
+  float* v = reuse_buffer(v_buf, static_cast<size_t>(T) * HV * V);
+  parallel_rows(opt.threads, T, C, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* row = mixed + t * C;
+      std::copy(row, row + H * K, q + t * H * K);
+      std::copy(row + H * K, row + 2 * H * K, k + t * H * K);
+      std::copy(row + 2 * H * K, row + C, v + t * HV * V);
+    }
+  });
+  float* beta = reuse_buffer(beta_buf, static_cast<size_t>(T) * HV);
+  float* g = reuse_buffer(g_buf, static_cast<size_t>(T) * HV);
+  gdn_gates(b, a, T, HV, w.neg_A.data(), w.dt_bias.data(), beta, g);
+  float* o = reuse_buffer(o_buf, static_cast<size_t>(T) * HV * V);
   // The next state goes to a spare buffer that trades places with the sequence's state, so
   // decode does not allocate and zero a state (1 MB at 16 heads of 128) per layer and token.
   thread_local std::vector<float> next_state;
   next_state.resize(recurrent->size());
   LaArgs args;
   args.mech = LaMech::kGdn;
-  args.q = {q.data(), DType::kF32, {T, H, K}};
-  args.k = {k.data(), DType::kF32, {T, H, K}};
-  args.v = {v.data(), DType::kF32, {T, HV, V}};
-  args.g = {g.data(), DType::kF32, {T, HV}};
-  args.beta = {beta.data(), DType::kF32, {T, HV}};
+  args.q = {q, DType::kF32, {T, H, K}};
+  args.k = {k, DType::kF32, {T, H, K}};
+  args.v = {v, DType::kF32, {T, HV, V}};
+  args.g = {g, DType::kF32, {T, HV}};
+  args.beta = {beta, DType::kF32, {T, HV}};
   args.initial_state = {recurrent->data(), DType::kF32, {1, HV, K, V}};
-  args.o = {o.data(), DType::kF32, {T, HV, V}};
+  args.o = {o, DType::kF32, {T, HV, V}};
   args.final_state = {next_state.data(), DType::kF32, {1, HV, K, V}};
   args.qk_l2norm = true;  // use_qk_l2norm_in_kernel=True
   LaOptions lo;
@@ -58,8 +67,8 @@ Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int6
   *kernel_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!st.ok()) return Status::Error(fmt::format("GDN layer: {}", st.message()));
   recurrent->swap(next_state);
-  gated_rms_norm(o.data(), z.data(), T * HV, V, w.norm.data(), c.rms_eps);
-  cpu::linear(o.data(), HV * V, T, w.out, out, hidden, opt.threads);
+  gated_rms_norm(o, z, T * HV, V, w.norm.data(), c.rms_eps, opt.threads);
+  cpu::linear(o, HV * V, T, w.out, out, hidden, opt.threads);
   return Status::Ok();
 }
 

@@ -5,6 +5,9 @@
 #include <cmath>
 #include <vector>
 
+#include "parallel/parallel_rows.h"
+#include "simd/activation_ops.h"
+
 namespace hanpu::model {
 
 namespace {
@@ -18,22 +21,40 @@ float inv_rms(const float* x, int n, float eps) {
 }  // namespace
 
 void rms_norm_zero_centred(const float* x, int64_t ld_x, int64_t rows, int n, const float* w, float eps, float* y,
-                           int64_t ld_y) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * ld_x;
-    float* yr = y + r * ld_y;
-    const float s = inv_rms(xr, n, eps);
-    for (int i = 0; i < n; ++i) yr[i] = xr[i] * s * (1.0f + w[i]);
-  }
+                           int64_t ld_y, int threads) {
+  parallel_rows(threads, rows, 4 * n, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = x + r * ld_x;
+      float* yr = y + r * ld_y;
+      const float s = inv_rms(xr, n, eps);
+      for (int i = 0; i < n; ++i) yr[i] = xr[i] * s * (1.0f + w[i]);
+    }
+  });
 }
 
-void gated_rms_norm(float* o, const float* z, int64_t rows, int n, const float* w, float eps) {
-  for (int64_t r = 0; r < rows; ++r) {
-    float* orow = o + r * n;
-    const float* zr = z + r * n;
-    const float s = inv_rms(orow, n, eps);
-    for (int i = 0; i < n; ++i) orow[i] = w[i] * (orow[i] * s) * silu(zr[i]);
-  }
+void add_rms_norm_zero_centred(float* h, const float* block, int64_t rows, int n, const float* w, float eps,
+                               float* xn, int threads) {
+  parallel_rows(threads, rows, 5 * n, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      float* hr = h + r * n;
+      const float* br = block + r * n;
+      for (int i = 0; i < n; ++i) hr[i] += br[i];
+      const float s = inv_rms(hr, n, eps);
+      float* yr = xn + r * n;
+      for (int i = 0; i < n; ++i) yr[i] = hr[i] * s * (1.0f + w[i]);
+    }
+  });
+}
+
+void gated_rms_norm(float* o, const float* z, int64_t rows, int n, const float* w, float eps, int threads) {
+  parallel_rows(threads, rows, 24 * n, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      float* orow = o + r * n;
+      const float s = inv_rms(orow, n, eps);
+      for (int i = 0; i < n; ++i) orow[i] = w[i] * (orow[i] * s);
+      simd::silu_mul(z + r * n, orow, orow, static_cast<size_t>(n));  // * silu(z), vectorised exp
+    }
+  });
 }
 
 void gdn_gates(const float* b, const float* a, int64_t T, int HV, const float* neg_A, const float* dt_bias,

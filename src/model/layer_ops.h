@@ -1,20 +1,27 @@
-// The element-wise pieces of a Qwen3.5 / Qwen3-Next layer, in fp32 exactly as transformers
-// computes them (each names its source). Plain loops: they are a few percent of a layer's
-// time next to the projections, the LA kernel, attention and the short convolution, which
-// run on src/cpu.
+// The element-wise pieces of a Qwen3.5 / Qwen3-Next layer, in fp32 as transformers computes
+// them (each names its source). Rows run in parallel on `threads` cores (parallel_rows: a
+// prefill's norms over [T, hidden] are ~4% of its time when left on one core while the
+// other waits); within a row, plain loops or the SIMD activation ops.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace hanpu::model {
 
 // y = x / sqrt(mean(x^2) + eps) * (1 + w) per row of n (Qwen3_5RMSNorm, zero-centred weight).
 // x and y may alias; rows are `ld` floats apart.
 void rms_norm_zero_centred(const float* x, int64_t ld_x, int64_t rows, int n, const float* w, float eps, float* y,
-                           int64_t ld_y);
+                           int64_t ld_y, int threads = 1);
+
+// h += block, then xn = rms_norm_zero_centred(h) per row of n (the residual add before each
+// block's norm), all three [rows, n] contiguous.
+void add_rms_norm_zero_centred(float* h, const float* block, int64_t rows, int n, const float* w, float eps,
+                               float* xn, int threads);
 
 // o = w * o / sqrt(mean(o^2) + eps) * silu(z) per row of n (Qwen3_5RMSNormGated, plain weight).
-void gated_rms_norm(float* o, const float* z, int64_t rows, int n, const float* w, float eps);
+void gated_rms_norm(float* o, const float* z, int64_t rows, int n, const float* w, float eps, int threads = 1);
 
 // beta = sigmoid(b), g = neg_A * softplus(a + dt_bias) for rows of HV (GatedDeltaNet gates).
 void gdn_gates(const float* b, const float* a, int64_t T, int HV, const float* neg_A, const float* dt_bias,
@@ -23,6 +30,15 @@ void gdn_gates(const float* b, const float* a, int64_t T, int HV, const float* n
 // Rotary embedding of the first `rot` dims of every head row (rotate_half convention),
 // positions pos0 + t: x [T, heads, D].
 void apply_rope(float* x, int64_t T, int heads, int D, int rot, double theta, int64_t pos0);
+
+// At least n floats of buf, which keeps its memory from call to call (buf is a thread_local of
+// the caller): a 1024-token prefill step allocates ~100 MB of activations per layer, and a
+// fresh std::vector costs a zero-fill and the page faults of its first touch every time
+// (~5% of prefill). The contents are garbage on entry.
+inline float* reuse_buffer(std::vector<float>& buf, size_t n) {
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
 
 inline float sigmoid(float x) { return 1.0f / (1.0f + __builtin_expf(-x)); }
 inline float silu(float x) { return x * sigmoid(x); }

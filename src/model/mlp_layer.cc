@@ -12,10 +12,12 @@ namespace hanpu::model {
 
 void mlp_layer(const MlpWeights& w, int inter, const float* x, int64_t T, int threads, float* out) {
   const int hidden = w.gate_up.in;
-  std::vector<float> gu(static_cast<size_t>(T) * 2 * inter), h(static_cast<size_t>(T) * inter);
-  cpu::linear(x, hidden, T, w.gate_up, gu.data(), 2 * inter, threads);
-  cpu::swiglu(gu.data(), T, inter, h.data(), threads);
-  cpu::linear(h.data(), inter, T, w.down, out, hidden, threads);
+  thread_local std::vector<float> gu_buf, h_buf;
+  float* gu = reuse_buffer(gu_buf, static_cast<size_t>(T) * 2 * inter);
+  float* h = reuse_buffer(h_buf, static_cast<size_t>(T) * inter);
+  cpu::linear(x, hidden, T, w.gate_up, gu, 2 * inter, threads);
+  cpu::swiglu(gu, T, inter, h, threads);
+  cpu::linear(h, inter, T, w.down, out, hidden, threads);
 }
 
 void moe_layer(const ModelConfig& c, const MoeWeights& w, const float* x, int64_t T, int threads, float* out) {

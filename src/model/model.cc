@@ -63,42 +63,49 @@ Status Model::forward(const int* tokens, int64_t n, SequenceState* state, const 
   ForwardProfile local;
   ForwardProfile& prof = profile != nullptr ? *profile : local;
   Stopwatch sw;
-  std::vector<float> h(static_cast<size_t>(n) * hidden), xn(h.size()), block(h.size());
+  thread_local std::vector<float> h_buf, xn_buf, block_buf;
+  const size_t acts = static_cast<size_t>(n) * hidden;
+  float* h = reuse_buffer(h_buf, acts);
+  float* xn = reuse_buffer(xn_buf, acts);
+  float* block = reuse_buffer(block_buf, acts);
   for (int64_t t = 0; t < n; ++t) {
-    std::copy_n(weights_.embed.data() + static_cast<int64_t>(tokens[t]) * hidden, hidden, h.begin() + t * hidden);
+    std::copy_n(weights_.embed.data() + static_cast<int64_t>(tokens[t]) * hidden, hidden, h + t * hidden);
   }
   prof.other_ms += sw.lap_ms();
   for (int i = 0; i < c.layers; ++i) {
     const LayerWeights& lw = weights_.layers[i];
-    rms_norm_zero_centred(h.data(), hidden, n, hidden, lw.input_norm.data(), c.rms_eps, xn.data(), hidden);
+    if (i == 0) {
+      rms_norm_zero_centred(h, hidden, n, hidden, lw.input_norm.data(), c.rms_eps, xn, hidden, opt.threads);
+    } else {  // the previous layer's MLP output joins the residual here
+      add_rms_norm_zero_centred(h, block, n, hidden, lw.input_norm.data(), c.rms_eps, xn, opt.threads);
+    }
     prof.other_ms += sw.lap_ms();
     if (lw.kind == LayerKind::kLinearAttention) {
       HANPU_RETURN_IF_ERROR(
-          gdn_layer(c, lw.gdn, xn.data(), n, &state->conv[i], &state->recurrent[i], opt, block.data(),
+          gdn_layer(c, lw.gdn, xn, n, &state->conv[i], &state->recurrent[i], opt, block,
                     &prof.la_kernel_ms));
       prof.la_ms += sw.lap_ms();
     } else {
       HANPU_RETURN_IF_ERROR(
-          attention_layer(c, lw.attn, xn.data(), n, state->position, state->kv[i].get(), opt, block.data(),
+          attention_layer(c, lw.attn, xn, n, state->position, state->kv[i].get(), opt, block,
                           &prof.attn_kernel_ms));
       prof.attn_ms += sw.lap_ms();
     }
-    for (size_t j = 0; j < h.size(); ++j) h[j] += block[j];
-    rms_norm_zero_centred(h.data(), hidden, n, hidden, lw.post_norm.data(), c.rms_eps, xn.data(), hidden);
+    add_rms_norm_zero_centred(h, block, n, hidden, lw.post_norm.data(), c.rms_eps, xn, opt.threads);
     prof.other_ms += sw.lap_ms();
     if (lw.moe) {
-      moe_layer(c, lw.moe_w, xn.data(), n, opt.threads, block.data());
+      moe_layer(c, lw.moe_w, xn, n, opt.threads, block);
     } else {
-      mlp_layer(lw.mlp, c.intermediate, xn.data(), n, opt.threads, block.data());
+      mlp_layer(lw.mlp, c.intermediate, xn, n, opt.threads, block);
     }
-    for (size_t j = 0; j < h.size(); ++j) h[j] += block[j];
     prof.mlp_ms += sw.lap_ms();
   }
+  for (size_t j = static_cast<size_t>(n - 1) * hidden; j < static_cast<size_t>(n) * hidden; ++j) h[j] += block[j];
   // Only the last position's logits are needed to continue a sequence.
-  const float* last = h.data() + (n - 1) * hidden;
-  rms_norm_zero_centred(last, hidden, 1, hidden, weights_.final_norm.data(), c.rms_eps, xn.data(), hidden);
+  const float* last = h + (n - 1) * hidden;
+  rms_norm_zero_centred(last, hidden, 1, hidden, weights_.final_norm.data(), c.rms_eps, xn, hidden);
   logits->resize(c.vocab);
-  cpu::linear(xn.data(), hidden, 1, weights_.lm_head, logits->data(), c.vocab, opt.threads);
+  cpu::linear(xn, hidden, 1, weights_.lm_head, logits->data(), c.vocab, opt.threads);
   state->position += n;
   prof.other_ms += sw.lap_ms();
   return Status::Ok();

@@ -2,6 +2,7 @@
 #include "cpu/nn/conv1d.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "parallel/thread_pool.h"
 #include "simd/activation_ops.h"
@@ -12,18 +13,25 @@ namespace hanpu::cpu {
 void causal_conv1d_silu(float* x, int64_t T, int C, const float* w, int kc, std::vector<float>* state, int threads) {
   const int hist = kc - 1;
   // The window: kc - 1 remembered inputs, then this call's inputs (kept while x is overwritten).
-  std::vector<float> in(static_cast<size_t>(hist + T) * C);
-  std::copy(state->begin(), state->end(), in.begin());
-  std::copy(x, x + T * C, in.begin() + static_cast<int64_t>(hist) * C);
-  ThreadPool& pool = ThreadPool::shared(threads);
-  const int P = pool.size();
-  const int per = ((C + P - 1) / P + 15) / 16 * 16;  // whole vectors per core
-  pool.run_on_all([&](int core) {
+  // A per-thread buffer kept between calls (a prefill step's window is ~25 MB), filled by
+  // the workers, each for the channels it convolves: the convolution is depthwise, so a
+  // block of channels needs no other.
+  thread_local std::vector<float> window;
+  if (window.size() < static_cast<size_t>(hist + T) * C) window.resize(static_cast<size_t>(hist + T) * C);
+  float* in = window.data();
+  constexpr int kBlock = 256;  // channels per claimed block: whole vectors
+  const int blocks = (C + kBlock - 1) / kBlock;
+  std::atomic<int> next{0};
+  ThreadPool::shared(threads).run_on_all([&](int) {
     simd::ensure_flush_denormals();
-    const int c0 = std::min(C, core * per), c1 = std::min(C, c0 + per);
-    if (c0 < c1) simd::causal_conv_silu(in.data(), C, w, C, kc, T, c0, c1, x, C);
+    for (int b = next.fetch_add(1); b < blocks; b = next.fetch_add(1)) {
+      const int c0 = b * kBlock, c1 = std::min(C, c0 + kBlock);
+      for (int j = 0; j < hist; ++j) std::copy(state->data() + j * C + c0, state->data() + j * C + c1, in + j * C + c0);
+      for (int64_t t = 0; t < T; ++t) std::copy(x + t * C + c0, x + t * C + c1, in + (hist + t) * C + c0);
+      simd::causal_conv_silu(in, C, w, C, kc, T, c0, c1, x, C);
+    }
   });
-  std::copy(in.end() - static_cast<int64_t>(hist) * C, in.end(), state->begin());
+  std::copy(in + static_cast<int64_t>(T) * C, in + static_cast<int64_t>(hist + T) * C, state->begin());
 }
 
 void swiglu(const float* gate_up, int64_t rows, int I, float* out, int threads) {

@@ -1,0 +1,18 @@
+// Row-parallel loops for the element-wise work of a model layer (norms, gates, residuals):
+// ranges of rows claimed from a shared counter by the pool's workers, so a core slowed by
+// other load simply takes fewer; small jobs run on the caller, where waking the pool would
+// cost more than the work.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace hanpu {
+
+// Runs fn(r0, r1) over consecutive row ranges covering [0, rows) exactly once. row_cost: a
+// rough count of operations per row, to decide whether to use the pool at all (below about
+// 64 K operations in all, or with threads == 1, fn(0, rows) runs on the caller).
+// threads: as ThreadPool::shared (0: the default pool).
+void parallel_rows(int threads, int64_t rows, int64_t row_cost, const std::function<void(int64_t, int64_t)>& fn);
+
+}  // namespace hanpu

@@ -25,7 +25,8 @@ inline constexpr int kLaChunkSizes[] = {16, 32, 64, 128};
 //   q, k: [T, H, K]  storage dtype d;  v: [T, HV, V] dtype d;  o: [T, HV, V] dtype d
 //   g:    GDN [T, HV], KDA [T, HV, K]  fp32, natural-log gates, every entry finite and <= 0
 //   beta: [T, HV] fp32
-//   initial_state (optional): [N, HV, K, V] fp32;  final_state (optional out): same shape
+//   initial_state (optional): [N, HV, K, V] fp32;  final_state (optional out): same shape;
+//   final_state may be the initial_state buffer itself (the state is then updated in place)
 //   cu_seqlens: empty (one sequence of T tokens) or N+1 offsets 0 = c0 <= c1 <= ... <= cN = T
 //               (an empty sequence passes its initial state through to its final state)
 // Value head hv reads q/k head hv / (HV / H) (grouped, FLA's mapping).

@@ -44,10 +44,6 @@ Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int6
   float* g = reuse_buffer(g_buf, static_cast<size_t>(T) * HV);
   gdn_gates(b, a, T, HV, w.neg_A.data(), w.dt_bias.data(), beta, g);
   float* o = reuse_buffer(o_buf, static_cast<size_t>(T) * HV * V);
-  // The next state goes to a spare buffer that trades places with the sequence's state, so
-  // decode does not allocate and zero a state (1 MB at 16 heads of 128) per layer and token.
-  thread_local std::vector<float> next_state;
-  next_state.resize(recurrent->size());
   LaArgs args;
   args.mech = LaMech::kGdn;
   args.q = {q, DType::kF32, {T, H, K}};
@@ -57,7 +53,7 @@ Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int6
   args.beta = {beta, DType::kF32, {T, HV}};
   args.initial_state = {recurrent->data(), DType::kF32, {1, HV, K, V}};
   args.o = {o, DType::kF32, {T, HV, V}};
-  args.final_state = {next_state.data(), DType::kF32, {1, HV, K, V}};
+  args.final_state = {recurrent->data(), DType::kF32, {1, HV, K, V}};  // updated in place
   args.qk_l2norm = true;  // use_qk_l2norm_in_kernel=True
   LaOptions lo;
   lo.strategy = T == 1 ? "recurrent" : opt.la_strategy;  // one token: the recurrent step is the decode kernel
@@ -66,7 +62,6 @@ Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int6
   const Status st = la_prefill(args, lo);
   *kernel_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!st.ok()) return Status::Error(fmt::format("GDN layer: {}", st.message()));
-  recurrent->swap(next_state);
   gated_rms_norm(o, z, T * HV, V, w.norm.data(), c.rms_eps, opt.threads);
   cpu::linear(o, HV * V, T, w.out, out, hidden, opt.threads);
   return Status::Ok();

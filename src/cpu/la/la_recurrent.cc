@@ -26,8 +26,20 @@ void run_recurrent(const LaProblem& p, LaRunContext& ctx) {
   const int K = p.K;
   const size_t es = dtype_size(p.dtype);
   const int64_t unit_state = static_cast<int64_t>(K) * p.V;  // floats
-  ScratchBuffer<float> states(items.size() * unit_state, ctx.meter);
-  auto S = [&](size_t b) { return states.data() + b * static_cast<size_t>(unit_state); };
+  // A whole head's state is updated in place in final_state when the caller asks for one
+  // (decode: no copy of every head's K x V state in and out per token); column pieces of a
+  // split head, or calls without final_state, use a buffer.
+  auto in_place = [&](size_t b) { return p.final_state != nullptr && items[b].col_begin == 0 && items[b].col_end == p.V; };
+  size_t buffered = 0;
+  std::vector<size_t> slot(items.size(), 0);
+  for (size_t b = 0; b < items.size(); ++b) {
+    if (!in_place(b)) slot[b] = buffered++;
+  }
+  ScratchBuffer<float> states(buffered * unit_state, ctx.meter);
+  auto S = [&](size_t b) {
+    return in_place(b) ? p.final_state + p.state_offset(items[b].seq, items[b].head)
+                       : states.data() + slot[b] * static_cast<size_t>(unit_state);
+  };
   ctx.busy_ms = walk_in_phases(p, ctx.threads, items, 4 * unit_state, kTokenBlock, [&](int, LaWalker& walker) {
     simd::ensure_flush_denormals();
     ScratchBuffer<float> q(kTokenBlock * K, ctx.meter), k(kTokenBlock * K, ctx.meter);
@@ -37,7 +49,9 @@ void run_recurrent(const LaProblem& p, LaRunContext& ctx) {
     while (const std::optional<LaBatch> batch = walker.next()) {
       const int sn = batch->seq;
       for (size_t b = batch->b0; b < batch->b1 && batch->first; ++b) {
-        read_initial_state(p, sn, items[b].head, items[b].col_begin, items[b].col_end, S(b));
+        if (!in_place(b) || p.initial_state != p.final_state) {  // aliased: already in place
+          read_initial_state(p, sn, items[b].head, items[b].col_begin, items[b].col_end, S(b));
+        }
       }
       for (int64_t t0 = batch->t_begin; t0 < batch->t_end; t0 += kTokenBlock) {
         const int n = static_cast<int>(std::min<int64_t>(kTokenBlock, batch->t_end - t0));
@@ -72,7 +86,7 @@ void run_recurrent(const LaProblem& p, LaRunContext& ctx) {
         }
       }
       for (size_t b = batch->b0; b < batch->b1 && batch->last; ++b) {
-        write_final_state(p, sn, items[b].head, items[b].col_begin, items[b].col_end, S(b));
+        if (!in_place(b)) write_final_state(p, sn, items[b].head, items[b].col_begin, items[b].col_end, S(b));
       }
     }
   });

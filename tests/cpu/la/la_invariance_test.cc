@@ -33,6 +33,31 @@ TEST_P(LaInvariance, ChunkSizeDoesNotChangeTheResult) {
   }
 }
 
+TEST_P(LaInvariance, AFinalStateInTheInitialStatesBufferIsUpdatedInPlace) {
+  // The model layer passes one buffer as both (decode: no state copy per token). Whole heads
+  // and column pieces (3 heads on 2 cores), one and several phases (T = 1, 700).
+  for (const int64_t T : {int64_t{1}, int64_t{700}}) {
+    LaData d = make_la_data({.mech = GetParam(), .seq_lens = {T, 5}, .H = 3, .HV = 3, .K = 32, .V = 48, .seed = 9});
+    for (const LaStrategyInfo& s : la_strategies()) {
+      ASSERT_TRUE(run(d, std::string(s.name), 16, 2).ok());
+      const std::vector<uint8_t> o_separate = d.o;
+      const std::vector<float> s_separate = d.s1;
+      std::vector<float> state = d.s0;
+      LaArgs args = d.args();
+      args.initial_state = TensorView{state.data(), DType::kF32, args.initial_state.shape};
+      args.final_state = MutTensorView{state.data(), DType::kF32, args.final_state.shape};
+      LaOptions opt;
+      opt.strategy = std::string(s.name);
+      opt.chunk_size = 16;
+      opt.threads = 2;
+      d.poison();
+      ASSERT_TRUE(la_prefill(args, opt).ok());
+      EXPECT_EQ(d.o, o_separate) << s.name << " T=" << T;
+      EXPECT_EQ(0, std::memcmp(state.data(), s_separate.data(), state.size() * 4)) << s.name << " T=" << T;
+    }
+  }
+}
+
 TEST_P(LaInvariance, ThreadCountGivesBitIdenticalResults) {
   // Column splits and core assignment change who computes a column, never how.
   LaData d = make_la_data({.mech = GetParam(), .seq_lens = {150}, .H = 3, .HV = 3, .K = 64, .V = 100,

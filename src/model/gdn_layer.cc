@@ -14,7 +14,7 @@
 namespace hanpu::model {
 
 Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int64_t T, std::vector<float>* conv,
-                 std::vector<float>* recurrent, const ForwardOptions& opt, float* out, double* kernel_ms) {
+                 AlignedFloats* recurrent, const ForwardOptions& opt, float* out, double* kernel_ms) {
   const int H = c.la_key_heads, HV = c.la_value_heads, K = c.la_key_dim, V = c.la_value_dim;
   const int C = c.la_conv_channels(), hidden = c.hidden;
   // mixed [T, C] = q heads | k heads | v heads; z [T, HV V]; b, a [T, HV].

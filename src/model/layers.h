@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/aligned_vector.h"
+
 #include "hanpu/kv_cache.h"
 #include "hanpu/status.h"
 #include "model/model.h"
@@ -15,7 +17,7 @@ namespace hanpu::model {
 // Gated DeltaNet token mixer; conv [kernel - 1, channels] and recurrent [HV, K, V] are the
 // sequence's states, updated in place.
 Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int64_t T, std::vector<float>* conv,
-                 std::vector<float>* recurrent, const ForwardOptions& opt, float* out, double* kernel_ms);
+                 AlignedFloats* recurrent, const ForwardOptions& opt, float* out, double* kernel_ms);
 
 // Gated full attention; appends this call's keys and values (positions pos0 ...) to kv.
 Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* x, int64_t T, int64_t pos0,

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "base/aligned_vector.h"
+
 #include "hanpu/kv_cache.h"
 #include "hanpu/status.h"
 #include "model/model_config.h"
@@ -29,7 +31,7 @@ struct ForwardOptions {
 struct SequenceState {
   int64_t position = 0;                      // tokens consumed so far
   std::vector<std::vector<float>> conv;      // per layer (GDN): [kernel - 1, channels]
-  std::vector<std::vector<float>> recurrent;  // per layer (GDN): [HV, K, V]
+  std::vector<AlignedFloats> recurrent;  // per layer (GDN): [HV, K, V], updated in place by the LA kernel
   std::vector<std::unique_ptr<KvCache>> kv;  // per layer (attention)
 };
 

@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "base/aligned_vector.h"
 #include "base/rng.h"
 #include "la_test_util.h"
 
@@ -35,14 +36,16 @@ TEST_P(LaInvariance, ChunkSizeDoesNotChangeTheResult) {
 
 TEST_P(LaInvariance, AFinalStateInTheInitialStatesBufferIsUpdatedInPlace) {
   // The model layer passes one buffer as both (decode: no state copy per token). Whole heads
-  // and column pieces (3 heads on 2 cores), one and several phases (T = 1, 700).
+  // (updated in place) and column pieces (3 heads on 2 cores: buffered), one and several
+  // phases (T = 1, 700); the separate-buffer run above takes the buffered path throughout.
   for (const int64_t T : {int64_t{1}, int64_t{700}}) {
     LaData d = make_la_data({.mech = GetParam(), .seq_lens = {T, 5}, .H = 3, .HV = 3, .K = 32, .V = 48, .seed = 9});
     for (const LaStrategyInfo& s : la_strategies()) {
       ASSERT_TRUE(run(d, std::string(s.name), 16, 2).ok());
       const std::vector<uint8_t> o_separate = d.o;
       const std::vector<float> s_separate = d.s1;
-      std::vector<float> state = d.s0;
+      // Line-aligned, as the model allocates it, so whole heads take the in-place path.
+      AlignedFloats state(d.s0.begin(), d.s0.end());
       LaArgs args = d.args();
       args.initial_state = TensorView{state.data(), DType::kF32, args.initial_state.shape};
       args.final_state = MutTensorView{state.data(), DType::kF32, args.final_state.shape};

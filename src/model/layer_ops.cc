@@ -18,17 +18,18 @@ float inv_rms(const float* x, int n, float eps) {
   return 1.0f / std::sqrt(static_cast<float>(ss / n) + eps);
 }
 
+// One row of Qwen3_5RMSNorm: y = x / rms(x) * (1 + w).
+void norm_row_zero_centred(const float* x, int n, const float* w, float eps, float* y) {
+  const float s = inv_rms(x, n, eps);
+  for (int i = 0; i < n; ++i) y[i] = x[i] * s * (1.0f + w[i]);
+}
+
 }  // namespace
 
 void rms_norm_zero_centred(const float* x, int64_t ld_x, int64_t rows, int n, const float* w, float eps, float* y,
                            int64_t ld_y, int threads) {
   parallel_rows(threads, rows, 4 * n, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const float* xr = x + r * ld_x;
-      float* yr = y + r * ld_y;
-      const float s = inv_rms(xr, n, eps);
-      for (int i = 0; i < n; ++i) yr[i] = xr[i] * s * (1.0f + w[i]);
-    }
+    for (int64_t r = r0; r < r1; ++r) norm_row_zero_centred(x + r * ld_x, n, w, eps, y + r * ld_y);
   });
 }
 
@@ -39,9 +40,7 @@ void add_rms_norm_zero_centred(float* h, const float* block, int64_t rows, int n
       float* hr = h + r * n;
       const float* br = block + r * n;
       for (int i = 0; i < n; ++i) hr[i] += br[i];
-      const float s = inv_rms(hr, n, eps);
-      float* yr = xn + r * n;
-      for (int i = 0; i < n; ++i) yr[i] = hr[i] * s * (1.0f + w[i]);
+      norm_row_zero_centred(hr, n, w, eps, xn + r * n);
     }
   });
 }

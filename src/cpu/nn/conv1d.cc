@@ -2,8 +2,8 @@
 #include "cpu/nn/conv1d.h"
 
 #include <algorithm>
-#include <atomic>
 
+#include "parallel/parallel_rows.h"
 #include "parallel/thread_pool.h"
 #include "simd/activation_ops.h"
 #include "simd/fp_mode.h"
@@ -19,13 +19,14 @@ void causal_conv1d_silu(float* x, int64_t T, int C, const float* w, int kc, std:
   thread_local std::vector<float> window;
   if (window.size() < static_cast<size_t>(hist + T) * C) window.resize(static_cast<size_t>(hist + T) * C);
   float* in = window.data();
-  constexpr int kBlock = 256;  // channels per claimed block: whole vectors
+  constexpr int kBlock = 256;  // channels per block: whole vectors
   const int blocks = (C + kBlock - 1) / kBlock;
-  std::atomic<int> next{0};
-  ThreadPool::shared(threads).run_on_all([&](int) {
+  // Blocks claimed by the cores (parallel_rows); a decode step's few thousand operations per
+  // layer run on the caller instead of waking the pool.
+  parallel_rows(threads, blocks, static_cast<int64_t>(hist + T) * kBlock * (kc + 1), [&](int64_t b0, int64_t b1) {
     simd::ensure_flush_denormals();
-    for (int b = next.fetch_add(1); b < blocks; b = next.fetch_add(1)) {
-      const int c0 = b * kBlock, c1 = std::min(C, c0 + kBlock);
+    for (int64_t b = b0; b < b1; ++b) {
+      const int c0 = static_cast<int>(b) * kBlock, c1 = std::min(C, c0 + kBlock);
       for (int j = 0; j < hist; ++j) std::copy(state->data() + j * C + c0, state->data() + j * C + c1, in + j * C + c0);
       for (int64_t t = 0; t < T; ++t) std::copy(x + t * C + c0, x + t * C + c1, in + (hist + t) * C + c0);
       simd::causal_conv_silu(in, C, w, C, kc, T, c0, c1, x, C);

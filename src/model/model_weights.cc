@@ -215,21 +215,17 @@ Status convert_weights(const ModelConfig& c, const WeightStore& store, DType wei
 namespace {
 
 Linear random_linear(Rng& rng, int in, int out, DType dtype) {
-  Linear l;
-  l.in = in;
-  l.out = out;
-  l.dtype = dtype;
+  Linear l = Linear::zeros(in, out, dtype);
   // Uniform with the standard deviation 0.5 / sqrt(in) (a normal per weight costs seconds
-  // for a billion of them; the layout of random values does not matter).
+  // for a billion of them; the layout of random values does not matter, the padding is
+  // zeroed after).
   const double a = std::sqrt(3.0) * 0.5 / std::sqrt(static_cast<double>(in));
-  const size_t n = static_cast<size_t>(in) * out;
   if (dtype == DType::kF32) {
-    l.data.resize(n);
     for (float& x : l.data) x = static_cast<float>(rng.uniform(-a, a));
   } else {
-    l.half.resize(n);
-    for (size_t i = 0; i < n; ++i) store_from_f32(l.half.data(), dtype, i, static_cast<float>(rng.uniform(-a, a)));
+    for (size_t i = 0; i < l.half.size(); ++i) store_from_f32(l.half.data(), dtype, i, static_cast<float>(rng.uniform(-a, a)));
   }
+  l.clear_padding();
   return l;
 }
 

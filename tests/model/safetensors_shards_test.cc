@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cpu/nn/linear.h"
 #include "hanpu/dtype.h"
 #include "model/model.h"
 #include "model/safetensors.h"
@@ -126,11 +127,14 @@ TEST(SafetensorsShards, Bf16CheckpointLoadsAsBf16) {
   for (size_t i = 0; i < want.size(); ++i) diff = std::max(diff, std::abs(want[i] - got[i]));
   EXPECT_GT(diff, 0.0f);
   EXPECT_LE(diff, 5e-2f);  // every weight rounded to 8 mantissa bits
-  // Forcing fp32 projections on the bf16 file changes only the projections' storage.
+  // Forcing fp32 projections on the bf16 file changes only the projections' storage: the
+  // same bf16 values, widened at load instead of per block. On a machine with AMX tiles the
+  // bf16 prefill also rounds the activations to bf16 (cpu/nn/linear.h): then the logits
+  // move by about as much as the weights' own rounding moved them.
   const auto f32 = last_logits(d.string(), LoadOptions{DType::kF32, nullptr});
   float d2 = 0;
   for (size_t i = 0; i < got.size(); ++i) d2 = std::max(d2, std::abs(f32[i] - got[i]));
-  EXPECT_LE(d2, 1e-4f);  // the same bf16 values, widened at load instead of per block
+  EXPECT_LE(d2, cpu::linear_uses_amx() ? 5e-2f : 1e-4f);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// hanpu CLI: one binary, subcommands per job (run, bench la, bench attn, sim, la strategies, la schedule,
+// hanpu CLI: one binary, subcommands per job (run, bench la, bench attn, bench e2e, bench linear, sim, la strategies, la schedule,
 // attn placements, info).
 #include <cstdio>
 #include <string>
@@ -8,6 +8,7 @@
 #include "bench_attn.h"
 #include "bench_e2e.h"
 #include "bench_la.h"
+#include "bench_linear.h"
 #include "sim_cmd.h"
 #include "hanpu/npu.h"
 #include "run_cmd.h"
@@ -35,6 +36,10 @@ int main(int argc, char** argv) {
   hanpu::cli::BenchE2eOptions bench_e2e;
   auto* bench_e2e_cmd = bench->add_subcommand("e2e", "whole-model prefill and decode on synthetic Qwen3.5 shapes");
   hanpu::cli::add_bench_e2e_options(*bench_e2e_cmd, bench_e2e);
+
+  hanpu::cli::BenchLinearOptions bench_linear;
+  auto* bench_linear_cmd = bench->add_subcommand("linear", "the model's projections: hanpu's GEMM vs OpenBLAS");
+  hanpu::cli::add_bench_linear_options(*bench_linear_cmd, bench_linear);
 
   hanpu::cli::SimOptions sim_opts;
   auto* sim = app.add_subcommand("sim", "LA prefill on a modelled NPU: latency, traffic, buffers, energy per variant");
@@ -94,6 +99,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (*bench_e2e_cmd) return hanpu::cli::run_bench_e2e(bench_e2e);
+  if (*bench_linear_cmd) return hanpu::cli::run_bench_linear(bench_linear);
   if (*bench_attn_cmd) return hanpu::cli::run_bench_attn(bench_attn);
   if (*placements) {
     for (const auto& p : hanpu::attn_placements()) {

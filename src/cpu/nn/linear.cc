@@ -1,53 +1,78 @@
-// Threaded dense projection on the micro-kernel (see linear.h).
+// Threaded dense projection on the micro-kernels (see linear.h).
 #include "cpu/nn/linear.h"
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <utility>
 #include <vector>
 
+#include "parallel/parallel_rows.h"
 #include "parallel/speed_balance.h"
 #include "parallel/thread_pool.h"
+#include "simd/bf16_pairs.h"
+#include "simd/fp_mode.h"
 #include "simd/gemm.h"
 #include "simd/gemv.h"
 #include "simd/vec_ops.h"
-#include "simd/fp_mode.h"
 
 namespace hanpu::cpu {
 
-PackedLinear PackedLinear::from_rows(const float* w, int in, const std::vector<int>& rows, DType dtype) {
+using simd::kPairBlockDepth;
+using simd::kPairBlockElems;
+using simd::kPairStripCols;
+
+PackedLinear PackedLinear::zeros(int in, int out, DType dtype) {
   PackedLinear l;
   l.in = in;
-  l.out = static_cast<int>(rows.size());
+  l.out = out;
   l.dtype = dtype;
-  const size_t total = static_cast<size_t>(in) * l.out;
   if (dtype == DType::kF32) {
-    l.data.resize(total);
+    l.data.assign(static_cast<size_t>(in) * out, 0.0f);
+  } else if (l.pairs()) {
+    l.half.assign(l.strip_offset(l.strips()), 0);
   } else {
-    l.half.resize(total);
-  }
-  for (int p = 0; p < l.panels(); ++p) {
-    const int n = l.panel_cols(p);
-    const size_t base = l.panel_offset(p);
-    for (int c = 0; c < n; ++c) {
-      const float* src = w + static_cast<size_t>(rows[p * kLinearPanel + c]) * in;
-      for (int i = 0; i < in; ++i) {
-        const size_t at = base + static_cast<size_t>(i) * n + c;
-        if (dtype == DType::kF32) {
-          l.data[at] = src[i];
-        } else {
-          store_from_f32(l.half.data(), dtype, at, src[i]);
-        }
-      }
-    }
+    l.half.assign(static_cast<size_t>(in) * out, 0);
   }
   return l;
 }
 
-float PackedLinear::at(int i, int o) const {
+size_t PackedLinear::index(int i, int o) const {
+  if (pairs()) {
+    const int s = o / kPairStripCols, c = o % kPairStripCols, kt = i / kPairBlockDepth, k = i % kPairBlockDepth;
+    return strip_offset(s) + static_cast<size_t>(kt) * kPairBlockElems + (c / 16) * (kPairBlockElems / 2) +
+           (k / 2) * kPairStripCols + (c % 16) * 2 + (k % 2);
+  }
   const int p = o / kLinearPanel;
-  const size_t at = panel_offset(p) + static_cast<size_t>(i) * panel_cols(p) + (o - p * kLinearPanel);
-  return dtype == DType::kF32 ? data[at] : load_as_f32(half.data(), dtype, at);
+  return panel_offset(p) + static_cast<size_t>(i) * panel_cols(p) + (o - p * kLinearPanel);
+}
+
+float PackedLinear::at(int i, int o) const {
+  return dtype == DType::kF32 ? data[index(i, o)] : load_as_f32(half.data(), dtype, index(i, o));
+}
+
+void PackedLinear::set(int i, int o, float v) {
+  if (dtype == DType::kF32) {
+    data[index(i, o)] = v;
+  } else {
+    store_from_f32(half.data(), dtype, index(i, o), v);
+  }
+}
+
+void PackedLinear::clear_padding() {
+  if (!pairs()) return;  // the panels have none
+  for (int o = 0; o < strips() * kPairStripCols; ++o) {
+    for (int i = o < out ? in : 0; i < k_blocks() * kPairBlockDepth; ++i) half[index(i, o)] = 0;
+  }
+}
+
+PackedLinear PackedLinear::from_rows(const float* w, int in, const std::vector<int>& rows, DType dtype) {
+  PackedLinear l = zeros(in, static_cast<int>(rows.size()), dtype);
+  for (int o = 0; o < l.out; ++o) {
+    const float* src = w + static_cast<size_t>(rows[o]) * in;
+    for (int i = 0; i < in; ++i) l.set(i, o, src[i]);
+  }
+  return l;
 }
 
 int linear_row_ranges(int64_t T, int panels, int cores) {
@@ -57,14 +82,16 @@ int linear_row_ranges(int64_t T, int panels, int cores) {
   return static_cast<int>(std::clamp<int64_t>(wanted, 1, std::max<int64_t>(slabs, 1)));
 }
 
-void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy, int threads) {
-  if (T <= 0 || w.out <= 0) return;
+bool linear_uses_amx() { return simd::amx_bf16_usable(); }
+
+namespace {
+
+// Runs body(panel, row_begin, row_end) for every unit (panel, row range) on the pool.
+// Units are claimed from a shared counter rather than dealt: a core slowed by other load
+// (or a LITTLE core) simply claims fewer, where a fixed deal would make the fast core wait.
+void for_each_unit(int threads, int64_t T, int panels, const std::function<void(int, int64_t, int64_t)>& body) {
   ThreadPool& pool = ThreadPool::shared(threads);
-  const int P = pool.size(), panels = w.panels(), in = w.in;
-  const bool wide = w.dtype == DType::kF32;
-  // Units (panel, row range) are claimed from a shared counter rather than dealt: a core
-  // slowed by other load (or a LITTLE core) simply claims fewer, where a fixed deal would
-  // make the fast core wait for it.
+  const int P = pool.size();
   const int ranges = T == 1 ? 1 : linear_row_ranges(T, panels, P);
   const int64_t slabs = (T + kLinearRowSlab - 1) / kLinearRowSlab;
   std::atomic<int> next_unit{0};
@@ -73,36 +100,105 @@ void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float
     int dealt = core;
     auto next = [&] { return claim ? next_unit.fetch_add(1) : std::exchange(dealt, dealt + P); };
     simd::ensure_flush_denormals();
-    // 16-bit weights: one [512 x 256] fp32 block per core, widened once per (unit, slice)
-    // and used by every row slab of the unit.
-    thread_local std::vector<float> block;
     for (int u = next(); u < panels * ranges; u = next()) {
       const int p = u / ranges, range = u % ranges;
-      const int n = w.panel_cols(p);
-      if (!wide && T == 1) {  // decode: widen in registers, read each weight once
-        simd::gemv_16(x, in, w.panel_16(p), w.dtype, n, y + p * kLinearPanel);
-        continue;
-      }
       const int64_t row_begin = slabs * range / ranges * kLinearRowSlab;
       const int64_t row_end = std::min(T, slabs * (range + 1) / ranges * kLinearRowSlab);
-      for (int k0 = 0; k0 < in; k0 += kLinearDepth) {
-        const int kd = std::min(kLinearDepth, in - k0);
-        const float* b = nullptr;
-        if (wide) {
-          b = w.panel(p) + static_cast<size_t>(k0) * n;
-        } else {
-          block.resize(static_cast<size_t>(kLinearDepth) * kLinearPanel);
-          simd::load_f32(block.data(), w.panel_16(p) + static_cast<size_t>(k0) * n, w.dtype, static_cast<size_t>(kd) * n);
-          b = block.data();
-        }
-        for (int64_t r0 = row_begin; r0 < row_end; r0 += kLinearRowSlab) {
-          const int rows = static_cast<int>(std::min(kLinearRowSlab, row_end - r0));
-          simd::gemm(rows, n, kd, simd::row_major(x + r0 * ldx + k0, ldx), b, n, y + r0 * ldy + p * kLinearPanel,
-                     ldy, 1.0f, k0 == 0 ? 0.0f : 1.0f);
-        }
+      body(p, row_begin, row_end);
+    }
+  });
+}
+
+constexpr int kStripsPerPanel = kLinearPanel / kPairStripCols;
+
+// bf16 prefill on the AMX tiles: x rounded to bf16 once into the tiled A layout (rows
+// padded to 32, the reduction to whole blocks, zeros in the padding), then each unit
+// multiplies its rows by its strips.
+void linear_amx(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy, int threads) {
+  const int kt = w.k_blocks();
+  const int64_t padded_in = static_cast<int64_t>(kt) * kPairBlockDepth;
+  const int64_t padded_rows = (T + 31) / 32 * 32;
+  // The caller's buffer, kept between calls. Named through a reference: a lambda that names
+  // a thread_local directly would reach the worker's own (empty) instance.
+  thread_local std::vector<uint16_t> caller_xb;
+  std::vector<uint16_t>& xb = caller_xb;
+  xb.resize(static_cast<size_t>(padded_rows * padded_in));
+  parallel_rows(threads, padded_rows, padded_in, [&](int64_t r0, int64_t r1) {
+    thread_local std::vector<uint16_t> row;
+    row.resize(static_cast<size_t>(padded_in));
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t valid = r < T ? w.in : 0;
+      if (valid > 0) simd::store_f32(row.data(), DType::kBF16, x + r * ldx, static_cast<size_t>(valid));
+      std::fill(row.begin() + valid, row.end(), uint16_t{0});
+      for (int b = 0; b < kt; ++b) {
+        std::copy_n(row.data() + b * kPairBlockDepth, kPairBlockDepth, xb.data() + simd::amx_a_index(r, b * kPairBlockDepth, kt));
       }
     }
   });
+  for_each_unit(threads, T, w.panels(), [&](int p, int64_t row_begin, int64_t row_end) {
+    const int s0 = p * kStripsPerPanel;
+    const int strips = std::min(kStripsPerPanel, w.strips() - s0);
+    simd::amx_gemm_bf16(xb.data() + simd::amx_a_index(row_begin, 0, kt), static_cast<int>(row_end - row_begin),
+                        w.half.data() + w.strip_offset(s0), kt, strips, w.panel_cols(p),
+                        y + row_begin * ldy + p * kLinearPanel, ldy);
+  });
+}
+
+// The FMA micro-kernel's way: 512-deep slices of a panel against 192-row slabs of x, 16-bit
+// weights widened to one fp32 [512 x 256] block per (unit, slice), used by every slab.
+void linear_fma(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy, int threads) {
+  const int in = w.in;
+  for_each_unit(threads, T, w.panels(), [&](int p, int64_t row_begin, int64_t row_end) {
+    thread_local std::vector<float> block;
+    const int n = w.panel_cols(p);
+    for (int k0 = 0; k0 < in; k0 += kLinearDepth) {
+      const int kd = std::min(kLinearDepth, in - k0);
+      const float* b = nullptr;
+      int64_t ldb = n;
+      if (w.dtype == DType::kF32) {
+        b = w.panel(p) + static_cast<size_t>(k0) * n;
+      } else if (w.pairs()) {
+        block.resize(static_cast<size_t>(kLinearDepth) * kLinearPanel);
+        const int s0 = p * kStripsPerPanel;
+        const int strips = std::min(kStripsPerPanel, w.strips() - s0);
+        ldb = static_cast<int64_t>(strips) * kPairStripCols;
+        simd::widen_bf16_pairs(w.half.data() + w.strip_offset(s0), w.k_blocks(), k0 / kPairBlockDepth,
+                               (kd + kPairBlockDepth - 1) / kPairBlockDepth, strips, block.data(), ldb);
+        b = block.data();
+      } else {
+        block.resize(static_cast<size_t>(kLinearDepth) * kLinearPanel);
+        simd::load_f32(block.data(), w.panel_16(p) + static_cast<size_t>(k0) * n, w.dtype, static_cast<size_t>(kd) * n);
+        b = block.data();
+      }
+      for (int64_t r0 = row_begin; r0 < row_end; r0 += kLinearRowSlab) {
+        const int rows = static_cast<int>(std::min(kLinearRowSlab, row_end - r0));
+        simd::gemm(rows, n, kd, simd::row_major(x + r0 * ldx + k0, ldx), b, ldb, y + r0 * ldy + p * kLinearPanel,
+                   ldy, 1.0f, k0 == 0 ? 0.0f : 1.0f);
+      }
+    }
+  });
+}
+
+// Decode: one row, 16-bit weights widened in registers, each weight read once.
+void linear_gemv_16(const float* x, const PackedLinear& w, float* y, int threads) {
+  for_each_unit(threads, 1, w.panels(), [&](int p, int64_t, int64_t) {
+    if (w.pairs()) {
+      const int s0 = p * kStripsPerPanel;
+      simd::gemv_bf16_pairs(x, w.in, w.half.data() + w.strip_offset(s0), w.k_blocks(),
+                            std::min(kStripsPerPanel, w.strips() - s0), w.panel_cols(p), y + p * kLinearPanel);
+    } else {
+      simd::gemv_16(x, w.in, w.panel_16(p), w.dtype, w.panel_cols(p), y + p * kLinearPanel);
+    }
+  });
+}
+
+}  // namespace
+
+void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy, int threads) {
+  if (T <= 0 || w.out <= 0) return;
+  if (w.dtype != DType::kF32 && T == 1) return linear_gemv_16(x, w, y, threads);
+  if (w.pairs() && simd::amx_bf16_usable()) return linear_amx(x, ldx, T, w, y, ldy, threads);
+  linear_fma(x, ldx, T, w, y, ldy, threads);
 }
 
 }  // namespace hanpu::cpu

@@ -1,0 +1,47 @@
+// The CPU's matrix unit for 16-bit weights: Intel AMX (TMUL) bf16 tiles on x86 cores that
+// have them (Sapphire Rapids and later). A TDPBF16PS multiplies a 16 x 32 bf16 tile by a
+// 32 x 16 one into a 16 x 16 fp32 accumulator; on the development machine a core sustains
+// ~2.3 TFLOP/s this way against ~0.15 TFLOP/s of fp32 FMAs (docs/benchmarks.md). It is the
+// CPU's counterpart of an NPU's cube unit: 16-bit inputs, exact products, fp32 sums.
+//
+// Operand layouts (hanpu's "pairs" layout, shared with the decode GEMV and the fp32
+// fallback, see src/cpu/nn/linear.h):
+//   - A (activations): bf16 in tiles: 16-row blocks, each a run of KT tiles of 16 rows x 32
+//     reduction steps (1 KB, row-major inside), rows zero-padded to a multiple of 32 and the
+//     reduction to 32 KT. A tile load then reads 1 KB in sequence (from row-major x it read
+//     16 lines a row apart, and the products waited on those loads).
+//   - B (weights): strips of 32 output columns; a strip is KT blocks of 32 reduction steps,
+//     each block 2 KB: two 16-column halves of 16 rows, row r holding for each column c the
+//     pair (w[2r][c], w[2r + 1][c]) — the "VNNI" order TDPBF16PS reads its B tile in.
+#pragma once
+
+#include <cstdint>
+
+namespace hanpu::simd {
+
+inline constexpr int kPairStripCols = 32;   // output columns per strip
+inline constexpr int kPairBlockDepth = 32;  // reduction steps per block
+inline constexpr int kPairBlockElems = kPairStripCols * kPairBlockDepth;  // 1024 bf16 = 2 KB
+
+// True when this process can run AMX bf16 tiles: the CPU reports AMX-TILE and AMX-BF16, the
+// OS enabled the tile state, it granted this process permission (Linux arch_prctl), and the
+// environment does not say HANPU_AMX=0. Checked once.
+bool amx_bf16_usable();
+
+inline constexpr int kPairTileRows = 16;
+inline constexpr int kPairATileElems = kPairTileRows * kPairBlockDepth;  // 512 bf16 = 1 KB
+
+// Element (r, k) of A in the tiled layout above, for KT reduction blocks.
+inline int64_t amx_a_index(int64_t r, int k, int kt_blocks) {
+  return ((r / kPairTileRows) * kt_blocks + k / kPairBlockDepth) * kPairATileElems +
+         (r % kPairTileRows) * kPairBlockDepth + k % kPairBlockDepth;
+}
+
+// C[m_rows x n_cols] (fp32, leading dimension ldc) = A[m_rows x 32 KT] B, for A in the tiled
+// layout starting at a 16-row block (round_up(m_rows, 32) rows readable, zero-padded) and B
+// the `strips` strips at b (n_cols <= 32 strips; columns past n_cols are computed and
+// dropped). C is overwritten. Requires amx_bf16_usable().
+void amx_gemm_bf16(const uint16_t* a, int m_rows, const uint16_t* b, int kt_blocks, int strips, int n_cols,
+                   float* c, int64_t ldc);
+
+}  // namespace hanpu::simd

@@ -1,0 +1,133 @@
+// Decode GEMV and fp32 widening over the bf16 pairs layout (see bf16_pairs.h), per Highway
+// target. A pairs row holds, per 32-bit lane c, w[2r][c] in the low half and w[2r + 1][c]
+// in the high half; a bf16 is the top half of an fp32, so the two weights of a lane are
+// (lane << 16) and (lane & 0xffff0000) reinterpreted: two integer ops, no shuffles.
+#include "simd/bf16_pairs.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "simd/amx.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "simd/bf16_pairs.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace hanpu::simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+using DU = hn::RebindToUnsigned<DF>;
+
+constexpr int kHalfRowPairs = kPairStripCols / 2;  // 32-bit lanes per row of a 16-column half
+constexpr int kRowsPerHalf = kPairBlockDepth / 2;
+constexpr int kHalfElems = kPairBlockElems / 2;
+
+HWY_INLINE VF EvenWeights(DF d, hn::Vec<DU> pairs) { return hn::BitCast(d, hn::ShiftLeft<16>(pairs)); }
+HWY_INLINE VF OddWeights(DF d, hn::Vec<DU> pairs) {
+  return hn::BitCast(d, hn::And(pairs, hn::Set(DU(), 0xffff0000u)));
+}
+
+// Accumulates x[32 kt .. 32 kt + 31] (xb, zero past `in`) times block kt of `streams`
+// strips into acc (32 floats per strip, in L1).
+template <int kStreams>
+HWY_INLINE void GemvBlock(const float* xb, const uint16_t* const* blocks, float* acc) {
+  const DF d;
+  const DU du;
+  const int NL = static_cast<int>(hn::Lanes(d));
+  for (int r = 0; r < kRowsPerHalf; ++r) {
+    const VF xe = hn::Set(d, xb[2 * r]), xo = hn::Set(d, xb[2 * r + 1]);
+    for (int s = 0; s < kStreams; ++s) {
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t* row = reinterpret_cast<const uint32_t*>(blocks[s] + h * kHalfElems + r * kPairStripCols);
+        float* a = acc + s * kPairStripCols + h * kHalfRowPairs;
+        for (int v = 0; v < kHalfRowPairs; v += NL) {
+          const auto p = hn::LoadU(du, row + v);
+          VF sum = hn::Load(d, a + v);
+          sum = hn::MulAdd(xe, EvenWeights(d, p), sum);
+          sum = hn::MulAdd(xo, OddWeights(d, p), sum);
+          hn::Store(sum, d, a + v);
+        }
+      }
+    }
+  }
+}
+
+// Four strips at a time: four sequential streams keep DRAM busy (one stream per core left
+// it idle between misses, see gemv.cc).
+void GemvPairs(const float* x, int in, const uint16_t* w, int kt_blocks, int strips, int n_cols, float* y) {
+  constexpr int kStreams = 4;
+  const int64_t strip_elems = static_cast<int64_t>(kt_blocks) * kPairBlockElems;
+  HWY_ALIGN float acc[kStreams * kPairStripCols];
+  HWY_ALIGN float xtail[kPairBlockDepth];
+  for (int s0 = 0; s0 < strips; s0 += kStreams) {
+    const int streams = std::min(kStreams, strips - s0);
+    std::fill(acc, acc + kStreams * kPairStripCols, 0.0f);
+    const uint16_t* blocks[kStreams];
+    for (int kt = 0; kt < kt_blocks; ++kt) {
+      for (int s = 0; s < kStreams; ++s) {
+        blocks[s] = w + (s0 + std::min(s, streams - 1)) * strip_elems + static_cast<int64_t>(kt) * kPairBlockElems;
+      }
+      const float* xb = x + kt * kPairBlockDepth;
+      if ((kt + 1) * kPairBlockDepth > in) {  // the last, partial block: x past `in` reads as 0
+        std::fill(xtail, xtail + kPairBlockDepth, 0.0f);
+        std::memcpy(xtail, xb, static_cast<size_t>(in - kt * kPairBlockDepth) * sizeof(float));
+        xb = xtail;
+      }
+      if (streams == kStreams) {
+        GemvBlock<kStreams>(xb, blocks, acc);
+      } else {
+        GemvBlock<1>(xb, blocks, acc);
+        for (int s = 1; s < streams; ++s) GemvBlock<1>(xb, blocks + s, acc + s * kPairStripCols);
+      }
+    }
+    for (int s = 0; s < streams; ++s) {
+      const int col0 = (s0 + s) * kPairStripCols;
+      const int cols = std::min(kPairStripCols, n_cols - col0);
+      if (cols > 0) std::memcpy(y + col0, acc + s * kPairStripCols, static_cast<size_t>(cols) * sizeof(float));
+    }
+  }
+}
+
+void WidenPairs(const uint16_t* w, int kt_blocks, int kt0, int kt_count, int strips, float* out, int64_t ldo) {
+  const DF d;
+  const DU du;
+  const int NL = static_cast<int>(hn::Lanes(d));
+  const int64_t strip_elems = static_cast<int64_t>(kt_blocks) * kPairBlockElems;
+  for (int s = 0; s < strips; ++s) {
+    for (int kt = kt0; kt < kt0 + kt_count; ++kt) {
+      const uint16_t* block = w + s * strip_elems + static_cast<int64_t>(kt) * kPairBlockElems;
+      float* o = out + static_cast<int64_t>(kt - kt0) * kPairBlockDepth * ldo + s * kPairStripCols;
+      for (int h = 0; h < 2; ++h) {
+        for (int r = 0; r < kRowsPerHalf; ++r) {
+          const uint32_t* row = reinterpret_cast<const uint32_t*>(block + h * kHalfElems + r * kPairStripCols);
+          float* even = o + (2 * r) * ldo + h * kHalfRowPairs;
+          for (int v = 0; v < kHalfRowPairs; v += NL) {
+            const auto p = hn::LoadU(du, row + v);
+            hn::StoreU(EvenWeights(d, p), d, even + v);
+            hn::StoreU(OddWeights(d, p), d, even + ldo + v);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace hanpu::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace hanpu::simd {
+HWY_EXPORT(GemvPairs);
+HWY_EXPORT(WidenPairs);
+void gemv_bf16_pairs(const float* x, int in, const uint16_t* w, int kt_blocks, int strips, int n_cols, float* y) {
+  HWY_DYNAMIC_DISPATCH(GemvPairs)(x, in, w, kt_blocks, strips, n_cols, y);
+}
+void widen_bf16_pairs(const uint16_t* w, int kt_blocks, int kt0, int kt_count, int strips, float* out, int64_t ldo) {
+  HWY_DYNAMIC_DISPATCH(WidenPairs)(w, kt_blocks, kt0, kt_count, strips, out, ldo);
+}
+}  // namespace hanpu::simd
+#endif

@@ -1,0 +1,19 @@
+// bf16 weights in the "pairs" layout (simd/amx.h): the two ways to use them without the
+// matrix unit. Decode multiplies one fp32 row by them (widening in registers; at one token
+// per step the weights' bytes are the whole cost), and the fp32 fallback of a prefill
+// widens a block of them to row-major fp32 for the FMA micro-kernel (simd/gemm.h).
+#pragma once
+
+#include <cstdint>
+
+namespace hanpu::simd {
+
+// y[n_cols] = x[in] W for W stored as `strips` pairs-layout strips of kt_blocks blocks each
+// (n_cols <= 32 strips; x is read for k < in only, so W's padding rows are never used).
+void gemv_bf16_pairs(const float* x, int in, const uint16_t* w, int kt_blocks, int strips, int n_cols, float* y);
+
+// out[k][c] (fp32, leading dimension ldo) = W[32 kt0 + k][c] for k < 32 kt_count and c < 32
+// strips: blocks kt0 .. kt0 + kt_count - 1 of each strip, widened.
+void widen_bf16_pairs(const uint16_t* w, int kt_blocks, int kt0, int kt_count, int strips, float* out, int64_t ldo);
+
+}  // namespace hanpu::simd

@@ -1,0 +1,172 @@
+// `hanpu bench linear`: times every distinct projection shape of a synthetic model (the
+// shapes `hanpu run --synthetic` executes) through cpu::linear, with the weights in bf16
+// (what checkpoints ship) and fp32, and, when the build found OpenBLAS, the same fp32
+// product through cblas_sgemm on nn.Linear's own [out, in] layout. This is the side-by-side
+// check behind the choice of GEMM in src/cpu/nn/linear.h. GFLOP/s = 2 T in out / time.
+#include "bench_linear.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "bench_util.h"
+#include "cpu/nn/linear.h"
+#include "model/synthetic_models.h"
+#include "parallel/thread_pool.h"
+
+#ifdef HANPU_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+namespace hanpu::cli {
+
+namespace {
+
+struct Projection {
+  std::string name;
+  int in, out;
+};
+
+// One entry per distinct (in, out) a forward pass of the model calls cpu::linear with.
+std::vector<Projection> projections_of(const model::ModelConfig& c) {
+  const int la_v = c.la_value_heads * c.la_value_dim;
+  const int attn_o = c.attn_heads * c.head_dim;
+  return {{"gdn.in_qkv", c.hidden, c.la_conv_channels()},
+          {"gdn.in_z", c.hidden, la_v},
+          {"gdn.in_b", c.hidden, c.la_value_heads},
+          {"gdn.out", la_v, c.hidden},
+          {"attn.q+gate", c.hidden, 2 * attn_o},
+          {"attn.k", c.hidden, c.kv_heads * c.head_dim},
+          {"attn.o", attn_o, c.hidden},
+          {"mlp.gate_up", c.hidden, 2 * c.intermediate},
+          {"mlp.down", c.intermediate, c.hidden}};
+}
+
+struct Row {
+  std::string proj, impl, weights;
+  int in, out;
+  long T;
+  Timing tm;
+  double gflops, pct_peak, weight_gbps;
+};
+
+void print_row(const Row& r, bool json) {
+  if (json) {
+    nlohmann::json j = {{"proj", r.proj},         {"impl", r.impl},           {"weights", r.weights},
+                        {"in", r.in},             {"out", r.out},             {"T", r.T},
+                        {"median_ms", r.tm.median_ms}, {"gflops", r.gflops}, {"pct_peak", r.pct_peak},
+                        {"weight_gbps", r.weight_gbps}, {"peak_gflops", r.tm.peak_gflops}};
+    std::printf("%s\n", j.dump().c_str());
+    std::fflush(stdout);
+    return;
+  }
+  std::printf("%-12s %-9s %-5s %5d %6d %5ld %9.3f %8.1f %6.1f%% %8.1f\n", r.proj.c_str(), r.impl.c_str(),
+              r.weights.c_str(), r.in, r.out, r.T, r.tm.median_ms, r.gflops, r.pct_peak, r.weight_gbps);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+void add_bench_linear_options(CLI::App& cmd, BenchLinearOptions& o) {
+  cmd.add_option("--model", o.model, "synthetic model whose projection shapes are timed")->capture_default_str();
+  cmd.add_option("--proj", o.proj, "projections to time by name, e.g. mlp.down (default: all)");
+  cmd.add_option("--seq", o.seq, "rows T of x (1 = decode)")->capture_default_str();
+  cmd.add_option("--weights", o.weights, "weight dtypes: bf16, f16, f32")->capture_default_str();
+  cmd.add_flag("!--no-openblas", o.openblas, "skip the OpenBLAS rows");
+  cmd.add_option("--threads", o.threads, "worker threads (0: HANPU_THREADS or all cores)")->capture_default_str();
+  cmd.add_option("--repeats", o.repeats, "timed runs per row (median reported)")->capture_default_str();
+  cmd.add_flag("--json", o.json, "one JSON object per row on stdout (progress on stderr)");
+}
+
+int run_bench_linear(const BenchLinearOptions& o) {
+  const auto config = model::synthetic_model_config(o.model);
+  if (!config) {
+    std::fprintf(stderr, "error: --model %s: not a synthetic model (%s)\n", o.model.c_str(),
+                 fmt::format("{}", fmt::join(model::synthetic_model_names(), ", ")).c_str());
+    return 2;
+  }
+  std::vector<DType> dtypes;
+  if (!parse_all(o.weights, parse_dtype, "--weights", "bf16, f16 or f32", dtypes)) return 2;
+  for (long T : o.seq) {
+    if (T < 1) {
+      std::fprintf(stderr, "error: --seq %ld: rows must be >= 1\n", T);
+      return 2;
+    }
+  }
+  if (o.repeats < 1) {
+    std::fprintf(stderr, "error: --repeats %d: must be >= 1\n", o.repeats);
+    return 2;
+  }
+  FILE* info = o.json ? stderr : stdout;
+  const FmaPeak peak = print_machine_header(info, o.threads);
+  const int threads = peak.threads;
+#ifdef HANPU_HAVE_OPENBLAS
+  const bool openblas = o.openblas;
+  if (openblas) openblas_set_num_threads(threads);
+  std::fprintf(info, "# openblas: %s\n", openblas ? openblas_get_config() : "skipped (--no-openblas)");
+#else
+  const bool openblas = false;
+  std::fprintf(info, "# openblas: not found when this binary was built\n");
+#endif
+  std::fprintf(info, "# %s projections; GFLOP/s = 2 T in out / median of %d runs after one warm-up; %%peak "
+               "against the FMA peak re-measured after each run; weight_GB/s = weight bytes / time\n",
+               o.model.c_str(), o.repeats);
+  if (!o.json) {
+    std::printf("%-12s %-9s %-5s %5s %6s %5s %9s %8s %7s %8s\n", "proj", "impl", "wts", "in", "out", "T",
+                "median_ms", "GFLOP/s", "%peak", "wGB/s");
+  }
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const std::vector<Projection> all = projections_of(*config);
+  for (const std::string& name : o.proj) {
+    if (std::none_of(all.begin(), all.end(), [&](const Projection& p) { return p.name == name; })) {
+      std::fprintf(stderr, "error: --proj %s: not a projection of %s\n", name.c_str(), o.model.c_str());
+      return 2;
+    }
+  }
+  for (const Projection& p : all) {
+    if (!o.proj.empty() && std::find(o.proj.begin(), o.proj.end(), p.name) == o.proj.end()) continue;
+    std::vector<float> w(static_cast<size_t>(p.in) * p.out);
+    for (float& v : w) v = 0.02f * normal(rng);
+    std::vector<int> rows(p.out);
+    for (int i = 0; i < p.out; ++i) rows[i] = i;
+    for (long T : o.seq) {
+      std::vector<float> x(static_cast<size_t>(T) * p.in), y(static_cast<size_t>(T) * p.out);
+      for (float& v : x) v = normal(rng);
+      const double flops = 2.0 * static_cast<double>(T) * p.in * p.out;
+      auto report = [&](const std::string& impl, DType wt, const std::function<void()>& call) {
+        if (o.json) std::fprintf(stderr, "[%s] %s %s T=%ld\n", p.name.c_str(), impl.c_str(),
+                                 std::string(dtype_name(wt)).c_str(), T);
+        Timing tm;
+        const Status st = time_runs(o.repeats, threads, [&](std::vector<double>&, int64_t&) {
+          call();
+          return Status::Ok();
+        }, &tm);
+        if (!st.ok()) return;
+        const double gflops = flops / tm.median_ms / 1e6;
+        const double wbytes = static_cast<double>(p.in) * p.out * static_cast<double>(dtype_size(wt));
+        print_row({p.name, impl, std::string(dtype_name(wt)), p.in, p.out, T, tm, gflops,
+                   100 * gflops / tm.peak_gflops, wbytes / tm.median_ms / 1e6},
+                  o.json);
+      };
+      for (DType wt : dtypes) {
+        const cpu::PackedLinear packed = cpu::PackedLinear::from_rows(w.data(), p.in, rows, wt);
+        report("hanpu", wt, [&] { cpu::linear(x.data(), p.in, T, packed, y.data(), p.out, threads); });
+      }
+#ifdef HANPU_HAVE_OPENBLAS
+      if (openblas) {
+        report("openblas", DType::kF32, [&] {
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(T), p.out, p.in, 1.0f, x.data(),
+                      p.in, w.data(), p.in, 0.0f, y.data(), p.out);
+        });
+      }
+#endif
+    }
+  }
+  return 0;
+}
+
+}  // namespace hanpu::cli

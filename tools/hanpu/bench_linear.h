@@ -1,0 +1,26 @@
+// `hanpu bench linear`: the model's dense projections (y = x W^T) on hanpu's packed
+// micro-kernel, side by side with OpenBLAS's cblas_sgemm where the build found it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace hanpu::cli {
+
+struct BenchLinearOptions {
+  std::string model = "qwen3.5-0.8b";       // which synthetic model's projection shapes
+  std::vector<std::string> proj;            // empty: every projection of the model
+  std::vector<long> seq = {1, 1024};        // rows T of x (1: the decode GEMV; 1024: a prefill call)
+  std::vector<std::string> weights = {"bf16", "f32"};
+  bool openblas = true;                     // also time cblas_sgemm (f32 weights) when built with it
+  int threads = 0;
+  int repeats = 5;
+  bool json = false;
+};
+
+void add_bench_linear_options(CLI::App& cmd, BenchLinearOptions& o);
+int run_bench_linear(const BenchLinearOptions& o);
+
+}  // namespace hanpu::cli

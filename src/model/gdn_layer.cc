@@ -9,7 +9,6 @@
 #include "hanpu/la.h"
 #include "model/layer_ops.h"
 #include "model/layers.h"
-#include "parallel/parallel_rows.h"
 
 namespace hanpu::model {
 
@@ -27,19 +26,14 @@ Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int6
   cpu::linear(x, hidden, T, w.z, z, HV * V, opt.threads);
   cpu::linear(x, hidden, T, w.b, b, HV, opt.threads);
   cpu::linear(x, hidden, T, w.a, a, HV, opt.threads);
-  cpu::causal_conv1d_silu(mixed, T, C, w.conv.data(), c.conv_kernel, conv, opt.threads);
-  // The LA kernel takes contiguous q, k [T, H, K] and v [T, HV, V].
+  // The LA kernel takes contiguous q, k [T, H, K] and v [T, HV, V]: the convolution writes
+  // its output channels straight into them.
   float* q = reuse_buffer(q_buf, static_cast<size_t>(T) * H * K);
   float* k = reuse_buffer(k_buf, static_cast<size_t>(T) * H * K);
   float* v = reuse_buffer(v_buf, static_cast<size_t>(T) * HV * V);
-  parallel_rows(opt.threads, T, C, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      const float* row = mixed + t * C;
-      std::copy(row, row + H * K, q + t * H * K);
-      std::copy(row + H * K, row + 2 * H * K, k + t * H * K);
-      std::copy(row + 2 * H * K, row + C, v + t * HV * V);
-    }
-  });
+  cpu::causal_conv1d_silu(mixed, T, C, w.conv.data(), c.conv_kernel, conv,
+                          {{0, H * K, q, H * K}, {H * K, H * K, k, H * K}, {2 * H * K, HV * V, v, HV * V}},
+                          opt.threads);
   float* beta = reuse_buffer(beta_buf, static_cast<size_t>(T) * HV);
   float* g = reuse_buffer(g_buf, static_cast<size_t>(T) * HV);
   gdn_gates(b, a, T, HV, w.neg_A.data(), w.dt_bias.data(), beta, g);

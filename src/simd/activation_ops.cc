@@ -46,7 +46,7 @@ void CausalConvSilu(const float* in, ptrdiff_t ld_in, const float* w, int C, int
         acc = hn::MulAdd(hn::MaskedLoad(m, d, w + static_cast<ptrdiff_t>(j) * C + c),
                          hn::MaskedLoad(m, d, src + j * ld_in), acc);
       }
-      hn::BlendedStore(Silu(d, acc), m, d, out + t * ld_out + c);
+      hn::BlendedStore(Silu(d, acc), m, d, out + t * ld_out + (c - c0));
     }
   }
 }

@@ -11,9 +11,10 @@ namespace hanpu::simd {
 void silu_mul(const float* gate, const float* up, float* out, size_t n);
 
 // Depthwise causal convolution then SiLU for channels [c0, c1) of T rows:
-//   out[t][c] = silu(sum_j w[j][c] * in[t + j][c]),  j < kc
+//   out[t * ld_out + (c - c0)] = silu(sum_j w[j][c] * in[t + j][c]),  j < kc
 // in: [T + kc - 1, ld_in] (the kc - 1 rows before the first output row, then one row per
-// output), w: [kc, C] tap-major (leading dim C), out: [T, ld_out].
+// output), w: [kc, C] tap-major (leading dim C); out points at channel c0 of output row 0,
+// so a channel range can land in a buffer of its own.
 void causal_conv_silu(const float* in, ptrdiff_t ld_in, const float* w, int C, int kc, int64_t T, int c0, int c1,
                       float* out, ptrdiff_t ld_out);
 

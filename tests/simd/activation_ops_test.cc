@@ -36,7 +36,7 @@ TEST(ActivationOps, CausalConvSiluMatchesDouble) {
       for (float& x : in) x = static_cast<float>(rng.normal());
       for (float& x : w) x = static_cast<float>(rng.normal() * 0.5);
       const int c0 = C > 3 ? 3 : 0, c1 = C;  // a channel range not starting at 0
-      causal_conv_silu(in.data(), ld_in, w.data(), C, kc, T, c0, c1, out.data(), ld_out);
+      causal_conv_silu(in.data(), ld_in, w.data(), C, kc, T, c0, c1, out.data() + c0, ld_out);
       for (int64_t t = 0; t < T; ++t) {
         for (int c = 0; c < C; ++c) {
           const float got = out[t * ld_out + c];

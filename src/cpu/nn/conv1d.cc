@@ -10,29 +10,43 @@
 
 namespace hanpu::cpu {
 
-void causal_conv1d_silu(float* x, int64_t T, int C, const float* w, int kc, std::vector<float>* state, int threads) {
+void causal_conv1d_silu(const float* x, int64_t T, int C, const float* w, int kc, std::vector<float>* state,
+                        const std::vector<ConvOutput>& outs, int threads) {
   const int hist = kc - 1;
-  // The window: kc - 1 remembered inputs, then this call's inputs (kept while x is overwritten).
-  // A per-thread buffer kept between calls (a prefill step's window is ~25 MB), filled by
-  // the workers, each for the channels it convolves: the convolution is depthwise, so a
-  // block of channels needs no other.
-  thread_local std::vector<float> window;
-  if (window.size() < static_cast<size_t>(hist + T) * C) window.resize(static_cast<size_t>(hist + T) * C);
-  float* in = window.data();
+  const int64_t head = std::min<int64_t>(hist, T);  // output rows whose taps reach into the state
+  // Their window: the state, then the first `head` inputs. The caller's buffer, named through
+  // a reference (a lambda naming a thread_local directly would reach the worker's own).
+  thread_local std::vector<float> head_buf;
+  std::vector<float>& head_window = head_buf;
+  head_window.resize(static_cast<size_t>(hist + head) * C);
+  std::copy(state->begin(), state->begin() + static_cast<int64_t>(hist) * C, head_window.begin());
+  std::copy(x, x + head * C, head_window.begin() + static_cast<int64_t>(hist) * C);
   constexpr int kBlock = 256;  // channels per block: whole vectors
   const int blocks = (C + kBlock - 1) / kBlock;
   // Blocks claimed by the cores (parallel_rows); a decode step's few thousand operations per
-  // layer run on the caller instead of waking the pool.
+  // layer run on the caller instead of waking the pool. Depthwise: a block needs no other.
   parallel_rows(threads, blocks, static_cast<int64_t>(hist + T) * kBlock * (kc + 1), [&](int64_t b0, int64_t b1) {
     simd::ensure_flush_denormals();
     for (int64_t b = b0; b < b1; ++b) {
       const int c0 = static_cast<int>(b) * kBlock, c1 = std::min(C, c0 + kBlock);
-      for (int j = 0; j < hist; ++j) std::copy(state->data() + j * C + c0, state->data() + j * C + c1, in + j * C + c0);
-      for (int64_t t = 0; t < T; ++t) std::copy(x + t * C + c0, x + t * C + c1, in + (hist + t) * C + c0);
-      simd::causal_conv_silu(in, C, w, C, kc, T, c0, c1, x, C);
+      for (const ConvOutput& o : outs) {
+        const int s0 = std::max(c0, o.first), s1 = std::min(c1, o.first + o.count);
+        if (s0 >= s1) continue;
+        float* dst = o.data + (s0 - o.first);
+        simd::causal_conv_silu(head_window.data(), C, w, C, kc, head, s0, s1, dst, o.ld);
+        // Row t >= hist reads inputs t - hist .. t: straight from x.
+        if (T > head) simd::causal_conv_silu(x, C, w, C, kc, T - head, s0, s1, dst + head * o.ld, o.ld);
+      }
     }
   });
-  std::copy(in + static_cast<int64_t>(T) * C, in + static_cast<int64_t>(hist + T) * C, state->begin());
+  // The new state: inputs T .. T + hist - 1 of the sequence (state rows, then x rows).
+  std::vector<float> next(static_cast<size_t>(hist) * C);
+  for (int j = 0; j < hist; ++j) {
+    const int64_t i = T + j;  // position in the sequence
+    const float* src = i < hist ? state->data() + i * C : x + (i - hist) * C;
+    std::copy(src, src + C, next.begin() + static_cast<int64_t>(j) * C);
+  }
+  *state = std::move(next);
 }
 
 void swiglu(const float* gate_up, int64_t rows, int I, float* out, int threads) {

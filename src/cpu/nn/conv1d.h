@@ -6,9 +6,20 @@
 
 namespace hanpu::cpu {
 
-// x [T, C] <- silu(depthwise causal conv(x)) with taps w [kc, C] (tap-major); `state`
-// [kc - 1, C] holds the inputs before row 0 and is replaced by the last kc - 1 inputs.
-void causal_conv1d_silu(float* x, int64_t T, int C, const float* w, int kc, std::vector<float>* state, int threads);
+// Where output channels [first, first + count) go: channel c of row t to
+// data[t * ld + (c - first)]. The GDN layer sends q, k and v to three buffers this way.
+struct ConvOutput {
+  int first = 0, count = 0;
+  float* data = nullptr;
+  int64_t ld = 0;
+};
+
+// silu(depthwise causal conv(x)) for x [T, C] with taps w [kc, C] (tap-major), written to
+// `outs` (together they must cover [0, C); none may overlap x); `state` [kc - 1, C] holds
+// the inputs before row 0 and is replaced by the last kc - 1 inputs. Reads x in place: only
+// the first kc - 1 output rows, whose taps reach into the state, go through a small window.
+void causal_conv1d_silu(const float* x, int64_t T, int C, const float* w, int kc, std::vector<float>* state,
+                        const std::vector<ConvOutput>& outs, int threads);
 
 // out [rows, I] = silu(gate_up[:, :I]) * gate_up[:, I:] for gate_up [rows, 2I] (SwiGLU).
 void swiglu(const float* gate_up, int64_t rows, int I, float* out, int threads);

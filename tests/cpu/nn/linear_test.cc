@@ -87,20 +87,43 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, LinearDtype, ::testing::ValuesIn(kAllDTypes),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 TEST(Conv1d, CarriesTheStateAcrossCalls) {
-  // Two calls of 5 and 8 tokens equal one call of 13, and the state holds the last inputs.
+  // Calls of 13 tokens, 5 + 8 and 2 + 1 + 10 (shorter than the window) equal one direct
+  // loop over the sequence, with the output split over three buffers as the GDN layer does;
+  // the state holds the last inputs.
   Rng rng(2);
-  const int C = 37, kc = 4;
-  std::vector<float> w(kc * C), x(13 * C);
+  const int C = 37, kc = 4, T = 13;
+  std::vector<float> w(kc * C), x(T * C), s0((kc - 1) * C);
   for (float& v : w) v = static_cast<float>(rng.normal());
   for (float& v : x) v = static_cast<float>(rng.normal());
-  std::vector<float> one = x, s1((kc - 1) * C, 0.0f);
-  causal_conv1d_silu(one.data(), 13, C, w.data(), kc, &s1, 2);
-  std::vector<float> two = x, s2((kc - 1) * C, 0.0f);
-  causal_conv1d_silu(two.data(), 5, C, w.data(), kc, &s2, 1);
-  causal_conv1d_silu(two.data() + 5 * C, 8, C, w.data(), kc, &s2, 2);
-  EXPECT_EQ(one, two);
-  EXPECT_EQ(s1, s2);
-  EXPECT_EQ(std::vector<float>(x.end() - (kc - 1) * C, x.end()), s1);
+  for (float& v : s0) v = static_cast<float>(rng.normal());
+  std::vector<double> want(T * C);
+  for (int t = 0; t < T; ++t) {
+    for (int c = 0; c < C; ++c) {
+      double acc = 0;
+      for (int j = 0; j < kc; ++j) {
+        const int i = t + j - (kc - 1);  // input row; < 0: the state
+        acc += static_cast<double>(w[j * C + c]) * (i < 0 ? s0[(kc - 1 + i) * C + c] : x[i * C + c]);
+      }
+      want[t * C + c] = acc / (1 + std::exp(-acc));
+    }
+  }
+  for (const std::vector<int>& split : {std::vector<int>{13}, {5, 8}, {2, 1, 10}}) {
+    std::vector<float> state = s0, a(T * 10, NAN), b(T * 20, NAN), c(T * 7, NAN);
+    int t0 = 0;
+    for (int n : split) {  // channels 0..9 -> a, 10..29 -> b, 30..36 -> c
+      causal_conv1d_silu(x.data() + t0 * C, n, C, w.data(), kc, &state,
+                         {{0, 10, a.data() + t0 * 10, 10}, {10, 20, b.data() + t0 * 20, 20}, {30, 7, c.data() + t0 * 7, 7}},
+                         n % 2 + 1);
+      t0 += n;
+    }
+    for (int t = 0; t < T; ++t) {
+      for (int ch = 0; ch < C; ++ch) {
+        const float got = ch < 10 ? a[t * 10 + ch] : ch < 30 ? b[t * 20 + ch - 10] : c[t * 7 + ch - 30];
+        ASSERT_NEAR(got, want[t * C + ch], 1e-5 * (1 + std::abs(want[t * C + ch]))) << "t=" << t << " c=" << ch;
+      }
+    }
+    EXPECT_EQ(std::vector<float>(x.end() - (kc - 1) * C, x.end()), state);
+  }
 }
 
 TEST(Swiglu, MatchesScalar) {

@@ -44,4 +44,10 @@ inline int64_t amx_a_index(int64_t r, int k, int kt_blocks) {
 void amx_gemm_bf16(const uint16_t* a, int m_rows, const uint16_t* b, int kt_blocks, int strips, int n_cols,
                    float* c, int64_t ldc);
 
+// A register-only tile loop (4 accumulators, products of tiles already loaded) for
+// `iterations` steps of 4 TDPBF16PS on the calling thread; returns the FLOPs done (an
+// exact bf16 multiply-add counts 2). The denominator of "% of AMX peak". Requires
+// amx_bf16_usable().
+double amx_bf16_loop(int64_t iterations);
+
 }  // namespace hanpu::simd

@@ -119,4 +119,30 @@ void amx_gemm_bf16(const uint16_t* a, int m_rows, const uint16_t* b, int kt_bloc
   _tile_release();  // the 8 KB tile state is not saved on this thread's context switches
 }
 
+double amx_bf16_loop(int64_t iterations) {
+  load_tile_config();
+  alignas(64) uint16_t ones[kPairATileElems];
+  for (uint16_t& v : ones) v = 0x3f80;  // 1.0 in bf16
+  alignas(64) float sink[16 * 16];
+  _tile_loadd(4, ones, 64);
+  _tile_loadd(5, ones, 64);
+  _tile_loadd(6, ones, 64);
+  _tile_loadd(7, ones, 64);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int64_t i = 0; i < iterations; ++i) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, sink, 64);  // the products are used
+  _tile_release();
+  volatile float keep = sink[0];
+  (void)keep;
+  return 4.0 * 2.0 * 16 * 16 * kPairBlockDepth * static_cast<double>(iterations);
+}
+
 }  // namespace hanpu::simd

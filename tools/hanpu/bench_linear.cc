@@ -46,7 +46,7 @@ std::vector<Projection> projections_of(const model::ModelConfig& c) {
 }
 
 struct Row {
-  std::string proj, impl, weights;
+  std::string proj, impl, unit, weights;
   int in, out;
   long T;
   Timing tm;
@@ -55,7 +55,8 @@ struct Row {
 
 void print_row(const Row& r, bool json) {
   if (json) {
-    nlohmann::json j = {{"proj", r.proj},         {"impl", r.impl},           {"weights", r.weights},
+    nlohmann::json j = {{"proj", r.proj},         {"impl", r.impl},           {"unit", r.unit},
+                        {"weights", r.weights},
                         {"in", r.in},             {"out", r.out},             {"T", r.T},
                         {"median_ms", r.tm.median_ms}, {"gflops", r.gflops}, {"pct_peak", r.pct_peak},
                         {"weight_gbps", r.weight_gbps}, {"peak_gflops", r.tm.peak_gflops}};
@@ -63,8 +64,8 @@ void print_row(const Row& r, bool json) {
     std::fflush(stdout);
     return;
   }
-  std::printf("%-12s %-9s %-5s %5d %6d %5ld %9.3f %8.1f %6.1f%% %8.1f\n", r.proj.c_str(), r.impl.c_str(),
-              r.weights.c_str(), r.in, r.out, r.T, r.tm.median_ms, r.gflops, r.pct_peak, r.weight_gbps);
+  std::printf("%-12s %-9s %-4s %-5s %5d %6d %5ld %9.3f %8.1f %6.1f%% %8.1f\n", r.proj.c_str(), r.impl.c_str(),
+              r.unit.c_str(), r.weights.c_str(), r.in, r.out, r.T, r.tm.median_ms, r.gflops, r.pct_peak, r.weight_gbps);
   std::fflush(stdout);
 }
 
@@ -107,16 +108,24 @@ int run_bench_linear(const BenchLinearOptions& o) {
   const bool openblas = o.openblas;
   if (openblas) openblas_set_num_threads(threads);
   std::fprintf(info, "# openblas: %s\n", openblas ? openblas_get_config() : "skipped (--no-openblas)");
+  // Debian's 0.3.21 does not know every newer core and then falls back to its oldest x86-64
+  // kernels, several times slower (seen on this project's Sapphire-Rapids-class VM).
+  if (openblas && std::string(openblas_get_corename()) == "Prescott") {
+    std::fprintf(info, "# openblas: note: it detected this CPU as Prescott (SSE3 kernels); for a fair comparison "
+                 "set OPENBLAS_CORETYPE (e.g. SkylakeX or Haswell) to what the CPU supports\n");
+  }
 #else
   const bool openblas = false;
   std::fprintf(info, "# openblas: not found when this binary was built\n");
 #endif
+  const FmaPeak amx = measure_amx_peak(threads);
   std::fprintf(info, "# %s projections; GFLOP/s = 2 T in out / median of %d runs after one warm-up; %%peak "
-               "against the FMA peak re-measured after each run; weight_GB/s = weight bytes / time\n",
+               "against the peak of the unit the row ran on (fma: the FMA peak re-measured after each run; amx: "
+               "the AMX tile peak above); weight_GB/s = weight bytes / time\n",
                o.model.c_str(), o.repeats);
   if (!o.json) {
-    std::printf("%-12s %-9s %-5s %5s %6s %5s %9s %8s %7s %8s\n", "proj", "impl", "wts", "in", "out", "T",
-                "median_ms", "GFLOP/s", "%peak", "wGB/s");
+    std::printf("%-12s %-9s %-4s %-5s %5s %6s %5s %9s %8s %7s %8s\n", "proj", "impl", "unit", "wts", "in", "out",
+                "T", "median_ms", "GFLOP/s", "%peak", "wGB/s");
   }
   std::mt19937 rng(11);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -137,7 +146,7 @@ int run_bench_linear(const BenchLinearOptions& o) {
       std::vector<float> x(static_cast<size_t>(T) * p.in), y(static_cast<size_t>(T) * p.out);
       for (float& v : x) v = normal(rng);
       const double flops = 2.0 * static_cast<double>(T) * p.in * p.out;
-      auto report = [&](const std::string& impl, DType wt, const std::function<void()>& call) {
+      auto report = [&](const std::string& impl, DType wt, bool on_amx, const std::function<void()>& call) {
         if (o.json) std::fprintf(stderr, "[%s] %s %s T=%ld\n", p.name.c_str(), impl.c_str(),
                                  std::string(dtype_name(wt)).c_str(), T);
         Timing tm;
@@ -148,17 +157,18 @@ int run_bench_linear(const BenchLinearOptions& o) {
         if (!st.ok()) return;
         const double gflops = flops / tm.median_ms / 1e6;
         const double wbytes = static_cast<double>(p.in) * p.out * static_cast<double>(dtype_size(wt));
-        print_row({p.name, impl, std::string(dtype_name(wt)), p.in, p.out, T, tm, gflops,
-                   100 * gflops / tm.peak_gflops, wbytes / tm.median_ms / 1e6},
+        print_row({p.name, impl, on_amx ? "amx" : "fma", std::string(dtype_name(wt)), p.in, p.out, T, tm, gflops,
+                   100 * gflops / (on_amx ? amx.gflops : tm.peak_gflops), wbytes / tm.median_ms / 1e6},
                   o.json);
       };
       for (DType wt : dtypes) {
         const cpu::PackedLinear packed = cpu::PackedLinear::from_rows(w.data(), p.in, rows, wt);
-        report("hanpu", wt, [&] { cpu::linear(x.data(), p.in, T, packed, y.data(), p.out, threads); });
+        const bool on_amx = wt == DType::kBF16 && T > 1 && cpu::linear_uses_amx();
+        report("hanpu", wt, on_amx, [&] { cpu::linear(x.data(), p.in, T, packed, y.data(), p.out, threads); });
       }
 #ifdef HANPU_HAVE_OPENBLAS
       if (openblas) {
-        report("openblas", DType::kF32, [&] {
+        report("openblas", DType::kF32, false, [&] {
           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(T), p.out, p.in, 1.0f, x.data(),
                       p.in, w.data(), p.in, 0.0f, y.data(), p.out);
         });

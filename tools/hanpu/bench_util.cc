@@ -19,6 +19,13 @@ FmaPeak print_machine_header(FILE* out, int threads) {
                peak.threads, peak.simd_target.c_str(), peak.gflops, peak.per_core_gflops);
   std::fprintf(out, "# micro-kernel: %s, %.1f GFLOP/s on 128^3 GEMMs in cache\n",
                describe_micro_kernel().c_str(), measure_gemm_gflops(threads));
+  const FmaPeak amx = measure_amx_peak(threads);
+  if (amx.gflops > 0) {
+    std::fprintf(out, "# matrix unit: AMX bf16 tiles, measured peak %.1f GFLOP/s (%.1f per core): bf16 projections "
+                 "of a prefill run on them (HANPU_AMX=0: on the FMA micro-kernel)\n", amx.gflops, amx.per_core_gflops);
+  } else {
+    std::fprintf(out, "# matrix unit: none (%s): bf16 projections run on the FMA micro-kernel\n", amx.simd_target.c_str());
+  }
   return peak;
 }
 

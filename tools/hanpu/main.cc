@@ -132,6 +132,12 @@ int main(int argc, char** argv) {
                 p.simd_target.c_str(), p.gflops, p.per_core_gflops);
     std::printf("micro-kernel: %s, %.1f GFLOP/s on 128^3 GEMMs\n",
                 hanpu::describe_micro_kernel().c_str(), hanpu::measure_gemm_gflops(info_threads));
+    const hanpu::FmaPeak amx = hanpu::measure_amx_peak(info_threads);
+    if (amx.gflops > 0) {
+      std::printf("matrix unit: AMX bf16 tiles, %.1f GFLOP/s (%.1f per core)\n", amx.gflops, amx.per_core_gflops);
+    } else {
+      std::printf("matrix unit: none (%s)\n", amx.simd_target.c_str());
+    }
     return 0;
   }
   return 0;

@@ -8,20 +8,21 @@
 #include "base/timer.h"
 #include "hanpu/machine.h"
 #include "parallel/thread_pool.h"
+#include "simd/amx.h"
 #include "simd/fma_peak.h"
 #include "simd/gemm.h"
 #include "simd/vec_ops.h"
 
 namespace hanpu {
 
-FmaPeak measure_fma_peak(int threads, double ms, int repeats) {
-  ThreadPool& pool = ThreadPool::shared(threads);
-  const int P = pool.size();
-  // Calibrate iterations on one thread so each run lasts about `ms`.
-  int64_t iters = 1 << 16;
+namespace {
+
+// Best rate, GFLOP/s over all workers, of `repeats` runs of loop(iters) on every worker at
+// once; iters calibrated on one thread so that a run lasts about `ms`.
+double loop_peak_gflops(ThreadPool& pool, double (*loop)(int64_t), int64_t iters, double ms, int repeats) {
   for (;;) {
     Timer t;
-    simd::fma_loop(iters);
+    loop(iters);
     if (t.ms() > ms / 4 || iters > (int64_t{1} << 34)) {
       iters = static_cast<int64_t>(iters * (ms / std::max(t.ms(), 1e-3)));
       break;
@@ -30,15 +31,30 @@ FmaPeak measure_fma_peak(int threads, double ms, int repeats) {
   }
   double best = 0;
   for (int r = 0; r < repeats; ++r) {
-    std::vector<double> flops(P, 0.0);
+    std::vector<double> flops(pool.size(), 0.0);
     Timer t;
-    pool.run_on_all([&](int w) { flops[w] = simd::fma_loop(iters); });
+    pool.run_on_all([&](int w) { flops[w] = loop(iters); });
     const double sec = t.ms() / 1e3;
     double total = 0;
     for (double f : flops) total += f;
     best = std::max(best, total / sec / 1e9);
   }
-  return FmaPeak{best, best / P, P, simd::simd_target_name()};
+  return best;
+}
+
+}  // namespace
+
+FmaPeak measure_fma_peak(int threads, double ms, int repeats) {
+  ThreadPool& pool = ThreadPool::shared(threads);
+  const double best = loop_peak_gflops(pool, simd::fma_loop, 1 << 16, ms, repeats);
+  return FmaPeak{best, best / pool.size(), pool.size(), simd::simd_target_name()};
+}
+
+FmaPeak measure_amx_peak(int threads, double ms, int repeats) {
+  ThreadPool& pool = ThreadPool::shared(threads);
+  if (!simd::amx_bf16_usable()) return FmaPeak{0, 0, pool.size(), "no AMX bf16 tiles (or HANPU_AMX=0)"};
+  const double best = loop_peak_gflops(pool, simd::amx_bf16_loop, 1 << 10, ms, repeats);
+  return FmaPeak{best, best / pool.size(), pool.size(), "AMX bf16"};
 }
 
 double measure_gemm_gflops(int threads, double ms) {

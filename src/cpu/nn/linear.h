@@ -11,9 +11,14 @@
 //     HANPU_AMX=0) blocks are widened to fp32 for the FMA micro-kernel; decode widens in
 //     registers. One layout for the three, so the weights are held once.
 //
-// Why not OpenBLAS (Debian's 0.3.21): `hanpu bench linear` times cblas_sgemm on the same
-// projections side by side; on the development machine it ran at a fraction of this
-// kernel's rate (docs/benchmarks.md, "Projections").
+// Why not OpenBLAS (Debian's 0.3.21, measured side by side by `hanpu bench linear`, see
+// docs/benchmarks.md "Projections"): bf16 weights, what checkpoints ship and the default,
+// run on the AMX tiles several times faster than any fp32 GEMM, and OpenBLAS has no bf16
+// GEMM in that build. With fp32 weights, cblas_sgemm given the right core type
+// (OPENBLAS_CORETYPE=SkylakeX here) is within about 0-20% of this kernel, ahead on the
+// larger shapes; left as it autodetects (Prescott on this CPU) it is 3-5x slower. It is not
+// used for fp32 either: its own thread pool would compete with hanpu's pinned workers, and
+// the fp32-weight path is the uncommon one.
 #pragma once
 
 #include <cstddef>

@@ -19,7 +19,7 @@ FmaPeak measure_fma_peak(int threads, double ms = 100, int repeats = 5);
 
 // The same for the AMX bf16 tiles (a register-only tile-product loop on every worker), or
 // gflops 0 where the machine has none or HANPU_AMX=0 (simd_target then says why).
-FmaPeak measure_amx_peak(int threads, double ms = 50, int repeats = 3);
+FmaPeak measure_amx_peak(int threads, double ms = 100, int repeats = 5);
 
 // The micro-kernel's own rate on a GEMM of the LA chunk's shape class (M=N=K=128-ish,
 // operands in L1/L2), all threads, GFLOP/s: what the planned matrix unit reaches.

@@ -21,9 +21,7 @@ Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* 
   float* q = reuse_buffer(q_buf, static_cast<size_t>(T) * Hq * D);
   float* k = reuse_buffer(k_buf, static_cast<size_t>(T) * Hkv * D);
   float* v = reuse_buffer(v_buf, static_cast<size_t>(T) * Hkv * D);
-  cpu::linear(x, hidden, T, w.q, qg, Hq * 2 * D, opt.threads);
-  cpu::linear(x, hidden, T, w.k, k, Hkv * D, opt.threads);
-  cpu::linear(x, hidden, T, w.v, v, Hkv * D, opt.threads);
+  cpu::linear_many(x, hidden, T, {{&w.q, qg, Hq * 2 * D}, {&w.k, k, Hkv * D}, {&w.v, v, Hkv * D}}, opt.threads);
   rms_norm_zero_centred(qg, 2 * D, T * Hq, D, w.q_norm.data(), c.rms_eps, q, D, opt.threads);
   rms_norm_zero_centred(k, D, T * Hkv, D, w.k_norm.data(), c.rms_eps, k, D, opt.threads);
   apply_rope(q, T, Hq, D, c.rotary_dims(), c.rope_theta, pos0);

@@ -22,10 +22,7 @@ Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int6
   float* z = reuse_buffer(z_buf, static_cast<size_t>(T) * HV * V);
   float* b = reuse_buffer(b_buf, static_cast<size_t>(T) * HV);
   float* a = reuse_buffer(a_buf, static_cast<size_t>(T) * HV);
-  cpu::linear(x, hidden, T, w.qkv, mixed, C, opt.threads);
-  cpu::linear(x, hidden, T, w.z, z, HV * V, opt.threads);
-  cpu::linear(x, hidden, T, w.b, b, HV, opt.threads);
-  cpu::linear(x, hidden, T, w.a, a, HV, opt.threads);
+  cpu::linear_many(x, hidden, T, {{&w.qkv, mixed, C}, {&w.z, z, HV * V}, {&w.b, b, HV}, {&w.a, a, HV}}, opt.threads);
   // The LA kernel takes contiguous q, k [T, H, K] and v [T, HV, V]: the convolution writes
   // its output channels straight into them.
   float* q = reuse_buffer(q_buf, static_cast<size_t>(T) * H * K);

@@ -86,12 +86,19 @@ bool linear_uses_amx() { return simd::amx_bf16_usable(); }
 
 namespace {
 
-// Runs body(panel, row_begin, row_end) for every unit (panel, row range) on the pool.
-// Units are claimed from a shared counter rather than dealt: a core slowed by other load
-// (or a LITTLE core) simply claims fewer, where a fixed deal would make the fast core wait.
-void for_each_unit(int threads, int64_t T, int panels, const std::function<void(int, int64_t, int64_t)>& body) {
+constexpr int kStripsPerPanel = kLinearPanel / kPairStripCols;
+
+// Runs body(out, panel, row_begin, row_end) for every unit (panel of one projection, row
+// range) of `outs` on the pool. Units are claimed from a shared counter rather than dealt:
+// a core slowed by other load (or a LITTLE core) simply claims fewer, where a fixed deal
+// would make the fast core wait.
+void for_each_unit(int threads, int64_t T, const std::vector<LinearOut>& outs,
+                   const std::function<void(const LinearOut&, int, int64_t, int64_t)>& body) {
   ThreadPool& pool = ThreadPool::shared(threads);
   const int P = pool.size();
+  std::vector<int> first_panel(outs.size() + 1, 0);  // panels of outs before j
+  for (size_t j = 0; j < outs.size(); ++j) first_panel[j + 1] = first_panel[j] + outs[j].w->panels();
+  const int panels = first_panel.back();
   const int ranges = T == 1 ? 1 : linear_row_ranges(T, panels, P);
   const int64_t slabs = (T + kLinearRowSlab - 1) / kLinearRowSlab;
   std::atomic<int> next_unit{0};
@@ -101,25 +108,23 @@ void for_each_unit(int threads, int64_t T, int panels, const std::function<void(
     auto next = [&] { return claim ? next_unit.fetch_add(1) : std::exchange(dealt, dealt + P); };
     simd::ensure_flush_denormals();
     for (int u = next(); u < panels * ranges; u = next()) {
-      const int p = u / ranges, range = u % ranges;
+      const int g = u / ranges, range = u % ranges;
+      const size_t j = static_cast<size_t>(std::upper_bound(first_panel.begin(), first_panel.end(), g) - first_panel.begin()) - 1;
       const int64_t row_begin = slabs * range / ranges * kLinearRowSlab;
       const int64_t row_end = std::min(T, slabs * (range + 1) / ranges * kLinearRowSlab);
-      body(p, row_begin, row_end);
+      body(outs[j], g - first_panel[j], row_begin, row_end);
     }
   });
 }
 
-constexpr int kStripsPerPanel = kLinearPanel / kPairStripCols;
-
-// bf16 prefill on the AMX tiles: x rounded to bf16 once into the tiled A layout (rows
-// padded to 32, the reduction to whole blocks, zeros in the padding), then each unit
-// multiplies its rows by its strips.
-void linear_amx(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy, int threads) {
-  const int kt = w.k_blocks();
+// x rounded to bf16 in the AMX tiles' A layout (rows padded to 32, the reduction to whole
+// blocks, zeros in the padding), in the caller's buffer kept between calls.
+const uint16_t* x_as_tiles(const float* x, int64_t ldx, int64_t T, int in, int threads) {
+  const int kt = (in + kPairBlockDepth - 1) / kPairBlockDepth;
   const int64_t padded_in = static_cast<int64_t>(kt) * kPairBlockDepth;
   const int64_t padded_rows = (T + 31) / 32 * 32;
-  // The caller's buffer, kept between calls. Named through a reference: a lambda that names
-  // a thread_local directly would reach the worker's own (empty) instance.
+  // Named through a reference: a lambda that names a thread_local directly would reach the
+  // worker's own (empty) instance.
   thread_local std::vector<uint16_t> caller_xb;
   std::vector<uint16_t>& xb = caller_xb;
   xb.resize(static_cast<size_t>(padded_rows * padded_in));
@@ -127,7 +132,7 @@ void linear_amx(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, f
     thread_local std::vector<uint16_t> row;
     row.resize(static_cast<size_t>(padded_in));
     for (int64_t r = r0; r < r1; ++r) {
-      const int64_t valid = r < T ? w.in : 0;
+      const int64_t valid = r < T ? in : 0;
       if (valid > 0) simd::store_f32(row.data(), DType::kBF16, x + r * ldx, static_cast<size_t>(valid));
       std::fill(row.begin() + valid, row.end(), uint16_t{0});
       for (int b = 0; b < kt; ++b) {
@@ -135,70 +140,102 @@ void linear_amx(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, f
       }
     }
   });
-  for_each_unit(threads, T, w.panels(), [&](int p, int64_t row_begin, int64_t row_end) {
-    const int s0 = p * kStripsPerPanel;
-    const int strips = std::min(kStripsPerPanel, w.strips() - s0);
-    simd::amx_gemm_bf16(xb.data() + simd::amx_a_index(row_begin, 0, kt), static_cast<int>(row_end - row_begin),
-                        w.half.data() + w.strip_offset(s0), kt, strips, w.panel_cols(p),
-                        y + row_begin * ldy + p * kLinearPanel, ldy);
-  });
+  return xb.data();
 }
 
-// The FMA micro-kernel's way: 512-deep slices of a panel against 192-row slabs of x, 16-bit
+// bf16 prefill on the AMX tiles: rows [r0, r1) of the tiled x times panel p's strips.
+void amx_unit(const uint16_t* xb, const LinearOut& o, int p, int64_t r0, int64_t r1) {
+  const PackedLinear& w = *o.w;
+  const int s0 = p * kStripsPerPanel;
+  const int strips = std::min(kStripsPerPanel, w.strips() - s0);
+  simd::amx_gemm_bf16(xb + simd::amx_a_index(r0, 0, w.k_blocks()), static_cast<int>(r1 - r0),
+                      w.half.data() + w.strip_offset(s0), w.k_blocks(), strips, w.panel_cols(p),
+                      o.y + r0 * o.ldy + p * kLinearPanel, o.ldy);
+}
+
+// The FMA micro-kernel's way: 512-deep slices of panel p against 192-row slabs of x, 16-bit
 // weights widened to one fp32 [512 x 256] block per (unit, slice), used by every slab.
-void linear_fma(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy, int threads) {
-  const int in = w.in;
-  for_each_unit(threads, T, w.panels(), [&](int p, int64_t row_begin, int64_t row_end) {
-    thread_local std::vector<float> block;
-    const int n = w.panel_cols(p);
-    for (int k0 = 0; k0 < in; k0 += kLinearDepth) {
-      const int kd = std::min(kLinearDepth, in - k0);
-      const float* b = nullptr;
-      int64_t ldb = n;
-      if (w.dtype == DType::kF32) {
-        b = w.panel(p) + static_cast<size_t>(k0) * n;
-      } else if (w.pairs()) {
-        block.resize(static_cast<size_t>(kLinearDepth) * kLinearPanel);
-        const int s0 = p * kStripsPerPanel;
-        const int strips = std::min(kStripsPerPanel, w.strips() - s0);
-        ldb = static_cast<int64_t>(strips) * kPairStripCols;
-        simd::widen_bf16_pairs(w.half.data() + w.strip_offset(s0), w.k_blocks(), k0 / kPairBlockDepth,
-                               (kd + kPairBlockDepth - 1) / kPairBlockDepth, strips, block.data(), ldb);
-        b = block.data();
-      } else {
-        block.resize(static_cast<size_t>(kLinearDepth) * kLinearPanel);
-        simd::load_f32(block.data(), w.panel_16(p) + static_cast<size_t>(k0) * n, w.dtype, static_cast<size_t>(kd) * n);
-        b = block.data();
-      }
-      for (int64_t r0 = row_begin; r0 < row_end; r0 += kLinearRowSlab) {
-        const int rows = static_cast<int>(std::min(kLinearRowSlab, row_end - r0));
-        simd::gemm(rows, n, kd, simd::row_major(x + r0 * ldx + k0, ldx), b, ldb, y + r0 * ldy + p * kLinearPanel,
-                   ldy, 1.0f, k0 == 0 ? 0.0f : 1.0f);
-      }
+void fma_unit(const float* x, int64_t ldx, const LinearOut& o, int p, int64_t r0, int64_t r1) {
+  const PackedLinear& w = *o.w;
+  thread_local std::vector<float> block;
+  const int n = w.panel_cols(p);
+  for (int k0 = 0; k0 < w.in; k0 += kLinearDepth) {
+    const int kd = std::min(kLinearDepth, w.in - k0);
+    const float* b = nullptr;
+    int64_t ldb = n;
+    if (w.dtype == DType::kF32) {
+      b = w.panel(p) + static_cast<size_t>(k0) * n;
+    } else if (w.pairs()) {
+      block.resize(static_cast<size_t>(kLinearDepth) * kLinearPanel);
+      const int s0 = p * kStripsPerPanel;
+      const int strips = std::min(kStripsPerPanel, w.strips() - s0);
+      ldb = static_cast<int64_t>(strips) * kPairStripCols;
+      simd::widen_bf16_pairs(w.half.data() + w.strip_offset(s0), w.k_blocks(), k0 / kPairBlockDepth,
+                             (kd + kPairBlockDepth - 1) / kPairBlockDepth, strips, block.data(), ldb);
+      b = block.data();
+    } else {
+      block.resize(static_cast<size_t>(kLinearDepth) * kLinearPanel);
+      simd::load_f32(block.data(), w.panel_16(p) + static_cast<size_t>(k0) * n, w.dtype, static_cast<size_t>(kd) * n);
+      b = block.data();
     }
-  });
+    for (int64_t s = r0; s < r1; s += kLinearRowSlab) {
+      const int rows = static_cast<int>(std::min(kLinearRowSlab, r1 - s));
+      simd::gemm(rows, n, kd, simd::row_major(x + s * ldx + k0, ldx), b, ldb, o.y + s * o.ldy + p * kLinearPanel,
+                 o.ldy, 1.0f, k0 == 0 ? 0.0f : 1.0f);
+    }
+  }
 }
 
 // Decode: one row, 16-bit weights widened in registers, each weight read once.
-void linear_gemv_16(const float* x, const PackedLinear& w, float* y, int threads) {
-  for_each_unit(threads, 1, w.panels(), [&](int p, int64_t, int64_t) {
-    if (w.pairs()) {
-      const int s0 = p * kStripsPerPanel;
-      simd::gemv_bf16_pairs(x, w.in, w.half.data() + w.strip_offset(s0), w.k_blocks(),
-                            std::min(kStripsPerPanel, w.strips() - s0), w.panel_cols(p), y + p * kLinearPanel);
-    } else {
-      simd::gemv_16(x, w.in, w.panel_16(p), w.dtype, w.panel_cols(p), y + p * kLinearPanel);
-    }
-  });
+void gemv_unit(const float* x, const LinearOut& o, int p) {
+  const PackedLinear& w = *o.w;
+  if (w.pairs()) {
+    const int s0 = p * kStripsPerPanel;
+    simd::gemv_bf16_pairs(x, w.in, w.half.data() + w.strip_offset(s0), w.k_blocks(),
+                          std::min(kStripsPerPanel, w.strips() - s0), w.panel_cols(p), o.y + p * kLinearPanel);
+  } else {
+    simd::gemv_16(x, w.in, w.panel_16(p), w.dtype, w.panel_cols(p), o.y + p * kLinearPanel);
+  }
+}
+
+enum class Path { kGemv, kAmx, kFma };
+
+Path path_of(const PackedLinear& w, int64_t T) {
+  if (w.dtype != DType::kF32 && T == 1) return Path::kGemv;
+  if (w.pairs() && simd::amx_bf16_usable()) return Path::kAmx;
+  return Path::kFma;
 }
 
 }  // namespace
 
+void linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<LinearOut>& outs, int threads) {
+  if (T <= 0 || outs.empty()) return;
+  const Path path = path_of(*outs[0].w, T);
+  const bool together = std::all_of(outs.begin(), outs.end(), [&](const LinearOut& o) {
+    return o.w->in == outs[0].w->in && path_of(*o.w, T) == path;
+  });
+  if (!together) {  // different inputs sizes or kernels: one call each
+    for (const LinearOut& o : outs) linear_many(x, ldx, T, {o}, threads);
+    return;
+  }
+  switch (path) {
+    case Path::kGemv:
+      return for_each_unit(threads, 1, outs, [&](const LinearOut& o, int p, int64_t, int64_t) { gemv_unit(x, o, p); });
+    case Path::kAmx: {
+      const uint16_t* xb = x_as_tiles(x, ldx, T, outs[0].w->in, threads);
+      return for_each_unit(threads, T, outs, [&](const LinearOut& o, int p, int64_t r0, int64_t r1) {
+        amx_unit(xb, o, p, r0, r1);
+      });
+    }
+    case Path::kFma:
+      return for_each_unit(threads, T, outs, [&](const LinearOut& o, int p, int64_t r0, int64_t r1) {
+        fma_unit(x, ldx, o, p, r0, r1);
+      });
+  }
+}
+
 void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy, int threads) {
-  if (T <= 0 || w.out <= 0) return;
-  if (w.dtype != DType::kF32 && T == 1) return linear_gemv_16(x, w, y, threads);
-  if (w.pairs() && simd::amx_bf16_usable()) return linear_amx(x, ldx, T, w, y, ldy, threads);
-  linear_fma(x, ldx, T, w, y, ldy, threads);
+  if (w.out > 0) linear_many(x, ldx, T, {LinearOut{&w, y, ldy}}, threads);
 }
 
 }  // namespace hanpu::cpu

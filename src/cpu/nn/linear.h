@@ -81,6 +81,17 @@ int linear_row_ranges(int64_t T, int panels, int cores);
 // strips, each against every 32-row block of its rows.
 void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy, int threads);
 
+// Several projections of the same x (a GDN layer's qkv, z, b and a): one pass rounding x
+// to bf16 for the tiles, one pool dispatch whose units span them all (so the 16-column ones
+// do not each wake the pool and idle a core). Projections of different `in` or kernels
+// run one after another.
+struct LinearOut {
+  const PackedLinear* w;
+  float* y;
+  int64_t ldy;
+};
+void linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<LinearOut>& outs, int threads);
+
 // Whether linear() multiplies bf16 weights on the AMX tiles on this machine (see above).
 bool linear_uses_amx();
 

@@ -75,6 +75,51 @@ TEST_P(LinearDtype, MatchesDoubleOnOddShapes) {
   }
 }
 
+TEST(Linear, ManyProjectionsOfOneInputEqualOneCallEach) {
+  // The GDN layer's four projections in one call (shared bf16 rounding of x, one dispatch)
+  // give bit for bit what four calls give, for every dtype and T = 1 (decode); a set that
+  // mixes input sizes or dtypes falls back to one call each.
+  Rng rng(3);
+  for (DType dt : kAllDTypes) {
+    for (int64_t T : {1, 7, 300}) {
+      const int in = 70;
+      std::vector<PackedLinear> ws;
+      for (int out : {300, 33, 16, 1}) {
+        std::vector<float> w(static_cast<size_t>(out) * in);
+        for (float& v : w) v = static_cast<float>(rng.normal());
+        std::vector<int> rows(out);
+        std::iota(rows.begin(), rows.end(), 0);
+        ws.push_back(PackedLinear::from_rows(w.data(), in, rows, dt));
+      }
+      std::vector<float> x(T * in);
+      for (float& v : x) v = static_cast<float>(rng.normal());
+      std::vector<std::vector<float>> one(ws.size()), many(ws.size());
+      std::vector<LinearOut> outs;
+      for (size_t j = 0; j < ws.size(); ++j) {
+        one[j].assign(T * ws[j].out, NAN);
+        many[j].assign(T * ws[j].out, NAN);
+        linear(x.data(), in, T, ws[j], one[j].data(), ws[j].out, 2);
+        outs.push_back({&ws[j], many[j].data(), ws[j].out});
+      }
+      linear_many(x.data(), in, T, outs, 2);
+      for (size_t j = 0; j < ws.size(); ++j) EXPECT_EQ(one[j], many[j]) << dtype_name(dt) << " T=" << T << " j=" << j;
+    }
+  }
+  // Mixed: a different input size and dtype in the same set.
+  std::vector<float> w1(5 * 70), w2(6 * 40), x(9 * 70);
+  for (float& v : w1) v = static_cast<float>(rng.normal());
+  for (float& v : w2) v = static_cast<float>(rng.normal());
+  for (float& v : x) v = static_cast<float>(rng.normal());
+  const PackedLinear a = PackedLinear::from_rows(w1.data(), 70, {0, 1, 2, 3, 4}, DType::kBF16);
+  const PackedLinear b = PackedLinear::from_rows(w2.data(), 40, {0, 1, 2, 3, 4, 5}, DType::kF32);
+  std::vector<float> ya(9 * 5), yb(9 * 6), ra(9 * 5), rb(9 * 6);
+  linear_many(x.data(), 70, 9, {{&a, ya.data(), 5}, {&b, yb.data(), 6}}, 2);
+  linear(x.data(), 70, 9, a, ra.data(), 5, 2);
+  linear(x.data(), 70, 9, b, rb.data(), 6, 2);
+  EXPECT_EQ(ya, ra);
+  EXPECT_EQ(yb, rb);
+}
+
 TEST(Linear, RowRangesGiveEveryCoreSeveralUnits) {
   EXPECT_EQ(linear_row_ranges(1024, 4, 2), 2);    // 6 slabs, 4 panels: 8 units
   EXPECT_EQ(linear_row_ranges(1024, 24, 2), 1);   // enough panels already

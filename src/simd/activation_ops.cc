@@ -33,20 +33,23 @@ void CausalConvSilu(const float* in, ptrdiff_t ld_in, const float* w, int C, int
                     float* out, ptrdiff_t ld_out) {
   const DF d;
   const int NL = static_cast<int>(hn::Lanes(d));
-  for (int c = c0; c < c1; c += NL) {  // a vector of channels down all rows: taps stay in registers
-    const auto m = hn::FirstN(d, static_cast<size_t>(c1 - c));
-    VF taps[8];
-    const int k = kc < 8 ? kc : 8;
-    for (int j = 0; j < k; ++j) taps[j] = hn::MaskedLoad(m, d, w + static_cast<ptrdiff_t>(j) * C + c);
-    for (int64_t t = 0; t < T; ++t) {
-      const float* src = in + t * ld_in + c;
+  // Rows outermost, the channel range across each row: the inputs and outputs stream in
+  // order and the taps ([kc, c1 - c0], 4 KB for a 256-channel block) stay in L1. Walking one
+  // vector of channels down all rows instead kept the taps in registers but touched a new
+  // line, rows C floats apart, on every load: the prefill's rows are 24 KB apart, so each
+  // load missed the TLB and the prefetchers, and the convolution took 8.6% of a 4096-token
+  // prefill of the 0.8B model (perf) for ~0.2% of its FLOPs.
+  for (int64_t t = 0; t < T; ++t) {
+    const float* src = in + t * ld_in;
+    float* dst = out + t * ld_out;
+    for (int c = c0; c < c1; c += NL) {
+      const auto m = hn::FirstN(d, static_cast<size_t>(c1 - c));
       VF acc = hn::Zero(d);
-      for (int j = 0; j < k; ++j) acc = hn::MulAdd(taps[j], hn::MaskedLoad(m, d, src + j * ld_in), acc);
-      for (int j = k; j < kc; ++j) {  // kernels longer than 8 taps (none in practice)
+      for (int j = 0; j < kc; ++j) {
         acc = hn::MulAdd(hn::MaskedLoad(m, d, w + static_cast<ptrdiff_t>(j) * C + c),
-                         hn::MaskedLoad(m, d, src + j * ld_in), acc);
+                         hn::MaskedLoad(m, d, src + j * ld_in + c), acc);
       }
-      hn::BlendedStore(Silu(d, acc), m, d, out + t * ld_out + (c - c0));
+      hn::BlendedStore(Silu(d, acc), m, d, dst + (c - c0));
     }
   }
 }

@@ -10,6 +10,7 @@
 
 #include "hanpu/engine.h"
 #include "hanpu/la.h"
+#include "hanpu/machine.h"
 
 namespace hanpu::cli {
 
@@ -67,10 +68,12 @@ int run_model(const RunOptions& o) {
     return 2;
   }
   const EngineInfo info = engine->info();
+  const bool on_tiles = info.weight_dtype == "bf16" && amx_bf16_in_use();
   std::fprintf(stderr, "model: %s, %s, %d layers (%d GDN + %d attention), hidden %d, %.1f M parameters, "
-               "projections in %s (%.2f GB in memory)\n",
+               "projections in %s (%.2f GB in memory%s)\n",
                info.name.c_str(), info.architecture.c_str(), info.layers, info.la_layers, info.attn_layers, info.hidden,
-               info.parameters / 1e6, info.weight_dtype.c_str(), info.weight_bytes / 1e9);
+               info.parameters / 1e6, info.weight_dtype.c_str(), info.weight_bytes / 1e9,
+               on_tiles ? "; prefill on the AMX bf16 tiles" : "");
   std::vector<int> prompt;
   if (engine->has_tokenizer() && o.prompt_tokens == 0) {
     std::string text = o.prompt;

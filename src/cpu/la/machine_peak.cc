@@ -50,6 +50,8 @@ FmaPeak measure_fma_peak(int threads, double ms, int repeats) {
   return FmaPeak{best, best / pool.size(), pool.size(), simd::simd_target_name()};
 }
 
+bool amx_bf16_in_use() { return simd::amx_bf16_usable(); }
+
 FmaPeak measure_amx_peak(int threads, double ms, int repeats) {
   ThreadPool& pool = ThreadPool::shared(threads);
   if (!simd::amx_bf16_usable()) return FmaPeak{0, 0, pool.size(), "no AMX bf16 tiles (or HANPU_AMX=0)"};

@@ -122,7 +122,8 @@ int run_bench_e2e(const BenchE2eOptions& o) {
                            {"peak_rss_bytes", rss},  {"parameters", ei.parameters},
                            {"la_kernel_share", s.la_kernel_ms / part}, {"attn_kernel_share", s.attn_kernel_ms / part},
                            {"decode_pct_of_bound", 100 * decode_tps / bound_tps}, {"memory_gbps", mem_gbps},
-                           {"weights", ei.weight_dtype}};
+                           {"weights", ei.weight_dtype},
+                           {"amx", ei.weight_dtype == "bf16" && amx_bf16_in_use()}};  // prefill projections on the tiles
           std::printf("%s\n", j.dump().c_str());
         } else {
           std::printf("%-16s %-10s %6ld %10.1f %11.1f %10.2f %6.0f%% %5.1f%% %5.1f%% %5.1f%% %7.1f%% %7.1f%% %9s\n",

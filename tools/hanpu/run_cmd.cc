@@ -127,7 +127,8 @@ int run_model(const RunOptions& o) {
                      {"la_ms", s.la_ms},             {"attn_ms", s.attn_ms},
                      {"mlp_ms", s.mlp_ms},           {"other_ms", s.other_ms},
                      {"la_kernel_ms", s.la_kernel_ms}, {"attn_kernel_ms", s.attn_kernel_ms},
-                     {"stop", s.stop_reason}};
+                     {"stop", s.stop_reason},
+                     {"weights", info.weight_dtype},  {"amx", on_tiles}};
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }

@@ -39,14 +39,13 @@ void causal_conv1d_silu(const float* x, int64_t T, int C, const float* w, int kc
       }
     }
   });
-  // The new state: inputs T .. T + hist - 1 of the sequence (state rows, then x rows).
-  std::vector<float> next(static_cast<size_t>(hist) * C);
+  // The new state: inputs T .. T + hist - 1 of the sequence (state rows, then x rows), in
+  // place: row j comes from position T + j > j, which ascending j has not overwritten yet.
   for (int j = 0; j < hist; ++j) {
     const int64_t i = T + j;  // position in the sequence
     const float* src = i < hist ? state->data() + i * C : x + (i - hist) * C;
-    std::copy(src, src + C, next.begin() + static_cast<int64_t>(j) * C);
+    std::copy(src, src + C, state->data() + static_cast<int64_t>(j) * C);
   }
-  *state = std::move(next);
 }
 
 void swiglu(const float* gate_up, int64_t rows, int I, float* out, int threads) {

@@ -129,14 +129,12 @@ const uint16_t* x_as_tiles(const float* x, int64_t ldx, int64_t T, int in, int t
   std::vector<uint16_t>& xb = caller_xb;
   xb.resize(static_cast<size_t>(padded_rows * padded_in));
   parallel_rows(threads, padded_rows, padded_in, [&](int64_t r0, int64_t r1) {
-    thread_local std::vector<uint16_t> row;
-    row.resize(static_cast<size_t>(padded_in));
     for (int64_t r = r0; r < r1; ++r) {
-      const int64_t valid = r < T ? in : 0;
-      if (valid > 0) simd::store_f32(row.data(), DType::kBF16, x + r * ldx, static_cast<size_t>(valid));
-      std::fill(row.begin() + valid, row.end(), uint16_t{0});
-      for (int b = 0; b < kt; ++b) {
-        std::copy_n(row.data() + b * kPairBlockDepth, kPairBlockDepth, xb.data() + simd::amx_a_index(r, b * kPairBlockDepth, kt));
+      for (int b = 0; b < kt; ++b) {  // each 32-wide piece of the row straight into its tile row
+        uint16_t* dst = xb.data() + simd::amx_a_index(r, b * kPairBlockDepth, kt);
+        const int valid = r < T ? std::clamp(in - b * kPairBlockDepth, 0, kPairBlockDepth) : 0;
+        if (valid > 0) simd::store_f32(dst, DType::kBF16, x + r * ldx + b * kPairBlockDepth, static_cast<size_t>(valid));
+        std::fill(dst + valid, dst + kPairBlockDepth, uint16_t{0});
       }
     }
   });

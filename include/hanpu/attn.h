@@ -25,7 +25,9 @@ std::optional<AttnMask> parse_attn_mask(std::string_view name);
 inline constexpr int kAttnMaxHeadDim = 256;  // D: a multiple of 16 up to this
 
 // One attention call over one sequence.
-//   q: [T, Hq, D]   k, v: [Tk, Hkv, D]   o: [T, Hq, D]   all of one storage dtype (f32/f16/bf16)
+//   q: [T, Hq, D]   k, v: [Tk, Hkv, D]   o: [T, Hq, D]   storage f32/f16/bf16: q and o share
+//   one dtype, k and v share one (a 16-bit KV cache under fp32 queries is the usual case);
+//   compute is fp32 either way, 16-bit keys and values are widened tile by tile.
 //   Hq % Hkv == 0: query head h reads key/value head h / (Hq / Hkv).
 //   lse (optional out): [Hq, T] fp32, the natural-log sum of exp(scale q.k) over the keys a
 //   row sees (FlashAttention's softmax_lse layout), to merge attention computed in splits.

@@ -33,6 +33,10 @@ struct GenerateOptions {
   int threads = 0;                          // 0: HANPU_THREADS or every core
   int max_tokens = 64;                      // tokens to generate (0: prefill only)
   int prefill_chunk = 1024;                 // prompt tokens per forward call (bounds memory)
+  // Storage of the attention layers' KV caches: "auto" (the projections' dtype: a bf16 model
+  // keeps a bf16 cache, an fp32 one an fp32 cache), "f32", "bf16" or "f16". Attention
+  // computes in fp32 either way; a 16-bit cache halves the bytes each decode step reads.
+  std::string kv_cache = "auto";
   float temperature = 0.0f;                 // 0: greedy
   int top_k = 0;                            // 0: off
   float top_p = 1.0f;                       // 1: off
@@ -53,6 +57,7 @@ struct GenerateStats {
   double la_ms = 0, attn_ms = 0, mlp_ms = 0, other_ms = 0;
   double la_kernel_ms = 0, attn_kernel_ms = 0;
   std::string stop_reason;  // "eos", "max_tokens"
+  std::string kv_cache;     // the KV caches' dtype the run used ("auto" resolved)
 };
 
 struct EngineInfo {
@@ -80,6 +85,9 @@ class Engine {
   static std::vector<std::string> synthetic_models();
 
   EngineInfo info() const;
+  // The KV-cache dtype GenerateOptions::kv_cache names for this model ("auto" resolved), or
+  // an error naming the bad value.
+  Status kv_cache_dtype(const std::string& kv_cache, std::string* resolved) const;
   bool has_tokenizer() const;
   // Token ids of plain text (special tokens written in it, e.g. <|im_start|>, become their ids).
   Status tokenize(std::string_view text, std::vector<int>* ids) const;

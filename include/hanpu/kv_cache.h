@@ -1,6 +1,7 @@
 // One attention layer's key/value cache: K and V as contiguous [capacity, Hkv, D] rows in one
 // storage dtype, so the first length() rows are exactly the k/v tensors attn_prefill and
-// attn_decode take, with no gather. Grows by doubling: appending n tokens is amortised O(n)
+// attn_decode take, with no gather. A 16-bit cache (bf16/f16, as llama.cpp's f16 default)
+// halves the bytes a decode step reads; the kernels widen its rows tile by tile. Grows by doubling: appending n tokens is amortised O(n)
 // copies, never a reallocation per token.
 #pragma once
 
@@ -17,8 +18,9 @@ class KvCache {
   // Hkv >= 1, D >= 1; initial_capacity in tokens (>= 1).
   KvCache(int kv_heads, int head_dim, DType dtype, int64_t initial_capacity = 256);
 
-  // Appends n tokens: k and v are [n, Hkv, D] in the cache's dtype. On error (naming the
-  // argument) the cache is unchanged.
+  // Appends n tokens: k and v are [n, Hkv, D], both in the cache's dtype or both fp32 (rounded
+  // to the cache's dtype on the way in, round-to-nearest-even). On error (naming the argument)
+  // the cache is unchanged.
   Status append(const TensorView& k, const TensorView& v);
   // Keeps the first `length` tokens (e.g. to drop rejected speculative tokens).
   Status truncate(int64_t length);

@@ -140,6 +140,16 @@ EngineInfo Engine::info() const {
   return i;
 }
 
+Status Engine::kv_cache_dtype(const std::string& kv_cache, std::string* resolved) const {
+  if (kv_cache == "auto") {
+    *resolved = std::string(dtype_name(impl_->model->weights().lm_head.dtype));
+    return Status::Ok();
+  }
+  if (!parse_dtype(kv_cache)) return Status::Error(fmt::format("kv cache '{}' is not auto, f32, bf16 or f16", kv_cache));
+  *resolved = kv_cache;
+  return Status::Ok();
+}
+
 bool Engine::has_tokenizer() const { return impl_->tokenizer.has_value(); }
 
 std::vector<int> Engine::random_prompt(int n, uint64_t seed) const {
@@ -203,8 +213,10 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
   fo.threads = o.threads;
   GenerateStats s;
   s.prompt_tokens = static_cast<int64_t>(prompt.size());
-  model::SequenceState state = m.new_state();
-  if (!o.resume_state.empty()) HANPU_RETURN_IF_ERROR(model::load_state(m, o.resume_state, &state));
+  HANPU_RETURN_IF_ERROR(kv_cache_dtype(o.kv_cache, &s.kv_cache));
+  const DType kv_dtype = *parse_dtype(s.kv_cache);
+  model::SequenceState state = m.new_state(kv_dtype);
+  if (!o.resume_state.empty()) HANPU_RETURN_IF_ERROR(model::load_state(m, o.resume_state, &state, kv_dtype));
   s.resumed_tokens = state.position;
   std::vector<float> logits;
   model::ForwardProfile prof;

@@ -32,7 +32,7 @@ class Stopwatch {
 
 }  // namespace
 
-SequenceState Model::new_state() const {
+SequenceState Model::new_state(DType kv_dtype) const {
   const ModelConfig& c = config_;
   SequenceState s;
   s.conv.resize(c.layers);
@@ -43,7 +43,7 @@ SequenceState Model::new_state() const {
       s.conv[i].assign(static_cast<size_t>(c.conv_kernel - 1) * c.la_conv_channels(), 0.0f);
       s.recurrent[i].assign(static_cast<size_t>(c.la_value_heads) * c.la_key_dim * c.la_value_dim, 0.0f);
     } else {
-      s.kv[i] = std::make_unique<KvCache>(c.kv_heads, c.head_dim, DType::kF32);
+      s.kv[i] = std::make_unique<KvCache>(c.kv_heads, c.head_dim, kv_dtype);
     }
   }
   return s;

@@ -49,7 +49,8 @@ class Model {
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
 
-  SequenceState new_state() const;
+  // A fresh sequence; its attention layers' KV caches hold keys and values in kv_dtype.
+  SequenceState new_state(DType kv_dtype = DType::kF32) const;
 
   // Runs `n` tokens through the model after the state's position, updates the state, and
   // writes the logits of the last token into `logits` [vocab]. Token ids are checked.

@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "simd/vec_ops.h"
+
 namespace hanpu::model {
 
 namespace {
@@ -68,9 +70,17 @@ Status save_state(const Model& model, const SequenceState& s, const std::string&
       } else {
         const int64_t len = s.kv[i]->length();
         put(&len, sizeof(len));
-        const size_t bytes = static_cast<size_t>(len) * c.kv_heads * c.head_dim * sizeof(float);
-        put(s.kv[i]->keys().data, bytes);
-        put(s.kv[i]->values().data, bytes);
+        const size_t n = static_cast<size_t>(len) * c.kv_heads * c.head_dim;
+        if (s.kv[i]->dtype() == DType::kF32) {
+          put(s.kv[i]->keys().data, n * sizeof(float));
+          put(s.kv[i]->values().data, n * sizeof(float));
+        } else {
+          std::vector<float> wide(n);
+          for (const TensorView& t : {s.kv[i]->keys(), s.kv[i]->values()}) {
+            simd::load_f32(wide.data(), t.data, t.dtype, n);
+            put(wide.data(), n * sizeof(float));
+          }
+        }
       }
     }
     out.flush();
@@ -88,7 +98,7 @@ Status save_state(const Model& model, const SequenceState& s, const std::string&
   return Status::Ok();
 }
 
-Status load_state(const Model& model, const std::string& path, SequenceState* out) {
+Status load_state(const Model& model, const std::string& path, SequenceState* out, DType kv_dtype) {
   const ModelConfig& c = model.config();
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::Error(fmt::format("{}: cannot open", path));
@@ -109,7 +119,7 @@ Status load_state(const Model& model, const std::string& path, SequenceState* ou
                                        fp[i], want[i]));
     }
   }
-  SequenceState s = model.new_state();
+  SequenceState s = model.new_state(kv_dtype);
   HANPU_RETURN_IF_ERROR(r.read(&s.position, sizeof(s.position), "the position"));
   for (int i = 0; i < c.layers; ++i) {
     if (c.layer_kinds[i] == LayerKind::kLinearAttention) {

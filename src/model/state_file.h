@@ -1,7 +1,9 @@
 // Saving and resuming a sequence: its position, every GDN layer's conv and recurrent states
 // and every attention layer's KV cache, in one binary file tied to the model's shape.
 // Layout (little-endian): "HANPUSEQ", u32 version, u32 x 10 model fingerprint, i64 position,
-// then per layer: GDN -> conv floats, recurrent floats; attention -> i64 length, keys, values.
+// then per layer: GDN -> conv floats, recurrent floats; attention -> i64 length, keys, values
+// (fp32 whatever the cache's dtype: a 16-bit cache widens exactly and is rounded back exactly,
+// so one file resumes into a cache of any dtype).
 #pragma once
 
 #include <string>
@@ -16,6 +18,8 @@ namespace hanpu::model {
 Status save_state(const Model& model, const SequenceState& state, const std::string& path);
 // Reads a state saved for a model of the same shape; an error names what does not match or
 // the byte offset where the file ends early. `out` is untouched on error.
-Status load_state(const Model& model, const std::string& path, SequenceState* out);
+// The resumed sequence's KV caches hold kv_dtype.
+Status load_state(const Model& model, const std::string& path, SequenceState* out,
+                  DType kv_dtype = DType::kF32);
 
 }  // namespace hanpu::model

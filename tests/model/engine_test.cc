@@ -52,6 +52,53 @@ TEST(Engine, ErrorsAreNamed) {
   EXPECT_FALSE(e->generate({}, o, nullptr, nullptr, nullptr).ok());
   o.top_p = 0.0f;
   EXPECT_NE(e->generate({1, 2}, o, nullptr, nullptr, nullptr).message().find("top_p"), std::string::npos);
+  o.top_p = 1.0f;
+  o.kv_cache = "q8";
+  EXPECT_NE(e->generate({1, 2}, o, nullptr, nullptr, nullptr).message().find("kv cache 'q8' is not auto, f32, bf16 or f16"),
+            std::string::npos);
+}
+
+TEST(Engine, KvCacheAutoFollowsTheProjections) {
+  std::unique_ptr<Engine> e;
+  std::string kv;
+  ASSERT_TRUE(Engine::load(kDir + "qwen35-tiny", &e).ok());  // fp32 checkpoint
+  ASSERT_TRUE(e->kv_cache_dtype("auto", &kv).ok());
+  EXPECT_EQ(kv, "f32");
+  ASSERT_TRUE(Engine::load(kDir + "qwen35-tiny", &e, "bf16").ok());
+  ASSERT_TRUE(e->kv_cache_dtype("auto", &kv).ok());
+  EXPECT_EQ(kv, "bf16");
+  ASSERT_TRUE(e->kv_cache_dtype("f16", &kv).ok());
+  EXPECT_EQ(kv, "f16");
+  GenerateOptions o;
+  o.max_tokens = 2;
+  GenerateStats st;
+  ASSERT_TRUE(e->generate({1, 2, 3}, o, nullptr, nullptr, &st).ok());
+  EXPECT_EQ(st.kv_cache, "bf16");
+}
+
+TEST(Engine, SixteenBitCacheStateResumesExactly) {
+  // The file holds fp32 rows; a bf16 cache widens and rounds back exactly.
+  std::unique_ptr<Engine> e;
+  ASSERT_TRUE(Engine::load(kDir + "qwen35-tiny", &e).ok());
+  const std::string path = ::testing::TempDir() + "/hanpu_state_bf16.bin";
+  const std::vector<int> p1 = {5, 9, 17, 33, 2, 71}, p2 = {8, 13, 21};
+  GenerateOptions o;
+  o.kv_cache = "bf16";
+  o.max_tokens = 4;
+  o.stop_at_eos = false;
+  o.save_state = path;
+  std::vector<int> g1, g2, g_ref;
+  ASSERT_TRUE(e->generate(p1, o, nullptr, nullptr, nullptr, &g1).ok());
+  o.save_state.clear();
+  o.resume_state = path;
+  o.max_tokens = 6;
+  ASSERT_TRUE(e->generate(p2, o, nullptr, nullptr, nullptr, &g2).ok());
+  std::vector<int> all = p1;
+  all.insert(all.end(), g1.begin(), g1.end());
+  all.insert(all.end(), p2.begin(), p2.end());
+  o.resume_state.clear();
+  ASSERT_TRUE(e->generate(all, o, nullptr, nullptr, nullptr, &g_ref).ok());
+  EXPECT_EQ(g2, g_ref);
 }
 
 TEST(Engine, SavedStateResumesExactlyAsOneLongerRun) {

@@ -1,6 +1,6 @@
 // The forward pass against transformers on the committed fixtures: last-position logits within
-// 1e-4 (fp32), 16 greedy tokens identical, prefill + decode == one longer prefill, and every
-// LA strategy giving the same logits.
+// 1e-4 (fp32), 16 greedy tokens identical, prefill + decode == one longer prefill, every LA
+// strategy giving the same logits, and 16-bit weights or KV caches staying close to fp32.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -120,6 +120,36 @@ TEST(Forward, SixteenBitWeightsStayCloseToF32) {
     const float d = max_abs_diff(ref, logits);
     EXPECT_GT(d, 0.0f) << dtype_name(dt) << ": rounding had no effect at all";
     EXPECT_LE(d, dt == DType::kBF16 ? 3e-2f : 4e-3f) << dtype_name(dt);
+  }
+}
+
+TEST_P(ForwardFixture, SixteenBitKvCacheStaysCloseAndDecodeStillEqualsPrefill) {
+  // The cache rounds keys and values once, as they are appended; prefill and decode read the
+  // same rounded rows, so splitting a sequence changes nothing beyond fp32 noise, while the
+  // logits move from the fp32 cache's by a small fraction of their spread.
+  const auto m = load(GetParam());
+  ASSERT_NE(m, nullptr);
+  std::vector<int> ids;
+  for (int i = 0; i < 90; ++i) ids.push_back((i * 41 + 7) % m->config().vocab);
+  SequenceState ref_state = m->new_state();
+  std::vector<float> ref;
+  ASSERT_TRUE(m->forward(ids.data(), 90, &ref_state, {}, &ref).ok());
+  for (DType dt : {DType::kBF16, DType::kF16}) {
+    SequenceState a = m->new_state(dt), b = m->new_state(dt);
+    ASSERT_EQ(a.kv.size(), b.kv.size());
+    std::vector<float> la, lb;
+    ASSERT_TRUE(m->forward(ids.data(), 90, &a, {}, &la).ok());
+    ASSERT_TRUE(m->forward(ids.data(), 61, &b, {}, &lb).ok());
+    for (int t = 61; t < 90; ++t) ASSERT_TRUE(m->forward(ids.data() + t, 1, &b, {}, &lb).ok());
+    EXPECT_LE(max_abs_diff(la, lb), 2e-4f) << dtype_name(dt);
+    const float d = max_abs_diff(ref, la);
+    EXPECT_GT(d, 0.0f) << dtype_name(dt) << ": rounding the cache had no effect at all";
+    EXPECT_LE(d, dt == DType::kBF16 ? 3e-2f : 4e-3f) << dtype_name(dt);
+    for (const auto& kv : a.kv) {
+      if (kv) {
+        EXPECT_EQ(kv->dtype(), dt);
+      }
+    }
   }
 }
 

@@ -41,6 +41,9 @@ void add_bench_e2e_options(CLI::App& cmd, BenchE2eOptions& o) {
   cmd.add_option("--la", o.la, "LA strategies")->capture_default_str();
   cmd.add_option("--decode-tokens", o.decode_tokens, "tokens decoded after each prefill")->capture_default_str();
   cmd.add_option("--weights", o.weights, "projections in auto (bf16), f32, bf16, f16")->capture_default_str();
+  cmd.add_option("--kv-cache", o.kv_cache,
+                 "KV-cache dtypes: auto (the weights' dtype), f32, bf16, f16; several are timed alternately")
+      ->capture_default_str();
   cmd.add_option("--threads", o.threads, "cores (0: all)")->capture_default_str();
   cmd.add_option("--repeats", o.repeats, "runs per row (median)")->capture_default_str()->check(CLI::PositiveNumber);
   cmd.add_flag("--json", o.json, "one JSON object per row on stdout (progress on stderr)");
@@ -69,7 +72,7 @@ int run_bench_e2e(const BenchE2eOptions& o) {
   std::fprintf(info, "# prefill of a random prompt of T tokens, then %d decoded tokens (greedy); median of %d; "
                "peak RSS is the process's, so far\n", o.decode_tokens, o.repeats);
   if (!o.json) {
-    std::printf("%-16s %-10s %6s %10s %11s %10s %7s %6s %6s %6s %8s %8s %9s\n", "model", "la", "T", "prefill_ms",
+    std::printf("%-16s %-10s %-4s %6s %10s %11s %10s %7s %6s %6s %6s %8s %8s %9s\n", "model", "la", "kv", "T", "prefill_ms",
                 "prefill_t/s", "decode_t/s", "%bound", "LA%", "attn%", "MLP%", "LAkern%", "ATkern%", "peak_RSS");
   }
   for (const std::string& name : o.model) {
@@ -81,57 +84,74 @@ int run_bench_e2e(const BenchE2eOptions& o) {
       return 2;
     }
     const EngineInfo ei = engine->info();
+    std::vector<std::string> kvs;  // resolved
+    for (const std::string& kv : o.kv_cache) {
+      std::string resolved;
+      const Status ks = engine->kv_cache_dtype(kv, &resolved);
+      if (!ks.ok()) {
+        std::fprintf(stderr, "error: --kv-cache: %s\n", ks.message().c_str());
+        return 2;
+      }
+      kvs.push_back(resolved);
+    }
     for (long T : o.seq) {
       for (const std::string& la : o.la) {
         if (o.json) std::fprintf(stderr, "[%s] %s T=%ld\n", name.c_str(), la.c_str(), T);
-        std::vector<GenerateStats> runs;
+        // Repeats of every KV dtype alternate, so a slow spell of the machine falls on all.
+        std::vector<std::vector<GenerateStats>> runs_of(kvs.size());
         for (int r = 0; r < o.repeats; ++r) {
-          const std::vector<int> prompt =
-              engine->random_prompt(static_cast<int>(T), static_cast<uint64_t>(T) * 31 + static_cast<uint64_t>(r));
-          GenerateOptions g;
-          g.la_strategy = la;
-          g.threads = o.threads;
-          g.max_tokens = o.decode_tokens;
-          g.stop_at_eos = false;
-          GenerateStats s;
-          const Status gs = engine->generate(prompt, g, nullptr, nullptr, &s);
-          if (!gs.ok()) {
-            std::fprintf(stderr, "error: %s\n", gs.message().c_str());
-            return 1;
+          for (size_t ki = 0; ki < kvs.size(); ++ki) {
+            const std::vector<int> prompt =
+                engine->random_prompt(static_cast<int>(T), static_cast<uint64_t>(T) * 31 + static_cast<uint64_t>(r));
+            GenerateOptions g;
+            g.la_strategy = la;
+            g.threads = o.threads;
+            g.max_tokens = o.decode_tokens;
+            g.stop_at_eos = false;
+            g.kv_cache = kvs[ki];
+            GenerateStats s;
+            const Status gs = engine->generate(prompt, g, nullptr, nullptr, &s);
+            if (!gs.ok()) {
+              std::fprintf(stderr, "error: %s\n", gs.message().c_str());
+              return 1;
+            }
+            runs_of[ki].push_back(s);
           }
-          runs.push_back(s);
         }
-        std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.prefill_ms < b.prefill_ms; });
-        const GenerateStats& s = runs[runs.size() / 2];
-        std::vector<double> dec;
-        for (const auto& x : runs) dec.push_back(x.decode_ms);
-        std::sort(dec.begin(), dec.end());
-        const double decode_ms = dec[dec.size() / 2];
-        const double part = s.la_ms + s.attn_ms + s.mlp_ms + s.other_ms;
-        const double prefill_tps = T / (s.prefill_ms / 1e3);
-        const int steps = std::max(0, o.decode_tokens - 1);  // the first token comes from the prefill
-        const double decode_tps = steps > 0 ? steps / (decode_ms / 1e3) : 0.0;
-        const int64_t rss = peak_rss_bytes();
-        const double bound_tps = mem_gbps * 1e9 / static_cast<double>(ei.decode_bytes_per_token);
-        if (o.json) {
-          nlohmann::json j{{"model", name},          {"la", la},
-                           {"T", T},                 {"threads", o.threads},
-                           {"prefill_ms", s.prefill_ms}, {"prefill_tokens_per_s", prefill_tps},
-                           {"decode_tokens_per_s", decode_tps}, {"la_share", s.la_ms / part},
-                           {"attn_share", s.attn_ms / part},   {"mlp_share", s.mlp_ms / part},
-                           {"peak_rss_bytes", rss},  {"parameters", ei.parameters},
-                           {"la_kernel_share", s.la_kernel_ms / part}, {"attn_kernel_share", s.attn_kernel_ms / part},
-                           {"decode_pct_of_bound", 100 * decode_tps / bound_tps}, {"memory_gbps", mem_gbps},
-                           {"weights", ei.weight_dtype},
-                           {"amx", ei.weight_dtype == "bf16" && amx_bf16_in_use()}};  // prefill projections on the tiles
-          std::printf("%s\n", j.dump().c_str());
-        } else {
-          std::printf("%-16s %-10s %6ld %10.1f %11.1f %10.2f %6.0f%% %5.1f%% %5.1f%% %5.1f%% %7.1f%% %7.1f%% %9s\n",
-                      name.c_str(), la.c_str(), T, s.prefill_ms, prefill_tps, decode_tps, 100 * decode_tps / bound_tps,
-                      100 * s.la_ms / part, 100 * s.attn_ms / part, 100 * s.mlp_ms / part, 100 * s.la_kernel_ms / part,
-                      100 * s.attn_kernel_ms / part, human_bytes(rss).c_str());
+        for (size_t ki = 0; ki < kvs.size(); ++ki) {
+          std::vector<GenerateStats>& runs = runs_of[ki];
+          std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.prefill_ms < b.prefill_ms; });
+          const GenerateStats& s = runs[runs.size() / 2];
+          std::vector<double> dec;
+          for (const auto& x : runs) dec.push_back(x.decode_ms);
+          std::sort(dec.begin(), dec.end());
+          const double decode_ms = dec[dec.size() / 2];
+          const double part = s.la_ms + s.attn_ms + s.mlp_ms + s.other_ms;
+          const double prefill_tps = T / (s.prefill_ms / 1e3);
+          const int steps = std::max(0, o.decode_tokens - 1);  // the first token comes from the prefill
+          const double decode_tps = steps > 0 ? steps / (decode_ms / 1e3) : 0.0;
+          const int64_t rss = peak_rss_bytes();
+          const double bound_tps = mem_gbps * 1e9 / static_cast<double>(ei.decode_bytes_per_token);
+          if (o.json) {
+            nlohmann::json j{{"model", name},          {"la", la},
+                             {"T", T},                 {"threads", o.threads},
+                             {"prefill_ms", s.prefill_ms}, {"prefill_tokens_per_s", prefill_tps},
+                             {"decode_tokens_per_s", decode_tps}, {"la_share", s.la_ms / part},
+                             {"attn_share", s.attn_ms / part},   {"mlp_share", s.mlp_ms / part},
+                             {"peak_rss_bytes", rss},  {"parameters", ei.parameters},
+                             {"la_kernel_share", s.la_kernel_ms / part}, {"attn_kernel_share", s.attn_kernel_ms / part},
+                             {"decode_pct_of_bound", 100 * decode_tps / bound_tps}, {"memory_gbps", mem_gbps},
+                             {"weights", ei.weight_dtype}, {"kv_cache", kvs[ki]},
+                             {"amx", ei.weight_dtype == "bf16" && amx_bf16_in_use()}};  // prefill projections on the tiles
+            std::printf("%s\n", j.dump().c_str());
+          } else {
+            std::printf("%-16s %-10s %-4s %6ld %10.1f %11.1f %10.2f %6.0f%% %5.1f%% %5.1f%% %5.1f%% %7.1f%% %7.1f%% %9s\n",
+                        name.c_str(), la.c_str(), kvs[ki].c_str(), T, s.prefill_ms, prefill_tps, decode_tps, 100 * decode_tps / bound_tps,
+                        100 * s.la_ms / part, 100 * s.attn_ms / part, 100 * s.mlp_ms / part, 100 * s.la_kernel_ms / part,
+                        100 * s.attn_kernel_ms / part, human_bytes(rss).c_str());
+          }
+          std::fflush(stdout);
         }
-        std::fflush(stdout);
       }
     }
   }

@@ -15,6 +15,7 @@ struct BenchE2eOptions {
   std::vector<std::string> la = {"recurrent", "fla", "hanpu"};
   int decode_tokens = 16;
   std::string weights = "auto";  // synthetic: bf16
+  std::vector<std::string> kv_cache = {"auto"};  // KV-cache dtypes (auto: the weights' dtype)
   int threads = 0;
   int repeats = 1;
   bool json = false;

@@ -34,6 +34,8 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_option("--la", g.la_strategy, "LA strategy: recurrent, fla, hanpu")->capture_default_str();
   app.add_option("--placement", g.attn_placement, "attention placement: balanced, uniform, layer")->capture_default_str();
   app.add_option("--threads", g.threads, "cores (0: all)")->capture_default_str();
+  app.add_option("--kv-cache", g.kv_cache, "KV-cache dtype: auto (the projections' dtype), f32, bf16, f16")
+      ->capture_default_str();
   app.add_option("--prefill-chunk", g.prefill_chunk, "prompt tokens per forward call")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -74,6 +76,12 @@ int run_model(const RunOptions& o) {
                info.name.c_str(), info.architecture.c_str(), info.layers, info.la_layers, info.attn_layers, info.hidden,
                info.parameters / 1e6, info.weight_dtype.c_str(), info.weight_bytes / 1e9,
                on_tiles ? "; prefill on the AMX bf16 tiles" : "");
+  std::string kv_cache;
+  st = engine->kv_cache_dtype(o.gen.kv_cache, &kv_cache);
+  if (!st.ok()) {
+    std::fprintf(stderr, "error: --kv-cache: %s\n", st.message().c_str());
+    return 2;
+  }
   std::vector<int> prompt;
   if (engine->has_tokenizer() && o.prompt_tokens == 0) {
     std::string text = o.prompt;
@@ -128,7 +136,7 @@ int run_model(const RunOptions& o) {
                      {"mlp_ms", s.mlp_ms},           {"other_ms", s.other_ms},
                      {"la_kernel_ms", s.la_kernel_ms}, {"attn_kernel_ms", s.attn_kernel_ms},
                      {"stop", s.stop_reason},
-                     {"weights", info.weight_dtype},  {"amx", on_tiles}};
+                     {"weights", info.weight_dtype},  {"amx", on_tiles}, {"kv_cache", s.kv_cache}};
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
@@ -137,8 +145,9 @@ int run_model(const RunOptions& o) {
               static_cast<long long>(s.prompt_tokens), s.prefill_ms, prefill_tps, 100 * s.la_ms / part,
               100 * s.attn_ms / part, 100 * s.mlp_ms / part, 100 * s.other_ms / part, 100 * s.la_kernel_ms / part,
               100 * s.attn_kernel_ms / part);
-  std::printf("decode:  %lld tokens in %.1f ms = %.1f tokens/s  (stop: %s; LA strategy %s)\n",
-              static_cast<long long>(s.generated_tokens), s.decode_ms, decode_tps, s.stop_reason.c_str(), g.la_strategy.c_str());
+  std::printf("decode:  %lld tokens in %.1f ms = %.1f tokens/s  (stop: %s; LA strategy %s; KV cache %s)\n",
+              static_cast<long long>(s.generated_tokens), s.decode_ms, decode_tps, s.stop_reason.c_str(),
+              g.la_strategy.c_str(), s.kv_cache.c_str());
   return 0;
 }
 

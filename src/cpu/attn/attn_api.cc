@@ -1,5 +1,5 @@
-// attn_prefill / attn_decode: validate once, convert non-fp32 storage to fp32 rows (and the
-// output back), pick the placement from the table, run it, report what it used.
+// attn_prefill / attn_decode: validate once, convert non-fp32 query/output storage to fp32 rows
+// (and the output back), pick the placement from the table, run it, report what it used.
 #include <algorithm>
 #include <array>
 #include <new>
@@ -19,15 +19,16 @@ using Runner = void (*)(const cpu::AttnProblem&, cpu::AttnRunContext&);
 struct PlacementEntry {
   AttnPlacementInfo info;
   Runner run;
+  bool widens_kv;  // reads 16-bit keys and values in place, widening them per tile
 };
 
 const std::array<PlacementEntry, 3> kPlacements = {{
     {{"balanced", "fused; heavy and light query tiles paired so every core gets equal unmasked work (STEEL)"},
-     [](const cpu::AttnProblem& p, cpu::AttnRunContext& c) { cpu::attn_fused(p, c, true); }},
+     [](const cpu::AttnProblem& p, cpu::AttnRunContext& c) { cpu::attn_fused(p, c, true); }, true},
     {{"uniform", "fused; each core a contiguous block of query tiles (causal: the last core works most)"},
-     [](const cpu::AttnProblem& p, cpu::AttnRunContext& c) { cpu::attn_fused(p, c, false); }},
+     [](const cpu::AttnProblem& p, cpu::AttnRunContext& c) { cpu::attn_fused(p, c, false); }, true},
     {{"layer", "baseline; scores, softmax, P V as separate passes through a T x Tk matrix per head"},
-     &cpu::attn_layer},
+     &cpu::attn_layer, false},
 }};
 
 const PlacementEntry* find_placement(std::string_view name) {
@@ -37,29 +38,34 @@ const PlacementEntry* find_placement(std::string_view name) {
   return nullptr;
 }
 
-// Runs `run` on fp32 rows: the caller's when storage is fp32, else converted copies (and the
-// output converted back after), so every kernel sees one layout. The copies are O(T D) and
-// charged to the meter.
-Status run_converted(const AttnArgs& a, cpu::AttnProblem p, cpu::AttnRunContext& ctx, Runner run,
+// Runs `run` on fp32 query and output rows: the caller's when their storage is fp32, else
+// converted copies (and the output converted back after). Keys and values stay in their
+// storage dtype when the kernel widens them per tile (`widens_kv`); otherwise they are
+// converted too. The copies are O(T D) and charged to the meter.
+Status run_converted(const AttnArgs& a, cpu::AttnProblem p, cpu::AttnRunContext& ctx, Runner run, bool widens_kv,
                      const char* who) {
   try {
     ScratchBuffer<float> q, k, v, o;
+    auto convert = [&](const TensorView& t, ScratchBuffer<float>& dst) {
+      dst = ScratchBuffer<float>(static_cast<size_t>(t.numel()), ctx.meter);
+      simd::load_f32(dst.data(), t.data, t.dtype, static_cast<size_t>(t.numel()));
+      return dst.data();
+    };
     if (p.dtype == DType::kF32) {
       p.q = static_cast<const float*>(a.q.data);
-      p.k = static_cast<const float*>(a.k.data);
-      p.v = static_cast<const float*>(a.v.data);
       p.o = static_cast<float*>(a.o.data);
     } else {
-      auto convert = [&](const TensorView& t, ScratchBuffer<float>& dst) {
-        dst = ScratchBuffer<float>(static_cast<size_t>(t.numel()), ctx.meter);
-        simd::load_f32(dst.data(), t.data, t.dtype, static_cast<size_t>(t.numel()));
-        return dst.data();
-      };
       p.q = convert(a.q, q);
-      p.k = convert(a.k, k);
-      p.v = convert(a.v, v);
       o = ScratchBuffer<float>(static_cast<size_t>(a.o.numel()), ctx.meter);
       p.o = o.data();
+    }
+    if (p.kv_dtype == DType::kF32 || widens_kv) {
+      p.k = a.k.data;
+      p.v = a.v.data;
+    } else {
+      p.k = convert(a.k, k);
+      p.v = convert(a.v, v);
+      p.kv_dtype = DType::kF32;
     }
     p.lse = static_cast<float*>(a.lse.data);
     run(p, ctx);
@@ -107,7 +113,7 @@ Status attn_prefill(const AttnArgs& args, const AttnOptions& options, AttnStats*
   ctx.threads = options.threads > 0 ? options.threads : ThreadPool::default_threads();
   ctx.meter = &meter;
   HANPU_RETURN_IF_ERROR(resolve_tiles(p, options.tiles, "attn_prefill", &ctx.tiles));
-  if (p.T > 0) HANPU_RETURN_IF_ERROR(run_converted(args, p, ctx, placement->run, "attn_prefill"));
+  if (p.T > 0) HANPU_RETURN_IF_ERROR(run_converted(args, p, ctx, placement->run, placement->widens_kv, "attn_prefill"));
   if (stats) {
     stats->extra_bytes = meter.peak();
     stats->worker_busy_ms = ctx.busy_ms;
@@ -124,7 +130,7 @@ Status attn_decode(const AttnArgs& args, int threads, AttnStats* stats) {
   ctx.threads = threads > 0 ? threads : ThreadPool::default_threads();
   ctx.meter = &meter;
   HANPU_RETURN_IF_ERROR(resolve_tiles(p, {}, "attn_decode", &ctx.tiles));
-  if (p.T > 0) HANPU_RETURN_IF_ERROR(run_converted(args, p, ctx, &cpu::attn_split_keys, "attn_decode"));
+  if (p.T > 0) HANPU_RETURN_IF_ERROR(run_converted(args, p, ctx, &cpu::attn_split_keys, true, "attn_decode"));
   if (stats) {
     stats->extra_bytes = meter.peak();
     stats->worker_busy_ms = ctx.busy_ms;

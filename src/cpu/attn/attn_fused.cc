@@ -82,7 +82,7 @@ void attn_fused(const AttnProblem& p, AttnRunContext& ctx, bool balanced) {
           float* pk = packed.data();
           float* pv = pk + static_cast<size_t>(p.Tk) * p.D;
           copy_kv_rows(kv, 0, reach, p.D, pk, pv);
-          kv = KvRows{pk, pv, p.D};
+          kv = KvRows{pk, pv, p.D, DType::kF32};
           packed_reach = reach;
         }
         packed_head = u.head;

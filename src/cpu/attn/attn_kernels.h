@@ -10,7 +10,8 @@ namespace hanpu::cpu {
 void attn_fused(const AttnProblem& p, AttnRunContext& ctx, bool balanced);
 
 // The layer-by-layer baseline: per head, scores for the whole T x Tk matrix through
-// memory, a softmax pass, then P V (the naive NPU path STEEL compares against).
+// memory, a softmax pass, then P V (the naive NPU path STEEL compares against). Needs fp32
+// keys and values (kv_dtype kF32: attn_api.cc converts 16-bit ones for it).
 void attn_layer(const AttnProblem& p, AttnRunContext& ctx);
 
 // Decode: keys split over the cores, partial results merged by log-sum-exp.

@@ -39,7 +39,7 @@ void attn_layer(const AttnProblem& p, AttnRunContext& ctx) {
       add_busy(pool.run_on_all([&](int w) {
         simd::ensure_flush_denormals();
         const int64_t j0 = static_cast<int64_t>(key_cut[w]), j1 = static_cast<int64_t>(key_cut[w + 1]);
-        simd::transpose(p.k + p.kv_row(j0, hk), ldk, kt.data() + j0, p.Tk, static_cast<int>(j1 - j0), D);
+        simd::transpose(static_cast<const float*>(p.k) + p.kv_row(j0, hk), ldk, kt.data() + j0, p.Tk, static_cast<int>(j1 - j0), D);
       }));
     }
     add_busy(pool.run_on_all([&](int w) {  // pass 1: scores (log2 units)
@@ -64,7 +64,7 @@ void attn_layer(const AttnProblem& p, AttnRunContext& ctx) {
       simd::ensure_flush_denormals();
       const auto [i0, i1] = rows_of(w);
       simd::gemm(static_cast<int>(i1 - i0), D, static_cast<int>(p.Tk), simd::row_major(s.data() + i0 * p.Tk, p.Tk),
-                 p.v + p.kv_row(0, hk), ldk, p.o + p.q_row(i0, h), ldq, 1.0f, 0.0f);
+                 static_cast<const float*>(p.v) + p.kv_row(0, hk), ldk, p.o + p.q_row(i0, h), ldq, 1.0f, 0.0f);
     }));
   }
   std::vector<int64_t> rows(P);

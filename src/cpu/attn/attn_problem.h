@@ -1,5 +1,7 @@
-// A validated attention call as every CPU kernel sees it: fp32 rows (other storage dtypes
-// are converted by attn_api.cc before and after), positions and visible key ranges.
+// A validated attention call as every CPU kernel sees it: fp32 query and output rows (other
+// storage dtypes are converted by attn_api.cc before and after), the key/value rows in their
+// storage dtype (the fused and decode kernels widen 16-bit rows tile by tile, so a 16-bit KV
+// cache is read at half the bytes and never converted whole), positions and visible key ranges.
 #pragma once
 
 #include <algorithm>
@@ -16,7 +18,8 @@ inline constexpr float kLog2E = 1.4426950408889634f;
 inline constexpr float kLn2 = 0.6931471805599453f;
 
 struct AttnProblem {
-  DType dtype = DType::kF32;  // storage dtype of the caller's tensors
+  DType dtype = DType::kF32;     // storage dtype of the caller's q and o
+  DType kv_dtype = DType::kF32;  // storage dtype of k and v
   int64_t T = 0, Tk = 0;
   int Hq = 0, Hkv = 0, D = 0;
   AttnMask mask = AttnMask::kCausal;
@@ -24,8 +27,8 @@ struct AttnProblem {
   int64_t window = 0;
   float scale = 1.0f;
   const float* q = nullptr;  // [T, Hq, D]
-  const float* k = nullptr;  // [Tk, Hkv, D]
-  const float* v = nullptr;  // [Tk, Hkv, D]
+  const void* k = nullptr;   // [Tk, Hkv, D] in kv_dtype
+  const void* v = nullptr;   // [Tk, Hkv, D] in kv_dtype
   float* o = nullptr;        // [T, Hq, D]
   float* lse = nullptr;      // [Hq, T] or null
 

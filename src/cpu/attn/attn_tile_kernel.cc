@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "simd/gemm.h"
+#include "simd/gemm_few_rows.h"
 #include "simd/softmax_ops.h"
 #include "simd/vec_ops.h"
 
@@ -51,6 +52,7 @@ AttnWorkspace::AttnWorkspace(const AttnProblem& p, AttnTiles tiles, ScratchMeter
       aux(ldq, meter),
       // K and V tiles (column path) or K^T with padded rows (row path)
       kv(static_cast<size_t>(p.D) * (2 * tiles.kv_rows + 16), meter),
+      wide(p.kv_dtype == DType::kF32 ? 0 : static_cast<size_t>(tiles.kv_rows) * p.D, meter),
       o(static_cast<size_t>(p.group()) * tiles.q_rows * p.D, meter) {}
 
 namespace {
@@ -71,9 +73,12 @@ bool key_loop_columns(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvR
   bool first = true;
   for (int64_t kb = lo; kb < hi; kb += ws.kv_rows) {
     const int kr = static_cast<int>(std::min<int64_t>(ws.kv_rows, hi - kb));
-    const float* kt = kv.k + kb * kv.ld;
-    const float* vt = kv.v + kb * kv.ld;
-    if (kv.ld != D) {  // rows in place, Hkv x D apart: copy the tile to contiguous rows
+    const float* kt = nullptr;
+    const float* vt = nullptr;
+    if (kv.dense_f32(D)) {
+      kt = kv.k_f32() + kb * D;
+      vt = kv.v_f32() + kb * D;
+    } else {  // rows in place, Hkv x D apart (or 16-bit): copy the tile to contiguous fp32 rows
       float* kc = ws.kv.data();
       float* vc = kc + static_cast<size_t>(ws.kv_rows) * D;
       copy_kv_rows(kv, kb, kr, D, kc, vc);
@@ -98,21 +103,26 @@ bool key_loop_columns(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvR
 }
 
 // Asks for key/value rows [j0, j1) ahead of use: decode streams the cache once, and in place
-// its rows sit Hkv x D floats apart, a page or more each, where the hardware prefetchers do
-// not follow; this keeps the next tile's lines in flight while the current one computes.
+// its rows sit Hkv x D elements apart, where the hardware prefetchers do not follow; this
+// keeps the next tile's lines in flight while the current one computes.
 void prefetch_rows(const KvRows& kv, int64_t j0, int64_t j1, int D) {
+  const size_t es = dtype_size(kv.dtype), row_bytes = D * es;
+  const char* k = static_cast<const char*>(kv.k);
+  const char* v = static_cast<const char*>(kv.v);
   for (int64_t j = j0; j < j1; ++j) {
-    for (int c = 0; c < D; c += 16) {  // one 64-byte line per 16 floats
-      __builtin_prefetch(kv.k + j * kv.ld + c, 0, 3);
-      __builtin_prefetch(kv.v + j * kv.ld + c, 0, 3);
+    const size_t at = static_cast<size_t>(j * kv.ld) * es;
+    for (size_t b = 0; b < row_bytes; b += 64) {  // one line per 64 bytes
+      __builtin_prefetch(k + at + b, 0, 3);
+      __builtin_prefetch(v + at + b, 0, 3);
     }
   }
 }
 
 // Scores row-major (query rows x keys) for units with fewer query rows than a SIMD vector
 // (decode: 1 token x a few query heads): the keys fill the lanes instead, K^T comes from one
-// transpose per key tile and V is read in place, each exactly once, as a memory-bound
-// decode should.
+// transpose per key tile (16-bit keys widened first into ws.wide) and V is read in place in
+// its storage dtype, each exactly once, as a memory-bound decode should. Both products run
+// on the few-row micro-kernel (gemm_few_rows.h).
 bool key_loop_rows(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows& kv, int64_t t0, int r,
                    int64_t lo, int64_t hi) {
   const int G = p.group(), D = p.D, N = G * r;
@@ -120,6 +130,7 @@ bool key_loop_rows(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows
   float* qs = ws.qt.data();  // [N x D] scaled query rows
   float* kt = ws.kv.data();  // [D x lds] K^T of the key tile
   float* s = ws.s.data();    // [N x lds]
+  const size_t es = dtype_size(kv.dtype);
   for (int g = 0; g < G; ++g) {
     simd::scale_rows(qs + static_cast<size_t>(g) * r * D, D, p.q + p.q_row(t0, hk * G + g),
                      static_cast<ptrdiff_t>(p.Hq) * D, nullptr, p.scale * kLog2E, r, D);
@@ -128,8 +139,17 @@ bool key_loop_rows(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows
   for (int64_t kb = lo; kb < hi; kb += ws.kv_rows) {
     const int kr = static_cast<int>(std::min<int64_t>(ws.kv_rows, hi - kb));
     prefetch_rows(kv, kb + kr, std::min<int64_t>(hi, kb + kr + ws.kv_rows), D);
-    simd::transpose(kv.k + kb * kv.ld, kv.ld, kt, lds, kr, D);
-    simd::gemm(N, kr, D, simd::row_major(qs, D), kt, lds, s, lds, 1.0f, 0.0f);
+    if (kv.dtype == DType::kF32) {
+      simd::transpose(kv.k_f32() + kb * kv.ld, kv.ld, kt, lds, kr, D);
+    } else {
+      float* kw = ws.wide.data();
+      for (int j = 0; j < kr; ++j) {
+        simd::load_f32(kw + static_cast<size_t>(j) * D, static_cast<const char*>(kv.k) + (kb + j) * kv.ld * es,
+                       kv.dtype, D);
+      }
+      simd::transpose(kw, D, kt, lds, kr, D);
+    }
+    simd::gemm_few_rows(N, kr, D, qs, D, kt, DType::kF32, lds, s, lds, nullptr);
     for (int g = 0; g < G; ++g) {
       for (int i = 0; i < r; ++i) {  // the mask, from coordinates: keys outside [begin, end)
         float* row = s + (g * r + i) * lds;
@@ -140,12 +160,8 @@ bool key_loop_rows(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows
       }
     }
     simd::online_softmax_rows(s, lds, N, kr, ws.m.data(), ws.l.data(), ws.aux.data());
-    const float* vt = kv.v + kb * kv.ld;
-    if (first) {
-      simd::gemm(N, D, kr, simd::row_major(s, lds), vt, kv.ld, ws.o.data(), D, 1.0f, 0.0f);
-    } else {
-      simd::gemm_row_scaled(N, D, kr, simd::row_major(s, lds), vt, kv.ld, ws.o.data(), D, ws.aux.data());
-    }
+    const void* vt = static_cast<const char*>(kv.v) + kb * kv.ld * es;
+    simd::gemm_few_rows(N, D, kr, s, lds, vt, kv.dtype, kv.ld, ws.o.data(), D, first ? nullptr : ws.aux.data());
     first = false;
   }
   return !first;
@@ -154,14 +170,20 @@ bool key_loop_rows(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows
 }  // namespace
 
 void copy_kv_rows(const KvRows& kv, int64_t j0, int64_t n, int D, float* k_out, float* v_out) {
+  const size_t es = dtype_size(kv.dtype);
+  const char* k = static_cast<const char*>(kv.k);
+  const char* v = static_cast<const char*>(kv.v);
   for (int64_t j = 0; j < n; ++j) {
-    std::memcpy(k_out + j * D, kv.k + (j0 + j) * kv.ld, sizeof(float) * D);
-    std::memcpy(v_out + j * D, kv.v + (j0 + j) * kv.ld, sizeof(float) * D);
+    const size_t at = static_cast<size_t>((j0 + j) * kv.ld) * es;
+    simd::load_f32(k_out + j * D, k + at, kv.dtype, D);
+    simd::load_f32(v_out + j * D, v + at, kv.dtype, D);
   }
 }
 
 KvRows kv_rows_in_place(const AttnProblem& p, int hk) {
-  return KvRows{p.k + p.kv_row(0, hk), p.v + p.kv_row(0, hk), static_cast<ptrdiff_t>(p.Hkv) * p.D};
+  const size_t at = p.kv_row(0, hk) * dtype_size(p.kv_dtype);
+  return KvRows{static_cast<const char*>(p.k) + at, static_cast<const char*>(p.v) + at,
+                static_cast<ptrdiff_t>(p.Hkv) * p.D, p.kv_dtype};
 }
 
 void attend_query_tile(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows& kv, int64_t t0,

@@ -31,6 +31,7 @@ struct AttnWorkspace {
   ScratchBuffer<float> s;          // [kv_rows x ldq] scores, then probabilities
   ScratchBuffer<float> m, l, aux;  // [ldq] running max (log2), sum, rescale factors
   ScratchBuffer<float> kv;         // [2 x kv_rows x D] the current K and V tiles, packed
+  ScratchBuffer<float> wide;       // row path, 16-bit keys: [kv_rows x D] the key tile widened
   ScratchBuffer<float> o;          // [group x q_rows x D] output accumulators, row g * r + i
 };
 
@@ -44,15 +45,22 @@ struct TileOut {
   ptrdiff_t lse_head_stride;
 };
 
-// Where kv head hk's key and value rows are: row j at k + j * ld (v likewise). In place
-// (ld = Hkv x D) or packed contiguous by the caller (ld = D: no per-tile copy needed).
+// Where kv head hk's key and value rows are: row j at element j * ld of k (v likewise), in
+// `dtype`. In place (ld = Hkv x D, the storage dtype) or packed contiguous fp32 by the
+// caller (ld = D: no per-tile copy needed).
 struct KvRows {
-  const float* k;
-  const float* v;
+  const void* k;
+  const void* v;
   ptrdiff_t ld;
+  DType dtype = DType::kF32;
+  // fp32 rows of D floats, which the micro-kernel reads as they are.
+  bool dense_f32(int D) const { return dtype == DType::kF32 && ld == D; }
+  const float* k_f32() const { return static_cast<const float*>(k); }
+  const float* v_f32() const { return static_cast<const float*>(v); }
 };
 KvRows kv_rows_in_place(const AttnProblem& p, int hk);
-// Rows [j0, j0 + n) of kv into contiguous rows of D floats (k_out, v_out).
+// Rows [j0, j0 + n) of kv into contiguous rows of D floats (k_out, v_out), widened from
+// 16-bit storage on the way.
 void copy_kv_rows(const KvRows& kv, int64_t j0, int64_t n, int D, float* k_out, float* v_out);
 
 // Query rows [t0, t0 + r) (r <= ws.q_rows) of kv head hk's query heads against the keys in

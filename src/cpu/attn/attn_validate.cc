@@ -50,11 +50,13 @@ Status validate_attn(const AttnArgs& a, const char* who, AttnProblem* p) {
     return Status::Error(fmt::format("{}: o has shape {}, expected q's shape {}", who,
                                      shape_str(a.o.shape), shape_str(a.q.shape)));
   }
-  for (const auto& [name, dt] : {std::pair{"k", a.k.dtype}, std::pair{"v", a.v.dtype}, std::pair{"o", a.o.dtype}}) {
-    if (dt != a.q.dtype) {
-      return Status::Error(fmt::format("{}: {} has dtype {}, expected q's dtype {}", who, name,
-                                       dtype_name(dt), dtype_name(a.q.dtype)));
-    }
+  if (a.o.dtype != a.q.dtype) {
+    return Status::Error(fmt::format("{}: o has dtype {}, expected q's dtype {}", who, dtype_name(a.o.dtype),
+                                     dtype_name(a.q.dtype)));
+  }
+  if (a.v.dtype != a.k.dtype) {
+    return Status::Error(fmt::format("{}: k has dtype {} and v has dtype {}: keys and values must share a dtype",
+                                     who, dtype_name(a.k.dtype), dtype_name(a.v.dtype)));
   }
   if (!a.lse.empty() || !a.lse.shape.empty()) {
     if (a.lse.shape != Shape{Hq, T}) {
@@ -87,6 +89,7 @@ Status validate_attn(const AttnArgs& a, const char* who, AttnProblem* p) {
     return Status::Error(fmt::format("{}: no keys (Tk = 0) for {} queries", who, T));
   }
   p->dtype = a.q.dtype;
+  p->kv_dtype = a.k.dtype;
   p->T = T;
   p->Tk = Tk;
   p->Hq = static_cast<int>(Hq);

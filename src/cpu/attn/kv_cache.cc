@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "simd/vec_ops.h"
+
 namespace hanpu {
 
 KvCache::KvCache(int kv_heads, int head_dim, DType dtype, int64_t initial_capacity)
@@ -28,13 +30,17 @@ Status KvCache::append(const TensorView& k, const TensorView& v) {
       return Status::Error(fmt::format("KvCache::append: {} has shape {}, expected [n, {}, {}]", name,
                                        shape_str(t->shape), kv_heads_, head_dim_));
     }
-    if (t->dtype != dtype_) {
-      return Status::Error(fmt::format("KvCache::append: {} has dtype {}, the cache holds {}", name,
-                                       dtype_name(t->dtype), dtype_name(dtype_)));
+    if (t->dtype != dtype_ && t->dtype != DType::kF32) {
+      return Status::Error(fmt::format("KvCache::append: {} has dtype {}, the cache holds {} (and takes f32 rows)",
+                                       name, dtype_name(t->dtype), dtype_name(dtype_)));
     }
     if (t->shape[0] > 0 && t->data == nullptr) {
       return Status::Error(fmt::format("KvCache::append: {} has no data", name));
     }
+  }
+  if (k.dtype != v.dtype) {
+    return Status::Error(fmt::format("KvCache::append: k has dtype {} but v has {}", dtype_name(k.dtype),
+                                     dtype_name(v.dtype)));
   }
   if (k.shape[0] != v.shape[0]) {
     return Status::Error(fmt::format("KvCache::append: k has {} tokens but v has {}", k.shape[0], v.shape[0]));
@@ -56,9 +62,13 @@ Status KvCache::append(const TensorView& k, const TensorView& v) {
     ++growths_;
   }
   const size_t off = static_cast<size_t>(length_) * token_bytes(), bytes = static_cast<size_t>(n) * token_bytes();
-  if (bytes > 0) {
+  if (bytes > 0 && k.dtype == dtype_) {
     std::memcpy(k_.data() + off, k.data, bytes);
     std::memcpy(v_.data() + off, v.data, bytes);
+  } else if (bytes > 0) {  // fp32 rows into a 16-bit cache
+    const size_t elems = static_cast<size_t>(n) * kv_heads_ * head_dim_;
+    simd::store_f32(k_.data() + off, dtype_, static_cast<const float*>(k.data), elems);
+    simd::store_f32(v_.data() + off, dtype_, static_cast<const float*>(v.data), elems);
   }
   length_ += n;
   return Status::Ok();

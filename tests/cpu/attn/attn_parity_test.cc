@@ -1,7 +1,7 @@
 // Every attention placement and decode against the float64 reference, on fresh random inputs
 // over the sweep of the issue: T/Tk in {1, 17, 64, 100, 1000, 2048}, GQA ratios 1/2/4/8,
-// head dims 16..256, the three masks (with query offsets and windows), f32/f16/bf16, odd tile
-// sizes. NMSE of the outputs and of the log-sum-exp.
+// head dims 16..256, the three masks (with query offsets and windows), f32/f16/bf16 (also
+// 16-bit keys/values under fp32 queries), odd tile sizes. NMSE of the outputs and of the log-sum-exp.
 #include <gtest/gtest.h>
 
 #include "attn_test_util.h"
@@ -45,6 +45,11 @@ std::vector<AttnCase> parity_cases() {
     for (DType dt : {DType::kF16, DType::kBF16}) {
       add({.dtype = dt, .T = 200, .Tk = 200, .Hq = 4, .Hkv = 1, .D = 128, .mask = mask, .window = w});
       add({.dtype = dt, .T = 1000, .Tk = 1000, .Hq = 2, .Hkv = 2, .D = 64, .mask = mask, .window = 100});
+      // A 16-bit KV cache under fp32 queries: keys and values widened tile by tile (in the
+      // decode row path, in the prefill packs and in the unpacked tile copies).
+      add({.kv = dt, .T = 100, .Tk = 300, .Hq = 4, .Hkv = 1, .D = 64, .mask = mask, .window = w});
+      add({.kv = dt, .T = 1, .Tk = 2048, .Hq = 8, .Hkv = 2, .D = 256, .mask = mask, .window = 300});
+      add({.kv = dt, .T = 3, .Tk = 777, .Hq = 6, .Hkv = 3, .D = 80, .mask = mask, .window = w, .tiles = {7, 33}});
     }
   }
   add({.T = 64, .Tk = 64, .Hq = 2, .Hkv = 1, .D = 64, .mask = AttnMask::kSliding, .window = 1});

@@ -14,7 +14,8 @@
 namespace hanpu::test {
 
 struct AttnCase {
-  DType dtype = DType::kF32;
+  DType dtype = DType::kF32;                // q and o
+  std::optional<DType> kv = std::nullopt;   // k and v (unset: dtype), e.g. a 16-bit KV cache
   int64_t T = 64, Tk = 64;
   int Hq = 2, Hkv = 1, D = 64;
   AttnMask mask = AttnMask::kCausal;
@@ -23,6 +24,7 @@ struct AttnCase {
   std::optional<float> scale = std::nullopt;
   AttnTiles tiles = {};  // 0: heuristic
   uint64_t seed = 1;
+  DType kv_dtype() const { return kv.value_or(dtype); }
   std::string describe() const;
 };
 inline void PrintTo(const AttnCase& c, std::ostream* os) { *os << c.describe(); }
@@ -39,7 +41,8 @@ struct AttnData {
 
 AttnData make_attn_data(const AttnCase& c);
 
-// fp32 storage 1e-10, f16/bf16 1e-5 (against the reference on the rounded inputs).
+// fp32 q/o storage 1e-10, f16/bf16 1e-5 (against the reference on the rounded inputs: 16-bit
+// keys and values under fp32 queries are exact inputs to an fp32 computation).
 double attn_nmse_bound(const AttnCase& c);
 
 }  // namespace hanpu::test

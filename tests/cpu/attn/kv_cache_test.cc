@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "attn_test_util.h"
+#include "base/rng.h"
 #include "hanpu/kv_cache.h"
 #include "la_test_util.h"
 
@@ -34,6 +35,27 @@ TEST(KvCache, AppendsGrowByDoublingAndReadBack) {
   EXPECT_FALSE(cache.truncate(11).ok());
 }
 
+TEST(KvCache, Fp32RowsAreRoundedIntoASixteenBitCache) {
+  for (DType dt : {DType::kBF16, DType::kF16}) {
+    KvCache cache(3, 48, dt, 2);
+    Rng rng(93);
+    std::vector<float> k(5 * 3 * 48), v(k.size());
+    for (float& x : k) x = static_cast<float>(rng.normal());
+    for (float& x : v) x = static_cast<float>(rng.normal());
+    ASSERT_TRUE(cache.append({k.data(), DType::kF32, {2, 3, 48}}, {v.data(), DType::kF32, {2, 3, 48}}).ok());
+    ASSERT_TRUE(cache.append({k.data() + 2 * 144, DType::kF32, {3, 3, 48}}, {v.data() + 2 * 144, DType::kF32, {3, 3, 48}}).ok());
+    ASSERT_EQ(cache.length(), 5);
+    EXPECT_EQ(cache.keys().dtype, dt);
+    std::vector<uint8_t> want(2);
+    for (size_t i = 0; i < k.size(); ++i) {
+      store_from_f32(want.data(), dt, 0, k[i]);
+      ASSERT_EQ(load_as_f32(cache.keys().data, dt, i), load_as_f32(want.data(), dt, 0)) << dtype_name(dt) << " k " << i;
+      store_from_f32(want.data(), dt, 0, v[i]);
+      ASSERT_EQ(load_as_f32(cache.values().data, dt, i), load_as_f32(want.data(), dt, 0)) << dtype_name(dt) << " v " << i;
+    }
+  }
+}
+
 TEST(KvCache, BadAppendsAreRejectedAndChangeNothing) {
   KvCache cache(2, 64, DType::kF32, 4);
   std::vector<float> x(3 * 2 * 64, 1.0f);
@@ -50,6 +72,12 @@ TEST(KvCache, BadAppendsAreRejectedAndChangeNothing) {
   expect_rejected({x.data(), DType::kF16, {3, 2, 64}}, good, "k has dtype");
   expect_rejected(good, {x.data(), DType::kF32, {2, 2, 64}}, "k has 3 tokens but v has 2");
   expect_rejected(good, {nullptr, DType::kF32, {3, 2, 64}}, "v has no data");
+  KvCache half(2, 64, DType::kBF16, 4);
+  std::vector<uint16_t> h(3 * 2 * 64);
+  const Status mixed = half.append(good, {h.data(), DType::kBF16, {3, 2, 64}});
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_NE(mixed.message().find("k has dtype f32 but v has bf16"), std::string::npos) << mixed.message();
+  EXPECT_EQ(half.length(), 0);
 }
 
 TEST(KvCache, DecodeLoopOverTheCacheEqualsOnePrefill) {

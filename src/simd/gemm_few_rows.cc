@@ -1,0 +1,193 @@
+// Few-row GEMM (see gemm_few_rows.h), compiled per Highway target. Hand-written for the same
+// reason as gemm.cc: the register tile is shaped for decode attention's 1-8 query rows and B
+// is widened from 16-bit storage inside the loop, which no BLAS call offers.
+#include "simd/gemm_few_rows.h"
+
+#include <algorithm>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "simd/gemm_few_rows.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace hanpu::simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+constexpr int kRows = 4;     // rows of A per register tile
+constexpr int kVectors = 4;  // vectors of B per register tile
+
+#define HANPU_UNROLL_ALL _Pragma("GCC unroll 16")
+
+// B element idx (a multiple of the lane count) widened to fp32: BT 0 = f32, 1 = f16, 2 = bf16
+// (the upper half of an fp32). kMask: only the first `lanes` lanes (f32 only).
+template <int BT, bool kMask>
+HWY_INLINE VF LoadB(DF d, const void* b, size_t idx, size_t lanes) {
+  if constexpr (BT == 0) {
+    const float* p = static_cast<const float*>(b) + idx;
+    if constexpr (kMask) return hn::MaskedLoad(hn::FirstN(d, lanes), d, p);
+    return hn::LoadU(d, p);
+  } else if constexpr (BT == 1) {
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    return hn::PromoteTo(d, hn::LoadU(dh, static_cast<const hwy::float16_t*>(b) + idx));
+  } else {
+    const hn::Rebind<uint16_t, DF> du16;
+    const hn::RebindToUnsigned<DF> du32;
+    return hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(
+                              du32, hn::LoadU(du16, static_cast<const uint16_t*>(b) + idx))));
+  }
+}
+
+// C tile [MR x NV vectors] at column j0 (the last vector masked to `last` lanes when kMask).
+template <int MR, int NV, int BT, bool kMask>
+HWY_INLINE void FewTile(const float* HWY_RESTRICT a, ptrdiff_t lda, const void* b, ptrdiff_t ldb,
+                        size_t j0, int kd, float* HWY_RESTRICT c, ptrdiff_t ldc, size_t last,
+                        const float* row_beta) {
+  const DF d;
+  const size_t NL = hn::Lanes(d);
+  VF acc[MR][NV];
+  HANPU_UNROLL_ALL
+  for (int r = 0; r < MR; ++r) {
+    HANPU_UNROLL_ALL
+    for (int v = 0; v < NV; ++v) acc[r][v] = hn::Zero(d);
+  }
+  for (int p = 0; p < kd; ++p) {
+    const size_t row = static_cast<size_t>(p) * ldb + j0;
+    VF bv[NV];
+    HANPU_UNROLL_ALL
+    for (int v = 0; v < NV; ++v) {
+      bv[v] = (kMask && v == NV - 1) ? LoadB<BT, kMask>(d, b, row + v * NL, last)
+                                     : LoadB<BT, false>(d, b, row + v * NL, NL);
+    }
+    HANPU_UNROLL_ALL
+    for (int r = 0; r < MR; ++r) {
+      const VF av = hn::Set(d, a[r * lda + p]);
+      HANPU_UNROLL_ALL
+      for (int v = 0; v < NV; ++v) acc[r][v] = hn::MulAdd(av, bv[v], acc[r][v]);
+    }
+  }
+  HANPU_UNROLL_ALL
+  for (int r = 0; r < MR; ++r) {
+    float* cr = c + r * ldc + j0;
+    HANPU_UNROLL_ALL
+    for (int v = 0; v < NV; ++v) {
+      const bool masked = kMask && v == NV - 1;
+      const auto m = hn::FirstN(d, masked ? last : NL);
+      VF out = acc[r][v];
+      if (row_beta)
+        out = hn::MulAdd(hn::Set(d, row_beta[r]), hn::MaskedLoad(m, d, cr + v * NL), out);
+      if (masked) {
+        hn::BlendedStore(out, m, d, cr + v * NL);
+      } else {
+        hn::StoreU(out, d, cr + v * NL);
+      }
+    }
+  }
+}
+
+template <int MR, int BT, bool kMask>
+HWY_INLINE void FewTileN(int nv, const float* a, ptrdiff_t lda, const void* b, ptrdiff_t ldb,
+                         size_t j0, int kd, float* c, ptrdiff_t ldc, size_t last,
+                         const float* row_beta) {
+  switch (nv) {
+    case 1:
+      return FewTile<MR, 1, BT, kMask>(a, lda, b, ldb, j0, kd, c, ldc, last, row_beta);
+    case 2:
+      return FewTile<MR, 2, BT, kMask>(a, lda, b, ldb, j0, kd, c, ldc, last, row_beta);
+    case 3:
+      return FewTile<MR, 3, BT, kMask>(a, lda, b, ldb, j0, kd, c, ldc, last, row_beta);
+    default:
+      return FewTile<MR, 4, BT, kMask>(a, lda, b, ldb, j0, kd, c, ldc, last, row_beta);
+  }
+}
+
+template <int BT, bool kMask>
+HWY_INLINE void FewRowsTile(int mr, int nv, const float* a, ptrdiff_t lda, const void* b,
+                            ptrdiff_t ldb, size_t j0, int kd, float* c, ptrdiff_t ldc, size_t last,
+                            const float* row_beta) {
+  switch (mr) {
+    case 1:
+      return FewTileN<1, BT, kMask>(nv, a, lda, b, ldb, j0, kd, c, ldc, last, row_beta);
+    case 2:
+      return FewTileN<2, BT, kMask>(nv, a, lda, b, ldb, j0, kd, c, ldc, last, row_beta);
+    case 3:
+      return FewTileN<3, BT, kMask>(nv, a, lda, b, ldb, j0, kd, c, ldc, last, row_beta);
+    default:
+      return FewTileN<4, BT, kMask>(nv, a, lda, b, ldb, j0, kd, c, ldc, last, row_beta);
+  }
+}
+
+template <int BT>
+void FewRows(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b, ptrdiff_t ldb,
+             float* c, ptrdiff_t ldc, const float* row_beta) {
+  const size_t NL = hn::Lanes(DF());
+  const size_t full = N / NL, tail = N % NL;  // whole vectors, then lanes of a last one
+  // 16-bit B has no masked widening load here: its tail columns are left to the caller.
+  const bool masked_tail = BT == 0 && tail != 0;
+  for (int i0 = 0; i0 < M; i0 += kRows) {
+    const int mr = std::min(kRows, M - i0);
+    const float* ai = a + i0 * lda;
+    float* ci = c + i0 * ldc;
+    const float* rb = row_beta ? row_beta + i0 : nullptr;
+    for (size_t v0 = 0; v0 < full; v0 += kVectors) {
+      const int nv = static_cast<int>(std::min<size_t>(kVectors, full - v0));
+      const bool last_block = v0 + nv == full;
+      if (masked_tail && last_block && nv < kVectors) {  // the tail fits this block
+        FewRowsTile<BT, true>(mr, nv + 1, ai, lda, b, ldb, v0 * NL, Kd, ci, ldc, tail, rb);
+      } else {
+        FewRowsTile<BT, false>(mr, nv, ai, lda, b, ldb, v0 * NL, Kd, ci, ldc, NL, rb);
+        if (masked_tail && last_block) {
+          FewRowsTile<BT, true>(mr, 1, ai, lda, b, ldb, full * NL, Kd, ci, ldc, tail, rb);
+        }
+      }
+    }
+    if (masked_tail && full == 0)
+      FewRowsTile<BT, true>(mr, 1, ai, lda, b, ldb, 0, Kd, ci, ldc, tail, rb);
+  }
+}
+
+void GemmFewRows(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b, int bt,
+                 ptrdiff_t ldb, float* c, ptrdiff_t ldc, const float* row_beta) {
+  if (bt == static_cast<int>(DType::kF32))
+    return FewRows<0>(M, N, Kd, a, lda, b, ldb, c, ldc, row_beta);
+  if (bt == static_cast<int>(DType::kF16))
+    return FewRows<1>(M, N, Kd, a, lda, b, ldb, c, ldc, row_beta);
+  return FewRows<2>(M, N, Kd, a, lda, b, ldb, c, ldc, row_beta);
+}
+
+size_t LaneCount() { return hn::Lanes(DF()); }
+
+}  // namespace hanpu::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace hanpu::simd {
+
+HWY_EXPORT(GemmFewRows);
+HWY_EXPORT(LaneCount);
+
+void gemm_few_rows(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b,
+                   DType b_dtype, ptrdiff_t ldb, float* c, ptrdiff_t ldc, const float* row_beta) {
+  if (M <= 0 || N <= 0) return;
+  HWY_DYNAMIC_DISPATCH(GemmFewRows)
+  (M, N, Kd, a, lda, b, static_cast<int>(b_dtype), ldb, c, ldc, row_beta);
+  const int lanes = static_cast<int>(HWY_DYNAMIC_DISPATCH(LaneCount)());
+  if (b_dtype == DType::kF32 || N % lanes == 0) return;
+  // 16-bit B: the columns past the last whole vector, in scalar code (decode's head dims are
+  // multiples of 16, so this runs only for odd shapes).
+  for (int i = 0; i < M; ++i) {
+    for (int j = N - N % lanes; j < N; ++j) {
+      float sum = 0.0f;
+      for (int p = 0; p < Kd; ++p)
+        sum += a[i * lda + p] * load_as_f32(b, b_dtype, static_cast<size_t>(p) * ldb + j);
+      float* cij = c + i * ldc + j;
+      *cij = row_beta ? row_beta[i] * *cij + sum : sum;
+    }
+  }
+}
+
+}  // namespace hanpu::simd
+#endif

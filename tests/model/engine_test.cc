@@ -43,6 +43,30 @@ TEST(Engine, GreedyGenerationMatchesTransformers) {
   }
 }
 
+// Generates 5 tokens after p1 and saves the sequence; resumes it with p2 and generates 8: the
+// same tokens as one run over p1, the first 5 tokens and p2. Leaves o's resume_state = path.
+void expect_resume_equals_one_run(Engine& e, GenerateOptions& o, const std::vector<int>& p1,
+                                  const std::vector<int>& p2, const std::string& path) {
+  o.max_tokens = 5;
+  o.stop_at_eos = false;
+  o.save_state = path;
+  std::vector<int> g1, g2, g_ref;
+  ASSERT_TRUE(e.generate(p1, o, nullptr, nullptr, nullptr, &g1).ok());
+  o.save_state.clear();
+  o.resume_state = path;
+  o.max_tokens = 8;
+  GenerateStats s;
+  ASSERT_TRUE(e.generate(p2, o, nullptr, nullptr, &s, &g2).ok());
+  EXPECT_EQ(s.resumed_tokens, static_cast<int64_t>(p1.size() + g1.size()));
+  std::vector<int> all = p1;
+  all.insert(all.end(), g1.begin(), g1.end());
+  all.insert(all.end(), p2.begin(), p2.end());
+  o.resume_state.clear();
+  ASSERT_TRUE(e.generate(all, o, nullptr, nullptr, nullptr, &g_ref).ok());
+  EXPECT_EQ(g2, g_ref);
+  o.resume_state = path;
+}
+
 TEST(Engine, ErrorsAreNamed) {
   std::unique_ptr<Engine> e;
   EXPECT_NE(Engine::load("/nonexistent", &e).message().find("cannot open"), std::string::npos);
@@ -81,24 +105,9 @@ TEST(Engine, SixteenBitCacheStateResumesExactly) {
   std::unique_ptr<Engine> e;
   ASSERT_TRUE(Engine::load(kDir + "qwen35-tiny", &e).ok());
   const std::string path = ::testing::TempDir() + "/hanpu_state_bf16.bin";
-  const std::vector<int> p1 = {5, 9, 17, 33, 2, 71}, p2 = {8, 13, 21};
   GenerateOptions o;
   o.kv_cache = "bf16";
-  o.max_tokens = 4;
-  o.stop_at_eos = false;
-  o.save_state = path;
-  std::vector<int> g1, g2, g_ref;
-  ASSERT_TRUE(e->generate(p1, o, nullptr, nullptr, nullptr, &g1).ok());
-  o.save_state.clear();
-  o.resume_state = path;
-  o.max_tokens = 6;
-  ASSERT_TRUE(e->generate(p2, o, nullptr, nullptr, nullptr, &g2).ok());
-  std::vector<int> all = p1;
-  all.insert(all.end(), g1.begin(), g1.end());
-  all.insert(all.end(), p2.begin(), p2.end());
-  o.resume_state.clear();
-  ASSERT_TRUE(e->generate(all, o, nullptr, nullptr, nullptr, &g_ref).ok());
-  EXPECT_EQ(g2, g_ref);
+  expect_resume_equals_one_run(*e, o, {5, 9, 17, 33, 2, 71}, {8, 13, 21}, path);
 }
 
 TEST(Engine, SavedStateResumesExactlyAsOneLongerRun) {
@@ -109,23 +118,7 @@ TEST(Engine, SavedStateResumesExactlyAsOneLongerRun) {
   ASSERT_TRUE(e->tokenize("Hybrid models interleave", &p1).ok());
   ASSERT_TRUE(e->tokenize(" linear attention layers", &p2).ok());
   GenerateOptions o;
-  o.max_tokens = 5;
-  o.stop_at_eos = false;
-  o.save_state = path;
-  std::vector<int> g1, g2, g_ref;
-  ASSERT_TRUE(e->generate(p1, o, nullptr, nullptr, nullptr, &g1).ok());
-  o.save_state.clear();
-  o.resume_state = path;
-  o.max_tokens = 8;
-  GenerateStats s;
-  ASSERT_TRUE(e->generate(p2, o, nullptr, nullptr, &s, &g2).ok());
-  EXPECT_EQ(s.resumed_tokens, static_cast<int64_t>(p1.size() + g1.size()));
-  std::vector<int> all = p1;
-  all.insert(all.end(), g1.begin(), g1.end());
-  all.insert(all.end(), p2.begin(), p2.end());
-  o.resume_state.clear();
-  ASSERT_TRUE(e->generate(all, o, nullptr, nullptr, nullptr, &g_ref).ok());
-  EXPECT_EQ(g2, g_ref);
+  expect_resume_equals_one_run(*e, o, p1, p2, path);
 
   // Another model's state, a truncated file and a stranger are refused by name.
   std::unique_ptr<Engine> other;

@@ -158,6 +158,75 @@ void GemmFewRows(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void
   return FewRows<2>(M, N, Kd, a, lda, b, ldb, c, ldc, row_beta);
 }
 
+// C tile [MR x NB]: rows of A against NB rows of B, vector accumulators along Kd (whole
+// vectors: kd_full elements), reduced to scalars at the end; the Kd tail in scalar code.
+template <int MR, int NB, int BT>
+HWY_INLINE void DotTile(const float* HWY_RESTRICT a, ptrdiff_t lda, const void* b, ptrdiff_t ldb, size_t j0,
+                        int kd, size_t kd_full, float* HWY_RESTRICT c, ptrdiff_t ldc) {
+  const DF d;
+  const size_t NL = hn::Lanes(d);
+  VF acc[MR][NB];
+  HANPU_UNROLL_ALL
+  for (int r = 0; r < MR; ++r) {
+    HANPU_UNROLL_ALL
+    for (int k = 0; k < NB; ++k) acc[r][k] = hn::Zero(d);
+  }
+  for (size_t p = 0; p < kd_full; p += NL) {
+    VF bv[NB];
+    HANPU_UNROLL_ALL
+    for (int k = 0; k < NB; ++k) bv[k] = LoadB<BT, false>(d, b, (j0 + k) * ldb + p, NL);
+    HANPU_UNROLL_ALL
+    for (int r = 0; r < MR; ++r) {
+      const VF av = hn::LoadU(d, a + r * lda + p);
+      HANPU_UNROLL_ALL
+      for (int k = 0; k < NB; ++k) acc[r][k] = hn::MulAdd(av, bv[k], acc[r][k]);
+    }
+  }
+  HANPU_UNROLL_ALL
+  for (int r = 0; r < MR; ++r) {
+    HANPU_UNROLL_ALL
+    for (int k = 0; k < NB; ++k) {
+      float sum = hn::GetLane(hn::SumOfLanes(d, acc[r][k]));
+      for (int p = static_cast<int>(kd_full); p < kd; ++p) {
+        sum += a[r * lda + p] * load_as_f32(b, static_cast<DType>(BT), (j0 + k) * ldb + p);
+      }
+      c[r * ldc + j0 + k] = sum;
+    }
+  }
+}
+
+template <int MR, int BT>
+HWY_INLINE void DotRows(int N, const float* a, ptrdiff_t lda, const void* b, ptrdiff_t ldb, int kd, size_t kd_full,
+                        float* c, ptrdiff_t ldc) {
+  size_t j = 0;
+  for (; j + kRows <= static_cast<size_t>(N); j += kRows) DotTile<MR, kRows, BT>(a, lda, b, ldb, j, kd, kd_full, c, ldc);
+  for (; j < static_cast<size_t>(N); ++j) DotTile<MR, 1, BT>(a, lda, b, ldb, j, kd, kd_full, c, ldc);
+}
+
+template <int BT>
+void FewRowsBt(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b, ptrdiff_t ldb, float* c,
+               ptrdiff_t ldc) {
+  const size_t NL = hn::Lanes(DF());
+  const size_t kd_full = Kd / NL * NL;
+  for (int i0 = 0; i0 < M; i0 += kRows) {
+    const float* ai = a + i0 * lda;
+    float* ci = c + i0 * ldc;
+    switch (std::min(kRows, M - i0)) {
+      case 1: DotRows<1, BT>(N, ai, lda, b, ldb, Kd, kd_full, ci, ldc); break;
+      case 2: DotRows<2, BT>(N, ai, lda, b, ldb, Kd, kd_full, ci, ldc); break;
+      case 3: DotRows<3, BT>(N, ai, lda, b, ldb, Kd, kd_full, ci, ldc); break;
+      default: DotRows<4, BT>(N, ai, lda, b, ldb, Kd, kd_full, ci, ldc); break;
+    }
+  }
+}
+
+void GemmFewRowsBt(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b, int bt, ptrdiff_t ldb,
+                   float* c, ptrdiff_t ldc) {
+  if (bt == static_cast<int>(DType::kF32)) return FewRowsBt<0>(M, N, Kd, a, lda, b, ldb, c, ldc);
+  if (bt == static_cast<int>(DType::kF16)) return FewRowsBt<1>(M, N, Kd, a, lda, b, ldb, c, ldc);
+  return FewRowsBt<2>(M, N, Kd, a, lda, b, ldb, c, ldc);
+}
+
 size_t LaneCount() { return hn::Lanes(DF()); }
 
 }  // namespace hanpu::simd::HWY_NAMESPACE
@@ -167,6 +236,7 @@ HWY_AFTER_NAMESPACE();
 namespace hanpu::simd {
 
 HWY_EXPORT(GemmFewRows);
+HWY_EXPORT(GemmFewRowsBt);
 HWY_EXPORT(LaneCount);
 
 void gemm_few_rows(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b,
@@ -187,6 +257,12 @@ void gemm_few_rows(int M, int N, int Kd, const float* a, ptrdiff_t lda, const vo
       *cij = row_beta ? row_beta[i] * *cij + sum : sum;
     }
   }
+}
+
+void gemm_few_rows_bt(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b, DType b_dtype,
+                      ptrdiff_t ldb, float* c, ptrdiff_t ldc) {
+  if (M <= 0 || N <= 0) return;
+  HWY_DYNAMIC_DISPATCH(GemmFewRowsBt)(M, N, Kd, a, lda, b, static_cast<int>(b_dtype), ldb, c, ldc);
 }
 
 }  // namespace hanpu::simd

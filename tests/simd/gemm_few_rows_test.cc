@@ -1,6 +1,7 @@
-// The few-row GEMM (decode attention's products) against a float64 product: every B dtype
-// (16-bit B is the exact value its storage holds), odd row counts and column tails, with
-// and without the per-row rescale of C, C poisoned where it must not be read or written.
+// The few-row GEMMs (decode attention's products: A B and A B^T) against a float64 product:
+// every B dtype (16-bit B is the exact value its storage holds), odd row counts, column and
+// reduction tails, with and without the per-row rescale of C, C poisoned where it must not be
+// read or written.
 #include "simd/gemm_few_rows.h"
 
 #include <gtest/gtest.h>
@@ -55,6 +56,33 @@ TEST_P(GemmFewRows, MatchesFloat64ForEveryDtype) {
         }
         ASSERT_TRUE(std::isnan(c[i * ldc + N + 1])) << "padding column written, row " << i;
       }
+    }
+  }
+}
+
+TEST_P(GemmFewRows, TransposedBMatchesFloat64ForEveryDtype) {
+  // gemm_few_rows_bt: C = A B^T with B [N x Kd] rows in their storage dtype (keys in place).
+  const auto [M, N, Kd] = GetParam();
+  Rng rng(M * 31 + N * 1013 + Kd * 7);
+  for (DType bt : kAllDTypes) {
+    const int lda = Kd + 1, ldb = Kd + 9, ldc = N + 2;
+    std::vector<float> a(static_cast<size_t>(M) * lda);
+    for (float& x : a) x = static_cast<float>(rng.normal());
+    std::vector<uint8_t> b(static_cast<size_t>(N) * ldb * dtype_size(bt));
+    for (size_t i = 0; i < static_cast<size_t>(N) * ldb; ++i) store_from_f32(b.data(), bt, i, static_cast<float>(rng.normal()));
+    std::vector<float> c(static_cast<size_t>(M) * ldc, std::numeric_limits<float>::quiet_NaN());
+    simd::gemm_few_rows_bt(M, N, Kd, a.data(), lda, b.data(), bt, ldb, c.data(), ldc);
+    for (int i = 0; i < M; ++i) {
+      for (int j = 0; j < N; ++j) {
+        double want = 0.0, mag = 0.0;
+        for (int p = 0; p < Kd; ++p) {
+          const double t = double(a[i * lda + p]) * load_as_f32(b.data(), bt, static_cast<size_t>(j) * ldb + p);
+          want += t;
+          mag += std::abs(t);
+        }
+        ASSERT_NEAR(c[i * ldc + j], want, 4e-7 * (Kd + 2) * mag + 1e-30) << dtype_name(bt) << " i=" << i << " j=" << j;
+      }
+      for (int j = N; j < ldc; ++j) ASSERT_TRUE(std::isnan(c[i * ldc + j])) << "padding written, row " << i;
     }
   }
 }

@@ -50,9 +50,7 @@ AttnWorkspace::AttnWorkspace(const AttnProblem& p, AttnTiles tiles, ScratchMeter
       m(ldq, meter),
       l(ldq, meter),
       aux(ldq, meter),
-      // K and V tiles (column path) or K^T with padded rows (row path)
-      kv(static_cast<size_t>(p.D) * (2 * tiles.kv_rows + 16), meter),
-      wide(p.kv_dtype == DType::kF32 ? 0 : static_cast<size_t>(tiles.kv_rows) * p.D, meter),
+      kv(static_cast<size_t>(p.D) * 2 * tiles.kv_rows, meter),  // K and V tiles (column path)
       o(static_cast<size_t>(p.group()) * tiles.q_rows * p.D, meter) {}
 
 namespace {
@@ -119,16 +117,15 @@ void prefetch_rows(const KvRows& kv, int64_t j0, int64_t j1, int D) {
 }
 
 // Scores row-major (query rows x keys) for units with fewer query rows than a SIMD vector
-// (decode: 1 token x a few query heads): the keys fill the lanes instead, K^T comes from one
-// transpose per key tile (16-bit keys widened first into ws.wide) and V is read in place in
-// its storage dtype, each exactly once, as a memory-bound decode should. Both products run
-// on the few-row micro-kernel (gemm_few_rows.h).
+// (decode: 1 token x a few query heads). Both products read the key/value rows in place, in
+// their storage dtype (16-bit rows widened in registers), each exactly once, as a
+// memory-bound decode should: the scores as dot products along D (gemm_few_rows_bt: no K^T,
+// which cost a transpose pass per tile), P V on the few-row micro-kernel (gemm_few_rows.h).
 bool key_loop_rows(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows& kv, int64_t t0, int r,
                    int64_t lo, int64_t hi) {
   const int G = p.group(), D = p.D, N = G * r;
   const ptrdiff_t lds = ws.kv_rows + 16;
   float* qs = ws.qt.data();  // [N x D] scaled query rows
-  float* kt = ws.kv.data();  // [D x lds] K^T of the key tile
   float* s = ws.s.data();    // [N x lds]
   const size_t es = dtype_size(kv.dtype);
   for (int g = 0; g < G; ++g) {
@@ -139,17 +136,8 @@ bool key_loop_rows(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows
   for (int64_t kb = lo; kb < hi; kb += ws.kv_rows) {
     const int kr = static_cast<int>(std::min<int64_t>(ws.kv_rows, hi - kb));
     prefetch_rows(kv, kb + kr, std::min<int64_t>(hi, kb + kr + ws.kv_rows), D);
-    if (kv.dtype == DType::kF32) {
-      simd::transpose(kv.k_f32() + kb * kv.ld, kv.ld, kt, lds, kr, D);
-    } else {
-      float* kw = ws.wide.data();
-      for (int j = 0; j < kr; ++j) {
-        simd::load_f32(kw + static_cast<size_t>(j) * D, static_cast<const char*>(kv.k) + (kb + j) * kv.ld * es,
-                       kv.dtype, D);
-      }
-      simd::transpose(kw, D, kt, lds, kr, D);
-    }
-    simd::gemm_few_rows(N, kr, D, qs, D, kt, DType::kF32, lds, s, lds, nullptr);
+    const void* kt = static_cast<const char*>(kv.k) + kb * kv.ld * es;
+    simd::gemm_few_rows_bt(N, kr, D, qs, D, kt, kv.dtype, kv.ld, s, lds);
     for (int g = 0; g < G; ++g) {
       for (int i = 0; i < r; ++i) {  // the mask, from coordinates: keys outside [begin, end)
         float* row = s + (g * r + i) * lds;

@@ -8,7 +8,7 @@
 // P is read as the micro-kernel's k-major "packed A" without a copy. No T x Tk matrix exists:
 // a unit holds Q^T [D x N], one score tile [kv x N] and its N output rows (N = group x rows).
 // Units with fewer query columns than a SIMD vector (decode: 1 token x a few heads) keep the
-// scores row-major instead, so the keys fill the lanes.
+// scores row-major instead (dot products along D), reading K and V in place.
 // K and V are read as contiguous rows: in place, consecutive keys of one head sit Hkv x D
 // floats apart (8 KiB for 32 heads of 64), every row in the same L1 set, and the tiles the
 // micro-kernel re-reads per register tile would evict each other. Prefill packs each head's
@@ -31,7 +31,6 @@ struct AttnWorkspace {
   ScratchBuffer<float> s;          // [kv_rows x ldq] scores, then probabilities
   ScratchBuffer<float> m, l, aux;  // [ldq] running max (log2), sum, rescale factors
   ScratchBuffer<float> kv;         // [2 x kv_rows x D] the current K and V tiles, packed
-  ScratchBuffer<float> wide;       // row path, 16-bit keys: [kv_rows x D] the key tile widened
   ScratchBuffer<float> o;          // [group x q_rows x D] output accumulators, row g * r + i
 };
 

@@ -157,8 +157,9 @@ int run_bench_attn(const BenchAttnOptions& o) {
                  static_cast<long long>(machine_l1d_bytes() / 1024), static_cast<long long>(machine_l2_bytes() / 1024));
   }
   std::fprintf(info, "# GFLOP/s count unmasked work only: 4 D Hq per visible (query, key) pair; median of %d "
-               "runs after one warm-up; %%peak against the FMA peak re-measured after each run (median); "
-               "layer runs up to T = %ld\n", o.repeats, o.layer_max_seq);
+               "runs after one warm-up, the placements of a T interleaved (forward, then reverse order, per round); "
+               "%%peak against the FMA peak re-measured after each run (median); layer runs up to T = %ld\n",
+               o.repeats, o.layer_max_seq);
   if (!o.json) {
     std::printf("%-10s %-7s %-4s %6s %6s %3s %3s %4s %7s %9s %8s %7s %6s %11s  %s\n", "placement", "mask",
                 "dtype", "T", "Tk", "Hq", "Hkv", "D", "tiles", "median_ms", "GFLOP/s", "%peak", "imbal",
@@ -175,25 +176,40 @@ int run_bench_attn(const BenchAttnOptions& o) {
         b.o.resize(b.q.size());
         b.lse.resize(static_cast<size_t>(s.Hq) * T);
         const AttnArgs args = make_args(b, dt, T, T, s, *mask, o.window);
+        // The placements of this T are timed in interleaved rounds (bench_util.h), so the
+        // ratios between them are not biased by the order they run in.
+        std::vector<std::string> placements;
         for (const auto& placement : o.placement) {
-          if (placement == "layer" && T > o.layer_max_seq) continue;
-          if (o.json) std::fprintf(stderr, "[%s] %s T=%ld\n", s.name.c_str(), placement.c_str(), T);
+          if (placement != "layer" || T <= o.layer_max_seq) placements.push_back(placement);
+        }
+        if (o.json) std::fprintf(stderr, "[%s] T=%ld\n", s.name.c_str(), T);
+        std::vector<AttnTiles> used(placements.size());
+        std::vector<TimedRun> runs;
+        for (size_t i = 0; i < placements.size(); ++i) {
           AttnOptions opt;
-          opt.placement = placement;
+          opt.placement = placements[i];
           opt.threads = o.threads;
           opt.tiles = {o.q_tile, o.kv_tile};
-          AttnTiles used;
-          Timing tm;
-          const Status st = time_attn(o.repeats, o.threads, [&](AttnStats* stats) {
-            return attn_prefill(args, opt, stats);
-          }, &used, &tm);
-          if (!st.ok()) {
-            std::fprintf(stderr, "error: %s\n", st.message().c_str());
-            return 1;
-          }
+          runs.push_back([&, opt, i](std::vector<double>& busy, int64_t& extra) {
+            AttnStats stats;
+            const Status st = attn_prefill(args, opt, &stats);
+            busy = stats.worker_busy_ms;
+            extra = stats.extra_bytes;
+            used[i] = stats.tiles;
+            return st;
+          });
+        }
+        std::vector<Timing> tms;
+        const Status st = time_runs_interleaved(o.repeats, o.threads, runs, &tms);
+        if (!st.ok()) {
+          std::fprintf(stderr, "error: %s\n", st.message().c_str());
+          return 1;
+        }
+        for (size_t i = 0; i < placements.size(); ++i) {
+          const Timing& tm = tms[i];
           const double gflops = attn_flops(T, T, s.Hq, s.D, *mask, 0, o.window) / tm.median_ms / 1e6;
-          print_row({placement, o.mask, std::string(dtype_name(dt)), "prefill", T, T, s.Hq, s.Hkv, s.D,
-                     peak.threads, used, tm, gflops, 100 * gflops / tm.peak_gflops, 0.0},
+          print_row({placements[i], o.mask, std::string(dtype_name(dt)), "prefill", T, T, s.Hq, s.Hkv, s.D,
+                     peak.threads, used[i], tm, gflops, 100 * gflops / tm.peak_gflops, 0.0},
                     o.json);
         }
       }

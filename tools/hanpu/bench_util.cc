@@ -29,28 +29,42 @@ FmaPeak print_machine_header(FILE* out, int threads) {
   return peak;
 }
 
-Status time_runs(int repeats, int threads,
-                 const std::function<Status(std::vector<double>&, int64_t&)>& run, Timing* out) {
-  std::vector<double> ms, peaks;
+Status time_runs(int repeats, int threads, const TimedRun& run, Timing* out) {
+  std::vector<Timing> one(1);
+  HANPU_RETURN_IF_ERROR(time_runs_interleaved(repeats, threads, {run}, &one));
+  *out = one[0];
+  return Status::Ok();
+}
+
+Status time_runs_interleaved(int repeats, int threads, const std::vector<TimedRun>& runs, std::vector<Timing>* out) {
+  const size_t n = runs.size();
+  std::vector<std::vector<double>> ms(n), peaks(n);
+  out->assign(n, Timing{});
   for (int r = 0; r <= repeats; ++r) {
-    std::vector<double> busy;
-    int64_t extra = 0;
-    const auto t0 = std::chrono::steady_clock::now();
-    const Status st = run(busy, extra);
-    const double elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (!st.ok()) return st;
-    if (r == 0) continue;  // warm-up
-    ms.push_back(elapsed);
-    peaks.push_back(measure_fma_peak(threads, 20, 1).gflops);
-    out->extra_bytes = std::max(out->extra_bytes, extra);
-    double mx = 0, sum = 0;
-    for (double x : busy) mx = std::max(mx, x), sum += x;
-    if (sum > 0) out->imbalance = mx / (sum / static_cast<double>(busy.size()));
+    for (size_t k = 0; k < n; ++k) {
+      const size_t i = r % 2 == 0 ? k : n - 1 - k;
+      std::vector<double> busy;
+      int64_t extra = 0;
+      const auto t0 = std::chrono::steady_clock::now();
+      const Status st = runs[i](busy, extra);
+      const double elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (!st.ok()) return st;
+      if (r == 0) continue;  // warm-up
+      ms[i].push_back(elapsed);
+      peaks[i].push_back(measure_fma_peak(threads, 20, 1).gflops);
+      Timing& t = (*out)[i];
+      t.extra_bytes = std::max(t.extra_bytes, extra);
+      double mx = 0, sum = 0;
+      for (double x : busy) mx = std::max(mx, x), sum += x;
+      if (sum > 0) t.imbalance = mx / (sum / static_cast<double>(busy.size()));
+    }
   }
-  std::sort(ms.begin(), ms.end());
-  std::sort(peaks.begin(), peaks.end());
-  out->median_ms = ms[ms.size() / 2];
-  out->peak_gflops = peaks[peaks.size() / 2];
+  for (size_t i = 0; i < n; ++i) {
+    std::sort(ms[i].begin(), ms[i].end());
+    std::sort(peaks[i].begin(), peaks[i].end());
+    (*out)[i].median_ms = ms[i][ms[i].size() / 2];
+    (*out)[i].peak_gflops = peaks[i][peaks[i].size() / 2];
+  }
   return Status::Ok();
 }
 

@@ -29,8 +29,14 @@ struct Timing {
 // After each timed call the FMA peak is measured again (a short probe on `threads` workers):
 // the machine is shared, and a row's % of peak is taken against the peak it had at the time
 // rather than the one measured minutes earlier at start.
-Status time_runs(int repeats, int threads,
-                 const std::function<Status(std::vector<double>&, int64_t&)>& run, Timing* out);
+using TimedRun = std::function<Status(std::vector<double>&, int64_t&)>;
+Status time_runs(int repeats, int threads, const TimedRun& run, Timing* out);
+
+// The same for several calls compared side by side (e.g. placements): one warm-up each,
+// then `repeats` rounds that time every call once, in forward order on even rounds and in
+// reverse on odd ones, so neither a drift of the shared machine nor a call's position in
+// the round favours one of them. out[i] is call i's timing.
+Status time_runs_interleaved(int repeats, int threads, const std::vector<TimedRun>& runs, std::vector<Timing>* out);
 
 // Parses every name of a flag or prints which one is wrong (returns false).
 template <class Parse, class T>

@@ -153,8 +153,9 @@ int run_bench_la(const BenchLaOptions& o) {
   FILE* info = o.json ? stderr : stdout;
   const FmaPeak peak = print_machine_header(info, o.threads);
   std::fprintf(info, "# FLOPs per (token, value head) = 2 (3KV + 65K + 64V) for every strategy; "
-                     "median of %d runs after one warm-up; %%peak against the FMA peak re-measured "
-                     "after each run (median)\n", o.repeats);
+                     "median of %d runs after one warm-up, the strategies of a shape interleaved (forward, "
+                     "then reverse order, per round); %%peak against the FMA peak re-measured after each run "
+                     "(median)\n", o.repeats);
   if (!o.json) {
     std::printf("%-4s %-14s %-5s %6s %3s %3s %4s %4s %9s %8s %7s %6s %11s  %s\n", "mech", "strategy",
                 "dtype", "T", "H", "HV", "K", "V", "median_ms", "GFLOP/s", "%peak", "imbal",
@@ -178,36 +179,51 @@ int run_bench_la(const BenchLaOptions& o) {
       for (const char* s : {"fla", "hanpu-fused", "hanpu-reorder", "hanpu"})
         jobs.push_back({m, dtypes.front(), 16, 1024, s, "ablation"});
   }
-  int index = 0;
-  for (const Job& j : jobs) {
-    ++index;
-    if (o.json) std::fprintf(stderr, "[%d/%zu] %s %s T=%ld HV=%d\n", index, jobs.size(),
-                             std::string(la_mech_name(j.mech)).c_str(), j.strategy.c_str(), (long)j.T, j.HV);
-    Inputs in = make_inputs(j.mech, j.dt, j.T, o.heads, j.HV, o.dim, 42);
-    const LaArgs args = make_args(j.mech, j.dt, j.T, o.heads, j.HV, o.dim, in);
-    LaOptions opt;
-    opt.strategy = j.strategy;
-    opt.threads = o.threads;
-    opt.chunk_size = o.chunk;
-    Timing tm;
-    const Status st = time_runs(o.repeats, o.threads, [&](std::vector<double>& busy, int64_t& extra) {
-      LaStats stats;
-      const Status s = la_prefill(args, opt, &stats);
-      busy = stats.worker_busy_ms;
-      extra = stats.extra_bytes;
-      return s;
-    }, &tm);
+  // The strategies of one (mech, dtype, HV, T) are timed in interleaved rounds on the same
+  // inputs (bench_util.h), so neither their order nor a drift of the machine favours one.
+  size_t done = 0;
+  for (size_t g0 = 0; g0 < jobs.size();) {
+    const Job& first = jobs[g0];
+    size_t g1 = g0 + 1;
+    while (g1 < jobs.size() && jobs[g1].mech == first.mech && jobs[g1].dt == first.dt && jobs[g1].HV == first.HV &&
+           jobs[g1].T == first.T && jobs[g1].group == first.group) {
+      ++g1;
+    }
+    if (o.json) std::fprintf(stderr, "[%zu-%zu/%zu] %s T=%ld HV=%d\n", done + 1, done + (g1 - g0), jobs.size(),
+                             std::string(la_mech_name(first.mech)).c_str(), (long)first.T, first.HV);
+    Inputs in = make_inputs(first.mech, first.dt, first.T, o.heads, first.HV, o.dim, 42);
+    const LaArgs args = make_args(first.mech, first.dt, first.T, o.heads, first.HV, o.dim, in);
+    std::vector<TimedRun> runs;
+    for (size_t k = g0; k < g1; ++k) {
+      LaOptions opt;
+      opt.strategy = jobs[k].strategy;
+      opt.threads = o.threads;
+      opt.chunk_size = o.chunk;
+      runs.push_back([&args, opt](std::vector<double>& busy, int64_t& extra) {
+        LaStats stats;
+        const Status st = la_prefill(args, opt, &stats);
+        busy = stats.worker_busy_ms;
+        extra = stats.extra_bytes;
+        return st;
+      });
+    }
+    std::vector<Timing> tms;
+    const Status st = time_runs_interleaved(o.repeats, o.threads, runs, &tms);
     if (!st.ok()) {
       std::fprintf(stderr, "error: %s\n", st.message().c_str());
       return 1;
     }
-    const double med = tm.median_ms, imbalance = tm.imbalance;
-    const int64_t extra = tm.extra_bytes;
-    const double gflops = la_flops(j.T, j.HV, o.dim, o.dim) / med / 1e6;
-    print_row(Row{std::string(la_mech_name(j.mech)), j.strategy, std::string(dtype_name(j.dt)), j.T,
-                  o.heads, j.HV, o.dim, o.dim, peak.threads, med, gflops, 100 * gflops / tm.peak_gflops,
-                  imbalance, extra, j.group, tm.peak_gflops},
-              o.json);
+    for (size_t k = g0; k < g1; ++k) {
+      const Job& j = jobs[k];
+      const Timing& tm = tms[k - g0];
+      const double gflops = la_flops(j.T, j.HV, o.dim, o.dim) / tm.median_ms / 1e6;
+      print_row(Row{std::string(la_mech_name(j.mech)), j.strategy, std::string(dtype_name(j.dt)), j.T, o.heads, j.HV,
+                    o.dim, o.dim, peak.threads, tm.median_ms, gflops, 100 * gflops / tm.peak_gflops, tm.imbalance,
+                    tm.extra_bytes, j.group, tm.peak_gflops},
+                o.json);
+    }
+    done += g1 - g0;
+    g0 = g1;
   }
   return 0;
 }

@@ -41,6 +41,15 @@ HWY_INLINE VF LoadB(DF d, const void* b, size_t idx, size_t lanes) {
   }
 }
 
+template <int MR, int NV>
+HWY_INLINE void ZeroAccumulators(VF (&acc)[MR][NV]) {
+  HANPU_UNROLL_ALL
+  for (int r = 0; r < MR; ++r) {
+    HANPU_UNROLL_ALL
+    for (int v = 0; v < NV; ++v) acc[r][v] = hn::Zero(DF());
+  }
+}
+
 // C tile [MR x NV vectors] at column j0 (the last vector masked to `last` lanes when kMask).
 template <int MR, int NV, int BT, bool kMask>
 HWY_INLINE void FewTile(const float* HWY_RESTRICT a, ptrdiff_t lda, const void* b, ptrdiff_t ldb,
@@ -49,11 +58,7 @@ HWY_INLINE void FewTile(const float* HWY_RESTRICT a, ptrdiff_t lda, const void* 
   const DF d;
   const size_t NL = hn::Lanes(d);
   VF acc[MR][NV];
-  HANPU_UNROLL_ALL
-  for (int r = 0; r < MR; ++r) {
-    HANPU_UNROLL_ALL
-    for (int v = 0; v < NV; ++v) acc[r][v] = hn::Zero(d);
-  }
+  ZeroAccumulators(acc);
   for (int p = 0; p < kd; ++p) {
     const size_t row = static_cast<size_t>(p) * ldb + j0;
     VF bv[NV];
@@ -166,11 +171,7 @@ HWY_INLINE void DotTile(const float* HWY_RESTRICT a, ptrdiff_t lda, const void* 
   const DF d;
   const size_t NL = hn::Lanes(d);
   VF acc[MR][NB];
-  HANPU_UNROLL_ALL
-  for (int r = 0; r < MR; ++r) {
-    HANPU_UNROLL_ALL
-    for (int k = 0; k < NB; ++k) acc[r][k] = hn::Zero(d);
-  }
+  ZeroAccumulators(acc);
   for (size_t p = 0; p < kd_full; p += NL) {
     VF bv[NB];
     HANPU_UNROLL_ALL

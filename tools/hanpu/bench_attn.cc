@@ -200,11 +200,7 @@ int run_bench_attn(const BenchAttnOptions& o) {
           });
         }
         std::vector<Timing> tms;
-        const Status st = time_runs_interleaved(o.repeats, o.threads, runs, &tms);
-        if (!st.ok()) {
-          std::fprintf(stderr, "error: %s\n", st.message().c_str());
-          return 1;
-        }
+        if (!time_side_by_side(o.repeats, o.threads, runs, &tms)) return 1;
         for (size_t i = 0; i < placements.size(); ++i) {
           const Timing& tm = tms[i];
           const double gflops = attn_flops(T, T, s.Hq, s.D, *mask, 0, o.window) / tm.median_ms / 1e6;

@@ -208,11 +208,7 @@ int run_bench_la(const BenchLaOptions& o) {
       });
     }
     std::vector<Timing> tms;
-    const Status st = time_runs_interleaved(o.repeats, o.threads, runs, &tms);
-    if (!st.ok()) {
-      std::fprintf(stderr, "error: %s\n", st.message().c_str());
-      return 1;
-    }
+    if (!time_side_by_side(o.repeats, o.threads, runs, &tms)) return 1;
     for (size_t k = g0; k < g1; ++k) {
       const Job& j = jobs[k];
       const Timing& tm = tms[k - g0];

@@ -68,4 +68,10 @@ Status time_runs_interleaved(int repeats, int threads, const std::vector<TimedRu
   return Status::Ok();
 }
 
+bool time_side_by_side(int repeats, int threads, const std::vector<TimedRun>& runs, std::vector<Timing>* out) {
+  const Status st = time_runs_interleaved(repeats, threads, runs, out);
+  if (!st.ok()) std::fprintf(stderr, "error: %s\n", st.message().c_str());
+  return st.ok();
+}
+
 }  // namespace hanpu::cli

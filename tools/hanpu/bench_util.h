@@ -37,6 +37,8 @@ Status time_runs(int repeats, int threads, const TimedRun& run, Timing* out);
 // reverse on odd ones, so neither a drift of the shared machine nor a call's position in
 // the round favours one of them. out[i] is call i's timing.
 Status time_runs_interleaved(int repeats, int threads, const std::vector<TimedRun>& runs, std::vector<Timing>* out);
+// time_runs_interleaved for a bench command: false (the error printed to stderr) on failure.
+bool time_side_by_side(int repeats, int threads, const std::vector<TimedRun>& runs, std::vector<Timing>* out);
 
 // Parses every name of a flag or prints which one is wrong (returns false).
 template <class Parse, class T>

@@ -43,6 +43,12 @@ constexpr int kMR = 6;
 // kernels use, the general form stays for any other stride.
 enum class ALayout { kRowMajor, kTransposed, kStrided };
 
+// A tile row's stored value: alpha acc, plus vb C when C is read (load_c loads it only then).
+template <class LoadC>
+HWY_INLINE VF ScaledOut(VF acc, VF va, VF vb, bool read_c, const LoadC& load_c) {
+  return read_c ? hn::MulAdd(va, acc, hn::Mul(vb, load_c())) : hn::Mul(va, acc);
+}
+
 // C tile [MR x n] (n <= 2 lanes) = alpha * A[MR x kd] B[kd x n] (+ C).
 template <int MR, bool kFullN, ALayout kA>
 HWY_INLINE void Tile(const float* HWY_RESTRICT a, ptrdiff_t ars, ptrdiff_t acs,
@@ -85,18 +91,12 @@ HWY_INLINE void Tile(const float* HWY_RESTRICT a, ptrdiff_t ars, ptrdiff_t acs,
     float* cr = c + r * ldc;
     const VF vb = hn::Set(d, row_beta ? row_beta[r] : beta);
     if constexpr (kFullN) {
-      const VF o0 = read_c ? hn::MulAdd(va, c0[r], hn::Mul(vb, hn::LoadU(d, cr))) : hn::Mul(va, c0[r]);
-      const VF o1 =
-          read_c ? hn::MulAdd(va, c1[r], hn::Mul(vb, hn::LoadU(d, cr + NL))) : hn::Mul(va, c1[r]);
-      hn::StoreU(o0, d, cr);
-      hn::StoreU(o1, d, cr + NL);
+      hn::StoreU(ScaledOut(c0[r], va, vb, read_c, [&] { return hn::LoadU(d, cr); }), d, cr);
+      hn::StoreU(ScaledOut(c1[r], va, vb, read_c, [&] { return hn::LoadU(d, cr + NL); }), d, cr + NL);
     } else {
-      const VF o0 =
-          read_c ? hn::MulAdd(va, c0[r], hn::Mul(vb, hn::MaskedLoad(m0, d, cr))) : hn::Mul(va, c0[r]);
-      const VF o1 = read_c ? hn::MulAdd(va, c1[r], hn::Mul(vb, hn::MaskedLoad(m1, d, cr + NL)))
-                           : hn::Mul(va, c1[r]);
-      hn::BlendedStore(o0, m0, d, cr);
-      hn::BlendedStore(o1, m1, d, cr + NL);
+      hn::BlendedStore(ScaledOut(c0[r], va, vb, read_c, [&] { return hn::MaskedLoad(m0, d, cr); }), m0, d, cr);
+      hn::BlendedStore(ScaledOut(c1[r], va, vb, read_c, [&] { return hn::MaskedLoad(m1, d, cr + NL); }), m1, d,
+                       cr + NL);
     }
   }
 }
@@ -137,8 +137,7 @@ HWY_INLINE void TileOneVector(const float* HWY_RESTRICT a, ptrdiff_t ars, ptrdif
   for (int r = 0; r < MR; ++r) {
     float* cr = c + r * ldc;
     const VF vb = hn::Set(d, row_beta ? row_beta[r] : beta);
-    const VF o = read_c ? hn::MulAdd(va, acc[r], hn::Mul(vb, hn::MaskedLoad(m, d, cr))) : hn::Mul(va, acc[r]);
-    hn::BlendedStore(o, m, d, cr);
+    hn::BlendedStore(ScaledOut(acc[r], va, vb, read_c, [&] { return hn::MaskedLoad(m, d, cr); }), m, d, cr);
   }
 }
 

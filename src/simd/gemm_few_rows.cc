@@ -130,8 +130,6 @@ void FewRows(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b,
              float* c, ptrdiff_t ldc, const float* row_beta) {
   const size_t NL = hn::Lanes(DF());
   const size_t full = N / NL, tail = N % NL;  // whole vectors, then lanes of a last one
-  // 16-bit B has no masked widening load here: its tail columns are left to the caller.
-  const bool masked_tail = BT == 0 && tail != 0;
   for (int i0 = 0; i0 < M; i0 += kRows) {
     const int mr = std::min(kRows, M - i0);
     const float* ai = a + i0 * lda;
@@ -139,18 +137,23 @@ void FewRows(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b,
     const float* rb = row_beta ? row_beta + i0 : nullptr;
     for (size_t v0 = 0; v0 < full; v0 += kVectors) {
       const int nv = static_cast<int>(std::min<size_t>(kVectors, full - v0));
-      const bool last_block = v0 + nv == full;
-      if (masked_tail && last_block && nv < kVectors) {  // the tail fits this block
-        FewRowsTile<BT, true>(mr, nv + 1, ai, lda, b, ldb, v0 * NL, Kd, ci, ldc, tail, rb);
-      } else {
-        FewRowsTile<BT, false>(mr, nv, ai, lda, b, ldb, v0 * NL, Kd, ci, ldc, NL, rb);
-        if (masked_tail && last_block) {
-          FewRowsTile<BT, true>(mr, 1, ai, lda, b, ldb, full * NL, Kd, ci, ldc, tail, rb);
+      FewRowsTile<BT, false>(mr, nv, ai, lda, b, ldb, v0 * NL, Kd, ci, ldc, NL, rb);
+    }
+    if (tail == 0) continue;
+    if constexpr (BT == 0) {  // the last columns: one masked vector
+      FewRowsTile<BT, true>(mr, 1, ai, lda, b, ldb, full * NL, Kd, ci, ldc, tail, rb);
+    } else {  // 16-bit B has no masked widening load here: scalar (decode's D is a multiple of 16)
+      for (int i = 0; i < mr; ++i) {
+        for (size_t j = full * NL; j < static_cast<size_t>(N); ++j) {
+          float sum = 0.0f;
+          for (int p = 0; p < Kd; ++p) {
+            sum += ai[i * lda + p] * load_as_f32(b, static_cast<DType>(BT), static_cast<size_t>(p) * ldb + j);
+          }
+          float* cij = ci + i * ldc + j;
+          *cij = rb ? rb[i] * *cij + sum : sum;
         }
       }
     }
-    if (masked_tail && full == 0)
-      FewRowsTile<BT, true>(mr, 1, ai, lda, b, ldb, 0, Kd, ci, ldc, tail, rb);
   }
 }
 
@@ -228,8 +231,6 @@ void GemmFewRowsBt(int M, int N, int Kd, const float* a, ptrdiff_t lda, const vo
   return FewRowsBt<2>(M, N, Kd, a, lda, b, ldb, c, ldc);
 }
 
-size_t LaneCount() { return hn::Lanes(DF()); }
-
 }  // namespace hanpu::simd::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -238,26 +239,12 @@ namespace hanpu::simd {
 
 HWY_EXPORT(GemmFewRows);
 HWY_EXPORT(GemmFewRowsBt);
-HWY_EXPORT(LaneCount);
 
 void gemm_few_rows(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b,
                    DType b_dtype, ptrdiff_t ldb, float* c, ptrdiff_t ldc, const float* row_beta) {
   if (M <= 0 || N <= 0) return;
   HWY_DYNAMIC_DISPATCH(GemmFewRows)
   (M, N, Kd, a, lda, b, static_cast<int>(b_dtype), ldb, c, ldc, row_beta);
-  const int lanes = static_cast<int>(HWY_DYNAMIC_DISPATCH(LaneCount)());
-  if (b_dtype == DType::kF32 || N % lanes == 0) return;
-  // 16-bit B: the columns past the last whole vector, in scalar code (decode's head dims are
-  // multiples of 16, so this runs only for odd shapes).
-  for (int i = 0; i < M; ++i) {
-    for (int j = N - N % lanes; j < N; ++j) {
-      float sum = 0.0f;
-      for (int p = 0; p < Kd; ++p)
-        sum += a[i * lda + p] * load_as_f32(b, b_dtype, static_cast<size_t>(p) * ldb + j);
-      float* cij = c + i * ldc + j;
-      *cij = row_beta ? row_beta[i] * *cij + sum : sum;
-    }
-  }
 }
 
 void gemm_few_rows_bt(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b, DType b_dtype,

@@ -104,14 +104,13 @@ bool key_loop_columns(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvR
 // its rows sit Hkv x D elements apart, where the hardware prefetchers do not follow; this
 // keeps the next tile's lines in flight while the current one computes.
 void prefetch_rows(const KvRows& kv, int64_t j0, int64_t j1, int D) {
-  const size_t es = dtype_size(kv.dtype), row_bytes = D * es;
-  const char* k = static_cast<const char*>(kv.k);
-  const char* v = static_cast<const char*>(kv.v);
+  const size_t row_bytes = D * dtype_size(kv.dtype);
   for (int64_t j = j0; j < j1; ++j) {
-    const size_t at = static_cast<size_t>(j * kv.ld) * es;
+    const char* k = static_cast<const char*>(kv.k_row(j));
+    const char* v = static_cast<const char*>(kv.v_row(j));
     for (size_t b = 0; b < row_bytes; b += 64) {  // one line per 64 bytes
-      __builtin_prefetch(k + at + b, 0, 3);
-      __builtin_prefetch(v + at + b, 0, 3);
+      __builtin_prefetch(k + b, 0, 3);
+      __builtin_prefetch(v + b, 0, 3);
     }
   }
 }
@@ -127,7 +126,6 @@ bool key_loop_rows(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows
   const ptrdiff_t lds = ws.kv_rows + 16;
   float* qs = ws.qt.data();  // [N x D] scaled query rows
   float* s = ws.s.data();    // [N x lds]
-  const size_t es = dtype_size(kv.dtype);
   for (int g = 0; g < G; ++g) {
     simd::scale_rows(qs + static_cast<size_t>(g) * r * D, D, p.q + p.q_row(t0, hk * G + g),
                      static_cast<ptrdiff_t>(p.Hq) * D, nullptr, p.scale * kLog2E, r, D);
@@ -136,8 +134,7 @@ bool key_loop_rows(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows
   for (int64_t kb = lo; kb < hi; kb += ws.kv_rows) {
     const int kr = static_cast<int>(std::min<int64_t>(ws.kv_rows, hi - kb));
     prefetch_rows(kv, kb + kr, std::min<int64_t>(hi, kb + kr + ws.kv_rows), D);
-    const void* kt = static_cast<const char*>(kv.k) + kb * kv.ld * es;
-    simd::gemm_few_rows_bt(N, kr, D, qs, D, kt, kv.dtype, kv.ld, s, lds);
+    simd::gemm_few_rows_bt(N, kr, D, qs, D, kv.k_row(kb), kv.dtype, kv.ld, s, lds);
     for (int g = 0; g < G; ++g) {
       for (int i = 0; i < r; ++i) {  // the mask, from coordinates: keys outside [begin, end)
         float* row = s + (g * r + i) * lds;
@@ -148,8 +145,8 @@ bool key_loop_rows(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows
       }
     }
     simd::online_softmax_rows(s, lds, N, kr, ws.m.data(), ws.l.data(), ws.aux.data());
-    const void* vt = static_cast<const char*>(kv.v) + kb * kv.ld * es;
-    simd::gemm_few_rows(N, D, kr, s, lds, vt, kv.dtype, kv.ld, ws.o.data(), D, first ? nullptr : ws.aux.data());
+    simd::gemm_few_rows(N, D, kr, s, lds, kv.v_row(kb), kv.dtype, kv.ld, ws.o.data(), D,
+                        first ? nullptr : ws.aux.data());
     first = false;
   }
   return !first;
@@ -158,13 +155,9 @@ bool key_loop_rows(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows
 }  // namespace
 
 void copy_kv_rows(const KvRows& kv, int64_t j0, int64_t n, int D, float* k_out, float* v_out) {
-  const size_t es = dtype_size(kv.dtype);
-  const char* k = static_cast<const char*>(kv.k);
-  const char* v = static_cast<const char*>(kv.v);
   for (int64_t j = 0; j < n; ++j) {
-    const size_t at = static_cast<size_t>((j0 + j) * kv.ld) * es;
-    simd::load_f32(k_out + j * D, k + at, kv.dtype, D);
-    simd::load_f32(v_out + j * D, v + at, kv.dtype, D);
+    simd::load_f32(k_out + j * D, kv.k_row(j0 + j), kv.dtype, D);
+    simd::load_f32(v_out + j * D, kv.v_row(j0 + j), kv.dtype, D);
   }
 }
 

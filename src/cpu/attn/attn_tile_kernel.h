@@ -55,6 +55,9 @@ struct KvRows {
   // fp32 rows of D floats, which the micro-kernel reads as they are.
   bool dense_f32(int D) const { return dtype == DType::kF32 && ld == D; }
   const float* k_f32() const { return static_cast<const float*>(k); }
+  // Row j of the keys / values, in the storage dtype.
+  const void* k_row(int64_t j) const { return static_cast<const char*>(k) + j * ld * dtype_size(dtype); }
+  const void* v_row(int64_t j) const { return static_cast<const char*>(v) + j * ld * dtype_size(dtype); }
   const float* v_f32() const { return static_cast<const float*>(v); }
 };
 KvRows kv_rows_in_place(const AttnProblem& p, int hk);

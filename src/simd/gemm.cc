@@ -10,6 +10,7 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "simd/gemm.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 HWY_BEFORE_NAMESPACE();
@@ -61,6 +62,14 @@ HWY_INLINE void Tile(const float* HWY_RESTRICT a, ptrdiff_t ars, ptrdiff_t acs,
   const auto m0 = hn::FirstN(d, kFullN ? NL : std::min(n, NL));
   const auto m1 = hn::FirstN(d, kFullN ? NL : (n > NL ? n - NL : 0));
   VF c0[MR], c1[MR];
+  const bool read_c = row_beta != nullptr || beta != 0.0f;
+  if (read_c) {
+    HANPU_UNROLL_ALL
+    for (int r = 0; r < MR; ++r) {
+      hwy::Prefetch(c + r * ldc);
+      hwy::Prefetch(c + r * ldc + NL);
+    }
+  }
   HANPU_UNROLL_ALL
   for (int r = 0; r < MR; ++r) {
     c0[r] = hn::Zero(d);
@@ -85,7 +94,6 @@ HWY_INLINE void Tile(const float* HWY_RESTRICT a, ptrdiff_t ars, ptrdiff_t acs,
     }
   }
   const VF va = hn::Set(d, alpha);
-  const bool read_c = row_beta != nullptr || beta != 0.0f;
   HANPU_UNROLL_ALL
   for (int r = 0; r < MR; ++r) {
     float* cr = c + r * ldc;

@@ -49,6 +49,15 @@ void kda_diag_block(const float* k, const float* q, ptrdiff_t ldkq, const float*
 // decay mask: every exponent gam_i - gam_j <= 0.
 void gate_lower(float* dst, const float* src, ptrdiff_t ld, const float* gam,
                 const float* row_scale, float scale, int rows, bool inclusive);
+// GDN's two gated blocks at once: L_ij = beta_i exp(gam_i - gam_j) kk_ij for j < i and
+// Qm_ij = scale exp(gam_i - gam_j) qk_ij for j <= i (rows <= kMaxGateRows; gam falling, so
+// every exponent is <= 0), the decay factored at the first row of each `block` rows.
+inline constexpr int kMaxGateRows = 128;  // the largest LA chunk
+void gate_lower_gdn(float* L, float* Qm, const float* kk, const float* qk, ptrdiff_t ld, const float* gam,
+                    const float* beta, float scale, int rows, int block);
+// inv [n x n] (leading dim ldi) = (I + StrictTril(L))^-1, a unit lower-triangular matrix;
+// L's diagonal and upper triangle are not read. Every entry of inv is written (zeros above).
+void invert_unit_lower(const float* L, ptrdiff_t ldl, int n, float* inv, ptrdiff_t ldi);
 // dst_i = scale row_scale_i src_i for rows of n floats.
 void scale_rows(float* dst, ptrdiff_t ldd, const float* src, ptrdiff_t lds, const float* row_scale,
                 float scale, int rows, int n);

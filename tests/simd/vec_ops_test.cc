@@ -62,6 +62,67 @@ TEST(VecOps, GateLowerAndScaleRowsMatchFloat64) {
   }
 }
 
+// The factored GDN mask against exp of the difference in float64, over chunk sizes that end
+// mid-block, mild to very strong decay (products of factors that underflow must give 0, not
+// NaN), and both outputs' triangles (L strict, Qm inclusive, nothing written above).
+TEST(VecOps, GateLowerGdnMatchesFloat64) {
+  Rng rng(21);
+  for (int c : {1, 5, 16, 17, 40, 64, 128}) {
+    for (double max_decay : {0.0, 0.5, 20.0}) {
+      const int ld = c + 5;
+      std::vector<float> kk(c * ld), qk(c * ld), L(c * ld, -9.0f), Qm(c * ld, -9.0f), gam(c), beta(c);
+      for (float& x : kk) x = static_cast<float>(rng.normal());
+      for (float& x : qk) x = static_cast<float>(rng.normal());
+      float acc = 0;
+      for (int i = 0; i < c; ++i) {
+        acc -= static_cast<float>(rng.uniform(0, max_decay));
+        gam[i] = acc;
+        beta[i] = static_cast<float>(rng.uniform(0.1, 1));
+      }
+      simd::gate_lower_gdn(L.data(), Qm.data(), kk.data(), qk.data(), ld, gam.data(), beta.data(), 0.25f, c, 16);
+      for (int i = 0; i < c; ++i)
+        for (int j = 0; j < ld; ++j) {
+          const double e = j <= i ? std::exp(double(gam[i]) - gam[j]) : 0.0;
+          const float l = L[i * ld + j], q = Qm[i * ld + j];
+          ASSERT_FALSE(std::isnan(l) || std::isnan(q)) << i << "," << j;
+          if (j < i) {
+            const double w = beta[i] * e * kk[i * ld + j];
+            EXPECT_NEAR(l, w, 2e-6 * std::abs(w) + 1e-30) << c << ": " << i << "," << j;
+          } else {
+            EXPECT_EQ(l, -9.0f) << "L written on or above the diagonal at " << i << "," << j;
+          }
+          if (j <= i) {
+            const double w = 0.25 * e * qk[i * ld + j];
+            EXPECT_NEAR(q, w, 2e-6 * std::abs(w) + 1e-30) << c << ": " << i << "," << j;
+          } else {
+            EXPECT_EQ(q, -9.0f) << "Qm written above the diagonal at " << i << "," << j;
+          }
+        }
+    }
+  }
+}
+
+// (I + StrictTril(L))^-1 times (I + StrictTril(L)) is the identity in float64; L's diagonal
+// and upper triangle hold NaN (never read), inv starts poisoned and ends zero above.
+TEST(VecOps, InvertUnitLowerIsTheInverse) {
+  Rng rng(22);
+  for (int n : {1, 2, 5, 13, 16}) {
+    const int ldl = n + 3, ldi = 16;
+    std::vector<float> L(n * ldl, std::nanf("")), inv(n * ldi, -7.0f);
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < i; ++j) L[i * ldl + j] = static_cast<float>(rng.uniform(-0.3, 0.3));
+    simd::invert_unit_lower(L.data(), ldl, n, inv.data(), ldi);
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j) {
+        double prod = inv[i * ldi + j];  // (inv (I + L))_ij = inv_ij + sum_{k > j} inv_ik L_kj
+        for (int k = j + 1; k < n; ++k) prod += double(inv[i * ldi + k]) * L[k * ldl + j];
+        EXPECT_NEAR(prod, i == j ? 1.0 : 0.0, 1e-5) << n << ": " << i << "," << j;
+        if (j > i) EXPECT_EQ(inv[i * ldi + j], 0.0f);
+      }
+    }
+  }
+}
+
 TEST(VecOps, ConversionsMatchScalarRoundToNearestEven) {
   Rng rng(4);
   for (DType t : {DType::kF16, DType::kBF16}) {

@@ -137,8 +137,7 @@ void gate_kk_qk_gdn(const LaProblem& p, ChunkWorkspace& ws) {
   const float* qk = kk + static_cast<size_t>(c) * C;
   float* L = ws.kkqk.data();
   float* Qm = L + static_cast<size_t>(c) * C;
-  simd::gate_lower(L, kk, C, ws.gam.data(), ws.beta.data(), 1.0f, c, /*inclusive=*/false);
-  simd::gate_lower(Qm, qk, C, ws.gam.data(), nullptr, p.scale, c, /*inclusive=*/true);
+  simd::gate_lower_gdn(L, Qm, kk, qk, C, ws.gam.data(), ws.beta.data(), p.scale, c, kSubChunk);
 }
 
 // KDA: the decay is inside the sum, so it cannot be applied afterwards. Off-diagonal
@@ -182,12 +181,10 @@ void decayed_kk_qk(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm, bool raw
     if (!raw_ready) raw_kk_qk(p, ws, gemm);
     gate_kk_qk_gdn(p, ws);
   }
-  // chunk_outputs multiplies whole diagonal blocks of Qm: clear their upper triangle.
+  // chunk_outputs multiplies row panels of Qm up to the panel's last row: clear its upper
+  // triangle.
   float* Qm = ws.kkqk.data() + static_cast<size_t>(ws.c) * ws.C;
-  for (int i = 0; i < ws.c; ++i) {
-    const int block_end = std::min(ws.c, (i / kSubChunk + 1) * kSubChunk);
-    std::fill(Qm + i * ws.C + i + 1, Qm + i * ws.C + block_end, 0.0f);
-  }
+  for (int i = 0; i < ws.c; ++i) std::fill(Qm + i * ws.C + i + 1, Qm + i * ws.C + ws.c, 0.0f);
 }
 
 void state_products(const LaProblem& p, ChunkWorkspace& ws, const float* S, ptrdiff_t lds, int c0,
@@ -231,19 +228,7 @@ void solve_unit_lower(const float* L, int ldl, int c, float* X, int ldx, int w, 
     if (b0 > 0) {
       gemm(n, w, b0, simd::row_major(L + b0 * ldl, ldl), X, ldx, X + b0 * ldx, ldx, -1.0f, 1.0f);
     }
-    // inv = (I + StrictTril(L_bb))^-1 by rows: inv_i = e_i - sum_{j<i} L_ij inv_j, where row j
-    // is zero past column j (contiguous inner loops).
-    for (int i = 0; i < n; ++i) {
-      float* row = inv + i * kSubChunk;
-      std::fill_n(row, kSubChunk, 0.0f);
-      row[i] = 1.0f;
-      const float* li = L + (b0 + i) * ldl + b0;
-      for (int j = 0; j < i; ++j) {
-        const float f = li[j];
-        const float* rj = inv + j * kSubChunk;
-        for (int col = 0; col <= j; ++col) row[col] -= f * rj[col];
-      }
-    }
+    simd::invert_unit_lower(L + b0 * ldl + b0, ldl, n, inv, kSubChunk);
     for (int i = 0; i < n; ++i) std::copy_n(X + (b0 + i) * ldx, w, rhs + i * w);
     gemm(n, w, n, simd::row_major(inv, kSubChunk), rhs, w, X + b0 * ldx, ldx, 1.0f, 0.0f);
   }
@@ -270,9 +255,15 @@ void chunk_outputs(const LaProblem& p, ChunkWorkspace& ws, int w, GemmFn gemm) {
   const int c = ws.c, C = ws.C;
   const float* qs = ws.ksqs.data() + static_cast<size_t>(c) * w;
   const float* Qm = ws.kkqk.data() + static_cast<size_t>(c) * C;
-  for (int i0 = 0; i0 < c; i0 += kSubChunk) {  // lower row blocks: row i needs Vn rows <= i
-    const int i1 = std::min(c, i0 + kSubChunk);
-    // Scaled Q S rows of this block, still in L1 when the product accumulates onto them.
+  // Row panels of the micro-kernel's tile height, each reducing only over the Vn rows up to
+  // its last row (row i needs Vn rows <= i; Qm is zero above its diagonal): a panel of 12
+  // rows runs on the full register tile, where 16-row blocks ran as two 8-row tiles,
+  // and the panels skip more of the upper triangle (2464 against 2560 row-steps at c = 64).
+  // The last rows go in one call, which the kernel splits into balanced tiles.
+  const int mr = simd::gemm_tile_rows();
+  for (int i0 = 0, i1; i0 < c; i0 = i1) {
+    i1 = c - i0 >= 2 * mr ? i0 + mr : c;
+    // Scaled Q S rows of this panel, still in L1 when the product accumulates onto them.
     simd::scale_rows(ws.o + i0 * ws.ldo, ws.ldo, qs + static_cast<size_t>(i0) * w, w,
                      p.kda() ? nullptr : ws.egam.data() + i0, p.scale, i1 - i0, w);
     gemm(i1 - i0, w, i1, simd::row_major(Qm + i0 * C, C), ws.vn.data(), ws.ldvn, ws.o + i0 * ws.ldo, ws.ldo,

@@ -29,6 +29,11 @@ void cumprod_backward(const float* a, int K, int n, float* out);
 //   out_k_i = k_i o (a_1 ... a_i), out_q_i = q_i o (a_1 ... a_i)   (row 0: factor 1)
 void decay_rows_forward(const float* k, const float* q, ptrdiff_t ldx, const float* a, int K, int n,
                         float* out_k, float* out_q);
+// The block's own rows against its first row, inverted (row 0: factor 1):
+//   out_i = k_i / (a_1 ... a_i)
+// Returns the smallest factor a_1 ... a_{n-1} over the channels (1 for n = 1): the caller
+// uses the rows only when it is not so small that their quotients could overflow.
+float decay_rows_inverse(const float* k, ptrdiff_t ldx, const float* a, int K, int n, float* out);
 // Columns before a block starting at row r (rows 0..n-1 = the n rows before r):
 //   out_j = k_j o (a_{j+1} ... a_{n-1}) o a_ref   (a_ref = a_r)
 void decay_rows_backward(const float* k, ptrdiff_t ldx, const float* a, const float* a_ref, int K,

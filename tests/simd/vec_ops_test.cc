@@ -1,6 +1,7 @@
 // Element-wise SIMD ops against scalar float64 / scalar conversions, with masked tails.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 #include <vector>
@@ -119,6 +120,32 @@ TEST(VecOps, InvertUnitLowerIsTheInverse) {
         EXPECT_NEAR(prod, i == j ? 1.0 : 0.0, 1e-5) << n << ": " << i << "," << j;
         if (j > i) EXPECT_EQ(inv[i * ldi + j], 0.0f);
       }
+    }
+  }
+}
+
+// k_i / (a_1 ... a_i) against float64, masked channel tails included, and the smallest
+// factor reported (the fast path's overflow guard) equal to the float64 minimum.
+TEST(VecOps, DecayRowsInverseMatchesFloat64) {
+  Rng rng(23);
+  for (int K : {1, 7, 16, 100}) {
+    for (int n : {1, 2, 16}) {
+      const int ldx = K + 3;
+      std::vector<float> k(n * ldx), a(n * K), out(n * K, -9.0f);
+      for (float& x : k) x = static_cast<float>(rng.normal());
+      for (float& x : a) x = static_cast<float>(std::exp(-rng.uniform(0, 2)));
+      const float smallest = simd::decay_rows_inverse(k.data(), ldx, a.data(), K, n, out.data());
+      double want_smallest = 1.0;
+      for (int ch = 0; ch < K; ++ch) {
+        double f = 1.0;
+        for (int i = 0; i < n; ++i) {
+          if (i > 0) f *= a[i * K + ch];
+          const double w = k[i * ldx + ch] / f;
+          EXPECT_NEAR(out[i * K + ch], w, 1e-5 * std::abs(w)) << K << " " << n << ": " << i << "," << ch;
+        }
+        want_smallest = std::min(want_smallest, f);
+      }
+      EXPECT_NEAR(smallest, want_smallest, 1e-5 * want_smallest) << K << " " << n;
     }
   }
 }

@@ -140,11 +140,28 @@ void gate_kk_qk_gdn(const LaProblem& p, ChunkWorkspace& ws) {
   simd::gate_lower_gdn(L, Qm, kk, qk, C, ws.gam.data(), ws.beta.data(), p.scale, c, kSubChunk);
 }
 
-// KDA: the decay is inside the sum, so it cannot be applied afterwards. Off-diagonal
-// sub-chunk blocks factor exp(Gam_i - Gam_j) = exp(Gam_i - Gam_r) exp(Gam_r - Gam_j) at the
-// block's first row r (both exponents <= 0, FLA's reference point) and run on the
-// micro-kernel; 16 x 16 diagonal blocks are summed element by element with the decay built
-// as running products of exp(g) (kda_diag_block), so they need no exp at all.
+// KDA: the decay is inside the sum, so it cannot be applied afterwards; it is factored at a
+// reference row r as exp(Gam_i - Gam_j) = exp(Gam_i - Gam_r) exp(Gam_r - Gam_j): rows i
+// times the first factor, columns j times the second, and the products run on the
+// micro-kernel. For j > r the second factor is the inverse of a decay. While the decay from
+// r to the last row stays above kMinInverseDecay (mild gates: what models feed) no factor can
+// overflow, and the whole chunk uses r = 0: one K^T, lower row blocks as in GDN. Otherwise
+// each 16-row block uses its first row (FLA's reference point), and where even the block's
+// own decay is too strong its 16 x 16 diagonal block is summed element by element with the
+// decay built as running products of exp(g) (kda_diag_block), with no exp and no division.
+constexpr float kMinInverseDecay = 0x1p-40f;
+
+// Rows [i0, i1) of L and Qm from rows (k, q) times exp(Gam_i - Gam_r) and kt, the columns
+// j < n times exp(Gam_r - Gam_j), transposed.
+void kda_block_products(ChunkWorkspace& ws, int K, int i0, int i1, int n, const float* rows_k,
+                        const float* rows_q, GemmFn gemm) {
+  float* L = ws.kkqk.data();
+  float* Qm = L + static_cast<size_t>(ws.c) * ws.C;
+  const int C = ws.C;
+  gemm(i1 - i0, n, K, simd::row_major(rows_k, K), ws.kt.data(), ws.ldkt, L + i0 * C, C, 1.0f, 0.0f);
+  gemm(i1 - i0, n, K, simd::row_major(rows_q, K), ws.kt.data(), ws.ldkt, Qm + i0 * C, C, 1.0f, 0.0f);
+}
+
 void decayed_kk_qk_kda(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm) {
   const int c = ws.c, K = p.K, C = ws.C;
   const float* k = ws.k;
@@ -153,20 +170,31 @@ void decayed_kk_qk_kda(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm) {
   const float* a = ws.decay.data();
   float* L = ws.kkqk.data();
   float* Qm = L + static_cast<size_t>(c) * C;
-  for (int i0 = 0; i0 < c; i0 += kSubChunk) {
-    const int i1 = std::min(c, i0 + kSubChunk), r = i1 - i0;
-    if (i0 > 0) {
-      // Block rows times exp(Gam_i - Gam_i0) (k then q, [2r x K]); earlier rows j < i0 times
-      // exp(Gam_i0 - Gam_j) into kd, transposed below.
-      float* rows = ws.tmp.data();
-      simd::decay_rows_forward(k + i0 * ld, q + i0 * ld, ld, a + i0 * K, K, r, rows, rows + r * K);
-      simd::decay_rows_backward(k, ld, a, a + i0 * K, K, i0, ws.kd.data());
-      simd::transpose(ws.kd.data(), K, ws.kt.data(), ws.ldkt, i0, K);
-      gemm(r, i0, K, simd::row_major(rows, K), ws.kt.data(), ws.ldkt, L + i0 * C, C, 1.0f, 0.0f);
-      gemm(r, i0, K, simd::row_major(rows + r * K, K), ws.kt.data(), ws.ldkt, Qm + i0 * C, C, 1.0f, 0.0f);
+  float* kd = ws.kd.data();
+  float* rows = ws.tmp.data();  // [2c x K]: k rows, then q rows, times exp(Gam_i - Gam_r)
+  if (simd::decay_rows_inverse(k, ld, a, K, c, kd) >= kMinInverseDecay) {
+    simd::decay_rows_forward(k, q, ld, a, K, c, rows, rows + c * K);
+    simd::transpose(kd, K, ws.kt.data(), ws.ldkt, c, K);
+    for (int i0 = 0; i0 < c; i0 += kSubChunk) {
+      const int i1 = std::min(c, i0 + kSubChunk);
+      kda_block_products(ws, K, i0, i1, i1, rows + i0 * K, rows + (c + i0) * K, gemm);
     }
-    simd::kda_diag_block(k + i0 * ld, q + i0 * ld, ld, ws.decay.data() + i0 * K, K, r,
-                         L + i0 * C + i0, Qm + i0 * C + i0, C);
+  } else {
+    for (int i0 = 0; i0 < c; i0 += kSubChunk) {
+      const int i1 = std::min(c, i0 + kSubChunk), r = i1 - i0;
+      simd::decay_rows_forward(k + i0 * ld, q + i0 * ld, ld, a + i0 * K, K, r, rows, rows + r * K);
+      if (i0 > 0) simd::decay_rows_backward(k, ld, a, a + i0 * K, K, i0, kd);
+      const bool whole =
+          simd::decay_rows_inverse(k + i0 * ld, ld, a + i0 * K, K, r, kd + i0 * K) >= kMinInverseDecay;
+      const int n = whole ? i1 : i0;  // columns from the micro-kernel
+      if (n > 0) {
+        simd::transpose(kd, K, ws.kt.data(), ws.ldkt, n, K);
+        kda_block_products(ws, K, i0, i1, n, rows, rows + r * K, gemm);
+      }
+      if (!whole) {
+        simd::kda_diag_block(k + i0 * ld, q + i0 * ld, ld, a + i0 * K, K, r, L + i0 * C + i0, Qm + i0 * C + i0, C);
+      }
+    }
   }
   simd::gate_lower(L, L, C, nullptr, ws.beta.data(), 1.0f, c, /*inclusive=*/false);
   simd::gate_lower(Qm, Qm, C, nullptr, nullptr, p.scale, c, /*inclusive=*/true);

@@ -35,6 +35,7 @@ std::vector<LaCase> parity_cases() {
          .initial_state = false});
     // Gates from very strong decay to none.
     add({.mech = mech, .seq_lens = {300}, .H = 2, .HV = 2, .K = 64, .V = 64, .gates = Gates::kStrong});
+    add({.mech = mech, .seq_lens = {200, 45}, .H = 2, .HV = 2, .K = 100, .V = 64, .gates = Gates::kModerate});
     add({.mech = mech, .seq_lens = {300}, .H = 2, .HV = 2, .K = 64, .V = 64, .gates = Gates::kZero});
     // Storage dtypes.
     for (DType dt : {DType::kF16, DType::kBF16}) {

@@ -13,7 +13,10 @@ namespace hanpu::test {
 std::string LaCase::describe() const {
   std::string lens;
   for (int64_t l : seq_lens) lens += fmt::format("{}{}", lens.empty() ? "" : ",", l);
-  const char* gate = gates == Gates::kMild ? "mild" : gates == Gates::kStrong ? "strong" : "zero";
+  const char* gate = gates == Gates::kMild       ? "mild"
+                     : gates == Gates::kModerate ? "moderate"
+                     : gates == Gates::kStrong   ? "strong"
+                                                 : "zero";
   return fmt::format("{} {} lens=[{}] H={} HV={} K={} V={} s0={} gates={} norm={} l2k={} seed={}",
                      la_mech_name(mech), dtype_name(dtype), lens, H, HV, K, V, initial_state, gate,
                      normalized_qk, l2norm_in_kernel, seed);
@@ -63,6 +66,7 @@ LaData make_la_data(const LaCase& c) {
         g = static_cast<float>(-std::log1p(std::exp(-x)) / 16.0);
         break;
       }
+      case Gates::kModerate: g = static_cast<float>(rng.uniform(-1.5, -0.5)); break;
       case Gates::kStrong: g = static_cast<float>(rng.uniform(-20.0, 0.0)); break;
       case Gates::kZero: g = 0.0f; break;
     }

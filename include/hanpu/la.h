@@ -76,5 +76,25 @@ std::string describe_la_schedule(const std::vector<int64_t>& seq_lens, int H, in
 // and Tril(QK) Vn (C V). Exps, norms and gating are not counted.
 double la_flops(int64_t T, int HV, int K, int V);
 
+// Where one core's time goes inside hanpu's fused chunk: every operator of the chunk timed
+// on its own (a wall clock around each), over `rounds` passes through the sequence's chunks
+// for value heads 0 .. heads-1 in lockstep (as a core walks its units), on the calling
+// thread. Whole-run times on a shared machine drift by 10-30% between runs; a stage's
+// minimum over thousands of calls does not, which is what makes a kernel change measurable.
+// One sequence (no cu_seqlens); writes o like la_prefill (final_state is left alone).
+struct LaStageTime {
+  // load, kk_qk, state, mask, rhs, solve, outputs, update, store; KDA has no kk_qk (its
+  // products run inside mask: the decay sits inside the sum).
+  std::string_view stage;
+  double min_us = 0;
+  double median_us = 0;
+  // Multiply-adds of the operator's products per full chunk and value head, counted as the
+  // work the operator needs (the triangles of K K^T, Q K^T, the solve and the outputs, not
+  // the blocks the kernel rounds them up to); 0 for element-wise stages.
+  double fmas = 0;
+};
+Status profile_la_chunk_stages(const LaArgs& args, int chunk_size, int heads, int rounds,
+                               std::vector<LaStageTime>* out);
+
 // Decode is la_prefill with strategy "recurrent" on T = 1 per sequence, carrying the state.
 }  // namespace hanpu

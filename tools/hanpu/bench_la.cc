@@ -3,7 +3,9 @@
 // the FMA peak measured at start, per-core imbalance and the scratch memory each strategy held.
 #include "bench_la.h"
 
+#include "bench_la_stages.h"
 #include "bench_util.h"
+#include "la_bench_inputs.h"
 
 #include <algorithm>
 #include <cmath>
@@ -19,62 +21,6 @@
 namespace hanpu::cli {
 
 namespace {
-
-struct Inputs {
-  std::vector<uint16_t> q16, k16, v16, o16;  // f16/bf16 storage
-  std::vector<float> q, k, v, o, g, beta, state;
-};
-
-// Normalised q/k rows, mild gates (logsigmoid(randn)/16), sigmoid betas: what a model feeds.
-Inputs make_inputs(LaMech mech, DType dt, int64_t T, int H, int HV, int D, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> nd;
-  Inputs in;
-  auto rows = [&](std::vector<float>& x, int64_t n_rows) {
-    x.resize(n_rows * D);
-    for (int64_t r = 0; r < n_rows; ++r) {
-      float ss = 0;
-      for (int j = 0; j < D; ++j) ss += (x[r * D + j] = nd(rng)) * x[r * D + j];
-      for (int j = 0; j < D; ++j) x[r * D + j] /= std::sqrt(ss);
-    }
-  };
-  rows(in.q, T * H);
-  rows(in.k, T * H);
-  in.v.resize(T * HV * D);
-  for (float& x : in.v) x = nd(rng);
-  in.g.resize(T * HV * (mech == LaMech::kKda ? D : 1));
-  for (float& x : in.g) x = -std::log1p(std::exp(-nd(rng))) / 16.0f;
-  in.beta.resize(T * HV);
-  for (float& x : in.beta) x = 1.0f / (1.0f + std::exp(-nd(rng)));
-  in.state.resize(static_cast<size_t>(HV) * D * D);
-  in.o.resize(T * HV * D);
-  if (dt != DType::kF32) {
-    auto conv = [&](const std::vector<float>& x, std::vector<uint16_t>& y) {
-      y.resize(x.size());
-      for (size_t i = 0; i < x.size(); ++i) store_from_f32(y.data(), dt, i, x[i]);
-    };
-    conv(in.q, in.q16);
-    conv(in.k, in.k16);
-    conv(in.v, in.v16);
-    in.o16.resize(in.o.size());
-  }
-  return in;
-}
-
-LaArgs make_args(LaMech mech, DType dt, int64_t T, int H, int HV, int D, Inputs& in) {
-  const bool half = dt != DType::kF32;
-  LaArgs a;
-  a.mech = mech;
-  a.q = {half ? static_cast<const void*>(in.q16.data()) : in.q.data(), dt, {T, H, D}};
-  a.k = {half ? static_cast<const void*>(in.k16.data()) : in.k.data(), dt, {T, H, D}};
-  a.v = {half ? static_cast<const void*>(in.v16.data()) : in.v.data(), dt, {T, HV, D}};
-  a.o = {half ? static_cast<void*>(in.o16.data()) : in.o.data(), dt, {T, HV, D}};
-  a.g = mech == LaMech::kKda ? TensorView{in.g.data(), DType::kF32, {T, HV, D}}
-                             : TensorView{in.g.data(), DType::kF32, {T, HV}};
-  a.beta = {in.beta.data(), DType::kF32, {T, HV}};
-  a.final_state = {in.state.data(), DType::kF32, {1, HV, D, D}};
-  return a;
-}
 
 struct Row {
   std::string mech, strategy, dtype;
@@ -120,6 +66,11 @@ void add_bench_la_options(CLI::App& cmd, BenchLaOptions& o) {
   cmd.add_option("--repeats", o.repeats, "timed runs per row (median reported)")->capture_default_str();
   cmd.add_option("--chunk", o.chunk, "chunk size C: 16, 32, 64, 128")->capture_default_str();
   cmd.add_flag("!--no-ablation", o.ablation, "skip the ablation rows (T = 1024, HV = 16)");
+  cmd.add_flag("--stages", o.stages,
+               "instead of the strategies: hanpu's chunk operators timed one by one on one thread "
+               "(min/median per call; --repeats passes)");
+  cmd.add_option("--stage-heads", o.stage_heads, "value heads the --stages profile walks in lockstep")
+      ->capture_default_str();
   cmd.add_flag("--json", o.json, "one JSON object per row on stdout (progress on stderr)");
 }
 
@@ -150,6 +101,11 @@ int run_bench_la(const BenchLaOptions& o) {
     std::fprintf(stderr, "error: --dim %d must be in [1, %d]\n", o.dim, kLaMaxHeadDim);
     return 2;
   }
+  if (o.stage_heads < 1) {
+    std::fprintf(stderr, "error: --stage-heads must be >= 1\n");
+    return 2;
+  }
+  if (o.stages) return run_bench_la_stages(o, mechs, dtypes);
   FILE* info = o.json ? stderr : stdout;
   const FmaPeak peak = print_machine_header(info, o.threads);
   std::fprintf(info, "# FLOPs per (token, value head) = 2 (3KV + 65K + 64V) for every strategy; "
@@ -191,8 +147,8 @@ int run_bench_la(const BenchLaOptions& o) {
     }
     if (o.json) std::fprintf(stderr, "[%zu-%zu/%zu] %s T=%ld HV=%d\n", done + 1, done + (g1 - g0), jobs.size(),
                              std::string(la_mech_name(first.mech)).c_str(), (long)first.T, first.HV);
-    Inputs in = make_inputs(first.mech, first.dt, first.T, o.heads, first.HV, o.dim, 42);
-    const LaArgs args = make_args(first.mech, first.dt, first.T, o.heads, first.HV, o.dim, in);
+    LaBenchInputs in = make_la_bench_inputs(first.mech, first.dt, first.T, o.heads, first.HV, o.dim, 42);
+    const LaArgs args = la_bench_args(first.mech, first.dt, first.T, o.heads, first.HV, o.dim, in);
     std::vector<TimedRun> runs;
     for (size_t k = g0; k < g1; ++k) {
       LaOptions opt;

@@ -22,6 +22,8 @@ struct BenchLaOptions {
   int repeats = 5;
   int chunk = 64;
   bool ablation = true;  // add the Figure-18 style ablation rows (T = 1024, HV = 16)
+  bool stages = false;   // profile hanpu's chunk operators on one core instead (bench_la_stages.h)
+  int stage_heads = 8;   // value heads walked in lockstep by the profile
   bool json = false;
 };
 

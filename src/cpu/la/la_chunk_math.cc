@@ -209,10 +209,12 @@ void decayed_kk_qk(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm, bool raw
     if (!raw_ready) raw_kk_qk(p, ws, gemm);
     gate_kk_qk_gdn(p, ws);
   }
-  // chunk_outputs multiplies row panels of Qm up to the panel's last row: clear its upper
-  // triangle.
+  // chunk_outputs multiplies whole diagonal blocks of Qm: clear their upper triangle.
   float* Qm = ws.kkqk.data() + static_cast<size_t>(ws.c) * ws.C;
-  for (int i = 0; i < ws.c; ++i) std::fill(Qm + i * ws.C + i + 1, Qm + i * ws.C + ws.c, 0.0f);
+  for (int i = 0; i < ws.c; ++i) {
+    const int block_end = std::min(ws.c, (i / kSubChunk + 1) * kSubChunk);
+    std::fill(Qm + i * ws.C + i + 1, Qm + i * ws.C + block_end, 0.0f);
+  }
 }
 
 void state_products(const LaProblem& p, ChunkWorkspace& ws, const float* S, ptrdiff_t lds, int c0,
@@ -283,15 +285,9 @@ void chunk_outputs(const LaProblem& p, ChunkWorkspace& ws, int w, GemmFn gemm) {
   const int c = ws.c, C = ws.C;
   const float* qs = ws.ksqs.data() + static_cast<size_t>(c) * w;
   const float* Qm = ws.kkqk.data() + static_cast<size_t>(c) * C;
-  // Row panels of the micro-kernel's tile height, each reducing only over the Vn rows up to
-  // its last row (row i needs Vn rows <= i; Qm is zero above its diagonal): a panel of 12
-  // rows runs on the full register tile, where 16-row blocks ran as two 8-row tiles,
-  // and the panels skip more of the upper triangle (2464 against 2560 row-steps at c = 64).
-  // The last rows go in one call, which the kernel splits into balanced tiles.
-  const int mr = simd::gemm_tile_rows();
-  for (int i0 = 0, i1; i0 < c; i0 = i1) {
-    i1 = c - i0 >= 2 * mr ? i0 + mr : c;
-    // Scaled Q S rows of this panel, still in L1 when the product accumulates onto them.
+  for (int i0 = 0; i0 < c; i0 += kSubChunk) {  // lower row blocks: row i needs Vn rows <= i
+    const int i1 = std::min(c, i0 + kSubChunk);
+    // Scaled Q S rows of this block, still in L1 when the product accumulates onto them.
     simd::scale_rows(ws.o + i0 * ws.ldo, ws.ldo, qs + static_cast<size_t>(i0) * w, w,
                      p.kda() ? nullptr : ws.egam.data() + i0, p.scale, i1 - i0, w);
     gemm(i1 - i0, w, i1, simd::row_major(Qm + i0 * C, C), ws.vn.data(), ws.ldvn, ws.o + i0 * ws.ldo, ws.ldo,

@@ -44,7 +44,8 @@ struct AttnArgs {
   std::optional<float> scale;  // default D^-1/2; must be finite
 };
 
-// Tile sizes of the fused kernel; 0 = from attn_tile_plan().
+// Tile sizes of the fused kernel; 0 = from attn_tile_plan(), else 1..kAttnMaxTileRows.
+inline constexpr int kAttnMaxTileRows = 512;
 struct AttnTiles {
   int q_rows = 0;   // query rows per tile (per head)
   int kv_rows = 0;  // key/value rows per tile

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <functional>
 #include <random>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -110,8 +111,10 @@ void add_bench_attn_options(CLI::App& cmd, BenchAttnOptions& o) {
   cmd.add_option("--layer-max-seq", o.layer_max_seq,
                  "longest T the layer baseline runs at (it holds T x T floats per head)")
       ->capture_default_str();
-  cmd.add_option("--q-tile", o.q_tile, "query rows per tile (0: heuristic)")->capture_default_str();
-  cmd.add_option("--kv-tile", o.kv_tile, "key rows per tile (0: heuristic)")->capture_default_str();
+  cmd.add_option("--q-tile", o.q_tile, "query rows per tile (0: heuristic); several: each, side by side")
+      ->capture_default_str();
+  cmd.add_option("--kv-tile", o.kv_tile, "key rows per tile (0: heuristic); several: each, side by side")
+      ->capture_default_str();
   cmd.add_option("--threads", o.threads, "worker threads (0: HANPU_THREADS or all cores)")->capture_default_str();
   cmd.add_option("--repeats", o.repeats, "timed runs per row (median reported)")->capture_default_str();
   cmd.add_flag("--json", o.json, "one JSON object per row on stdout (progress on stderr)");
@@ -136,6 +139,15 @@ int run_bench_attn(const BenchAttnOptions& o) {
   if (o.repeats < 1) {
     std::fprintf(stderr, "error: --repeats must be >= 1\n");
     return 2;
+  }
+  for (const auto* list : {&o.q_tile, &o.kv_tile}) {
+    for (int rows : *list) {
+      if (rows < 0 || rows > kAttnMaxTileRows) {
+        std::fprintf(stderr, "error: --%s %d: tile rows must be 0 (the heuristic) or in [1, %d]\n",
+                     list == &o.q_tile ? "q-tile" : "kv-tile", rows, kAttnMaxTileRows);
+        return 2;
+      }
+    }
   }
   std::vector<AttnShape> shapes;
   if (o.heads > 0 || o.dim > 0 || o.kv_heads > 0) {
@@ -176,20 +188,22 @@ int run_bench_attn(const BenchAttnOptions& o) {
         b.o.resize(b.q.size());
         b.lse.resize(static_cast<size_t>(s.Hq) * T);
         const AttnArgs args = make_args(b, dt, T, T, s, *mask, o.window);
-        // The placements of this T are timed in interleaved rounds (bench_util.h), so the
-        // ratios between them are not biased by the order they run in.
-        std::vector<std::string> placements;
+        // The placements (and tile sizes) of this T are timed in interleaved rounds
+        // (bench_util.h), so the ratios between them are not biased by the order they run in.
+        std::vector<std::pair<std::string, AttnTiles>> variants;
         for (const auto& placement : o.placement) {
-          if (placement != "layer" || T <= o.layer_max_seq) placements.push_back(placement);
+          if (placement == "layer" && T > o.layer_max_seq) continue;
+          for (int qt : o.q_tile)
+            for (int kt : o.kv_tile) variants.push_back({placement, AttnTiles{qt, kt}});
         }
         if (o.json) std::fprintf(stderr, "[%s] T=%ld\n", s.name.c_str(), T);
-        std::vector<AttnTiles> used(placements.size());
+        std::vector<AttnTiles> used(variants.size());
         std::vector<TimedRun> runs;
-        for (size_t i = 0; i < placements.size(); ++i) {
+        for (size_t i = 0; i < variants.size(); ++i) {
           AttnOptions opt;
-          opt.placement = placements[i];
+          opt.placement = variants[i].first;
           opt.threads = o.threads;
-          opt.tiles = {o.q_tile, o.kv_tile};
+          opt.tiles = variants[i].second;
           runs.push_back([&, opt, i](std::vector<double>& busy, int64_t& extra) {
             AttnStats stats;
             const Status st = attn_prefill(args, opt, &stats);
@@ -201,10 +215,10 @@ int run_bench_attn(const BenchAttnOptions& o) {
         }
         std::vector<Timing> tms;
         if (!time_side_by_side(o.repeats, o.threads, runs, &tms)) return 1;
-        for (size_t i = 0; i < placements.size(); ++i) {
+        for (size_t i = 0; i < variants.size(); ++i) {
           const Timing& tm = tms[i];
           const double gflops = attn_flops(T, T, s.Hq, s.D, *mask, 0, o.window) / tm.median_ms / 1e6;
-          print_row({placements[i], o.mask, std::string(dtype_name(dt)), "prefill", T, T, s.Hq, s.Hkv, s.D,
+          print_row({variants[i].first, o.mask, std::string(dtype_name(dt)), "prefill", T, T, s.Hq, s.Hkv, s.D,
                      peak.threads, used[i], tm, gflops, 100 * gflops / tm.peak_gflops, 0.0},
                     o.json);
         }

@@ -19,7 +19,7 @@ struct BenchAttnOptions {
   std::vector<long> decode_len = {1024, 4096, 16384, 32768};
   bool decode = true;
   long layer_max_seq = 8192;    // the layer baseline holds T x T floats per head
-  int q_tile = 0, kv_tile = 0;  // 0: heuristic
+  std::vector<int> q_tile = {0}, kv_tile = {0};  // 0: heuristic; several: every pair, interleaved
   int threads = 0;
   int repeats = 3;
   bool json = false;

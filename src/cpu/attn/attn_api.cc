@@ -80,9 +80,9 @@ Status resolve_tiles(const cpu::AttnProblem& p, AttnTiles asked, const char* who
   AttnTiles t = attn_tile_plan(p.D, p.group(), machine_l1d_bytes(), machine_l2_bytes());
   if (asked.q_rows != 0) t.q_rows = asked.q_rows;
   if (asked.kv_rows != 0) t.kv_rows = asked.kv_rows;
-  if (t.q_rows < 1 || t.q_rows > 512 || t.kv_rows < 1 || t.kv_rows > 512) {
-    return Status::Error(fmt::format("{}: tiles of {} query x {} key rows: each must be in [1, 512]",
-                                     who, t.q_rows, t.kv_rows));
+  if (t.q_rows < 1 || t.q_rows > kAttnMaxTileRows || t.kv_rows < 1 || t.kv_rows > kAttnMaxTileRows) {
+    return Status::Error(fmt::format("{}: tiles of {} query x {} key rows: each must be in [1, {}]",
+                                     who, t.q_rows, t.kv_rows, kAttnMaxTileRows));
   }
   *out = t;
   return Status::Ok();

@@ -22,6 +22,10 @@ class KvCache {
   // to the cache's dtype on the way in, round-to-nearest-even). On error (naming the argument)
   // the cache is unchanged.
   Status append(const TensorView& k, const TensorView& v);
+  // Makes room for `tokens` tokens in all (no-op if there is): one reallocation now instead of
+  // the doublings (and their copies) appends would make on the way. On error the cache is
+  // unchanged.
+  Status reserve(int64_t tokens);
   // Keeps the first `length` tokens (e.g. to drop rejected speculative tokens).
   Status truncate(int64_t length);
   void clear() { length_ = 0; }
@@ -39,6 +43,7 @@ class KvCache {
 
  private:
   size_t token_bytes() const;
+  Status grow_to(int64_t capacity, const char* who);
   int kv_heads_, head_dim_;
   DType dtype_;
   int64_t length_ = 0, capacity_ = 0;

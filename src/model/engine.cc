@@ -218,6 +218,16 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
   model::SequenceState state = m.new_state(kv_dtype);
   if (!o.resume_state.empty()) HANPU_RETURN_IF_ERROR(model::load_state(m, o.resume_state, &state, kv_dtype));
   s.resumed_tokens = state.position;
+  // Room in the KV caches for the prompt and the decoded tokens, before prefill. The caches
+  // grow by doubling from 256 rows, so a power-of-two prompt filled them exactly and the first
+  // decoded token paid a copy of every layer's cache into fresh pages. The room is capped at
+  // twice the prompt, so a huge max_tokens never reserves more than that; beyond, appends
+  // double as before.
+  const int64_t prompt_end = state.position + s.prompt_tokens;
+  const int64_t room = prompt_end + std::min<int64_t>(o.max_tokens, prompt_end);
+  for (auto& cache : state.kv) {
+    if (cache) HANPU_RETURN_IF_ERROR(cache->reserve(room));
+  }
   std::vector<float> logits;
   model::ForwardProfile prof;
   const auto t0 = std::chrono::steady_clock::now();

@@ -24,6 +24,26 @@ size_t KvCache::token_bytes() const {
   return static_cast<size_t>(kv_heads_) * head_dim_ * dtype_size(dtype_);
 }
 
+Status KvCache::grow_to(int64_t cap, const char* who) {
+  try {
+    std::vector<uint8_t> nk(static_cast<size_t>(cap) * token_bytes()), nv(nk.size());
+    std::memcpy(nk.data(), k_.data(), static_cast<size_t>(length_) * token_bytes());
+    std::memcpy(nv.data(), v_.data(), static_cast<size_t>(length_) * token_bytes());
+    k_.swap(nk);
+    v_.swap(nv);
+  } catch (const std::bad_alloc&) {
+    return Status::Error(fmt::format("{}: out of memory growing to {} tokens", who, cap));
+  }
+  capacity_ = cap;
+  ++growths_;
+  return Status::Ok();
+}
+
+Status KvCache::reserve(int64_t tokens) {
+  if (tokens <= capacity_) return Status::Ok();
+  return grow_to(tokens, "KvCache::reserve");
+}
+
 Status KvCache::append(const TensorView& k, const TensorView& v) {
   for (const auto& [name, t] : {std::pair{"k", &k}, std::pair{"v", &v}}) {
     if (t->shape.size() != 3 || t->shape[1] != kv_heads_ || t->shape[2] != head_dim_ || t->shape[0] < 0) {
@@ -49,17 +69,7 @@ Status KvCache::append(const TensorView& k, const TensorView& v) {
   if (length_ + n > capacity_) {
     int64_t cap = capacity_;
     while (cap < length_ + n) cap *= 2;
-    try {
-      std::vector<uint8_t> nk(static_cast<size_t>(cap) * token_bytes()), nv(nk.size());
-      std::memcpy(nk.data(), k_.data(), static_cast<size_t>(length_) * token_bytes());
-      std::memcpy(nv.data(), v_.data(), static_cast<size_t>(length_) * token_bytes());
-      k_.swap(nk);
-      v_.swap(nv);
-    } catch (const std::bad_alloc&) {
-      return Status::Error(fmt::format("KvCache::append: out of memory growing to {} tokens", cap));
-    }
-    capacity_ = cap;
-    ++growths_;
+    HANPU_RETURN_IF_ERROR(grow_to(cap, "KvCache::append"));
   }
   const size_t off = static_cast<size_t>(length_) * token_bytes(), bytes = static_cast<size_t>(n) * token_bytes();
   if (bytes > 0 && k.dtype == dtype_) {

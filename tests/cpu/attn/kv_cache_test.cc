@@ -35,6 +35,32 @@ TEST(KvCache, AppendsGrowByDoublingAndReadBack) {
   EXPECT_FALSE(cache.truncate(11).ok());
 }
 
+// reserve: one reallocation that keeps the rows, none while appends fit, a no-op when the
+// room is there, and doubling again past it.
+TEST(KvCache, ReserveMakesRoomOnceAndKeepsTheRows) {
+  const AttnCase c{.dtype = DType::kF16, .T = 300, .Tk = 300, .Hq = 2, .Hkv = 1, .D = 32, .seed = 92};
+  const AttnData d = make_attn_data(c);
+  KvCache cache(1, 32, DType::kF16, 16);
+  const size_t row = 32 * 2;
+  auto append = [&](int64_t t, int64_t n) {
+    return cache.append(TensorView{d.k.data() + t * row, DType::kF16, {n, 1, 32}},
+                        TensorView{d.v.data() + t * row, DType::kF16, {n, 1, 32}});
+  };
+  ASSERT_TRUE(append(0, 10).ok());
+  ASSERT_TRUE(cache.reserve(200).ok());
+  EXPECT_EQ(cache.capacity(), 200);
+  EXPECT_EQ(cache.growths(), 1);
+  ASSERT_TRUE(cache.reserve(50).ok());  // already room
+  EXPECT_EQ(cache.capacity(), 200);
+  ASSERT_TRUE(append(10, 190).ok());
+  EXPECT_EQ(cache.growths(), 1) << "appends within the reserved room reallocate nothing";
+  ASSERT_TRUE(append(200, 100).ok());
+  EXPECT_EQ(cache.capacity(), 400);
+  EXPECT_EQ(cache.growths(), 2);
+  EXPECT_EQ(0, std::memcmp(cache.keys().data, d.k.data(), 300 * row));
+  EXPECT_EQ(0, std::memcmp(cache.values().data, d.v.data(), 300 * row));
+}
+
 TEST(KvCache, Fp32RowsAreRoundedIntoASixteenBitCache) {
   for (DType dt : {DType::kBF16, DType::kF16}) {
     KvCache cache(3, 48, dt, 2);

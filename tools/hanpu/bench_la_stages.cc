@@ -2,8 +2,10 @@
 // by operator (profile_la_chunk_stages), for each (mech, dtype, HV, T) of the sweep.
 #include "bench_la_stages.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 

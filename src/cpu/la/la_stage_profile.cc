@@ -2,8 +2,10 @@
 // one by one on the calling thread (see hanpu/la.h).
 #include <algorithm>
 #include <array>
-#include <utility>
 #include <chrono>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 

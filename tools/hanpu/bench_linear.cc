@@ -1,8 +1,10 @@
 // `hanpu bench linear`: times every distinct projection shape of a synthetic model (the
 // shapes `hanpu run --synthetic` executes) through cpu::linear, with the weights in bf16
-// (what checkpoints ship) and fp32, and, when the build found OpenBLAS, the same fp32
-// product through cblas_sgemm on nn.Linear's own [out, in] layout. This is the side-by-side
-// check behind the choice of GEMM in src/cpu/nn/linear.h. GFLOP/s = 2 T in out / time.
+// (what checkpoints ship) and fp32, its FMA path on OpenBLAS and on hanpu's micro-kernel,
+// and, when the build found OpenBLAS, the same fp32 product through one multi-threaded
+// cblas_sgemm on nn.Linear's own [out, in] layout. All rows of a (projection, T) are timed
+// side by side (interleaved rounds). This is the check behind the choice of GEMM in
+// src/cpu/nn/linear.h. GFLOP/s = 2 T in out / time.
 #include "bench_linear.h"
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_util.h"
+#include "cpu/nn/blas_sgemm.h"
 #include "cpu/nn/linear.h"
 #include "model/synthetic_models.h"
 #include "parallel/thread_pool.h"
@@ -76,7 +79,11 @@ void add_bench_linear_options(CLI::App& cmd, BenchLinearOptions& o) {
   cmd.add_option("--proj", o.proj, "projections to time by name, e.g. mlp.down (default: all)");
   cmd.add_option("--seq", o.seq, "rows T of x (1 = decode)")->capture_default_str();
   cmd.add_option("--weights", o.weights, "weight dtypes: bf16, f16, f32")->capture_default_str();
-  cmd.add_flag("!--no-openblas", o.openblas, "skip the OpenBLAS rows");
+  cmd.add_flag("!--no-openblas", o.openblas, "skip the whole-matrix OpenBLAS rows (f32, its own threads)");
+  cmd.add_option("--fma-gemm", o.fma_gemm,
+                 "the GEMM of hanpu's FMA path (no matrix unit): auto (as a prefill picks), hanpu (its micro-kernel), "
+                 "both (side by side)")
+      ->capture_default_str();
   cmd.add_option("--threads", o.threads, "worker threads (0: HANPU_THREADS or all cores)")->capture_default_str();
   cmd.add_option("--repeats", o.repeats, "timed runs per row (median reported)")->capture_default_str();
   cmd.add_flag("--json", o.json, "one JSON object per row on stdout (progress on stderr)");
@@ -127,6 +134,19 @@ int run_bench_linear(const BenchLinearOptions& o) {
     std::printf("%-12s %-9s %-4s %-5s %5s %6s %5s %9s %8s %7s %8s\n", "proj", "impl", "unit", "wts", "in", "out",
                 "T", "median_ms", "GFLOP/s", "%peak", "wGB/s");
   }
+  // The FMA path's GEMM per row: OpenBLAS (true) or hanpu's micro-kernel (false).
+  cpu::blas_sgemm_enable(true);
+  const bool blas_ok = cpu::blas_sgemm_in_use();
+  std::vector<bool> gemms;
+  if (o.fma_gemm == "both") {
+    gemms = blas_ok ? std::vector<bool>{true, false} : std::vector<bool>{false};
+  } else if (o.fma_gemm == "hanpu" || o.fma_gemm == "auto") {
+    gemms = {o.fma_gemm == "auto" && blas_ok};
+  } else {
+    std::fprintf(stderr, "error: --fma-gemm %s: not auto, hanpu or both\n", o.fma_gemm.c_str());
+    return 2;
+  }
+  std::fprintf(info, "# FMA-path GEMM (unit blas / fma): %s\n", cpu::blas_sgemm_describe().c_str());
   std::mt19937 rng(11);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const std::vector<Projection> all = projections_of(*config);
@@ -146,34 +166,60 @@ int run_bench_linear(const BenchLinearOptions& o) {
       std::vector<float> x(static_cast<size_t>(T) * p.in), y(static_cast<size_t>(T) * p.out);
       for (float& v : x) v = normal(rng);
       const double flops = 2.0 * static_cast<double>(T) * p.in * p.out;
-      auto report = [&](const std::string& impl, DType wt, bool on_amx, const std::function<void()>& call) {
-        if (o.json) std::fprintf(stderr, "[%s] %s %s T=%ld\n", p.name.c_str(), impl.c_str(),
-                                 std::string(dtype_name(wt)).c_str(), T);
-        Timing tm;
-        const Status st = time_runs(o.repeats, threads, [&](std::vector<double>&, int64_t&) {
-          call();
-          return Status::Ok();
-        }, &tm);
-        if (!st.ok()) return;
-        const double gflops = flops / tm.median_ms / 1e6;
-        const double wbytes = static_cast<double>(p.in) * p.out * static_cast<double>(dtype_size(wt));
-        print_row({p.name, impl, on_amx ? "amx" : "fma", std::string(dtype_name(wt)), p.in, p.out, T, tm, gflops,
-                   100 * gflops / (on_amx ? amx.gflops : tm.peak_gflops), wbytes / tm.median_ms / 1e6},
-                  o.json);
+      // Rows timed side by side (interleaved rounds): each (weights dtype, FMA-path GEMM).
+      struct Candidate {
+        std::string impl, unit;
+        DType wt;
+        std::function<void()> call;
       };
+      std::vector<Candidate> cands;
+      std::vector<cpu::PackedLinear> packed;
+      packed.reserve(dtypes.size());
       for (DType wt : dtypes) {
-        const cpu::PackedLinear packed = cpu::PackedLinear::from_rows(w.data(), p.in, rows, wt);
+        packed.push_back(cpu::PackedLinear::from_rows(w.data(), p.in, rows, wt));
+        const cpu::PackedLinear* pw = &packed.back();
         const bool on_amx = wt == DType::kBF16 && T > 1 && cpu::linear_uses_amx();
-        report("hanpu", wt, on_amx, [&] { cpu::linear(x.data(), p.in, T, packed, y.data(), p.out, threads); });
+        const bool fma_path = !on_amx && !(T == 1 && wt != DType::kF32);  // else the GEMM choice is moot
+        for (bool use_blas : gemms) {
+          if (!fma_path && use_blas != gemms.front()) continue;
+          const bool runs_blas = use_blas && fma_path;
+          cands.push_back({"hanpu", on_amx ? "amx" : runs_blas ? "blas" : "fma", wt, [&, pw, use_blas] {
+                             cpu::blas_sgemm_enable(use_blas);
+                             cpu::linear(x.data(), p.in, T, *pw, y.data(), p.out, threads);
+                           }});
+        }
       }
 #ifdef HANPU_HAVE_OPENBLAS
-      if (openblas) {
-        report("openblas", DType::kF32, false, [&] {
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(T), p.out, p.in, 1.0f, x.data(),
-                      p.in, w.data(), p.in, 0.0f, y.data(), p.out);
-        });
+      if (openblas) {  // OpenBLAS as a user calls it: the whole product on its own threads
+        cands.push_back({"openblas", "fma", DType::kF32, [&] {
+                           cpu::blas_set_own_threads(threads);
+                           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(T), p.out, p.in,
+                                       1.0f, x.data(), p.in, w.data(), p.in, 0.0f, y.data(), p.out);
+                           cpu::blas_set_own_threads(1);
+                         }});
       }
 #endif
+      if (o.json) std::fprintf(stderr, "[%s] T=%ld\n", p.name.c_str(), T);
+      std::vector<TimedRun> runs;
+      for (const Candidate& c : cands) {
+        runs.push_back([&c](std::vector<double>&, int64_t&) {
+          c.call();
+          return Status::Ok();
+        });
+      }
+      std::vector<Timing> timings;
+      const bool ok = time_side_by_side(o.repeats, threads, runs, &timings);
+      cpu::blas_sgemm_enable(true);
+      if (!ok) return 1;
+      for (size_t i = 0; i < cands.size(); ++i) {
+        const Candidate& c = cands[i];
+        const Timing& tm = timings[i];
+        const double gflops = flops / tm.median_ms / 1e6;
+        const double wbytes = static_cast<double>(p.in) * p.out * static_cast<double>(dtype_size(c.wt));
+        print_row({p.name, c.impl, c.unit, std::string(dtype_name(c.wt)), p.in, p.out, T, tm, gflops,
+                   100 * gflops / (c.unit == "amx" ? amx.gflops : tm.peak_gflops), wbytes / tm.median_ms / 1e6},
+                  o.json);
+      }
     }
   }
   return 0;

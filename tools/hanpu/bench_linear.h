@@ -1,5 +1,6 @@
-// `hanpu bench linear`: the model's dense projections (y = x W^T) on hanpu's packed
-// micro-kernel, side by side with OpenBLAS's cblas_sgemm where the build found it.
+// `hanpu bench linear`: the model's dense projections (y = x W^T) as cpu::linear runs them
+// (AMX tiles, OpenBLAS in hanpu's units, or hanpu's micro-kernel), side by side with one
+// multi-threaded cblas_sgemm where the build found OpenBLAS.
 #pragma once
 
 #include <string>
@@ -15,6 +16,7 @@ struct BenchLinearOptions {
   std::vector<long> seq = {1, 1024};        // rows T of x (1: the decode GEMV; 1024: a prefill call)
   std::vector<std::string> weights = {"bf16", "f32"};
   bool openblas = true;                     // also time cblas_sgemm (f32 weights) when built with it
+  std::string fma_gemm = "both";            // auto, hanpu or both: the FMA path's GEMM (see cpu/nn/blas_sgemm.h)
   int threads = 0;
   int repeats = 5;
   bool json = false;

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "cpu/nn/blas_sgemm.h"
+
 namespace hanpu::cli {
 
 std::string human_bytes(int64_t b) {
@@ -24,7 +26,8 @@ FmaPeak print_machine_header(FILE* out, int threads) {
     std::fprintf(out, "# matrix unit: AMX bf16 tiles, measured peak %.1f GFLOP/s (%.1f per core): bf16 projections "
                  "of a prefill run on them (HANPU_AMX=0: on the FMA micro-kernel)\n", amx.gflops, amx.per_core_gflops);
   } else {
-    std::fprintf(out, "# matrix unit: none (%s): bf16 projections run on the FMA micro-kernel\n", amx.simd_target.c_str());
+    std::fprintf(out, "# matrix unit: none (%s): projections of a prefill run on %s\n", amx.simd_target.c_str(),
+                 cpu::blas_sgemm_describe().c_str());
   }
   return peak;
 }

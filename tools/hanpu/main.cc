@@ -15,6 +15,7 @@
 #include "hanpu/attn.h"
 #include "hanpu/la.h"
 #include "hanpu/machine.h"
+#include "cpu/nn/blas_sgemm.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"hanpu: hybrid-attention LLM kernels for edge hardware"};
@@ -137,6 +138,7 @@ int main(int argc, char** argv) {
       std::printf("matrix unit: AMX bf16 tiles, %.1f GFLOP/s (%.1f per core)\n", amx.gflops, amx.per_core_gflops);
     } else {
       std::printf("matrix unit: none (%s)\n", amx.simd_target.c_str());
+      std::printf("projections of a prefill: %s\n", hanpu::cpu::blas_sgemm_describe().c_str());
     }
     return 0;
   }

@@ -11,14 +11,15 @@
 //     HANPU_AMX=0) blocks are widened to fp32 for the FMA micro-kernel; decode widens in
 //     registers. One layout for the three, so the weights are held once.
 //
-// Why not OpenBLAS (Debian's 0.3.21, measured side by side by `hanpu bench linear`, see
-// docs/benchmarks.md "Projections"): bf16 weights, what checkpoints ship and the default,
-// run on the AMX tiles several times faster than any fp32 GEMM, and OpenBLAS has no bf16
-// GEMM in that build. With fp32 weights, cblas_sgemm given the right core type
-// (OPENBLAS_CORETYPE=SkylakeX here) is within about 0-20% of this kernel, ahead on the
-// larger shapes; left as it autodetects (Prescott on this CPU) it is 3-5x slower. It is not
-// used for fp32 either: its own thread pool would compete with hanpu's pinned workers, and
-// the fp32-weight path is the uncommon one.
+// OpenBLAS (Debian's 0.3.21), measured side by side by `hanpu bench linear`: bf16 weights,
+// what checkpoints ship and the default, run on the AMX tiles several times faster than any
+// fp32 GEMM, and OpenBLAS has no bf16 GEMM in that build, so cores with AMX never call it.
+// Without AMX (or with fp32 / f16 weights) each widened [512 x 256] weight block is
+// multiplied by OpenBLAS's sgemm where it runs AVX2-or-wider kernels, one call per unit on
+// hanpu's own workers (its threads off): 1.3-1.5x hanpu's micro-kernel on the 0.8B's shapes
+// on an AVX2 Zen 3 core (docs/benchmarks.md "Projections without a matrix unit"). Where it
+// detects an old core (Prescott on the Sapphire-Rapids-class VM, 3-5x slower) or HANPU_BLAS=0,
+// the micro-kernel runs them (blas_sgemm.h decides).
 #pragma once
 
 #include <cstddef>

@@ -29,8 +29,9 @@ FmaPeak measure_amx_peak(int threads, double ms = 100, int repeats = 5);
 // operands in L1/L2), all threads, GFLOP/s: what the planned matrix unit reaches.
 double measure_gemm_gflops(int threads, double ms = 100);
 
-// DRAM read bandwidth, GB/s: every worker streams its own slice of a buffer far larger than
-// the caches (`bytes` in all), best of `repeats`. The bound decode is measured against.
+// DRAM read bandwidth, GB/s: every worker reads its own slice of a buffer far larger than
+// the caches (`bytes` in all) as 8 lockstep streams, best of `repeats`. The bound decode is
+// measured against.
 double measure_memory_read_gbps(int threads, size_t bytes = size_t{1} << 30, int repeats = 3);
 
 // Column tile of the micro-kernel and its SIMD target, for printing.

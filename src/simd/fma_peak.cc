@@ -1,4 +1,4 @@
-// FMA throughput probe (see fma_peak.h), per Highway target.
+// FMA throughput and streaming-read probes (see fma_peak.h), per Highway target.
 #include "simd/fma_peak.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -27,12 +27,31 @@ double FmaLoop(int64_t iterations) {
   return 2.0 * kChains * static_cast<double>(hn::Lanes(d)) * static_cast<double>(iterations);
 }
 
+float ReadStreams(const float* HWY_RESTRICT x, size_t n) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  const size_t NL = hn::Lanes(d);
+  const size_t per = n / kReadStreams / NL * NL;  // each stream's whole vectors
+  V acc[kReadStreams];
+  for (int s = 0; s < kReadStreams; ++s) acc[s] = hn::Zero(d);
+  for (size_t i = 0; i < per; i += NL) {
+    for (int s = 0; s < kReadStreams; ++s) acc[s] = hn::Add(acc[s], hn::LoadU(d, x + s * per + i));
+  }
+  V sum = acc[0];
+  for (int s = 1; s < kReadStreams; ++s) sum = hn::Add(sum, acc[s]);
+  float total = hn::GetLane(hn::SumOfLanes(d, sum));
+  for (size_t i = kReadStreams * per; i < n; ++i) total += x[i];  // what the streams left
+  return total;
+}
+
 }  // namespace hanpu::simd::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 namespace hanpu::simd {
 HWY_EXPORT(FmaLoop);
+HWY_EXPORT(ReadStreams);
 double fma_loop(int64_t iterations) { return HWY_DYNAMIC_DISPATCH(FmaLoop)(iterations); }
+float read_streams(const float* x, size_t n) { return HWY_DYNAMIC_DISPATCH(ReadStreams)(x, n); }
 }  // namespace hanpu::simd
 #endif

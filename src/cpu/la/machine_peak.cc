@@ -11,7 +11,6 @@
 #include "simd/amx.h"
 #include "simd/fma_peak.h"
 #include "simd/gemm.h"
-#include "simd/vec_ops.h"
 
 namespace hanpu {
 
@@ -96,7 +95,7 @@ double measure_memory_read_gbps(int threads, size_t bytes, int repeats) {
   std::vector<float> sink(P);
   for (int r = 0; r < repeats; ++r) {
     Timer t;
-    pool.run_on_all([&](int w) { sink[w] = simd::sum_squares(slices[w].data(), per); });
+    pool.run_on_all([&](int w) { sink[w] = simd::read_streams(slices[w].data(), per); });
     best = std::max(best, static_cast<double>(per) * P * sizeof(float) / (t.ms() / 1e3) / 1e9);
   }
   return best;

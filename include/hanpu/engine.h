@@ -56,6 +56,9 @@ struct GenerateStats {
   // MLP or MoE blocks, the rest; and the LA / attention kernels alone.
   double la_ms = 0, attn_ms = 0, mlp_ms = 0, other_ms = 0;
   double la_kernel_ms = 0, attn_kernel_ms = 0;
+  // The same split of the decode steps' forward calls (sampling is the rest of decode_ms).
+  double decode_la_ms = 0, decode_attn_ms = 0, decode_mlp_ms = 0, decode_other_ms = 0;
+  double decode_la_kernel_ms = 0, decode_attn_kernel_ms = 0;
   std::string stop_reason;  // "eos", "max_tokens"
   std::string kv_cache;     // the KV caches' dtype the run used ("auto" resolved)
 };

@@ -248,6 +248,7 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
   std::string pending;
   s.stop_reason = "max_tokens";
   int last_token = -1;
+  model::ForwardProfile decode_prof;
   const auto t1 = std::chrono::steady_clock::now();
   for (int step = 0; step < o.max_tokens; ++step) {
     const int tok = sampler.sample(logits);
@@ -266,10 +267,16 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
         pending.erase(0, n);
       }
     }
-    if (step + 1 < o.max_tokens) HANPU_RETURN_IF_ERROR(m.forward(&tok, 1, &state, fo, &logits));
+    if (step + 1 < o.max_tokens) HANPU_RETURN_IF_ERROR(m.forward(&tok, 1, &state, fo, &logits, &decode_prof));
   }
   if (on_text && !pending.empty()) on_text(pending);
   s.decode_ms = ms_since(t1);
+  s.decode_la_ms = decode_prof.la_ms;
+  s.decode_attn_ms = decode_prof.attn_ms;
+  s.decode_mlp_ms = decode_prof.mlp_ms;
+  s.decode_other_ms = decode_prof.other_ms;
+  s.decode_la_kernel_ms = decode_prof.la_kernel_ms;
+  s.decode_attn_kernel_ms = decode_prof.attn_kernel_ms;
   if (!o.save_state.empty()) {
     // The last generated token was sampled but not yet run through the model.
     if (s.stop_reason == "max_tokens" && s.generated_tokens > 0) {

@@ -135,6 +135,9 @@ int run_model(const RunOptions& o) {
                      {"la_ms", s.la_ms},             {"attn_ms", s.attn_ms},
                      {"mlp_ms", s.mlp_ms},           {"other_ms", s.other_ms},
                      {"la_kernel_ms", s.la_kernel_ms}, {"attn_kernel_ms", s.attn_kernel_ms},
+                     {"decode_la_ms", s.decode_la_ms}, {"decode_attn_ms", s.decode_attn_ms},
+                     {"decode_mlp_ms", s.decode_mlp_ms}, {"decode_other_ms", s.decode_other_ms},
+                     {"decode_la_kernel_ms", s.decode_la_kernel_ms}, {"decode_attn_kernel_ms", s.decode_attn_kernel_ms},
                      {"stop", s.stop_reason},
                      {"weights", info.weight_dtype},  {"amx", on_tiles}, {"kv_cache", s.kv_cache}};
     std::printf("%s\n", j.dump().c_str());
@@ -148,6 +151,15 @@ int run_model(const RunOptions& o) {
   std::printf("decode:  %lld tokens in %.1f ms = %.1f tokens/s  (stop: %s; LA strategy %s; KV cache %s)\n",
               static_cast<long long>(s.generated_tokens), s.decode_ms, decode_tps, s.stop_reason.c_str(),
               g.la_strategy.c_str(), s.kv_cache.c_str());
+  if (s.decode_ms > 0 && decode_steps > 0) {  // shares of decode_ms: the rest is sampling and streaming
+    const double d = s.decode_ms;
+    std::printf("         LA layers %.0f%%, attention %.0f%%, MLP %.0f%%, norms and head %.0f%%, sampling and the rest "
+                "%.0f%%; the LA kernel alone %.0f%%, attention kernel %.0f%%\n",
+                100 * s.decode_la_ms / d, 100 * s.decode_attn_ms / d, 100 * s.decode_mlp_ms / d,
+                100 * s.decode_other_ms / d,
+                100 * (d - s.decode_la_ms - s.decode_attn_ms - s.decode_mlp_ms - s.decode_other_ms) / d,
+                100 * s.decode_la_kernel_ms / d, 100 * s.decode_attn_kernel_ms / d);
+  }
   return 0;
 }
 

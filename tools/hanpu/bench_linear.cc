@@ -179,7 +179,9 @@ int run_bench_linear(const BenchLinearOptions& o) {
         packed.push_back(cpu::PackedLinear::from_rows(w.data(), p.in, rows, wt));
         const cpu::PackedLinear* pw = &packed.back();
         const bool on_amx = wt == DType::kBF16 && T > 1 && cpu::linear_uses_amx();
-        const bool fma_path = !on_amx && !(T == 1 && wt != DType::kF32);  // else the GEMM choice is moot
+        // Where the GEMM choice is moot: the AMX tiles, the 16-bit GEMV, units OpenBLAS does not take.
+        const bool fma_path = !on_amx && !(T == 1 && wt != DType::kF32) && T >= cpu::kLinearBlasMinRows &&
+                              std::min(p.out, cpu::kLinearPanel) >= cpu::kLinearBlasMinCols;
         for (bool use_blas : gemms) {
           if (!fma_path && use_blas != gemms.front()) continue;
           const bool runs_blas = use_blas && fma_path;

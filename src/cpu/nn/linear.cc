@@ -88,9 +88,7 @@ bool linear_uses_amx() { return simd::amx_bf16_usable(); }
 namespace {
 
 constexpr int kStripsPerPanel = kLinearPanel / kPairStripCols;
-// Fewer rows than this stay on the micro-kernel: there OpenBLAS's packing outweighs the product
-// (bf16 mlp.down at T 4: 1.76 ms against 1.41; at T 16 it is ahead; `hanpu bench linear`).
-constexpr int64_t kBlasMinRows = 16;
+
 
 // Runs body(out, panel, row_begin, row_end) for every unit (panel of one projection, row
 // range) of `outs` on the pool. Units are claimed from a shared counter rather than dealt:
@@ -183,7 +181,7 @@ void fma_unit(const float* x, int64_t ldx, const LinearOut& o, int p, int64_t r0
     }
     const float beta = k0 == 0 ? 0.0f : 1.0f;
     float* y = o.y + p * kLinearPanel;
-    if (blas && r1 - r0 >= kBlasMinRows) {  // OpenBLAS packs and blocks the slice itself: all rows in one call
+    if (blas && r1 - r0 >= kLinearBlasMinRows && n >= kLinearBlasMinCols) {  // OpenBLAS packs and blocks the slice itself: all rows in one call
       blas_sgemm(static_cast<int>(r1 - r0), n, kd, x + r0 * ldx + k0, ldx, b, ldb, y + r0 * o.ldy, o.ldy, beta);
       continue;
     }

@@ -69,6 +69,12 @@ struct PackedLinear {
 
 inline constexpr int64_t kLinearRowSlab = 192;  // rows of x per micro-kernel call (a multiple of 32)
 
+// Units smaller than these stay on the micro-kernel where OpenBLAS is in use: there its packing
+// outweighs the product (`hanpu bench linear` on a Zen 3 VM: bf16 mlp.down at T 4, 1.76 ms against
+// 1.41, ahead from T 16; the 16-column gdn.in_b at T 1024, 0.83 ms against 0.55).
+inline constexpr int64_t kLinearBlasMinRows = 16;
+inline constexpr int kLinearBlasMinCols = 64;
+
 // Row ranges a panel is cut into so there are at least 4 units (panel, row range) per core
 // to claim, whole 192-row slabs each. Example: T = 1024 (6 slabs), 4 panels, 2 cores -> 2;
 // 24 panels -> 1; T = 100 -> 1.
@@ -77,8 +83,9 @@ int linear_row_ranges(int64_t T, int panels, int cores);
 // y[T, out] (leading dim ldy) = x[T, in] (leading dim ldx) W^T. Units (panel, row range)
 // are claimed by `threads` cores (0: the default pool) from a shared counter (with
 // HANPU_BALANCE=0 dealt round-robin instead, core c taking units c, c + P, ...). On the FMA
-// path a unit walks its panel in 512-deep slices, each slice against every 192-row slab of
-// its rows, so the B block stays in L2 while x streams by; on the AMX path it walks its
+// path a unit walks its panel in 512-deep slices, each slice multiplied by one OpenBLAS call
+// over all its rows (blas_sgemm.h; 16 rows or more) or by the micro-kernel against every
+// 192-row slab of them, so the B block stays in L2 while x streams by; on the AMX path it walks its
 // strips, each against every 32-row block of its rows.
 void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy, int threads);
 

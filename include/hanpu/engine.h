@@ -48,17 +48,20 @@ struct GenerateOptions {
   std::string save_state;
 };
 
+// Forward time by part of the model: whole LA / attention blocks (projections included), MLP
+// or MoE blocks, the rest (embedding, norms, the LM head); and the LA / attention kernels alone.
+struct TimeSplit {
+  double la_ms = 0, attn_ms = 0, mlp_ms = 0, other_ms = 0;
+  double la_kernel_ms = 0, attn_kernel_ms = 0;
+  double total_ms() const { return la_ms + attn_ms + mlp_ms + other_ms; }
+};
+
 struct GenerateStats {
   int64_t prompt_tokens = 0, generated_tokens = 0;
   int64_t resumed_tokens = 0;  // tokens of the resumed sequence before this prompt
   double prefill_ms = 0, decode_ms = 0;
-  // Prefill time by part of the model: whole LA / attention blocks (projections included),
-  // MLP or MoE blocks, the rest; and the LA / attention kernels alone.
-  double la_ms = 0, attn_ms = 0, mlp_ms = 0, other_ms = 0;
-  double la_kernel_ms = 0, attn_kernel_ms = 0;
-  // The same split of the decode steps' forward calls (sampling is the rest of decode_ms).
-  double decode_la_ms = 0, decode_attn_ms = 0, decode_mlp_ms = 0, decode_other_ms = 0;
-  double decode_la_kernel_ms = 0, decode_attn_kernel_ms = 0;
+  TimeSplit prefill_split;  // of the prefill's forward calls
+  TimeSplit decode_split;   // of the decode steps' forward calls (sampling is the rest of decode_ms)
   std::string stop_reason;  // "eos", "max_tokens"
   std::string kv_cache;     // the KV caches' dtype the run used ("auto" resolved)
 };

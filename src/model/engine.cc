@@ -22,6 +22,10 @@ namespace hanpu {
 
 namespace {
 
+TimeSplit split_of(const model::ForwardProfile& p) {
+  return {p.la_ms, p.attn_ms, p.mlp_ms, p.other_ms, p.la_kernel_ms, p.attn_kernel_ms};
+}
+
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -237,12 +241,7 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
     if (on_progress) on_progress(i + n, s.prompt_tokens);
   }
   s.prefill_ms = ms_since(t0);
-  s.la_ms = prof.la_ms;
-  s.attn_ms = prof.attn_ms;
-  s.mlp_ms = prof.mlp_ms;
-  s.other_ms = prof.other_ms;
-  s.la_kernel_ms = prof.la_kernel_ms;
-  s.attn_kernel_ms = prof.attn_kernel_ms;
+  s.prefill_split = split_of(prof);
   model::Sampler sampler({o.temperature, o.top_k, o.top_p, o.seed});
   const auto& eos = m.config().eos_token_ids;
   std::string pending;
@@ -271,12 +270,7 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
   }
   if (on_text && !pending.empty()) on_text(pending);
   s.decode_ms = ms_since(t1);
-  s.decode_la_ms = decode_prof.la_ms;
-  s.decode_attn_ms = decode_prof.attn_ms;
-  s.decode_mlp_ms = decode_prof.mlp_ms;
-  s.decode_other_ms = decode_prof.other_ms;
-  s.decode_la_kernel_ms = decode_prof.la_kernel_ms;
-  s.decode_attn_kernel_ms = decode_prof.attn_kernel_ms;
+  s.decode_split = split_of(decode_prof);
   if (!o.save_state.empty()) {
     // The last generated token was sampled but not yet run through the model.
     if (s.stop_reason == "max_tokens" && s.generated_tokens > 0) {

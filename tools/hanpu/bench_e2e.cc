@@ -126,7 +126,8 @@ int run_bench_e2e(const BenchE2eOptions& o) {
           for (const auto& x : runs) dec.push_back(x.decode_ms);
           std::sort(dec.begin(), dec.end());
           const double decode_ms = dec[dec.size() / 2];
-          const double part = s.la_ms + s.attn_ms + s.mlp_ms + s.other_ms;
+          const TimeSplit& sp = s.prefill_split;
+          const double part = sp.total_ms();
           const double prefill_tps = T / (s.prefill_ms / 1e3);
           const int steps = std::max(0, o.decode_tokens - 1);  // the first token comes from the prefill
           const double decode_tps = steps > 0 ? steps / (decode_ms / 1e3) : 0.0;
@@ -136,10 +137,10 @@ int run_bench_e2e(const BenchE2eOptions& o) {
             nlohmann::json j{{"model", name},          {"la", la},
                              {"T", T},                 {"threads", o.threads},
                              {"prefill_ms", s.prefill_ms}, {"prefill_tokens_per_s", prefill_tps},
-                             {"decode_tokens_per_s", decode_tps}, {"la_share", s.la_ms / part},
-                             {"attn_share", s.attn_ms / part},   {"mlp_share", s.mlp_ms / part},
+                             {"decode_tokens_per_s", decode_tps}, {"la_share", sp.la_ms / part},
+                             {"attn_share", sp.attn_ms / part},   {"mlp_share", sp.mlp_ms / part},
                              {"peak_rss_bytes", rss},  {"parameters", ei.parameters},
-                             {"la_kernel_share", s.la_kernel_ms / part}, {"attn_kernel_share", s.attn_kernel_ms / part},
+                             {"la_kernel_share", sp.la_kernel_ms / part}, {"attn_kernel_share", sp.attn_kernel_ms / part},
                              {"decode_pct_of_bound", 100 * decode_tps / bound_tps}, {"memory_gbps", mem_gbps},
                              {"weights", ei.weight_dtype}, {"kv_cache", kvs[ki]},
                              {"amx", ei.weight_dtype == "bf16" && amx_bf16_in_use()}};  // prefill projections on the tiles
@@ -147,8 +148,8 @@ int run_bench_e2e(const BenchE2eOptions& o) {
           } else {
             std::printf("%-16s %-10s %-4s %6ld %10.1f %11.1f %10.2f %6.0f%% %5.1f%% %5.1f%% %5.1f%% %7.1f%% %7.1f%% %9s\n",
                         name.c_str(), la.c_str(), kvs[ki].c_str(), T, s.prefill_ms, prefill_tps, decode_tps, 100 * decode_tps / bound_tps,
-                        100 * s.la_ms / part, 100 * s.attn_ms / part, 100 * s.mlp_ms / part, 100 * s.la_kernel_ms / part,
-                        100 * s.attn_kernel_ms / part, human_bytes(rss).c_str());
+                        100 * sp.la_ms / part, 100 * sp.attn_ms / part, 100 * sp.mlp_ms / part, 100 * sp.la_kernel_ms / part,
+                        100 * sp.attn_kernel_ms / part, human_bytes(rss).c_str());
           }
           std::fflush(stdout);
         }

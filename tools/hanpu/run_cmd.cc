@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "hanpu/engine.h"
@@ -13,6 +15,20 @@
 #include "hanpu/machine.h"
 
 namespace hanpu::cli {
+
+namespace {
+
+// "LA layers 42%, attention 10%, MLP 46%, rest 1%; the LA kernel alone 6%, attention kernel 1%":
+// shares of total_ms; `other` names the split's other_ms.
+std::string describe_split(const TimeSplit& t, double total_ms, const char* other) {
+  const double f = total_ms > 0 ? 100 / total_ms : 0;
+  return fmt::format("LA layers {:.0f}%, attention {:.0f}%, MLP {:.0f}%, {} {:.0f}%; the LA kernel alone {:.0f}%, "
+                     "attention kernel {:.0f}%",
+                     f * t.la_ms, f * t.attn_ms, f * t.mlp_ms, other, f * t.other_ms, f * t.la_kernel_ms,
+                     f * t.attn_kernel_ms);
+}
+
+}  // namespace
 
 void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_option("--model", o.model, "checkpoint folder (config.json, *.safetensors, tokenizer.json)");
@@ -126,39 +142,30 @@ int run_model(const RunOptions& o) {
   const double prefill_tps = s.prompt_tokens / (s.prefill_ms / 1e3);
   const int64_t decode_steps = s.generated_tokens > 0 ? s.generated_tokens - (s.stop_reason == "eos" ? 0 : 1) : 0;
   const double decode_tps = decode_steps > 0 ? decode_steps / (s.decode_ms / 1e3) : 0.0;
-  const double part = s.la_ms + s.attn_ms + s.mlp_ms + s.other_ms;
   if (o.json) {
+    auto split_json = [](const TimeSplit& t) {
+      return nlohmann::json{{"la_ms", t.la_ms},   {"attn_ms", t.attn_ms},           {"mlp_ms", t.mlp_ms},
+                            {"other_ms", t.other_ms}, {"la_kernel_ms", t.la_kernel_ms}, {"attn_kernel_ms", t.attn_kernel_ms}};
+    };
     nlohmann::json j{{"model", info.name},           {"la", g.la_strategy},
                      {"prompt_tokens", s.prompt_tokens}, {"generated_tokens", s.generated_tokens},
                      {"prefill_ms", s.prefill_ms},   {"prefill_tokens_per_s", prefill_tps},
                      {"decode_ms", s.decode_ms},     {"decode_tokens_per_s", decode_tps},
-                     {"la_ms", s.la_ms},             {"attn_ms", s.attn_ms},
-                     {"mlp_ms", s.mlp_ms},           {"other_ms", s.other_ms},
-                     {"la_kernel_ms", s.la_kernel_ms}, {"attn_kernel_ms", s.attn_kernel_ms},
-                     {"decode_la_ms", s.decode_la_ms}, {"decode_attn_ms", s.decode_attn_ms},
-                     {"decode_mlp_ms", s.decode_mlp_ms}, {"decode_other_ms", s.decode_other_ms},
-                     {"decode_la_kernel_ms", s.decode_la_kernel_ms}, {"decode_attn_kernel_ms", s.decode_attn_kernel_ms},
+                     {"prefill_split", split_json(s.prefill_split)}, {"decode_split", split_json(s.decode_split)},
                      {"stop", s.stop_reason},
                      {"weights", info.weight_dtype},  {"amx", on_tiles}, {"kv_cache", s.kv_cache}};
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
-  std::printf("--\nprefill: %lld tokens in %.1f ms = %.1f tokens/s  (LA layers %.0f%%, attention %.0f%%, MLP %.0f%%, rest %.0f%%;"
-              " the LA kernel alone %.0f%%, attention kernel %.0f%%)\n",
-              static_cast<long long>(s.prompt_tokens), s.prefill_ms, prefill_tps, 100 * s.la_ms / part,
-              100 * s.attn_ms / part, 100 * s.mlp_ms / part, 100 * s.other_ms / part, 100 * s.la_kernel_ms / part,
-              100 * s.attn_kernel_ms / part);
+  std::printf("--\nprefill: %lld tokens in %.1f ms = %.1f tokens/s  (%s)\n", static_cast<long long>(s.prompt_tokens),
+              s.prefill_ms, prefill_tps, describe_split(s.prefill_split, s.prefill_split.total_ms(), "rest").c_str());
   std::printf("decode:  %lld tokens in %.1f ms = %.1f tokens/s  (stop: %s; LA strategy %s; KV cache %s)\n",
               static_cast<long long>(s.generated_tokens), s.decode_ms, decode_tps, s.stop_reason.c_str(),
               g.la_strategy.c_str(), s.kv_cache.c_str());
-  if (s.decode_ms > 0 && decode_steps > 0) {  // shares of decode_ms: the rest is sampling and streaming
-    const double d = s.decode_ms;
-    std::printf("         LA layers %.0f%%, attention %.0f%%, MLP %.0f%%, norms and head %.0f%%, sampling and the rest "
-                "%.0f%%; the LA kernel alone %.0f%%, attention kernel %.0f%%\n",
-                100 * s.decode_la_ms / d, 100 * s.decode_attn_ms / d, 100 * s.decode_mlp_ms / d,
-                100 * s.decode_other_ms / d,
-                100 * (d - s.decode_la_ms - s.decode_attn_ms - s.decode_mlp_ms - s.decode_other_ms) / d,
-                100 * s.decode_la_kernel_ms / d, 100 * s.decode_attn_kernel_ms / d);
+  if (decode_steps > 0 && s.decode_ms > 0) {  // shares of decode_ms: what the forward calls leave is sampling
+    std::printf("         (%s; sampling and the rest %.0f%%)\n",
+                describe_split(s.decode_split, s.decode_ms, "norms and head").c_str(),
+                100 * (s.decode_ms - s.decode_split.total_ms()) / s.decode_ms);
   }
   return 0;
 }

@@ -89,7 +89,6 @@ namespace {
 
 constexpr int kStripsPerPanel = kLinearPanel / kPairStripCols;
 
-
 // Runs body(out, panel, row_begin, row_end) for every unit (panel of one projection, row
 // range) of `outs` on the pool. Units are claimed from a shared counter rather than dealt:
 // a core slowed by other load (or a LITTLE core) simply claims fewer, where a fixed deal
@@ -181,7 +180,8 @@ void fma_unit(const float* x, int64_t ldx, const LinearOut& o, int p, int64_t r0
     }
     const float beta = k0 == 0 ? 0.0f : 1.0f;
     float* y = o.y + p * kLinearPanel;
-    if (blas && r1 - r0 >= kLinearBlasMinRows && n >= kLinearBlasMinCols) {  // OpenBLAS packs and blocks the slice itself: all rows in one call
+    // OpenBLAS packs and blocks the slice itself: all of the unit's rows in one call.
+    if (blas && r1 - r0 >= kLinearBlasMinRows && n >= kLinearBlasMinCols) {
       blas_sgemm(static_cast<int>(r1 - r0), n, kd, x + r0 * ldx + k0, ldx, b, ldb, y + r0 * o.ldy, o.ldy, beta);
       continue;
     }

@@ -1,6 +1,7 @@
 // The projection (fp32 and f16 panels, bf16 pairs; AMX where the machine has it, and the
 // same binary run with HANPU_AMX=0 by CTest for the FMA path) against a double-precision
-// product: odd shapes (panels narrower than 256, depth slices not multiples of 512, padded
+// product: odd shapes (panels narrower than 256, depth slices not multiples of 512, units of
+// several panels with a shorter last one (1300 columns: 4 + 2 panels on OpenBLAS), padded
 // pairs blocks), strided x and y, 1 and 2 threads, poisoned outputs; short convolution and
 // SwiGLU over cores against the same loops.
 #include <gtest/gtest.h>
@@ -28,7 +29,8 @@ TEST_P(LinearDtype, MatchesDoubleOnOddShapes) {
     int64_t T;
     int in, out;
   };
-  for (const Shape s : {Shape{1, 1, 1}, {3, 17, 5}, {7, 100, 300}, {200, 513, 257}, {33, 1100, 16}, {1, 64, 1000}, {1000, 70, 40}}) {
+  for (const Shape s : {Shape{1, 1, 1}, {3, 17, 5}, {7, 100, 300}, {200, 513, 257}, {33, 1100, 16}, {1, 64, 1000}, {1000, 70, 40},
+                       {40, 96, 1300}}) {
     std::vector<float> w(static_cast<size_t>(s.out) * s.in);
     for (float& x : w) x = static_cast<float>(rng.normal());
     // Output columns from a permutation of W's rows, as the Qwen3-Next regrouping does.

@@ -1,7 +1,7 @@
 // The projection (fp32 and f16 panels, bf16 pairs; AMX where the machine has it, and the
 // same binary run with HANPU_AMX=0 by CTest for the FMA path) against a double-precision
-// product: odd shapes (panels narrower than 256, depth slices not multiples of 512, units of
-// several panels with a shorter last one (1300 columns: 4 + 2 panels on OpenBLAS), padded
+// product: odd shapes (panels narrower than 256, depth slices not multiples of 512, six panels
+// with a short last one, padded
 // pairs blocks), strided x and y, 1 and 2 threads, poisoned outputs; short convolution and
 // SwiGLU over cores against the same loops.
 #include <gtest/gtest.h>

@@ -178,14 +178,14 @@ int run_bench_linear(const BenchLinearOptions& o) {
       for (DType wt : dtypes) {
         packed.push_back(cpu::PackedLinear::from_rows(w.data(), p.in, rows, wt));
         const cpu::PackedLinear* pw = &packed.back();
-        const bool on_amx = wt == DType::kBF16 && T > 1 && cpu::linear_uses_amx();
-        // Where the GEMM choice is moot: the AMX tiles, the 16-bit GEMV, units OpenBLAS does not take.
-        const bool fma_path = !on_amx && !(T == 1 && wt != DType::kF32) && T >= cpu::kLinearBlasMinRows &&
-                              std::min(p.out, cpu::kLinearPanel) >= cpu::kLinearBlasMinCols;
         for (bool use_blas : gemms) {
-          if (!fma_path && use_blas != gemms.front()) continue;
-          const bool runs_blas = use_blas && fma_path;
-          cands.push_back({"hanpu", on_amx ? "amx" : runs_blas ? "blas" : "fma", wt, [&, pw, use_blas] {
+          cpu::blas_sgemm_enable(use_blas);
+          const std::string unit = cpu::linear_kernel_name(*pw, T);
+          // The GEMM choice is moot on the AMX tiles, the GEMV and units OpenBLAS does not take.
+          if (std::any_of(cands.begin(), cands.end(), [&](const Candidate& c) { return c.wt == wt && c.unit == unit; })) {
+            continue;
+          }
+          cands.push_back({"hanpu", unit, wt, [&, pw, use_blas] {
                              cpu::blas_sgemm_enable(use_blas);
                              cpu::linear(x.data(), p.in, T, *pw, y.data(), p.out, threads);
                            }});

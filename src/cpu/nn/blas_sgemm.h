@@ -4,8 +4,8 @@
 // Why a library here: a projection is a big plain GEMM, the job a BLAS is made for. hanpu's
 // own micro-kernel (simd/gemm.h) reads its B operand unpacked, which suits the LA chunk's
 // planned 16-128-row operands; on a projection's [512 x 256] weight blocks OpenBLAS's packed
-// kernels ran 1.3-1.5x faster on an AVX2 Zen 3 core (`hanpu bench linear --blas both`,
-// docs/benchmarks.md "Projections without a matrix unit"). Used only where OpenBLAS runs
+// kernels ran 1.17-1.30x faster on an AVX2 Zen 3 core (`hanpu bench linear --fma-gemm both`,
+// docs/benchmarks.md "On an AVX2 core without a matrix unit"). Used only where OpenBLAS runs
 // kernels of AVX2 or wider: Debian's 0.3.21 takes cores it does not know for Prescott (SSE3)
 // and is then several times slower than hanpu's kernel.
 #pragma once
@@ -19,8 +19,8 @@ namespace hanpu::cpu {
 // AVX2-or-wider kernels, and HANPU_BLAS is not 0. Decided once per process.
 bool blas_sgemm_in_use();
 
-// What blas_sgemm_in_use() decided, with the reason: e.g. "OpenBLAS 0.3.21 (Zen kernels)"
-// or "hanpu's micro-kernel (OpenBLAS detected Prescott: SSE3 kernels)".
+// What blas_sgemm_in_use() decided, with the reason: e.g. "OpenBLAS sgemm (Zen kernels)" or
+// "hanpu's micro-kernel (OpenBLAS detected Prescott: no AVX2 kernels)".
 std::string blas_sgemm_describe();
 
 // C[M, N] = A[M, K] B[K, N] + beta C, all row-major with the given leading dimensions, on

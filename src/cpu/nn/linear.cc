@@ -89,6 +89,14 @@ namespace {
 
 constexpr int kStripsPerPanel = kLinearPanel / kPairStripCols;
 
+// Units smaller than these stay on the micro-kernel where OpenBLAS is in use: there its packing
+// outweighs the product (`hanpu bench linear` on a Zen 3 VM: bf16 mlp.down at T 4, 1.76 ms against
+// 1.41, ahead from T 16; the 16-column gdn.in_b at T 1024, 0.83 ms against 0.55).
+constexpr int64_t kBlasMinRows = 16;
+constexpr int kBlasMinCols = 64;
+
+bool blas_takes(bool blas, int64_t rows, int cols) { return blas && rows >= kBlasMinRows && cols >= kBlasMinCols; }
+
 // Runs body(out, panel, row_begin, row_end) for every unit (panel of one projection, row
 // range) of `outs` on the pool. Units are claimed from a shared counter rather than dealt:
 // a core slowed by other load (or a LITTLE core) simply claims fewer, where a fixed deal
@@ -181,7 +189,7 @@ void fma_unit(const float* x, int64_t ldx, const LinearOut& o, int p, int64_t r0
     const float beta = k0 == 0 ? 0.0f : 1.0f;
     float* y = o.y + p * kLinearPanel;
     // OpenBLAS packs and blocks the slice itself: all of the unit's rows in one call.
-    if (blas && r1 - r0 >= kLinearBlasMinRows && n >= kLinearBlasMinCols) {
+    if (blas_takes(blas, r1 - r0, n)) {
       blas_sgemm(static_cast<int>(r1 - r0), n, kd, x + r0 * ldx + k0, ldx, b, ldb, y + r0 * o.ldy, o.ldy, beta);
       continue;
     }
@@ -240,6 +248,16 @@ void linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<Linea
       });
     }
   }
+}
+
+const char* linear_kernel_name(const PackedLinear& w, int64_t T) {
+  switch (path_of(w, T)) {
+    case Path::kGemv: return "gemv";
+    case Path::kAmx: return "amx";
+    case Path::kFma: break;
+  }
+  // Row ranges are whole 192-row slabs, so a unit has min(T, 192) rows (the last may have fewer).
+  return blas_takes(blas_sgemm_in_use(), std::min<int64_t>(T, kLinearRowSlab), w.panel_cols(0)) ? "blas" : "fma";
 }
 
 void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy, int threads) {

@@ -17,7 +17,7 @@
 // Without AMX (or with fp32 / f16 weights) each widened [512 x 256] weight block is
 // multiplied by OpenBLAS's sgemm where it runs AVX2-or-wider kernels, one call per unit on
 // hanpu's own workers (its threads off): 1.3-1.5x hanpu's micro-kernel on the 0.8B's shapes
-// on an AVX2 Zen 3 core (docs/benchmarks.md "Projections without a matrix unit"). Where it
+// on an AVX2 Zen 3 core (docs/benchmarks.md "On an AVX2 core without a matrix unit"). Where it
 // detects an old core (Prescott on the Sapphire-Rapids-class VM, 3-5x slower) or HANPU_BLAS=0,
 // the micro-kernel runs them (blas_sgemm.h decides).
 #pragma once
@@ -69,12 +69,6 @@ struct PackedLinear {
 
 inline constexpr int64_t kLinearRowSlab = 192;  // rows of x per micro-kernel call (a multiple of 32)
 
-// Units smaller than these stay on the micro-kernel where OpenBLAS is in use: there its packing
-// outweighs the product (`hanpu bench linear` on a Zen 3 VM: bf16 mlp.down at T 4, 1.76 ms against
-// 1.41, ahead from T 16; the 16-column gdn.in_b at T 1024, 0.83 ms against 0.55).
-inline constexpr int64_t kLinearBlasMinRows = 16;
-inline constexpr int kLinearBlasMinCols = 64;
-
 // Row ranges a panel is cut into so there are at least 4 units (panel, row range) per core
 // to claim, whole 192-row slabs each. Example: T = 1024 (6 slabs), 4 panels, 2 cores -> 2;
 // 24 panels -> 1; T = 100 -> 1.
@@ -88,6 +82,11 @@ int linear_row_ranges(int64_t T, int panels, int cores);
 // 192-row slab of them, so the B block stays in L2 while x streams by; on the AMX path it walks its
 // strips, each against every 32-row block of its rows.
 void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy, int threads);
+
+// The kernel linear() runs w's units on for T rows, as `hanpu bench linear` labels its rows:
+// "gemv" (one row of 16-bit weights), "amx", "blas" (OpenBLAS, blas_sgemm.h) or "fma" (the
+// micro-kernel). Units of fewer rows or columns than OpenBLAS takes (see linear.cc) say "fma".
+const char* linear_kernel_name(const PackedLinear& w, int64_t T);
 
 // Several projections of the same x (a GDN layer's qkv, z, b and a): one pass rounding x
 // to bf16 for the tiles, one pool dispatch whose units span them all (so the 16-column ones

@@ -4,6 +4,11 @@
 #include <pthread.h>
 #include <sched.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -33,6 +38,42 @@ bool pinning_enabled() {
   return !(env && std::string(env) == "0");
 }
 
+// HANPU_SPIN_US if set and valid, else 500 us: longer than the gaps between the jobs of a
+// decode step (norms, the conv, the sampler), far shorter than a scheduler tick.
+int64_t spin_budget_ns() {
+  if (const char* env = std::getenv("HANPU_SPIN_US")) {
+    char* end = nullptr;
+    const long us = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && us >= 0 && us <= 1000000) return int64_t{us} * 1000;
+  }
+  return 500 * 1000;
+}
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Spins until done() or budget_ns pass; whether done() came true. Every few hundred
+// cycles it yields the core, so a thread that needs this core (another process, or the
+// worker this one waits for, when the scheduler put both on one CPU) gets it.
+template <class Done>
+bool spin_until(const Done& done, int64_t budget_ns) {
+  if (budget_ns <= 0) return done();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(budget_ns);
+  for (;;) {
+    for (int i = 0; i < 32; ++i) {
+      if (done()) return true;
+      cpu_relax();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return done();
+    sched_yield();
+  }
+}
+
 }  // namespace
 
 int ThreadPool::default_threads() {
@@ -45,12 +86,12 @@ int ThreadPool::default_threads() {
   return n > 0 ? n : 1;
 }
 
-ThreadPool::ThreadPool(int n) : busy_ms_(n > 0 ? n : 1, 0.0), speed_hints_(n > 0 ? n : 1, 1.0) {
-  if (n < 1) n = 1;
+ThreadPool::ThreadPool(int n)
+    : size_(n > 0 ? n : 1), spin_ns_(spin_budget_ns()), busy_ms_(size_, 0.0), speed_hints_(size_, 1.0) {
   const std::vector<int> cpus = allowed_cpus();
   const bool pin = pinning_enabled() && !cpus.empty();
-  workers_.reserve(n);
-  for (int i = 0; i < n; ++i) {
+  workers_.reserve(size_ - 1);
+  for (int i = 1; i < size_; ++i) {
     workers_.emplace_back([this, i] { worker_main(i); });
     if (pin) {
       cpu_set_t set;
@@ -64,50 +105,60 @@ ThreadPool::ThreadPool(int n) : busy_ms_(n > 0 ? n : 1, 0.0), speed_hints_(n > 0
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true);
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
+void ThreadPool::run_share(int index, const std::function<void(int)>& fn) {
+  Timer timer;
+  try {
+    fn(index);
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!error_) error_ = std::current_exception();
+  }
+  busy_ms_[index] = timer.ms();
+}
+
 void ThreadPool::worker_main(int index) {
   uint64_t seen = 0;
+  const auto news = [&] { return stop_.load(std::memory_order_relaxed) || generation_.load(std::memory_order_acquire) != seen; };
   for (;;) {
-    const std::function<void(int)>* job;
-    {
+    if (!spin_until(news, spin_ns_)) {
       std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      job = job_;
+      wake_.wait(lock, news);
     }
-    Timer timer;
-    std::exception_ptr err;
-    try {
-      (*job)(index);
-    } catch (...) {
-      err = std::current_exception();
-    }
-    const double ms = timer.ms();
-    {
+    if (stop_.load()) return;
+    seen = generation_.load(std::memory_order_acquire);
+    run_share(index, *job_.load(std::memory_order_relaxed));
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // Under the lock, so a caller that found work pending and went to sleep hears this.
       std::lock_guard<std::mutex> lock(mu_);
-      busy_ms_[index] = ms;
-      if (err && !error_) error_ = err;
-      if (--pending_ == 0) done_.notify_one();
+      done_.notify_one();
     }
   }
 }
 
 std::vector<double> ThreadPool::run_on_all(const std::function<void(int)>& fn) {
   std::lock_guard<std::mutex> run_lock(run_mu_);
-  std::unique_lock<std::mutex> lock(mu_);
-  job_ = &fn;
-  pending_ = size();
   error_ = nullptr;
-  ++generation_;
+  pending_.store(size_ - 1, std::memory_order_relaxed);
+  job_.store(&fn, std::memory_order_relaxed);
+  {
+    // Under the lock, so a worker that saw no news and went to sleep hears this.
+    std::lock_guard<std::mutex> lock(mu_);
+    generation_.fetch_add(1, std::memory_order_release);
+  }
   wake_.notify_all();
-  done_.wait(lock, [&] { return pending_ == 0; });
-  job_ = nullptr;
+  run_share(0, fn);
+  const auto finished = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+  if (!spin_until(finished, spin_ns_)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_.wait(lock, finished);
+  }
+  job_.store(nullptr, std::memory_order_relaxed);
   if (error_) std::rethrow_exception(error_);
   return busy_ms_;
 }

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -29,9 +30,39 @@ int64_t peak_rss_bytes() {
   return 0;
 }
 
-// Resets the peak to the current resident size (Linux clear_refs 5), so the 1 GiB buffer of
-// the bandwidth probe does not count as the model's memory.
+// Resets the peak to the current resident size (Linux clear_refs 5), so the buffer of the
+// bandwidth probe does not count as the model's memory.
 void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+
+// The DRAM read probe, re-run around every decode: this machine's bandwidth drifts by 30%
+// within a minute (neighbours on a shared host), so a bound measured once at the start can
+// be far from the one a run met. 256 MiB is 8x the last-level cache. The probe's buffer is
+// kept out of the peak resident size: the peak so far is banked before it and the kernel's
+// high-water mark reset after it.
+class BandwidthProbe {
+ public:
+  explicit BandwidthProbe(int threads) : threads_(threads) {}
+  double measure() {
+    bank_peak();
+    const double gbps = measure_memory_read_gbps(threads_, size_t{256} << 20, 3);
+    reset_peak_rss();
+    return gbps;
+  }
+  int64_t peak_rss() {
+    bank_peak();
+    return peak_;
+  }
+
+ private:
+  void bank_peak() { peak_ = std::max(peak_, peak_rss_bytes()); }
+  int threads_;
+  int64_t peak_ = 0;
+};
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
 
 }  // namespace
 
@@ -65,15 +96,17 @@ int run_bench_e2e(const BenchE2eOptions& o) {
   }
   FILE* info = o.json ? stderr : stdout;
   print_machine_header(info, o.threads);
-  const double mem_gbps = measure_memory_read_gbps(o.threads);
-  reset_peak_rss();
-  std::fprintf(info, "# measured DRAM read bandwidth %.1f GB/s; decode bound = bandwidth / the weight bytes a token "
-               "reads (all but the embedding table; MoE: the routed share of the experts)\n", mem_gbps);
+  BandwidthProbe probe(o.threads);
+  double last_gbps = probe.measure();
+  std::fprintf(info, "# measured DRAM read bandwidth %.1f GB/s now; decode bound = bandwidth / the weight bytes a "
+               "token reads (all but the embedding table; MoE: the routed share of the experts), with the bandwidth "
+               "re-measured before and after every run (their mean; mem_GB/s: the median run's)\n", last_gbps);
   std::fprintf(info, "# prefill of a random prompt of T tokens, then %d decoded tokens (greedy); median of %d; "
                "peak RSS is the process's, so far\n", o.decode_tokens, o.repeats);
   if (!o.json) {
-    std::printf("%-16s %-10s %-4s %6s %10s %11s %10s %7s %6s %6s %6s %8s %8s %9s\n", "model", "la", "kv", "T", "prefill_ms",
-                "prefill_t/s", "decode_t/s", "%bound", "LA%", "attn%", "MLP%", "LAkern%", "ATkern%", "peak_RSS");
+    std::printf("%-16s %-10s %-4s %6s %10s %11s %10s %7s %9s %6s %6s %6s %8s %8s %9s\n", "model", "la", "kv", "T",
+                "prefill_ms", "prefill_t/s", "decode_t/s", "%bound", "mem_GB/s", "LA%", "attn%", "MLP%", "LAkern%",
+                "ATkern%", "peak_RSS");
   }
   for (const std::string& name : o.model) {
     std::unique_ptr<Engine> engine;
@@ -99,6 +132,7 @@ int run_bench_e2e(const BenchE2eOptions& o) {
         if (o.json) std::fprintf(stderr, "[%s] %s T=%ld\n", name.c_str(), la.c_str(), T);
         // Repeats of every KV dtype alternate, so a slow spell of the machine falls on all.
         std::vector<std::vector<GenerateStats>> runs_of(kvs.size());
+        std::vector<std::vector<double>> gbps_of(kvs.size());  // the probes around each run, mean
         for (int r = 0; r < o.repeats; ++r) {
           for (size_t ki = 0; ki < kvs.size(); ++ki) {
             const std::vector<int> prompt =
@@ -116,23 +150,31 @@ int run_bench_e2e(const BenchE2eOptions& o) {
               return 1;
             }
             runs_of[ki].push_back(s);
+            const double after = probe.measure();
+            gbps_of[ki].push_back((last_gbps + after) / 2);
+            last_gbps = after;
           }
         }
         for (size_t ki = 0; ki < kvs.size(); ++ki) {
           std::vector<GenerateStats>& runs = runs_of[ki];
           std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.prefill_ms < b.prefill_ms; });
           const GenerateStats& s = runs[runs.size() / 2];
-          std::vector<double> dec;
-          for (const auto& x : runs) dec.push_back(x.decode_ms);
-          std::sort(dec.begin(), dec.end());
-          const double decode_ms = dec[dec.size() / 2];
+          const int steps = std::max(0, o.decode_tokens - 1);  // the first token comes from the prefill
+          // Decode rate and its share of the bound, each the median over runs; the share is
+          // taken per run, against the bandwidth measured around that run.
+          std::vector<double> dec, pct;
+          for (size_t r = 0; r < runs_of[ki].size(); ++r) {
+            const double tps = steps > 0 ? steps / (runs_of[ki][r].decode_ms / 1e3) : 0.0;
+            dec.push_back(tps);
+            pct.push_back(100 * tps * static_cast<double>(ei.decode_bytes_per_token) / (gbps_of[ki][r] * 1e9));
+          }
+          const double decode_tps = median_of(dec);
+          const double pct_bound = median_of(pct);
+          const double mem_gbps = median_of(gbps_of[ki]);
           const TimeSplit& sp = s.prefill_split;
           const double part = sp.total_ms();
           const double prefill_tps = T / (s.prefill_ms / 1e3);
-          const int steps = std::max(0, o.decode_tokens - 1);  // the first token comes from the prefill
-          const double decode_tps = steps > 0 ? steps / (decode_ms / 1e3) : 0.0;
-          const int64_t rss = peak_rss_bytes();
-          const double bound_tps = mem_gbps * 1e9 / static_cast<double>(ei.decode_bytes_per_token);
+          const int64_t rss = probe.peak_rss();
           if (o.json) {
             nlohmann::json j{{"model", name},          {"la", la},
                              {"T", T},                 {"threads", o.threads},
@@ -141,13 +183,13 @@ int run_bench_e2e(const BenchE2eOptions& o) {
                              {"attn_share", sp.attn_ms / part},   {"mlp_share", sp.mlp_ms / part},
                              {"peak_rss_bytes", rss},  {"parameters", ei.parameters},
                              {"la_kernel_share", sp.la_kernel_ms / part}, {"attn_kernel_share", sp.attn_kernel_ms / part},
-                             {"decode_pct_of_bound", 100 * decode_tps / bound_tps}, {"memory_gbps", mem_gbps},
+                             {"decode_pct_of_bound", pct_bound}, {"memory_gbps", mem_gbps},
                              {"weights", ei.weight_dtype}, {"kv_cache", kvs[ki]},
                              {"amx", ei.weight_dtype == "bf16" && amx_bf16_in_use()}};  // prefill projections on the tiles
             std::printf("%s\n", j.dump().c_str());
           } else {
-            std::printf("%-16s %-10s %-4s %6ld %10.1f %11.1f %10.2f %6.0f%% %5.1f%% %5.1f%% %5.1f%% %7.1f%% %7.1f%% %9s\n",
-                        name.c_str(), la.c_str(), kvs[ki].c_str(), T, s.prefill_ms, prefill_tps, decode_tps, 100 * decode_tps / bound_tps,
+            std::printf("%-16s %-10s %-4s %6ld %10.1f %11.1f %10.2f %6.0f%% %9.1f %5.1f%% %5.1f%% %5.1f%% %7.1f%% %7.1f%% %9s\n",
+                        name.c_str(), la.c_str(), kvs[ki].c_str(), T, s.prefill_ms, prefill_tps, decode_tps, pct_bound, mem_gbps,
                         100 * sp.la_ms / part, 100 * sp.attn_ms / part, 100 * sp.mlp_ms / part, 100 * sp.la_kernel_ms / part,
                         100 * sp.attn_kernel_ms / part, human_bytes(rss).c_str());
           }

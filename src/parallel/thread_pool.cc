@@ -77,13 +77,18 @@ bool spin_until(const Done& done, int64_t budget_ns) {
 }  // namespace
 
 int ThreadPool::default_threads() {
-  if (const char* env = std::getenv("HANPU_THREADS")) {
-    char* end = nullptr;
-    const long n = std::strtol(env, &end, 10);
-    if (end != env && *end == '\0' && n > 0 && n <= 1024) return static_cast<int>(n);
-  }
-  const int n = static_cast<int>(allowed_cpus().size());
-  return n > 0 ? n : 1;
+  // Once per process: every shared(0) asks, some 160 times a decode step, and the CPU mask
+  // is a system call and a 1024-bit scan.
+  static const int threads = [] {
+    if (const char* env = std::getenv("HANPU_THREADS")) {
+      char* end = nullptr;
+      const long n = std::strtol(env, &end, 10);
+      if (end != env && *end == '\0' && n > 0 && n <= 1024) return static_cast<int>(n);
+    }
+    const int n = static_cast<int>(allowed_cpus().size());
+    return n > 0 ? n : 1;
+  }();
+  return threads;
 }
 
 ThreadPool::ThreadPool(int n)

@@ -44,7 +44,7 @@ class ThreadPool {
 
   // A pool shared by all callers for a given thread count (0: default_threads()).
   static ThreadPool& shared(int n);
-  // HANPU_THREADS if set and valid, else the number of CPUs this process may use.
+  // HANPU_THREADS if set and valid, else the number of CPUs this process may use (read once).
   static int default_threads();
 
  private:

@@ -79,7 +79,7 @@ HWY_INLINE void GemvStrips(const float* x, int in, const uint16_t* const* strips
 // Four strips at a time: four sequential streams keep DRAM busy (one stream per core left it
 // idle between misses, see gemv.cc).
 void GemvPairs(const float* x, int in, const uint16_t* w, int kt_blocks, int strips, int n_cols, float* y) {
-  constexpr int kStreams = 4;
+  constexpr int kStreams = kGemvPairStreams;
   const int64_t strip_elems = static_cast<int64_t>(kt_blocks) * kPairBlockElems;
   HWY_ALIGN float acc[kStreams * kPairStripCols + hn::MaxLanes(DF())];
   for (int s0 = 0; s0 < strips; s0 += kStreams) {

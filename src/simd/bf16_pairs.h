@@ -8,6 +8,9 @@
 
 namespace hanpu::simd {
 
+// Strips gemv_bf16_pairs reads at once, one sequential stream each (see bf16_pairs.cc).
+inline constexpr int kGemvPairStreams = 4;
+
 // y[n_cols] = x[in] W for W stored as `strips` pairs-layout strips of kt_blocks blocks each
 // (n_cols <= 32 strips; x is read for k < in only, so W's padding rows are never used).
 void gemv_bf16_pairs(const float* x, int in, const uint16_t* w, int kt_blocks, int strips, int n_cols, float* y);

@@ -30,7 +30,7 @@ TEST_P(LinearDtype, MatchesDoubleOnOddShapes) {
     int in, out;
   };
   for (const Shape s : {Shape{1, 1, 1}, {3, 17, 5}, {7, 100, 300}, {200, 513, 257}, {33, 1100, 16}, {1, 64, 1000}, {1000, 70, 40},
-                       {40, 96, 1300}}) {
+                       {40, 96, 1300}, {1, 130, 4100}}) {
     std::vector<float> w(static_cast<size_t>(s.out) * s.in);
     for (float& x : w) x = static_cast<float>(rng.normal());
     // Output columns from a permutation of W's rows, as the Qwen3-Next regrouping does.

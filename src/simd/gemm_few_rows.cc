@@ -22,6 +22,39 @@ constexpr int kVectors = 4;  // vectors of B per register tile
 
 #define HANPU_UNROLL_ALL _Pragma("GCC unroll 16")
 
+// Walks the lines of a RowsToFetch, `per_step` prefetches per step() of the caller's loop.
+class FetchCursor {
+ public:
+  // steps: how many times the caller will call step(); the lines are spread over them.
+  FetchCursor(const RowsToFetch* f, int64_t steps) {
+    if (f == nullptr || f->rows <= 0 || f->row_bytes == 0 || steps <= 0) return;
+    row_ = static_cast<const char*>(f->first);
+    at_ = row_;
+    stride_ = f->row_stride;
+    row_end_ = static_cast<ptrdiff_t>(f->row_bytes);
+    const int64_t lines = f->rows * static_cast<int64_t>((f->row_bytes + 63) / 64);
+    left_ = lines;
+    per_step_ = static_cast<int>((lines + steps - 1) / steps);
+  }
+  HWY_INLINE void step() {
+    for (int i = 0; i < per_step_ && left_ > 0; ++i, --left_) {
+      __builtin_prefetch(at_, 0, 3);
+      at_ += 64;
+      if (at_ - row_ >= row_end_) {
+        row_ += stride_;
+        at_ = row_;
+      }
+    }
+  }
+
+ private:
+  const char* row_ = nullptr;
+  const char* at_ = nullptr;
+  ptrdiff_t stride_ = 0, row_end_ = 0;
+  int64_t left_ = 0;
+  int per_step_ = 0;
+};
+
 // B element idx (a multiple of the lane count) widened to fp32: BT 0 = f32, 1 = f16, 2 = bf16
 // (the upper half of an fp32). kMask: only the first `lanes` lanes (f32 only).
 template <int BT, bool kMask>
@@ -54,12 +87,13 @@ HWY_INLINE void ZeroAccumulators(VF (&acc)[MR][NV]) {
 template <int MR, int NV, int BT, bool kMask>
 HWY_INLINE void FewTile(const float* HWY_RESTRICT a, ptrdiff_t lda, const void* b, ptrdiff_t ldb,
                         size_t j0, int kd, float* HWY_RESTRICT c, ptrdiff_t ldc, size_t last,
-                        const float* row_beta) {
+                        const float* row_beta, FetchCursor& fetch) {
   const DF d;
   const size_t NL = hn::Lanes(d);
   VF acc[MR][NV];
   ZeroAccumulators(acc);
   for (int p = 0; p < kd; ++p) {
+    fetch.step();
     const size_t row = static_cast<size_t>(p) * ldb + j0;
     VF bv[NV];
     HANPU_UNROLL_ALL
@@ -96,40 +130,43 @@ HWY_INLINE void FewTile(const float* HWY_RESTRICT a, ptrdiff_t lda, const void* 
 template <int MR, int BT, bool kMask>
 HWY_INLINE void FewTileN(int nv, const float* a, ptrdiff_t lda, const void* b, ptrdiff_t ldb,
                          size_t j0, int kd, float* c, ptrdiff_t ldc, size_t last,
-                         const float* row_beta) {
+                         const float* row_beta, FetchCursor& fetch) {
   switch (nv) {
     case 1:
-      return FewTile<MR, 1, BT, kMask>(a, lda, b, ldb, j0, kd, c, ldc, last, row_beta);
+      return FewTile<MR, 1, BT, kMask>(a, lda, b, ldb, j0, kd, c, ldc, last, row_beta, fetch);
     case 2:
-      return FewTile<MR, 2, BT, kMask>(a, lda, b, ldb, j0, kd, c, ldc, last, row_beta);
+      return FewTile<MR, 2, BT, kMask>(a, lda, b, ldb, j0, kd, c, ldc, last, row_beta, fetch);
     case 3:
-      return FewTile<MR, 3, BT, kMask>(a, lda, b, ldb, j0, kd, c, ldc, last, row_beta);
+      return FewTile<MR, 3, BT, kMask>(a, lda, b, ldb, j0, kd, c, ldc, last, row_beta, fetch);
     default:
-      return FewTile<MR, 4, BT, kMask>(a, lda, b, ldb, j0, kd, c, ldc, last, row_beta);
+      return FewTile<MR, 4, BT, kMask>(a, lda, b, ldb, j0, kd, c, ldc, last, row_beta, fetch);
   }
 }
 
 template <int BT, bool kMask>
 HWY_INLINE void FewRowsTile(int mr, int nv, const float* a, ptrdiff_t lda, const void* b,
                             ptrdiff_t ldb, size_t j0, int kd, float* c, ptrdiff_t ldc, size_t last,
-                            const float* row_beta) {
+                            const float* row_beta, FetchCursor& fetch) {
   switch (mr) {
     case 1:
-      return FewTileN<1, BT, kMask>(nv, a, lda, b, ldb, j0, kd, c, ldc, last, row_beta);
+      return FewTileN<1, BT, kMask>(nv, a, lda, b, ldb, j0, kd, c, ldc, last, row_beta, fetch);
     case 2:
-      return FewTileN<2, BT, kMask>(nv, a, lda, b, ldb, j0, kd, c, ldc, last, row_beta);
+      return FewTileN<2, BT, kMask>(nv, a, lda, b, ldb, j0, kd, c, ldc, last, row_beta, fetch);
     case 3:
-      return FewTileN<3, BT, kMask>(nv, a, lda, b, ldb, j0, kd, c, ldc, last, row_beta);
+      return FewTileN<3, BT, kMask>(nv, a, lda, b, ldb, j0, kd, c, ldc, last, row_beta, fetch);
     default:
-      return FewTileN<4, BT, kMask>(nv, a, lda, b, ldb, j0, kd, c, ldc, last, row_beta);
+      return FewTileN<4, BT, kMask>(nv, a, lda, b, ldb, j0, kd, c, ldc, last, row_beta, fetch);
   }
 }
 
 template <int BT>
 void FewRows(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b, ptrdiff_t ldb,
-             float* c, ptrdiff_t ldc, const float* row_beta) {
+             float* c, ptrdiff_t ldc, const float* row_beta, const RowsToFetch* to_fetch) {
   const size_t NL = hn::Lanes(DF());
   const size_t full = N / NL, tail = N % NL;  // whole vectors, then lanes of a last one
+  const int64_t row_tiles = (M + kRows - 1) / kRows;
+  const int64_t col_tiles = static_cast<int64_t>((full + kVectors - 1) / kVectors + (tail ? 1 : 0));
+  FetchCursor fetch(to_fetch, row_tiles * col_tiles * Kd);
   for (int i0 = 0; i0 < M; i0 += kRows) {
     const int mr = std::min(kRows, M - i0);
     const float* ai = a + i0 * lda;
@@ -137,11 +174,11 @@ void FewRows(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b,
     const float* rb = row_beta ? row_beta + i0 : nullptr;
     for (size_t v0 = 0; v0 < full; v0 += kVectors) {
       const int nv = static_cast<int>(std::min<size_t>(kVectors, full - v0));
-      FewRowsTile<BT, false>(mr, nv, ai, lda, b, ldb, v0 * NL, Kd, ci, ldc, NL, rb);
+      FewRowsTile<BT, false>(mr, nv, ai, lda, b, ldb, v0 * NL, Kd, ci, ldc, NL, rb, fetch);
     }
     if (tail == 0) continue;
     if constexpr (BT == 0) {  // the last columns: one masked vector
-      FewRowsTile<BT, true>(mr, 1, ai, lda, b, ldb, full * NL, Kd, ci, ldc, tail, rb);
+      FewRowsTile<BT, true>(mr, 1, ai, lda, b, ldb, full * NL, Kd, ci, ldc, tail, rb, fetch);
     } else {  // 16-bit B has no masked widening load here: scalar (decode's D is a multiple of 16)
       for (int i = 0; i < mr; ++i) {
         for (size_t j = full * NL; j < static_cast<size_t>(N); ++j) {
@@ -158,24 +195,25 @@ void FewRows(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b,
 }
 
 void GemmFewRows(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b, int bt,
-                 ptrdiff_t ldb, float* c, ptrdiff_t ldc, const float* row_beta) {
+                 ptrdiff_t ldb, float* c, ptrdiff_t ldc, const float* row_beta, const RowsToFetch* fetch) {
   if (bt == static_cast<int>(DType::kF32))
-    return FewRows<0>(M, N, Kd, a, lda, b, ldb, c, ldc, row_beta);
+    return FewRows<0>(M, N, Kd, a, lda, b, ldb, c, ldc, row_beta, fetch);
   if (bt == static_cast<int>(DType::kF16))
-    return FewRows<1>(M, N, Kd, a, lda, b, ldb, c, ldc, row_beta);
-  return FewRows<2>(M, N, Kd, a, lda, b, ldb, c, ldc, row_beta);
+    return FewRows<1>(M, N, Kd, a, lda, b, ldb, c, ldc, row_beta, fetch);
+  return FewRows<2>(M, N, Kd, a, lda, b, ldb, c, ldc, row_beta, fetch);
 }
 
 // C tile [MR x NB]: rows of A against NB rows of B, vector accumulators along Kd (whole
 // vectors: kd_full elements), reduced to scalars at the end; the Kd tail in scalar code.
 template <int MR, int NB, int BT>
 HWY_INLINE void DotTile(const float* HWY_RESTRICT a, ptrdiff_t lda, const void* b, ptrdiff_t ldb, size_t j0,
-                        int kd, size_t kd_full, float* HWY_RESTRICT c, ptrdiff_t ldc) {
+                        int kd, size_t kd_full, float* HWY_RESTRICT c, ptrdiff_t ldc, FetchCursor& fetch) {
   const DF d;
   const size_t NL = hn::Lanes(d);
   VF acc[MR][NB];
   ZeroAccumulators(acc);
   for (size_t p = 0; p < kd_full; p += NL) {
+    fetch.step();
     VF bv[NB];
     HANPU_UNROLL_ALL
     for (int k = 0; k < NB; ++k) bv[k] = LoadB<BT, false>(d, b, (j0 + k) * ldb + p, NL);
@@ -201,34 +239,36 @@ HWY_INLINE void DotTile(const float* HWY_RESTRICT a, ptrdiff_t lda, const void* 
 
 template <int MR, int BT>
 HWY_INLINE void DotRows(int N, const float* a, ptrdiff_t lda, const void* b, ptrdiff_t ldb, int kd, size_t kd_full,
-                        float* c, ptrdiff_t ldc) {
+                        float* c, ptrdiff_t ldc, FetchCursor& fetch) {
   size_t j = 0;
-  for (; j + kRows <= static_cast<size_t>(N); j += kRows) DotTile<MR, kRows, BT>(a, lda, b, ldb, j, kd, kd_full, c, ldc);
-  for (; j < static_cast<size_t>(N); ++j) DotTile<MR, 1, BT>(a, lda, b, ldb, j, kd, kd_full, c, ldc);
+  for (; j + kRows <= static_cast<size_t>(N); j += kRows) DotTile<MR, kRows, BT>(a, lda, b, ldb, j, kd, kd_full, c, ldc, fetch);
+  for (; j < static_cast<size_t>(N); ++j) DotTile<MR, 1, BT>(a, lda, b, ldb, j, kd, kd_full, c, ldc, fetch);
 }
 
 template <int BT>
 void FewRowsBt(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b, ptrdiff_t ldb, float* c,
-               ptrdiff_t ldc) {
+               ptrdiff_t ldc, const RowsToFetch* to_fetch) {
   const size_t NL = hn::Lanes(DF());
   const size_t kd_full = Kd / NL * NL;
+  const int64_t key_tiles = N / kRows + N % kRows;  // DotRows' tiles: 4 keys, then one at a time
+  FetchCursor fetch(to_fetch, (M + kRows - 1) / kRows * key_tiles * static_cast<int64_t>(kd_full / NL));
   for (int i0 = 0; i0 < M; i0 += kRows) {
     const float* ai = a + i0 * lda;
     float* ci = c + i0 * ldc;
     switch (std::min(kRows, M - i0)) {
-      case 1: DotRows<1, BT>(N, ai, lda, b, ldb, Kd, kd_full, ci, ldc); break;
-      case 2: DotRows<2, BT>(N, ai, lda, b, ldb, Kd, kd_full, ci, ldc); break;
-      case 3: DotRows<3, BT>(N, ai, lda, b, ldb, Kd, kd_full, ci, ldc); break;
-      default: DotRows<4, BT>(N, ai, lda, b, ldb, Kd, kd_full, ci, ldc); break;
+      case 1: DotRows<1, BT>(N, ai, lda, b, ldb, Kd, kd_full, ci, ldc, fetch); break;
+      case 2: DotRows<2, BT>(N, ai, lda, b, ldb, Kd, kd_full, ci, ldc, fetch); break;
+      case 3: DotRows<3, BT>(N, ai, lda, b, ldb, Kd, kd_full, ci, ldc, fetch); break;
+      default: DotRows<4, BT>(N, ai, lda, b, ldb, Kd, kd_full, ci, ldc, fetch); break;
     }
   }
 }
 
 void GemmFewRowsBt(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b, int bt, ptrdiff_t ldb,
-                   float* c, ptrdiff_t ldc) {
-  if (bt == static_cast<int>(DType::kF32)) return FewRowsBt<0>(M, N, Kd, a, lda, b, ldb, c, ldc);
-  if (bt == static_cast<int>(DType::kF16)) return FewRowsBt<1>(M, N, Kd, a, lda, b, ldb, c, ldc);
-  return FewRowsBt<2>(M, N, Kd, a, lda, b, ldb, c, ldc);
+                   float* c, ptrdiff_t ldc, const RowsToFetch* fetch) {
+  if (bt == static_cast<int>(DType::kF32)) return FewRowsBt<0>(M, N, Kd, a, lda, b, ldb, c, ldc, fetch);
+  if (bt == static_cast<int>(DType::kF16)) return FewRowsBt<1>(M, N, Kd, a, lda, b, ldb, c, ldc, fetch);
+  return FewRowsBt<2>(M, N, Kd, a, lda, b, ldb, c, ldc, fetch);
 }
 
 }  // namespace hanpu::simd::HWY_NAMESPACE
@@ -241,16 +281,17 @@ HWY_EXPORT(GemmFewRows);
 HWY_EXPORT(GemmFewRowsBt);
 
 void gemm_few_rows(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b,
-                   DType b_dtype, ptrdiff_t ldb, float* c, ptrdiff_t ldc, const float* row_beta) {
+                   DType b_dtype, ptrdiff_t ldb, float* c, ptrdiff_t ldc, const float* row_beta,
+                   const RowsToFetch* fetch) {
   if (M <= 0 || N <= 0) return;
   HWY_DYNAMIC_DISPATCH(GemmFewRows)
-  (M, N, Kd, a, lda, b, static_cast<int>(b_dtype), ldb, c, ldc, row_beta);
+  (M, N, Kd, a, lda, b, static_cast<int>(b_dtype), ldb, c, ldc, row_beta, fetch);
 }
 
 void gemm_few_rows_bt(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b, DType b_dtype,
-                      ptrdiff_t ldb, float* c, ptrdiff_t ldc) {
+                      ptrdiff_t ldb, float* c, ptrdiff_t ldc, const RowsToFetch* fetch) {
   if (M <= 0 || N <= 0) return;
-  HWY_DYNAMIC_DISPATCH(GemmFewRowsBt)(M, N, Kd, a, lda, b, static_cast<int>(b_dtype), ldb, c, ldc);
+  HWY_DYNAMIC_DISPATCH(GemmFewRowsBt)(M, N, Kd, a, lda, b, static_cast<int>(b_dtype), ldb, c, ldc, fetch);
 }
 
 }  // namespace hanpu::simd

@@ -87,6 +87,34 @@ TEST_P(GemmFewRows, TransposedBMatchesFloat64ForEveryDtype) {
   }
 }
 
+TEST_P(GemmFewRows, RowsToFetchChangeNoResult) {
+  // The prefetch stream is a hint: with one (rows of another buffer, odd sizes, more lines than
+  // the product has steps and fewer), both products give bit for bit what they give without.
+  const auto [M, N, Kd] = GetParam();
+  Rng rng(M * 7 + N * 131 + Kd);
+  for (DType bt : kAllDTypes) {
+    const int lda = Kd + 3, ldb = std::max(N, Kd) + 5, ldc = std::max(N, Kd) + 1;
+    std::vector<float> a(static_cast<size_t>(std::max(M, 1)) * lda);
+    for (float& x : a) x = static_cast<float>(rng.normal());
+    const size_t b_elems = static_cast<size_t>(std::max(N, Kd)) * ldb;
+    std::vector<uint8_t> b(b_elems * dtype_size(bt)), other(3 * b.size() + 4096);
+    for (size_t i = 0; i < b_elems; ++i) store_from_f32(b.data(), bt, i, static_cast<float>(rng.normal()));
+    std::vector<float> beta(M);
+    for (float& x : beta) x = static_cast<float>(rng.uniform());
+    for (int64_t rows : {int64_t{0}, int64_t{1}, int64_t{3}, int64_t{40}}) {
+      const simd::RowsToFetch fetch{other.data() + 7, static_cast<ptrdiff_t>(other.size() / 41), 200, rows};
+      std::vector<float> plain(static_cast<size_t>(M) * ldc), hinted(plain.size());
+      for (size_t i = 0; i < plain.size(); ++i) plain[i] = hinted[i] = static_cast<float>(rng.normal());
+      simd::gemm_few_rows(M, N, Kd, a.data(), lda, b.data(), bt, ldb, plain.data(), ldc, beta.data());
+      simd::gemm_few_rows(M, N, Kd, a.data(), lda, b.data(), bt, ldb, hinted.data(), ldc, beta.data(), &fetch);
+      ASSERT_EQ(plain, hinted) << dtype_name(bt) << " rows=" << rows;
+      simd::gemm_few_rows_bt(M, N, Kd, a.data(), lda, b.data(), bt, ldb, plain.data(), ldc);
+      simd::gemm_few_rows_bt(M, N, Kd, a.data(), lda, b.data(), bt, ldb, hinted.data(), ldc, &fetch);
+      ASSERT_EQ(plain, hinted) << dtype_name(bt) << " bt rows=" << rows;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, GemmFewRows,
                          ::testing::Values(FewCase{1, 1, 1}, FewCase{4, 64, 256},
                                            FewCase{4, 256, 64}, FewCase{3, 17, 33},

@@ -100,21 +100,6 @@ bool key_loop_columns(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvR
   return !first;
 }
 
-// Asks for key/value rows [j0, j1) ahead of use: decode streams the cache once, and in place
-// its rows sit Hkv x D elements apart, where the hardware prefetchers do not follow; this
-// keeps the next tile's lines in flight while the current one computes.
-void prefetch_rows(const KvRows& kv, int64_t j0, int64_t j1, int D) {
-  const size_t row_bytes = D * dtype_size(kv.dtype);
-  for (int64_t j = j0; j < j1; ++j) {
-    const char* k = static_cast<const char*>(kv.k_row(j));
-    const char* v = static_cast<const char*>(kv.v_row(j));
-    for (size_t b = 0; b < row_bytes; b += 64) {  // one line per 64 bytes
-      __builtin_prefetch(k + b, 0, 3);
-      __builtin_prefetch(v + b, 0, 3);
-    }
-  }
-}
-
 // Scores row-major (query rows x keys) for units with fewer query rows than a SIMD vector
 // (decode: 1 token x a few query heads). Both products read the key/value rows in place, in
 // their storage dtype (16-bit rows widened in registers), each exactly once, as a
@@ -133,8 +118,16 @@ bool key_loop_rows(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows
   bool first = true;
   for (int64_t kb = lo; kb < hi; kb += ws.kv_rows) {
     const int kr = static_cast<int>(std::min<int64_t>(ws.kv_rows, hi - kb));
-    prefetch_rows(kv, kb + kr, std::min<int64_t>(hi, kb + kr + ws.kv_rows), D);
-    simd::gemm_few_rows_bt(N, kr, D, qs, D, kv.k_row(kb), kv.dtype, kv.ld, s, lds);
+    // The next tile's rows are fetched while this one computes, spread over both products
+    // (see simd::RowsToFetch): keys during the scores, values during P V. Past `hi` too, up to
+    // the last key the call's rows can see: the caller's next call on this head continues
+    // there (decode walks blocks of keys, all heads in each), and those lines wait in L2.
+    const int64_t next0 = kb + kr;
+    const int64_t next = std::max<int64_t>(0, std::min<int64_t>(p.key_end(t0 + r - 1), next0 + ws.kv_rows) - next0);
+    const size_t row_bytes = D * dtype_size(kv.dtype);
+    const simd::RowsToFetch next_k{kv.k_row(next0), kv.ld * static_cast<ptrdiff_t>(dtype_size(kv.dtype)), row_bytes, next};
+    const simd::RowsToFetch next_v{kv.v_row(next0), next_k.row_stride, row_bytes, next};
+    simd::gemm_few_rows_bt(N, kr, D, qs, D, kv.k_row(kb), kv.dtype, kv.ld, s, lds, &next_k);
     for (int g = 0; g < G; ++g) {
       for (int i = 0; i < r; ++i) {  // the mask, from coordinates: keys outside [begin, end)
         float* row = s + (g * r + i) * lds;
@@ -146,7 +139,7 @@ bool key_loop_rows(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows
     }
     simd::online_softmax_rows(s, lds, N, kr, ws.m.data(), ws.l.data(), ws.aux.data());
     simd::gemm_few_rows(N, D, kr, s, lds, kv.v_row(kb), kv.dtype, kv.ld, ws.o.data(), D,
-                        first ? nullptr : ws.aux.data());
+                        first ? nullptr : ws.aux.data(), &next_v);
     first = false;
   }
   return !first;

@@ -165,7 +165,8 @@ void FewRows(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b,
   const size_t NL = hn::Lanes(DF());
   const size_t full = N / NL, tail = N % NL;  // whole vectors, then lanes of a last one
   const int64_t row_tiles = (M + kRows - 1) / kRows;
-  const int64_t col_tiles = static_cast<int64_t>((full + kVectors - 1) / kVectors + (tail ? 1 : 0));
+  // The tail tile steps only for fp32 B (16-bit tails are scalar code).
+  const int64_t col_tiles = static_cast<int64_t>((full + kVectors - 1) / kVectors + (tail && BT == 0 ? 1 : 0));
   FetchCursor fetch(to_fetch, row_tiles * col_tiles * Kd);
   for (int i0 = 0; i0 < M; i0 += kRows) {
     const int mr = std::min(kRows, M - i0);

@@ -59,11 +59,6 @@ class BandwidthProbe {
   int64_t peak_ = 0;
 };
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 }  // namespace
 
 void add_bench_e2e_options(CLI::App& cmd, BenchE2eOptions& o) {
@@ -157,20 +152,21 @@ int run_bench_e2e(const BenchE2eOptions& o) {
         }
         for (size_t ki = 0; ki < kvs.size(); ++ki) {
           std::vector<GenerateStats>& runs = runs_of[ki];
-          std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.prefill_ms < b.prefill_ms; });
-          const GenerateStats& s = runs[runs.size() / 2];
           const int steps = std::max(0, o.decode_tokens - 1);  // the first token comes from the prefill
           // Decode rate and its share of the bound, each the median over runs; the share is
-          // taken per run, against the bandwidth measured around that run.
+          // taken per run, against the bandwidth measured around that run (so before the runs
+          // are reordered by prefill time below: gbps_of[ki][r] belongs to runs[r]).
           std::vector<double> dec, pct;
-          for (size_t r = 0; r < runs_of[ki].size(); ++r) {
-            const double tps = steps > 0 ? steps / (runs_of[ki][r].decode_ms / 1e3) : 0.0;
+          for (size_t r = 0; r < runs.size(); ++r) {
+            const double tps = steps > 0 ? steps / (runs[r].decode_ms / 1e3) : 0.0;
             dec.push_back(tps);
             pct.push_back(100 * tps * static_cast<double>(ei.decode_bytes_per_token) / (gbps_of[ki][r] * 1e9));
           }
-          const double decode_tps = median_of(dec);
-          const double pct_bound = median_of(pct);
-          const double mem_gbps = median_of(gbps_of[ki]);
+          const double decode_tps = median(dec);
+          const double pct_bound = median(pct);
+          const double mem_gbps = median(gbps_of[ki]);
+          std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.prefill_ms < b.prefill_ms; });
+          const GenerateStats& s = runs[runs.size() / 2];
           const TimeSplit& sp = s.prefill_split;
           const double part = sp.total_ms();
           const double prefill_tps = T / (s.prefill_ms / 1e3);

@@ -15,6 +15,11 @@ std::string human_bytes(int64_t b) {
   return fmt::format("{:.0f} KiB", b / 1024.0);
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 FmaPeak print_machine_header(FILE* out, int threads) {
   const FmaPeak peak = measure_fma_peak(threads);
   std::fprintf(out, "# machine: %d threads, SIMD %s, measured FMA peak %.1f GFLOP/s (%.1f per core)\n",
@@ -63,10 +68,8 @@ Status time_runs_interleaved(int repeats, int threads, const std::vector<TimedRu
     }
   }
   for (size_t i = 0; i < n; ++i) {
-    std::sort(ms[i].begin(), ms[i].end());
-    std::sort(peaks[i].begin(), peaks[i].end());
-    (*out)[i].median_ms = ms[i][ms[i].size() / 2];
-    (*out)[i].peak_gflops = peaks[i][peaks[i].size() / 2];
+    (*out)[i].median_ms = median(ms[i]);
+    (*out)[i].peak_gflops = median(peaks[i]);
   }
   return Status::Ok();
 }

@@ -15,6 +15,9 @@ namespace hanpu::cli {
 
 std::string human_bytes(int64_t b);
 
+// The middle element of v (the upper of the two middles for an even count); v non-empty.
+double median(std::vector<double> v);
+
 // Measures and prints (to `out`) the FMA peak and the micro-kernel rate; returns the peak.
 FmaPeak print_machine_header(FILE* out, int threads);
 

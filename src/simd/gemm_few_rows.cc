@@ -17,8 +17,14 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
-constexpr int kRows = 4;     // rows of A per register tile
-constexpr int kVectors = 4;  // vectors of B per register tile
+// Register tiles sized to the target's vector registers. x86 before AVX-512 has 16: a 4 x 4
+// tile (16 accumulators, plus the B vectors and a broadcast) spilled 5 accumulators to the
+// stack, and their store-to-load round trips paced the loop at ~1.8x the FMA bound even in
+// L1. 4 x 3 fits (12 + 3 + 1) and ran 1.3-1.5x faster (docs/benchmarks.md, 2026-12-01).
+constexpr int kVectorRegisters = (HWY_ARCH_X86 && HWY_TARGET >= HWY_AVX2) ? 16 : 32;
+constexpr int kRows = 4;                                  // rows of A per register tile
+constexpr int kVectors = kVectorRegisters >= 32 ? 4 : 3;  // vectors of B per register tile (P V)
+constexpr int kKeys = kVectors;                           // rows of B per dot-product tile (scores)
 
 #define HANPU_UNROLL_ALL _Pragma("GCC unroll 16")
 
@@ -242,7 +248,7 @@ template <int MR, int BT>
 HWY_INLINE void DotRows(int N, const float* a, ptrdiff_t lda, const void* b, ptrdiff_t ldb, int kd, size_t kd_full,
                         float* c, ptrdiff_t ldc, FetchCursor& fetch) {
   size_t j = 0;
-  for (; j + kRows <= static_cast<size_t>(N); j += kRows) DotTile<MR, kRows, BT>(a, lda, b, ldb, j, kd, kd_full, c, ldc, fetch);
+  for (; j + kKeys <= static_cast<size_t>(N); j += kKeys) DotTile<MR, kKeys, BT>(a, lda, b, ldb, j, kd, kd_full, c, ldc, fetch);
   for (; j < static_cast<size_t>(N); ++j) DotTile<MR, 1, BT>(a, lda, b, ldb, j, kd, kd_full, c, ldc, fetch);
 }
 
@@ -251,7 +257,7 @@ void FewRowsBt(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* 
                ptrdiff_t ldc, const RowsToFetch* to_fetch) {
   const size_t NL = hn::Lanes(DF());
   const size_t kd_full = Kd / NL * NL;
-  const int64_t key_tiles = N / kRows + N % kRows;  // DotRows' tiles: 4 keys, then one at a time
+  const int64_t key_tiles = N / kKeys + N % kKeys;  // DotRows' tiles: kKeys keys, then one at a time
   FetchCursor fetch(to_fetch, (M + kRows - 1) / kRows * key_tiles * static_cast<int64_t>(kd_full / NL));
   for (int i0 = 0; i0 < M; i0 += kRows) {
     const float* ai = a + i0 * lda;

@@ -1,7 +1,8 @@
 // Products with only a few rows of A: decode attention, where one token's GQA group gives 1-8
-// query rows: scores against keys in place (gemm_few_rows_bt), then P V (gemm_few_rows). The general micro-kernel (gemm.h) holds 12 rows x 2 vectors; with 4 rows it
-// spends 6 loads on 8 FMAs. This one holds up to 4 rows x 4 vectors (16 accumulators, 4 B
-// vectors, 1 broadcast per row: 8 loads feed 16 FMAs) and reads B in its storage dtype,
+// query rows: scores against keys in place (gemm_few_rows_bt), then P V (gemm_few_rows). The
+// general micro-kernel (gemm.h) holds 12 rows x 2 vectors; with 4 rows it spends 6 loads on
+// 8 FMAs. This one holds up to 4 rows x 4 vectors (4 x 3 where there are only 16 vector
+// registers: AVX2; 1 broadcast per row, so 8 loads feed 16 FMAs) and reads B in its storage dtype,
 // widening f16/bf16 in registers, so a 16-bit KV cache's values are multiplied in place
 // with no widened copy.
 #pragma once
@@ -35,7 +36,7 @@ void gemm_few_rows(int M, int N, int Kd, const float* a, ptrdiff_t lda, const vo
 
 // C[M x N] = A[M x Kd] B^T, B = [N x Kd] row-major in `b_dtype` (ldb elements): dot
 // products of few rows of A with the rows of B (decode: the query rows against a key tile read
-// in place, 16-bit keys widened in registers, no transpose). 4 rows x 4 B rows of vector
+// in place, 16-bit keys widened in registers, no transpose). 4 rows x 4 (AVX2: 3) B rows of vector
 // accumulators along Kd, each reduced once at the end. C row-major fp32 (ldc), overwritten.
 void gemm_few_rows_bt(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b, DType b_dtype,
                       ptrdiff_t ldb, float* c, ptrdiff_t ldc, const RowsToFetch* fetch = nullptr);

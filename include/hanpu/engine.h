@@ -72,6 +72,11 @@ struct EngineInfo {
   int64_t parameters = 0, weight_bytes = 0;
   std::string weight_dtype;  // of the projections
   int64_t decode_bytes_per_token = 0;  // weights a decode step reads (all but the embedding table)
+  // What a decode step moves besides the weights: the LA layers' recurrent and conv state
+  // (fp32; read and written back every step), and the KV cache, which grows by one position
+  // per token and is read whole (K and V values per position, over all attention layers).
+  int64_t la_state_bytes = 0;
+  int64_t kv_values_per_position = 0;
 };
 
 class Engine {

@@ -111,6 +111,30 @@ TEST(Engine, KvCacheAutoFollowsTheProjections) {
   EXPECT_EQ(st.kv_cache, "bf16");
 }
 
+// The per-token state sizes bench e2e adds to the weights, against the checkpoint's own
+// config.json fields (Hugging Face names), counted here independently of ModelConfig.
+TEST(Engine, InfoCountsTheStateADecodeStepMoves) {
+  for (const std::string name : {"qwen35-tiny", "qwen3next-tiny"}) {
+    SCOPED_TRACE(name);
+    std::unique_ptr<Engine> e;
+    ASSERT_TRUE(Engine::load(kDir + name, &e).ok());
+    std::ifstream f(kDir + name + "/config.json");
+    nlohmann::json c = nlohmann::json::parse(f);
+    if (c.contains("text_config")) c = c["text_config"];
+    int64_t la = 0, attn = 0;
+    for (const auto& t : c["layer_types"]) (t == "linear_attention" ? la : attn)++;
+    const int64_t hk = c["linear_num_key_heads"], hv = c["linear_num_value_heads"];
+    const int64_t dk = c["linear_key_head_dim"], dv = c["linear_value_head_dim"], kernel = c["linear_conv_kernel_dim"];
+    const int64_t kv_heads = c["num_key_value_heads"], head_dim = c["head_dim"];
+    const int64_t per_la_layer = hv * dk * dv + (kernel - 1) * (2 * hk * dk + hv * dv);  // recurrent + conv floats
+    const EngineInfo i = e->info();
+    ASSERT_GT(la, 0);
+    ASSERT_GT(attn, 0);
+    EXPECT_EQ(i.la_state_bytes, la * per_la_layer * 4);
+    EXPECT_EQ(i.kv_values_per_position, attn * 2 * kv_heads * head_dim);
+  }
+}
+
 TEST(Engine, SixteenBitCacheStateResumesExactly) {
   // The file holds fp32 rows; a bf16 cache widens and rounds back exactly.
   std::unique_ptr<Engine> e;

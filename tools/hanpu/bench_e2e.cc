@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_util.h"
+#include "hanpu/dtype.h"
 #include "hanpu/engine.h"
 #include "hanpu/la.h"
 #include "hanpu/machine.h"
@@ -59,6 +60,16 @@ class BandwidthProbe {
   int64_t peak_ = 0;
 };
 
+// Bytes a decode step moves on average over `steps` steps after a prompt of T tokens: the
+// weights, the LA state read and written, the KV cache read whole (step s attends T + s
+// positions) and one position written.
+double decode_bytes_with_state(const EngineInfo& ei, size_t kv_dtype_bytes, int64_t T, int steps) {
+  const double mean_context = static_cast<double>(T) + (steps + 1) / 2.0;
+  const double kv_position = static_cast<double>(ei.kv_values_per_position) * static_cast<double>(kv_dtype_bytes);
+  return static_cast<double>(ei.decode_bytes_per_token) + 2.0 * static_cast<double>(ei.la_state_bytes) +
+         kv_position * (mean_context + 1);
+}
+
 }  // namespace
 
 void add_bench_e2e_options(CLI::App& cmd, BenchE2eOptions& o) {
@@ -95,13 +106,15 @@ int run_bench_e2e(const BenchE2eOptions& o) {
   double last_gbps = probe.measure();
   std::fprintf(info, "# measured DRAM read bandwidth %.1f GB/s now; decode bound = bandwidth / the weight bytes a "
                "token reads (all but the embedding table; MoE: the routed share of the experts), with the bandwidth "
-               "re-measured before and after every run (their mean; mem_GB/s: the median run's)\n", last_gbps);
+               "re-measured before and after every run (their mean; mem_GB/s: the median run's); %%all: the same "
+               "with every byte a token must move, the weights plus the LA state (read and written) and the KV "
+               "cache (read whole, one position written) at the decode's mean context\n", last_gbps);
   std::fprintf(info, "# prefill of a random prompt of T tokens, then %d decoded tokens (greedy); median of %d; "
                "peak RSS is the process's, so far\n", o.decode_tokens, o.repeats);
   if (!o.json) {
-    std::printf("%-16s %-10s %-4s %6s %10s %11s %10s %7s %9s %6s %6s %6s %8s %8s %9s\n", "model", "la", "kv", "T",
-                "prefill_ms", "prefill_t/s", "decode_t/s", "%bound", "mem_GB/s", "LA%", "attn%", "MLP%", "LAkern%",
-                "ATkern%", "peak_RSS");
+    std::printf("%-16s %-10s %-4s %6s %10s %11s %10s %7s %6s %9s %6s %6s %6s %8s %8s %9s\n", "model", "la", "kv", "T",
+                "prefill_ms", "prefill_t/s", "decode_t/s", "%bound", "%all", "mem_GB/s", "LA%", "attn%", "MLP%",
+                "LAkern%", "ATkern%", "peak_RSS");
   }
   for (const std::string& name : o.model) {
     std::unique_ptr<Engine> engine;
@@ -112,12 +125,20 @@ int run_bench_e2e(const BenchE2eOptions& o) {
       return 2;
     }
     const EngineInfo ei = engine->info();
+    std::fprintf(info, "# %s: a decode step reads %s of weights, reads and writes %s of LA state, and reads %s of KV "
+                 "values per position of context (times the KV dtype's bytes)\n", name.c_str(),
+                 human_bytes(ei.decode_bytes_per_token).c_str(), human_bytes(ei.la_state_bytes).c_str(),
+                 std::to_string(ei.kv_values_per_position).c_str());
     std::vector<std::string> kvs;  // resolved
     for (const std::string& kv : o.kv_cache) {
       std::string resolved;
       const Status ks = engine->kv_cache_dtype(kv, &resolved);
       if (!ks.ok()) {
         std::fprintf(stderr, "error: --kv-cache: %s\n", ks.message().c_str());
+        return 2;
+      }
+      if (!parse_dtype(resolved)) {
+        std::fprintf(stderr, "error: --kv-cache: '%s' resolved to '%s', not a dtype\n", kv.c_str(), resolved.c_str());
         return 2;
       }
       kvs.push_back(resolved);
@@ -156,14 +177,17 @@ int run_bench_e2e(const BenchE2eOptions& o) {
           // Decode rate and its share of the bound, each the median over runs; the share is
           // taken per run, against the bandwidth measured around that run (so before the runs
           // are reordered by prefill time below: gbps_of[ki][r] belongs to runs[r]).
-          std::vector<double> dec, pct;
+          const double all_bytes = decode_bytes_with_state(ei, dtype_size(parse_dtype(kvs[ki]).value()), T, steps);
+          std::vector<double> dec, pct, pct_all;
           for (size_t r = 0; r < runs.size(); ++r) {
             const double tps = steps > 0 ? steps / (runs[r].decode_ms / 1e3) : 0.0;
             dec.push_back(tps);
             pct.push_back(100 * tps * static_cast<double>(ei.decode_bytes_per_token) / (gbps_of[ki][r] * 1e9));
+            pct_all.push_back(100 * tps * all_bytes / (gbps_of[ki][r] * 1e9));
           }
           const double decode_tps = median(dec);
           const double pct_bound = median(pct);
+          const double pct_bound_all = median(pct_all);
           const double mem_gbps = median(gbps_of[ki]);
           std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.prefill_ms < b.prefill_ms; });
           const GenerateStats& s = runs[runs.size() / 2];
@@ -179,13 +203,15 @@ int run_bench_e2e(const BenchE2eOptions& o) {
                              {"attn_share", sp.attn_ms / part},   {"mlp_share", sp.mlp_ms / part},
                              {"peak_rss_bytes", rss},  {"parameters", ei.parameters},
                              {"la_kernel_share", sp.la_kernel_ms / part}, {"attn_kernel_share", sp.attn_kernel_ms / part},
-                             {"decode_pct_of_bound", pct_bound}, {"memory_gbps", mem_gbps},
+                             {"decode_pct_of_bound", pct_bound}, {"decode_pct_of_bound_with_state", pct_bound_all},
+                             {"decode_bytes_per_token_with_state", all_bytes}, {"memory_gbps", mem_gbps},
                              {"weights", ei.weight_dtype}, {"kv_cache", kvs[ki]},
                              {"amx", ei.weight_dtype == "bf16" && amx_bf16_in_use()}};  // prefill projections on the tiles
             std::printf("%s\n", j.dump().c_str());
           } else {
-            std::printf("%-16s %-10s %-4s %6ld %10.1f %11.1f %10.2f %6.0f%% %9.1f %5.1f%% %5.1f%% %5.1f%% %7.1f%% %7.1f%% %9s\n",
-                        name.c_str(), la.c_str(), kvs[ki].c_str(), T, s.prefill_ms, prefill_tps, decode_tps, pct_bound, mem_gbps,
+            std::printf("%-16s %-10s %-4s %6ld %10.1f %11.1f %10.2f %6.0f%% %5.0f%% %9.1f %5.1f%% %5.1f%% %5.1f%% %7.1f%% %7.1f%% %9s\n",
+                        name.c_str(), la.c_str(), kvs[ki].c_str(), T, s.prefill_ms, prefill_tps, decode_tps, pct_bound,
+                        pct_bound_all, mem_gbps,
                         100 * sp.la_ms / part, 100 * sp.attn_ms / part, 100 * sp.mlp_ms / part, 100 * sp.la_kernel_ms / part,
                         100 * sp.attn_kernel_ms / part, human_bytes(rss).c_str());
           }

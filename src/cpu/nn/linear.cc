@@ -76,6 +76,12 @@ PackedLinear PackedLinear::from_rows(const float* w, int in, const std::vector<i
   return l;
 }
 
+std::pair<int64_t, int64_t> linear_row_range(int64_t T, int ranges, int range) {
+  constexpr int64_t kGranule = 32;
+  const int64_t granules = (T + kGranule - 1) / kGranule;
+  return {std::min(T, granules * range / ranges * kGranule), std::min(T, granules * (range + 1) / ranges * kGranule)};
+}
+
 int linear_row_ranges(int64_t T, int panels, int cores) {
   constexpr int kUnitsPerCore = 4;
   const int64_t slabs = (T + kLinearRowSlab - 1) / kLinearRowSlab;
@@ -127,12 +133,10 @@ void for_each_unit(int threads, int64_t T, const std::vector<LinearOut>& outs,
   for (size_t j = 0; j < outs.size(); ++j) first_panel[j + 1] = first_panel[j] + outs[j].w->panels();
   const int panels = first_panel.back();
   const int ranges = T == 1 ? 1 : linear_row_ranges(T, panels, ThreadPool::shared(threads).size());
-  const int64_t slabs = (T + kLinearRowSlab - 1) / kLinearRowSlab;
   claim_each(threads, panels * ranges, [&](int u) {
     const int g = u / ranges, range = u % ranges;
     const size_t j = output_of(first_panel, g);
-    const int64_t row_begin = slabs * range / ranges * kLinearRowSlab;
-    const int64_t row_end = std::min(T, slabs * (range + 1) / ranges * kLinearRowSlab);
+    const auto [row_begin, row_end] = linear_row_range(T, ranges, range);
     body(outs[j], g - first_panel[j], row_begin, row_end);
   });
 }
@@ -287,7 +291,7 @@ const char* linear_kernel_name(const PackedLinear& w, int64_t T) {
     case Path::kAmx: return "amx";
     case Path::kFma: break;
   }
-  // Row ranges are whole 192-row slabs, so a unit has min(T, 192) rows (the last may have fewer).
+  // No more row ranges than 192-row slabs, so a unit has at least min(T, 96) rows: blas iff T >= 16.
   return blas_takes(blas_sgemm_in_use(), std::min<int64_t>(T, kLinearRowSlab), w.panel_cols(0)) ? "blas" : "fma";
 }
 

@@ -234,12 +234,18 @@ HWY_INLINE void DotTile(const float* HWY_RESTRICT a, ptrdiff_t lda, const void* 
   HANPU_UNROLL_ALL
   for (int r = 0; r < MR; ++r) {
     HANPU_UNROLL_ALL
+    for (int k = 0; k < NB; ++k) c[r * ldc + j0 + k] = hn::GetLane(hn::SumOfLanes(d, acc[r][k]));
+  }
+  // The Kd tail after every accumulator is stored: a call with vectors live across it made
+  // the compiler spill all of them around the (usually empty) tail loop on every tile.
+  if (kd_full == static_cast<size_t>(kd)) return;
+  for (int r = 0; r < MR; ++r) {
     for (int k = 0; k < NB; ++k) {
-      float sum = hn::GetLane(hn::SumOfLanes(d, acc[r][k]));
+      float sum = 0.0f;
       for (int p = static_cast<int>(kd_full); p < kd; ++p) {
         sum += a[r * lda + p] * load_as_f32(b, static_cast<DType>(BT), (j0 + k) * ldb + p);
       }
-      c[r * ldc + j0 + k] = sum;
+      c[r * ldc + j0 + k] += sum;
     }
   }
 }

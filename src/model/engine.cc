@@ -140,15 +140,9 @@ EngineInfo Engine::info() const {
     const int64_t per_expert = l.moe_w.experts[0].gate_up.bytes() + l.moe_w.experts[0].down.bytes();
     i.decode_bytes_per_token -= per_expert * (c.num_experts - c.experts_per_token);
   }
-  for (model::LayerKind k : c.layer_kinds) {
-    if (k == model::LayerKind::kLinearAttention) {
-      const int64_t recurrent = int64_t{c.la_value_heads} * c.la_key_dim * c.la_value_dim;
-      const int64_t conv = int64_t{c.conv_kernel - 1} * c.la_conv_channels();
-      i.la_state_bytes += (recurrent + conv) * static_cast<int64_t>(sizeof(float));
-    } else {
-      i.kv_values_per_position += 2 * int64_t{c.kv_heads} * c.head_dim;
-    }
-  }
+  // The sizes new_state() allocates, per layer of each kind.
+  i.la_state_bytes = i.la_layers * (c.la_recurrent_floats() + c.la_conv_state_floats()) * int64_t{sizeof(float)};
+  i.kv_values_per_position = i.attn_layers * 2 * int64_t{c.kv_heads} * c.head_dim;
   i.parameters = w.parameters(c.tie_embeddings);
   return i;
 }

@@ -40,8 +40,8 @@ SequenceState Model::new_state(DType kv_dtype) const {
   s.kv.resize(c.layers);
   for (int i = 0; i < c.layers; ++i) {
     if (c.layer_kinds[i] == LayerKind::kLinearAttention) {
-      s.conv[i].assign(static_cast<size_t>(c.conv_kernel - 1) * c.la_conv_channels(), 0.0f);
-      s.recurrent[i].assign(static_cast<size_t>(c.la_value_heads) * c.la_key_dim * c.la_value_dim, 0.0f);
+      s.conv[i].assign(static_cast<size_t>(c.la_conv_state_floats()), 0.0f);
+      s.recurrent[i].assign(static_cast<size_t>(c.la_recurrent_floats()), 0.0f);
     } else {
       s.kv[i] = std::make_unique<KvCache>(c.kv_heads, c.head_dim, kv_dtype);
     }

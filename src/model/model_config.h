@@ -2,6 +2,7 @@
 // "qwen3_5" with a text_config, or "qwen3_5_text") and Qwen3-Next ("qwen3_next").
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,10 @@ struct ModelConfig {
 
   int rotary_dims() const;
   int la_conv_channels() const { return 2 * la_key_heads * la_key_dim + la_value_heads * la_value_dim; }
+  // Floats of one LA layer's per-sequence state: the conv window [kernel - 1, channels] and
+  // the recurrent state [HV, K, V].
+  int64_t la_conv_state_floats() const { return int64_t{conv_kernel - 1} * la_conv_channels(); }
+  int64_t la_recurrent_floats() const { return int64_t{la_value_heads} * la_key_dim * la_value_dim; }
   bool layer_has_moe(int layer) const;
 };
 

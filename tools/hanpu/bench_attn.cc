@@ -251,11 +251,11 @@ int run_bench_attn(const BenchAttnOptions& o) {
           for (int c = 0; c < calls; ++c) HANPU_RETURN_IF_ERROR(attn_decode(args, o.threads, stats));
           return Status::Ok();
         }, &used, &tm);
-        tm.median_ms /= calls;
         if (!st.ok()) {
           std::fprintf(stderr, "error: %s\n", st.message().c_str());
           return 1;
         }
+        tm.median_ms /= calls;
         const double flops = attn_flops(1, L, s.Hq, s.D, *mask, L - 1, o.window);
         const double kv_bytes = 2.0 * static_cast<double>(L) * s.Hkv * s.D * static_cast<double>(dtype_size(dt));
         const double gflops = flops / tm.median_ms / 1e6;

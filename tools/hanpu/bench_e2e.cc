@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -125,11 +126,12 @@ int run_bench_e2e(const BenchE2eOptions& o) {
       return 2;
     }
     const EngineInfo ei = engine->info();
-    std::fprintf(info, "# %s: a decode step reads %s of weights, reads and writes %s of LA state, and reads %s of KV "
+    std::fprintf(info, "# %s: a decode step reads %s of weights, reads and writes %s of LA state, and reads %lld KV "
                  "values per position of context (times the KV dtype's bytes)\n", name.c_str(),
                  human_bytes(ei.decode_bytes_per_token).c_str(), human_bytes(ei.la_state_bytes).c_str(),
-                 std::to_string(ei.kv_values_per_position).c_str());
+                 static_cast<long long>(ei.kv_values_per_position));
     std::vector<std::string> kvs;  // resolved
+    std::vector<size_t> kv_bytes;  // of each resolved dtype
     for (const std::string& kv : o.kv_cache) {
       std::string resolved;
       const Status ks = engine->kv_cache_dtype(kv, &resolved);
@@ -137,11 +139,13 @@ int run_bench_e2e(const BenchE2eOptions& o) {
         std::fprintf(stderr, "error: --kv-cache: %s\n", ks.message().c_str());
         return 2;
       }
-      if (!parse_dtype(resolved)) {
+      const std::optional<DType> dt = parse_dtype(resolved);
+      if (!dt) {
         std::fprintf(stderr, "error: --kv-cache: '%s' resolved to '%s', not a dtype\n", kv.c_str(), resolved.c_str());
         return 2;
       }
       kvs.push_back(resolved);
+      kv_bytes.push_back(dtype_size(*dt));
     }
     for (long T : o.seq) {
       for (const std::string& la : o.la) {
@@ -177,7 +181,7 @@ int run_bench_e2e(const BenchE2eOptions& o) {
           // Decode rate and its share of the bound, each the median over runs; the share is
           // taken per run, against the bandwidth measured around that run (so before the runs
           // are reordered by prefill time below: gbps_of[ki][r] belongs to runs[r]).
-          const double all_bytes = decode_bytes_with_state(ei, dtype_size(parse_dtype(kvs[ki]).value()), T, steps);
+          const double all_bytes = decode_bytes_with_state(ei, kv_bytes[ki], T, steps);
           std::vector<double> dec, pct, pct_all;
           for (size_t r = 0; r < runs.size(); ++r) {
             const double tps = steps > 0 ? steps / (runs[r].decode_ms / 1e3) : 0.0;

@@ -4,8 +4,8 @@
 // ~2.3 TFLOP/s this way against ~0.15 TFLOP/s of fp32 FMAs (docs/benchmarks.md). It is the
 // CPU's counterpart of an NPU's cube unit: 16-bit inputs, exact products, fp32 sums.
 //
-// Operand layouts (hanpu's "pairs" layout, shared with the decode GEMV and the fp32
-// fallback, see src/cpu/nn/linear.h):
+// Operand layouts (hanpu's "pairs" layout, shared with the decode GEMV, the FMA-core prefill
+// GEMM (gemm_bf16_pairs.h) and the widening for OpenBLAS, see src/cpu/nn/linear.h):
 //   - A (activations): bf16 in tiles: 16-row blocks, each a run of KT tiles of 16 rows x 32
 //     reduction steps (1 KB, row-major inside), rows zero-padded to a multiple of 32 and the
 //     reduction to 32 KT. A tile load then reads 1 KB in sequence (from row-major x it read
@@ -22,6 +22,10 @@ namespace hanpu::simd {
 inline constexpr int kPairStripCols = 32;   // output columns per strip
 inline constexpr int kPairBlockDepth = 32;  // reduction steps per block
 inline constexpr int kPairBlockElems = kPairStripCols * kPairBlockDepth;  // 1024 bf16 = 2 KB
+// A block stored as two halves of 16 columns, each kPairRows rows of 16 pairs (64 bytes).
+inline constexpr int kPairHalfCols = kPairStripCols / 2;
+inline constexpr int kPairHalfElems = kPairBlockElems / 2;
+inline constexpr int kPairRows = kPairBlockDepth / 2;
 
 // True when this process can run AMX bf16 tiles: the CPU reports AMX-TILE and AMX-BF16, the
 // OS enabled the tile state, it granted this process permission (Linux arch_prctl), and the

@@ -22,9 +22,7 @@ using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 using DU = hn::RebindToUnsigned<DF>;
 
-constexpr int kHalfRowPairs = kPairStripCols / 2;  // 32-bit lanes per row of a 16-column half
-constexpr int kRowsPerHalf = kPairBlockDepth / 2;
-constexpr int kHalfElems = kPairBlockElems / 2;
+constexpr int kHalfRowPairs = kPairHalfCols;  // 32-bit lanes per row of a 16-column half
 
 HWY_INLINE VF EvenWeights(DF d, hn::Vec<DU> pairs) { return hn::BitCast(d, hn::ShiftLeft<16>(pairs)); }
 HWY_INLINE VF OddWeights(DF d, hn::Vec<DU> pairs) {
@@ -59,10 +57,10 @@ HWY_INLINE void GemvStrips(const float* x, int in, const uint16_t* const* strips
     // GEMV to 5-10 GB/s against the 14-20 GB/s it reads in order (hand-timed 64 MB GEMV
     // alternated with the DRAM probe): its prefetchers did not follow the +16 / -15 line strides.
     for (int h = 0; h < 2; ++h) {
-      for (int r = 0; r < kRowsPerHalf; ++r) {
+      for (int r = 0; r < kPairRows; ++r) {
         const VF xe = hn::Set(d, xb[2 * r]), xo = hn::Set(d, xb[2 * r + 1]);
         for (int s = 0; s < kStreams; ++s) {
-          const uint32_t* row = reinterpret_cast<const uint32_t*>(strips[s] + block + h * kHalfElems + r * kPairStripCols);
+          const uint32_t* row = reinterpret_cast<const uint32_t*>(strips[s] + block + h * kPairHalfElems + r * kPairStripCols);
           for (int v = 0; v < kVecs; ++v) {
             const auto p = hn::LoadU(du, row + v * kNL);
             acc[s][h][v] = hn::MulAdd(xo, OddWeights(d, p), hn::MulAdd(xe, EvenWeights(d, p), acc[s][h][v]));
@@ -109,8 +107,8 @@ void WidenPairs(const uint16_t* w, int kt_blocks, int kt0, int kt_count, int str
       const uint16_t* block = w + s * strip_elems + static_cast<int64_t>(kt) * kPairBlockElems;
       float* o = out + static_cast<int64_t>(kt - kt0) * kPairBlockDepth * ldo + s * kPairStripCols;
       for (int h = 0; h < 2; ++h) {
-        for (int r = 0; r < kRowsPerHalf; ++r) {
-          const uint32_t* row = reinterpret_cast<const uint32_t*>(block + h * kHalfElems + r * kPairStripCols);
+        for (int r = 0; r < kPairRows; ++r) {
+          const uint32_t* row = reinterpret_cast<const uint32_t*>(block + h * kPairHalfElems + r * kPairStripCols);
           float* even = o + (2 * r) * ldo + h * kHalfRowPairs;
           for (int v = 0; v < kHalfRowPairs; v += NL) {
             const auto p = hn::LoadU(du, row + v);

@@ -1,6 +1,6 @@
 // `hanpu bench linear`: times every distinct projection shape of a synthetic model (the
 // shapes `hanpu run --synthetic` executes) through cpu::linear, with the weights in bf16
-// (what checkpoints ship) and fp32, its FMA path on OpenBLAS and on hanpu's micro-kernel,
+// (what checkpoints ship) and fp32, its FMA path on OpenBLAS and on hanpu's own kernels (pairs for bf16),
 // and, when the build found OpenBLAS, the same fp32 product through one multi-threaded
 // cblas_sgemm on nn.Linear's own [out, in] layout. All rows of a (projection, T) are timed
 // side by side (interleaved rounds). This is the check behind the choice of GEMM in
@@ -88,7 +88,7 @@ void add_bench_linear_options(CLI::App& cmd, BenchLinearOptions& o) {
   cmd.add_option("--weights", o.weights, "weight dtypes: bf16, f16, f32")->capture_default_str();
   cmd.add_flag("!--no-openblas", o.openblas, "skip the whole-matrix OpenBLAS rows (f32, its own threads)");
   cmd.add_option("--fma-gemm", o.fma_gemm,
-                 "the GEMM of hanpu's FMA path (no matrix unit): auto (as a prefill picks), hanpu (its micro-kernel), "
+                 "the GEMM of hanpu's FMA path (no matrix unit): auto (as a prefill picks), hanpu (its kernels: pairs for bf16, the micro-kernel for f32 and f16), "
                  "both (side by side)")
       ->capture_default_str();
   cmd.add_option("--threads", o.threads, "worker threads (0: HANPU_THREADS or all cores)")->capture_default_str();
@@ -134,7 +134,7 @@ int run_bench_linear(const BenchLinearOptions& o) {
 #endif
   const FmaPeak amx = measure_amx_peak(threads);
   std::fprintf(info, "# %s projections; GFLOP/s = 2 T in out / median of %d runs after one warm-up; %%peak "
-               "against the peak of the unit the row ran on (fma: the FMA peak re-measured after each run; amx: "
+               "against the peak of the unit the row ran on (blas, pairs, fma: the FMA peak re-measured after each run; amx: "
                "the AMX tile peak above); weight_GB/s = weight bytes / time\n",
                o.model.c_str(), o.repeats);
   if (!o.json) {
@@ -153,7 +153,7 @@ int run_bench_linear(const BenchLinearOptions& o) {
     std::fprintf(stderr, "error: --fma-gemm %s: not auto, hanpu or both\n", o.fma_gemm.c_str());
     return 2;
   }
-  std::fprintf(info, "# FMA-path GEMM (unit blas / fma): %s\n", cpu::blas_sgemm_describe().c_str());
+  std::fprintf(info, "# FMA-path GEMM (unit blas / pairs / fma): %s\n", cpu::blas_sgemm_describe().c_str());
   std::mt19937 rng(11);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const std::vector<Projection> all = projections_of(*config);
@@ -189,7 +189,7 @@ int run_bench_linear(const BenchLinearOptions& o) {
         const cpu::PackedLinear* pw = &packed.back();
         for (bool use_blas : gemms) {
           cpu::blas_sgemm_enable(use_blas);
-          const std::string unit = cpu::linear_kernel_name(*pw, T);
+          const std::string unit = cpu::linear_kernel_name(*pw, T, threads);
           // The GEMM choice is moot on the AMX tiles, the GEMV and units OpenBLAS does not take.
           if (std::any_of(cands.begin(), cands.end(), [&](const Candidate& c) { return c.wt == wt && c.unit == unit; })) {
             continue;

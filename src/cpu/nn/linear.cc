@@ -14,6 +14,7 @@
 #include "simd/bf16_pairs.h"
 #include "simd/fp_mode.h"
 #include "simd/gemm.h"
+#include "simd/gemm_bf16_pairs.h"
 #include "simd/gemv.h"
 #include "simd/vec_ops.h"
 
@@ -101,7 +102,26 @@ constexpr int kStripsPerPanel = kLinearPanel / kPairStripCols;
 constexpr int64_t kBlasMinRows = 16;
 constexpr int kBlasMinCols = 64;
 
-bool blas_takes(bool blas, int64_t rows, int cols) { return blas && rows >= kBlasMinRows && cols >= kBlasMinCols; }
+// bf16 units below this many rows run on hanpu's pairs kernel even where OpenBLAS is in use:
+// OpenBLAS packs both operands on every call (after hanpu widened the weights), which a
+// product of few rows does not pay back. Throwaway harness, one Zen 3 core, 256-column units,
+// OpenBLAS and the pairs kernel called in turn 80-600 times, median of the time ratios
+// OpenBLAS / pairs at depth 1024 and 3584: 64 rows 1.15x and 1.15x, 128 rows 1.09x and 0.96x,
+// 256 rows 1.00-1.04x and 0.91-0.95x, 512 rows 0.96-0.99x and 0.92-0.96x.
+constexpr int64_t kBlasMinRowsPairs = 256;
+// Narrower bf16 units (the 16-column gdn.in_b / in_a) stay on the fp32 micro-kernel: the pairs
+// kernel packs each row tile's x for every 16 columns it computes, which then costs as much as
+// the product (`hanpu bench linear` gdn.in_b at T 128: 0.21-0.29 ms against 0.13-0.15).
+constexpr int kPairsMinCols = 64;
+
+enum class UnitKernel { kBlas, kPairs, kFma };
+
+// The kernel of a unit of `rows` x `cols` of w, `blas` if OpenBLAS is in use.
+UnitKernel unit_kernel(const PackedLinear& w, int64_t rows, int cols, bool blas) {
+  const bool blas_ok = blas && rows >= kBlasMinRows && cols >= kBlasMinCols;
+  if (w.pairs() && cols >= kPairsMinCols && !(blas_ok && rows >= kBlasMinRowsPairs)) return UnitKernel::kPairs;
+  return blas_ok ? UnitKernel::kBlas : UnitKernel::kFma;
+}
 
 // Runs fn(u) for every unit u in [0, units) on the pool. Units are claimed from a shared
 // counter rather than dealt: a core slowed by other load (or a LITTLE core) simply claims
@@ -175,13 +195,26 @@ void amx_unit(const uint16_t* xb, const LinearOut& o, int p, int64_t r0, int64_t
                       o.y + r0 * o.ldy + p * kLinearPanel, o.ldy);
 }
 
-// Without a matrix unit: 512-deep slices of panel p, 16-bit weights widened to one fp32
-// [512 x 256] block per (unit, slice), each slice multiplied by OpenBLAS (`blas`, see
-// blas_sgemm.h) or by the FMA micro-kernel against 192-row slabs of x.
+// Without a matrix unit, bf16 weights on hanpu's own kernel: the pairs layout times x with
+// the weights widened in registers (simd/gemm_bf16_pairs.h), the unit's whole depth in one call.
+void pairs_unit(const float* x, int64_t ldx, const LinearOut& o, int p, int64_t r0, int64_t r1) {
+  const PackedLinear& w = *o.w;
+  const int s0 = p * kStripsPerPanel;
+  simd::gemm_bf16_pairs(static_cast<int>(r1 - r0), x + r0 * ldx, ldx, w.in, w.half.data() + w.strip_offset(s0),
+                        w.k_blocks(), 0, w.k_blocks(), std::min(kStripsPerPanel, w.strips() - s0), w.panel_cols(p),
+                        o.y + r0 * o.ldy + p * kLinearPanel, o.ldy, false);
+}
+
+// Without a matrix unit: bf16 units on pairs_unit where unit_kernel says so; otherwise
+// 512-deep slices of panel p, 16-bit weights widened to one fp32 [512 x 256] block per
+// (unit, slice), each slice multiplied by OpenBLAS (`blas`, see blas_sgemm.h) or by the FMA
+// micro-kernel against 192-row slabs of x.
 void fma_unit(const float* x, int64_t ldx, const LinearOut& o, int p, int64_t r0, int64_t r1, bool blas) {
   const PackedLinear& w = *o.w;
-  thread_local std::vector<float> block;
   const int n = w.panel_cols(p);
+  const UnitKernel kernel = unit_kernel(w, r1 - r0, n, blas);
+  if (kernel == UnitKernel::kPairs) return pairs_unit(x, ldx, o, p, r0, r1);
+  thread_local std::vector<float> block;
   for (int k0 = 0; k0 < w.in; k0 += kLinearDepth) {
     const int kd = std::min(kLinearDepth, w.in - k0);
     const float* b = nullptr;
@@ -204,7 +237,7 @@ void fma_unit(const float* x, int64_t ldx, const LinearOut& o, int p, int64_t r0
     const float beta = k0 == 0 ? 0.0f : 1.0f;
     float* y = o.y + p * kLinearPanel;
     // OpenBLAS packs and blocks the slice itself: all of the unit's rows in one call.
-    if (blas_takes(blas, r1 - r0, n)) {
+    if (kernel == UnitKernel::kBlas) {
       blas_sgemm(static_cast<int>(r1 - r0), n, kd, x + r0 * ldx + k0, ldx, b, ldb, y + r0 * o.ldy, o.ldy, beta);
       continue;
     }
@@ -285,14 +318,21 @@ void linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<Linea
   }
 }
 
-const char* linear_kernel_name(const PackedLinear& w, int64_t T) {
+const char* linear_kernel_name(const PackedLinear& w, int64_t T, int threads) {
   switch (path_of(w, T)) {
     case Path::kGemv: return "gemv";
     case Path::kAmx: return "amx";
     case Path::kFma: break;
   }
-  // No more row ranges than 192-row slabs, so a unit has at least min(T, 96) rows: blas iff T >= 16.
-  return blas_takes(blas_sgemm_in_use(), std::min<int64_t>(T, kLinearRowSlab), w.panel_cols(0)) ? "blas" : "fma";
+  // The kernel of the first unit (rows of units differ by at most one 32-row granule).
+  const int ranges = T == 1 ? 1 : linear_row_ranges(T, w.panels(), ThreadPool::shared(threads).size());
+  const auto [r0, r1] = linear_row_range(T, ranges, 0);
+  switch (unit_kernel(w, r1 - r0, w.panel_cols(0), blas_sgemm_in_use())) {
+    case UnitKernel::kBlas: return "blas";
+    case UnitKernel::kPairs: return "pairs";
+    case UnitKernel::kFma: break;
+  }
+  return "fma";
 }
 
 void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy, int threads) {

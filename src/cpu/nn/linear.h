@@ -8,18 +8,22 @@
 //     a run of 32-deep blocks whose rows hold (w[2r][c], w[2r+1][c]) pairs. On cores with AMX
 //     a prefill multiplies it directly on bf16 tiles (x rounded to bf16, exact products,
 //     fp32 sums: what PyTorch's and llama.cpp's bf16 matmuls do); without AMX (or with
-//     HANPU_AMX=0) blocks are widened to fp32 for the FMA micro-kernel; decode widens in
-//     registers. One layout for the three, so the weights are held once.
+//     HANPU_AMX=0) hanpu's pairs kernel widens them in registers (simd/gemm_bf16_pairs.h),
+//     or, for units of 256 rows and more where OpenBLAS is in use, blocks are widened to
+//     fp32 for OpenBLAS; decode widens in registers. One layout for all, so the weights are
+//     held once.
 //
 // OpenBLAS (Debian's 0.3.21), measured side by side by `hanpu bench linear`: bf16 weights,
 // what checkpoints ship and the default, run on the AMX tiles several times faster than any
 // fp32 GEMM, and OpenBLAS has no bf16 GEMM in that build, so cores with AMX never call it.
 // Without AMX (or with fp32 / f16 weights) each widened [512 x 256] weight block is
 // multiplied by OpenBLAS's sgemm where it runs AVX2-or-wider kernels, one call per unit on
-// hanpu's own workers (its threads off): 1.3-1.5x hanpu's micro-kernel on the 0.8B's shapes
-// on an AVX2 Zen 3 core (docs/benchmarks.md "On an AVX2 core without a matrix unit"). Where it
-// detects an old core (Prescott on the Sapphire-Rapids-class VM, 3-5x slower) or HANPU_BLAS=0,
-// the micro-kernel runs them (blas_sgemm.h decides).
+// hanpu's own workers (its threads off): 1.3-1.5x hanpu's fp32 micro-kernel on the 0.8B's
+// shapes on an AVX2 Zen 3 core (docs/benchmarks.md "On an AVX2 core without a matrix unit").
+// bf16 units of fewer than 256 rows skip it for the pairs kernel, which needs neither the
+// widened copy nor OpenBLAS's packing (linear.cc, kBlasMinRowsPairs). Where OpenBLAS detects
+// an old core (Prescott on the Sapphire-Rapids-class VM, 3-5x slower) or HANPU_BLAS=0, hanpu's
+// kernels run everything (blas_sgemm.h decides).
 #pragma once
 
 #include <cstddef>
@@ -89,10 +93,12 @@ std::pair<int64_t, int64_t> linear_row_range(int64_t T, int ranges, int range);
 // strips, each against every 32-row block of its rows.
 void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy, int threads);
 
-// The kernel linear() runs w's units on for T rows, as `hanpu bench linear` labels its rows:
-// "gemv" (one row of 16-bit weights), "amx", "blas" (OpenBLAS, blas_sgemm.h) or "fma" (the
-// micro-kernel). Units of fewer rows or columns than OpenBLAS takes (see linear.cc) say "fma".
-const char* linear_kernel_name(const PackedLinear& w, int64_t T);
+// The kernel linear() runs w's units on for T rows and `threads` cores (0: all), as `hanpu
+// bench linear` labels its rows: "gemv" (one row of 16-bit weights), "amx", "blas" (OpenBLAS,
+// blas_sgemm.h), "pairs" (bf16 weights on simd/gemm_bf16_pairs.h) or "fma" (fp32 and f16 on
+// the micro-kernel). Units of fewer rows or columns than OpenBLAS takes (see linear.cc) say
+// "pairs" or "fma".
+const char* linear_kernel_name(const PackedLinear& w, int64_t T, int threads = 0);
 
 // Several projections of the same x (a GDN layer's qkv, z, b and a): one pass rounding x
 // to bf16 for the tiles, one pool dispatch whose units span them all (so the 16-column ones

@@ -1,0 +1,216 @@
+// fp32 x bf16-pairs GEMM (see gemm_bf16_pairs.h), compiled for every Highway target and
+// dispatched once per call.
+//
+// A pairs row holds, per 32-bit lane, the weights of two consecutive reduction steps of one
+// column: (lane << 16) and (lane & 0xffff0000) are the two as fp32 (bf16_pairs.cc), so the
+// widening costs two integer ops per vector of weights, whose loads feed them directly. The
+// register tile is rows x 16 columns (one half of a strip: 64 contiguous bytes per pair row);
+// its A operand is broadcast from row-major x, a row panel small enough to stay in L1 while the
+// weights of the slice (L2-sized) stream past it.
+#include "simd/gemm_bf16_pairs.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "simd/amx.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "simd/gemm_bf16_pairs.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/cache_control.h>
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace hanpu::simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+using DU = hn::RebindToUnsigned<DF>;
+
+constexpr int kVectorRegisters = (HWY_ARCH_X86 && HWY_TARGET >= HWY_AVX2) ? 16 : 32;
+constexpr int kNL = static_cast<int>(hn::MaxLanes(DF()));
+// 16 columns (one half strip) where that is at least two vectors, else both halves.
+constexpr int kTileCols = kNL >= kPairHalfCols ? kPairStripCols : kPairHalfCols;
+constexpr int kTileVecs = kTileCols / kNL;
+// Accumulators take what the weights (kTileVecs) and a broadcast leave, keeping one register
+// spare for the 0xffff0000 mask: 6 rows x 2 vectors on AVX2.
+constexpr int kMR = std::clamp((kVectorRegisters - kTileVecs - 2) / kTileVecs, 1, 12);
+
+// Loop nest (measured against one another on a Zen 3 core, throwaway harness, 256 x 256 units
+// of depth 1024 and 3584): row blocks of kRowBlock rows, each through the depth in slices of
+// kSliceBlocks blocks, each slice row tile by row tile (A packed, 6 KB, in L1) against every
+// column group (8 KB of weights a group, from L2). A slice of 8 blocks keeps a row block's C
+// (48 x 256 fp32) and the slice's weights (128 KB for 256 columns) in L2 together; 16-block
+// slices and 96-row blocks were 10-15% slower at T 256. Weights kPrefetchBlocks blocks ahead
+// are prefetched: at depth 3584 a row block's first tile finds them in L3, not L2 (+20%).
+constexpr int kSliceBlocks = 8;
+constexpr int kPrefetchBlocks = 2;
+constexpr int kRowBlock = 8 * kMR;
+
+#define HANPU_UNROLL_ALL _Pragma("GCC unroll 16")
+
+// Offset (in bf16) of tile vector v inside a pair row, from the tile's first column.
+constexpr int VectorOffset(int v) { return (v * kNL / kPairHalfCols) * kPairHalfElems + (v * kNL % kPairHalfCols) * 2; }
+
+HWY_INLINE VF EvenWeights(DF d, const uint16_t* p) {
+  return hn::BitCast(d, hn::ShiftLeft<16>(hn::LoadU(DU(), reinterpret_cast<const uint32_t*>(p))));
+}
+HWY_INLINE VF OddWeights(DF d, const uint16_t* p, hn::Vec<DU> high) {
+  return hn::BitCast(d, hn::And(hn::LoadU(DU(), reinterpret_cast<const uint32_t*>(p)), high));
+}
+
+// C tile [MR x n] (+)= A B over `blocks` whole blocks. a is A packed k-major (kMR floats per
+// reduction step, see PackA), b the tile's first column in the first block.
+template <int MR>
+HWY_INLINE void Tile(const float* HWY_RESTRICT a, const uint16_t* HWY_RESTRICT b, int blocks, float* HWY_RESTRICT c,
+                     int64_t ldc, int n, bool accumulate) {
+  const DF d;
+  const auto high = hn::Set(DU(), 0xffff0000u);
+  VF acc[MR][kTileVecs];
+  HANPU_UNROLL_ALL
+  for (int i = 0; i < MR; ++i) {
+    HANPU_UNROLL_ALL
+    for (int v = 0; v < kTileVecs; ++v) acc[i][v] = hn::Zero(d);
+  }
+  for (int blk = 0; blk < blocks; ++blk) {
+    const uint16_t* bb = b + static_cast<int64_t>(blk) * kPairBlockElems;
+    const float* ab = a + blk * kPairBlockDepth * kMR;
+    for (int r = 0; r < kPairRows; ++r) {
+      const uint16_t* row = bb + r * kPairStripCols;
+      const float* ar = ab + 2 * r * kMR;
+      hwy::Prefetch(row + kPrefetchBlocks * kPairBlockElems);
+      VF w[kTileVecs];
+      HANPU_UNROLL_ALL
+      for (int v = 0; v < kTileVecs; ++v) w[v] = EvenWeights(d, row + VectorOffset(v));
+      HANPU_UNROLL_ALL
+      for (int i = 0; i < MR; ++i) {
+        const VF av = hn::Set(d, ar[i]);
+        HANPU_UNROLL_ALL
+        for (int v = 0; v < kTileVecs; ++v) acc[i][v] = hn::MulAdd(av, w[v], acc[i][v]);
+      }
+      HANPU_UNROLL_ALL
+      for (int v = 0; v < kTileVecs; ++v) w[v] = OddWeights(d, row + VectorOffset(v), high);
+      HANPU_UNROLL_ALL
+      for (int i = 0; i < MR; ++i) {
+        const VF av = hn::Set(d, ar[kMR + i]);
+        HANPU_UNROLL_ALL
+        for (int v = 0; v < kTileVecs; ++v) acc[i][v] = hn::MulAdd(av, w[v], acc[i][v]);
+      }
+    }
+  }
+  HANPU_UNROLL_ALL
+  for (int i = 0; i < MR; ++i) {
+    float* ci = c + i * ldc;
+    HANPU_UNROLL_ALL
+    for (int v = 0; v < kTileVecs; ++v) {
+      const int lanes = std::clamp(n - v * kNL, 0, kNL);
+      if (lanes == kNL) {
+        hn::StoreU(accumulate ? hn::Add(acc[i][v], hn::LoadU(d, ci + v * kNL)) : acc[i][v], d, ci + v * kNL);
+      } else if (lanes > 0) {
+        const auto m = hn::FirstN(d, static_cast<size_t>(lanes));
+        const VF sum = accumulate ? hn::Add(acc[i][v], hn::MaskedLoad(m, d, ci + v * kNL)) : acc[i][v];
+        hn::BlendedStore(sum, m, d, ci + v * kNL);
+      }
+    }
+  }
+}
+
+void TileRows(int m, const float* a, const uint16_t* b, int blocks, float* c, int64_t ldc, int n, bool accumulate) {
+  switch (m) {
+#define HANPU_PAIRS_TILE_CASE(R)                                           \
+  case R:                                                                  \
+    if constexpr (R <= kMR) return Tile<R>(a, b, blocks, c, ldc, n, accumulate); \
+    return;
+    HANPU_PAIRS_TILE_CASE(1)
+    HANPU_PAIRS_TILE_CASE(2)
+    HANPU_PAIRS_TILE_CASE(3)
+    HANPU_PAIRS_TILE_CASE(4)
+    HANPU_PAIRS_TILE_CASE(5)
+    HANPU_PAIRS_TILE_CASE(6)
+    HANPU_PAIRS_TILE_CASE(7)
+    HANPU_PAIRS_TILE_CASE(8)
+    HANPU_PAIRS_TILE_CASE(9)
+    HANPU_PAIRS_TILE_CASE(10)
+    HANPU_PAIRS_TILE_CASE(11)
+    HANPU_PAIRS_TILE_CASE(12)
+#undef HANPU_PAIRS_TILE_CASE
+    default: return;
+  }
+}
+
+// Rows [0, m) of A, reduction steps [k0, k0 + depth), packed k-major: packed[k][i], kMR
+// floats a step, zeros for rows past m and steps past `in`. Why pack: the tile's rows of x
+// are `lda` apart, a multiple of 4 KB at hidden sizes like 1024, so read in place they all
+// fall in the same L1 sets, next to the weights' (which fill half the sets: a tile reads 1 KB
+// of each 2 KB block), and were evicted before their next use.
+void PackA(const float* a, int64_t lda, int m, int in, int k0, int depth, float* packed) {
+  const int valid = std::clamp(in - k0, 0, depth);
+  for (int i = 0; i < kMR; ++i) {
+    const float* src = a + i * lda + k0;
+    float* dst = packed + i;
+    if (i < m) {
+      for (int k = 0; k < valid; ++k) dst[k * kMR] = src[k];
+    }
+    for (int k = i < m ? valid : 0; k < depth; ++k) dst[k * kMR] = 0.0f;
+  }
+}
+
+// The first column of tile column group g in block 0 of its strip.
+HWY_INLINE const uint16_t* GroupStart(const uint16_t* w, int64_t strip_elems, int g) {
+  const int col = g * kTileCols;
+  return w + (col / kPairStripCols) * strip_elems + (col % kPairStripCols / kPairHalfCols) * kPairHalfElems;
+}
+
+void GemmPairs(int rows, const float* a, int64_t lda, int in, const uint16_t* w, int kt_blocks, int kt0, int kt_count,
+               int strips, int n_cols, float* c, int64_t ldc, bool accumulate) {
+  if (rows <= 0 || n_cols <= 0) return;
+  n_cols = std::min(n_cols, strips * kPairStripCols);
+  const int64_t strip_elems = static_cast<int64_t>(kt_blocks) * kPairBlockElems;
+  const int groups = (n_cols + kTileCols - 1) / kTileCols;
+  // Blocks past `in` hold only zero weights: skipped.
+  const int kt_end = std::min({kt0 + kt_count, kt_blocks, (in + kPairBlockDepth - 1) / kPairBlockDepth});
+  if (kt_end <= kt0) {  // no block in range: the product is zero
+    if (!accumulate) {
+      for (int i = 0; i < rows; ++i) std::fill(c + i * ldc, c + i * ldc + n_cols, 0.0f);
+    }
+    return;
+  }
+  HWY_ALIGN float packed[kSliceBlocks * kPairBlockDepth * kMR];
+  for (int r0 = 0; r0 < rows; r0 += kRowBlock) {
+    const int r1 = std::min(rows, r0 + kRowBlock);
+    for (int s0 = kt0; s0 < kt_end; s0 += kSliceBlocks) {
+      const int blocks = std::min(kSliceBlocks, kt_end - s0);
+      const bool sums = accumulate || s0 > kt0;  // whether C already holds sums to add to
+      for (int i0 = r0; i0 < r1; i0 += kMR) {
+        const int m = std::min(kMR, r1 - i0);
+        PackA(a + i0 * lda, lda, m, in, s0 * kPairBlockDepth, blocks * kPairBlockDepth, packed);
+        for (int g = 0; g < groups; ++g) {
+          TileRows(m, packed, GroupStart(w, strip_elems, g) + static_cast<int64_t>(s0) * kPairBlockElems, blocks,
+                   c + i0 * ldc + g * kTileCols, ldc, std::min(kTileCols, n_cols - g * kTileCols), sums);
+        }
+      }
+    }
+  }
+}
+
+int PairsTileRows() { return kMR; }
+int PairsTileCols() { return kTileCols; }
+
+}  // namespace hanpu::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace hanpu::simd {
+HWY_EXPORT(GemmPairs);
+HWY_EXPORT(PairsTileRows);
+HWY_EXPORT(PairsTileCols);
+
+void gemm_bf16_pairs(int rows, const float* a, int64_t lda, int in, const uint16_t* w, int kt_blocks, int kt0,
+                     int kt_count, int strips, int n_cols, float* c, int64_t ldc, bool accumulate) {
+  HWY_DYNAMIC_DISPATCH(GemmPairs)(rows, a, lda, in, w, kt_blocks, kt0, kt_count, strips, n_cols, c, ldc, accumulate);
+}
+int gemm_bf16_pairs_tile_rows() { return HWY_DYNAMIC_DISPATCH(PairsTileRows)(); }
+int gemm_bf16_pairs_tile_cols() { return HWY_DYNAMIC_DISPATCH(PairsTileCols)(); }
+}  // namespace hanpu::simd
+#endif

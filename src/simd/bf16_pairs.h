@@ -1,8 +1,8 @@
 // bf16 weights in the "pairs" layout (simd/amx.h): two of the ways to use them without the
 // matrix unit. Decode multiplies one fp32 row by them (widening in registers; at one token
-// per step the weights' bytes are the whole cost), and a prefill that hands a unit to
-// OpenBLAS widens a block of them to row-major fp32 first. (Prefill units hanpu multiplies
-// itself read them in place: simd/gemm_bf16_pairs.h.)
+// per step the weights' bytes are the whole cost), and a prefill's panels too narrow for the
+// pairs GEMM (simd/gemm_bf16_pairs.h, which reads them in place) are widened to row-major
+// fp32 blocks for the FMA micro-kernel.
 #pragma once
 
 #include <cstdint>

@@ -89,8 +89,10 @@ void add_bench_linear_options(CLI::App& cmd, BenchLinearOptions& o) {
   cmd.add_flag("!--no-openblas", o.openblas, "skip the whole-matrix OpenBLAS rows (f32, its own threads)");
   cmd.add_option("--fma-gemm", o.fma_gemm,
                  "the GEMM of hanpu's FMA path (no matrix unit): auto (as a prefill picks), hanpu (its kernels: pairs for bf16, the micro-kernel for f32 and f16), "
-                 "both (side by side)")
+                 "both (side by side with OpenBLAS, bf16 weights widened for it)")
       ->capture_default_str();
+  cmd.add_flag("--cold", o.cold,
+               "evict the caches before every timed call (weights and x from DRAM, as in a model's prefill)");
   cmd.add_option("--threads", o.threads, "worker threads (0: HANPU_THREADS or all cores)")->capture_default_str();
   cmd.add_option("--repeats", o.repeats, "timed runs per row (median reported)")->capture_default_str();
   cmd.add_flag("--json", o.json, "one JSON object per row on stdout (progress on stderr)");
@@ -141,14 +143,20 @@ int run_bench_linear(const BenchLinearOptions& o) {
     std::printf("%-12s %-9s %-4s %-5s %5s %6s %5s %9s %8s %7s %8s\n", "proj", "impl", "unit", "wts", "in", "out",
                 "T", "median_ms", "GFLOP/s", "%peak", "wGB/s");
   }
-  // The FMA path's GEMM per row: OpenBLAS (true) or hanpu's micro-kernel (false).
+  // The FMA path's GEMMs per row: OpenBLAS on or off, hanpu's pairs kernel (bf16) on or off.
+  // "blas" turns the pairs kernel off so that bf16 units reach OpenBLAS too.
+  struct Gemms {
+    bool blas, pairs;
+  };
   cpu::blas_sgemm_enable(true);
   const bool blas_ok = cpu::blas_sgemm_in_use();
-  std::vector<bool> gemms;
+  std::vector<Gemms> gemms;
   if (o.fma_gemm == "both") {
-    gemms = blas_ok ? std::vector<bool>{true, false} : std::vector<bool>{false};
-  } else if (o.fma_gemm == "hanpu" || o.fma_gemm == "auto") {
-    gemms = {o.fma_gemm == "auto" && blas_ok};
+    gemms = blas_ok ? std::vector<Gemms>{{true, false}, {false, true}} : std::vector<Gemms>{{false, true}};
+  } else if (o.fma_gemm == "auto") {
+    gemms = {{blas_ok, true}};
+  } else if (o.fma_gemm == "hanpu") {
+    gemms = {{false, true}};
   } else {
     std::fprintf(stderr, "error: --fma-gemm %s: not auto, hanpu or both\n", o.fma_gemm.c_str());
     return 2;
@@ -187,15 +195,17 @@ int run_bench_linear(const BenchLinearOptions& o) {
       for (DType wt : dtypes) {
         packed.push_back(cpu::PackedLinear::from_rows(w.data(), p.in, rows, wt));
         const cpu::PackedLinear* pw = &packed.back();
-        for (bool use_blas : gemms) {
-          cpu::blas_sgemm_enable(use_blas);
+        for (const Gemms g : gemms) {
+          cpu::blas_sgemm_enable(g.blas);
+          cpu::linear_pairs_enable(g.pairs);
           const std::string unit = cpu::linear_kernel_name(*pw, T, threads);
           // The GEMM choice is moot on the AMX tiles, the GEMV and units OpenBLAS does not take.
           if (std::any_of(cands.begin(), cands.end(), [&](const Candidate& c) { return c.wt == wt && c.unit == unit; })) {
             continue;
           }
-          cands.push_back({"hanpu", unit, wt, [&, pw, use_blas] {
-                             cpu::blas_sgemm_enable(use_blas);
+          cands.push_back({"hanpu", unit, wt, [&, pw, g] {
+                             cpu::blas_sgemm_enable(g.blas);
+                             cpu::linear_pairs_enable(g.pairs);
                              cpu::linear(x.data(), p.in, T, *pw, y.data(), p.out, threads);
                            }});
         }
@@ -219,8 +229,10 @@ int run_bench_linear(const BenchLinearOptions& o) {
         });
       }
       std::vector<Timing> timings;
-      const bool ok = time_side_by_side(o.repeats, threads, runs, &timings);
+      const bool ok = time_side_by_side(o.repeats, threads, runs, &timings,
+                                        o.cold ? std::function<void()>(evict_caches) : std::function<void()>());
       cpu::blas_sgemm_enable(true);
+      cpu::linear_pairs_enable(true);
       if (!ok) return 1;
       for (size_t i = 0; i < cands.size(); ++i) {
         const Candidate& c = cands[i];

@@ -19,6 +19,7 @@ struct BenchLinearOptions {
   std::string fma_gemm = "both";            // auto, hanpu or both: the FMA path's GEMM (see cpu/nn/blas_sgemm.h)
   int threads = 0;
   int repeats = 5;
+  bool cold = false;                        // evict the caches before each timed call
   bool json = false;
 };
 

@@ -1,11 +1,15 @@
 #include "bench_util.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "cpu/nn/blas_sgemm.h"
+#include "simd/fma_peak.h"
 
 namespace hanpu::cli {
 
@@ -44,7 +48,8 @@ Status time_runs(int repeats, int threads, const TimedRun& run, Timing* out) {
   return Status::Ok();
 }
 
-Status time_runs_interleaved(int repeats, int threads, const std::vector<TimedRun>& runs, std::vector<Timing>* out) {
+Status time_runs_interleaved(int repeats, int threads, const std::vector<TimedRun>& runs, std::vector<Timing>* out,
+                             const std::function<void()>& before_each) {
   const size_t n = runs.size();
   std::vector<std::vector<double>> ms(n), peaks(n);
   out->assign(n, Timing{});
@@ -53,6 +58,7 @@ Status time_runs_interleaved(int repeats, int threads, const std::vector<TimedRu
       const size_t i = r % 2 == 0 ? k : n - 1 - k;
       std::vector<double> busy;
       int64_t extra = 0;
+      if (before_each) before_each();
       const auto t0 = std::chrono::steady_clock::now();
       const Status st = runs[i](busy, extra);
       const double elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -74,10 +80,21 @@ Status time_runs_interleaved(int repeats, int threads, const std::vector<TimedRu
   return Status::Ok();
 }
 
-bool time_side_by_side(int repeats, int threads, const std::vector<TimedRun>& runs, std::vector<Timing>* out) {
-  const Status st = time_runs_interleaved(repeats, threads, runs, out);
+bool time_side_by_side(int repeats, int threads, const std::vector<TimedRun>& runs, std::vector<Timing>* out,
+                       const std::function<void()>& before_each) {
+  const Status st = time_runs_interleaved(repeats, threads, runs, out, before_each);
   if (!st.ok()) std::fprintf(stderr, "error: %s\n", st.message().c_str());
   return st.ok();
+}
+
+void evict_caches() {
+  static const std::vector<float> buffer = [] {
+    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    const size_t bytes = std::max<size_t>(size_t{64} << 20, 2 * static_cast<size_t>(std::max(l3, 0L)));
+    return std::vector<float>(bytes / sizeof(float), 1.0f);
+  }();
+  volatile float sink = simd::read_streams(buffer.data(), buffer.size());
+  (void)sink;
 }
 
 }  // namespace hanpu::cli

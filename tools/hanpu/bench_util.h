@@ -38,10 +38,17 @@ Status time_runs(int repeats, int threads, const TimedRun& run, Timing* out);
 // The same for several calls compared side by side (e.g. placements): one warm-up each,
 // then `repeats` rounds that time every call once, in forward order on even rounds and in
 // reverse on odd ones, so neither a drift of the shared machine nor a call's position in
-// the round favours one of them. out[i] is call i's timing.
-Status time_runs_interleaved(int repeats, int threads, const std::vector<TimedRun>& runs, std::vector<Timing>* out);
+// the round favours one of them. out[i] is call i's timing. `before_each`, if set, runs
+// before every call, untimed (e.g. to evict the caches).
+Status time_runs_interleaved(int repeats, int threads, const std::vector<TimedRun>& runs, std::vector<Timing>* out,
+                             const std::function<void()>& before_each = {});
 // time_runs_interleaved for a bench command: false (the error printed to stderr) on failure.
-bool time_side_by_side(int repeats, int threads, const std::vector<TimedRun>& runs, std::vector<Timing>* out);
+bool time_side_by_side(int repeats, int threads, const std::vector<TimedRun>& runs, std::vector<Timing>* out,
+                       const std::function<void()>& before_each = {});
+
+// Reads a buffer of twice the last-level cache (64 MB at least) on the calling thread, so
+// that what the next call reads comes from DRAM, as a model's weights do in a real step.
+void evict_caches();
 
 // Parses every name of a flag or prints which one is wrong (returns false).
 template <class Parse, class T>

@@ -102,13 +102,17 @@ constexpr int kStripsPerPanel = kLinearPanel / kPairStripCols;
 constexpr int64_t kBlasMinRows = 16;
 constexpr int kBlasMinCols = 64;
 
-// bf16 units below this many rows run on hanpu's pairs kernel even where OpenBLAS is in use:
-// OpenBLAS packs both operands on every call (after hanpu widened the weights), which a
-// product of few rows does not pay back. Throwaway harness, one Zen 3 core, 256-column units,
-// OpenBLAS and the pairs kernel called in turn 80-600 times, median of the time ratios
-// OpenBLAS / pairs at depth 1024 and 3584: 64 rows 1.15x and 1.15x, 128 rows 1.09x and 0.96x,
-// 256 rows 1.00-1.04x and 0.91-0.95x, 512 rows 0.96-0.99x and 0.92-0.96x.
-constexpr int64_t kBlasMinRowsPairs = 256;
+// bf16 units run on hanpu's pairs kernel even where OpenBLAS is in use: OpenBLAS needs the
+// weights widened to an fp32 block first and then packs both operands again on every call,
+// the pairs kernel reads the weights as stored. Measured on a Zen 3 VM (docs/benchmarks.md,
+// "Prefill from bf16 weights without widening them"): one core, 256-column units, the two
+// called in turn, median of the time ratios at depth 1024 / 3584: 64 rows 1.15x / 1.15x, 128
+// rows 1.06-1.07x / 1.06-1.09x, 256 rows 1.01-1.06x / 1.03-1.04x, 512 rows 1.07x / 1.02-1.04x,
+// 2048 rows 1.05-1.12x / 1.02-1.07x; on both cores with the caches evicted before each call
+// (`hanpu bench linear --cold --fma-gemm both`, T 512) they tie (0.9-1.1x, either way), and
+// so do whole prefills within this VM's noise. Kept for the smaller units, for the fallback
+// without OpenBLAS (1.4-1.5x the widened blocks on the micro-kernel), and because it needs no
+// fp32 copy of the weights.
 // Narrower bf16 units (the 16-column gdn.in_b / in_a) stay on the fp32 micro-kernel: the pairs
 // kernel packs each row tile's x for every 16 columns it computes, which then costs as much as
 // the product (`hanpu bench linear` gdn.in_b at T 128: 0.21-0.29 ms against 0.13-0.15).
@@ -116,10 +120,12 @@ constexpr int kPairsMinCols = 64;
 
 enum class UnitKernel { kBlas, kPairs, kFma };
 
+std::atomic<bool> g_pairs_enabled{true};  // linear_pairs_enable
+
 // The kernel of a unit of `rows` x `cols` of w, `blas` if OpenBLAS is in use.
 UnitKernel unit_kernel(const PackedLinear& w, int64_t rows, int cols, bool blas) {
   const bool blas_ok = blas && rows >= kBlasMinRows && cols >= kBlasMinCols;
-  if (w.pairs() && cols >= kPairsMinCols && !(blas_ok && rows >= kBlasMinRowsPairs)) return UnitKernel::kPairs;
+  if (w.pairs() && cols >= kPairsMinCols && g_pairs_enabled.load(std::memory_order_relaxed)) return UnitKernel::kPairs;
   return blas_ok ? UnitKernel::kBlas : UnitKernel::kFma;
 }
 
@@ -334,6 +340,8 @@ const char* linear_kernel_name(const PackedLinear& w, int64_t T, int threads) {
   }
   return "fma";
 }
+
+void linear_pairs_enable(bool on) { g_pairs_enabled.store(on, std::memory_order_relaxed); }
 
 void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy, int threads) {
   if (w.out > 0) linear_many(x, ldx, T, {LinearOut{&w, y, ldy}}, threads);

@@ -8,21 +8,20 @@
 //     a run of 32-deep blocks whose rows hold (w[2r][c], w[2r+1][c]) pairs. On cores with AMX
 //     a prefill multiplies it directly on bf16 tiles (x rounded to bf16, exact products,
 //     fp32 sums: what PyTorch's and llama.cpp's bf16 matmuls do); without AMX (or with
-//     HANPU_AMX=0) hanpu's pairs kernel widens them in registers (simd/gemm_bf16_pairs.h),
-//     or, for units of 256 rows and more where OpenBLAS is in use, blocks are widened to
-//     fp32 for OpenBLAS; decode widens in registers. One layout for all, so the weights are
-//     held once.
+//     HANPU_AMX=0) hanpu's pairs kernel widens them in registers (simd/gemm_bf16_pairs.h;
+//     panels narrower than 64 columns are widened to fp32 blocks for the FMA micro-kernel);
+//     decode widens in registers. One layout for all, so the weights are held once.
 //
 // OpenBLAS (Debian's 0.3.21), measured side by side by `hanpu bench linear`: bf16 weights,
 // what checkpoints ship and the default, run on the AMX tiles several times faster than any
 // fp32 GEMM, and OpenBLAS has no bf16 GEMM in that build, so cores with AMX never call it.
-// Without AMX (or with fp32 / f16 weights) each widened [512 x 256] weight block is
-// multiplied by OpenBLAS's sgemm where it runs AVX2-or-wider kernels, one call per unit on
-// hanpu's own workers (its threads off): 1.3-1.5x hanpu's fp32 micro-kernel on the 0.8B's
-// shapes on an AVX2 Zen 3 core (docs/benchmarks.md "On an AVX2 core without a matrix unit").
-// bf16 units of fewer than 256 rows skip it for the pairs kernel, which needs neither the
-// widened copy nor OpenBLAS's packing (linear.cc, kBlasMinRowsPairs). Where OpenBLAS detects
-// an old core (Prescott on the Sapphire-Rapids-class VM, 3-5x slower) or HANPU_BLAS=0, hanpu's
+// With fp32 / f16 weights each [512 x 256] weight block (widened from f16) is multiplied by
+// OpenBLAS's sgemm where it runs AVX2-or-wider kernels, one call per unit on hanpu's own
+// workers (its threads off): 1.3-1.5x hanpu's fp32 micro-kernel on the 0.8B's shapes on an
+// AVX2 Zen 3 core (docs/benchmarks.md "On an AVX2 core without a matrix unit"). bf16 weights
+// do not go to OpenBLAS: the pairs kernel, which needs neither a widened copy nor OpenBLAS's
+// packing, ran 1.01-1.15x its speed on the same shapes (linear.cc). Where OpenBLAS detects an
+// old core (Prescott on the Sapphire-Rapids-class VM, 3-5x slower) or HANPU_BLAS=0, hanpu's
 // kernels run everything (blas_sgemm.h decides).
 #pragma once
 
@@ -99,6 +98,11 @@ void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float
 // the micro-kernel). Units of fewer rows or columns than OpenBLAS takes (see linear.cc) say
 // "pairs" or "fma".
 const char* linear_kernel_name(const PackedLinear& w, int64_t T, int threads = 0);
+
+// For side-by-side benches: turns the pairs kernel off (bf16 units then take OpenBLAS where
+// it is in use, else the FMA micro-kernel on widened blocks) or on again (the default). Not
+// thread-safe against running projections: call between them.
+void linear_pairs_enable(bool on);
 
 // Several projections of the same x (a GDN layer's qkv, z, b and a): one pass rounding x
 // to bf16 for the tiles, one pool dispatch whose units span them all (so the 16-column ones

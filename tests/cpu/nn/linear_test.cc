@@ -23,7 +23,7 @@ TEST_P(LinearDtype, MatchesDoubleOnOddShapes) {
   // Against the product of the weights as stored (rounded to the dtype): only the fp32
   // accumulation differs, so the bound is tight for 16-bit weights too; T = 1 takes the
   // 16-bit GEMV path, T > 1 the AMX tiles or (bf16) the pairs kernel and the widened blocks:
-  // {300, 40, 2100} has nine panels, so one 300-row unit each, which OpenBLAS takes.
+  // {300, 40, 2100} has nine panels, so one 300-row unit each: OpenBLAS's size for f32 / f16.
   const DType dtype = GetParam();
   Rng rng(11);
   struct Shape {

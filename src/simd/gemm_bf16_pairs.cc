@@ -5,8 +5,8 @@
 // column: (lane << 16) and (lane & 0xffff0000) are the two as fp32 (bf16_pairs.cc), so the
 // widening costs two integer ops per vector of weights, whose loads feed them directly. The
 // register tile is rows x 16 columns (one half of a strip: 64 contiguous bytes per pair row);
-// its A operand is broadcast from row-major x, a row panel small enough to stay in L1 while the
-// weights of the slice (L2-sized) stream past it.
+// its A operand is broadcast from x packed per row tile (PackA), small enough to stay in L1
+// while the weights of the slice (L2-sized) stream past it.
 #include "simd/gemm_bf16_pairs.h"
 
 #include <algorithm>
@@ -34,7 +34,8 @@ constexpr int kNL = static_cast<int>(hn::MaxLanes(DF()));
 constexpr int kTileCols = kNL >= kPairHalfCols ? kPairStripCols : kPairHalfCols;
 constexpr int kTileVecs = kTileCols / kNL;
 // Accumulators take what the weights (kTileVecs) and a broadcast leave, keeping one register
-// spare for the 0xffff0000 mask: 6 rows x 2 vectors on AVX2.
+// spare for the 0xffff0000 mask: 6 rows x 2 vectors on AVX2 (GCC 12 still reloads the mask
+// from the stack every step there, a load only; 5- and 4-row tiles were 4-13% slower).
 constexpr int kMR = std::clamp((kVectorRegisters - kTileVecs - 2) / kTileVecs, 1, 12);
 
 // Loop nest (measured against one another on a Zen 3 core, throwaway harness, 256 x 256 units
@@ -42,8 +43,9 @@ constexpr int kMR = std::clamp((kVectorRegisters - kTileVecs - 2) / kTileVecs, 1
 // kSliceBlocks blocks, each slice row tile by row tile (A packed, 6 KB, in L1) against every
 // column group (8 KB of weights a group, from L2). A slice of 8 blocks keeps a row block's C
 // (48 x 256 fp32) and the slice's weights (128 KB for 256 columns) in L2 together; 16-block
-// slices and 96-row blocks were 10-15% slower at T 256. Weights kPrefetchBlocks blocks ahead
-// are prefetched: at depth 3584 a row block's first tile finds them in L3, not L2 (+20%).
+// slices and 96- or 192-row blocks measured no faster. Weights kPrefetchBlocks blocks ahead
+// are prefetched: at depth 3584 a row block's first tile finds them in L3, not L2 (10-20%
+// faster there).
 constexpr int kSliceBlocks = 8;
 constexpr int kPrefetchBlocks = 2;
 constexpr int kRowBlock = 8 * kMR;

@@ -35,8 +35,8 @@ FmaPeak print_machine_header(FILE* out, int threads) {
     std::fprintf(out, "# matrix unit: AMX bf16 tiles, measured peak %.1f GFLOP/s (%.1f per core): bf16 projections "
                  "of a prefill run on them (HANPU_AMX=0: on the FMA micro-kernel)\n", amx.gflops, amx.per_core_gflops);
   } else {
-    std::fprintf(out, "# matrix unit: none (%s): projections of a prefill run on %s\n", amx.simd_target.c_str(),
-                 cpu::blas_sgemm_describe().c_str());
+    std::fprintf(out, "# matrix unit: none (%s): projections of a prefill run on hanpu's pairs kernel (bf16) and %s "
+                 "(f32, f16)\n", amx.simd_target.c_str(), cpu::blas_sgemm_describe().c_str());
   }
   return peak;
 }

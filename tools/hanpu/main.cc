@@ -16,6 +16,7 @@
 #include "hanpu/la.h"
 #include "hanpu/machine.h"
 #include "cpu/nn/blas_sgemm.h"
+#include "simd/gemm_bf16_pairs.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"hanpu: hybrid-attention LLM kernels for edge hardware"};
@@ -138,7 +139,9 @@ int main(int argc, char** argv) {
       std::printf("matrix unit: AMX bf16 tiles, %.1f GFLOP/s (%.1f per core)\n", amx.gflops, amx.per_core_gflops);
     } else {
       std::printf("matrix unit: none (%s)\n", amx.simd_target.c_str());
-      std::printf("projections of a prefill: %s\n", hanpu::cpu::blas_sgemm_describe().c_str());
+      std::printf("projections of a prefill: bf16 on hanpu's pairs kernel (%d x %d register tile), f32 and f16 on %s\n",
+                  hanpu::simd::gemm_bf16_pairs_tile_rows(), hanpu::simd::gemm_bf16_pairs_tile_cols(),
+                  hanpu::cpu::blas_sgemm_describe().c_str());
     }
     return 0;
   }

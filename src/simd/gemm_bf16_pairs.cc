@@ -5,12 +5,13 @@
 // column: (lane << 16) and (lane & 0xffff0000) are the two as fp32 (bf16_pairs.cc), so the
 // widening costs two integer ops per vector of weights, whose loads feed them directly. The
 // register tile is rows x 16 columns (one half of a strip: 64 contiguous bytes per pair row);
-// its A operand is broadcast from x packed per row tile (PackA), small enough to stay in L1
+// its A operand is broadcast from x packed per row tile (PackX), small enough to stay in L1
 // while the weights of the slice (L2-sized) stream past it.
 #include "simd/gemm_bf16_pairs.h"
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "simd/amx.h"
 
@@ -141,67 +142,39 @@ void TileRows(int m, const float* a, const uint16_t* b, int blocks, float* c, in
   }
 }
 
-// Rows [0, m) of A, reduction steps [k0, k0 + depth), packed k-major: packed[k][i], kMR
-// floats a step, zeros for rows past m and steps past `in`. Why pack: the tile's rows of x
-// are `lda` apart, a multiple of 4 KB at hidden sizes like 1024, so read in place they all
-// fall in the same L1 sets, next to the weights' (which fill half the sets: a tile reads 1 KB
-// of each 2 KB block), and were evicted before their next use.
-void PackA(const float* a, int64_t lda, int m, int in, int k0, int depth, float* packed) {
-  const int valid = std::clamp(in - k0, 0, depth);
-  for (int i = 0; i < kMR; ++i) {
-    const float* src = a + i * lda + k0;
-    float* dst = packed + i;
-    if (i < m) {
-      for (int k = 0; k < valid; ++k) dst[k * kMR] = src[k];
-    }
-    for (int k = i < m ? valid : 0; k < depth; ++k) dst[k * kMR] = 0.0f;
-  }
-}
-
-// Cache lines of `runs` equal runs of `run_bytes` bytes, `stride` bytes apart, prefetched a
-// few at a time (Step) in address order, so that fetching them is spread over the work done
-// before their use. It runs ahead of the kernel on the x the next row tile packs: without it
-// in cache the packing waits on ~100 short L3 reads a tile (x of a long prompt is megabytes).
-// (Streams for the next slice's weights, spread or all at once, measured no better than the
-// hardware prefetchers on a Zen 3 VM: `hanpu bench linear --cold --fma-gemm both`.)
-class LineStream {
- public:
-  LineStream(const void* base, int64_t stride, int runs, int64_t run_bytes, int steps)
-      : base_(static_cast<const char*>(base)), stride_(stride), runs_(run_bytes > 0 ? runs : 0), run_bytes_(run_bytes) {
-    const int64_t lines = static_cast<int64_t>(runs_) * ((run_bytes + kLine - 1) / kLine);
-    per_step_ = steps > 0 ? (lines + steps - 1) / steps : lines;
-  }
-  void Step() {
-    for (int64_t n = 0; n < per_step_ && run_ < runs_; ++n) {
-      hwy::Prefetch(base_ + run_ * stride_ + offset_);
-      offset_ += kLine;
-      if (offset_ >= run_bytes_) {
-        offset_ = 0;
-        ++run_;
-      }
-    }
-  }
-
- private:
-  static constexpr int64_t kLine = 64;
-  const char* base_ = nullptr;
-  int64_t stride_ = 0;
-  int runs_ = 0;
-  int64_t run_bytes_ = 0, per_step_ = 0;
-  int64_t run_ = 0, offset_ = 0;
-};
-
 // The first column of tile column group g in block 0 of its strip.
 HWY_INLINE const uint16_t* GroupStart(const uint16_t* w, int64_t strip_elems, int g) {
   const int col = g * kTileCols;
   return w + (col / kPairStripCols) * strip_elems + (col % kPairStripCols / kPairHalfCols) * kPairHalfElems;
 }
 
-void GemmPairs(int rows, const float* a, int64_t lda, int in, const uint16_t* w, int kt_blocks, int kt0, int kt_count,
-               int strips, int n_cols, float* c, int64_t ldc, bool accumulate) {
+// Floats of one packed row tile of x: kMR rows over the depth in whole blocks.
+int64_t TileFloats(int in) {
+  return static_cast<int64_t>((in + kPairBlockDepth - 1) / kPairBlockDepth) * kPairBlockDepth * kMR;
+}
+
+void PackX(const float* x, int64_t ldx, int64_t row0, int64_t row1, int in, float* packed) {
+  const int64_t tile_floats = TileFloats(in);
+  const int depth = static_cast<int>(tile_floats / kMR);
+  for (int64_t t = row0 / kMR; t * kMR < row1; ++t) {
+    float* tile = packed + t * tile_floats;
+    for (int i = 0; i < kMR; ++i) {
+      const int64_t r = t * kMR + i;
+      const int valid = r >= row0 && r < row1 ? in : 0;
+      if (r < row0) continue;  // another call's row
+      const float* src = x + r * ldx;
+      for (int k = 0; k < valid; ++k) tile[k * kMR + i] = src[k];
+      for (int k = valid; k < depth; ++k) tile[k * kMR + i] = 0.0f;
+    }
+  }
+}
+
+void GemmPairsPacked(int rows, const float* a, int in, const uint16_t* w, int kt_blocks, int kt0, int kt_count,
+                     int strips, int n_cols, float* c, int64_t ldc, bool accumulate) {
   if (rows <= 0 || n_cols <= 0) return;
   n_cols = std::min(n_cols, strips * kPairStripCols);
   const int64_t strip_elems = static_cast<int64_t>(kt_blocks) * kPairBlockElems;
+  const int64_t tile_floats = TileFloats(in);
   const int groups = (n_cols + kTileCols - 1) / kTileCols;
   // Blocks past `in` hold only zero weights: skipped.
   const int kt_end = std::min({kt0 + kt_count, kt_blocks, (in + kPairBlockDepth - 1) / kPairBlockDepth});
@@ -211,33 +184,16 @@ void GemmPairs(int rows, const float* a, int64_t lda, int in, const uint16_t* w,
     }
     return;
   }
-  HWY_ALIGN float packed[kSliceBlocks * kPairBlockDepth * kMR];
-  // Bytes of an x row that slice s0 reads.
-  const auto x_bytes = [&](int s0) {
-    return static_cast<int64_t>(std::max(0, std::min(in, std::min(kt_end, s0 + kSliceBlocks) * kPairBlockDepth) -
-                                                s0 * kPairBlockDepth)) * sizeof(float);
-  };
   for (int r0 = 0; r0 < rows; r0 += kRowBlock) {
     const int r1 = std::min(rows, r0 + kRowBlock);
     for (int s0 = kt0; s0 < kt_end; s0 += kSliceBlocks) {
       const int blocks = std::min(kSliceBlocks, kt_end - s0);
       const bool sums = accumulate || s0 > kt0;  // whether C already holds sums to add to
-      // The slice after this one, in the loop order: the next of this row block, else the
-      // first of the next row block.
-      const bool last_slice = s0 + kSliceBlocks >= kt_end;
-      const int next_s0 = last_slice ? kt0 : s0 + kSliceBlocks;
       for (int i0 = r0; i0 < r1; i0 += kMR) {
-        const int m = std::min(kMR, r1 - i0);
-        PackA(a + i0 * lda, lda, m, in, s0 * kPairBlockDepth, blocks * kPairBlockDepth, packed);
-        const bool last_tile = i0 + kMR >= r1;
-        const int next_row = !last_tile ? i0 + kMR : last_slice ? r1 : r0;
-        const int next_rows = std::max(0, std::min(kMR, rows - next_row));
-        const int x_s0 = last_tile ? next_s0 : s0;
-        LineStream next_x(a + next_row * lda + x_s0 * kPairBlockDepth, lda * sizeof(float), next_rows, x_bytes(x_s0), groups);
+        const float* tile = a + (i0 / kMR) * tile_floats + static_cast<int64_t>(s0) * kPairBlockDepth * kMR;
         for (int g = 0; g < groups; ++g) {
-          next_x.Step();
-          TileRows(m, packed, GroupStart(w, strip_elems, g) + static_cast<int64_t>(s0) * kPairBlockElems, blocks,
-                   c + i0 * ldc + g * kTileCols, ldc, std::min(kTileCols, n_cols - g * kTileCols), sums);
+          TileRows(std::min(kMR, r1 - i0), tile, GroupStart(w, strip_elems, g) + static_cast<int64_t>(s0) * kPairBlockElems,
+                   blocks, c + i0 * ldc + g * kTileCols, ldc, std::min(kTileCols, n_cols - g * kTileCols), sums);
         }
       }
     }
@@ -252,15 +208,36 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 namespace hanpu::simd {
-HWY_EXPORT(GemmPairs);
+HWY_EXPORT(GemmPairsPacked);
+HWY_EXPORT(PackX);
+HWY_EXPORT(TileFloats);
 HWY_EXPORT(PairsTileRows);
 HWY_EXPORT(PairsTileCols);
 
-void gemm_bf16_pairs(int rows, const float* a, int64_t lda, int in, const uint16_t* w, int kt_blocks, int kt0,
-                     int kt_count, int strips, int n_cols, float* c, int64_t ldc, bool accumulate) {
-  HWY_DYNAMIC_DISPATCH(GemmPairs)(rows, a, lda, in, w, kt_blocks, kt0, kt_count, strips, n_cols, c, ldc, accumulate);
-}
 int gemm_bf16_pairs_tile_rows() { return HWY_DYNAMIC_DISPATCH(PairsTileRows)(); }
 int gemm_bf16_pairs_tile_cols() { return HWY_DYNAMIC_DISPATCH(PairsTileCols)(); }
+
+size_t pairs_packed_x_floats(int64_t rows, int in) {
+  const int64_t mr = gemm_bf16_pairs_tile_rows();
+  return static_cast<size_t>((rows + mr - 1) / mr * HWY_DYNAMIC_DISPATCH(TileFloats)(in));
+}
+
+void pack_x_for_pairs(const float* x, int64_t ldx, int64_t row0, int64_t row1, int in, float* packed) {
+  if (row1 > row0) HWY_DYNAMIC_DISPATCH(PackX)(x, ldx, row0, row1, in, packed);
+}
+
+void gemm_bf16_pairs_packed(int rows, const float* a, int in, const uint16_t* w, int kt_blocks, int kt0, int kt_count,
+                            int strips, int n_cols, float* c, int64_t ldc, bool accumulate) {
+  HWY_DYNAMIC_DISPATCH(GemmPairsPacked)(rows, a, in, w, kt_blocks, kt0, kt_count, strips, n_cols, c, ldc, accumulate);
+}
+
+void gemm_bf16_pairs(int rows, const float* a, int64_t lda, int in, const uint16_t* w, int kt_blocks, int kt0,
+                     int kt_count, int strips, int n_cols, float* c, int64_t ldc, bool accumulate) {
+  if (rows <= 0 || n_cols <= 0) return;
+  thread_local std::vector<float> packed;
+  packed.resize(pairs_packed_x_floats(rows, in));
+  pack_x_for_pairs(a, lda, 0, rows, in, packed.data());
+  gemm_bf16_pairs_packed(rows, packed.data(), in, w, kt_blocks, kt0, kt_count, strips, n_cols, c, ldc, accumulate);
+}
 }  // namespace hanpu::simd
 #endif

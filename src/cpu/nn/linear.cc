@@ -77,10 +77,9 @@ PackedLinear PackedLinear::from_rows(const float* w, int in, const std::vector<i
   return l;
 }
 
-std::pair<int64_t, int64_t> linear_row_range(int64_t T, int ranges, int range) {
-  constexpr int64_t kGranule = 32;
-  const int64_t granules = (T + kGranule - 1) / kGranule;
-  return {std::min(T, granules * range / ranges * kGranule), std::min(T, granules * (range + 1) / ranges * kGranule)};
+std::pair<int64_t, int64_t> linear_row_range(int64_t T, int ranges, int range, int64_t granule) {
+  const int64_t granules = (T + granule - 1) / granule;
+  return {std::min(T, granules * range / ranges * granule), std::min(T, granules * (range + 1) / ranges * granule)};
 }
 
 int linear_row_ranges(int64_t T, int panels, int cores) {
@@ -95,6 +94,7 @@ bool linear_uses_amx() { return simd::amx_bf16_usable(); }
 namespace {
 
 constexpr int kStripsPerPanel = kLinearPanel / kPairStripCols;
+constexpr int64_t kAmxGranule = 32;  // rows of an AMX A tile block (x_as_tiles)
 
 // Units smaller than these stay on the micro-kernel where OpenBLAS is in use: there its packing
 // outweighs the product (`hanpu bench linear` on a Zen 3 VM: bf16 mlp.down at T 4, 1.76 ms against
@@ -152,8 +152,8 @@ size_t output_of(const std::vector<int>& first, int u) {
 }
 
 // Runs body(out, panel, row_begin, row_end) for every unit (panel of one projection, row
-// range) of `outs` on the pool (claimed, see claim_each).
-void for_each_unit(int threads, int64_t T, const std::vector<LinearOut>& outs,
+// range of whole `granule`s) of `outs` on the pool (claimed, see claim_each).
+void for_each_unit(int threads, int64_t T, const std::vector<LinearOut>& outs, int64_t granule,
                    const std::function<void(const LinearOut&, int, int64_t, int64_t)>& body) {
   std::vector<int> first_panel(outs.size() + 1, 0);  // panels of outs before j
   for (size_t j = 0; j < outs.size(); ++j) first_panel[j + 1] = first_panel[j] + outs[j].w->panels();
@@ -162,7 +162,7 @@ void for_each_unit(int threads, int64_t T, const std::vector<LinearOut>& outs,
   claim_each(threads, panels * ranges, [&](int u) {
     const int g = u / ranges, range = u % ranges;
     const size_t j = output_of(first_panel, g);
-    const auto [row_begin, row_end] = linear_row_range(T, ranges, range);
+    const auto [row_begin, row_end] = linear_row_range(T, ranges, range, granule);
     body(outs[j], g - first_panel[j], row_begin, row_end);
   });
 }
@@ -191,6 +191,24 @@ const uint16_t* x_as_tiles(const float* x, int64_t ldx, int64_t T, int in, int t
   return xb.data();
 }
 
+// x packed once for the pairs kernel (simd/gemm_bf16_pairs.h), every panel's units reading
+// the same copy (packed per unit, it was 6% of a prefill's pairs-kernel time with 24 panels
+// packing the same x), in the caller's buffer kept between calls.
+const float* x_as_pairs_tiles(const float* x, int64_t ldx, int64_t T, int in, int threads) {
+  thread_local std::vector<float> caller_xp;  // named through a reference: see x_as_tiles
+  std::vector<float>& xp = caller_xp;
+  xp.resize(simd::pairs_packed_x_floats(T, in));
+  const int64_t mr = simd::gemm_bf16_pairs_tile_rows();
+  parallel_rows(threads, (T + mr - 1) / mr, mr * in, [&](int64_t t0, int64_t t1) {
+    simd::pack_x_for_pairs(x, ldx, t0 * mr, std::min(T, t1 * mr), in, xp.data());
+  });
+  return xp.data();
+}
+
+// Row granule of units on the pairs kernel: a whole row block of its tiles (8 of them), so a
+// unit starts a tile of the packed x.
+int64_t pairs_granule() { return 8 * static_cast<int64_t>(simd::gemm_bf16_pairs_tile_rows()); }
+
 // bf16 prefill on the AMX tiles: rows [r0, r1) of the tiled x times panel p's strips.
 void amx_unit(const uint16_t* xb, const LinearOut& o, int p, int64_t r0, int64_t r1) {
   const PackedLinear& w = *o.w;
@@ -201,25 +219,30 @@ void amx_unit(const uint16_t* xb, const LinearOut& o, int p, int64_t r0, int64_t
                       o.y + r0 * o.ldy + p * kLinearPanel, o.ldy);
 }
 
-// Without a matrix unit, bf16 weights on hanpu's own kernel: the pairs layout times x with
-// the weights widened in registers (simd/gemm_bf16_pairs.h), the unit's whole depth in one call.
-void pairs_unit(const float* x, int64_t ldx, const LinearOut& o, int p, int64_t r0, int64_t r1) {
+// Without a matrix unit, bf16 weights on hanpu's own kernel: the pairs layout times x (packed
+// by x_as_pairs_tiles; r0 starts a tile) with the weights widened in registers
+// (simd/gemm_bf16_pairs.h), the unit's whole depth in one call.
+void pairs_unit(const float* xp, const LinearOut& o, int p, int64_t r0, int64_t r1) {
   const PackedLinear& w = *o.w;
   const int s0 = p * kStripsPerPanel;
-  simd::gemm_bf16_pairs(static_cast<int>(r1 - r0), x + r0 * ldx, ldx, w.in, w.half.data() + w.strip_offset(s0),
-                        w.k_blocks(), 0, w.k_blocks(), std::min(kStripsPerPanel, w.strips() - s0), w.panel_cols(p),
-                        o.y + r0 * o.ldy + p * kLinearPanel, o.ldy, false);
+  const int64_t tile = r0 / simd::gemm_bf16_pairs_tile_rows();
+  const int64_t tile_floats = static_cast<int64_t>(simd::pairs_packed_x_floats(1, w.in));  // one tile
+  simd::gemm_bf16_pairs_packed(static_cast<int>(r1 - r0), xp + tile * tile_floats, w.in,
+                               w.half.data() + w.strip_offset(s0), w.k_blocks(), 0, w.k_blocks(),
+                               std::min(kStripsPerPanel, w.strips() - s0), w.panel_cols(p),
+                               o.y + r0 * o.ldy + p * kLinearPanel, o.ldy, false);
 }
 
 // Without a matrix unit: bf16 units on pairs_unit where unit_kernel says so; otherwise
 // 512-deep slices of panel p, 16-bit weights widened to one fp32 [512 x 256] block per
 // (unit, slice), each slice multiplied by OpenBLAS (`blas`, see blas_sgemm.h) or by the FMA
 // micro-kernel against 192-row slabs of x.
-void fma_unit(const float* x, int64_t ldx, const LinearOut& o, int p, int64_t r0, int64_t r1, bool blas) {
+void fma_unit(const float* x, int64_t ldx, const float* xp, const LinearOut& o, int p, int64_t r0, int64_t r1,
+              bool blas) {
   const PackedLinear& w = *o.w;
   const int n = w.panel_cols(p);
   const UnitKernel kernel = unit_kernel(w, r1 - r0, n, blas);
-  if (kernel == UnitKernel::kPairs) return pairs_unit(x, ldx, o, p, r0, r1);
+  if (kernel == UnitKernel::kPairs) return pairs_unit(xp, o, p, r0, r1);
   thread_local std::vector<float> block;
   for (int k0 = 0; k0 < w.in; k0 += kLinearDepth) {
     const int kd = std::min(kLinearDepth, w.in - k0);
@@ -311,15 +334,20 @@ void linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<Linea
       return gemv_all(x, outs, threads);
     case Path::kAmx: {
       const uint16_t* xb = x_as_tiles(x, ldx, T, outs[0].w->in, threads);
-      return for_each_unit(threads, T, outs, [&](const LinearOut& o, int p, int64_t r0, int64_t r1) {
+      return for_each_unit(threads, T, outs, kAmxGranule, [&](const LinearOut& o, int p, int64_t r0, int64_t r1) {
         amx_unit(xb, o, p, r0, r1);
       });
     }
     case Path::kFma: {
       const bool blas = blas_sgemm_in_use();
-      return for_each_unit(threads, T, outs, [&](const LinearOut& o, int p, int64_t r0, int64_t r1) {
-        fma_unit(x, ldx, o, p, r0, r1, blas);
+      const bool pairs = std::any_of(outs.begin(), outs.end(), [&](const LinearOut& o) {
+        return unit_kernel(*o.w, T, o.w->panel_cols(0), blas) == UnitKernel::kPairs;
       });
+      const float* xp = pairs ? x_as_pairs_tiles(x, ldx, T, outs[0].w->in, threads) : nullptr;
+      return for_each_unit(threads, T, outs, pairs ? pairs_granule() : kAmxGranule,
+                           [&](const LinearOut& o, int p, int64_t r0, int64_t r1) {
+                             fma_unit(x, ldx, xp, o, p, r0, r1, blas);
+                           });
     }
   }
 }

@@ -78,10 +78,12 @@ inline constexpr int64_t kLinearRowSlab = 192;  // rows of x per micro-kernel ca
 // 2 cores -> 2; 24 panels -> 1; T = 100 -> 1.
 int linear_row_ranges(int64_t T, int panels, int cores);
 
-// Rows [first, second) of range `range` of `ranges`: T cut as evenly as whole 32-row granules
-// allow (the AMX tiles' row blocks). Whole 192-row slabs, as before, cut T = 512 into 192 +
-// 320 rows: the core left with a 320-row unit at the end idled 11% of an mlp.down.
-std::pair<int64_t, int64_t> linear_row_range(int64_t T, int ranges, int range);
+// Rows [first, second) of range `range` of `ranges`: T cut as evenly as whole granules of
+// `granule` rows allow (32: the AMX tiles' row blocks; the FMA path with the pairs kernel
+// uses whole row blocks of its tiles, see linear.cc). Whole 192-row slabs, as before, cut
+// T = 512 into 192 + 320 rows: the core left with a 320-row unit at the end idled 11% of an
+// mlp.down.
+std::pair<int64_t, int64_t> linear_row_range(int64_t T, int ranges, int range, int64_t granule = 32);
 
 // y[T, out] (leading dim ldy) = x[T, in] (leading dim ldx) W^T. Units (panel, row range)
 // are claimed by `threads` cores (0: the default pool) from a shared counter (with

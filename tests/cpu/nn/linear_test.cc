@@ -134,23 +134,26 @@ TEST(Linear, RowRangesGiveEveryCoreSeveralUnits) {
 TEST(Linear, RowRangesCoverTheRowsEvenlyInWholeGranules) {
   EXPECT_EQ(linear_row_range(512, 2, 0), (std::pair<int64_t, int64_t>{0, 256}));  // whole slabs gave 192 + 320
   EXPECT_EQ(linear_row_range(512, 2, 1), (std::pair<int64_t, int64_t>{256, 512}));
-  for (int64_t T : {1, 31, 100, 193, 512, 1000, 1024, 4097}) {
-    for (int cores : {1, 2, 16}) {
-      for (int panels : {1, 2, 4, 28}) {
-        const int ranges = linear_row_ranges(T, panels, cores);
-        int64_t next = 0, smallest = T, largest = 0;
-        for (int r = 0; r < ranges; ++r) {
-          const auto [b, e] = linear_row_range(T, ranges, r);
-          ASSERT_EQ(b, next) << "T " << T << " ranges " << ranges;
-          ASSERT_EQ(b % 32, 0);
-          ASSERT_GT(e, b) << "empty range, T " << T << " ranges " << ranges;
-          smallest = std::min(smallest, e - b);
-          largest = std::max(largest, e - b);
-          next = e;
+  // Granules of 32 (AMX) and of the pairs kernel's row blocks (8 tiles of 6 or 12 rows).
+  for (int64_t granule : {32, 48, 96}) {
+    for (int64_t T : {1, 31, 100, 193, 512, 1000, 1024, 4097}) {
+      for (int cores : {1, 2, 16}) {
+        for (int panels : {1, 2, 4, 28}) {
+          const int ranges = linear_row_ranges(T, panels, cores);
+          int64_t next = 0, smallest = T, largest = 0;
+          for (int r = 0; r < ranges; ++r) {
+            const auto [b, e] = linear_row_range(T, ranges, r, granule);
+            ASSERT_EQ(b, next) << "T " << T << " ranges " << ranges;
+            ASSERT_EQ(b % granule, 0);
+            ASSERT_GT(e, b) << "empty range, T " << T << " ranges " << ranges << " granule " << granule;
+            smallest = std::min(smallest, e - b);
+            largest = std::max(largest, e - b);
+            next = e;
+          }
+          EXPECT_EQ(next, T);
+          EXPECT_GE(smallest, std::min<int64_t>(T, 96));
+          EXPECT_LE(largest - smallest, granule + (T % granule ? granule : 0)) << "T " << T << " ranges " << ranges;
         }
-        EXPECT_EQ(next, T);
-        EXPECT_GE(smallest, std::min<int64_t>(T, 96));
-        EXPECT_LE(largest - smallest, 32 + (T % 32 ? 32 : 0)) << "T " << T << " ranges " << ranges;
       }
     }
   }

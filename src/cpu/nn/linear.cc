@@ -109,13 +109,13 @@ constexpr int kBlasMinCols = 64;
 // called in turn, median of the time ratios at depth 1024 / 3584: 64 rows 1.15x / 1.15x, 128
 // rows 1.06-1.07x / 1.06-1.09x, 256 rows 1.01-1.06x / 1.03-1.04x, 512 rows 1.07x / 1.02-1.04x,
 // 2048 rows 1.05-1.12x / 1.02-1.07x; on both cores with the caches evicted before each call
-// (`hanpu bench linear --cold --fma-gemm both`, T 512) they tie (0.9-1.1x, either way), and
-// so do whole prefills within this VM's noise. Kept for the smaller units, for the fallback
-// without OpenBLAS (1.4-1.5x the widened blocks on the micro-kernel), and because it needs no
-// fp32 copy of the weights.
-// Narrower bf16 units (the 16-column gdn.in_b / in_a) stay on the fp32 micro-kernel: the pairs
-// kernel packs each row tile's x for every 16 columns it computes, which then costs as much as
-// the product (`hanpu bench linear` gdn.in_b at T 128: 0.21-0.29 ms against 0.13-0.15).
+// (`hanpu bench linear --cold --fma-gemm both`, T 512) 1.04x summed over the projections, and
+// whole 0.8B prefills (x packed once per call, below) 1.07-1.22x in four alternated pairs.
+// Against the fallback without OpenBLAS (widened blocks on the fp32 micro-kernel): 1.35-1.53x.
+// Narrower bf16 units (the 16-column gdn.in_b / in_a) stay on the fp32 micro-kernel: a unit
+// of one 16-column group reads a whole packed row tile of x per 16 columns it computes
+// (`hanpu bench linear --proj gdn.in_b --fma-gemm both` with this limit at 16, three runs:
+// 0.13-0.18 ms against 0.18-0.27 at T 128, 1.0-1.5 against 2.2-3.4 at T 2048).
 constexpr int kPairsMinCols = 64;
 
 enum class UnitKernel { kBlas, kPairs, kFma };

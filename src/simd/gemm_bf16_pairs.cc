@@ -153,6 +153,7 @@ int64_t TileFloats(int in) {
   return static_cast<int64_t>((in + kPairBlockDepth - 1) / kPairBlockDepth) * kPairBlockDepth * kMR;
 }
 
+// pack_x_for_pairs: the tiles of rows [row0, row1), whole (rows past row1 zeroed).
 void PackX(const float* x, int64_t ldx, int64_t row0, int64_t row1, int in, float* packed) {
   const int64_t tile_floats = TileFloats(in);
   const int depth = static_cast<int>(tile_floats / kMR);

@@ -1,7 +1,5 @@
 // Decode GEMV and fp32 widening over the bf16 pairs layout (see bf16_pairs.h), per Highway
-// target. A pairs row holds, per 32-bit lane c, w[2r][c] in the low half and w[2r + 1][c]
-// in the high half; a bf16 is the top half of an fp32, so the two weights of a lane are
-// (lane << 16) and (lane & 0xffff0000) reinterpreted: two integer ops, no shuffles.
+// target; a lane's two weights are widened as bf16_widen-inl.h says.
 #include "simd/bf16_pairs.h"
 
 #include <algorithm>
@@ -14,6 +12,8 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include "simd/bf16_widen-inl.h"
+
 HWY_BEFORE_NAMESPACE();
 namespace hanpu::simd::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
@@ -24,10 +24,6 @@ using DU = hn::RebindToUnsigned<DF>;
 
 constexpr int kHalfRowPairs = kPairHalfCols;  // 32-bit lanes per row of a 16-column half
 
-HWY_INLINE VF EvenWeights(DF d, hn::Vec<DU> pairs) { return hn::BitCast(d, hn::ShiftLeft<16>(pairs)); }
-HWY_INLINE VF OddWeights(DF d, hn::Vec<DU> pairs) {
-  return hn::BitCast(d, hn::And(pairs, hn::Set(DU(), 0xffff0000u)));
-}
 
 // x W for `streams` strips (one sequential stream each) into out (32 floats per strip), with
 // the sums in registers for the whole reduction: 2 vectors per strip on AVX-512, so four
@@ -63,7 +59,7 @@ HWY_INLINE void GemvStrips(const float* x, int in, const uint16_t* const* strips
           const uint32_t* row = reinterpret_cast<const uint32_t*>(strips[s] + block + h * kPairHalfElems + r * kPairStripCols);
           for (int v = 0; v < kVecs; ++v) {
             const auto p = hn::LoadU(du, row + v * kNL);
-            acc[s][h][v] = hn::MulAdd(xo, OddWeights(d, p), hn::MulAdd(xe, EvenWeights(d, p), acc[s][h][v]));
+            acc[s][h][v] = hn::MulAdd(xo, OddWeights(d, p, HighHalves(d)), hn::MulAdd(xe, EvenWeights(d, p), acc[s][h][v]));
           }
         }
       }
@@ -113,7 +109,7 @@ void WidenPairs(const uint16_t* w, int kt_blocks, int kt0, int kt_count, int str
           for (int v = 0; v < kHalfRowPairs; v += NL) {
             const auto p = hn::LoadU(du, row + v);
             hn::StoreU(EvenWeights(d, p), d, even + v);
-            hn::StoreU(OddWeights(d, p), d, even + ldo + v);
+            hn::StoreU(OddWeights(d, p, HighHalves(d)), d, even + ldo + v);
           }
         }
       }

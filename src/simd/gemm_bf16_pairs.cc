@@ -2,7 +2,7 @@
 // dispatched once per call.
 //
 // A pairs row holds, per 32-bit lane, the weights of two consecutive reduction steps of one
-// column: (lane << 16) and (lane & 0xffff0000) are the two as fp32 (bf16_pairs.cc), so the
+// column: (lane << 16) and (lane & 0xffff0000) are the two as fp32 (bf16_widen-inl.h), so the
 // widening costs two integer ops per vector of weights, whose loads feed them directly. The
 // register tile is rows x 16 columns (one half of a strip: 64 contiguous bytes per pair row);
 // its A operand is broadcast from x packed per row tile (PackX), small enough to stay in L1
@@ -20,6 +20,8 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
+
+#include "simd/bf16_widen-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace hanpu::simd::HWY_NAMESPACE {
@@ -56,12 +58,8 @@ constexpr int kRowBlock = 8 * kMR;
 // Offset (in bf16) of tile vector v inside a pair row, from the tile's first column.
 constexpr int VectorOffset(int v) { return (v * kNL / kPairHalfCols) * kPairHalfElems + (v * kNL % kPairHalfCols) * 2; }
 
-HWY_INLINE VF EvenWeights(DF d, const uint16_t* p) {
-  return hn::BitCast(d, hn::ShiftLeft<16>(hn::LoadU(DU(), reinterpret_cast<const uint32_t*>(p))));
-}
-HWY_INLINE VF OddWeights(DF d, const uint16_t* p, hn::Vec<DU> high) {
-  return hn::BitCast(d, hn::And(hn::LoadU(DU(), reinterpret_cast<const uint32_t*>(p)), high));
-}
+// The pairs (32-bit lanes) of one tile vector of a pair row.
+HWY_INLINE hn::Vec<DU> Pairs(const uint16_t* p) { return hn::LoadU(DU(), reinterpret_cast<const uint32_t*>(p)); }
 
 // C tile [MR x n] (+)= A B over `blocks` whole blocks. a is A packed k-major (kMR floats per
 // reduction step, see PackA), b the tile's first column in the first block.
@@ -69,7 +67,7 @@ template <int MR>
 HWY_INLINE void Tile(const float* HWY_RESTRICT a, const uint16_t* HWY_RESTRICT b, int blocks, float* HWY_RESTRICT c,
                      int64_t ldc, int n, bool accumulate) {
   const DF d;
-  const auto high = hn::Set(DU(), 0xffff0000u);
+  const auto high = HighHalves(d);
   VF acc[MR][kTileVecs];
   HANPU_UNROLL_ALL
   for (int i = 0; i < MR; ++i) {
@@ -85,7 +83,7 @@ HWY_INLINE void Tile(const float* HWY_RESTRICT a, const uint16_t* HWY_RESTRICT b
       hwy::Prefetch(row + kPrefetchBlocks * kPairBlockElems);
       VF w[kTileVecs];
       HANPU_UNROLL_ALL
-      for (int v = 0; v < kTileVecs; ++v) w[v] = EvenWeights(d, row + VectorOffset(v));
+      for (int v = 0; v < kTileVecs; ++v) w[v] = EvenWeights(d, Pairs(row + VectorOffset(v)));
       HANPU_UNROLL_ALL
       for (int i = 0; i < MR; ++i) {
         const VF av = hn::Set(d, ar[i]);
@@ -93,7 +91,7 @@ HWY_INLINE void Tile(const float* HWY_RESTRICT a, const uint16_t* HWY_RESTRICT b
         for (int v = 0; v < kTileVecs; ++v) acc[i][v] = hn::MulAdd(av, w[v], acc[i][v]);
       }
       HANPU_UNROLL_ALL
-      for (int v = 0; v < kTileVecs; ++v) w[v] = OddWeights(d, row + VectorOffset(v), high);
+      for (int v = 0; v < kTileVecs; ++v) w[v] = OddWeights(d, Pairs(row + VectorOffset(v)), high);
       HANPU_UNROLL_ALL
       for (int i = 0; i < MR; ++i) {
         const VF av = hn::Set(d, ar[kMR + i]);

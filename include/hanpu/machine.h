@@ -25,6 +25,10 @@ bool amx_bf16_in_use();
 // gflops 0 where the machine has none or HANPU_AMX=0 (simd_target then says why).
 FmaPeak measure_amx_peak(int threads, double ms = 100, int repeats = 5);
 
+// The same for the bf16 dot-product instruction (AVX512-BF16 VDPBF16PS, a register-only
+// loop; a bf16 multiply-add counts 2), gflops 0 where the CPU has none or HANPU_BF16_DOT=0.
+FmaPeak measure_bf16_dot_peak(int threads, double ms = 100, int repeats = 5);
+
 // The micro-kernel's own rate on a GEMM of the LA chunk's shape class (M=N=K=128-ish,
 // operands in L1/L2), all threads, GFLOP/s: what the planned matrix unit reaches.
 double measure_gemm_gflops(int threads, double ms = 100);

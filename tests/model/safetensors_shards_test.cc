@@ -134,7 +134,7 @@ TEST(SafetensorsShards, Bf16CheckpointLoadsAsBf16) {
   const auto f32 = last_logits(d.string(), LoadOptions{DType::kF32, nullptr});
   float d2 = 0;
   for (size_t i = 0; i < got.size(); ++i) d2 = std::max(d2, std::abs(f32[i] - got[i]));
-  EXPECT_LE(d2, cpu::linear_uses_amx() ? 5e-2f : 1e-4f);
+  EXPECT_LE(d2, cpu::linear_rounds_x_to_bf16() ? 5e-2f : 1e-4f);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // `hanpu bench linear`: times every distinct projection shape of a synthetic model (the
 // shapes `hanpu run --synthetic` executes) through cpu::linear, with the weights in bf16
-// (what checkpoints ship) and fp32, its FMA path on OpenBLAS and on hanpu's own kernels (pairs for bf16),
+// (what checkpoints ship) and fp32, its FMA path on OpenBLAS and on hanpu's own kernels (bf16:
+// the dot kernel where the CPU has AVX512-BF16, the pairs kernel),
 // and, when the build found OpenBLAS, the same fp32 product through one multi-threaded
 // cblas_sgemm on nn.Linear's own [out, in] layout. All rows of a (projection, T) are timed
 // side by side (interleaved rounds). This is the check behind the choice of GEMM in
@@ -88,8 +89,8 @@ void add_bench_linear_options(CLI::App& cmd, BenchLinearOptions& o) {
   cmd.add_option("--weights", o.weights, "weight dtypes: bf16, f16, f32")->capture_default_str();
   cmd.add_flag("!--no-openblas", o.openblas, "skip the whole-matrix OpenBLAS rows (f32, its own threads)");
   cmd.add_option("--fma-gemm", o.fma_gemm,
-                 "the GEMM of hanpu's FMA path (no matrix unit): auto (as a prefill picks), hanpu (its kernels: pairs for bf16, the micro-kernel for f32 and f16), "
-                 "both (side by side with OpenBLAS, bf16 weights widened for it)")
+                 "the GEMM of hanpu's FMA path (no matrix unit): auto (as a prefill picks), hanpu (its kernels: dot or pairs for bf16, the micro-kernel for f32 and f16), "
+                 "both (all side by side: dot, pairs and OpenBLAS with bf16 weights widened for it)")
       ->capture_default_str();
   cmd.add_flag("--cold", o.cold,
                "evict the caches before every timed call (weights and x from DRAM, as in a model's prefill)");
@@ -135,28 +136,31 @@ int run_bench_linear(const BenchLinearOptions& o) {
   std::fprintf(info, "# openblas: not found when this binary was built\n");
 #endif
   const FmaPeak amx = measure_amx_peak(threads);
+  const FmaPeak dot = measure_bf16_dot_peak(threads);
   std::fprintf(info, "# %s projections; GFLOP/s = 2 T in out / median of %d runs after one warm-up; %%peak "
-               "against the peak of the unit the row ran on (blas, pairs, fma: the FMA peak re-measured after each run; amx: "
-               "the AMX tile peak above); weight_GB/s = weight bytes / time\n",
+               "against the peak of the unit the row ran on (blas, pairs, fma: the FMA peak re-measured after each run; amx, "
+               "dot: the AMX tile or bf16 dot peak above); weight_GB/s = weight bytes / time\n",
                o.model.c_str(), o.repeats);
   if (!o.json) {
     std::printf("%-12s %-9s %-4s %-5s %5s %6s %5s %9s %8s %7s %8s\n", "proj", "impl", "unit", "wts", "in", "out",
                 "T", "median_ms", "GFLOP/s", "%peak", "wGB/s");
   }
-  // The FMA path's GEMMs per row: OpenBLAS on or off, hanpu's pairs kernel (bf16) on or off.
-  // "blas" turns the pairs kernel off so that bf16 units reach OpenBLAS too.
+  // The FMA path's GEMMs per row: OpenBLAS on or off, hanpu's dot and pairs kernels (bf16)
+  // on or off. "blas" turns both off so that bf16 units reach OpenBLAS too. Rows whose
+  // kernel is the same as an earlier row's are dropped below.
   struct Gemms {
-    bool blas, pairs;
+    bool blas, pairs, dot;
   };
   cpu::blas_sgemm_enable(true);
   const bool blas_ok = cpu::blas_sgemm_in_use();
   std::vector<Gemms> gemms;
   if (o.fma_gemm == "both") {
-    gemms = blas_ok ? std::vector<Gemms>{{true, false}, {false, true}} : std::vector<Gemms>{{false, true}};
+    gemms = {{false, true, true}, {false, true, false}};
+    if (blas_ok) gemms.push_back({true, false, false});
   } else if (o.fma_gemm == "auto") {
-    gemms = {{blas_ok, true}};
+    gemms = {{blas_ok, true, true}};
   } else if (o.fma_gemm == "hanpu") {
-    gemms = {{false, true}};
+    gemms = {{false, true, true}};
   } else {
     std::fprintf(stderr, "error: --fma-gemm %s: not auto, hanpu or both\n", o.fma_gemm.c_str());
     return 2;
@@ -198,6 +202,7 @@ int run_bench_linear(const BenchLinearOptions& o) {
         for (const Gemms g : gemms) {
           cpu::blas_sgemm_enable(g.blas);
           cpu::linear_pairs_enable(g.pairs);
+          cpu::linear_dot_enable(g.dot);
           const std::string unit = cpu::linear_kernel_name(*pw, T, threads);
           // The GEMM choice is moot on the AMX tiles, the GEMV and units OpenBLAS does not take.
           if (std::any_of(cands.begin(), cands.end(), [&](const Candidate& c) { return c.wt == wt && c.unit == unit; })) {
@@ -206,6 +211,7 @@ int run_bench_linear(const BenchLinearOptions& o) {
           cands.push_back({"hanpu", unit, wt, [&, pw, g] {
                              cpu::blas_sgemm_enable(g.blas);
                              cpu::linear_pairs_enable(g.pairs);
+                             cpu::linear_dot_enable(g.dot);
                              cpu::linear(x.data(), p.in, T, *pw, y.data(), p.out, threads);
                            }});
         }
@@ -233,6 +239,7 @@ int run_bench_linear(const BenchLinearOptions& o) {
                                         o.cold ? std::function<void()>(evict_caches) : std::function<void()>());
       cpu::blas_sgemm_enable(true);
       cpu::linear_pairs_enable(true);
+      cpu::linear_dot_enable(true);
       if (!ok) return 1;
       for (size_t i = 0; i < cands.size(); ++i) {
         const Candidate& c = cands[i];
@@ -240,7 +247,7 @@ int run_bench_linear(const BenchLinearOptions& o) {
         const double gflops = flops / tm.median_ms / 1e6;
         const double wbytes = static_cast<double>(p.in) * p.out * static_cast<double>(dtype_size(c.wt));
         print_row({p.name, c.impl, c.unit, std::string(dtype_name(c.wt)), p.in, p.out, T, tm, gflops,
-                   100 * gflops / (c.unit == "amx" ? amx.gflops : tm.peak_gflops), wbytes / tm.median_ms / 1e6},
+                   100 * gflops / (c.unit == "amx" ? amx.gflops : c.unit == "dot" ? dot.gflops : tm.peak_gflops), wbytes / tm.median_ms / 1e6},
                   o.json);
       }
     }

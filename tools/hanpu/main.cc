@@ -16,6 +16,7 @@
 #include "hanpu/la.h"
 #include "hanpu/machine.h"
 #include "cpu/nn/blas_sgemm.h"
+#include "simd/gemm_bf16_dot.h"
 #include "simd/gemm_bf16_pairs.h"
 
 int main(int argc, char** argv) {
@@ -139,9 +140,18 @@ int main(int argc, char** argv) {
       std::printf("matrix unit: AMX bf16 tiles, %.1f GFLOP/s (%.1f per core)\n", amx.gflops, amx.per_core_gflops);
     } else {
       std::printf("matrix unit: none (%s)\n", amx.simd_target.c_str());
-      std::printf("projections of a prefill: bf16 on hanpu's pairs kernel (%d x %d register tile), f32 and f16 on %s\n",
-                  hanpu::simd::gemm_bf16_pairs_tile_rows(), hanpu::simd::gemm_bf16_pairs_tile_cols(),
-                  hanpu::cpu::blas_sgemm_describe().c_str());
+      const hanpu::FmaPeak dot = hanpu::measure_bf16_dot_peak(info_threads);
+      if (dot.gflops > 0) {
+        std::printf("bf16 dot instruction (AVX512-BF16): %.1f GFLOP/s (%.1f per core)\n", dot.gflops,
+                    dot.per_core_gflops);
+        std::printf("projections of a prefill: bf16 on hanpu's dot kernel (%d x 32 register tile, x rounded to bf16; "
+                    "HANPU_BF16_DOT=0: the pairs kernel), f32 and f16 on %s\n",
+                    hanpu::simd::gemm_bf16_dot_tile_rows(), hanpu::cpu::blas_sgemm_describe().c_str());
+      } else {
+        std::printf("projections of a prefill: bf16 on hanpu's pairs kernel (%d x %d register tile), f32 and f16 on %s\n",
+                    hanpu::simd::gemm_bf16_pairs_tile_rows(), hanpu::simd::gemm_bf16_pairs_tile_cols(),
+                    hanpu::cpu::blas_sgemm_describe().c_str());
+      }
     }
     return 0;
   }

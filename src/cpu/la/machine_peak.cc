@@ -10,6 +10,7 @@
 #include "parallel/thread_pool.h"
 #include "simd/amx.h"
 #include "simd/fma_peak.h"
+#include "simd/gemm_bf16_dot.h"
 #include "simd/gemm.h"
 
 namespace hanpu {
@@ -56,6 +57,13 @@ FmaPeak measure_amx_peak(int threads, double ms, int repeats) {
   if (!simd::amx_bf16_usable()) return FmaPeak{0, 0, pool.size(), "no AMX bf16 tiles (or HANPU_AMX=0)"};
   const double best = loop_peak_gflops(pool, simd::amx_bf16_loop, 1 << 10, ms, repeats);
   return FmaPeak{best, best / pool.size(), pool.size(), "AMX bf16"};
+}
+
+FmaPeak measure_bf16_dot_peak(int threads, double ms, int repeats) {
+  ThreadPool& pool = ThreadPool::shared(threads);
+  if (!simd::bf16_dot_usable()) return FmaPeak{0, 0, pool.size(), "no AVX512-BF16 (or HANPU_BF16_DOT=0)"};
+  const double best = loop_peak_gflops(pool, simd::bf16_dot_loop, 1 << 16, ms, repeats);
+  return FmaPeak{best, best / pool.size(), pool.size(), "AVX512-BF16 dot"};
 }
 
 double measure_gemm_gflops(int threads, double ms) {

@@ -14,6 +14,7 @@
 #include "simd/bf16_pairs.h"
 #include "simd/fp_mode.h"
 #include "simd/gemm.h"
+#include "simd/gemm_bf16_dot.h"
 #include "simd/gemm_bf16_pairs.h"
 #include "simd/gemv.h"
 #include "simd/vec_ops.h"
@@ -121,6 +122,7 @@ constexpr int kPairsMinCols = 64;
 enum class UnitKernel { kBlas, kPairs, kFma };
 
 std::atomic<bool> g_pairs_enabled{true};  // linear_pairs_enable
+std::atomic<bool> g_dot_enabled{true};    // linear_dot_enable
 
 // The kernel of a unit of `rows` x `cols` of w, `blas` if OpenBLAS is in use.
 UnitKernel unit_kernel(const PackedLinear& w, int64_t rows, int cols, bool blas) {
@@ -204,6 +206,34 @@ const float* x_as_pairs_tiles(const float* x, int64_t ldx, int64_t T, int in, in
   });
   return xp.data();
 }
+
+// x rounded to bf16 and packed once for the dot kernel (simd/gemm_bf16_dot.h), as
+// x_as_pairs_tiles.
+const uint32_t* x_as_dot_tiles(const float* x, int64_t ldx, int64_t T, int in, int threads) {
+  thread_local std::vector<uint32_t> caller_xd;  // named through a reference: see x_as_tiles
+  std::vector<uint32_t>& xd = caller_xd;
+  xd.resize(simd::dot_packed_x_words(T, in));
+  const int64_t mr = simd::gemm_bf16_dot_tile_rows();
+  parallel_rows(threads, (T + mr - 1) / mr, mr * in, [&](int64_t t0, int64_t t1) {
+    simd::pack_x_for_dot(x, ldx, t0 * mr, std::min(T, t1 * mr), in, xd.data());
+  });
+  return xd.data();
+}
+
+// bf16 prefill on the dot instruction: rows [r0, r1) of the packed x (r0 starts a tile) times
+// panel p's strips, the unit's whole depth in one call.
+void dot_unit(const uint32_t* xd, const LinearOut& o, int p, int64_t r0, int64_t r1) {
+  const PackedLinear& w = *o.w;
+  const int s0 = p * kStripsPerPanel;
+  const int64_t tile = r0 / simd::gemm_bf16_dot_tile_rows();
+  const int64_t tile_words = static_cast<int64_t>(simd::dot_packed_x_words(1, w.in));
+  simd::gemm_bf16_dot_packed(static_cast<int>(r1 - r0), xd + tile * tile_words, w.in, w.half.data() + w.strip_offset(s0),
+                             w.k_blocks(), 0, w.k_blocks(), std::min(kStripsPerPanel, w.strips() - s0), w.panel_cols(p),
+                             o.y + r0 * o.ldy + p * kLinearPanel, o.ldy, false);
+}
+
+// Row granule of units on the dot kernel: a whole row block of its tiles.
+int64_t dot_granule() { return 8 * static_cast<int64_t>(simd::gemm_bf16_dot_tile_rows()); }
 
 // Row granule of units on the pairs kernel: a whole row block of its tiles (8 of them), so a
 // unit starts a tile of the packed x.
@@ -309,11 +339,12 @@ void gemv_all(const float* x, const std::vector<LinearOut>& outs, int threads) {
   });
 }
 
-enum class Path { kGemv, kAmx, kFma };
+enum class Path { kGemv, kAmx, kDot, kFma };
 
 Path path_of(const PackedLinear& w, int64_t T) {
   if (w.dtype != DType::kF32 && T == 1) return Path::kGemv;
   if (w.pairs() && simd::amx_bf16_usable()) return Path::kAmx;
+  if (w.pairs() && simd::bf16_dot_usable() && g_dot_enabled.load(std::memory_order_relaxed)) return Path::kDot;
   return Path::kFma;
 }
 
@@ -338,6 +369,12 @@ void linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<Linea
         amx_unit(xb, o, p, r0, r1);
       });
     }
+    case Path::kDot: {
+      const uint32_t* xd = x_as_dot_tiles(x, ldx, T, outs[0].w->in, threads);
+      return for_each_unit(threads, T, outs, dot_granule(), [&](const LinearOut& o, int p, int64_t r0, int64_t r1) {
+        dot_unit(xd, o, p, r0, r1);
+      });
+    }
     case Path::kFma: {
       const bool blas = blas_sgemm_in_use();
       const bool pairs = std::any_of(outs.begin(), outs.end(), [&](const LinearOut& o) {
@@ -356,6 +393,7 @@ const char* linear_kernel_name(const PackedLinear& w, int64_t T, int threads) {
   switch (path_of(w, T)) {
     case Path::kGemv: return "gemv";
     case Path::kAmx: return "amx";
+    case Path::kDot: return "dot";
     case Path::kFma: break;
   }
   // The kernel of the first unit (rows of units differ by at most one 32-row granule).
@@ -370,6 +408,10 @@ const char* linear_kernel_name(const PackedLinear& w, int64_t T, int threads) {
 }
 
 void linear_pairs_enable(bool on) { g_pairs_enabled.store(on, std::memory_order_relaxed); }
+void linear_dot_enable(bool on) { g_dot_enabled.store(on, std::memory_order_relaxed); }
+bool linear_rounds_x_to_bf16() {
+  return simd::amx_bf16_usable() || (simd::bf16_dot_usable() && g_dot_enabled.load(std::memory_order_relaxed));
+}
 
 void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy, int threads) {
   if (w.out > 0) linear_many(x, ldx, T, {LinearOut{&w, y, ldy}}, threads);

@@ -105,6 +105,9 @@ const char* linear_kernel_name(const PackedLinear& w, int64_t T, int threads = 0
 // it is in use, else the FMA micro-kernel on widened blocks) or on again (the default). Not
 // thread-safe against running projections: call between them.
 void linear_pairs_enable(bool on);
+// The same for the bf16 dot kernel (off: bf16 units take the pairs kernel, or OpenBLAS or
+// the micro-kernel as linear_pairs_enable says).
+void linear_dot_enable(bool on);
 
 // Several projections of the same x (a GDN layer's qkv, z, b and a): one pass rounding x
 // to bf16 for the tiles, one pool dispatch whose units span them all (so the 16-column ones
@@ -119,5 +122,8 @@ void linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<Linea
 
 // Whether linear() multiplies bf16 weights on the AMX tiles on this machine (see above).
 bool linear_uses_amx();
+// Whether a prefill (T > 1) of bf16 weights rounds x to bf16 on this machine: on the AMX
+// tiles or the dot kernel (simd/gemm_bf16_dot.h), not on the pairs kernel.
+bool linear_rounds_x_to_bf16();
 
 }  // namespace hanpu::cpu

@@ -22,7 +22,7 @@ class LinearDtype : public ::testing::TestWithParam<DType> {};
 TEST_P(LinearDtype, MatchesDoubleOnOddShapes) {
   // Against the product of the weights as stored (rounded to the dtype): only the fp32
   // accumulation differs, so the bound is tight for 16-bit weights too; T = 1 takes the
-  // 16-bit GEMV path, T > 1 the AMX tiles or (bf16) the pairs kernel and the widened blocks:
+  // 16-bit GEMV path, T > 1 the AMX tiles, the dot kernel or (bf16) the pairs kernel and the widened blocks:
   // {300, 40, 2100} has nine panels, so one 300-row unit each: OpenBLAS's size for f32 / f16.
   const DType dtype = GetParam();
   Rng rng(11);
@@ -49,10 +49,10 @@ TEST_P(LinearDtype, MatchesDoubleOnOddShapes) {
     for (int threads : {1, 2}) {
       std::vector<float> y(s.T * ldy, NAN);
       linear(x.data(), ldx, s.T, p, y.data(), ldy, threads);
-      // The AMX path multiplies x rounded to bf16: the tight bound holds against the
+      // The AMX tiles and the dot kernel multiply x rounded to bf16: the tight bound holds against the
       // product of the rounded x, and the rounding itself costs a bounded NMSE (bf16 keeps 8
       // mantissa bits: ~3e-6 expected).
-      const bool rounds_x = dtype == DType::kBF16 && s.T > 1 && linear_uses_amx();
+      const bool rounds_x = dtype == DType::kBF16 && s.T > 1 && linear_rounds_x_to_bf16();
       double err = 0, ref = 0, err_x = 0;
       for (int64_t t = 0; t < s.T; ++t) {
         for (int o = 0; o < s.out; ++o) {

@@ -42,8 +42,9 @@ constexpr int kPairStepsPerBlock = kPairBlockDepth / 2;
 HANPU_DOT_TARGET inline __m512bh AsPairs(__m512i v) { return (__m512bh)v; }  // NOLINT: a vector cast, no conversion
 
 // C tile [MR x n] (+)= A B over `blocks` whole blocks of one strip: a is the row tile's packed
-// x from the first block on, b the strip's first block. n <= 32.
-template <int MR>
+// x from the first block on, b the strip's first block. n <= 16 NV (NV 1: the first half of
+// the strip only, for the 16-column projections, which would otherwise multiply zeros).
+template <int MR, int NV>
 HANPU_DOT_TARGET void Tile(const uint32_t* a, const uint16_t* b, int blocks, float* c, int64_t ldc, int n,
                            bool accumulate) {
   __m512 acc[MR][2];
@@ -56,14 +57,14 @@ HANPU_DOT_TARGET void Tile(const uint32_t* a, const uint16_t* b, int blocks, flo
       const uint16_t* lo = bb + r * kPairStripCols;  // 16 pairs of the first half (64 bytes)
       const uint16_t* hi = lo + kPairHalfElems;
       _mm_prefetch(reinterpret_cast<const char*>(lo + kPrefetchBlocks * kPairBlockElems), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(hi + kPrefetchBlocks * kPairBlockElems), _MM_HINT_T0);
+      if constexpr (NV == 2) _mm_prefetch(reinterpret_cast<const char*>(hi + kPrefetchBlocks * kPairBlockElems), _MM_HINT_T0);
       const __m512bh w0 = AsPairs(_mm512_loadu_si512(lo)), w1 = AsPairs(_mm512_loadu_si512(hi));
       const uint32_t* ar = ab + r * kMR;
       HANPU_UNROLL_ALL
       for (int i = 0; i < MR; ++i) {
         const __m512bh x = AsPairs(_mm512_set1_epi32(static_cast<int>(ar[i])));
         acc[i][0] = _mm512_dpbf16_ps(acc[i][0], w0, x);
-        acc[i][1] = _mm512_dpbf16_ps(acc[i][1], w1, x);
+        if constexpr (NV == 2) acc[i][1] = _mm512_dpbf16_ps(acc[i][1], w1, x);
       }
     }
   }
@@ -75,10 +76,10 @@ HANPU_DOT_TARGET void Tile(const uint32_t* a, const uint16_t* b, int blocks, flo
     __m512 s0 = acc[i][0], s1 = acc[i][1];
     if (accumulate) {
       s0 = _mm512_add_ps(s0, _mm512_maskz_loadu_ps(m0, ci));
-      s1 = _mm512_add_ps(s1, _mm512_maskz_loadu_ps(m1, ci + 16));
+      if constexpr (NV == 2) s1 = _mm512_add_ps(s1, _mm512_maskz_loadu_ps(m1, ci + 16));
     }
     _mm512_mask_storeu_ps(ci, m0, s0);
-    _mm512_mask_storeu_ps(ci + 16, m1, s1);
+    if constexpr (NV == 2) _mm512_mask_storeu_ps(ci + 16, m1, s1);
   }
 }
 
@@ -86,8 +87,9 @@ template <int R>
 HANPU_DOT_TARGET void TileUpTo(int m, const uint32_t* a, const uint16_t* b, int blocks, float* c, int64_t ldc, int n,
                                bool accumulate) {
   if constexpr (R > 0) {
-    if (m == R) return Tile<R>(a, b, blocks, c, ldc, n, accumulate);
-    return TileUpTo<R - 1>(m, a, b, blocks, c, ldc, n, accumulate);
+    if (m != R) return TileUpTo<R - 1>(m, a, b, blocks, c, ldc, n, accumulate);
+    if (n <= 16) return Tile<R, 1>(a, b, blocks, c, ldc, n, accumulate);
+    return Tile<R, 2>(a, b, blocks, c, ldc, n, accumulate);
   }
 }
 

@@ -8,9 +8,12 @@
 //     a run of 32-deep blocks whose rows hold (w[2r][c], w[2r+1][c]) pairs. On cores with AMX
 //     a prefill multiplies it directly on bf16 tiles (x rounded to bf16, exact products,
 //     fp32 sums: what PyTorch's and llama.cpp's bf16 matmuls do); without AMX (or with
-//     HANPU_AMX=0) hanpu's pairs kernel widens them in registers (simd/gemm_bf16_pairs.h;
-//     panels narrower than 64 columns are widened to fp32 blocks for the FMA micro-kernel);
-//     decode widens in registers. One layout for all, so the weights are held once.
+//     HANPU_AMX=0) on cores with AVX512-BF16, the same numerics on its dot instruction
+//     (simd/gemm_bf16_dot.h, 1.9-2.0x the pairs kernel on a Zen 4 core); on cores with
+//     neither (or HANPU_BF16_DOT=0) hanpu's pairs kernel widens them in registers
+//     (simd/gemm_bf16_pairs.h; panels narrower than 64 columns are widened to fp32 blocks for
+//     the FMA micro-kernel); decode widens in registers. One layout for all, so the weights
+//     are held once.
 //
 // OpenBLAS (Debian's 0.3.21), measured side by side by `hanpu bench linear`: bf16 weights,
 // what checkpoints ship and the default, run on the AMX tiles several times faster than any
@@ -95,7 +98,7 @@ std::pair<int64_t, int64_t> linear_row_range(int64_t T, int ranges, int range, i
 void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy, int threads);
 
 // The kernel linear() runs w's units on for T rows and `threads` cores (0: all), as `hanpu
-// bench linear` labels its rows: "gemv" (one row of 16-bit weights), "amx", "blas" (OpenBLAS,
+// bench linear` labels its rows: "gemv" (one row of 16-bit weights), "amx", "dot", "blas" (OpenBLAS,
 // blas_sgemm.h), "pairs" (bf16 weights on simd/gemm_bf16_pairs.h) or "fma" (fp32 and f16 on
 // the micro-kernel). Units of fewer rows or columns than OpenBLAS takes (see linear.cc) say
 // "pairs" or "fma".

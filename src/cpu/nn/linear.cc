@@ -193,32 +193,36 @@ const uint16_t* x_as_tiles(const float* x, int64_t ldx, int64_t T, int in, int t
   return xb.data();
 }
 
-// x packed once for the pairs kernel (simd/gemm_bf16_pairs.h), every panel's units reading
-// the same copy (packed per unit, it was 6% of a prefill's pairs-kernel time with 24 panels
-// packing the same x), in the caller's buffer kept between calls.
-const float* x_as_pairs_tiles(const float* x, int64_t ldx, int64_t T, int in, int threads) {
-  thread_local std::vector<float> caller_xp;  // named through a reference: see x_as_tiles
-  std::vector<float>& xp = caller_xp;
-  xp.resize(simd::pairs_packed_x_floats(T, in));
-  const int64_t mr = simd::gemm_bf16_pairs_tile_rows();
+// x packed once per call for a kernel that reads it in row tiles of `mr` rows, every panel's
+// units reading the same copy (packed per unit, it was 6% of a prefill's pairs-kernel time
+// with 24 panels packing the same x), in `buf`, the caller's buffer kept between calls.
+template <class Word>
+const Word* x_packed_once(std::vector<Word>& buf, const float* x, int64_t ldx, int64_t T, int in, int threads,
+                          size_t words, int64_t mr, void (*pack)(const float*, int64_t, int64_t, int64_t, int, Word*)) {
+  buf.resize(words);
   parallel_rows(threads, (T + mr - 1) / mr, mr * in, [&](int64_t t0, int64_t t1) {
-    simd::pack_x_for_pairs(x, ldx, t0 * mr, std::min(T, t1 * mr), in, xp.data());
+    pack(x, ldx, t0 * mr, std::min(T, t1 * mr), in, buf.data());
   });
-  return xp.data();
+  return buf.data();
 }
 
-// x rounded to bf16 and packed once for the dot kernel (simd/gemm_bf16_dot.h), as
-// x_as_pairs_tiles.
+// x for the pairs kernel (simd/gemm_bf16_pairs.h).
+const float* x_as_pairs_tiles(const float* x, int64_t ldx, int64_t T, int in, int threads) {
+  thread_local std::vector<float> caller_xp;  // named through a reference: see x_as_tiles
+  return x_packed_once(caller_xp, x, ldx, T, in, threads, simd::pairs_packed_x_floats(T, in),
+                       simd::gemm_bf16_pairs_tile_rows(), simd::pack_x_for_pairs);
+}
+
+// x rounded to bf16 for the dot kernel (simd/gemm_bf16_dot.h).
 const uint32_t* x_as_dot_tiles(const float* x, int64_t ldx, int64_t T, int in, int threads) {
   thread_local std::vector<uint32_t> caller_xd;  // named through a reference: see x_as_tiles
-  std::vector<uint32_t>& xd = caller_xd;
-  xd.resize(simd::dot_packed_x_words(T, in));
-  const int64_t mr = simd::gemm_bf16_dot_tile_rows();
-  parallel_rows(threads, (T + mr - 1) / mr, mr * in, [&](int64_t t0, int64_t t1) {
-    simd::pack_x_for_dot(x, ldx, t0 * mr, std::min(T, t1 * mr), in, xd.data());
-  });
-  return xd.data();
+  return x_packed_once(caller_xd, x, ldx, T, in, threads, simd::dot_packed_x_words(T, in),
+                       simd::gemm_bf16_dot_tile_rows(), simd::pack_x_for_dot);
 }
+
+// Row granule of units on the pairs kernel: a whole row block of its tiles (8 of them), so a
+// unit starts a tile of the packed x.
+int64_t pairs_granule() { return 8 * static_cast<int64_t>(simd::gemm_bf16_pairs_tile_rows()); }
 
 // bf16 prefill on the dot instruction: rows [r0, r1) of the packed x (r0 starts a tile) times
 // panel p's strips, the unit's whole depth in one call.
@@ -234,10 +238,6 @@ void dot_unit(const uint32_t* xd, const LinearOut& o, int p, int64_t r0, int64_t
 
 // Row granule of units on the dot kernel: a whole row block of its tiles.
 int64_t dot_granule() { return 8 * static_cast<int64_t>(simd::gemm_bf16_dot_tile_rows()); }
-
-// Row granule of units on the pairs kernel: a whole row block of its tiles (8 of them), so a
-// unit starts a tile of the packed x.
-int64_t pairs_granule() { return 8 * static_cast<int64_t>(simd::gemm_bf16_pairs_tile_rows()); }
 
 // bf16 prefill on the AMX tiles: rows [r0, r1) of the tiled x times panel p's strips.
 void amx_unit(const uint16_t* xb, const LinearOut& o, int p, int64_t r0, int64_t r1) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "simd/amx.h"
+#include "simd/pairs_loop_nest.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define HANPU_HAVE_BF16_DOT 1
@@ -31,7 +32,7 @@ namespace {
 // 206-227 against 199-229 GFLOP/s over two runs each), so the smaller tile stays: fewer rows
 // in the edge tiles.
 constexpr int kMR = 12;
-// The loop nest of the pairs kernel (gemm_bf16_pairs.cc), whose L1/L2 sizing carries over:
+// The loop nest of the pairs kernel (simd/pairs_loop_nest.h), whose L1/L2 sizing carries over:
 // per slice of 8 blocks a row tile's x is 12 rows x 256 steps of bf16 (6 KB, L1) and a
 // panel's weights 128 KB (L2).
 constexpr int kSliceBlocks = 8;
@@ -130,36 +131,18 @@ HANPU_DOT_TARGET void PackX(const float* x, int64_t ldx, int64_t row0, int64_t r
   }
 }
 
-HANPU_DOT_TARGET void GemmPacked(int rows, const uint32_t* a, int in, const uint16_t* w, int kt_blocks, int kt0,
-                                 int kt_count, int strips, int n_cols, float* c, int64_t ldc, bool accumulate) {
-  if (rows <= 0 || n_cols <= 0) return;
+void GemmPacked(int rows, const uint32_t* a, int in, const uint16_t* w, int kt_blocks, int kt0, int kt_count,
+                int strips, int n_cols, float* c, int64_t ldc, bool accumulate) {
   n_cols = std::min(n_cols, strips * kPairStripCols);
   const int64_t strip_elems = static_cast<int64_t>(kt_blocks) * kPairBlockElems;
   const int64_t tile_words = TileWords(in);
-  // Blocks past `in` hold only zero weights: skipped.
-  const int kt_end = std::min({kt0 + kt_count, kt_blocks, (in + kPairBlockDepth - 1) / kPairBlockDepth});
-  if (kt_end <= kt0) {  // no block in range: the product is zero
-    if (!accumulate) {
-      for (int i = 0; i < rows; ++i) std::fill(c + i * ldc, c + i * ldc + n_cols, 0.0f);
-    }
-    return;
-  }
-  const int groups = (n_cols + kPairStripCols - 1) / kPairStripCols;
-  for (int r0 = 0; r0 < rows; r0 += kRowBlock) {
-    const int r1 = std::min(rows, r0 + kRowBlock);
-    for (int s0 = kt0; s0 < kt_end; s0 += kSliceBlocks) {
-      const int blocks = std::min(kSliceBlocks, kt_end - s0);
-      const bool sums = accumulate || s0 > kt0;  // whether C already holds sums to add to
-      for (int i0 = r0; i0 < r1; i0 += kMR) {
-        const uint32_t* tile = a + (i0 / kMR) * tile_words + static_cast<int64_t>(s0) * kPairStepsPerBlock * kMR;
-        for (int g = 0; g < groups; ++g) {
-          TileUpTo<kMR>(std::min(kMR, r1 - i0), tile, w + g * strip_elems + static_cast<int64_t>(s0) * kPairBlockElems,
-                        blocks, c + i0 * ldc + g * kPairStripCols, ldc,
-                        std::min(kPairStripCols, n_cols - g * kPairStripCols), sums);
-        }
-      }
-    }
-  }
+  for_each_pairs_tile(PairsNest{kMR, kPairStripCols, kRowBlock, kSliceBlocks}, rows, in, kt_blocks, kt0, kt_count,
+                      n_cols, c, ldc, accumulate, [&](int m, int64_t t, int s0, int blocks, int g, bool sums) {
+                        TileUpTo<kMR>(m, a + t * tile_words + static_cast<int64_t>(s0) * kPairStepsPerBlock * kMR,
+                                      w + g * strip_elems + static_cast<int64_t>(s0) * kPairBlockElems, blocks,
+                                      c + t * kMR * ldc + g * kPairStripCols, ldc,
+                                      std::min(kPairStripCols, n_cols - g * kPairStripCols), sums);
+                      });
 }
 
 HANPU_DOT_TARGET double DotLoop(int64_t iterations) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "simd/amx.h"
+#include "simd/pairs_loop_nest.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "simd/gemm_bf16_pairs.cc"
@@ -41,14 +42,8 @@ constexpr int kTileVecs = kTileCols / kNL;
 // from the stack every step there, a load only; 5- and 4-row tiles were 4-13% slower).
 constexpr int kMR = std::clamp((kVectorRegisters - kTileVecs - 2) / kTileVecs, 1, 12);
 
-// Loop nest (measured against one another on a Zen 3 core, throwaway harness, 256 x 256 units
-// of depth 1024 and 3584): row blocks of kRowBlock rows, each through the depth in slices of
-// kSliceBlocks blocks, each slice row tile by row tile (A packed, 6 KB, in L1) against every
-// column group (8 KB of weights a group, from L2). A slice of 8 blocks keeps a row block's C
-// (48 x 256 fp32) and the slice's weights (128 KB for 256 columns) in L2 together; 16-block
-// slices and 96- or 192-row blocks measured no faster. Weights kPrefetchBlocks blocks ahead
-// are prefetched: at depth 3584 a row block's first tile finds them in L3, not L2 (10-20%
-// faster there).
+// Loop nest: simd/pairs_loop_nest.h. Weights kPrefetchBlocks blocks ahead are prefetched: at
+// depth 3584 a row block's first tile finds them in L3, not L2 (10-20% faster there).
 constexpr int kSliceBlocks = 8;
 constexpr int kPrefetchBlocks = 2;
 constexpr int kRowBlock = 8 * kMR;
@@ -170,33 +165,15 @@ void PackX(const float* x, int64_t ldx, int64_t row0, int64_t row1, int in, floa
 
 void GemmPairsPacked(int rows, const float* a, int in, const uint16_t* w, int kt_blocks, int kt0, int kt_count,
                      int strips, int n_cols, float* c, int64_t ldc, bool accumulate) {
-  if (rows <= 0 || n_cols <= 0) return;
   n_cols = std::min(n_cols, strips * kPairStripCols);
   const int64_t strip_elems = static_cast<int64_t>(kt_blocks) * kPairBlockElems;
   const int64_t tile_floats = TileFloats(in);
-  const int groups = (n_cols + kTileCols - 1) / kTileCols;
-  // Blocks past `in` hold only zero weights: skipped.
-  const int kt_end = std::min({kt0 + kt_count, kt_blocks, (in + kPairBlockDepth - 1) / kPairBlockDepth});
-  if (kt_end <= kt0) {  // no block in range: the product is zero
-    if (!accumulate) {
-      for (int i = 0; i < rows; ++i) std::fill(c + i * ldc, c + i * ldc + n_cols, 0.0f);
-    }
-    return;
-  }
-  for (int r0 = 0; r0 < rows; r0 += kRowBlock) {
-    const int r1 = std::min(rows, r0 + kRowBlock);
-    for (int s0 = kt0; s0 < kt_end; s0 += kSliceBlocks) {
-      const int blocks = std::min(kSliceBlocks, kt_end - s0);
-      const bool sums = accumulate || s0 > kt0;  // whether C already holds sums to add to
-      for (int i0 = r0; i0 < r1; i0 += kMR) {
-        const float* tile = a + (i0 / kMR) * tile_floats + static_cast<int64_t>(s0) * kPairBlockDepth * kMR;
-        for (int g = 0; g < groups; ++g) {
-          TileRows(std::min(kMR, r1 - i0), tile, GroupStart(w, strip_elems, g) + static_cast<int64_t>(s0) * kPairBlockElems,
-                   blocks, c + i0 * ldc + g * kTileCols, ldc, std::min(kTileCols, n_cols - g * kTileCols), sums);
-        }
-      }
-    }
-  }
+  for_each_pairs_tile(PairsNest{kMR, kTileCols, kRowBlock, kSliceBlocks}, rows, in, kt_blocks, kt0, kt_count, n_cols, c,
+                      ldc, accumulate, [&](int m, int64_t t, int s0, int blocks, int g, bool sums) {
+                        TileRows(m, a + t * tile_floats + static_cast<int64_t>(s0) * kPairBlockDepth * kMR,
+                                 GroupStart(w, strip_elems, g) + static_cast<int64_t>(s0) * kPairBlockElems, blocks,
+                                 c + t * kMR * ldc + g * kTileCols, ldc, std::min(kTileCols, n_cols - g * kTileCols), sums);
+                      });
 }
 
 int PairsTileRows() { return kMR; }

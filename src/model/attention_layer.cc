@@ -13,30 +13,38 @@
 namespace hanpu::model {
 
 Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* x, int64_t T, int64_t pos0,
-                       KvCache* kv, const ForwardOptions& opt, float* out, double* kernel_ms) {
+                       KvCache* kv, const ForwardOptions& opt, int64_t out_rows, float* out, double* kernel_ms) {
   const int Hq = c.attn_heads, Hkv = c.kv_heads, D = c.head_dim, hidden = c.hidden;
-  // qg [T, Hq, 2D]: per head D query dims, then D output-gate dims.
+  // Keys and values of all T rows go to the cache; queries only for the R = out_rows rows
+  // whose output is wanted (layers.h), the last ones, at positions pos0 + r0 ...
+  const int64_t R = out_rows, r0 = T - R;
+  // qg [R, Hq, 2D]: per head D query dims, then D output-gate dims.
   thread_local std::vector<float> qg_buf, q_buf, k_buf, v_buf, o_buf;
-  float* qg = reuse_buffer(qg_buf, static_cast<size_t>(T) * Hq * 2 * D);
-  float* q = reuse_buffer(q_buf, static_cast<size_t>(T) * Hq * D);
+  float* qg = reuse_buffer(qg_buf, static_cast<size_t>(R) * Hq * 2 * D);
+  float* q = reuse_buffer(q_buf, static_cast<size_t>(R) * Hq * D);
   float* k = reuse_buffer(k_buf, static_cast<size_t>(T) * Hkv * D);
   float* v = reuse_buffer(v_buf, static_cast<size_t>(T) * Hkv * D);
-  cpu::linear_many(x, hidden, T, {{&w.q, qg, Hq * 2 * D}, {&w.k, k, Hkv * D}, {&w.v, v, Hkv * D}}, opt.threads);
-  rms_norm_zero_centred(qg, 2 * D, T * Hq, D, w.q_norm.data(), c.rms_eps, q, D, opt.threads);
+  if (R == T) {  // one call for the three: x is packed once
+    cpu::linear_many(x, hidden, T, {{&w.q, qg, Hq * 2 * D}, {&w.k, k, Hkv * D}, {&w.v, v, Hkv * D}}, opt.threads);
+  } else {
+    cpu::linear_many(x, hidden, T, {{&w.k, k, Hkv * D}, {&w.v, v, Hkv * D}}, opt.threads);
+    cpu::linear(x + r0 * hidden, hidden, R, w.q, qg, Hq * 2 * D, opt.threads);
+  }
+  rms_norm_zero_centred(qg, 2 * D, R * Hq, D, w.q_norm.data(), c.rms_eps, q, D, opt.threads);
   rms_norm_zero_centred(k, D, T * Hkv, D, w.k_norm.data(), c.rms_eps, k, D, opt.threads);
-  apply_rope(q, T, Hq, D, c.rotary_dims(), c.rope_theta, pos0);
+  apply_rope(q, R, Hq, D, c.rotary_dims(), c.rope_theta, pos0 + r0);
   apply_rope(k, T, Hkv, D, c.rotary_dims(), c.rope_theta, pos0);
   HANPU_RETURN_IF_ERROR(kv->append({k, DType::kF32, {T, Hkv, D}}, {v, DType::kF32, {T, Hkv, D}}));
-  float* o = reuse_buffer(o_buf, static_cast<size_t>(T) * Hq * D);
+  float* o = reuse_buffer(o_buf, static_cast<size_t>(R) * Hq * D);
   AttnArgs args;
-  args.q = {q, DType::kF32, {T, Hq, D}};
+  args.q = {q, DType::kF32, {R, Hq, D}};
   args.k = kv->keys();
   args.v = kv->values();
-  args.o = {o, DType::kF32, {T, Hq, D}};
-  args.mask = AttnMask::kCausal;  // q_offset defaults to the cached length before this call
+  args.o = {o, DType::kF32, {R, Hq, D}};
+  args.mask = AttnMask::kCausal;  // q_offset defaults to the cached length less R: pos0 + r0
   Status st;
   const auto t0 = std::chrono::steady_clock::now();
-  if (T == 1) {
+  if (R == 1) {
     st = attn_decode(args, opt.threads);
   } else {
     AttnOptions ao;
@@ -46,7 +54,7 @@ Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* 
   }
   *kernel_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!st.ok()) return Status::Error(fmt::format("attention layer: {}", st.message()));
-  parallel_rows(opt.threads, T, static_cast<int64_t>(Hq) * D * 20, [&](int64_t t0, int64_t t1) {
+  parallel_rows(opt.threads, R, static_cast<int64_t>(Hq) * D * 20, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       for (int h = 0; h < Hq; ++h) {
         float* orow = o + (t * Hq + h) * D;
@@ -55,7 +63,7 @@ Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* 
       }
     }
   });
-  cpu::linear(o, Hq * D, T, w.o, out, hidden, opt.threads);
+  cpu::linear(o, Hq * D, R, w.o, out, hidden, opt.threads);
   return Status::Ok();
 }
 

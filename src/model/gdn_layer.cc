@@ -13,7 +13,8 @@
 namespace hanpu::model {
 
 Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int64_t T, std::vector<float>* conv,
-                 AlignedFloats* recurrent, const ForwardOptions& opt, float* out, double* kernel_ms) {
+                 AlignedFloats* recurrent, const ForwardOptions& opt, int64_t out_rows, float* out,
+                 double* kernel_ms) {
   const int H = c.la_key_heads, HV = c.la_value_heads, K = c.la_key_dim, V = c.la_value_dim;
   const int C = c.la_conv_channels(), hidden = c.hidden;
   // mixed [T, C] = q heads | k heads | v heads; z [T, HV V]; b, a [T, HV].
@@ -53,8 +54,11 @@ Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int6
   const Status st = la_prefill(args, lo);
   *kernel_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!st.ok()) return Status::Error(fmt::format("GDN layer: {}", st.message()));
-  gated_rms_norm(o, z, T * HV, V, w.norm.data(), c.rms_eps, opt.threads);
-  cpu::linear(o, HV * V, T, w.out, out, hidden, opt.threads);
+  // The output path of the last out_rows rows (layers.h).
+  const int64_t r0 = T - out_rows;
+  float* o_out = o + r0 * HV * V;
+  gated_rms_norm(o_out, z + r0 * HV * V, out_rows * HV, V, w.norm.data(), c.rms_eps, opt.threads);
+  cpu::linear(o_out, HV * V, out_rows, w.out, out, hidden, opt.threads);
   return Status::Ok();
 }
 

@@ -1,6 +1,11 @@
 // The three layer kinds of a hybrid model, each mapping normed hidden states x [T, hidden]
 // to the block's output [T, hidden] (the residual add is the caller's). kernel_ms gets the
 // time spent inside the LA / attention kernel call added to it.
+//
+// The token mixers take out_rows <= T: they update the sequence's state (LA and conv state,
+// KV cache) from all T rows but compute the output of the last out_rows rows only, into
+// out [out_rows, hidden]. A forward pass needs only the last position of its last layer (its
+// logits are the last position's), so there it skips the output path of the other rows.
 #pragma once
 
 #include <cstdint>
@@ -17,11 +22,12 @@ namespace hanpu::model {
 // Gated DeltaNet token mixer; conv [kernel - 1, channels] and recurrent [HV, K, V] are the
 // sequence's states, updated in place.
 Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int64_t T, std::vector<float>* conv,
-                 AlignedFloats* recurrent, const ForwardOptions& opt, float* out, double* kernel_ms);
+                 AlignedFloats* recurrent, const ForwardOptions& opt, int64_t out_rows, float* out,
+                 double* kernel_ms);
 
 // Gated full attention; appends this call's keys and values (positions pos0 ...) to kv.
 Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* x, int64_t T, int64_t pos0,
-                       KvCache* kv, const ForwardOptions& opt, float* out, double* kernel_ms);
+                       KvCache* kv, const ForwardOptions& opt, int64_t out_rows, float* out, double* kernel_ms);
 
 // SwiGLU MLP of intermediate size `inter`.
 void mlp_layer(const MlpWeights& w, int inter, const float* x, int64_t T, int threads, float* out);

@@ -80,23 +80,25 @@ Status Model::forward(const int* tokens, int64_t n, SequenceState* state, const 
       add_rms_norm_zero_centred(h, block, n, hidden, lw.input_norm.data(), c.rms_eps, xn, opt.threads);
     }
     prof.other_ms += sw.lap_ms();
+    // Only the last position's logits are wanted, so the last layer's block (the mixer's
+    // output path, the MLP) runs on the last row alone; rows r0 .. n-1 of the stack below.
+    const int64_t r0 = i == c.layers - 1 ? n - 1 : 0;
+    const size_t at = static_cast<size_t>(r0) * hidden;
     if (lw.kind == LayerKind::kLinearAttention) {
-      HANPU_RETURN_IF_ERROR(
-          gdn_layer(c, lw.gdn, xn, n, &state->conv[i], &state->recurrent[i], opt, block,
-                    &prof.la_kernel_ms));
+      HANPU_RETURN_IF_ERROR(gdn_layer(c, lw.gdn, xn, n, &state->conv[i], &state->recurrent[i], opt, n - r0,
+                                      block + at, &prof.la_kernel_ms));
       prof.la_ms += sw.lap_ms();
     } else {
-      HANPU_RETURN_IF_ERROR(
-          attention_layer(c, lw.attn, xn, n, state->position, state->kv[i].get(), opt, block,
-                          &prof.attn_kernel_ms));
+      HANPU_RETURN_IF_ERROR(attention_layer(c, lw.attn, xn, n, state->position, state->kv[i].get(), opt, n - r0,
+                                            block + at, &prof.attn_kernel_ms));
       prof.attn_ms += sw.lap_ms();
     }
-    add_rms_norm_zero_centred(h, block, n, hidden, lw.post_norm.data(), c.rms_eps, xn, opt.threads);
+    add_rms_norm_zero_centred(h + at, block + at, n - r0, hidden, lw.post_norm.data(), c.rms_eps, xn + at, opt.threads);
     prof.other_ms += sw.lap_ms();
     if (lw.moe) {
-      moe_layer(c, lw.moe_w, xn, n, opt.threads, block);
+      moe_layer(c, lw.moe_w, xn + at, n - r0, opt.threads, block + at);
     } else {
-      mlp_layer(lw.mlp, c.intermediate, xn, n, opt.threads, block);
+      mlp_layer(lw.mlp, c.intermediate, xn + at, n - r0, opt.threads, block + at);
     }
     prof.mlp_ms += sw.lap_ms();
   }

@@ -3,7 +3,8 @@
 // gates, the LA prefill kernel with the sequence's recurrent state, gated RMSNorm, out
 // projection | attention: projections, q/k RMSNorm, partial RoPE, KV cache append, the fused
 // attention kernel, sigmoid output gate, out projection) -> residual -> RMSNorm -> MLP or MoE
-// -> residual -> final norm -> logits of the last token.
+// -> residual -> final norm -> logits of the last token. The last layer updates the state
+// from every token but runs its output path and MLP for the last position only.
 #pragma once
 
 #include <memory>

@@ -151,7 +151,7 @@ class GgufConverter {
     return Status::Ok();
   }
   Status linear(const std::string& name, int out, int in, const std::vector<int>& rows, Linear* l) {
-    std::vector<float> w;
+    std::vector<float>& w = scratch_[0];
     HANPU_RETURN_IF_ERROR(f32(name, {out, in}, &w));
     *l = Linear::from_rows(w.data(), in, rows, dt_);
     return Status::Ok();
@@ -171,7 +171,7 @@ class GgufConverter {
     return r;
   }
   Status mlp(const std::string& b, const char* suffix, int inter, MlpWeights* m) {
-    std::vector<float> g, u;
+    std::vector<float>& g = scratch_[0], &u = scratch_[1];
     HANPU_RETURN_IF_ERROR(f32(fmt::format("{}ffn_gate{}.weight", b, suffix), {inter, c_.hidden}, &g));
     HANPU_RETURN_IF_ERROR(f32(fmt::format("{}ffn_up{}.weight", b, suffix), {inter, c_.hidden}, &u));
     g.insert(g.end(), u.begin(), u.end());
@@ -261,6 +261,9 @@ class GgufConverter {
   const WeightStore& s_;
   DType dt_;  // storage of the projections
   HeadOrder order_;
+  // fp32 copies of the tensor being converted, kept between tensors: fresh ones of up to
+  // hundreds of MB each would cost their page faults and zeroing again every time.
+  std::vector<float> scratch_[2];
 };
 
 }  // namespace

@@ -32,13 +32,13 @@ class Converter {
   }
   // nn.Linear weight [out, in] -> W^T.
   Status linear(const std::string& name, int out, int in, Linear* l) {
-    std::vector<float> w;
+    std::vector<float>& w = scratch_[0];
     HANPU_RETURN_IF_ERROR(f32(name, {out, in}, &w));
     *l = linear_from_rows(w, in, iota_rows(out), dt_);
     return Status::Ok();
   }
   Status mlp(const std::string& p, int inter, MlpWeights* m) {
-    std::vector<float> g, u;
+    std::vector<float>& g = scratch_[0], &u = scratch_[1];
     HANPU_RETURN_IF_ERROR(f32(p + "gate_proj.weight", {inter, c_.hidden}, &g));
     HANPU_RETURN_IF_ERROR(f32(p + "up_proj.weight", {inter, c_.hidden}, &u));
     g.insert(g.end(), u.begin(), u.end());
@@ -127,6 +127,9 @@ class Converter {
   const ModelConfig& c_;
   const WeightStore& s_;
   DType dt_;  // storage of the projections
+  // fp32 copies of the tensor being converted, kept between tensors: fresh ones of up to
+  // hundreds of MB each would cost their page faults and zeroing again every time.
+  std::vector<float> scratch_[2];
 };
 
 }  // namespace

@@ -3,8 +3,11 @@
 // with a message naming the problem, and the store is left untouched.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <tuple>
 #include <functional>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -57,6 +60,36 @@ TEST(Safetensors, GoodHeaderParsesAndConverts) {
   EXPECT_EQ(out, std::vector<float>(a, a + 6));
   stored_to_f32(*store.find("b"), out.data());
   EXPECT_EQ(std::vector<float>(out.begin(), out.begin() + 4), (std::vector<float>{1, -2, 0, 3}));
+}
+
+TEST(Safetensors, NonFiniteWeightsAreRefusedWithTheirIndex) {
+  // get_f32 scans every weight of a checkpoint (the first bad element named), in each dtype.
+  const json header{{"a", {{"dtype", "F32"}, {"shape", {2, 3}}, {"data_offsets", {0, 24}}}},
+                    {"b", {{"dtype", "BF16"}, {"shape", {5}}, {"data_offsets", {24, 34}}}},
+                    {"c", {{"dtype", "F16"}, {"shape", {3}}, {"data_offsets", {34, 40}}}},
+                    {"d", {{"dtype", "BF16"}, {"shape", {3}}, {"data_offsets", {40, 46}}}}};
+  auto f = make_file(header, 46);
+  uint8_t* data = f.data() + f.size() - 46;
+  const float a[6] = {1, 2, 3, 4, INFINITY, 6};
+  const uint16_t b[5] = {0x3F80, 0x4000, 0x7FC0, 0x7F80, 0x0000};  // 1, 2, NaN, inf, 0
+  const uint16_t c[3] = {0x3C00, 0xFC00, 0x3C00};                  // 1, -inf, 1 in f16
+  const uint16_t d[3] = {0x3F80, 0xC000, 0x4040};                  // 1, -2, 3
+  std::memcpy(data, a, sizeof(a));
+  std::memcpy(data + 24, b, sizeof(b));
+  std::memcpy(data + 34, c, sizeof(c));
+  std::memcpy(data + 40, d, sizeof(d));
+  WeightStore store;
+  ASSERT_TRUE(parse_safetensors(f.data(), f.size(), "w.safetensors", &store).ok());
+  std::vector<float> out;
+  for (const auto& [name, shape, where] : {std::tuple{"a", Shape{2, 3}, 4}, {"b", Shape{5}, 2}, {"c", Shape{3}, 1}}) {
+    const Status st = store.get_f32(name, shape, &out);
+    ASSERT_FALSE(st.ok()) << name;
+    EXPECT_NE(st.message().find(fmt::format("tensor '{}' in w.safetensors holds a non-finite value at element {}", name, where)),
+              std::string::npos)
+        << st.message();
+  }
+  ASSERT_TRUE(store.get_f32("d", {3}, &out).ok());
+  EXPECT_EQ(out, (std::vector<float>{1, -2, 3}));
 }
 
 struct BadCase {

@@ -159,6 +159,37 @@ TEST(Linear, RowRangesCoverTheRowsEvenlyInWholeGranules) {
   }
 }
 
+TEST_P(LinearDtype, FromRowsPlacesEveryWeightRoundedOnce) {
+  // Every element where index() says, rounded as store_from_f32 rounds it, and the bf16
+  // layout's padding (steps past `in`, columns past `out`) zero: the packing at load is
+  // vectorised and written in layout order, the reading side uses index().
+  const DType dtype = GetParam();
+  Rng rng(23);
+  for (const auto& [in, out] : {std::pair{1, 1}, {33, 45}, {67, 32}, {64, 100}, {1025, 7}}) {
+    std::vector<float> w(static_cast<size_t>(out + 3) * in);
+    for (float& x : w) x = static_cast<float>(rng.normal() * 3);
+    std::vector<int> rows(out);
+    for (int& r : rows) r = static_cast<int>(rng.below(out + 3));  // any rows, repeats allowed
+    const PackedLinear p = PackedLinear::from_rows(w.data(), in, rows, dtype);
+    std::vector<bool> placed(dtype == DType::kF32 ? p.data.size() : p.half.size(), false);
+    for (int o = 0; o < out; ++o) {
+      for (int i = 0; i < in; ++i) {
+        const float src = w[static_cast<size_t>(rows[o]) * in + i];
+        uint16_t bits = 0;
+        store_from_f32(&bits, dtype, 0, src);
+        const float want = dtype == DType::kF32 ? src : load_as_f32(&bits, dtype, 0);
+        ASSERT_EQ(p.at(i, o), want) << "in " << in << " out " << out << " at (" << i << ", " << o << ")";
+        placed[p.index(i, o)] = true;
+      }
+    }
+    for (size_t j = 0; j < placed.size(); ++j) {
+      if (!placed[j]) {
+        ASSERT_EQ(dtype == DType::kF32 ? p.data[j] : p.half[j], 0) << "padding element " << j;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, LinearDtype, ::testing::ValuesIn(kAllDTypes),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 

@@ -80,17 +80,23 @@ PackedLinear PackedLinear::from_rows(const float* w, int in, const std::vector<i
     for (int64_t g = g0; g < g1; ++g) {
       const int o0 = static_cast<int>(g) * kPairStripCols, n = std::min(kPairStripCols, l.out - o0);
       const auto src = [&](int c) { return w + static_cast<size_t>(rows[o0 + c]) * in; };
-      if (dtype == DType::kF32) {
-        for (int c = 0; c < n; ++c) {
-          for (int i = 0; i < in; ++i) l.data[l.index(i, o0 + c)] = src(c)[i];
-        }
-        continue;
+      if (dtype != DType::kF32) {
+        for (int c = 0; c < n; ++c) simd::store_f32(rows16.data() + static_cast<size_t>(c) * in, dtype, src(c), in);
       }
-      for (int c = 0; c < n; ++c) simd::store_f32(rows16.data() + static_cast<size_t>(c) * in, dtype, src(c), in);
       const auto r16 = [&](int c, int i) { return rows16[static_cast<size_t>(c) * in + i]; };
-      if (!l.pairs()) {
-        for (int c = 0; c < n; ++c) {
-          for (int i = 0; i < in; ++i) l.half[l.index(i, o0 + c)] = r16(c, i);
+      if (!l.pairs()) {  // panels: each reduction step's n columns are contiguous
+        static_assert(kLinearPanel % kPairStripCols == 0, "a group lies inside one panel");
+        const int p = o0 / kLinearPanel;
+        const size_t first = l.panel_offset(p) + static_cast<size_t>(o0 - p * kLinearPanel);
+        const size_t ld = static_cast<size_t>(l.panel_cols(p));
+        for (int i = 0; i < in; ++i) {
+          for (int c = 0; c < n; ++c) {
+            if (dtype == DType::kF32) {
+              l.data[first + i * ld + c] = src(c)[i];
+            } else {
+              l.half[first + i * ld + c] = r16(c, i);
+            }
+          }
         }
         continue;
       }

@@ -276,6 +276,7 @@ Status convert_gguf_weights(const ModelConfig& c, const WeightStore& store, DTyp
   HANPU_RETURN_IF_ERROR(cv.norm("output_norm.weight", c.hidden, &w.final_norm));
   if (c.tie_embeddings) {
     w.lm_head = Linear::from_rows(w.embed.data(), c.hidden, GgufConverter::iota(c.vocab), weights);
+    w.share_tied_embedding(store.find("token_embd.weight")->dtype);
   } else {
     HANPU_RETURN_IF_ERROR(cv.linear("output.weight", c.vocab, c.hidden, &w.lm_head));
   }

@@ -12,6 +12,7 @@
 #include "model/layer_ops.h"
 #include "model/layers.h"
 #include "model/safetensors.h"
+#include "parallel/parallel_rows.h"
 
 namespace hanpu::model {
 
@@ -68,9 +69,9 @@ Status Model::forward(const int* tokens, int64_t n, SequenceState* state, const 
   float* h = reuse_buffer(h_buf, acts);
   float* xn = reuse_buffer(xn_buf, acts);
   float* block = reuse_buffer(block_buf, acts);
-  for (int64_t t = 0; t < n; ++t) {
-    std::copy_n(weights_.embed.data() + static_cast<int64_t>(tokens[t]) * hidden, hidden, h + t * hidden);
-  }
+  parallel_rows(opt.threads, n, int64_t{8} * hidden, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) weights_.embedding_row(tokens[t], h + t * hidden);
+  });
   prof.other_ms += sw.lap_ms();
   for (int i = 0; i < c.layers; ++i) {
     const LayerWeights& lw = weights_.layers[i];

@@ -1,6 +1,7 @@
 // Checkpoint -> compute-layout conversion and synthetic weights (see model_weights.h).
 #include "model/model_weights.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -176,7 +177,22 @@ int64_t ModelWeights::parameters(bool tied) const {
   int64_t n = 0;
   walk(*this, [&](const Linear& l) { n += static_cast<int64_t>(l.in) * l.out; },
        [&](const std::vector<float>& v) { n += static_cast<int64_t>(v.size()); });
-  return tied ? n - static_cast<int64_t>(lm_head.in) * lm_head.out : n;  // a tied head is the embedding again
+  // A tied head is the embedding again (unless the table was freed in its favour).
+  return tied && !embed.empty() ? n - static_cast<int64_t>(lm_head.in) * lm_head.out : n;
+}
+
+void ModelWeights::embedding_row(int token, float* out) const {
+  if (!embed.empty()) {
+    std::copy_n(embed.data() + static_cast<int64_t>(token) * lm_head.in, lm_head.in, out);
+    return;
+  }
+  for (int i = 0; i < lm_head.in; ++i) out[i] = lm_head.at(i, token);
+}
+
+void ModelWeights::share_tied_embedding(DType stored) {
+  if (lm_head.dtype != DType::kF32 && lm_head.dtype != stored) return;  // the head rounded them
+  embed.clear();
+  embed.shrink_to_fit();
 }
 
 Status convert_weights(const ModelConfig& c, const WeightStore& store, DType weights, ModelWeights* out,
@@ -188,6 +204,7 @@ Status convert_weights(const ModelConfig& c, const WeightStore& store, DType wei
   HANPU_RETURN_IF_ERROR(cv.f32(P + "norm.weight", {c.hidden}, &w.final_norm));
   if (c.tie_embeddings && store.find("lm_head.weight") == nullptr) {
     w.lm_head = linear_from_rows(w.embed, c.hidden, iota_rows(c.vocab), weights);
+    w.share_tied_embedding(store.find(P + "embed_tokens.weight")->dtype);
   } else {
     HANPU_RETURN_IF_ERROR(cv.linear("lm_head.weight", c.vocab, c.hidden, &w.lm_head));
   }

@@ -58,13 +58,20 @@ struct LayerWeights {
 };
 
 struct ModelWeights {
-  std::vector<float> embed;  // [vocab, hidden]
+  std::vector<float> embed;  // [vocab, hidden]; empty where the tied lm_head holds it (below)
   std::vector<float> final_norm;
   Linear lm_head;            // [hidden -> vocab] (a transposed copy of embed when tied)
   std::vector<LayerWeights> layers;
   int64_t bytes() const;
-  // Parameters as the checkpoint counts them (`tied`: the lm_head copy is not counted).
+  // Parameters as the checkpoint counts them (`tied`: the embedding is counted once).
   int64_t parameters(bool tied) const;
+  // Row `token` of the embedding table, out[hidden].
+  void embedding_row(int token, float* out) const;
+  // For a tied head built from `embed`: frees the fp32 table where the head's dtype holds the
+  // checkpoint's values exactly (the checkpoint stored them as `stored`, or the head is fp32),
+  // so a bf16 model keeps one copy of its largest tensor (a 0.8B's 1 GB fp32 table) and reads
+  // embedding rows from the head.
+  void share_tied_embedding(DType stored);
 };
 
 // Called after each layer's weights are ready: (layers done, layers in all).

@@ -121,6 +121,21 @@ TEST(SafetensorsShards, Bf16CheckpointLoadsAsBf16) {
   std::unique_ptr<Model> m;
   ASSERT_TRUE(load_model(d.string(), {}, &m).ok());
   EXPECT_EQ(m->weights().lm_head.dtype, DType::kBF16);  // auto: the checkpoint's dtype
+  // The tied head holds the bf16 table exactly, so the fp32 copy is gone and embedding rows
+  // come from the head; f16 projections would round it, so that load keeps the table. Both
+  // give the checkpoint's values bit for bit.
+  EXPECT_TRUE(m->weights().embed.empty());
+  std::unique_ptr<Model> m16;
+  ASSERT_TRUE(load_model(d.string(), LoadOptions{DType::kF16, nullptr}, &m16).ok());
+  ASSERT_FALSE(m16->weights().embed.empty());
+  const int hidden = m->config().hidden;
+  std::vector<float> row(hidden), row16(hidden);
+  for (const int token : {0, 1, m->config().vocab / 2, m->config().vocab - 1}) {
+    m->weights().embedding_row(token, row.data());
+    m16->weights().embedding_row(token, row16.data());
+    EXPECT_EQ(row, row16) << "token " << token;
+  }
+  EXPECT_EQ(m->weights().parameters(true), m16->weights().parameters(true));
   const auto want = last_logits(kFixture), got = last_logits(d.string());
   ASSERT_EQ(want.size(), got.size());
   float diff = 0;

@@ -272,12 +272,11 @@ Status convert_gguf_weights(const ModelConfig& c, const WeightStore& store, DTyp
                             const LoadProgress& progress) {
   GgufConverter cv(c, store, weights);
   ModelWeights w;
-  HANPU_RETURN_IF_ERROR(cv.f32("token_embd.weight", {c.vocab, c.hidden}, &w.embed));
   HANPU_RETURN_IF_ERROR(cv.norm("output_norm.weight", c.hidden, &w.final_norm));
   if (c.tie_embeddings) {
-    w.lm_head = Linear::from_rows(w.embed.data(), c.hidden, GgufConverter::iota(c.vocab), weights);
-    w.share_tied_embedding(store.find("token_embd.weight")->dtype);
+    HANPU_RETURN_IF_ERROR(load_tied_embedding(store, "token_embd.weight", c.vocab, c.hidden, weights, &w));
   } else {
+    HANPU_RETURN_IF_ERROR(cv.f32("token_embd.weight", {c.vocab, c.hidden}, &w.embed));
     HANPU_RETURN_IF_ERROR(cv.linear("output.weight", c.vocab, c.hidden, &w.lm_head));
   }
   w.layers.resize(c.layers);

@@ -65,7 +65,7 @@ class Model {
 
 // How to hold the weights: projections in fp32, bf16 or f16; unset = the checkpoint's own
 // dtype (that of its embedding table). Norms and gates stay fp32, and so does the embedding
-// table unless a tied head holds it exactly (ModelWeights::share_tied_embedding).
+// table unless a tied head holds it exactly (load_tied_embedding).
 struct LoadOptions {
   std::optional<DType> weights;
   LoadProgress progress;  // per converted layer; may be empty

@@ -2,6 +2,8 @@
 #include "model/model_weights.h"
 
 #include <algorithm>
+#include <atomic>
+#include <limits>
 #include <cmath>
 #include <numeric>
 
@@ -189,10 +191,34 @@ void ModelWeights::embedding_row(int token, float* out) const {
   for (int i = 0; i < lm_head.in; ++i) out[i] = lm_head.at(i, token);
 }
 
-void ModelWeights::share_tied_embedding(DType stored) {
-  if (lm_head.dtype != DType::kF32 && lm_head.dtype != stored) return;  // the head rounded them
-  embed.clear();
-  embed.shrink_to_fit();
+Status load_tied_embedding(const WeightStore& store, const std::string& name, int vocab, int hidden, DType weights,
+                           ModelWeights* w) {
+  const StoredTensor* t = nullptr;
+  HANPU_RETURN_IF_ERROR(store.get(name, {vocab, hidden}, &t));
+  if (weights != DType::kF32 && weights != t->dtype) {  // the head rounds the table: keep it in fp32
+    HANPU_RETURN_IF_ERROR(store.get_f32(name, {vocab, hidden}, &w->embed));
+    w->lm_head = Linear::from_rows(w->embed.data(), hidden, iota_rows(vocab), weights);
+    return Status::Ok();
+  }
+  w->embed.clear();
+  std::atomic<int64_t> first_bad{std::numeric_limits<int64_t>::max()};
+  w->lm_head = Linear::from_row_source(
+      hidden, vocab,
+      [&](int o, float* buf) {
+        stored_to_f32(*t, static_cast<int64_t>(o) * hidden, hidden, buf);
+        const size_t i = first_non_finite(buf, static_cast<size_t>(hidden));
+        int64_t bad = static_cast<int64_t>(o) * hidden + static_cast<int64_t>(i), seen = first_bad.load();
+        while (i < static_cast<size_t>(hidden) && bad < seen && !first_bad.compare_exchange_weak(seen, bad)) {
+        }
+        return buf;
+      },
+      weights);
+  if (first_bad.load() != std::numeric_limits<int64_t>::max()) {
+    w->lm_head = Linear{};
+    return Status::Error(
+        fmt::format("tensor '{}' in {} holds a non-finite value at element {}", name, t->file, first_bad.load()));
+  }
+  return Status::Ok();
 }
 
 Status convert_weights(const ModelConfig& c, const WeightStore& store, DType weights, ModelWeights* out,
@@ -200,12 +226,11 @@ Status convert_weights(const ModelConfig& c, const WeightStore& store, DType wei
   Converter cv(c, store, weights);
   ModelWeights w;
   const std::string& P = c.weight_prefix;
-  HANPU_RETURN_IF_ERROR(cv.f32(P + "embed_tokens.weight", {c.vocab, c.hidden}, &w.embed));
   HANPU_RETURN_IF_ERROR(cv.f32(P + "norm.weight", {c.hidden}, &w.final_norm));
   if (c.tie_embeddings && store.find("lm_head.weight") == nullptr) {
-    w.lm_head = linear_from_rows(w.embed, c.hidden, iota_rows(c.vocab), weights);
-    w.share_tied_embedding(store.find(P + "embed_tokens.weight")->dtype);
+    HANPU_RETURN_IF_ERROR(load_tied_embedding(store, P + "embed_tokens.weight", c.vocab, c.hidden, weights, &w));
   } else {
+    HANPU_RETURN_IF_ERROR(cv.f32(P + "embed_tokens.weight", {c.vocab, c.hidden}, &w.embed));
     HANPU_RETURN_IF_ERROR(cv.linear("lm_head.weight", c.vocab, c.hidden, &w.lm_head));
   }
   w.layers.resize(c.layers);

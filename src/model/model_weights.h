@@ -67,12 +67,16 @@ struct ModelWeights {
   int64_t parameters(bool tied) const;
   // Row `token` of the embedding table, out[hidden].
   void embedding_row(int token, float* out) const;
-  // For a tied head built from `embed`: frees the fp32 table where the head's dtype holds the
-  // checkpoint's values exactly (the checkpoint stored them as `stored`, or the head is fp32),
-  // so a bf16 model keeps one copy of its largest tensor (a 0.8B's 1 GB fp32 table) and reads
-  // embedding rows from the head.
-  void share_tied_embedding(DType stored);
 };
+
+// The embedding table `name` [vocab, hidden] and the lm_head tied to it, projections stored
+// as `weights`. Where that dtype holds the stored values exactly (the checkpoint's own dtype,
+// or fp32) the head is packed straight from the stored rows and `embed` stays empty: a model
+// keeps one copy of its largest tensor and never makes an fp32 table of it (a bf16 0.8B:
+// 1 GB less in memory, and at the peak of loading). Otherwise `embed` gets the fp32 table and
+// the head is packed, rounded, from it.
+Status load_tied_embedding(const WeightStore& store, const std::string& name, int vocab, int hidden, DType weights,
+                           ModelWeights* w);
 
 // Called after each layer's weights are ready: (layers done, layers in all).
 using LoadProgress = std::function<void(int, int)>;

@@ -61,31 +61,36 @@ Status WeightStore::get_f32(const std::string& name, const Shape& shape, std::ve
   HANPU_RETURN_IF_ERROR(get(name, shape, &t));
   out->resize(static_cast<size_t>(shape_numel(shape)));
   stored_to_f32(*t, out->data());
-  // An OR over the exponent test first (it vectorises: this runs over every weight of a
-  // checkpoint), the index only when something is bad.
-  const float* v = out->data();
-  const size_t n = out->size();
-  bool bad = false;
-  for (size_t i = 0; i < n; ++i) bad |= (std::bit_cast<uint32_t>(v[i]) & 0x7f800000u) == 0x7f800000u;
-  if (bad) {
-    const size_t i = static_cast<size_t>(std::find_if(v, v + n, [](float x) { return !std::isfinite(x); }) - v);
+  const size_t i = first_non_finite(out->data(), out->size());
+  if (i < out->size()) {
     return Status::Error(fmt::format("tensor '{}' in {} holds a non-finite value at element {}", name, t->file, i));
   }
   return Status::Ok();
 }
 
-void stored_to_f32(const StoredTensor& t, float* out) {
-  const int64_t n = shape_numel(t.shape);
+size_t first_non_finite(const float* x, size_t n) {
+  // An OR over the exponent test first (it vectorises: this runs over every weight of a
+  // checkpoint), the index only when something is bad.
+  bool bad = false;
+  for (size_t i = 0; i < n; ++i) bad |= (std::bit_cast<uint32_t>(x[i]) & 0x7f800000u) == 0x7f800000u;
+  if (!bad) return n;
+  return static_cast<size_t>(std::find_if(x, x + n, [](float v) { return !std::isfinite(v); }) - x);
+}
+
+void stored_to_f32(const StoredTensor& t, float* out) { stored_to_f32(t, 0, shape_numel(t.shape), out); }
+
+void stored_to_f32(const StoredTensor& t, int64_t first, int64_t n, float* out) {
   if (t.dtype == DType::kF32) {
-    std::memcpy(out, t.data, static_cast<size_t>(n) * sizeof(float));  // data may be unaligned
+    std::memcpy(out, t.data + 4 * first, static_cast<size_t>(n) * sizeof(float));  // data may be unaligned
     return;
   }
   // 16-bit values may sit at odd addresses in a mapped file: read through memcpy. The bf16
   // loop (the common checkpoint dtype) is a shift the compiler vectorises.
+  const uint8_t* src = t.data + 2 * first;
   if (t.dtype == DType::kBF16) {
     for (int64_t i = 0; i < n; ++i) {
       uint16_t h;
-      std::memcpy(&h, t.data + 2 * i, sizeof(h));
+      std::memcpy(&h, src + 2 * i, sizeof(h));
       out[i] = std::bit_cast<float>(static_cast<uint32_t>(h) << 16);
     }
     return;
@@ -93,7 +98,7 @@ void stored_to_f32(const StoredTensor& t, float* out) {
   const float* f16 = f16_table();
   for (int64_t i = 0; i < n; ++i) {
     uint16_t h;
-    std::memcpy(&h, t.data + 2 * i, sizeof(h));
+    std::memcpy(&h, src + 2 * i, sizeof(h));
     out[i] = f16[h];
   }
 }

@@ -47,5 +47,9 @@ class WeightStore {
 
 // Copies a stored tensor into fp32 (any supported dtype), `out` sized numel.
 void stored_to_f32(const StoredTensor& t, float* out);
+// The same for elements [first, first + n) of it.
+void stored_to_f32(const StoredTensor& t, int64_t first, int64_t n, float* out);
+// Index of the first non-finite value of x[n], or n.
+size_t first_non_finite(const float* x, size_t n);
 
 }  // namespace hanpu::model

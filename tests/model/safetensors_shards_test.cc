@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cpu/nn/linear.h"
@@ -150,6 +151,28 @@ TEST(SafetensorsShards, Bf16CheckpointLoadsAsBf16) {
   float d2 = 0;
   for (size_t i = 0; i < got.size(); ++i) d2 = std::max(d2, std::abs(f32[i] - got[i]));
   EXPECT_LE(d2, cpu::linear_rounds_x_to_bf16() ? 5e-2f : 1e-4f);
+}
+
+TEST(SafetensorsShards, NonFiniteTiedEmbeddingIsNamed) {
+  // The tied head is packed straight from the stored rows (load_tied_embedding), in parallel:
+  // a NaN in the table still fails the load, naming the tensor and the first bad element.
+  const fs::path d = fresh_dir("hanpu_bf16_nan");
+  auto ts = fixture_tensors(DType::kBF16);
+  for (auto& t : ts) {
+    if (t.name != "model.embed_tokens.weight") continue;
+    const int64_t hidden = t.shape[1];
+    store_from_f32(t.bytes.data(), DType::kBF16, static_cast<size_t>(7 * hidden + 3), NAN);
+    store_from_f32(t.bytes.data(), DType::kBF16, static_cast<size_t>(300 * hidden + 1), INFINITY);
+  }
+  write_safetensors(d / "model.safetensors", ts);
+  std::unique_ptr<Model> m;
+  for (const DType weights : {DType::kBF16, DType::kF16}) {  // from the stored rows / via the fp32 table
+    const Status st = load_model(d.string(), LoadOptions{weights, nullptr}, &m);
+    ASSERT_FALSE(st.ok());
+    const std::string want = fmt::format("tensor 'model.embed_tokens.weight' in {} holds a non-finite value at element {}",
+                                         (d / "model.safetensors").string(), 7 * 64 + 3);
+    EXPECT_NE(st.message().find(want), std::string::npos) << st.message();
+  }
 }
 
 }  // namespace

@@ -70,16 +70,26 @@ void PackedLinear::clear_padding() {
 }
 
 PackedLinear PackedLinear::from_rows(const float* w, int in, const std::vector<int>& rows, DType dtype) {
-  PackedLinear l = zeros(in, static_cast<int>(rows.size()), dtype);
+  return from_row_source(
+      in, static_cast<int>(rows.size()), [&](int o, float*) { return w + static_cast<size_t>(rows[o]) * in; }, dtype);
+}
+
+PackedLinear PackedLinear::from_row_source(int in, int out, const RowSource& row, DType dtype) {
+  PackedLinear l = zeros(in, out, dtype);
   // Every projection of a checkpoint is packed here at load (a 0.8B's 750 M weights), so it
   // runs on the pool, one 32-column group (a pairs strip, inside one panel) at a time: its
   // source rows rounded to the dtype in vectorised calls, then written in layout order.
   const int groups = (l.out + kPairStripCols - 1) / kPairStripCols;
   parallel_rows(0, groups, int64_t{kPairStripCols} * in * 4, [&](int64_t g0, int64_t g1) {
-    std::vector<uint16_t> rows16(dtype == DType::kF32 ? 0 : static_cast<size_t>(kPairStripCols) * in);
+    thread_local std::vector<uint16_t> rows16;  // kept: ranges may be a single group
+    thread_local std::vector<float> bufs;
+    rows16.resize(dtype == DType::kF32 ? 0 : static_cast<size_t>(kPairStripCols) * in);
+    bufs.resize(static_cast<size_t>(kPairStripCols) * in);
+    const float* srcs[kPairStripCols];
     for (int64_t g = g0; g < g1; ++g) {
       const int o0 = static_cast<int>(g) * kPairStripCols, n = std::min(kPairStripCols, l.out - o0);
-      const auto src = [&](int c) { return w + static_cast<size_t>(rows[o0 + c]) * in; };
+      for (int c = 0; c < n; ++c) srcs[c] = row(o0 + c, bufs.data() + static_cast<size_t>(c) * in);
+      const auto src = [&](int c) { return srcs[c]; };
       if (dtype != DType::kF32) {
         for (int c = 0; c < n; ++c) simd::store_f32(rows16.data() + static_cast<size_t>(c) * in, dtype, src(c), in);
       }

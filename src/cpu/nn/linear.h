@@ -30,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -50,6 +51,11 @@ struct PackedLinear {
   // Builds the layout from W [out, in] rows (nn.Linear's weight): `rows[o]` is the source row
   // of output column o; values are rounded to `dtype` (nearest even).
   static PackedLinear from_rows(const float* w, int in, const std::vector<int>& rows, DType dtype = DType::kF32);
+  // The same from rows made on demand: row(o, buf) returns the `in` source values of output
+  // column o, pointing into memory of its own or into buf[in], which it may fill. Called
+  // once per column, from the pool's threads at once.
+  using RowSource = std::function<const float*(int o, float* buf)>;
+  static PackedLinear from_row_source(int in, int out, const RowSource& row, DType dtype);
   // Storage for the layout, zero-filled (padding included).
   static PackedLinear zeros(int in, int out, DType dtype);
 

@@ -240,7 +240,8 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < s.prompt_tokens; i += o.prefill_chunk) {
     const int64_t n = std::min<int64_t>(o.prefill_chunk, s.prompt_tokens - i);
-    HANPU_RETURN_IF_ERROR(m.forward(prompt.data() + i, n, &state, fo, &logits, &prof));
+    const bool last_chunk = i + n == s.prompt_tokens;  // only its logits are sampled from
+    HANPU_RETURN_IF_ERROR(m.forward(prompt.data() + i, n, &state, fo, last_chunk ? &logits : nullptr, &prof));
     if (on_progress) on_progress(i + n, s.prompt_tokens);
   }
   s.prefill_ms = ms_since(t0);

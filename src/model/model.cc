@@ -104,12 +104,16 @@ Status Model::forward(const int* tokens, int64_t n, SequenceState* state, const 
     prof.mlp_ms += sw.lap_ms();
   }
   for (size_t j = static_cast<size_t>(n - 1) * hidden; j < static_cast<size_t>(n) * hidden; ++j) h[j] += block[j];
+  state->position += n;
+  if (logits == nullptr) {  // a prompt chunk before the last: no head
+    prof.other_ms += sw.lap_ms();
+    return Status::Ok();
+  }
   // Only the last position's logits are needed to continue a sequence.
   const float* last = h + (n - 1) * hidden;
   rms_norm_zero_centred(last, hidden, 1, hidden, weights_.final_norm.data(), c.rms_eps, xn, hidden);
   logits->resize(c.vocab);
   cpu::linear(xn, hidden, 1, weights_.lm_head, logits->data(), c.vocab, opt.threads);
-  state->position += n;
   prof.other_ms += sw.lap_ms();
   return Status::Ok();
 }

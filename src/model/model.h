@@ -54,7 +54,8 @@ class Model {
   SequenceState new_state(DType kv_dtype = DType::kF32) const;
 
   // Runs `n` tokens through the model after the state's position, updates the state, and
-  // writes the logits of the last token into `logits` [vocab]. Token ids are checked.
+  // writes the logits of the last token into `logits` [vocab] (null: no head, as for a
+  // prompt chunk before the last). Token ids are checked.
   Status forward(const int* tokens, int64_t n, SequenceState* state, const ForwardOptions& options,
                  std::vector<float>* logits, ForwardProfile* profile = nullptr) const;
 

@@ -86,12 +86,19 @@ int run_model(const RunOptions& o) {
     return 2;
   }
   const EngineInfo info = engine->info();
-  const bool on_tiles = info.weight_dtype == "bf16" && amx_bf16_in_use();
+  // The bf16 unit a prefill's bf16 projections run on, if the CPU has one.
+  const char* bf16_unit = amx_bf16_in_use()  ? "the AMX bf16 tiles"
+                          : bf16_dot_in_use() ? "the bf16 dot instruction (AVX512-BF16)"
+                                              : nullptr;
+  const std::string unit_note = info.weight_dtype == "bf16" && bf16_unit ? std::string("; prefill on ") + bf16_unit : "";
   std::fprintf(stderr, "model: %s, %s, %d layers (%d GDN + %d attention), hidden %d, %.1f M parameters, "
                "projections in %s (%.2f GB in memory%s)\n",
                info.name.c_str(), info.architecture.c_str(), info.layers, info.la_layers, info.attn_layers, info.hidden,
-               info.parameters / 1e6, info.weight_dtype.c_str(), info.weight_bytes / 1e9,
-               on_tiles ? "; prefill on the AMX bf16 tiles" : "");
+               info.parameters / 1e6, info.weight_dtype.c_str(), info.weight_bytes / 1e9, unit_note.c_str());
+  if (info.weight_dtype == "f16" && bf16_unit) {  // llama.cpp's default GGUF type: say what is left on the table
+    std::fprintf(stderr, "note: f16 projections run on fp32 FMAs; --weights bf16 rounds them to bf16 (3 fewer mantissa "
+                 "bits) so a prefill runs on %s, about 2x faster (docs/benchmarks.md)\n", bf16_unit);
+  }
   std::string kv_cache;
   st = engine->kv_cache_dtype(o.gen.kv_cache, &kv_cache);
   if (!st.ok()) {
@@ -153,7 +160,8 @@ int run_model(const RunOptions& o) {
                      {"decode_ms", s.decode_ms},     {"decode_tokens_per_s", decode_tps},
                      {"prefill_split", split_json(s.prefill_split)}, {"decode_split", split_json(s.decode_split)},
                      {"stop", s.stop_reason},
-                     {"weights", info.weight_dtype},  {"amx", on_tiles}, {"kv_cache", s.kv_cache}};
+                     {"weights", info.weight_dtype},  {"amx", info.weight_dtype == "bf16" && amx_bf16_in_use()},
+                     {"bf16_dot", info.weight_dtype == "bf16" && bf16_dot_in_use()}, {"kv_cache", s.kv_cache}};
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }

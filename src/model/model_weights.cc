@@ -290,7 +290,9 @@ MlpWeights random_mlp(Rng& rng, int hidden, int inter, DType dt) {
 void random_weights(const ModelConfig& c, uint64_t seed, DType dt, ModelWeights* out, const LoadProgress& progress) {
   Rng rng(seed);
   ModelWeights w;
-  w.embed = random_vec(rng, static_cast<size_t>(c.vocab) * c.hidden, 0.0, 1.0);
+  // Tied as a real checkpoint of the shape is: embedding rows are read from the head, so the
+  // model holds (and a benchmark's peak RSS counts) one copy, as load_tied_embedding leaves it.
+  if (!c.tie_embeddings) w.embed = random_vec(rng, static_cast<size_t>(c.vocab) * c.hidden, 0.0, 1.0);
   w.final_norm = random_vec(rng, c.hidden, 0.0, 0.1);
   w.lm_head = random_linear(rng, c.hidden, c.vocab, dt);
   w.layers.resize(c.layers);

@@ -20,9 +20,6 @@ FmaPeak measure_fma_peak(int threads, double ms = 100, int repeats = 5);
 // Whether bf16 projections of a prefill run on the AMX bf16 tiles here (the CPU has them,
 // the OS granted them, HANPU_AMX is not 0).
 bool amx_bf16_in_use();
-// Whether they run on the bf16 dot instruction (AVX512-BF16) instead: the CPU has it, there
-// are no usable AMX tiles, HANPU_BF16_DOT is not 0.
-bool bf16_dot_in_use();
 
 // The same for the AMX bf16 tiles (a register-only tile-product loop on every worker), or
 // gflops 0 where the machine has none or HANPU_AMX=0 (simd_target then says why).

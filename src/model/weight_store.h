@@ -49,7 +49,8 @@ class WeightStore {
 void stored_to_f32(const StoredTensor& t, float* out);
 // The same for elements [first, first + n) of it.
 void stored_to_f32(const StoredTensor& t, int64_t first, int64_t n, float* out);
-// Index of the first non-finite value of x[n], or n.
+// Index of the first non-finite value of x[n], or n. (simd::find_non_finite does the same
+// with Highway; the checkpoint readers stay free of the kernels so the fuzzers build alone.)
 size_t first_non_finite(const float* x, size_t n);
 
 }  // namespace hanpu::model

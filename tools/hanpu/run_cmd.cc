@@ -12,6 +12,7 @@
 
 #include "hanpu/engine.h"
 #include "hanpu/la.h"
+#include "cpu/nn/linear.h"
 #include "hanpu/machine.h"
 
 namespace hanpu::cli {
@@ -88,7 +89,7 @@ int run_model(const RunOptions& o) {
   const EngineInfo info = engine->info();
   // The bf16 unit a prefill's bf16 projections run on, if the CPU has one.
   const char* bf16_unit = amx_bf16_in_use()  ? "the AMX bf16 tiles"
-                          : bf16_dot_in_use() ? "the bf16 dot instruction (AVX512-BF16)"
+                          : cpu::linear_uses_dot() ? "the bf16 dot instruction (AVX512-BF16)"
                                               : nullptr;
   const std::string unit_note = info.weight_dtype == "bf16" && bf16_unit ? std::string("; prefill on ") + bf16_unit : "";
   std::fprintf(stderr, "model: %s, %s, %d layers (%d GDN + %d attention), hidden %d, %.1f M parameters, "
@@ -161,7 +162,7 @@ int run_model(const RunOptions& o) {
                      {"prefill_split", split_json(s.prefill_split)}, {"decode_split", split_json(s.decode_split)},
                      {"stop", s.stop_reason},
                      {"weights", info.weight_dtype},  {"amx", info.weight_dtype == "bf16" && amx_bf16_in_use()},
-                     {"bf16_dot", info.weight_dtype == "bf16" && bf16_dot_in_use()}, {"kv_cache", s.kv_cache}};
+                     {"bf16_dot", info.weight_dtype == "bf16" && cpu::linear_uses_dot()}, {"kv_cache", s.kv_cache}};
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }

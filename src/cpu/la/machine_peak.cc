@@ -51,7 +51,6 @@ FmaPeak measure_fma_peak(int threads, double ms, int repeats) {
 }
 
 bool amx_bf16_in_use() { return simd::amx_bf16_usable(); }
-bool bf16_dot_in_use() { return !simd::amx_bf16_usable() && simd::bf16_dot_usable(); }
 
 FmaPeak measure_amx_peak(int threads, double ms, int repeats) {
   ThreadPool& pool = ThreadPool::shared(threads);

@@ -100,12 +100,10 @@ PackedLinear PackedLinear::from_row_source(int in, int out, const RowSource& row
         const size_t first = l.panel_offset(p) + static_cast<size_t>(o0 - p * kLinearPanel);
         const size_t ld = static_cast<size_t>(l.panel_cols(p));
         for (int i = 0; i < in; ++i) {
-          for (int c = 0; c < n; ++c) {
-            if (dtype == DType::kF32) {
-              l.data[first + i * ld + c] = src(c)[i];
-            } else {
-              l.half[first + i * ld + c] = r16(c, i);
-            }
+          if (dtype == DType::kF32) {
+            for (int c = 0; c < n; ++c) l.data[first + i * ld + c] = src(c)[i];
+          } else {
+            for (int c = 0; c < n; ++c) l.half[first + i * ld + c] = r16(c, i);
           }
         }
         continue;
@@ -397,8 +395,8 @@ enum class Path { kGemv, kAmx, kDot, kFma };
 
 Path path_of(const PackedLinear& w, int64_t T) {
   if (w.dtype != DType::kF32 && T == 1) return Path::kGemv;
-  if (w.pairs() && simd::amx_bf16_usable()) return Path::kAmx;
-  if (w.pairs() && simd::bf16_dot_usable() && g_dot_enabled.load(std::memory_order_relaxed)) return Path::kDot;
+  if (w.pairs() && linear_uses_amx()) return Path::kAmx;
+  if (w.pairs() && linear_uses_dot()) return Path::kDot;
   return Path::kFma;
 }
 
@@ -463,9 +461,10 @@ const char* linear_kernel_name(const PackedLinear& w, int64_t T, int threads) {
 
 void linear_pairs_enable(bool on) { g_pairs_enabled.store(on, std::memory_order_relaxed); }
 void linear_dot_enable(bool on) { g_dot_enabled.store(on, std::memory_order_relaxed); }
-bool linear_rounds_x_to_bf16() {
-  return simd::amx_bf16_usable() || (simd::bf16_dot_usable() && g_dot_enabled.load(std::memory_order_relaxed));
+bool linear_uses_dot() {
+  return !simd::amx_bf16_usable() && simd::bf16_dot_usable() && g_dot_enabled.load(std::memory_order_relaxed);
 }
+bool linear_rounds_x_to_bf16() { return linear_uses_amx() || linear_uses_dot(); }
 
 void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy, int threads) {
   if (w.out > 0) linear_many(x, ldx, T, {LinearOut{&w, y, ldy}}, threads);

@@ -131,6 +131,9 @@ void linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<Linea
 
 // Whether linear() multiplies bf16 weights on the AMX tiles on this machine (see above).
 bool linear_uses_amx();
+// Whether it multiplies them with the bf16 dot instruction instead (AVX512-BF16, no usable
+// AMX tiles, not turned off by HANPU_BF16_DOT=0 or linear_dot_enable).
+bool linear_uses_dot();
 // Whether a prefill (T > 1) of bf16 weights rounds x to bf16 on this machine: on the AMX
 // tiles or the dot kernel (simd/gemm_bf16_dot.h), not on the pairs kernel.
 bool linear_rounds_x_to_bf16();

@@ -27,7 +27,8 @@ inline constexpr int kAttnMaxHeadDim = 256;  // D: a multiple of 16 up to this
 // One attention call over one sequence.
 //   q: [T, Hq, D]   k, v: [Tk, Hkv, D]   o: [T, Hq, D]   storage f32/f16/bf16: q and o share
 //   one dtype, k and v share one (a 16-bit KV cache under fp32 queries is the usual case);
-//   compute is fp32 either way, 16-bit keys and values are widened tile by tile.
+//   compute is fp32 (16-bit keys and values widened tile by tile), except where a prefill
+//   takes bf16 products (AttnProducts below).
 //   Hq % Hkv == 0: query head h reads key/value head h / (Hq / Hkv).
 //   lse (optional out): [Hq, T] fp32, the natural-log sum of exp(scale q.k) over the keys a
 //   row sees (FlashAttention's softmax_lse layout), to merge attention computed in splits.
@@ -51,16 +52,32 @@ struct AttnTiles {
   int kv_rows = 0;  // key/value rows per tile
 };
 
+// How a fused prefill multiplies. kBf16: both products on the bf16 dot instruction
+// (AVX512-BF16: twice an fp32 FMA's multiply-adds per instruction): q (times the scale),
+// k, v and the probabilities P rounded to bf16 (nearest even), products exact, sums and the
+// softmax fp32, as FlashAttention computes with bf16 inputs. kF32: fp32 throughout. kAuto:
+// kBf16 where the keys and values are stored in bf16 (nothing of them is rounded then) and
+// the CPU has the instruction (not with HANPU_BF16_DOT=0), else kF32. Decode (attn_decode)
+// and the "layer" placement are always fp32; asking kBf16 where it cannot run is an error.
+enum class AttnProducts : uint8_t { kAuto, kF32, kBf16 };
+std::string_view attn_products_name(AttnProducts p);  // "auto", "f32", "bf16"
+// What kAuto picks for keys and values stored in kv_dtype on this machine (in a fused
+// placement with even key tiles, as the heuristic's are): whether they are bf16 products.
+bool attn_auto_bf16_products(DType kv_dtype);
+std::optional<AttnProducts> parse_attn_products(std::string_view name);
+
 struct AttnOptions {
   std::string placement = "balanced";  // see attn_placements()
   int threads = 0;                     // 0: HANPU_THREADS or every core
   AttnTiles tiles;                     // 0: the heuristic's choice
+  AttnProducts products = AttnProducts::kAuto;
 };
 
 struct AttnStats {
   int64_t extra_bytes = 0;             // peak scratch memory beyond inputs and outputs
   std::vector<double> worker_busy_ms;  // per worker
   AttnTiles tiles;                     // the tiles the run used
+  bool bf16_products = false;          // the products ran on the bf16 dot instruction
 };
 
 struct AttnPlacementInfo {

@@ -16,6 +16,7 @@
 
 #include "bench_util.h"
 #include "hanpu/attn.h"
+#include "simd/gemm_bf16_dot.h"
 
 namespace hanpu::cli {
 
@@ -52,7 +53,7 @@ AttnArgs make_args(Buffers& b, DType dt, int64_t T, int64_t Tk, const AttnShape&
 }
 
 struct Row {
-  std::string placement, mask, dtype, group;
+  std::string placement, mask, dtype, products, group;
   int64_t T, Tk;
   int Hq, Hkv, D, threads;
   AttnTiles tiles;
@@ -78,6 +79,7 @@ void print_row(const Row& r, bool json) {
     nlohmann::json j = {{"placement", r.placement}, {"T", r.T},       {"Tk", r.Tk},
                         {"Hq", r.Hq},               {"Hkv", r.Hkv},   {"D", r.D},
                         {"mask", r.mask},           {"dtype", r.dtype}, {"threads", r.threads},
+                        {"products", r.products},
                         {"median_ms", r.tm.median_ms}, {"gflops", r.gflops}, {"pct_peak", r.pct_peak},
                         {"imbalance", r.tm.imbalance}, {"extra_bytes", r.tm.extra_bytes},
                         {"q_tile", r.tiles.q_rows}, {"kv_tile", r.tiles.kv_rows},
@@ -85,8 +87,8 @@ void print_row(const Row& r, bool json) {
                         {"group", r.group}};
     std::printf("%s\n", j.dump().c_str());
   } else {
-    std::printf("%-10s %-7s %-4s %6lld %6lld %3d %3d %4d %7s %9.2f %8.1f %6.1f%% %6.3f %11s  %s\n",
-                r.placement.c_str(), r.mask.c_str(), r.dtype.c_str(), static_cast<long long>(r.T),
+    std::printf("%-10s %-7s %-4s %-4s %6lld %6lld %3d %3d %4d %7s %9.2f %8.1f %6.1f%% %6.3f %11s  %s\n",
+                r.placement.c_str(), r.mask.c_str(), r.dtype.c_str(), r.products.c_str(), static_cast<long long>(r.T),
                 static_cast<long long>(r.Tk), r.Hq, r.Hkv, r.D,
                 fmt::format("{}x{}", r.tiles.q_rows, r.tiles.kv_rows).c_str(), r.tm.median_ms, r.gflops,
                 r.pct_peak, r.tm.imbalance, human_bytes(r.tm.extra_bytes).c_str(),
@@ -102,6 +104,10 @@ void add_bench_attn_options(CLI::App& cmd, BenchAttnOptions& o) {
   cmd.add_option("--placement", o.placement, "placements to time (see `hanpu attn placements`)")
       ->capture_default_str();
   cmd.add_option("--dtype", o.dtype, "storage dtypes of q/k/v/o: f32, f16, bf16")->capture_default_str();
+  cmd.add_option("--products", o.products,
+                 "prefill products: auto (bf16 for bf16 keys and values where the CPU has the bf16 dot instruction), "
+                 "f32, bf16; several: side by side (the prod column: what ran)")
+      ->capture_default_str();
   cmd.add_option("--mask", o.mask, "none, causal or sliding")->capture_default_str();
   cmd.add_option("--window", o.window, "keys per row for --mask sliding")->capture_default_str();
   cmd.add_option("--seq", o.seq, "query rows T = keys Tk (default: each shape's lengths)");
@@ -137,6 +143,13 @@ int run_bench_attn(const BenchAttnOptions& o) {
       std::fprintf(stderr, "error: --placement '%s' is not one of `hanpu attn placements`\n", p.c_str());
       return 2;
     }
+  }
+  std::vector<AttnProducts> products;
+  if (!parse_all(o.products, parse_attn_products, "--products", "auto, f32 or bf16", products)) return 2;
+  if (std::count(products.begin(), products.end(), AttnProducts::kBf16) > 0 && !simd::bf16_dot_usable()) {
+    std::fprintf(stderr, "error: --products bf16: this CPU has no bf16 dot instruction (AVX512-BF16), or "
+                 "HANPU_BF16_DOT=0\n");
+    return 2;
   }
   if (o.repeats < 1) {
     std::fprintf(stderr, "error: --repeats must be >= 1\n");
@@ -175,8 +188,8 @@ int run_bench_attn(const BenchAttnOptions& o) {
                "%%peak against the FMA peak re-measured after each run (median); layer runs up to T = %ld\n",
                o.repeats, o.layer_max_seq);
   if (!o.json) {
-    std::printf("%-10s %-7s %-4s %6s %6s %3s %3s %4s %7s %9s %8s %7s %6s %11s  %s\n", "placement", "mask",
-                "dtype", "T", "Tk", "Hq", "Hkv", "D", "tiles", "median_ms", "GFLOP/s", "%peak", "imbal",
+    std::printf("%-10s %-7s %-4s %-4s %6s %6s %3s %3s %4s %7s %9s %8s %7s %6s %11s  %s\n", "placement", "mask",
+                "dtype", "prod", "T", "Tk", "Hq", "Hkv", "D", "tiles", "median_ms", "GFLOP/s", "%peak", "imbal",
                 "extra_mem", "group");
   }
   std::mt19937 rng(7);
@@ -192,26 +205,37 @@ int run_bench_attn(const BenchAttnOptions& o) {
         const AttnArgs args = make_args(b, dt, T, T, s, *mask, o.window);
         // The placements (and tile sizes) of this T are timed in interleaved rounds
         // (bench_util.h), so the ratios between them are not biased by the order they run in.
-        std::vector<std::pair<std::string, AttnTiles>> variants;
+        struct Variant {
+          std::string placement;
+          AttnTiles tiles;
+          AttnProducts products;
+        };
+        std::vector<Variant> variants;
         for (const auto& placement : o.placement) {
           if (placement == "layer" && T > o.layer_max_seq) continue;
-          for (int qt : o.q_tile)
-            for (int kt : o.kv_tile) variants.push_back({placement, AttnTiles{qt, kt}});
+          for (AttnProducts pr : products) {
+            if (placement == "layer" && pr == AttnProducts::kBf16) continue;  // fp32 only
+            for (int qt : o.q_tile)
+              for (int kt : o.kv_tile) variants.push_back({placement, AttnTiles{qt, kt}, pr});
+          }
         }
         if (o.json) std::fprintf(stderr, "[%s] T=%ld\n", s.name.c_str(), T);
         std::vector<AttnTiles> used(variants.size());
+        std::vector<char> bf16_ran(variants.size(), 0);
         std::vector<TimedRun> runs;
         for (size_t i = 0; i < variants.size(); ++i) {
           AttnOptions opt;
-          opt.placement = variants[i].first;
+          opt.placement = variants[i].placement;
           opt.threads = o.threads;
-          opt.tiles = variants[i].second;
+          opt.tiles = variants[i].tiles;
+          opt.products = variants[i].products;
           runs.push_back([&, opt, i](std::vector<double>& busy, int64_t& extra) {
             AttnStats stats;
             const Status st = attn_prefill(args, opt, &stats);
             busy = stats.worker_busy_ms;
             extra = stats.extra_bytes;
             used[i] = stats.tiles;
+            bf16_ran[i] = stats.bf16_products;
             return st;
           });
         }
@@ -220,7 +244,8 @@ int run_bench_attn(const BenchAttnOptions& o) {
         for (size_t i = 0; i < variants.size(); ++i) {
           const Timing& tm = tms[i];
           const double gflops = attn_flops(T, T, s.Hq, s.D, *mask, 0, o.window) / tm.median_ms / 1e6;
-          print_row({variants[i].first, o.mask, std::string(dtype_name(dt)), "prefill", T, T, s.Hq, s.Hkv, s.D,
+          print_row({variants[i].placement, o.mask, std::string(dtype_name(dt)), bf16_ran[i] ? "bf16" : "f32",
+                     "prefill", T, T, s.Hq, s.Hkv, s.D,
                      peak.threads, used[i], tm, gflops, 100 * gflops / tm.peak_gflops, 0.0},
                     o.json);
         }
@@ -259,7 +284,7 @@ int run_bench_attn(const BenchAttnOptions& o) {
         const double flops = attn_flops(1, L, s.Hq, s.D, *mask, L - 1, o.window);
         const double kv_bytes = 2.0 * static_cast<double>(L) * s.Hkv * s.D * static_cast<double>(dtype_size(dt));
         const double gflops = flops / tm.median_ms / 1e6;
-        print_row({"split-keys", o.mask, std::string(dtype_name(dt)), "decode", 1, L, s.Hq, s.Hkv, s.D,
+        print_row({"split-keys", o.mask, std::string(dtype_name(dt)), "f32", "decode", 1, L, s.Hq, s.Hkv, s.D,
                    peak.threads, used, tm, gflops, 100 * gflops / tm.peak_gflops, kv_bytes / tm.median_ms / 1e6},
                   o.json);
       }

@@ -11,6 +11,7 @@ namespace hanpu::cli {
 struct BenchAttnOptions {
   std::vector<std::string> placement = {"balanced", "uniform", "layer"};
   std::vector<std::string> dtype = {"f32"};
+  std::vector<std::string> products = {"auto"};  // prefill products (AttnProducts); several: side by side
   std::string mask = "causal";
   long window = 1024;           // sliding mask only
   std::vector<long> seq;        // T (prefill rows); empty: each shape's default lengths

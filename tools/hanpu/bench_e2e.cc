@@ -14,6 +14,7 @@
 
 #include "bench_util.h"
 #include "hanpu/dtype.h"
+#include "hanpu/attn.h"
 #include "hanpu/engine.h"
 #include "hanpu/la.h"
 #include "cpu/nn/linear.h"
@@ -212,7 +213,8 @@ int run_bench_e2e(const BenchE2eOptions& o) {
                              {"decode_bytes_per_token_with_state", all_bytes}, {"memory_gbps", mem_gbps},
                              {"weights", ei.weight_dtype}, {"kv_cache", kvs[ki]},
                              {"amx", ei.weight_dtype == "bf16" && amx_bf16_in_use()},  // prefill projections on the tiles
-                             {"bf16_dot", ei.weight_dtype == "bf16" && cpu::linear_uses_dot()}};  // or the dot instruction
+                             {"bf16_dot", ei.weight_dtype == "bf16" && cpu::linear_uses_dot()},  // or the dot instruction
+                             {"attn_bf16_products", attn_auto_bf16_products(*parse_dtype(kvs[ki]))}};  // hanpu/attn.h
             std::printf("%s\n", j.dump().c_str());
           } else {
             std::printf("%-16s %-10s %-4s %6ld %10.1f %11.1f %10.2f %6.0f%% %5.0f%% %9.1f %5.1f%% %5.1f%% %5.1f%% %7.1f%% %7.1f%% %9s\n",

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "hanpu/attn.h"
 #include "hanpu/engine.h"
 #include "hanpu/la.h"
 #include "cpu/nn/linear.h"
@@ -150,6 +151,10 @@ int run_model(const RunOptions& o) {
   const double prefill_tps = s.prompt_tokens / (s.prefill_ms / 1e3);
   const int64_t decode_steps = s.generated_tokens > 0 ? s.generated_tokens - (s.stop_reason == "eos" ? 0 : 1) : 0;
   const double decode_tps = decode_steps > 0 ? decode_steps / (s.decode_ms / 1e3) : 0.0;
+  // The attention layers' prefill products (hanpu/attn.h: bf16 on a bf16 KV cache where the
+  // CPU has the dot instruction).
+  const std::optional<DType> kv_dtype = parse_dtype(s.kv_cache);
+  const bool attn_bf16 = kv_dtype && attn_auto_bf16_products(*kv_dtype);
   if (o.json) {
     auto split_json = [](const TimeSplit& t) {
       return nlohmann::json{{"la_ms", t.la_ms},   {"attn_ms", t.attn_ms},           {"mlp_ms", t.mlp_ms},
@@ -162,15 +167,16 @@ int run_model(const RunOptions& o) {
                      {"prefill_split", split_json(s.prefill_split)}, {"decode_split", split_json(s.decode_split)},
                      {"stop", s.stop_reason},
                      {"weights", info.weight_dtype},  {"amx", info.weight_dtype == "bf16" && amx_bf16_in_use()},
-                     {"bf16_dot", info.weight_dtype == "bf16" && cpu::linear_uses_dot()}, {"kv_cache", s.kv_cache}};
+                     {"bf16_dot", info.weight_dtype == "bf16" && cpu::linear_uses_dot()}, {"kv_cache", s.kv_cache},
+                     {"attn_bf16_products", attn_bf16}};
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
   std::printf("--\nprefill: %lld tokens in %.1f ms = %.1f tokens/s  (%s)\n", static_cast<long long>(s.prompt_tokens),
               s.prefill_ms, prefill_tps, describe_split(s.prefill_split, s.prefill_split.total_ms(), "rest").c_str());
-  std::printf("decode:  %lld tokens in %.1f ms = %.1f tokens/s  (stop: %s; LA strategy %s; KV cache %s)\n",
+  std::printf("decode:  %lld tokens in %.1f ms = %.1f tokens/s  (stop: %s; LA strategy %s; KV cache %s%s)\n",
               static_cast<long long>(s.generated_tokens), s.decode_ms, decode_tps, s.stop_reason.c_str(),
-              g.la_strategy.c_str(), s.kv_cache.c_str());
+              g.la_strategy.c_str(), s.kv_cache.c_str(), attn_bf16 ? ", prefill attention on bf16 products" : "");
   if (decode_steps > 0 && s.decode_ms > 0) {  // shares of decode_ms: what the forward calls leave is sampling
     std::printf("         (%s; sampling and the rest %.0f%%)\n",
                 describe_split(s.decode_split, s.decode_ms, "norms and head").c_str(),

@@ -8,6 +8,7 @@
 
 #include "cpu/attn/attn_kernels.h"
 #include "parallel/thread_pool.h"
+#include "simd/gemm_bf16_dot.h"
 #include "simd/vec_ops.h"
 
 namespace hanpu {
@@ -88,7 +89,31 @@ Status resolve_tiles(const cpu::AttnProblem& p, AttnTiles asked, const char* who
   return Status::Ok();
 }
 
+// Whether a fused prefill takes bf16 products (AttnProducts); an error where they were asked
+// for and cannot run.
+Status resolve_products(const cpu::AttnProblem& p, AttnProducts asked, const PlacementEntry& placement,
+                        const AttnTiles& tiles, bool* bf16) {
+  const char* why = nullptr;
+  if (!simd::bf16_dot_usable()) {
+    why = "this CPU has no bf16 dot instruction (AVX512-BF16), or HANPU_BF16_DOT=0";
+  } else if (!placement.widens_kv) {
+    why = "the layer placement is fp32 only";
+  } else if (tiles.kv_rows % 2 != 0) {
+    why = "key tiles must hold an even number of rows (bf16 pairs of keys)";
+  }
+  switch (asked) {
+    case AttnProducts::kF32: *bf16 = false; return Status::Ok();
+    case AttnProducts::kAuto: *bf16 = why == nullptr && attn_auto_bf16_products(p.kv_dtype); return Status::Ok();
+    case AttnProducts::kBf16: break;
+  }
+  if (why != nullptr) return Status::Error(fmt::format("attn_prefill: bf16 products cannot run: {}", why));
+  *bf16 = true;
+  return Status::Ok();
+}
+
 }  // namespace
+
+bool attn_auto_bf16_products(DType kv_dtype) { return kv_dtype == DType::kBF16 && simd::bf16_dot_usable(); }
 
 std::span<const AttnPlacementInfo> attn_placements() {
   static const auto infos = [] {
@@ -113,11 +138,13 @@ Status attn_prefill(const AttnArgs& args, const AttnOptions& options, AttnStats*
   ctx.threads = options.threads > 0 ? options.threads : ThreadPool::default_threads();
   ctx.meter = &meter;
   HANPU_RETURN_IF_ERROR(resolve_tiles(p, options.tiles, "attn_prefill", &ctx.tiles));
+  HANPU_RETURN_IF_ERROR(resolve_products(p, options.products, *placement, ctx.tiles, &ctx.bf16_products));
   if (p.T > 0) HANPU_RETURN_IF_ERROR(run_converted(args, p, ctx, placement->run, placement->widens_kv, "attn_prefill"));
   if (stats) {
     stats->extra_bytes = meter.peak();
     stats->worker_busy_ms = ctx.busy_ms;
     stats->tiles = ctx.tiles;
+    stats->bf16_products = ctx.bf16_products;
   }
   return Status::Ok();
 }

@@ -52,22 +52,28 @@ void attn_fused(const AttnProblem& p, AttnRunContext& ctx, bool balanced) {
   // (the keys its units reach) into contiguous rows once, instead of every unit copying its
   // key tiles from rows Hkv x D apart. Bounded by kPackBytes per core; beyond, units copy.
   constexpr int64_t kPackBytes = int64_t{64} << 20;
+  const bool pairs = ctx.bf16_products;
   const std::vector<double> busy = pool.run_on_all([&](int w) {
     simd::ensure_flush_denormals();
-    AttnWorkspace ws(p, ctx.tiles, ctx.meter);
-    const bool pack = 2 * p.Tk * p.D * static_cast<int64_t>(sizeof(float)) <= kPackBytes;
-    ScratchBuffer<float> packed(pack && !place.per_core[w].empty() ? 2 * static_cast<size_t>(p.Tk) * p.D : 0,
-                                ctx.meter);
+    AttnWorkspace ws(p, ctx.tiles, ctx.meter, pairs);
+    const bool pack = 2 * p.Tk * p.D * static_cast<int64_t>(pairs ? sizeof(uint16_t) : sizeof(float)) <= kPackBytes;
+    const bool packs = pack && !place.per_core[w].empty();
+    // fp32 rows [Tk x D] of K then V, or the dot path's tiles (ceil(Tk / kv_rows) of K, then of V).
+    const int64_t pair_tiles = (p.Tk + ws.kv_rows - 1) / ws.kv_rows;
+    const int64_t pair_words = pairs ? pair_tiles * kv_pair_tile_words(p.D, ws.kv_rows) : 0;
+    ScratchBuffer<float> packed(packs && !pairs ? 2 * static_cast<size_t>(p.Tk) * p.D : 0, ctx.meter);
+    ScratchBuffer<uint32_t> packed_pairs(packs && pairs ? 2 * static_cast<size_t>(pair_words) : 0, ctx.meter);
     int packed_head = -1;
     int64_t packed_reach = 0;
     KvRows kv{};
-    auto run_unit = [&](const TileUnit& u, const KvRows& rows) {
+    KvPairTiles pair_tiles_of_head;
+    auto run_unit = [&](const TileUnit& u, const KvRows& rows, const KvPairTiles* tiles) {
       const int64_t t0 = static_cast<int64_t>(u.tile) * BQ;
       const int r = static_cast<int>(std::min<int64_t>(BQ, p.T - t0));
       const int h0 = u.head * G;
       TileOut out{p.o + p.q_row(t0, h0), static_cast<ptrdiff_t>(p.Hq) * p.D, p.D,
                   p.lse ? p.lse + static_cast<size_t>(h0) * p.T + t0 : nullptr, p.T};
-      attend_query_tile(p, ws, u.head, rows, t0, r, 0, p.Tk, out);
+      attend_query_tile(p, ws, u.head, rows, t0, r, 0, p.Tk, out, tiles);
       done[w] += work[u.tile];
     };
     for (const TileUnit& u : place.per_core[w]) {
@@ -79,22 +85,34 @@ void attn_fused(const AttnProblem& p, AttnRunContext& ctx, bool balanced) {
             if (v.head != u.head) continue;
             reach = std::max(reach, unit_reach(p, v, BQ));
           }
-          float* pk = packed.data();
-          float* pv = pk + static_cast<size_t>(p.Tk) * p.D;
-          copy_kv_rows(kv, 0, reach, p.D, pk, pv);
-          kv = KvRows{pk, pv, p.D, DType::kF32};
+          if (pairs) {  // kv stays in place: units past the packed keys pack their own tiles
+            uint32_t* pk = packed_pairs.data();
+            pack_kv_pair_tiles(kv, reach, p.D, ws, pk, pk + pair_words);
+            pair_tiles_of_head = KvPairTiles{pk, pk + pair_words, reach};
+          } else {
+            float* pk = packed.data();
+            float* pv = pk + static_cast<size_t>(p.Tk) * p.D;
+            copy_kv_rows(kv, 0, reach, p.D, pk, pv);
+            kv = KvRows{pk, pv, p.D, DType::kF32};
+          }
           packed_reach = reach;
         }
         packed_head = u.head;
       }
-      run_unit(u, kv);
+      run_unit(u, kv, pack && pairs ? &pair_tiles_of_head : nullptr);
     }
     // The shared tail: light units, claimed until none is left. The packed rows serve a unit
-    // of the head they hold when they reach far enough; otherwise it copies its key tiles.
+    // of the head they hold when they reach far enough; otherwise it copies its key tiles
+    // (the dot path takes the packed tiles it finds and packs the rest itself).
     for (size_t i = next_tail.fetch_add(1); i < place.shared_tail.size(); i = next_tail.fetch_add(1)) {
       const TileUnit& u = place.shared_tail[i];
-      const bool use_packed = pack && u.head == packed_head && unit_reach(p, u, BQ) <= packed_reach;
-      run_unit(u, use_packed ? kv : kv_rows_in_place(p, u.head));
+      const bool same_head = pack && u.head == packed_head;
+      if (pairs) {
+        run_unit(u, kv_rows_in_place(p, u.head), same_head ? &pair_tiles_of_head : nullptr);
+      } else {
+        const bool use_packed = same_head && unit_reach(p, u, BQ) <= packed_reach;
+        run_unit(u, use_packed ? kv : kv_rows_in_place(p, u.head), nullptr);
+      }
     }
   });
   ctx.busy_ms = busy;

@@ -53,6 +53,9 @@ struct AttnRunContext {
   AttnTiles tiles;
   ScratchMeter* meter = nullptr;
   std::vector<double> busy_ms;
+  // The fused prefill's products on the bf16 dot instruction (attn_tile_kernel.h); set by
+  // attn_api.cc only where that can run (tiles.kv_rows even, bf16_dot_usable()).
+  bool bf16_products = false;
 };
 
 }  // namespace hanpu::cpu

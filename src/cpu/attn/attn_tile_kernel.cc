@@ -20,7 +20,8 @@ constexpr int kRowPathMaxColumns = 16;
 
 ptrdiff_t padded_columns(int n) { return (n + 15) / 16 * 16 + 16; }  // + a line: fewer set conflicts
 
-// -inf on the scores of keys [kb, kb + kr) that query rows t0 + i do not see.
+}  // namespace
+
 void mask_scores(const AttnProblem& p, AttnWorkspace& ws, int64_t t0, int r, int64_t kb, int kr) {
   const int G = p.group();
   for (int pi = 0; pi < kr; ++pi) {
@@ -37,9 +38,7 @@ void mask_scores(const AttnProblem& p, AttnWorkspace& ws, int64_t t0, int r, int
   }
 }
 
-}  // namespace
-
-AttnWorkspace::AttnWorkspace(const AttnProblem& p, AttnTiles tiles, ScratchMeter* meter)
+AttnWorkspace::AttnWorkspace(const AttnProblem& p, AttnTiles tiles, ScratchMeter* meter, bool bf16)
     : q_rows(tiles.q_rows),
       kv_rows(tiles.kv_rows),
       ldq(padded_columns(p.group() * tiles.q_rows)),
@@ -51,7 +50,12 @@ AttnWorkspace::AttnWorkspace(const AttnProblem& p, AttnTiles tiles, ScratchMeter
       l(ldq, meter),
       aux(ldq, meter),
       kv(static_cast<size_t>(p.D) * 2 * tiles.kv_rows, meter),  // K and V tiles (column path)
-      o(static_cast<size_t>(p.group()) * tiles.q_rows * p.D, meter) {}
+      o(static_cast<size_t>(p.group()) * tiles.q_rows * p.D, meter),
+      bf16_products(bf16),
+      qt_pairs(bf16 ? static_cast<size_t>(p.D / 2) * ldq : 0, meter),
+      p_pairs(bf16 ? static_cast<size_t>(tiles.kv_rows / 2) * ldq : 0, meter),
+      kv_pairs(bf16 ? 2 * static_cast<size_t>(kv_pair_tile_words(p.D, tiles.kv_rows)) : 0, meter),
+      v_last(bf16 ? static_cast<size_t>(p.D) : 0, meter) {}
 
 namespace {
 
@@ -161,7 +165,7 @@ KvRows kv_rows_in_place(const AttnProblem& p, int hk) {
 }
 
 void attend_query_tile(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows& kv, int64_t t0,
-                       int r, int64_t key_lo, int64_t key_hi, const TileOut& out) {
+                       int r, int64_t key_lo, int64_t key_hi, const TileOut& out, const KvPairTiles* packed) {
   const int G = p.group(), D = p.D, N = G * r;
   float* m = ws.m.data();
   float* l = ws.l.data();
@@ -172,8 +176,9 @@ void attend_query_tile(const AttnProblem& p, AttnWorkspace& ws, int hk, const Kv
   const int64_t hi = std::min(key_hi, p.key_end(t0 + r - 1));
   bool any = false;
   if (lo < hi) {
-    any = N < kRowPathMaxColumns ? key_loop_rows(p, ws, hk, kv, t0, r, lo, hi)
-                                 : key_loop_columns(p, ws, hk, kv, t0, r, lo, hi);
+    any = ws.bf16_products           ? key_loop_pairs(p, ws, hk, kv, packed, t0, r, lo, hi)
+          : N < kRowPathMaxColumns ? key_loop_rows(p, ws, hk, kv, t0, r, lo, hi)
+                                   : key_loop_columns(p, ws, hk, kv, t0, r, lo, hi);
   }
   const bool first = !any;
   // Normalise; rows that saw nothing (l = 0) become 0 with lse -inf.

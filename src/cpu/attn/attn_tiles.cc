@@ -25,6 +25,22 @@ std::optional<AttnMask> parse_attn_mask(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view attn_products_name(AttnProducts p) {
+  switch (p) {
+    case AttnProducts::kAuto: return "auto";
+    case AttnProducts::kF32: return "f32";
+    case AttnProducts::kBf16: return "bf16";
+  }
+  return "?";
+}
+
+std::optional<AttnProducts> parse_attn_products(std::string_view name) {
+  for (AttnProducts p : {AttnProducts::kAuto, AttnProducts::kF32, AttnProducts::kBf16}) {
+    if (attn_products_name(p) == name) return p;
+  }
+  return std::nullopt;
+}
+
 int64_t machine_l1d_bytes() {
   const long v = sysconf(_SC_LEVEL1_DCACHE_SIZE);
   return v > 0 ? v : 32 * 1024;

@@ -2,6 +2,7 @@
 // over the sweep of the issue: T/Tk in {1, 17, 64, 100, 1000, 2048}, GQA ratios 1/2/4/8,
 // head dims 16..256, the three masks (with query offsets and windows), f32/f16/bf16 (also
 // 16-bit keys/values under fp32 queries), odd tile sizes. NMSE of the outputs and of the log-sum-exp.
+// All with fp32 products (AttnProducts::kF32); the bf16 ones: attn_bf16_products_test.cc.
 #include <gtest/gtest.h>
 
 #include "attn_test_util.h"
@@ -75,6 +76,7 @@ TEST_P(AttnParity, EveryPlacementAndDecodeMatchFloat64Reference) {
     AttnOptions opt;
     opt.placement = std::string(pl.name);
     opt.tiles = c.tiles;
+    opt.products = AttnProducts::kF32;  // fp32 parity; bf16 products: attn_bf16_products_test.cc
     const Status st = attn_prefill(d.args(), opt);
     ASSERT_TRUE(st.ok()) << pl.name << ": " << st.message();
     expect_close(c, want, d, std::string(pl.name));

@@ -34,8 +34,10 @@ struct GenerateOptions {
   int max_tokens = 64;                      // tokens to generate (0: prefill only)
   int prefill_chunk = 1024;                 // prompt tokens per forward call (bounds memory)
   // Storage of the attention layers' KV caches: "auto" (the projections' dtype: a bf16 model
-  // keeps a bf16 cache, an fp32 one an fp32 cache), "f32", "bf16" or "f16". Attention
-  // computes in fp32 either way; a 16-bit cache halves the bytes each decode step reads.
+  // keeps a bf16 cache, an fp32 one an fp32 cache), "f32", "bf16" or "f16". A 16-bit cache
+  // halves the bytes each decode step reads; on a bf16 cache a prefill's attention takes
+  // bf16 products where the CPU has the bf16 dot instruction (AttnProducts, hanpu/attn.h),
+  // otherwise attention computes in fp32.
   std::string kv_cache = "auto";
   float temperature = 0.0f;                 // 0: greedy
   int top_k = 0;                            // 0: off
@@ -46,6 +48,9 @@ struct GenerateOptions {
   // (prompt and generated tokens) when done, to resume later. Empty: off.
   std::string resume_state;
   std::string save_state;
+  // Benchmarks: called before each decode step's forward call, outside every time reported
+  // (e.g. a memory-bandwidth probe beside each step). Null: nothing.
+  std::function<void()> between_decode_steps;
 };
 
 // Forward time by part of the model: whole LA / attention blocks (projections included), MLP
@@ -62,6 +67,7 @@ struct GenerateStats {
   double prefill_ms = 0, decode_ms = 0;
   TimeSplit prefill_split;  // of the prefill's forward calls
   TimeSplit decode_split;   // of the decode steps' forward calls (sampling is the rest of decode_ms)
+  std::vector<double> decode_step_ms;  // each decode step's forward call (the last token needs none)
   std::string stop_reason;  // "eos", "max_tokens"
   std::string kv_cache;     // the KV caches' dtype the run used ("auto" resolved)
 };

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace hanpu {
 
@@ -37,6 +38,22 @@ double measure_gemm_gflops(int threads, double ms = 100);
 // the caches (`bytes` in all) as 8 lockstep streams, best of `repeats`. The bound decode is
 // measured against.
 double measure_memory_read_gbps(int threads, size_t bytes = size_t{1} << 30, int repeats = 3);
+
+// The same probe keeping its buffer (first touched by the workers that read it) between
+// reads, to measure beside each step of a run: read_gbps() is one pass over `bytes`. The
+// buffer stays resident while the probe lives.
+class MemoryReadProbe {
+ public:
+  MemoryReadProbe(int threads, size_t bytes);
+  ~MemoryReadProbe();
+  MemoryReadProbe(const MemoryReadProbe&) = delete;
+  MemoryReadProbe& operator=(const MemoryReadProbe&) = delete;
+  double read_gbps();
+
+ private:
+  int threads_;
+  std::vector<std::vector<float>> slices_;  // one per worker
+};
 
 // Column tile of the micro-kernel and its SIMD target, for printing.
 std::string describe_micro_kernel();

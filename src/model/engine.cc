@@ -252,6 +252,7 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
   s.stop_reason = "max_tokens";
   int last_token = -1;
   model::ForwardProfile decode_prof;
+  double hook_ms = 0;  // between_decode_steps, not decode time
   const auto t1 = std::chrono::steady_clock::now();
   for (int step = 0; step < o.max_tokens; ++step) {
     const int tok = sampler.sample(logits);
@@ -270,10 +271,19 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
         pending.erase(0, n);
       }
     }
-    if (step + 1 < o.max_tokens) HANPU_RETURN_IF_ERROR(m.forward(&tok, 1, &state, fo, &logits, &decode_prof));
+    if (step + 1 < o.max_tokens) {
+      if (o.between_decode_steps) {
+        const auto h0 = std::chrono::steady_clock::now();
+        o.between_decode_steps();
+        hook_ms += ms_since(h0);
+      }
+      const auto f0 = std::chrono::steady_clock::now();
+      HANPU_RETURN_IF_ERROR(m.forward(&tok, 1, &state, fo, &logits, &decode_prof));
+      s.decode_step_ms.push_back(ms_since(f0));
+    }
   }
   if (on_text && !pending.empty()) on_text(pending);
-  s.decode_ms = ms_since(t1);
+  s.decode_ms = ms_since(t1) - hook_ms;
   s.decode_split = split_of(decode_prof);
   if (!o.save_state.empty()) {
     // The last generated token was sampled but not yet run through the model.

@@ -3,7 +3,9 @@
 // sampler's options behave as documented.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
+#include <thread>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -109,6 +111,37 @@ TEST(Engine, KvCacheAutoFollowsTheProjections) {
   GenerateStats st;
   ASSERT_TRUE(e->generate({1, 2, 3}, o, nullptr, nullptr, &st).ok());
   EXPECT_EQ(st.kv_cache, "bf16");
+}
+
+// The benchmarks' hook runs once before each decode step's forward call and is not decode
+// time; every such call is timed on its own. Greedy tokens do not depend on the hook.
+TEST(Engine, BetweenDecodeStepsHookIsNotDecodeTimeAndEachStepIsTimed) {
+  std::unique_ptr<Engine> e;
+  ASSERT_TRUE(Engine::load(kDir + "qwen35-tiny", &e).ok());
+  GenerateOptions o;
+  o.max_tokens = 6;
+  o.stop_at_eos = false;
+  std::vector<int> plain, hooked;
+  GenerateStats st_plain, st;
+  ASSERT_TRUE(e->generate({1, 2, 3}, o, nullptr, nullptr, &st_plain, &plain).ok());
+  int calls = 0;
+  o.between_decode_steps = [&] {
+    ++calls;
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  };
+  ASSERT_TRUE(e->generate({1, 2, 3}, o, nullptr, nullptr, &st, &hooked).ok());
+  EXPECT_EQ(hooked, plain);
+  EXPECT_EQ(calls, 5);  // the last token is sampled, never run through the model
+  ASSERT_EQ(st.decode_step_ms.size(), 5u);
+  ASSERT_EQ(st_plain.decode_step_ms.size(), 5u);
+  double steps = 0;
+  for (double ms : st.decode_step_ms) {
+    EXPECT_GT(ms, 0.0);
+    EXPECT_LT(ms, 30.0);  // the hook's sleep is not in it (a step of this model: well under 1 ms)
+    steps += ms;
+  }
+  EXPECT_LT(st.decode_ms, 5 * 30.0) << "the hook's 150 ms counted as decode";
+  EXPECT_GE(st.decode_ms, steps);
 }
 
 // The per-token state sizes bench e2e adds to the weights, against the checkpoint's own

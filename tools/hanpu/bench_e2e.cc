@@ -38,39 +38,36 @@ int64_t peak_rss_bytes() {
 // bandwidth probe does not count as the model's memory.
 void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
-// The DRAM read probe, re-run around every decode: this machine's bandwidth drifts by 30%
-// within a minute (neighbours on a shared host), so a bound measured once at the start can
-// be far from the one a run met. 256 MiB is 8x the last-level cache. The probe's buffer is
-// kept out of the peak resident size: the peak so far is banked before it and the kernel's
-// high-water mark reset after it.
-class BandwidthProbe {
+// The process's peak resident size without the bandwidth probes' buffers: the peak so far is
+// banked before a probe's buffer is touched and the kernel's high-water mark reset after it
+// is freed. (While a run's per-step probe holds its buffer, the decode's own peak is not
+// seen; a decode holds less than the prefill before it.)
+class PeakRss {
  public:
-  explicit BandwidthProbe(int threads) : threads_(threads) {}
-  double measure() {
-    bank_peak();
-    const double gbps = measure_memory_read_gbps(threads_, size_t{256} << 20, 3);
-    reset_peak_rss();
-    return gbps;
-  }
-  int64_t peak_rss() {
-    bank_peak();
+  void bank() { peak_ = std::max(peak_, peak_rss_bytes()); }
+  void reset() { reset_peak_rss(); }
+  int64_t peak() {
+    bank();
     return peak_;
   }
 
  private:
-  void bank_peak() { peak_ = std::max(peak_, peak_rss_bytes()); }
-  int threads_;
   int64_t peak_ = 0;
 };
 
-// Bytes a decode step moves on average over `steps` steps after a prompt of T tokens: the
-// weights, the LA state read and written, the KV cache read whole (step s attends T + s
-// positions) and one position written.
-double decode_bytes_with_state(const EngineInfo& ei, size_t kv_dtype_bytes, int64_t T, int steps) {
-  const double mean_context = static_cast<double>(T) + (steps + 1) / 2.0;
+// The per-step probe reads 64 MiB (2x the last-level cache of the VMs measured here, a
+// tenth of a 0.8B step's bytes) just before each decode step: the machine's DRAM rate drifts
+// by 30% within a minute (neighbours on a shared host), so each step is set against the rate
+// read next to it rather than one measured at the start.
+constexpr size_t kStepProbeBytes = size_t{64} << 20;
+
+// Bytes decode step k moves after a prompt of T tokens: the weights, the LA state read and
+// written, the KV cache read whole (T + k + 1 positions, the step's own appended first) and
+// one position written.
+double step_bytes_with_state(const EngineInfo& ei, size_t kv_dtype_bytes, int64_t T, int k) {
   const double kv_position = static_cast<double>(ei.kv_values_per_position) * static_cast<double>(kv_dtype_bytes);
   return static_cast<double>(ei.decode_bytes_per_token) + 2.0 * static_cast<double>(ei.la_state_bytes) +
-         kv_position * (mean_context + 1);
+         kv_position * (static_cast<double>(T + k + 1) + 1);
 }
 
 }  // namespace
@@ -105,13 +102,16 @@ int run_bench_e2e(const BenchE2eOptions& o) {
   }
   FILE* info = o.json ? stderr : stdout;
   print_machine_header(info, o.threads);
-  BandwidthProbe probe(o.threads);
-  double last_gbps = probe.measure();
-  std::fprintf(info, "# measured DRAM read bandwidth %.1f GB/s now; decode bound = bandwidth / the weight bytes a "
-               "token reads (all but the embedding table; MoE: the routed share of the experts), with the bandwidth "
-               "re-measured before and after every run (their mean; mem_GB/s: the median run's); %%all: the same "
-               "with every byte a token must move, the weights plus the LA state (read and written) and the KV "
-               "cache (read whole, one position written) at the decode's mean context\n", last_gbps);
+  PeakRss rss;
+  rss.bank();
+  const double start_gbps = measure_memory_read_gbps(o.threads, size_t{256} << 20, 3);
+  rss.reset();
+  std::fprintf(info, "# measured DRAM read bandwidth %.1f GB/s now; %%bound: each decode step's rate over the "
+               "bandwidth bound = the rate a %zu MiB read probe run just before that step reads / the weight bytes a "
+               "token reads (all but the embedding table; MoE: the routed share of the experts), median over the "
+               "steps (mem_GB/s: the probes' median); %%all: the same with every byte the step moves, the weights "
+               "plus the LA state (read and written) and the KV cache (read whole, one position written)\n",
+               start_gbps, kStepProbeBytes >> 20);
   std::fprintf(info, "# prefill of a random prompt of T tokens, then %d decoded tokens (greedy); median of %d; "
                "peak RSS is the process's, so far\n", o.decode_tokens, o.repeats);
   if (!o.json) {
@@ -154,7 +154,7 @@ int run_bench_e2e(const BenchE2eOptions& o) {
         if (o.json) std::fprintf(stderr, "[%s] %s T=%ld\n", name.c_str(), la.c_str(), T);
         // Repeats of every KV dtype alternate, so a slow spell of the machine falls on all.
         std::vector<std::vector<GenerateStats>> runs_of(kvs.size());
-        std::vector<std::vector<double>> gbps_of(kvs.size());  // the probes around each run, mean
+        std::vector<std::vector<std::vector<double>>> gbps_of(kvs.size());  // per run, the probe before each step
         for (int r = 0; r < o.repeats; ++r) {
           for (size_t ki = 0; ki < kvs.size(); ++ki) {
             const std::vector<int> prompt =
@@ -165,49 +165,72 @@ int run_bench_e2e(const BenchE2eOptions& o) {
             g.max_tokens = o.decode_tokens;
             g.stop_at_eos = false;
             g.kv_cache = kvs[ki];
+            std::unique_ptr<MemoryReadProbe> probe;  // made at the first step, after the prefill
+            std::vector<double> step_gbps;
+            g.between_decode_steps = [&] {
+              if (!probe) {
+                rss.bank();
+                probe = std::make_unique<MemoryReadProbe>(o.threads, kStepProbeBytes);
+              }
+              step_gbps.push_back(probe->read_gbps());
+            };
             GenerateStats s;
             const Status gs = engine->generate(prompt, g, nullptr, nullptr, &s);
+            if (probe) {  // the peak before it was banked when it was made
+              probe.reset();
+              rss.reset();
+            }
             if (!gs.ok()) {
               std::fprintf(stderr, "error: %s\n", gs.message().c_str());
               return 1;
             }
             runs_of[ki].push_back(s);
-            const double after = probe.measure();
-            gbps_of[ki].push_back((last_gbps + after) / 2);
-            last_gbps = after;
+            gbps_of[ki].push_back(step_gbps);
           }
         }
         for (size_t ki = 0; ki < kvs.size(); ++ki) {
           std::vector<GenerateStats>& runs = runs_of[ki];
           const int steps = std::max(0, o.decode_tokens - 1);  // the first token comes from the prefill
-          // Decode rate and its share of the bound, each the median over runs; the share is
-          // taken per run, against the bandwidth measured around that run (so before the runs
-          // are reordered by prefill time below: gbps_of[ki][r] belongs to runs[r]).
-          const double all_bytes = decode_bytes_with_state(ei, kv_bytes[ki], T, steps);
-          std::vector<double> dec, pct, pct_all;
+          // Decode rate: the median run's. Its share of the bound: per step, the step's rate
+          // over the probe read just before it; the median over a run's steps, then over runs
+          // (before the runs are reordered by prefill time below: gbps_of[ki][r] is runs[r]'s).
+          std::vector<double> dec, pct, pct_all, probes;
           for (size_t r = 0; r < runs.size(); ++r) {
-            const double tps = steps > 0 ? steps / (runs[r].decode_ms / 1e3) : 0.0;
-            dec.push_back(tps);
-            pct.push_back(100 * tps * static_cast<double>(ei.decode_bytes_per_token) / (gbps_of[ki][r] * 1e9));
-            pct_all.push_back(100 * tps * all_bytes / (gbps_of[ki][r] * 1e9));
+            dec.push_back(steps > 0 ? steps / (runs[r].decode_ms / 1e3) : 0.0);
+            const std::vector<double>& step_ms = runs[r].decode_step_ms;
+            const std::vector<double>& gbps = gbps_of[ki][r];
+            std::vector<double> run_pct, run_all;
+            for (size_t k = 0; k < step_ms.size() && k < gbps.size(); ++k) {
+              const double gbps_step = 1e-6 / step_ms[k];  // GB/s per byte moved
+              run_pct.push_back(100 * gbps_step * static_cast<double>(ei.decode_bytes_per_token) / gbps[k]);
+              run_all.push_back(100 * gbps_step * step_bytes_with_state(ei, kv_bytes[ki], T, static_cast<int>(k)) /
+                                gbps[k]);
+              probes.push_back(gbps[k]);
+            }
+            if (!run_pct.empty()) {
+              pct.push_back(median(run_pct));
+              pct_all.push_back(median(run_all));
+            }
           }
           const double decode_tps = median(dec);
-          const double pct_bound = median(pct);
-          const double pct_bound_all = median(pct_all);
-          const double mem_gbps = median(gbps_of[ki]);
+          const double pct_bound = pct.empty() ? 0.0 : median(pct);
+          const double pct_bound_all = pct_all.empty() ? 0.0 : median(pct_all);
+          const double mem_gbps = probes.empty() ? 0.0 : median(probes);
           std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.prefill_ms < b.prefill_ms; });
           const GenerateStats& s = runs[runs.size() / 2];
           const TimeSplit& sp = s.prefill_split;
           const double part = sp.total_ms();
           const double prefill_tps = T / (s.prefill_ms / 1e3);
-          const int64_t rss = probe.peak_rss();
+          const int64_t peak_rss = rss.peak();
+          double all_bytes = 0;  // a step's, the mean over the steps
+          for (int k = 0; k < steps; ++k) all_bytes += step_bytes_with_state(ei, kv_bytes[ki], T, k) / steps;
           if (o.json) {
             nlohmann::json j{{"model", name},          {"la", la},
                              {"T", T},                 {"threads", o.threads},
                              {"prefill_ms", s.prefill_ms}, {"prefill_tokens_per_s", prefill_tps},
                              {"decode_tokens_per_s", decode_tps}, {"la_share", sp.la_ms / part},
                              {"attn_share", sp.attn_ms / part},   {"mlp_share", sp.mlp_ms / part},
-                             {"peak_rss_bytes", rss},  {"parameters", ei.parameters},
+                             {"peak_rss_bytes", peak_rss},  {"parameters", ei.parameters},
                              {"la_kernel_share", sp.la_kernel_ms / part}, {"attn_kernel_share", sp.attn_kernel_ms / part},
                              {"decode_pct_of_bound", pct_bound}, {"decode_pct_of_bound_with_state", pct_bound_all},
                              {"decode_bytes_per_token_with_state", all_bytes}, {"memory_gbps", mem_gbps},
@@ -221,7 +244,7 @@ int run_bench_e2e(const BenchE2eOptions& o) {
                         name.c_str(), la.c_str(), kvs[ki].c_str(), T, s.prefill_ms, prefill_tps, decode_tps, pct_bound,
                         pct_bound_all, mem_gbps,
                         100 * sp.la_ms / part, 100 * sp.attn_ms / part, 100 * sp.mlp_ms / part, 100 * sp.la_kernel_ms / part,
-                        100 * sp.attn_kernel_ms / part, human_bytes(rss).c_str());
+                        100 * sp.attn_kernel_ms / part, human_bytes(peak_rss).c_str());
           }
           std::fflush(stdout);
         }

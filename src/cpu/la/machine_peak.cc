@@ -93,19 +93,30 @@ double measure_gemm_gflops(int threads, double ms) {
   return best;
 }
 
-double measure_memory_read_gbps(int threads, size_t bytes, int repeats) {
+MemoryReadProbe::MemoryReadProbe(int threads, size_t bytes) : threads_(threads) {
   ThreadPool& pool = ThreadPool::shared(threads);
-  const int P = pool.size();
-  const size_t per = bytes / sizeof(float) / static_cast<size_t>(P);
-  std::vector<std::vector<float>> slices(P);
-  pool.run_on_all([&](int w) { slices[w].assign(per, 1.0f); });  // first touch on the reading core
+  const size_t per = bytes / sizeof(float) / static_cast<size_t>(pool.size());
+  slices_.resize(pool.size());
+  pool.run_on_all([&](int w) { slices_[w].assign(per, 1.0f); });  // first touch on the reading core
+}
+
+MemoryReadProbe::~MemoryReadProbe() = default;
+
+double MemoryReadProbe::read_gbps() {
+  ThreadPool& pool = ThreadPool::shared(threads_);
+  std::vector<float> sink(slices_.size());
+  Timer t;
+  pool.run_on_all([&](int w) { sink[w] = simd::read_streams(slices_[w].data(), slices_[w].size()); });
+  const double ms = t.ms();
+  size_t bytes = 0;
+  for (const auto& s : slices_) bytes += s.size() * sizeof(float);
+  return static_cast<double>(bytes) / (ms / 1e3) / 1e9;
+}
+
+double measure_memory_read_gbps(int threads, size_t bytes, int repeats) {
+  MemoryReadProbe probe(threads, bytes);
   double best = 0;
-  std::vector<float> sink(P);
-  for (int r = 0; r < repeats; ++r) {
-    Timer t;
-    pool.run_on_all([&](int w) { sink[w] = simd::read_streams(slices[w].data(), per); });
-    best = std::max(best, static_cast<double>(per) * P * sizeof(float) / (t.ms() / 1e3) / 1e9);
-  }
+  for (int r = 0; r < repeats; ++r) best = std::max(best, probe.read_gbps());
   return best;
 }
 

@@ -6,24 +6,16 @@
 #include <algorithm>
 #include <cstdlib>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define HANPU_HAVE_BF16_DOT 1
-#include <immintrin.h>
-#endif
+#include "simd/bf16_dot_isa.h"
 
 namespace hanpu::simd {
 
 #if defined(HANPU_HAVE_BF16_DOT)
 namespace {
 
-#define HANPU_DOT_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
-#define HANPU_UNROLL_ALL _Pragma("GCC unroll 16")
-
 // Register tile: kMR rows x 32 columns, 24 accumulators and the two B vectors of a pair
 // step (the projections' tile, gemm_bf16_dot.cc), each A word the instruction's broadcast.
 constexpr int kMR = 12;
-
-HANPU_DOT_TARGET inline __m512bh AsPairs(__m512i v) { return (__m512bh)v; }  // NOLINT: a vector cast
 
 HANPU_DOT_TARGET inline __mmask16 LaneMask(int n) {
   return static_cast<__mmask16>(n >= 16 ? 0xffff : n <= 0 ? 0 : (1u << n) - 1);

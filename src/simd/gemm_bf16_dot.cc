@@ -10,20 +10,17 @@
 #include <vector>
 
 #include "simd/amx.h"
+#include "simd/bf16_dot_isa.h"
 #include "simd/pairs_loop_nest.h"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define HANPU_HAVE_BF16_DOT 1
+#if defined(HANPU_HAVE_BF16_DOT)
 #include <cpuid.h>
-#include <immintrin.h>
 #endif
 
 namespace hanpu::simd {
 
 #if defined(HANPU_HAVE_BF16_DOT)
 namespace {
-
-#define HANPU_DOT_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
 // Rows of the register tile: 2 x kMR accumulators + the two weight vectors of a pair row
 // fit the 32 vector registers with room to spare, the x pair arriving as the instruction's
@@ -39,10 +36,6 @@ constexpr int kSliceBlocks = 8;
 constexpr int kPrefetchBlocks = 2;
 constexpr int kRowBlock = 8 * kMR;
 constexpr int kPairStepsPerBlock = kPairBlockDepth / 2;
-
-#define HANPU_UNROLL_ALL _Pragma("GCC unroll 16")
-
-HANPU_DOT_TARGET inline __m512bh AsPairs(__m512i v) { return (__m512bh)v; }  // NOLINT: a vector cast, no conversion
 
 // C tile [MR x n] (+)= A B over `blocks` whole blocks of one strip: a is the row tile's packed
 // x from the first block on, b the strip's first block. n <= 16 NV (NV 1: the first half of

@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -155,6 +157,14 @@ int run_model(const RunOptions& o) {
   // CPU has the dot instruction).
   const std::optional<DType> kv_dtype = parse_dtype(s.kv_cache);
   const bool attn_bf16 = kv_dtype && attn_auto_bf16_products(*kv_dtype);
+  // The decode steps' forward calls, nearest-rank quantiles (0 with no step).
+  std::vector<double> steps_ms = s.decode_step_ms;
+  std::sort(steps_ms.begin(), steps_ms.end());
+  const auto step_quantile = [&](double q) {
+    if (steps_ms.empty()) return 0.0;
+    const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(steps_ms.size())));
+    return steps_ms[std::clamp<size_t>(rank, 1, steps_ms.size()) - 1];
+  };
   if (o.json) {
     auto split_json = [](const TimeSplit& t) {
       return nlohmann::json{{"la_ms", t.la_ms},   {"attn_ms", t.attn_ms},           {"mlp_ms", t.mlp_ms},
@@ -168,7 +178,9 @@ int run_model(const RunOptions& o) {
                      {"stop", s.stop_reason},
                      {"weights", info.weight_dtype},  {"amx", info.weight_dtype == "bf16" && amx_bf16_in_use()},
                      {"bf16_dot", info.weight_dtype == "bf16" && cpu::linear_uses_dot()}, {"kv_cache", s.kv_cache},
-                     {"attn_bf16_products", attn_bf16}};
+                     {"attn_bf16_products", attn_bf16},
+                     {"decode_step_ms", {{"median", step_quantile(0.5)}, {"p90", step_quantile(0.9)},
+                                         {"max", step_quantile(1.0)}}}};
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
@@ -181,6 +193,8 @@ int run_model(const RunOptions& o) {
     std::printf("         (%s; sampling and the rest %.0f%%)\n",
                 describe_split(s.decode_split, s.decode_ms, "norms and head").c_str(),
                 100 * (s.decode_ms - s.decode_split.total_ms()) / s.decode_ms);
+    std::printf("         (a step's forward call: median %.2f ms, p90 %.2f ms, max %.2f ms)\n", step_quantile(0.5),
+                step_quantile(0.9), step_quantile(1.0));
   }
   return 0;
 }

@@ -153,6 +153,11 @@ int main(int argc, char** argv) {
                     hanpu::cpu::blas_sgemm_describe().c_str());
       }
     }
+    // The attention prefill's products on a bf16 KV cache (hanpu/attn.h), as AttnProducts::kAuto picks them.
+    std::printf("attention prefill on a bf16 KV cache: %s\n",
+                hanpu::attn_auto_bf16_products(hanpu::DType::kBF16)
+                    ? "bf16 products on the dot instruction (q and P rounded to bf16, fp32 sums; HANPU_BF16_DOT=0: fp32)"
+                    : "fp32 products (no bf16 dot instruction here, or HANPU_BF16_DOT=0)");
     return 0;
   }
   return 0;

@@ -185,7 +185,8 @@ int run_bench_attn(const BenchAttnOptions& o) {
   }
   std::fprintf(info, "# GFLOP/s count unmasked work only: 4 D Hq per visible (query, key) pair; median of %d "
                "runs after one warm-up, the placements of a T interleaved (forward, then reverse order, per round); "
-               "%%peak against the FMA peak re-measured after each run (median); layer runs up to T = %ld\n",
+               "%%peak against the FMA peak re-measured after each run (median; rows with bf16 products can pass 100%%: "
+               "the dot instruction does twice an FMA's multiply-adds); layer runs up to T = %ld\n",
                o.repeats, o.layer_max_seq);
   if (!o.json) {
     std::printf("%-10s %-7s %-4s %-4s %6s %6s %3s %3s %4s %7s %9s %8s %7s %6s %11s  %s\n", "placement", "mask",

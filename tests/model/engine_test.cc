@@ -3,6 +3,7 @@
 // sampler's options behave as documented.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <thread>
@@ -114,7 +115,10 @@ TEST(Engine, KvCacheAutoFollowsTheProjections) {
 }
 
 // The benchmarks' hook runs once before each decode step's forward call and is not decode
-// time; every such call is timed on its own. Greedy tokens do not depend on the hook.
+// time; every such call is timed on its own. Greedy tokens do not depend on the hook. The
+// hook sleeps 100 ms, and a step of this model takes well under 1 ms: the checks are that the
+// 500 ms of sleep are not in decode_ms and not in the steps, with room for the scheduler
+// stalls of a shared 2-core machine running other tests (one step once took 50 ms).
 TEST(Engine, BetweenDecodeStepsHookIsNotDecodeTimeAndEachStepIsTimed) {
   std::unique_ptr<Engine> e;
   ASSERT_TRUE(Engine::load(kDir + "qwen35-tiny", &e).ok());
@@ -124,24 +128,27 @@ TEST(Engine, BetweenDecodeStepsHookIsNotDecodeTimeAndEachStepIsTimed) {
   std::vector<int> plain, hooked;
   GenerateStats st_plain, st;
   ASSERT_TRUE(e->generate({1, 2, 3}, o, nullptr, nullptr, &st_plain, &plain).ok());
+  constexpr double kSleepMs = 100;
   int calls = 0;
   o.between_decode_steps = [&] {
     ++calls;
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(kSleepMs)));
   };
   ASSERT_TRUE(e->generate({1, 2, 3}, o, nullptr, nullptr, &st, &hooked).ok());
   EXPECT_EQ(hooked, plain);
   EXPECT_EQ(calls, 5);  // the last token is sampled, never run through the model
   ASSERT_EQ(st.decode_step_ms.size(), 5u);
   ASSERT_EQ(st_plain.decode_step_ms.size(), 5u);
-  double steps = 0;
-  for (double ms : st.decode_step_ms) {
+  std::vector<double> steps = st.decode_step_ms;
+  double sum = 0;
+  for (double ms : steps) {
     EXPECT_GT(ms, 0.0);
-    EXPECT_LT(ms, 30.0);  // the hook's sleep is not in it (a step of this model: well under 1 ms)
-    steps += ms;
+    sum += ms;
   }
-  EXPECT_LT(st.decode_ms, 5 * 30.0) << "the hook's 150 ms counted as decode";
-  EXPECT_GE(st.decode_ms, steps);
+  std::sort(steps.begin(), steps.end());
+  EXPECT_LT(steps[2], kSleepMs) << "the median step holds the hook's sleep";
+  EXPECT_LT(st.decode_ms, 2.5 * kSleepMs) << "the hook's 500 ms counted as decode";
+  EXPECT_GE(st.decode_ms, sum);
 }
 
 // The per-token state sizes bench e2e adds to the weights, against the checkpoint's own

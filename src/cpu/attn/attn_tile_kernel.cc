@@ -42,7 +42,7 @@ AttnWorkspace::AttnWorkspace(const AttnProblem& p, AttnTiles tiles, ScratchMeter
     : q_rows(tiles.q_rows),
       kv_rows(tiles.kv_rows),
       ldq(padded_columns(p.group() * tiles.q_rows)),
-      qt(static_cast<size_t>(p.D) * ldq, meter),
+      qt(bf16 ? 0 : static_cast<size_t>(p.D) * ldq, meter),  // the dot path keeps c Q^T in qt_pairs
       s(std::max<size_t>(static_cast<size_t>(tiles.kv_rows) * ldq,
                          static_cast<size_t>(p.group()) * tiles.q_rows * (tiles.kv_rows + 16)),
         meter),

@@ -32,7 +32,7 @@ struct AttnWorkspace {
   AttnWorkspace(const AttnProblem& p, AttnTiles tiles, ScratchMeter* meter, bool bf16_products = false);
   int q_rows, kv_rows;
   ptrdiff_t ldq;                   // leading dim of qt and s: group * q_rows, padded
-  ScratchBuffer<float> qt;         // [D x ldq] scaled Q^T, column g * r + i
+  ScratchBuffer<float> qt;         // [D x ldq] scaled Q^T, column g * r + i (empty with bf16 products)
   ScratchBuffer<float> s;          // [kv_rows x ldq] scores, then probabilities
   ScratchBuffer<float> m, l, aux;  // [ldq] running max (log2), sum, rescale factors
   ScratchBuffer<float> kv;         // [2 x kv_rows x D] the current K and V tiles, packed

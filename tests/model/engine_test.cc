@@ -115,10 +115,12 @@ TEST(Engine, KvCacheAutoFollowsTheProjections) {
 }
 
 // The benchmarks' hook runs once before each decode step's forward call and is not decode
-// time; every such call is timed on its own. Greedy tokens do not depend on the hook. The
-// hook sleeps 100 ms, and a step of this model takes well under 1 ms: the checks are that the
-// 500 ms of sleep are not in decode_ms and not in the steps, with room for the scheduler
-// stalls of a shared 2-core machine running other tests (one step once took 50 ms).
+// time; every such call is timed on its own. Greedy tokens do not depend on the hook. No
+// wall-time threshold (a loaded 2-core machine stretches a step of this model from 0.2 ms to
+// tens of ms): the checks are identities that hold however slow the run was. The call's
+// wall time holds the prefill, the decode and the hook's own time (measured here), so had
+// decode_ms counted the hook, prefill + decode + hook would pass the wall time by the hook's
+// 100 ms; and had the steps counted it, their sum would pass decode_ms.
 TEST(Engine, BetweenDecodeStepsHookIsNotDecodeTimeAndEachStepIsTimed) {
   std::unique_ptr<Engine> e;
   ASSERT_TRUE(Engine::load(kDir + "qwen35-tiny", &e).ok());
@@ -128,27 +130,31 @@ TEST(Engine, BetweenDecodeStepsHookIsNotDecodeTimeAndEachStepIsTimed) {
   std::vector<int> plain, hooked;
   GenerateStats st_plain, st;
   ASSERT_TRUE(e->generate({1, 2, 3}, o, nullptr, nullptr, &st_plain, &plain).ok());
-  constexpr double kSleepMs = 100;
+  using Clock = std::chrono::steady_clock;
+  auto ms = [](Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
   int calls = 0;
+  double hook_ms = 0;
   o.between_decode_steps = [&] {
     ++calls;
-    std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(kSleepMs)));
+    const auto h0 = Clock::now();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    hook_ms += ms(Clock::now() - h0);
   };
+  const auto w0 = Clock::now();
   ASSERT_TRUE(e->generate({1, 2, 3}, o, nullptr, nullptr, &st, &hooked).ok());
+  const double wall_ms = ms(Clock::now() - w0);
   EXPECT_EQ(hooked, plain);
   EXPECT_EQ(calls, 5);  // the last token is sampled, never run through the model
   ASSERT_EQ(st.decode_step_ms.size(), 5u);
   ASSERT_EQ(st_plain.decode_step_ms.size(), 5u);
-  std::vector<double> steps = st.decode_step_ms;
-  double sum = 0;
-  for (double ms : steps) {
-    EXPECT_GT(ms, 0.0);
-    sum += ms;
+  double steps = 0;
+  for (double t : st.decode_step_ms) {
+    EXPECT_GT(t, 0.0);
+    steps += t;
   }
-  std::sort(steps.begin(), steps.end());
-  EXPECT_LT(steps[2], kSleepMs) << "the median step holds the hook's sleep";
-  EXPECT_LT(st.decode_ms, 2.5 * kSleepMs) << "the hook's 500 ms counted as decode";
-  EXPECT_GE(st.decode_ms, sum);
+  EXPECT_GE(hook_ms, 100.0);
+  EXPECT_LE(st.prefill_ms + st.decode_ms + hook_ms, wall_ms) << "the hook's time counted as decode";
+  EXPECT_GE(st.decode_ms, steps) << "the steps hold time outside decode_ms";
 }
 
 // The per-token state sizes bench e2e adds to the weights, against the checkpoint's own

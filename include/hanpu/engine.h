@@ -35,10 +35,12 @@ struct GenerateOptions {
   int prefill_chunk = 1024;                 // prompt tokens per forward call (bounds memory)
   // Storage of the attention layers' KV caches: "auto" (the projections' dtype: a bf16 model
   // keeps a bf16 cache, an fp32 one an fp32 cache), "f32", "bf16" or "f16". A 16-bit cache
-  // halves the bytes each decode step reads; on a bf16 cache a prefill's attention takes
-  // bf16 products where the CPU has the bf16 dot instruction (AttnProducts, hanpu/attn.h),
-  // otherwise attention computes in fp32.
+  // halves the bytes each decode step reads.
   std::string kv_cache = "auto";
+  // The attention prefill's products (AttnProducts, hanpu/attn.h): "auto" (bf16 on a bf16 KV
+  // cache where the CPU has the bf16 dot instruction, else fp32), "f32", or "bf16" (an error
+  // up front without the instruction). Decode's attention is fp32 (memory-bound).
+  std::string attn_products = "auto";
   float temperature = 0.0f;                 // 0: greedy
   int top_k = 0;                            // 0: off
   float top_p = 1.0f;                       // 1: off
@@ -70,6 +72,7 @@ struct GenerateStats {
   std::vector<double> decode_step_ms;  // each decode step's forward call (the last token needs none)
   std::string stop_reason;  // "eos", "max_tokens"
   std::string kv_cache;     // the KV caches' dtype the run used ("auto" resolved)
+  bool attn_bf16_products = false;  // the attention prefill's products were bf16 ("auto" resolved)
 };
 
 struct EngineInfo {

@@ -50,6 +50,7 @@ Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* 
     AttnOptions ao;
     ao.placement = opt.attn_placement;
     ao.threads = opt.threads;
+    ao.products = opt.attn_products;
     st = attn_prefill(args, ao);
   }
   *kernel_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -157,6 +157,25 @@ Status Engine::kv_cache_dtype(const std::string& kv_cache, std::string* resolved
   return Status::Ok();
 }
 
+namespace {
+
+// GenerateOptions::attn_products: parsed, and whether the prefill's attention takes bf16
+// products; "bf16" without the instruction is an error now rather than at the first
+// attention layer of a prefill.
+Status resolve_attn_products(const std::string& name, DType kv_dtype, AttnProducts* out, bool* bf16) {
+  const std::optional<AttnProducts> p = parse_attn_products(name);
+  if (!p) return Status::Error(fmt::format("attention products '{}' are not auto, f32 or bf16", name));
+  if (*p == AttnProducts::kBf16 && !attn_auto_bf16_products(DType::kBF16)) {
+    return Status::Error(
+        "attention products bf16: this CPU has no bf16 dot instruction (AVX512-BF16), or HANPU_BF16_DOT=0");
+  }
+  *out = *p;
+  *bf16 = *p == AttnProducts::kBf16 || (*p == AttnProducts::kAuto && attn_auto_bf16_products(kv_dtype));
+  return Status::Ok();
+}
+
+}  // namespace
+
 bool Engine::has_tokenizer() const { return impl_->tokenizer.has_value(); }
 
 std::vector<int> Engine::random_prompt(int n, uint64_t seed) const {
@@ -222,6 +241,7 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
   s.prompt_tokens = static_cast<int64_t>(prompt.size());
   HANPU_RETURN_IF_ERROR(kv_cache_dtype(o.kv_cache, &s.kv_cache));
   const DType kv_dtype = *parse_dtype(s.kv_cache);
+  HANPU_RETURN_IF_ERROR(resolve_attn_products(o.attn_products, kv_dtype, &fo.attn_products, &s.attn_bf16_products));
   model::SequenceState state = m.new_state(kv_dtype);
   if (!o.resume_state.empty()) HANPU_RETURN_IF_ERROR(model::load_state(m, o.resume_state, &state, kv_dtype));
   s.resumed_tokens = state.position;

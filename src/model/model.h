@@ -14,6 +14,7 @@
 
 #include "base/aligned_vector.h"
 
+#include "hanpu/attn.h"
 #include "hanpu/kv_cache.h"
 #include "hanpu/status.h"
 #include "model/model_config.h"
@@ -25,6 +26,7 @@ namespace hanpu::model {
 struct ForwardOptions {
   std::string la_strategy = "hanpu";  // any of la_strategies()
   std::string attn_placement = "balanced";
+  AttnProducts attn_products = AttnProducts::kAuto;  // the attention prefill's (hanpu/attn.h)
   int threads = 0;  // 0: HANPU_THREADS or every core
 };
 

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "hanpu/attn.h"
 #include "hanpu/engine.h"
 #include "fixtures.h"
 #include "model/sampler.h"
@@ -112,6 +113,44 @@ TEST(Engine, KvCacheAutoFollowsTheProjections) {
   GenerateStats st;
   ASSERT_TRUE(e->generate({1, 2, 3}, o, nullptr, nullptr, &st).ok());
   EXPECT_EQ(st.kv_cache, "bf16");
+}
+
+// GenerateOptions::attn_products reaches the attention prefill: the synthetic Qwen3-Next
+// layout has attention layers before its last (4 and 8), so a prompt of several tokens runs
+// a fused prefill, and the "layer" placement, which has no bf16 products, refuses "bf16" from
+// inside the prefill. Without the instruction "bf16" is refused up front; a bad name is named.
+TEST(Engine, AttnProductsReachThePrefillAndAreChecked) {
+  std::unique_ptr<Engine> e;
+  ASSERT_TRUE(Engine::synthetic("qwen3-next-tiny", 3, &e).ok());  // bf16 weights and cache
+  const std::vector<int> prompt = e->random_prompt(40, 5);
+  GenerateOptions o;
+  o.max_tokens = 2;
+  GenerateStats st;
+  o.attn_products = "q8";
+  EXPECT_NE(e->generate(prompt, o, nullptr, nullptr, &st).message().find("attention products 'q8' are not auto, f32 or bf16"),
+            std::string::npos);
+  o.attn_products = "f32";
+  ASSERT_TRUE(e->generate(prompt, o, nullptr, nullptr, &st).ok());
+  EXPECT_FALSE(st.attn_bf16_products);
+  o.attn_products = "auto";
+  ASSERT_TRUE(e->generate(prompt, o, nullptr, nullptr, &st).ok());
+  EXPECT_EQ(st.attn_bf16_products, attn_auto_bf16_products(DType::kBF16));
+  o.kv_cache = "f32";
+  ASSERT_TRUE(e->generate(prompt, o, nullptr, nullptr, &st).ok());
+  EXPECT_FALSE(st.attn_bf16_products) << "auto rounds no fp32 cache";
+  o.attn_products = "bf16";
+  const Status bf16 = e->generate(prompt, o, nullptr, nullptr, &st);
+  if (!attn_auto_bf16_products(DType::kBF16)) {
+    EXPECT_NE(bf16.message().find("no bf16 dot instruction"), std::string::npos) << bf16.message();
+    return;
+  }
+  ASSERT_TRUE(bf16.ok()) << bf16.message();  // a prefill rounds an fp32 cache's rows itself
+  EXPECT_TRUE(st.attn_bf16_products);
+  o.attn_placement = "layer";
+  const Status layer = e->generate(prompt, o, nullptr, nullptr, &st);
+  EXPECT_NE(layer.message().find("attn_prefill: bf16 products cannot run: the layer placement is fp32 only"),
+            std::string::npos)
+      << layer.message();
 }
 
 // The benchmarks' hook runs once before each decode step's forward call and is not decode

@@ -53,6 +53,10 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_option("--seed", g.seed, "sampling seed")->capture_default_str();
   app.add_option("--la", g.la_strategy, "LA strategy: recurrent, fla, hanpu")->capture_default_str();
   app.add_option("--placement", g.attn_placement, "attention placement: balanced, uniform, layer")->capture_default_str();
+  app.add_option("--attn-products", g.attn_products,
+                 "attention prefill products: auto (bf16 on a bf16 KV cache where the CPU has the bf16 dot "
+                 "instruction), f32, bf16 (q, k, v and P rounded to bf16)")
+      ->capture_default_str();
   app.add_option("--threads", g.threads, "cores (0: all)")->capture_default_str();
   app.add_option("--kv-cache", g.kv_cache, "KV-cache dtype: auto (the projections' dtype), f32, bf16, f16")
       ->capture_default_str();
@@ -153,10 +157,7 @@ int run_model(const RunOptions& o) {
   const double prefill_tps = s.prompt_tokens / (s.prefill_ms / 1e3);
   const int64_t decode_steps = s.generated_tokens > 0 ? s.generated_tokens - (s.stop_reason == "eos" ? 0 : 1) : 0;
   const double decode_tps = decode_steps > 0 ? decode_steps / (s.decode_ms / 1e3) : 0.0;
-  // The attention layers' prefill products (hanpu/attn.h: bf16 on a bf16 KV cache where the
-  // CPU has the dot instruction).
-  const std::optional<DType> kv_dtype = parse_dtype(s.kv_cache);
-  const bool attn_bf16 = kv_dtype && attn_auto_bf16_products(*kv_dtype);
+  const bool attn_bf16 = s.attn_bf16_products;  // the attention prefill's products (hanpu/attn.h)
   // The decode steps' forward calls, nearest-rank quantiles (0 with no step).
   std::vector<double> steps_ms = s.decode_step_ms;
   std::sort(steps_ms.begin(), steps_ms.end());

@@ -37,6 +37,12 @@ inline constexpr int kAttnMaxHeadDim = 256;  // D: a multiple of 16 up to this
 // must satisfy 0 <= q_offset and q_offset + T <= Tk, so every row sees at least one key.
 struct AttnArgs {
   TensorView q, k, v;
+  // Where k's and v's rows are, in elements of their dtype (both alike): key j of kv head hk
+  // starts at element j kv_row_stride + hk kv_head_stride. 0 (the default) is [Tk, Hkv, D]
+  // contiguous: kv_row_stride Hkv x D, kv_head_stride D. A KvCache keeps each head's rows
+  // contiguous (kv_row_stride D, kv_head_stride its capacity x D), so decode reads a head's
+  // keys in address order. Rows must not overlap (an error names the strides).
+  int64_t kv_row_stride = 0, kv_head_stride = 0;
   MutTensorView o;
   MutTensorView lse;
   AttnMask mask = AttnMask::kCausal;

@@ -1,13 +1,18 @@
-// One attention layer's key/value cache: K and V as contiguous [capacity, Hkv, D] rows in one
-// storage dtype, so the first length() rows are exactly the k/v tensors attn_prefill and
-// attn_decode take, with no gather. A 16-bit cache (bf16/f16, as llama.cpp's f16 default)
-// halves the bytes a decode step reads; the kernels widen its rows tile by tile. Grows by doubling: appending n tokens is amortised O(n)
-// copies, never a reallocation per token.
+// One attention layer's key/value cache: K and V each as Hkv blocks of [capacity, D] rows
+// (head-major: each kv head's rows contiguous) in one storage dtype. attn_kv() hands the
+// first length() rows to attn_prefill / attn_decode through AttnArgs' strides, with no
+// gather. Head-major because decode reads the whole cache every step, cold (the weights
+// stream through the caches in between), and one head's keys in address order read ~1.4x
+// faster than the token-major layout's half rows a head apart (docs/benchmarks.md). A 16-bit
+// cache (bf16/f16, as llama.cpp's f16 default) halves the bytes a decode step reads; the
+// kernels widen its rows tile by tile. Grows by doubling: appending n tokens is amortised
+// O(n) copies, never a reallocation per token.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "hanpu/attn.h"
 #include "hanpu/status.h"
 #include "hanpu/tensor.h"
 
@@ -37,12 +42,19 @@ class KvCache {
   int head_dim() const { return head_dim_; }
   DType dtype() const { return dtype_; }
 
-  // [length, Hkv, D] views, valid until the next append.
-  TensorView keys() const { return {k_.data(), dtype_, {length_, kv_heads_, head_dim_}}; }
-  TensorView values() const { return {v_.data(), dtype_, {length_, kv_heads_, head_dim_}}; }
+  // Sets args->k, args->v and their strides to the first length() rows ([length, Hkv, D]
+  // in shape), valid until the next append or reserve.
+  void attn_kv(AttnArgs* args) const;
+  // Tokens [t0, t0 + n) widened to fp32 in token-major [n, Hkv, D] rows (k_out and v_out
+  // may be null); an error (nothing written) unless 0 <= t0 and t0 + n <= length().
+  Status read_f32(int64_t t0, int64_t n, float* k_out, float* v_out) const;
 
  private:
-  size_t token_bytes() const;
+  size_t row_bytes() const;  // one head's row of D values
+  // Head h's row of token t in k_ or v_.
+  size_t row_offset(int64_t t, int h) const {
+    return (static_cast<size_t>(h) * capacity_ + static_cast<size_t>(t)) * row_bytes();
+  }
   Status grow_to(int64_t capacity, const char* who);
   int kv_heads_, head_dim_;
   DType dtype_;

@@ -38,8 +38,7 @@ Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* 
   float* o = reuse_buffer(o_buf, static_cast<size_t>(R) * Hq * D);
   AttnArgs args;
   args.q = {q, DType::kF32, {R, Hq, D}};
-  args.k = kv->keys();
-  args.v = kv->values();
+  kv->attn_kv(&args);  // the cache's head-major rows, through the call's kv strides
   args.o = {o, DType::kF32, {R, Hq, D}};
   args.mask = AttnMask::kCausal;  // q_offset defaults to the cached length less R: pos0 + r0
   Status st;

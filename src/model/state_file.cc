@@ -1,6 +1,7 @@
 // Sequence state files (see state_file.h).
 #include "model/state_file.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstring>
@@ -70,15 +71,17 @@ Status save_state(const Model& model, const SequenceState& s, const std::string&
       } else {
         const int64_t len = s.kv[i]->length();
         put(&len, sizeof(len));
-        const size_t n = static_cast<size_t>(len) * c.kv_heads * c.head_dim;
-        if (s.kv[i]->dtype() == DType::kF32) {
-          put(s.kv[i]->keys().data, n * sizeof(float));
-          put(s.kv[i]->values().data, n * sizeof(float));
-        } else {
-          std::vector<float> wide(n);
-          for (const TensorView& t : {s.kv[i]->keys(), s.kv[i]->values()}) {
-            simd::load_f32(wide.data(), t.data, t.dtype, n);
-            put(wide.data(), n * sizeof(float));
+        // The file keeps fp32 token-major [len, Hkv, D] keys, then values, whatever the
+        // cache's dtype and layout; written through a bounded buffer of whole tokens.
+        const int64_t row = static_cast<int64_t>(c.kv_heads) * c.head_dim;
+        const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 20) / row);
+        std::vector<float> wide(static_cast<size_t>(std::min(len, chunk) * row));
+        for (int which = 0; which < 2; ++which) {
+          for (int64_t t0 = 0; t0 < len; t0 += chunk) {
+            const int64_t n = std::min(chunk, len - t0);
+            HANPU_RETURN_IF_ERROR(
+                s.kv[i]->read_f32(t0, n, which == 0 ? wide.data() : nullptr, which == 1 ? wide.data() : nullptr));
+            put(wide.data(), static_cast<size_t>(n * row) * sizeof(float));
           }
         }
       }

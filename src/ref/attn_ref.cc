@@ -11,6 +11,9 @@ AttnRefResult attention(const AttnArgs& a) {
   const int Hq = static_cast<int>(a.q.shape[1]), Hkv = static_cast<int>(a.k.shape[1]);
   const int D = static_cast<int>(a.q.shape[2]);
   const int64_t q_offset = a.q_offset ? *a.q_offset : Tk - T;
+  // Key j of kv head hk starts at element j ld + hk head_ld (AttnArgs' strides; 0: contiguous).
+  const int64_t ld = a.kv_row_stride != 0 ? a.kv_row_stride : int64_t{Hkv} * D;
+  const int64_t head_ld = a.kv_head_stride != 0 ? a.kv_head_stride : D;
   const double scale = a.scale ? *a.scale : 1.0 / std::sqrt(static_cast<double>(D));
   AttnRefResult r;
   r.o.assign(static_cast<size_t>(T) * Hq * D, 0.0);
@@ -32,7 +35,7 @@ AttnRefResult attention(const AttnArgs& a) {
         double dot = 0;
         for (int d = 0; d < D; ++d) {
           dot += static_cast<double>(load_as_f32(a.q.data, a.q.dtype, (i * Hq + h) * D + d)) *
-                 load_as_f32(a.k.data, a.k.dtype, (j * Hkv + hk) * D + d);
+                 load_as_f32(a.k.data, a.k.dtype, j * ld + hk * head_ld + d);
         }
         s[j] = scale * dot;
         m = std::max(m, s[j]);
@@ -43,7 +46,7 @@ AttnRefResult attention(const AttnArgs& a) {
         if (std::isinf(s[j])) continue;
         const double p = std::exp(s[j] - m);
         sum += p;
-        for (int d = 0; d < D; ++d) out[d] += p * load_as_f32(a.v.data, a.v.dtype, (j * Hkv + hk) * D + d);
+        for (int d = 0; d < D; ++d) out[d] += p * load_as_f32(a.v.data, a.v.dtype, j * ld + hk * head_ld + d);
       }
       for (int d = 0; d < D; ++d) out[d] /= sum;
       r.lse[static_cast<size_t>(h) * T + i] = m + std::log(sum);

@@ -63,10 +63,21 @@ Status run_converted(const AttnArgs& a, cpu::AttnProblem p, cpu::AttnRunContext&
     if (p.kv_dtype == DType::kF32 || widens_kv) {
       p.k = a.k.data;
       p.v = a.v.data;
-    } else {
-      p.k = convert(a.k, k);
-      p.v = convert(a.v, v);
+    } else {  // widened into [Tk, Hkv, D] rows, from whatever strides they had
+      for (auto [src, dst] : {std::pair{a.k.data, &k}, std::pair{a.v.data, &v}}) {
+        *dst = ScratchBuffer<float>(static_cast<size_t>(p.Tk) * p.Hkv * p.D, ctx.meter);
+        for (int64_t t = 0; t < p.Tk; ++t) {
+          for (int hk = 0; hk < p.Hkv; ++hk) {
+            const auto* row = static_cast<const char*>(src) + p.kv_row(t, hk) * dtype_size(p.kv_dtype);
+            simd::load_f32(dst->data() + (t * p.Hkv + hk) * p.D, row, p.kv_dtype, static_cast<size_t>(p.D));
+          }
+        }
+      }
+      p.k = k.data();
+      p.v = v.data();
       p.kv_dtype = DType::kF32;
+      p.kv_ld = static_cast<int64_t>(p.Hkv) * p.D;
+      p.kv_head_ld = p.D;
     }
     p.lse = static_cast<float*>(a.lse.data);
     run(p, ctx);

@@ -18,7 +18,7 @@ namespace hanpu::cpu {
 void attn_layer(const AttnProblem& p, AttnRunContext& ctx) {
   ThreadPool& pool = ThreadPool::shared(ctx.threads);
   const int P = pool.size(), D = p.D, G = p.group();
-  const ptrdiff_t ldk = static_cast<ptrdiff_t>(p.Hkv) * D, ldq = static_cast<ptrdiff_t>(p.Hq) * D;
+  const ptrdiff_t ldk = static_cast<ptrdiff_t>(p.kv_ld), ldq = static_cast<ptrdiff_t>(p.Hq) * D;
   ScratchBuffer<float> kt(static_cast<size_t>(D) * p.Tk, ctx.meter);
   ScratchBuffer<float> s(static_cast<size_t>(p.T) * p.Tk, ctx.meter);
   ctx.busy_ms.assign(P, 0.0);

@@ -161,7 +161,7 @@ void copy_kv_rows(const KvRows& kv, int64_t j0, int64_t n, int D, float* k_out, 
 KvRows kv_rows_in_place(const AttnProblem& p, int hk) {
   const size_t at = p.kv_row(0, hk) * dtype_size(p.kv_dtype);
   return KvRows{static_cast<const char*>(p.k) + at, static_cast<const char*>(p.v) + at,
-                static_cast<ptrdiff_t>(p.Hkv) * p.D, p.kv_dtype};
+                static_cast<ptrdiff_t>(p.kv_ld), p.kv_dtype};
 }
 
 void attend_query_tile(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows& kv, int64_t t0,

@@ -9,8 +9,8 @@
 // a unit holds Q^T [D x N], one score tile [kv x N] and its N output rows (N = group x rows).
 // Units with fewer query columns than a SIMD vector (decode: 1 token x a few heads) keep the
 // scores row-major instead (dot products along D), reading K and V in place.
-// K and V are read as contiguous rows: in place, consecutive keys of one head sit Hkv x D
-// floats apart (8 KiB for 32 heads of 64), every row in the same L1 set, and the tiles the
+// K and V are read as contiguous rows: in place in a token-major layout, consecutive keys of
+// one head sit Hkv x D floats apart (8 KiB for 32 heads of 64), every row in the same L1 set, and the tiles the
 // micro-kernel re-reads per register tile would evict each other. Prefill packs each head's
 // rows once per core (attn_fused.cc); otherwise a unit copies each key tile (1/(2N) of its
 // FLOPs). For the same reason the output rows accumulate in a dense [N x D] block and are
@@ -56,8 +56,9 @@ struct TileOut {
 };
 
 // Where kv head hk's key and value rows are: row j at element j * ld of k (v likewise), in
-// `dtype`. In place (ld = Hkv x D, the storage dtype) or packed contiguous fp32 by the
-// caller (ld = D: no per-tile copy needed).
+// `dtype`. In place (ld = the call's kv_row_stride: Hkv x D token-major, D in a KvCache,
+// the storage dtype) or packed contiguous fp32 by the caller (fp32 with ld = D: no per-tile
+// copy needed).
 struct KvRows {
   const void* k;
   const void* v;

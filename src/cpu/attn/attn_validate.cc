@@ -14,6 +14,22 @@ Status expect_data(const char* who, const char* name, const void* p, int64_t num
   return Status::Ok();
 }
 
+// Rows of D elements at j ld + hk head_ld (j < Tk, hk < Hkv) must not overlap: one stride
+// nests the other, as in token-major [Tk, Hkv, D] or head-major [Hkv, capacity, D] storage.
+Status check_kv_strides(const char* who, int64_t Tk, int64_t Hkv, int64_t D, int64_t ld, int64_t head_ld) {
+  if (ld < 0 || head_ld < 0) {
+    return Status::Error(fmt::format("{}: kv strides must be >= 0 (0: contiguous), got kv_row_stride {} and "
+                                     "kv_head_stride {}", who, ld, head_ld));
+  }
+  const bool keys_outer = head_ld >= D && (Tk <= 1 || ld >= (Hkv - 1) * head_ld + D);
+  const bool heads_outer = ld >= D && (Hkv <= 1 || head_ld >= (Tk - 1) * ld + D);
+  if (Tk > 0 && !keys_outer && !heads_outer) {
+    return Status::Error(fmt::format("{}: k/v rows of D = {} overlap at kv_row_stride {} and kv_head_stride {} "
+                                     "(Tk = {}, Hkv = {})", who, D, ld, head_ld, Tk, Hkv));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status validate_attn(const AttnArgs& a, const char* who, AttnProblem* p) {
@@ -72,6 +88,9 @@ Status validate_attn(const AttnArgs& a, const char* who, AttnProblem* p) {
   HANPU_RETURN_IF_ERROR(expect_data(who, "k", a.k.data, a.k.numel()));
   HANPU_RETURN_IF_ERROR(expect_data(who, "v", a.v.data, a.v.numel()));
   HANPU_RETURN_IF_ERROR(expect_data(who, "o", a.o.data, a.o.numel()));
+  const int64_t kv_ld = a.kv_row_stride != 0 ? a.kv_row_stride : Hkv * D;
+  const int64_t kv_head_ld = a.kv_head_stride != 0 ? a.kv_head_stride : D;
+  HANPU_RETURN_IF_ERROR(check_kv_strides(who, Tk, Hkv, D, kv_ld, kv_head_ld));
   if (a.scale && !std::isfinite(*a.scale)) {
     return Status::Error(fmt::format("{}: scale = {} is not finite", who, *a.scale));
   }
@@ -90,6 +109,8 @@ Status validate_attn(const AttnArgs& a, const char* who, AttnProblem* p) {
   }
   p->dtype = a.q.dtype;
   p->kv_dtype = a.k.dtype;
+  p->kv_ld = kv_ld;
+  p->kv_head_ld = kv_head_ld;
   p->T = T;
   p->Tk = Tk;
   p->Hq = static_cast<int>(Hq);

@@ -1,4 +1,4 @@
-// KvCache: contiguous per-layer K/V rows grown by doubling (see kv_cache.h).
+// KvCache: per-layer head-major K/V rows grown by doubling (see kv_cache.h).
 #include "hanpu/kv_cache.h"
 
 #include <algorithm>
@@ -16,19 +16,20 @@ KvCache::KvCache(int kv_heads, int head_dim, DType dtype, int64_t initial_capaci
       head_dim_(std::max(head_dim, 1)),
       dtype_(dtype),
       capacity_(std::max<int64_t>(initial_capacity, 1)) {
-  k_.resize(static_cast<size_t>(capacity_) * token_bytes());
+  k_.resize(static_cast<size_t>(capacity_) * kv_heads_ * row_bytes());
   v_.resize(k_.size());
 }
 
-size_t KvCache::token_bytes() const {
-  return static_cast<size_t>(kv_heads_) * head_dim_ * dtype_size(dtype_);
-}
+size_t KvCache::row_bytes() const { return static_cast<size_t>(head_dim_) * dtype_size(dtype_); }
 
 Status KvCache::grow_to(int64_t cap, const char* who) {
   try {
-    std::vector<uint8_t> nk(static_cast<size_t>(cap) * token_bytes()), nv(nk.size());
-    std::memcpy(nk.data(), k_.data(), static_cast<size_t>(length_) * token_bytes());
-    std::memcpy(nv.data(), v_.data(), static_cast<size_t>(length_) * token_bytes());
+    std::vector<uint8_t> nk(static_cast<size_t>(cap) * kv_heads_ * row_bytes()), nv(nk.size());
+    for (int h = 0; h < kv_heads_; ++h) {  // each head's block moves to its place in the larger buffer
+      const size_t to = static_cast<size_t>(h) * cap * row_bytes(), n = static_cast<size_t>(length_) * row_bytes();
+      std::memcpy(nk.data() + to, k_.data() + row_offset(0, h), n);
+      std::memcpy(nv.data() + to, v_.data() + row_offset(0, h), n);
+    }
     k_.swap(nk);
     v_.swap(nv);
   } catch (const std::bad_alloc&) {
@@ -71,16 +72,45 @@ Status KvCache::append(const TensorView& k, const TensorView& v) {
     while (cap < length_ + n) cap *= 2;
     HANPU_RETURN_IF_ERROR(grow_to(cap, "KvCache::append"));
   }
-  const size_t off = static_cast<size_t>(length_) * token_bytes(), bytes = static_cast<size_t>(n) * token_bytes();
-  if (bytes > 0 && k.dtype == dtype_) {
-    std::memcpy(k_.data() + off, k.data, bytes);
-    std::memcpy(v_.data() + off, v.data, bytes);
-  } else if (bytes > 0) {  // fp32 rows into a 16-bit cache
-    const size_t elems = static_cast<size_t>(n) * kv_heads_ * head_dim_;
-    simd::store_f32(k_.data() + off, dtype_, static_cast<const float*>(k.data), elems);
-    simd::store_f32(v_.data() + off, dtype_, static_cast<const float*>(v.data), elems);
+  // Token t's row of head h is at (t Hkv + h) D in k and v; it goes to row length + t of head h.
+  const size_t in_row = static_cast<size_t>(head_dim_) * dtype_size(k.dtype);
+  for (int64_t t = 0; t < n; ++t) {
+    for (int h = 0; h < kv_heads_; ++h) {
+      const size_t at = static_cast<size_t>(t * kv_heads_ + h) * in_row;
+      for (auto [src, dst] : {std::pair{static_cast<const uint8_t*>(k.data) + at, &k_},
+                              std::pair{static_cast<const uint8_t*>(v.data) + at, &v_}}) {
+        uint8_t* out = dst->data() + row_offset(length_ + t, h);
+        if (k.dtype == dtype_) {
+          std::memcpy(out, src, row_bytes());
+        } else {  // fp32 rows into a 16-bit cache
+          simd::store_f32(out, dtype_, reinterpret_cast<const float*>(src), static_cast<size_t>(head_dim_));
+        }
+      }
+    }
   }
   length_ += n;
+  return Status::Ok();
+}
+
+void KvCache::attn_kv(AttnArgs* args) const {
+  args->k = {k_.data(), dtype_, {length_, kv_heads_, head_dim_}};
+  args->v = {v_.data(), dtype_, {length_, kv_heads_, head_dim_}};
+  args->kv_row_stride = head_dim_;
+  args->kv_head_stride = capacity_ * head_dim_;
+}
+
+Status KvCache::read_f32(int64_t t0, int64_t n, float* k_out, float* v_out) const {
+  if (t0 < 0 || n < 0 || t0 + n > length_) {
+    return Status::Error(fmt::format("KvCache::read_f32: tokens [{}, {}) are not within the {} cached", t0, t0 + n,
+                                     length_));
+  }
+  for (int64_t t = 0; t < n; ++t) {
+    for (int h = 0; h < kv_heads_; ++h) {
+      const size_t at = static_cast<size_t>(t * kv_heads_ + h) * head_dim_;
+      if (k_out) simd::load_f32(k_out + at, k_.data() + row_offset(t0 + t, h), dtype_, static_cast<size_t>(head_dim_));
+      if (v_out) simd::load_f32(v_out + at, v_.data() + row_offset(t0 + t, h), dtype_, static_cast<size_t>(head_dim_));
+    }
+  }
   return Status::Ok();
 }
 

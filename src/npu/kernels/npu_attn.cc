@@ -29,6 +29,9 @@ Status npu_attn_prefill(const AttnArgs& a, const NpuAttnOptions& opt, NpuAttnSta
     return Status::Error("npu attn: masks none and causal without a query offset only (the STEEL dataflow)");
   }
   if (a.scale && !std::isfinite(*a.scale)) return Status::Error("npu attn: scale must be finite");
+  if (a.kv_row_stride != 0 || a.kv_head_stride != 0) {
+    return Status::Error("npu attn: k and v must be contiguous [T, H, D] (no kv strides)");
+  }
   if (opt.variant != "steel" && opt.variant != "dato" && opt.variant != "layer") {
     return Status::Error(fmt::format("npu attn: unknown variant '{}' (one of: {})", opt.variant,
                                      fmt::join(npu_attn_variants(), ", ")));

@@ -1,6 +1,8 @@
-// The KV cache: appended rows read back exactly, growth by doubling (few reallocations),
-// bad appends rejected without change, and a decode loop over the cache equals one prefill.
+// The KV cache: appended rows read back exactly (through read_f32 and at the rows attn_kv's
+// strides address), growth by doubling (few reallocations), bad appends and reads rejected
+// without change, and a decode loop over the cache equals one prefill.
 #include <cstring>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -11,6 +13,34 @@
 
 namespace hanpu::test {
 namespace {
+
+// Every row of the cache equals token-major [n, Hkv, D] rows `want` (in the cache's dtype):
+// read through read_f32, and in place where attn_kv's strides say row (t, h) is.
+void expect_rows(const KvCache& cache, const uint8_t* want_k, const uint8_t* want_v, int64_t n) {
+  const int H = cache.kv_heads(), D = cache.head_dim();
+  const DType dt = cache.dtype();
+  std::vector<float> k(static_cast<size_t>(n) * H * D, -1.0f), v(k.size(), -1.0f);
+  ASSERT_TRUE(cache.read_f32(0, n, k.data(), v.data()).ok());
+  AttnArgs a;
+  cache.attn_kv(&a);
+  ASSERT_EQ(a.k.shape, (Shape{cache.length(), H, D}));
+  ASSERT_EQ(a.k.dtype, dt);
+  ASSERT_EQ(a.kv_row_stride, D);
+  ASSERT_EQ(a.kv_head_stride, cache.capacity() * D);
+  for (int64_t t = 0; t < n; ++t) {
+    for (int h = 0; h < H; ++h) {
+      for (int d = 0; d < D; ++d) {
+        const size_t token_major = static_cast<size_t>((t * H + h) * D + d);
+        const size_t in_place = static_cast<size_t>(t * a.kv_row_stride + h * a.kv_head_stride + d);
+        const float wk = load_as_f32(want_k, dt, token_major), wv = load_as_f32(want_v, dt, token_major);
+        ASSERT_EQ(k[token_major], wk) << "read_f32 k " << t << "," << h << "," << d;
+        ASSERT_EQ(v[token_major], wv) << "read_f32 v " << t << "," << h << "," << d;
+        ASSERT_EQ(load_as_f32(a.k.data, dt, in_place), wk) << "attn_kv k " << t << "," << h << "," << d;
+        ASSERT_EQ(load_as_f32(a.v.data, dt, in_place), wv) << "attn_kv v " << t << "," << h << "," << d;
+      }
+    }
+  }
+}
 
 TEST(KvCache, AppendsGrowByDoublingAndReadBack) {
   const AttnCase c{.dtype = DType::kBF16, .T = 1000, .Tk = 1000, .Hq = 4, .Hkv = 2, .D = 64, .seed = 91};
@@ -27,9 +57,13 @@ TEST(KvCache, AppendsGrowByDoublingAndReadBack) {
   ASSERT_EQ(cache.length(), 1000);
   EXPECT_EQ(cache.capacity(), 1024);
   EXPECT_EQ(cache.growths(), 3);  // 16 -> 128 (109 tokens) -> 512 -> 1024: doubling, a jump per append
-  EXPECT_EQ(0, std::memcmp(cache.keys().data, d.k.data(), 1000 * row));
-  EXPECT_EQ(0, std::memcmp(cache.values().data, d.v.data(), 1000 * row));
-  EXPECT_EQ(cache.keys().shape, (Shape{1000, 2, 64}));
+  expect_rows(cache, d.k.data(), d.v.data(), 1000);
+  std::vector<float> out(4 * row, -1.0f);
+  const Status past = cache.read_f32(998, 3, out.data(), nullptr);
+  EXPECT_NE(past.message().find("tokens [998, 1001) are not within the 1000 cached"), std::string::npos)
+      << past.message();
+  EXPECT_FALSE(cache.read_f32(-1, 1, out.data(), nullptr).ok());
+  EXPECT_EQ(out[0], -1.0f) << "a refused read writes nothing";
   ASSERT_TRUE(cache.truncate(10).ok());
   EXPECT_EQ(cache.length(), 10);
   EXPECT_FALSE(cache.truncate(11).ok());
@@ -57,8 +91,7 @@ TEST(KvCache, ReserveMakesRoomOnceAndKeepsTheRows) {
   ASSERT_TRUE(append(200, 100).ok());
   EXPECT_EQ(cache.capacity(), 400);
   EXPECT_EQ(cache.growths(), 2);
-  EXPECT_EQ(0, std::memcmp(cache.keys().data, d.k.data(), 300 * row));
-  EXPECT_EQ(0, std::memcmp(cache.values().data, d.v.data(), 300 * row));
+  expect_rows(cache, d.k.data(), d.v.data(), 300);
 }
 
 TEST(KvCache, Fp32RowsAreRoundedIntoASixteenBitCache) {
@@ -71,14 +104,12 @@ TEST(KvCache, Fp32RowsAreRoundedIntoASixteenBitCache) {
     ASSERT_TRUE(cache.append({k.data(), DType::kF32, {2, 3, 48}}, {v.data(), DType::kF32, {2, 3, 48}}).ok());
     ASSERT_TRUE(cache.append({k.data() + 2 * 144, DType::kF32, {3, 3, 48}}, {v.data() + 2 * 144, DType::kF32, {3, 3, 48}}).ok());
     ASSERT_EQ(cache.length(), 5);
-    EXPECT_EQ(cache.keys().dtype, dt);
-    std::vector<uint8_t> want(2);
+    std::vector<uint8_t> want_k(k.size() * 2), want_v(v.size() * 2);  // rounded by the reference's rule
     for (size_t i = 0; i < k.size(); ++i) {
-      store_from_f32(want.data(), dt, 0, k[i]);
-      ASSERT_EQ(load_as_f32(cache.keys().data, dt, i), load_as_f32(want.data(), dt, 0)) << dtype_name(dt) << " k " << i;
-      store_from_f32(want.data(), dt, 0, v[i]);
-      ASSERT_EQ(load_as_f32(cache.values().data, dt, i), load_as_f32(want.data(), dt, 0)) << dtype_name(dt) << " v " << i;
+      store_from_f32(want_k.data(), dt, i, k[i]);
+      store_from_f32(want_v.data(), dt, i, v[i]);
     }
+    expect_rows(cache, want_k.data(), want_v.data(), 5);
   }
 }
 
@@ -121,8 +152,7 @@ TEST(KvCache, DecodeLoopOverTheCacheEqualsOnePrefill) {
     std::vector<float> o(q_row, -1.0f);
     AttnArgs a;
     a.q = {reinterpret_cast<const float*>(whole.q.data()) + t * q_row, DType::kF32, {1, 8, 128}};
-    a.k = cache.keys();
-    a.v = cache.values();
+    cache.attn_kv(&a);
     a.o = {o.data(), DType::kF32, {1, 8, 128}};
     ASSERT_TRUE(attn_decode(a, 2).ok());
     got.insert(got.end(), o.begin(), o.end());

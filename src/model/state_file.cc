@@ -79,8 +79,13 @@ Status save_state(const Model& model, const SequenceState& s, const std::string&
         for (int which = 0; which < 2; ++which) {
           for (int64_t t0 = 0; t0 < len; t0 += chunk) {
             const int64_t n = std::min(chunk, len - t0);
-            HANPU_RETURN_IF_ERROR(
-                s.kv[i]->read_f32(t0, n, which == 0 ? wide.data() : nullptr, which == 1 ? wide.data() : nullptr));
+            const Status read =
+                s.kv[i]->read_f32(t0, n, which == 0 ? wide.data() : nullptr, which == 1 ? wide.data() : nullptr);
+            if (!read.ok()) {  // no file is left behind
+              out.close();
+              std::remove(tmp.c_str());
+              return read;
+            }
             put(wide.data(), static_cast<size_t>(n * row) * sizeof(float));
           }
         }

@@ -259,7 +259,9 @@ int run_bench_attn(const BenchAttnOptions& o) {
         fill(b.v, static_cast<size_t>(L) * s.Hkv * s.D, dt, rng);
         b.o.resize(b.q.size());
         b.lse.resize(s.Hq);
-        const AttnArgs args = make_args(b, dt, 1, L, s, *mask, o.window);
+        AttnArgs args = make_args(b, dt, 1, L, s, *mask, o.window);
+        args.kv_row_stride = s.D;  // the keys and values laid out as a KvCache holds them: head-major
+        args.kv_head_stride = L * s.D;
         if (o.json) std::fprintf(stderr, "[%s] decode L=%ld\n", s.name.c_str(), L);
         // A decode call takes well under a millisecond at short caches: each timed run is a
         // batch of calls filling ~20 ms (one call timed alone, between FMA-peak probes, moved

@@ -95,10 +95,9 @@ std::span<const AttnPlacementInfo> attn_placements();
 // Prefill (any T). Validates first: on error nothing has been written. T = 0 is a no-op.
 Status attn_prefill(const AttnArgs& args, const AttnOptions& options = {}, AttnStats* stats = nullptr);
 
-// Decode: a few query rows (T small) against a long key/value sequence, the kv heads split
-// over the cores where they divide evenly, else the keys (each core a slice of the cache,
-// merged by log-sum-exp), so one sequence still uses every core. Same arguments and masks as
-// attn_prefill.
+// Decode: a few query rows (T small) against a long key/value sequence, split along the keys
+// over the cores (each core a slice of the cache, merged by log-sum-exp), so one sequence
+// still uses every core. Same arguments and masks as attn_prefill.
 Status attn_decode(const AttnArgs& args, int threads = 0, AttnStats* stats = nullptr);
 
 // The tile sizes the fused kernel picks: a pure function of the head dim, the GQA group

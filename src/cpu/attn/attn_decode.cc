@@ -1,16 +1,12 @@
 // Decode: a few query rows against a long cache. One sequence has too few query rows to
-// share between cores, so the kv heads are shared instead where they divide evenly over the
-// cores: each core runs its heads' units over every visible key, in place, and writes their
-// rows directly. With the KvCache's head-major rows a core then streams one contiguous
-// region per head, the order the hardware prefetchers follow best (the decode attention's
-// time per step fell 10-20% against the key split below, docs/benchmarks.md).
-// Otherwise (fewer heads than cores, e.g. one) the keys are split: core c attends every query
-// row to its slice of the visible keys (the same fused unit as prefill) and the slices'
-// normalised partial outputs are merged exactly by their log-sum-exps:
+// share between cores, so the keys are split instead: core c attends every query row to its
+// slice of the visible keys (the same fused unit as prefill) and the slices' normalised
+// partial outputs are merged exactly by their log-sum-exps:
 //   lse = log sum_c exp(lse_c),   o = sum_c exp(lse_c - lse) o_c.
 // Within its slice a core walks blocks of keys with every kv head inside, merging each
-// block the same way, so a token-major [L, Hkv, D] cache streams in order too (a block's rows
-// of all heads are one contiguous range) instead of head by head at a stride of Hkv x D.
+// block the same way: in the [L, Hkv, D] cache a block's rows of all heads are one
+// contiguous range, so the cache streams in order instead of head by head at a stride of
+// Hkv x D floats (which no hardware prefetcher follows).
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -52,33 +48,9 @@ void merge_partial(const AttnProblem& p, float* o, float* lse, const float* o2, 
 
 }  // namespace
 
-namespace {
-
-// Each core its share of the kv heads, every query row of a head in units of BQ rows over
-// all the keys they see, written to o (and lse) directly.
-void split_heads(const AttnProblem& p, AttnRunContext& ctx, ThreadPool& pool) {
-  const int P = pool.size(), G = p.group(), BQ = ctx.tiles.q_rows;
-  ctx.busy_ms = pool.run_on_all([&](int w) {
-    simd::ensure_flush_denormals();
-    AttnWorkspace ws(p, ctx.tiles, ctx.meter);
-    for (int hk = w * p.Hkv / P; hk < (w + 1) * p.Hkv / P; ++hk) {
-      const int h0 = hk * G;
-      for (int64_t t0 = 0; t0 < p.T; t0 += BQ) {
-        const int r = static_cast<int>(std::min<int64_t>(BQ, p.T - t0));
-        TileOut out{p.o + p.q_row(t0, h0), static_cast<ptrdiff_t>(p.Hq) * p.D, p.D,
-                    p.lse ? p.lse + static_cast<size_t>(h0) * p.T + t0 : nullptr, p.T};
-        attend_query_tile(p, ws, hk, kv_rows_in_place(p, hk), t0, r, 0, p.Tk, out);
-      }
-    }
-  });
-}
-
-}  // namespace
-
 void attn_split_keys(const AttnProblem& p, AttnRunContext& ctx) {
   ThreadPool& pool = ThreadPool::shared(ctx.threads);
   const int P = pool.size(), G = p.group(), BQ = ctx.tiles.q_rows;
-  if (p.Hkv % P == 0) return split_heads(p, ctx, pool);
   // Split only the keys some row can see (a sliding window sees the last `window` keys).
   const int64_t lo = p.key_begin(0), hi = p.key_end(p.T - 1), span = hi - lo;
   const size_t rows = static_cast<size_t>(p.T) * p.Hq;

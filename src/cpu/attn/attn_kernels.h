@@ -14,8 +14,7 @@ void attn_fused(const AttnProblem& p, AttnRunContext& ctx, bool balanced);
 // keys and values (kv_dtype kF32: attn_api.cc converts 16-bit ones for it).
 void attn_layer(const AttnProblem& p, AttnRunContext& ctx);
 
-// Decode: the kv heads split over the cores where they divide evenly, else the keys, the
-// partial results merged by log-sum-exp.
+// Decode: keys split over the cores, partial results merged by log-sum-exp.
 void attn_split_keys(const AttnProblem& p, AttnRunContext& ctx);
 
 }  // namespace hanpu::cpu

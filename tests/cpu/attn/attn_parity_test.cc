@@ -3,6 +3,7 @@
 // head dims 16..256, the three masks (with query offsets and windows), f32/f16/bf16 (also
 // 16-bit keys/values under fp32 queries), odd tile sizes. NMSE of the outputs and of the log-sum-exp.
 // All with fp32 products (AttnProducts::kF32); the bf16 ones: attn_bf16_products_test.cc.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "attn_test_util.h"
@@ -82,10 +83,12 @@ TEST_P(AttnParity, EveryPlacementAndDecodeMatchFloat64Reference) {
     expect_close(c, want, d, std::string(pl.name));
   }
   if (c.T <= 100) {  // decode: few rows, keys split over the cores (3 workers: uneven slices)
-    d.poison();
-    const Status st = attn_decode(d.args(), 3);
-    ASSERT_TRUE(st.ok()) << st.message();
-    expect_close(c, want, d, "decode");
+    for (int threads : {1, 2, 3}) {
+      d.poison();
+      const Status st = attn_decode(d.args(), threads);
+      ASSERT_TRUE(st.ok()) << st.message();
+      expect_close(c, want, d, fmt::format("decode on {} threads", threads));
+    }
   }
 }
 

@@ -10,10 +10,10 @@
 // Units with fewer query columns than a SIMD vector (decode: 1 token x a few heads) keep the
 // scores row-major instead (dot products along D), reading K and V in place.
 // K and V are read as contiguous rows: in place in a token-major layout, consecutive keys of
-// one head sit Hkv x D floats apart (8 KiB for 32 heads of 64), every row in the same L1 set, and the tiles the
-// micro-kernel re-reads per register tile would evict each other. Prefill packs each head's
-// rows once per core (attn_fused.cc); otherwise a unit copies each key tile (1/(2N) of its
-// FLOPs). For the same reason the output rows accumulate in a dense [N x D] block and are
+// one head sit Hkv x D floats apart (8 KiB for 32 heads of 64), every row in the same L1 set,
+// and the tiles the micro-kernel re-reads per register tile would evict each other. Prefill
+// packs each head's rows once per core (attn_fused.cc); otherwise a unit copies each key tile
+// (1/(2N) of its FLOPs). For the same reason the output rows accumulate in a dense [N x D] block and are
 // written to o once, normalised, at the end.
 // With bf16 products (AttnRunContext::bf16_products, a bf16 KV cache on a CPU with the bf16
 // dot instruction) both products run on it instead (attn_tile_pairs.cc, simd/attn_bf16_dot.h):

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
 
 #include <fmt/format.h>
 
@@ -203,11 +202,9 @@ Status parse_gguf(const uint8_t* bytes, size_t size, const std::string& file, Gg
     else if (t.type == 30) st.dtype = DType::kBF16;
     else if (const char* q = ggml_type_name(t.type)) return bad(fmt::format("type {} is quantised; hanpu loads F32, F16 and BF16", q));
     else return bad(fmt::format("ggml type {} is not supported (F32, F16, BF16)", t.type));
-    uint64_t numel = 1;
-    for (uint64_t ne : t.ne) {
-      if (ne != 0 && numel > (std::numeric_limits<uint64_t>::max() / 16) / ne) return bad("absurdly large shape");
-      numel *= ne;
-    }
+    const std::optional<uint64_t> counted = checked_numel(t.ne);
+    if (!counted) return bad("absurdly large shape");
+    const uint64_t numel = *counted;
     for (auto it = t.ne.rbegin(); it != t.ne.rend(); ++it) st.shape.push_back(static_cast<int64_t>(*it));
     const uint64_t bytes_needed = numel * dtype_size(st.dtype);
     if (t.offset % alignment != 0) return bad(fmt::format("offset {} is not a multiple of the alignment {}", t.offset, alignment));
@@ -243,6 +240,11 @@ Status load_gguf(const std::string& path, GgufMetadata* meta, WeightStore* store
   HANPU_RETURN_IF_ERROR(MappedFile::open(path, &f));
   const MappedFile& kept = store->keep(std::move(f));
   return parse_gguf(kept.data(), kept.size(), path, meta, store);
+}
+
+const std::string* gguf_string(const GgufMetadata& meta, const std::string& key) {
+  const auto it = meta.find(key);
+  return it == meta.end() ? nullptr : std::get_if<std::string>(&it->second.v);
 }
 
 }  // namespace hanpu::model

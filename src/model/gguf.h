@@ -25,6 +25,9 @@ struct GgufValue {
 
 using GgufMetadata = std::map<std::string, GgufValue>;
 
+// The string value of `key`, or null where it is missing or not a string.
+const std::string* gguf_string(const GgufMetadata& meta, const std::string& key);
+
 // Limits that keep a corrupt header from making the parser allocate or loop without bound.
 inline constexpr uint64_t kGgufMaxTensors = 1u << 20;
 inline constexpr uint64_t kGgufMaxMetadata = 1u << 20;

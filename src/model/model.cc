@@ -9,6 +9,7 @@
 
 #include "cpu/nn/linear.h"
 #include "model/gguf_model.h"
+#include "model/gguf_tokenizer.h"
 #include "model/layer_ops.h"
 #include "model/layers.h"
 #include "model/safetensors.h"

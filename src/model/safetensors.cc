@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <limits>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -45,16 +44,15 @@ Status parse_entry(const std::string& file, const std::string& name, const json&
   HANPU_RETURN_IF_ERROR(dtype_from_name(e["dtype"].get<std::string>(), file, name, &t->dtype));
   if (!e.contains("shape") || !e["shape"].is_array()) return bad("no shape array");
   if (e["shape"].size() > 8) return bad(fmt::format("{} dimensions (at most 8)", e["shape"].size()));
-  uint64_t numel = 1;
+  std::vector<uint64_t> dims;
   for (const json& d : e["shape"]) {
     if (!d.is_number_unsigned()) return bad(fmt::format("shape {} has a negative or non-integer dimension", e["shape"].dump()));
-    const uint64_t v = d.get<uint64_t>();
-    if (v != 0 && numel > std::numeric_limits<uint64_t>::max() / 16 / v) {
-      return bad(fmt::format("shape {} is absurdly large", e["shape"].dump()));
-    }
-    numel *= v;
-    t->shape.push_back(static_cast<int64_t>(v));
+    dims.push_back(d.get<uint64_t>());
   }
+  const std::optional<uint64_t> counted = checked_numel(dims);
+  if (!counted) return bad(fmt::format("shape {} is absurdly large", e["shape"].dump()));
+  const uint64_t numel = *counted;
+  for (uint64_t v : dims) t->shape.push_back(static_cast<int64_t>(v));
   if (!e.contains("data_offsets") || !e["data_offsets"].is_array() || e["data_offsets"].size() != 2 ||
       !e["data_offsets"][0].is_number_unsigned() || !e["data_offsets"][1].is_number_unsigned()) {
     return bad("data_offsets is not a pair of non-negative integers");

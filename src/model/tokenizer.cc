@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <fstream>
-#include <limits>
+#include <queue>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -55,6 +55,10 @@ constexpr const char* kQwen35Pattern =
 // GPT-2's pattern, used by a ByteLevel pre-tokenizer with use_regex = true.
 constexpr const char* kGpt2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
+// `s` as a JSON string for an error message. A GGUF's token text may be any bytes, and
+// nlohmann's dump() throws on invalid UTF-8; those bytes become U+FFFD here.
+std::string quoted(const std::string& s) { return json(s).dump(-1, ' ', false, json::error_handler_t::replace); }
 
 uint64_t pair_key(int a, int b) { return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b); }
 
@@ -217,7 +221,7 @@ Status Tokenizer::build(Parts parts, const std::string& source, Tokenizer* out) 
     const auto ia = t.vocab_.find(a), ib = t.vocab_.find(b), iab = t.vocab_.find(a + b);
     if (ia == t.vocab_.end() || ib == t.vocab_.end() || iab == t.vocab_.end()) {
       return Status::Error(fmt::format("{}: merge #{} ({} + {}) uses a token missing from the vocab", source, rank,
-                                       json(a).dump(), json(b).dump()));
+                                       quoted(a), quoted(b)));
     }
     t.merges_.emplace(pair_key(ia->second, ib->second), std::pair{rank++, iab->second});
   }
@@ -226,7 +230,7 @@ Status Tokenizer::build(Parts parts, const std::string& source, Tokenizer* out) 
   PCRE2_SIZE err_off = 0;
   t.split_ = std::make_unique<Regex>();
   t.split_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(parts.pattern.data()), parts.pattern.size(),
-                                 PCRE2_UTF | PCRE2_UCP, &err, &err_off, nullptr);
+                                 PCRE2_UTF | PCRE2_UCP | PCRE2_NEVER_BACKSLASH_C, &err, &err_off, nullptr);
   if (t.split_->code == nullptr) {
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(err, msg, sizeof(msg));
@@ -253,26 +257,44 @@ std::optional<int> Tokenizer::token_id(std::string_view token) const {
 }
 
 Status Tokenizer::encode_piece(const std::string& piece, std::vector<int>* ids) const {
-  // Symbols start as single bytes (their byte-level tokens) and merge lowest rank first —
-  // quadratic in the piece length, and pieces are words.
-  std::vector<int> sym;
-  sym.reserve(piece.size());
-  for (unsigned char b : piece) sym.push_back(vocab_.at(byte_map().to_utf8[b]));
-  for (;;) {
-    int best_rank = std::numeric_limits<int>::max(), best_at = -1, best_id = -1;
-    for (size_t i = 0; i + 1 < sym.size(); ++i) {
-      const auto it = merges_.find(pair_key(sym[i], sym[i + 1]));
-      if (it != merges_.end() && it->second.first < best_rank) {
-        best_rank = it->second.first;
-        best_at = static_cast<int>(i);
-        best_id = it->second.second;
-      }
-    }
-    if (best_at < 0) break;
-    sym[best_at] = best_id;
-    sym.erase(sym.begin() + best_at + 1);
+  // Symbols start as single bytes (their byte-level tokens) and merge lowest rank first,
+  // leftmost among equal ranks, as the `tokenizers` library's BPE does. Candidate pairs wait
+  // in a min-heap over a linked list of symbols, so a piece costs O(n log n): rescanning
+  // every pair after each merge was O(n^2), minutes for one long unbroken word (a run of
+  // letters such as a DNA sequence, or of spaces), which the split regex leaves whole.
+  const int n = static_cast<int>(piece.size());
+  std::vector<int> sym(n), next(n), prev(n);
+  for (int i = 0; i < n; ++i) {
+    sym[i] = vocab_.at(byte_map().to_utf8[static_cast<unsigned char>(piece[i])]);
+    next[i] = i + 1 < n ? i + 1 : -1;
+    prev[i] = i - 1;
   }
-  ids->insert(ids->end(), sym.begin(), sym.end());
+  // (rank, left position): the heap's order. The pair's ids, to tell a stale entry (one of
+  // its symbols merged since; a position's token only grows, so an id never comes back).
+  struct Candidate {
+    int rank, left, right, left_id, right_id, merged_id;
+    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
+  };
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> heap;
+  const auto push = [&](int left) {
+    if (left < 0 || next[left] < 0) return;
+    const int right = next[left];
+    const auto it = merges_.find(pair_key(sym[left], sym[right]));
+    if (it != merges_.end()) heap.push({it->second.first, left, right, sym[left], sym[right], it->second.second});
+  };
+  for (int i = 0; i + 1 < n; ++i) push(i);
+  while (!heap.empty()) {
+    const Candidate c = heap.top();
+    heap.pop();
+    if (sym[c.left] != c.left_id || next[c.left] != c.right || sym[c.right] != c.right_id) continue;  // stale
+    sym[c.left] = c.merged_id;
+    sym[c.right] = -1;
+    next[c.left] = next[c.right];
+    if (next[c.left] >= 0) prev[next[c.left]] = c.left;
+    push(prev[c.left]);
+    push(c.left);
+  }
+  for (int i = n > 0 ? 0 : -1; i >= 0; i = next[i]) ids->push_back(sym[i]);
   return Status::Ok();
 }
 
@@ -280,21 +302,42 @@ Status Tokenizer::encode_segment(std::string_view text, std::vector<int>* ids) c
   if (text.empty()) return Status::Ok();
   std::string norm(text);
   if (nfc_) {
-    utf8proc_uint8_t* out = utf8proc_NFC(reinterpret_cast<const utf8proc_uint8_t*>(norm.c_str()));
-    if (out == nullptr) return Status::Error("text could not be NFC-normalised");
-    norm = reinterpret_cast<char*>(out);
+    // utf8proc_NFC would stop at the first NUL byte; the length keeps every character.
+    utf8proc_uint8_t* out = nullptr;
+    const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(norm.data()),
+                                            static_cast<utf8proc_ssize_t>(norm.size()), &out,
+                                            static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+    if (n < 0) return Status::Error(fmt::format("text could not be NFC-normalised: {}", utf8proc_errmsg(n)));
+    norm.assign(reinterpret_cast<char*>(out), static_cast<size_t>(n));
     free(out);
   }
   pcre2_match_data* md = pcre2_match_data_create_from_pattern(split_->code, nullptr);
   size_t pos = 0;
   Status st;
+  // PCRE2 checks the whole subject's UTF-8 on every call unless told not to: once per match
+  // made tokenizing quadratic (100 s for 1 MB of prose). The first call checks it; the later
+  // ones start where a match ended, a character boundary (the pattern may not use \C).
+  uint32_t check = 0;
   while (pos < norm.size() && st.ok()) {
-    const int rc = pcre2_match(split_->code, reinterpret_cast<PCRE2_SPTR>(norm.data()), norm.size(), pos, 0, md, nullptr);
-    if (rc < 0) {  // no further match: the rest is one piece
+    const int rc =
+        pcre2_match(split_->code, reinterpret_cast<PCRE2_SPTR>(norm.data()), norm.size(), pos, check, md, nullptr);
+    check = PCRE2_NO_UTF_CHECK;
+    if (rc == PCRE2_ERROR_NOMATCH) {  // no further match: the rest is one piece
       st = encode_piece(norm.substr(pos), ids);
       break;
     }
+    if (rc < 0) {  // a resource limit (backtracking) or another failure of the split regex
+      PCRE2_UCHAR msg[256];
+      pcre2_get_error_message(rc, msg, sizeof(msg));
+      st = Status::Error(fmt::format("the pre-tokenizer regex failed at byte {} of the normalised text: {}", pos,
+                                     reinterpret_cast<char*>(msg)));
+      break;
+    }
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
+    if (ov[0] < pos || ov[1] < ov[0]) {  // \K could report such a match; the scan must only move on
+      st = Status::Error(fmt::format("the pre-tokenizer regex matched backwards at byte {}", pos));
+      break;
+    }
     if (ov[0] > pos) st = encode_piece(norm.substr(pos, ov[0] - pos), ids);  // the gap before a match
     if (!st.ok()) break;
     if (ov[1] == ov[0]) {  // an empty match: step one character so the scan moves on
@@ -325,10 +368,15 @@ Status Tokenizer::encode(std::string_view text, std::vector<int>* ids) const {
   }
   std::vector<int> out;
   size_t seg = 0, i = 0;
+  // Added tokens match whole characters only (a GGUF's token text may be any bytes), so every
+  // segment between them stays valid UTF-8.
+  const auto boundary = [&](size_t at) {
+    return at >= text.size() || (static_cast<unsigned char>(text[at]) & 0xC0) != 0x80;
+  };
   while (i < text.size()) {
     const Added* hit = nullptr;
     for (const Added& a : added_) {  // longest first
-      if (text.compare(i, a.content.size(), a.content) == 0) {
+      if (boundary(i) && text.compare(i, a.content.size(), a.content) == 0 && boundary(i + a.content.size())) {
         hit = &a;
         break;
       }

@@ -103,4 +103,15 @@ void stored_to_f32(const StoredTensor& t, int64_t first, int64_t n, float* out) 
   }
 }
 
+std::optional<uint64_t> checked_numel(const std::vector<uint64_t>& dims) {
+  constexpr uint64_t kLimit = uint64_t{1} << 60;
+  uint64_t numel = 1, extent = 1;  // extent: the product of the non-zero dimensions
+  for (uint64_t d : dims) {
+    if (d != 0 && extent > kLimit / d) return std::nullopt;
+    if (d != 0) extent *= d;
+    numel *= d;
+  }
+  return numel;
+}
+
 }  // namespace hanpu::model

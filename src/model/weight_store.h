@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,12 @@ class WeightStore {
   std::vector<std::unique_ptr<MappedFile>> files_;
   std::map<std::string, StoredTensor> tensors_;
 };
+
+// The element count of a checkpoint tensor's dimensions, or nullopt when the shape is
+// absurd: the product of its non-zero dimensions must stay under 2^60, so no product of the
+// shape (int64 element counts, times a dtype's bytes) can overflow later, and a zero
+// dimension cannot hide a huge one.
+std::optional<uint64_t> checked_numel(const std::vector<uint64_t>& dims);
 
 // Copies a stored tensor into fp32 (any supported dtype), `out` sized numel.
 void stored_to_f32(const StoredTensor& t, float* out);

@@ -1,17 +1,33 @@
 // libFuzzer target for the checkpoint header parsers: any bytes must parse or fail with a
 // Status, never crash, hang or read out of bounds (run under ASan + UBSan). Built twice, as
-// safetensors_fuzz and gguf_fuzz (HANPU_FUZZ_GGUF), so each starts from its own seed files.
+// safetensors_fuzz and gguf_fuzz (HANPU_FUZZ_GGUF), so each starts from its own seed files;
+// the GGUF one also builds the tokenizer and chat template a parsed header carries.
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "model/gguf.h"
+#include "model/gguf_tokenizer.h"
 #include "model/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   hanpu::model::WeightStore store;
 #ifdef HANPU_FUZZ_GGUF
   hanpu::model::GgufMetadata meta;
-  (void)hanpu::model::parse_gguf(data, size, "fuzz.gguf", &meta, &store);
+  if (hanpu::model::parse_gguf(data, size, "fuzz.gguf", &meta, &store).ok()) {
+    hanpu::model::Tokenizer tok;
+    if (hanpu::model::gguf_tokenizer(meta, "fuzz.gguf", &tok).ok()) {
+      std::vector<int> ids;
+      if (tok.encode("<|im_start|>user\nHello, world! 123<|im_end|>", &ids).ok()) {
+        for (int id : ids) {
+          if (id < 0 || id >= tok.vocab_size()) __builtin_trap();
+        }
+      }
+      std::string chat_template, bos, eos;
+      hanpu::model::gguf_chat_template(meta, tok, &chat_template, &bos, &eos);
+    }
+  }
 #else
   (void)hanpu::model::parse_safetensors(data, size, "fuzz.safetensors", &store);
 #endif

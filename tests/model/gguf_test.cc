@@ -137,6 +137,8 @@ TEST(Gguf, MalformedHeadersAreRefusedByName) {
       {"overlap", [] { return make_gguf({{"a", {16}, 0, 0}, {"b", {8}, 0, 32}}, 128); }, "overlap"},
       {"too many dims", [] { return make_gguf({{"a", {1, 1, 1, 1, 1}, 0, 0}}, 64); }, "5 dimensions"},
       {"absurd shape", [] { return make_gguf({{"a", {1ull << 40, 1ull << 40}, 0, 0}}, 64); }, "absurdly large"},
+      // No bytes, but a shape whose int64 element count overflows (found by gguf_fuzz).
+      {"zero hides a huge dim", [] { return make_gguf({{"a", {0, 1ull << 62, 8}, 0, 0}}, 64); }, "absurdly large"},
       {"duplicate", [] { return make_gguf({{"a", {8}, 0, 0}, {"a", {8}, 0, 32}}, 64); }, "appears twice"},
   };
   for (const Case& c : cases) {

@@ -152,6 +152,14 @@ TEST(Safetensors, MalformedHeadersAreRefusedByName) {
          return make_file(h, 32);
        },
        "absurdly large"},
+      {"zero hides a huge dim",  // no bytes, but an int64 element count that overflows
+       [] {
+         auto h = good_header();
+         h["a"]["shape"] = {0, 1ull << 62, 8};
+         h["a"]["data_offsets"] = {0, 0};
+         return make_file(h, 32);
+       },
+       "absurdly large"},
       {"offsets reversed",
        [] {
          auto h = good_header();

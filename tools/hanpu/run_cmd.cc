@@ -4,8 +4,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -32,6 +35,16 @@ std::string describe_split(const TimeSplit& t, double total_ms, const char* othe
                      f * t.attn_kernel_ms);
 }
 
+// The whole file as text (--prompt-file), or an error naming it.
+Status read_text_file(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  if (in) text << in.rdbuf();
+  if (!in || in.bad()) return Status::Error(fmt::format("--prompt-file {}: cannot read it", path));
+  *out = text.str();
+  return Status::Ok();
+}
+
 }  // namespace
 
 void add_run_options(CLI::App& app, RunOptions& o) {
@@ -39,6 +52,8 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_option("--synthetic", o.synthetic, "random-weight model of a real shape: qwen3.5-0.8b, qwen3.5-2b, qwen3-next-tiny")
       ->excludes(app.get_option("--model"));
   app.add_option("--prompt", o.prompt, "prompt text")->capture_default_str();
+  app.add_option("--prompt-file", o.prompt_file, "read the prompt text (UTF-8) from this file instead of --prompt")
+      ->check(CLI::ExistingFile);
   app.add_option("--prompt-tokens", o.prompt_tokens, "synthetic models: random prompt of N tokens (default 512)");
   GenerateOptions& g = o.gen;
   app.add_flag("--chat", o.chat, "the prompt as a user turn in the checkpoint's chat template (Jinja; ChatML if it has none)");
@@ -71,6 +86,11 @@ void add_run_options(CLI::App& app, RunOptions& o) {
 }
 
 int run_model(const RunOptions& o) {
+  if (!o.prompt_file.empty() && (!o.synthetic.empty() || o.prompt_tokens > 0)) {  // before a model is built
+    std::fprintf(stderr, "error: --prompt-file is text for a checkpoint's tokenizer; --synthetic and --prompt-tokens "
+                 "take random token ids\n");
+    return 2;
+  }
   std::unique_ptr<Engine> engine;
   Status st;
   const bool tty = isatty(fileno(stderr)) != 0;
@@ -114,25 +134,39 @@ int run_model(const RunOptions& o) {
     return 2;
   }
   std::vector<int> prompt;
+  double tokenize_ms = 0;
   if (engine->has_tokenizer() && o.prompt_tokens == 0) {
-    std::string text = o.prompt;
-    if (o.chat) {
+    std::string prompt_text = o.prompt;
+    if (!o.prompt_file.empty()) st = read_text_file(o.prompt_file, &prompt_text);
+    std::string text = prompt_text;
+    if (st.ok() && o.chat) {
       if (!o.chat_template_file.empty()) st = engine->set_chat_template_file(o.chat_template_file);
       std::vector<ChatMessage> messages;
       if (!o.system.empty()) messages.push_back({"system", o.system});
-      messages.push_back({"user", o.prompt});
+      messages.push_back({"user", prompt_text});
       ChatOptions co;
       if (o.no_think) co.enable_thinking = false;
       if (st.ok()) st = engine->apply_chat_template(messages, co, &text);
       if (st.ok()) std::fprintf(stderr, "chat template: %s\n", engine->chat_template_origin().c_str());
     }
+    const auto t0 = std::chrono::steady_clock::now();
     if (st.ok()) st = engine->tokenize(text, &prompt);
+    tokenize_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (!st.ok()) {
       std::fprintf(stderr, "error: prompt: %s\n", st.message().c_str());
       return 2;
     }
+    if (prompt.empty()) {
+      std::fprintf(stderr, "error: prompt: the text has no tokens\n");
+      return 2;
+    }
+    std::fprintf(stderr, "prompt: %zu bytes, %zu tokens (tokenized in %.1f ms)\n", text.size(), prompt.size(), tokenize_ms);
     std::printf("%s", text.c_str());
   } else {
+    if (!o.prompt_file.empty()) {
+      std::fprintf(stderr, "error: --prompt-file needs a model with a tokenizer and no --prompt-tokens\n");
+      return 2;
+    }
     const int n = o.prompt_tokens > 0 ? o.prompt_tokens : 512;
     prompt = engine->random_prompt(n, o.gen.seed + 7);
     std::fprintf(stderr, "prompt: %d random token ids%s\n", n, engine->has_tokenizer() ? "" : " (no tokenizer)");
@@ -173,6 +207,7 @@ int run_model(const RunOptions& o) {
     };
     nlohmann::json j{{"model", info.name},           {"la", g.la_strategy},
                      {"prompt_tokens", s.prompt_tokens}, {"generated_tokens", s.generated_tokens},
+                     {"tokenize_ms", tokenize_ms},
                      {"prefill_ms", s.prefill_ms},   {"prefill_tokens_per_s", prefill_tps},
                      {"decode_ms", s.decode_ms},     {"decode_tokens_per_s", decode_tps},
                      {"prefill_split", split_json(s.prefill_split)}, {"decode_split", split_json(s.decode_split)},

@@ -14,6 +14,7 @@ struct RunOptions {
   std::string model;      // checkpoint folder or .gguf; empty: --synthetic or the shipped model
   std::string synthetic;  // a synthetic model name
   std::string prompt = "Hybrid models interleave linear attention";
+  std::string prompt_file;  // the prompt's text from this file instead (a long document)
   int prompt_tokens = 0;  // synthetic: random prompt of this many tokens (default 512)
   std::string weights = "auto";
   bool json = false;

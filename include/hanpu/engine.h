@@ -79,6 +79,7 @@ struct EngineInfo {
   std::string name, architecture;
   int layers = 0, la_layers = 0, attn_layers = 0, hidden = 0, vocab = 0;
   int64_t parameters = 0, weight_bytes = 0;
+  int64_t max_positions = 0;  // the trained context (max_position_embeddings); 0: not given
   std::string weight_dtype;  // of the projections
   int64_t decode_bytes_per_token = 0;  // weights a decode step reads (all but the embedding table)
   // What a decode step moves besides the weights: the LA layers' recurrent and conv state

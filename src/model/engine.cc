@@ -144,6 +144,7 @@ EngineInfo Engine::info() const {
   i.la_state_bytes = i.la_layers * (c.la_recurrent_floats() + c.la_conv_state_floats()) * int64_t{sizeof(float)};
   i.kv_values_per_position = i.attn_layers * 2 * int64_t{c.kv_heads} * c.head_dim;
   i.parameters = w.parameters(c.tie_embeddings);
+  i.max_positions = c.max_positions;
   return i;
 }
 

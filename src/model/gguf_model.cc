@@ -83,6 +83,7 @@ Status gguf_model_config(const GgufMetadata& meta, const WeightStore& store, con
   HANPU_RETURN_IF_ERROR(get("attention.head_count_kv", true, 0, &c.kv_heads));
   HANPU_RETURN_IF_ERROR(get("attention.key_length", true, 0, &c.head_dim));
   HANPU_RETURN_IF_ERROR(get("ssm.conv_kernel", true, 0, &c.conv_kernel));
+  HANPU_RETURN_IF_ERROR(get("context_length", false, 0, &c.max_positions));
   HANPU_RETURN_IF_ERROR(get("ssm.state_size", true, 0, &c.la_key_dim));
   HANPU_RETURN_IF_ERROR(get("ssm.group_count", true, 0, &c.la_key_heads));
   HANPU_RETURN_IF_ERROR(get("ssm.time_step_rank", true, 0, &c.la_value_heads));

@@ -136,6 +136,7 @@ Status parse_config_fields(const std::string& json_text, const std::string& sour
   // RoPE: transformers 5 nests theta and the partial factor in rope_parameters; older
   // configs have them at the top level.
   c.rope_theta = r.get<double>("rope_theta", 10000.0, false);
+  c.max_positions = r.get<int>("max_position_embeddings", 0, false);
   c.partial_rotary = r.get<float>("partial_rotary_factor", c.arch == Arch::kQwen35 ? 0.25f : 1.0f, false);
   if (text->contains("rope_parameters") && (*text)["rope_parameters"].is_object()) {
     Reader rp{(*text)["rope_parameters"], source, Status::Ok()};
@@ -181,6 +182,9 @@ Status parse_config_fields(const std::string& json_text, const std::string& sour
                          {"linear_num_value_heads", c.la_value_heads}, {"linear_key_head_dim", c.la_key_dim},
                          {"linear_value_head_dim", c.la_value_dim}, {"linear_conv_kernel_dim", c.conv_kernel}}) {
     HANPU_RETURN_IF_ERROR(positive(name, v));
+  }
+  if (c.max_positions < 0) {
+    return Status::Error(fmt::format("{}: max_position_embeddings must not be negative, got {}", source, c.max_positions));
   }
   // The layer list is built from this count before any weight is read: a corrupt count
   // must not allocate gigabytes (the largest released hybrid models have under 100 layers).

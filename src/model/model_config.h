@@ -23,6 +23,9 @@ struct ModelConfig {
   // Full attention: q [T, Hq, D] (q_proj also carries the output gate), k/v [T, Hkv, D].
   int attn_heads = 0, kv_heads = 0, head_dim = 0;
   double rope_theta = 10000.0;
+  // The context the model was trained for (max_position_embeddings; a GGUF's context_length);
+  // 0: the checkpoint does not say. Longer sequences run, with a warning.
+  int max_positions = 0;
   float partial_rotary = 1.0f;  // rotary dims = head_dim * partial_rotary (even)
   // Gated DeltaNet: H key heads of K, HV value heads of V, depthwise causal conv of conv_kernel.
   int la_key_heads = 0, la_value_heads = 0, la_key_dim = 0, la_value_dim = 0, conv_kernel = 4;

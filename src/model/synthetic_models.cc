@@ -24,6 +24,7 @@ ModelConfig qwen35(int hidden, int intermediate, int layers) {
   c.kv_heads = 2;
   c.head_dim = 256;
   c.rope_theta = 1e7;
+  c.max_positions = 262144;  // Qwen3.5's and Qwen3-Next's config.json
   c.partial_rotary = 0.25f;
   c.la_key_heads = 16;
   c.la_value_heads = 16;

@@ -31,6 +31,8 @@ TEST_P(GgufFixture, SameLogitsAsSafetensorsAndTransformers) {
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_EQ(gg->config().layers, st->config().layers);
   EXPECT_EQ(gg->config().rotary_dims(), st->config().rotary_dims());
+  EXPECT_EQ(gg->config().max_positions, st->config().max_positions);  // context_length
+  EXPECT_EQ(gg->config().max_positions, 4096);
   const auto ref = testing::reference(GetParam());
   for (const auto& p : ref["prompts"]) {
     const auto ids = p["ids"].get<std::vector<int>>();

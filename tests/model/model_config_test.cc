@@ -23,6 +23,7 @@ TEST(ModelConfig, Qwen35FixtureParses) {
   EXPECT_EQ(c.layer_kinds[0], LayerKind::kLinearAttention);
   EXPECT_EQ(c.rotary_dims(), 8);
   EXPECT_DOUBLE_EQ(c.rope_theta, 1e7);
+  EXPECT_EQ(c.max_positions, 4096);
   EXPECT_EQ(c.la_conv_channels(), 2 * 2 * 16 + 4 * 16);
   EXPECT_TRUE(c.tie_embeddings);
   EXPECT_EQ(c.weight_prefix, "model.");
@@ -53,6 +54,7 @@ TEST(ModelConfig, ImageTextLayoutAndDefaults) {
   ASSERT_TRUE(parse_model_config(j.dump(), "c.json", &c).ok());
   EXPECT_EQ(c.weight_prefix, "model.language_model.");
   EXPECT_DOUBLE_EQ(c.rope_theta, 5e6);
+  EXPECT_EQ(c.max_positions, 0);  // not given: no warning past any length
   EXPECT_EQ(c.rotary_dims(), 8);
   ASSERT_EQ(c.layer_kinds.size(), 8u);  // full_attention_interval 4 by default
   EXPECT_EQ(c.layer_kinds[3], LayerKind::kFullAttention);
@@ -69,6 +71,7 @@ TEST(ModelConfig, BadConfigsAreNamed) {
       {[](json& j) { j["model_type"] = "llama"; }, "not supported"},
       {[](json& j) { j.erase("hidden_size"); }, "missing \"hidden_size\""},
       {[](json& j) { j["hidden_size"] = -4; }, "hidden_size must be positive"},
+      {[](json& j) { j["max_position_embeddings"] = -1; }, "max_position_embeddings must not be negative"},
       {[](json& j) { j["num_key_value_heads"] = 3; }, "not a multiple"},
       {[](json& j) { j["linear_num_value_heads"] = 3; }, "not a multiple"},
       {[](json& j) { j["layer_types"] = {"linear_attention"}; }, "layer_types has 1 entries"},

@@ -182,11 +182,26 @@ int run_model(const RunOptions& o) {
     if (tty && total > o.gen.prefill_chunk) std::fprintf(stderr, "\rprefill %lld / %lld tokens", static_cast<long long>(done), static_cast<long long>(total));
     if (tty && total > o.gen.prefill_chunk && done == total) std::fprintf(stderr, "\n");
   };
+  // Past the trained context RoPE positions are ones the model never saw: it runs, but the
+  // text may degrade (llama.cpp warns likewise). Before the run for what is known, after it
+  // for a resumed sequence, whose length only the state file tells.
+  const auto warn_context = [&](int64_t tokens, const char* what) {
+    if (info.max_positions > 0 && tokens > info.max_positions) {
+      std::fprintf(stderr, "warning: %s of %lld tokens is longer than the context the model was trained for "
+                   "(max_position_embeddings %lld); the text may degrade\n", what, static_cast<long long>(tokens),
+                   static_cast<long long>(info.max_positions));
+    }
+  };
+  const int64_t planned = static_cast<int64_t>(prompt.size()) + g.max_tokens;
+  warn_context(planned, "the prompt and --max-tokens");
   st = engine->generate(prompt, g, on_text, on_progress, &s);
   std::printf("\n");
   if (!st.ok()) {
     std::fprintf(stderr, "error: %s\n", st.message().c_str());
     return 1;
+  }
+  if (s.resumed_tokens > 0 && planned <= info.max_positions) {
+    warn_context(s.resumed_tokens + s.prompt_tokens + s.generated_tokens, "the resumed sequence");
   }
   const double prefill_tps = s.prompt_tokens / (s.prefill_ms / 1e3);
   const int64_t decode_steps = s.generated_tokens > 0 ? s.generated_tokens - (s.stop_reason == "eos" ? 0 : 1) : 0;

@@ -43,6 +43,24 @@ Tokenizer fixture_tokenizer() {
   return tok;
 }
 
+nlohmann::json fixture_json() {
+  return nlohmann::json::parse(testing::read_text(std::string(HANPU_FIXTURES_DIR) + "/models/qwen35-tiny/tokenizer.json"));
+}
+
+// The fixture's vocab by id as the parts of a GGUF-style tokenizer: no merges, nothing added,
+// Qwen2's split regex.
+Tokenizer::Parts fixture_vocab_parts() {
+  Tokenizer::Parts parts;
+  const nlohmann::json j = fixture_json();  // alive for the loop (a temporary's items() would not be)
+  for (const auto& [text, id] : j["model"]["vocab"].items()) {
+    if (parts.tokens.size() <= id.get<size_t>()) parts.tokens.resize(id.get<size_t>() + 1);
+    parts.tokens[id.get<size_t>()] = text;
+  }
+  parts.added.assign(parts.tokens.size(), false);
+  parts.pattern = Tokenizer::pattern_for_pre("qwen2");
+  return parts;
+}
+
 TEST(Tokenizer, SpecialTokensInTextBecomeTheirIds) {
   const Tokenizer tok = fixture_tokenizer();
   std::vector<int> ids;
@@ -76,21 +94,11 @@ TEST(Tokenizer, EveryByteRoundTrips) {
 // second byte of U+00E9) must not cut that character, and text around whole ones still
 // splits at them.
 TEST(Tokenizer, AddedTokensMatchWholeCharactersOnly) {
-  Tokenizer::Parts parts;
-  const Tokenizer fixture = fixture_tokenizer();
-  for (int id = 0; id < fixture.vocab_size(); ++id) {
-    parts.tokens.push_back(fixture.token_id("<|im_start|>") == id ? "<|im_start|>" : std::string());
-    parts.added.push_back(fixture.token_id("<|im_start|>") == id);
-  }
-  // The byte-level tokens, read back from the fixture, are all a build needs besides merges.
-  const auto j = nlohmann::json::parse(testing::read_text(std::string(HANPU_FIXTURES_DIR) + "/models/qwen35-tiny/tokenizer.json"));
-  for (const auto& [text, id] : j["model"]["vocab"].items()) {
-    if (!parts.added[id.get<int>()]) parts.tokens[id.get<int>()] = text;
-  }
+  Tokenizer::Parts parts = fixture_vocab_parts();
+  parts.added[*fixture_tokenizer().token_id("<|im_start|>")] = true;
   const int tail_byte = static_cast<int>(parts.tokens.size());
   parts.tokens.push_back("\xA9");
   parts.added.push_back(true);
-  parts.pattern = Tokenizer::pattern_for_pre("qwen2");
   Tokenizer tok;
   const Status st = Tokenizer::build(std::move(parts), "parts", &tok);
   ASSERT_TRUE(st.ok()) << st.message();
@@ -104,7 +112,7 @@ TEST(Tokenizer, AddedTokensMatchWholeCharactersOnly) {
 // The fixture's tokenizer.json with its merges replaced by `merges` (in rank order) and the
 // tokens they make added to the vocab.
 nlohmann::json with_merges(const std::vector<std::pair<std::string, std::string>>& merges) {
-  auto j = nlohmann::json::parse(testing::read_text(std::string(HANPU_FIXTURES_DIR) + "/models/qwen35-tiny/tokenizer.json"));
+  auto j = fixture_json();
   int next_id = 0;
   for (const auto& [tok, id] : j["model"]["vocab"].items()) next_id = std::max(next_id, id.get<int>() + 1);
   for (const auto& a : j["added_tokens"]) next_id = std::max(next_id, a["id"].get<int>() + 1);
@@ -192,14 +200,8 @@ TEST(Tokenizer, ALongUnbrokenWordMergesWhole) {
 // A GGUF's merges may hold any bytes; one missing from the vocab is an error naming it (its
 // invalid UTF-8 shown as U+FFFD), not an exception from formatting the message.
 TEST(Tokenizer, AMergeOfStrayBytesIsAnErrorNamingIt) {
-  const auto j = nlohmann::json::parse(testing::read_text(std::string(HANPU_FIXTURES_DIR) + "/models/qwen35-tiny/tokenizer.json"));
-  Tokenizer::Parts parts;
-  for (const auto& [text, id] : j["model"]["vocab"].items()) {
-    if (parts.tokens.size() <= id.get<size_t>()) parts.tokens.resize(id.get<size_t>() + 1);
-    parts.tokens[id.get<size_t>()] = text;
-  }
+  Tokenizer::Parts parts = fixture_vocab_parts();
   parts.merges = {{"a", "t"}, {"\xFF\xFE", "t"}};
-  parts.pattern = Tokenizer::pattern_for_pre("qwen2");
   Tokenizer tok;
   Status st;
   EXPECT_NO_THROW(st = Tokenizer::build(std::move(parts), "model.gguf", &tok));

@@ -41,11 +41,17 @@ struct GenerateOptions {
   // cache where the CPU has the bf16 dot instruction, else fp32), "f32", or "bf16" (an error
   // up front without the instruction). Decode's attention is fp32 (memory-bound).
   std::string attn_products = "auto";
+  // Sampling: these defaults are greedy; Engine::default_generate_options() starts from the
+  // checkpoint's generation_config.json instead, as transformers and vLLM do.
   float temperature = 0.0f;                 // 0: greedy
   int top_k = 0;                            // 0: off
   float top_p = 1.0f;                       // 1: off
+  // 1: off; > 1 divides the logit of each token of the prompt and the output so far (multiplies
+  // it where negative), as transformers' repetition_penalty. A resumed sequence's earlier
+  // tokens are not in its state file, so only this call's prompt counts.
+  float repetition_penalty = 1.0f;
   uint64_t seed = 0;
-  bool stop_at_eos = true;
+  bool stop_at_eos = true;                  // stop at any of EngineInfo::stop_tokens
   // Continue a saved sequence (the prompt is appended after it), and/or save the sequence
   // (prompt and generated tokens) when done, to resume later. Empty: off.
   std::string resume_state;
@@ -87,6 +93,13 @@ struct EngineInfo {
   // per token and is read whole (K and V values per position, over all attention layers).
   int64_t la_state_bytes = 0;
   int64_t kv_values_per_position = 0;
+  // Tokens that end generation: config.json's eos_token_id, generation_config.json's, the
+  // tokenizer's eos token (tokenizer_config.json; <|im_end|> in Qwen's chat checkpoints), or
+  // a GGUF's eos / eot / eom ids (llama.cpp's end-of-generation set). Sorted, distinct.
+  std::vector<int> stop_tokens;
+  // Where the sampling defaults of default_generate_options() came from: the checkpoint's
+  // generation_config.json, or empty (none: greedy).
+  std::string sampling_origin;
 };
 
 class Engine {
@@ -106,6 +119,13 @@ class Engine {
   static std::vector<std::string> synthetic_models();
 
   EngineInfo info() const;
+  // GenerateOptions with the checkpoint's sampling (generation_config.json read as transformers
+  // reads it: do_sample false or absent is greedy; true takes its temperature, top_k and top_p,
+  // transformers' 1.0 / 50 / 1.0 where it has none; repetition_penalty either way). Greedy for
+  // checkpoints without the file and for synthetic models.
+  GenerateOptions default_generate_options() const;
+  // The text of token `id` (its bytes; "" without a tokenizer or out of range).
+  std::string token_text(int id) const;
   // The KV-cache dtype GenerateOptions::kv_cache names for this model ("auto" resolved), or
   // an error naming the bad value.
   Status kv_cache_dtype(const std::string& kv_cache, std::string* resolved) const;

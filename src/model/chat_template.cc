@@ -118,19 +118,37 @@ Status ChatTemplate::render(const std::vector<ChatMessage>& messages, const Chat
   return Status::Ok();
 }
 
+namespace {
+
+// dir/tokenizer_config.json as a JSON object (an empty one if the folder has none).
+Status read_tokenizer_config(const std::filesystem::path& folder, nlohmann::json* config) {
+  *config = nlohmann::json::object();
+  const std::filesystem::path config_path = folder / "tokenizer_config.json";
+  if (!std::filesystem::exists(config_path)) return Status::Ok();
+  std::string text;
+  HANPU_RETURN_IF_ERROR(read_text(config_path, &text));
+  *config = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (config->is_discarded() || !config->is_object()) {
+    return Status::Error(fmt::format("{}: not a JSON object", config_path.string()));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status load_hf_eos_token(const std::string& dir, std::string* eos) {
+  nlohmann::json config;
+  HANPU_RETURN_IF_ERROR(read_tokenizer_config(dir, &config));
+  *eos = special_token(config, "eos_token");
+  return Status::Ok();
+}
+
 Status load_hf_chat_template(const std::string& dir, std::optional<ChatTemplate>* out) {
   out->reset();
   const std::filesystem::path folder(dir);
-  nlohmann::json config = nlohmann::json::object();
+  nlohmann::json config;
+  HANPU_RETURN_IF_ERROR(read_tokenizer_config(folder, &config));
   const std::filesystem::path config_path = folder / "tokenizer_config.json";
-  if (std::filesystem::exists(config_path)) {
-    std::string text;
-    HANPU_RETURN_IF_ERROR(read_text(config_path, &text));
-    config = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (config.is_discarded() || !config.is_object()) {
-      return Status::Error(fmt::format("{}: not a JSON object", config_path.string()));
-    }
-  }
   std::string source, origin;
   const std::filesystem::path jinja_path = folder / "chat_template.jinja";
   if (std::filesystem::exists(jinja_path)) {

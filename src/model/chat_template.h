@@ -50,5 +50,7 @@ class ChatTemplate {
 // list of {name, template} of which "default" is taken). Also reads bos_token / eos_token
 // from tokenizer_config.json. Unset `out` when the folder has neither.
 Status load_hf_chat_template(const std::string& dir, std::optional<ChatTemplate>* out);
+// tokenizer_config.json's eos_token in a checkpoint folder ("" if it has none).
+Status load_hf_eos_token(const std::string& dir, std::string* eos);
 
 }  // namespace hanpu::model

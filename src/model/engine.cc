@@ -12,6 +12,7 @@
 
 #include "base/rng.h"
 #include "model/chat_template.h"
+#include "model/generation_config.h"
 #include "model/model.h"
 #include "model/sampler.h"
 #include "model/state_file.h"
@@ -55,6 +56,9 @@ struct Engine::Impl {
   // does not stop the model from loading: the error is kept and given when a chat is asked for.
   model::ChatTemplate chat = model::ChatTemplate::chatml();
   Status chat_error = Status::Ok();
+  std::vector<int> stop_tokens;  // EngineInfo::stop_tokens
+  std::optional<model::GenerationConfig> generation;  // generation_config.json, if the checkpoint has one
+  std::string generation_origin;
 };
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -96,6 +100,25 @@ Status Engine::load(const std::string& dir, std::unique_ptr<Engine>* out, const 
     return Status::Error(fmt::format("{}: the tokenizer has {} tokens, the model's vocabulary only {}", tok_source,
                                      impl->tokenizer->vocab_size(), impl->model->config().vocab));
   }
+  // Stop tokens from every place a checkpoint names them (EngineInfo::stop_tokens).
+  std::vector<int>& stops = impl->stop_tokens;
+  stops = impl->model->config().eos_token_ids;
+  std::string eos_text = gguf.eos_token;
+  if (!gguf.tokenizer) {
+    HANPU_RETURN_IF_ERROR(model::load_generation_config(dir, impl->model->config().vocab, &impl->generation));
+    if (impl->generation) {
+      impl->generation_origin = (std::filesystem::path(dir) / "generation_config.json").string();
+      stops.insert(stops.end(), impl->generation->eos_token_ids.begin(), impl->generation->eos_token_ids.end());
+    }
+    // A tokenizer_config.json that does not parse is reported when a chat asks for the
+    // template (chat_error above), not here.
+    if (!model::load_hf_eos_token(dir, &eos_text).ok()) eos_text.clear();
+  }
+  if (impl->tokenizer && !eos_text.empty()) {
+    if (const std::optional<int> id = impl->tokenizer->token_id(eos_text)) stops.push_back(*id);
+  }
+  std::sort(stops.begin(), stops.end());
+  stops.erase(std::unique(stops.begin(), stops.end()), stops.end());
   out->reset(new Engine(std::move(impl)));
   return Status::Ok();
 }
@@ -145,7 +168,27 @@ EngineInfo Engine::info() const {
   i.kv_values_per_position = i.attn_layers * 2 * int64_t{c.kv_heads} * c.head_dim;
   i.parameters = w.parameters(c.tie_embeddings);
   i.max_positions = c.max_positions;
+  i.stop_tokens = impl_->stop_tokens;
+  i.sampling_origin = impl_->generation_origin;
   return i;
+}
+
+GenerateOptions Engine::default_generate_options() const {
+  GenerateOptions o;
+  if (!impl_->generation) return o;
+  const model::GenerationConfig& g = *impl_->generation;
+  if (g.do_sample) {
+    o.temperature = g.temperature;
+    o.top_k = g.top_k;
+    o.top_p = g.top_p;
+  }
+  o.repetition_penalty = g.repetition_penalty;
+  return o;
+}
+
+std::string Engine::token_text(int id) const {
+  if (!impl_->tokenizer || id < 0 || id >= impl_->tokenizer->vocab_size()) return "";
+  return impl_->tokenizer->token_bytes(id);
 }
 
 Status Engine::kv_cache_dtype(const std::string& kv_cache, std::string* resolved) const {
@@ -230,9 +273,11 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
     return Status::Error(fmt::format("max_tokens {} must be >= 0 and prefill_chunk {} >= 1", o.max_tokens,
                                      o.prefill_chunk));
   }
-  if (!(o.temperature >= 0.0f) || !(o.top_p > 0.0f && o.top_p <= 1.0f) || o.top_k < 0) {
-    return Status::Error(fmt::format("sampling: temperature {} must be >= 0, top_p {} in (0, 1], top_k {} >= 0",
-                                     o.temperature, o.top_p, o.top_k));
+  if (!(o.temperature >= 0.0f) || !(o.top_p > 0.0f && o.top_p <= 1.0f) || o.top_k < 0 ||
+      !(o.repetition_penalty > 0.0f)) {
+    return Status::Error(
+        fmt::format("sampling: temperature {} must be >= 0, top_p {} in (0, 1], top_k {} >= 0, repetition_penalty {} > 0",
+                    o.temperature, o.top_p, o.top_k, o.repetition_penalty));
   }
   model::ForwardOptions fo;
   fo.la_strategy = o.la_strategy;
@@ -267,8 +312,9 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
   }
   s.prefill_ms = ms_since(t0);
   s.prefill_split = split_of(prof);
-  model::Sampler sampler({o.temperature, o.top_k, o.top_p, o.seed});
-  const auto& eos = m.config().eos_token_ids;
+  model::Sampler sampler({o.temperature, o.top_k, o.top_p, o.seed, o.repetition_penalty});
+  for (int id : prompt) sampler.observe(id);  // a resumed sequence's earlier tokens are not in its state file
+  const std::vector<int>& eos = impl_->stop_tokens;
   std::string pending;
   s.stop_reason = "max_tokens";
   int last_token = -1;
@@ -282,6 +328,7 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
       break;
     }
     ++s.generated_tokens;
+    sampler.observe(tok);
     last_token = tok;
     if (generated != nullptr) generated->push_back(tok);
     if (on_text && impl_->tokenizer) {

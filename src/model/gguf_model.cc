@@ -120,9 +120,12 @@ Status gguf_model_config(const GgufMetadata& meta, const WeightStore& store, con
   if (embd == nullptr || embd->shape.size() != 2) return Status::Error(fmt::format("{}: no 2-D tensor 'token_embd.weight'", file));
   c.vocab = static_cast<int>(embd->shape[0]);
   c.tie_embeddings = store.find("output.weight") == nullptr;
-  int64_t eos = -1;
-  HANPU_RETURN_IF_ERROR(meta_int(meta, "tokenizer.ggml.eos_token_id", file, false, -1, &eos));
-  if (eos >= 0) c.eos_token_ids.push_back(static_cast<int>(eos));
+  // llama.cpp ends generation at any of these (its "end of generation" set).
+  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
+    int64_t id = -1;
+    HANPU_RETURN_IF_ERROR(meta_int(meta, key, file, false, -1, &id));
+    if (id >= 0 && id < c.vocab) c.eos_token_ids.push_back(static_cast<int>(id));
+  }
   *out = std::move(c);
   if (out->intermediate <= 0 && out->num_experts == 0) return Status::Error(fmt::format("{}: feed_forward_length missing", file));
   if (out->attn_heads % out->kv_heads != 0 || out->la_value_heads % out->la_key_heads != 0) {

@@ -11,66 +11,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "model/json_fields.h"
+
 namespace hanpu::model {
 
-namespace {
-
 using nlohmann::json;
-
-struct Reader {
-  const json& j;
-  const std::string& source;
-  Status st;
-
-  template <class T>
-  T get(const char* key, T fallback, bool required) {
-    if (!st.ok()) return fallback;
-    if (!j.contains(key) || j[key].is_null()) {
-      if (required) st = Status::Error(fmt::format("{}: missing \"{}\"", source, key));
-      return fallback;
-    }
-    try {
-      if constexpr (std::is_same_v<T, int>) {
-        return checked_int(j[key], key);
-      } else if constexpr (std::is_same_v<T, float>) {
-        // double -> float out of range is undefined behaviour as well.
-        const double d = j[key].get<double>();
-        if (!(std::fabs(d) <= std::numeric_limits<float>::max())) {
-          st = Status::Error(fmt::format("{}: \"{}\" is {}, out of float range", source, key, j[key].dump()));
-          return fallback;
-        }
-        return static_cast<float>(d);
-      } else if constexpr (std::is_same_v<T, std::vector<int>>) {
-        if (!j[key].is_array()) {
-          st = Status::Error(fmt::format("{}: \"{}\" is {}, not a list of integers", source, key, j[key].dump()));
-          return fallback;
-        }
-        std::vector<int> out;
-        for (const json& e : j[key]) out.push_back(checked_int(e, key));
-        return out;
-      } else {
-        return j[key].get<T>();
-      }
-    } catch (const json::exception&) {
-      st = Status::Error(fmt::format("{}: \"{}\" is {}, not the expected type", source, key, j[key].dump()));
-      return fallback;
-    }
-  }
-
-  // nlohmann's get<int>() static_casts a float such as 1e30, which is undefined behaviour, and
-  // wraps a 64-bit integer silently: integers are range-checked as doubles first.
-  int checked_int(const json& v, const char* key) {
-    const double d = v.is_number() ? v.get<double>() : 0.5;
-    if (!v.is_number() || d != std::floor(d) || d < std::numeric_limits<int>::min() ||
-        d > std::numeric_limits<int>::max()) {
-      st = Status::Error(fmt::format("{}: \"{}\" is {}, not an integer in the range of int", source, key, v.dump()));
-      return 0;
-    }
-    return static_cast<int>(d);
-  }
-};
-
-}  // namespace
 
 int ModelConfig::rotary_dims() const {
   const int d = static_cast<int>(head_dim * partial_rotary);
@@ -159,17 +104,8 @@ Status parse_config_fields(const std::string& json_text, const std::string& sour
   }
   HANPU_RETURN_IF_ERROR(r.st);
   // eos may be an int or a list, at either level.
-  const json& eos = text->contains("eos_token_id") ? (*text)["eos_token_id"] : root.value("eos_token_id", json());
-  // Ids outside [0, vocab) are ignored rather than wrapped into a real token.
-  const auto add_eos = [&](const json& e) {
-    if (e.is_number_integer() && e.get<int64_t>() >= 0 && e.get<int64_t>() < c.vocab) {
-      c.eos_token_ids.push_back(static_cast<int>(e.get<int64_t>()));
-    }
-  };
-  add_eos(eos);
-  if (eos.is_array()) {
-    for (const json& e : eos) add_eos(e);
-  }
+  append_token_ids(text->contains("eos_token_id") ? (*text)["eos_token_id"] : root.value("eos_token_id", json()), c.vocab,
+                   &c.eos_token_ids);
 
   const auto positive = [&](const char* name, int v) -> Status {
     if (v <= 0) return Status::Error(fmt::format("{}: {} must be positive, got {}", source, name, v));

@@ -7,7 +7,27 @@
 
 namespace hanpu::model {
 
-int Sampler::sample(const std::vector<float>& logits) {
+void Sampler::observe(int token) {
+  if (p_.repetition_penalty == 1.0f || token < 0) return;
+  if (static_cast<size_t>(token) >= seen_mask_.size()) seen_mask_.resize(static_cast<size_t>(token) + 1, false);
+  if (seen_mask_[token]) return;
+  seen_mask_[token] = true;
+  seen_.push_back(token);
+}
+
+const std::vector<float>& Sampler::penalised(const std::vector<float>& logits) {
+  if (seen_.empty()) return logits;
+  penalised_ = logits;  // a copy of the vocabulary's logits: ~1 MB, microseconds against a step
+  for (int id : seen_) {
+    if (static_cast<size_t>(id) >= penalised_.size()) continue;
+    float& v = penalised_[id];
+    v = v < 0 ? v * p_.repetition_penalty : v / p_.repetition_penalty;
+  }
+  return penalised_;
+}
+
+int Sampler::sample(const std::vector<float>& raw_logits) {
+  const std::vector<float>& logits = penalised(raw_logits);
   const int n = static_cast<int>(logits.size());
   if (p_.temperature <= 0.0f) {  // ties go to the lowest id, as torch.argmax does
     return static_cast<int>(std::max_element(logits.begin(), logits.end()) - logits.begin());

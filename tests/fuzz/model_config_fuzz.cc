@@ -1,15 +1,29 @@
-// libFuzzer target for config.json, which comes with untrusted checkpoints: any bytes must
-// parse into a config whose sizes are usable, or fail with a Status — never crash, throw or
-// convert out of range (run under ASan + UBSan). Seeded with the fixtures' configs.
+// libFuzzer target for config.json and generation_config.json, which come with untrusted
+// checkpoints: any bytes must parse into values that are usable (sizes, sampling settings in
+// range, stop ids inside the vocabulary), or fail with a Status — never crash, throw or
+// convert out of range (run under ASan + UBSan). Each input is read as both files. Seeded
+// with the fixtures' config.json and generation_config.json files.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "model/generation_config.h"
 #include "model/model_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  hanpu::model::ModelConfig c;
   const std::string text(reinterpret_cast<const char*>(data), size);
+  hanpu::model::GenerationConfig g;
+  constexpr int kVocab = 1000;
+  if (hanpu::model::parse_generation_config(text, "fuzz/generation_config.json", kVocab, &g).ok()) {
+    if (!(g.temperature >= 0.0f) || g.top_k < 0 || !(g.top_p > 0.0f && g.top_p <= 1.0f) ||
+        !(g.repetition_penalty > 0.0f)) {
+      __builtin_trap();
+    }
+    for (int id : g.eos_token_ids) {
+      if (id < 0 || id >= kVocab) __builtin_trap();
+    }
+  }
+  hanpu::model::ModelConfig c;
   if (!hanpu::model::parse_model_config(text, "fuzz/config.json", &c).ok()) return 0;
   if (c.hidden <= 0 || c.layers <= 0 || c.attn_heads <= 0 || c.kv_heads <= 0 || c.attn_heads % c.kv_heads != 0 ||
       c.la_key_heads <= 0 || c.la_value_heads % c.la_key_heads != 0 ||

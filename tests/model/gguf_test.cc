@@ -155,6 +155,24 @@ TEST(Gguf, MalformedHeadersAreRefusedByName) {
   }
 }
 
+// llama.cpp's end-of-generation set: eos, eot and eom ids, each where the GGUF has it and
+// inside the vocabulary.
+TEST(Gguf, StopTokensAreEosEotAndEom) {
+  GgufMetadata meta;
+  WeightStore store;
+  ASSERT_TRUE(load_gguf(kDir + "qwen35-tiny/model.gguf", &meta, &store).ok());
+  ModelConfig c;
+  ASSERT_TRUE(gguf_model_config(meta, store, "fixture", &c).ok());
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int>{2}));
+  meta["tokenizer.ggml.eot_token_id"] = GgufValue{uint64_t{4}};
+  meta["tokenizer.ggml.eom_token_id"] = GgufValue{uint64_t{3}};
+  ASSERT_TRUE(gguf_model_config(meta, store, "fixture", &c).ok());
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int>{2, 4, 3}));
+  meta["tokenizer.ggml.eom_token_id"] = GgufValue{uint64_t{1} << 40};  // past the vocabulary: not a token
+  ASSERT_TRUE(gguf_model_config(meta, store, "fixture", &c).ok());
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int>{2, 4}));
+}
+
 TEST(Gguf, RandomCorruptionOfTheFixtureNeverCrashes) {
   std::ifstream in(kDir + "qwen35-tiny/model.gguf", std::ios::binary);
   std::vector<uint8_t> good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

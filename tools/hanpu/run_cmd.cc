@@ -45,6 +45,41 @@ Status read_text_file(const std::string& path, std::string* out) {
   return Status::Ok();
 }
 
+// "sampling: temperature 0.7, top-k 20, top-p 0.8 (generation_config.json ...; --temperature 0
+// for greedy)" or "sampling: greedy": what the run will do and where it came from.
+std::string describe_sampling(const GenerateOptions& g, const RunOptions::SamplingGiven& given, const std::string& origin) {
+  std::string what = g.temperature > 0 ? fmt::format("temperature {:g}, top-k {}, top-p {:g}, seed {}", g.temperature,
+                                                      g.top_k, g.top_p, g.seed)
+                                       : std::string("greedy");
+  if (g.repetition_penalty != 1.0f) what += fmt::format(", repetition penalty {:g}", g.repetition_penalty);
+  const bool all_given = given.temperature && given.top_k && given.top_p && given.repetition_penalty;
+  std::string from;
+  if (!origin.empty() && !all_given) {
+    from = fmt::format(" ({} {}{})", given.temperature || given.top_k || given.top_p || given.repetition_penalty
+                                         ? "flags not given here from" : "from",
+                       origin, g.temperature > 0 ? "; --temperature 0 for greedy" : "");
+  }
+  return "sampling: " + what + from;
+}
+
+// A float flag as the decimal it was written as (0.8, not 0.800000011920929) for JSON.
+double decimal(float v) { return std::stod(fmt::format("{}", v)); }
+
+// "stop tokens: 0 <|endoftext|>, 2 <|im_end|>"; control bytes in a token's text as \xNN, so
+// a newline token does not break the line.
+std::string describe_stop_tokens(const Engine& engine, const std::vector<int>& ids) {
+  std::string out = "stop tokens:";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::string text;
+    for (const char ch : engine.token_text(ids[i])) {
+      const auto byte = static_cast<unsigned char>(ch);
+      text += byte < 0x20 || byte == 0x7f ? fmt::format("\\x{:02x}", byte) : std::string(1, ch);
+    }
+    out += fmt::format("{} {}{}", i ? "," : "", ids[i], text.empty() ? "" : " " + text);
+  }
+  return out;
+}
+
 }  // namespace
 
 void add_run_options(CLI::App& app, RunOptions& o) {
@@ -62,9 +97,23 @@ void add_run_options(CLI::App& app, RunOptions& o) {
       ->check(CLI::ExistingFile);
   app.add_flag("--no-think", o.no_think, "--chat: enable_thinking = false (Qwen3/3.5: answer without reasoning)");
   app.add_option("--max-tokens", g.max_tokens, "tokens to generate")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--temperature", g.temperature, "0: greedy")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--top-k", g.top_k, "0: off")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--top-p", g.top_p, "1: off")->capture_default_str()->check(CLI::Range(0.0f, 1.0f));
+  // Sampling: unless given here, what the checkpoint's generation_config.json says (greedy
+  // where it has none or says do_sample false).
+  auto& given = o.sampling_given;
+  app.add_option("--temperature", g.temperature, "0: greedy (default: the checkpoint's generation_config.json, else 0)")
+      ->check(CLI::NonNegativeNumber)
+      ->each([&given](const std::string&) { given.temperature = true; });
+  app.add_option("--top-k", g.top_k, "0: off (default: the checkpoint's, else 0)")
+      ->check(CLI::NonNegativeNumber)
+      ->each([&given](const std::string&) { given.top_k = true; });
+  app.add_option("--top-p", g.top_p, "1: off (default: the checkpoint's, else 1)")
+      ->check(CLI::Range(0.0f, 1.0f))
+      ->each([&given](const std::string&) { given.top_p = true; });
+  app.add_option("--repetition-penalty", g.repetition_penalty,
+                 "> 1 discourages tokens of the prompt and output, as transformers' repetition_penalty "
+                 "(default: the checkpoint's, else 1: off)")
+      ->check(CLI::PositiveNumber)
+      ->each([&given](const std::string&) { given.repetition_penalty = true; });
   app.add_option("--seed", g.seed, "sampling seed")->capture_default_str();
   app.add_option("--la", g.la_strategy, "LA strategy: recurrent, fla, hanpu")->capture_default_str();
   app.add_option("--placement", g.attn_placement, "attention placement: balanced, uniform, layer")->capture_default_str();
@@ -127,6 +176,15 @@ int run_model(const RunOptions& o) {
     std::fprintf(stderr, "note: f16 projections run on fp32 FMAs; --weights bf16 rounds them to bf16 (3 fewer mantissa "
                  "bits) so a prefill runs on %s, about 2x faster (docs/benchmarks.md)\n", bf16_unit);
   }
+  // The sampling flags not given take the checkpoint's defaults.
+  GenerateOptions g = o.gen;
+  const GenerateOptions defaults = engine->default_generate_options();
+  if (!o.sampling_given.temperature) g.temperature = defaults.temperature;
+  if (!o.sampling_given.top_k) g.top_k = defaults.top_k;
+  if (!o.sampling_given.top_p) g.top_p = defaults.top_p;
+  if (!o.sampling_given.repetition_penalty) g.repetition_penalty = defaults.repetition_penalty;
+  std::fprintf(stderr, "%s\n", describe_sampling(g, o.sampling_given, info.sampling_origin).c_str());
+  if (!info.stop_tokens.empty()) std::fprintf(stderr, "%s\n", describe_stop_tokens(*engine, info.stop_tokens).c_str());
   std::string kv_cache;
   st = engine->kv_cache_dtype(o.gen.kv_cache, &kv_cache);
   if (!st.ok()) {
@@ -172,7 +230,6 @@ int run_model(const RunOptions& o) {
     std::fprintf(stderr, "prompt: %d random token ids%s\n", n, engine->has_tokenizer() ? "" : " (no tokenizer)");
   }
   std::fflush(stdout);
-  const GenerateOptions& g = o.gen;
   GenerateStats s;
   const auto on_text = [](std::string_view text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
@@ -230,6 +287,10 @@ int run_model(const RunOptions& o) {
                      {"weights", info.weight_dtype},  {"amx", info.weight_dtype == "bf16" && amx_bf16_in_use()},
                      {"bf16_dot", info.weight_dtype == "bf16" && cpu::linear_uses_dot()}, {"kv_cache", s.kv_cache},
                      {"attn_bf16_products", attn_bf16},
+                     {"sampling", {{"temperature", decimal(g.temperature)}, {"top_k", g.top_k}, {"top_p", decimal(g.top_p)},
+                                   {"repetition_penalty", decimal(g.repetition_penalty)}, {"seed", g.seed},
+                                   {"defaults_from", info.sampling_origin}}},
+                     {"stop_tokens", info.stop_tokens},
                      {"decode_step_ms", {{"median", step_quantile(0.5)}, {"p90", step_quantile(0.9)},
                                          {"max", step_quantile(1.0)}}}};
     std::printf("%s\n", j.dump().c_str());

@@ -30,6 +30,11 @@ struct RunOptions {
     g.max_tokens = 32;
     return g;
   }();
+  // Sampling flags given on the command line; the others take the checkpoint's defaults
+  // (Engine::default_generate_options), as transformers' generate(**kwargs) does.
+  struct SamplingGiven {
+    bool temperature = false, top_k = false, top_p = false, repetition_penalty = false;
+  } sampling_given;
 };
 
 void add_run_options(CLI::App& app, RunOptions& o);

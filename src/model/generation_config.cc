@@ -1,0 +1,63 @@
+// generation_config.json parsing (see generation_config.h).
+#include "model/generation_config.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "model/json_fields.h"
+
+namespace hanpu::model {
+
+using nlohmann::json;
+
+Status parse_generation_config(const std::string& json_text, const std::string& source, int vocab,
+                               GenerationConfig* out) {
+  json root;
+  try {
+    root = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    return Status::Error(fmt::format("{}: malformed JSON at byte {}: {}", source, e.byte, e.what()));
+  } catch (const json::exception& e) {
+    return Status::Error(fmt::format("{}: malformed JSON: {}", source, e.what()));
+  }
+  if (!root.is_object()) return Status::Error(fmt::format("{}: not a JSON object", source));
+  GenerationConfig g;
+  Reader r{root, source, Status::Ok()};
+  g.do_sample = r.get<bool>("do_sample", g.do_sample, false);
+  g.temperature = r.get<float>("temperature", g.temperature, false);
+  g.top_k = r.get<int>("top_k", g.top_k, false);
+  g.top_p = r.get<float>("top_p", g.top_p, false);
+  g.repetition_penalty = r.get<float>("repetition_penalty", g.repetition_penalty, false);
+  HANPU_RETURN_IF_ERROR(r.st);
+  if (root.contains("eos_token_id")) append_token_ids(root["eos_token_id"], vocab, &g.eos_token_ids);
+  const auto bad = [&](const char* key, const char* range) {
+    return Status::Error(fmt::format("{}: \"{}\" is {}, {}", source, key, root[key].dump(), range));
+  };
+  if (!(g.temperature >= 0.0f)) return bad("temperature", "not >= 0");
+  if (g.top_k < 0) return bad("top_k", "not >= 0");
+  if (!(g.top_p > 0.0f && g.top_p <= 1.0f)) return bad("top_p", "not in (0, 1]");
+  if (!(g.repetition_penalty > 0.0f)) return bad("repetition_penalty", "not > 0");
+  *out = std::move(g);
+  return Status::Ok();
+}
+
+Status load_generation_config(const std::string& dir, int vocab, std::optional<GenerationConfig>* out) {
+  out->reset();
+  const std::filesystem::path path = std::filesystem::path(dir) / "generation_config.json";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return Status::Ok();
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  if (in) text << in.rdbuf();
+  if (!in || in.bad()) return Status::Error(fmt::format("{}: cannot read it", path.string()));
+  GenerationConfig g;
+  HANPU_RETURN_IF_ERROR(parse_generation_config(text.str(), path.string(), vocab, &g));
+  *out = std::move(g);
+  return Status::Ok();
+}
+
+}  // namespace hanpu::model

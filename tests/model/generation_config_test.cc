@@ -1,0 +1,270 @@
+// generation_config.json (stop tokens and the checkpoint's sampling, with transformers'
+// meaning), the stop tokens a checkpoint names in its three files, and the repetition
+// penalty against a double reference.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "fixtures.h"
+#include "hanpu/engine.h"
+#include "model/generation_config.h"
+#include "model/sampler.h"
+
+namespace hanpu::model {
+namespace {
+
+namespace fs = std::filesystem;
+
+GenerationConfig parsed(const std::string& text, int vocab = 100) {
+  GenerationConfig g;
+  const Status st = parse_generation_config(text, "gen.json", vocab, &g);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return g;
+}
+
+// The error parsing `text` gives (empty if it parsed).
+std::string error_of(const std::string& text) {
+  GenerationConfig g;
+  return parse_generation_config(text, "gen.json", 100, &g).message();
+}
+
+TEST(GenerationConfig, FieldsAndTransformersDefaults) {
+  const GenerationConfig d = parsed("{}");
+  EXPECT_FALSE(d.do_sample);
+  EXPECT_EQ(d.temperature, 1.0f);
+  EXPECT_EQ(d.top_k, 50);
+  EXPECT_EQ(d.top_p, 1.0f);
+  EXPECT_EQ(d.repetition_penalty, 1.0f);
+  EXPECT_TRUE(d.eos_token_ids.empty());
+  // What Qwen's chat checkpoints ship, fields hanpu does not use included.
+  const GenerationConfig q = parsed(R"({"bos_token_id": 7, "do_sample": true, "eos_token_id": [12, 9],
+      "pad_token_id": 9, "temperature": 0.7, "top_k": 20, "top_p": 0.8, "repetition_penalty": 1.05,
+      "transformers_version": "4.57.0"})");
+  EXPECT_TRUE(q.do_sample);
+  EXPECT_FLOAT_EQ(q.temperature, 0.7f);
+  EXPECT_EQ(q.top_k, 20);
+  EXPECT_FLOAT_EQ(q.top_p, 0.8f);
+  EXPECT_FLOAT_EQ(q.repetition_penalty, 1.05f);
+  EXPECT_EQ(q.eos_token_ids, (std::vector<int>{12, 9}));
+  EXPECT_EQ(parsed(R"({"eos_token_id": 5})").eos_token_ids, (std::vector<int>{5}));
+  // Ids outside the vocabulary (and non-integers) are skipped, as config.json's are.
+  EXPECT_EQ(parsed(R"({"eos_token_id": [3, 100, -1, 2.5, 99]})").eos_token_ids, (std::vector<int>{3, 99}));
+  EXPECT_FALSE(parsed(R"({"temperature": null})").do_sample);
+}
+
+TEST(GenerationConfig, BadFieldsAreNamed) {
+  EXPECT_NE(error_of("{\"top_k\": 3").find("gen.json: malformed JSON at byte"), std::string::npos) << error_of("{");
+  EXPECT_NE(error_of("[1]").find("gen.json: not a JSON object"), std::string::npos);
+  for (const auto& [text, key] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"temperature": "hot"})", "\"temperature\" is \"hot\""},
+           {R"({"do_sample": 1})", "\"do_sample\" is 1"},
+           {R"({"top_k": 2.5})", "\"top_k\" is 2.5"},
+           {R"({"top_k": 1e30})", "\"top_k\" is 1e+30"},
+           {R"({"temperature": -0.1})", "\"temperature\" is -0.1, not >= 0"},
+           {R"({"top_k": -1})", "\"top_k\" is -1, not >= 0"},
+           {R"({"top_p": 0})", "\"top_p\" is 0, not in (0, 1]"},
+           {R"({"top_p": 1.5})", "\"top_p\" is 1.5, not in (0, 1]"},
+           {R"({"repetition_penalty": 0})", "\"repetition_penalty\" is 0, not > 0"},
+           {R"({"temperature": 1e300})", "out of float range"}}) {
+    const std::string err = error_of(text);
+    EXPECT_NE(err.find("gen.json: "), std::string::npos) << text << ": " << err;
+    EXPECT_NE(err.find(key), std::string::npos) << text << ": " << err;
+  }
+}
+
+// A scratch checkpoint: the qwen35 fixture's weights and tokenizer with the given
+// generation_config.json and tokenizer_config.json (none where empty).
+std::string checkpoint_with(const std::string& name, const std::string& generation, const std::string& tokenizer_config) {
+  const fs::path d = fs::path(::testing::TempDir()) / ("hanpu_gen_" + name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json"}) {
+    fs::copy_file(testing::fixture_dir("qwen35-tiny") + "/" + f, d / f);
+  }
+  if (!generation.empty()) std::ofstream(d / "generation_config.json") << generation;
+  if (!tokenizer_config.empty()) std::ofstream(d / "tokenizer_config.json") << tokenizer_config;
+  return d.string();
+}
+
+TEST(GenerationConfig, LoadsBesideTheWeightsOrIsAbsent) {
+  std::optional<GenerationConfig> g;
+  ASSERT_TRUE(load_generation_config(checkpoint_with("absent", "", ""), 100, &g).ok());
+  EXPECT_FALSE(g.has_value());
+  ASSERT_TRUE(load_generation_config(checkpoint_with("present", R"({"top_k": 7})", ""), 100, &g).ok());
+  ASSERT_TRUE(g.has_value());
+  EXPECT_EQ(g->top_k, 7);
+  // A broken file stops the load, naming itself.
+  const std::string dir = checkpoint_with("broken", R"({"top_p": 2})", "");
+  std::unique_ptr<Engine> e;
+  const Status st = Engine::load(dir, &e);
+  EXPECT_NE(st.message().find(dir + "/generation_config.json: \"top_p\" is 2"), std::string::npos) << st.message();
+}
+
+// The fixture's first greedy token after its first prompt (transformers' reference).
+int first_greedy_token() { return testing::reference("qwen35-tiny")["prompts"][0]["greedy16"][0].get<int>(); }
+
+std::vector<int> first_prompt() {
+  return testing::reference("qwen35-tiny")["prompts"][0]["ids"].get<std::vector<int>>();
+}
+
+TEST(GenerationConfig, StopTokensComeFromEveryFileThatNamesThem) {
+  const int first = first_greedy_token();
+  ASSERT_NE(first, 2);  // config.json's eos (<|im_end|>) must not be it, or this tests nothing
+  // config.json: 2. generation_config.json: the first greedy token. tokenizer_config.json:
+  // <|endoftext|> (id 0).
+  const std::string dir = checkpoint_with("stops", fmt::format(R"({{"eos_token_id": [{}, 2]}})", first),
+                                          R"({"eos_token": "<|endoftext|>"})");
+  std::unique_ptr<Engine> e;
+  ASSERT_TRUE(Engine::load(dir, &e).ok());
+  std::vector<int> want = {0, 2, first};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(e->info().stop_tokens, want);
+  // Generation stops at once on the token only generation_config.json names.
+  GenerateOptions o;
+  o.max_tokens = 5;
+  GenerateStats s;
+  std::vector<int> out;
+  ASSERT_TRUE(e->generate(first_prompt(), o, nullptr, nullptr, &s, &out).ok());
+  EXPECT_EQ(s.stop_reason, "eos");
+  EXPECT_TRUE(out.empty());
+  // Without the file the same run goes on past it.
+  ASSERT_TRUE(Engine::load(checkpoint_with("stops_none", "", ""), &e).ok());
+  EXPECT_EQ(e->info().stop_tokens, (std::vector<int>{2}));
+  ASSERT_TRUE(e->generate(first_prompt(), o, nullptr, nullptr, &s, &out).ok());
+  EXPECT_EQ(out.front(), first);
+  // The shipped fixture's tokenizer_config.json names <|im_end|>, already config.json's eos.
+  ASSERT_TRUE(Engine::load(testing::fixture_dir("qwen35-tiny"), &e).ok());
+  EXPECT_EQ(e->info().stop_tokens, (std::vector<int>{2}));
+  EXPECT_EQ(e->token_text(2), "<|im_end|>");
+  EXPECT_EQ(e->token_text(-1), "");
+  EXPECT_EQ(e->token_text(1 << 30), "");
+}
+
+TEST(GenerationConfig, DefaultOptionsFollowTransformers) {
+  std::unique_ptr<Engine> e;
+  // do_sample: the file's values, transformers' defaults for the rest (top_k 50).
+  ASSERT_TRUE(Engine::load(checkpoint_with("sample", R"({"do_sample": true, "temperature": 0.6,
+      "top_p": 0.95, "repetition_penalty": 1.1})", ""), &e).ok());
+  GenerateOptions o = e->default_generate_options();
+  EXPECT_FLOAT_EQ(o.temperature, 0.6f);
+  EXPECT_EQ(o.top_k, 50);
+  EXPECT_FLOAT_EQ(o.top_p, 0.95f);
+  EXPECT_FLOAT_EQ(o.repetition_penalty, 1.1f);
+  EXPECT_NE(e->info().sampling_origin.find("generation_config.json"), std::string::npos);
+  // No do_sample: greedy whatever temperature says; the penalty still applies (a logits
+  // processor in transformers, greedy or not).
+  ASSERT_TRUE(Engine::load(checkpoint_with("greedy", R"({"temperature": 0.6, "top_k": 5, "repetition_penalty": 1.2})", ""),
+                           &e).ok());
+  o = e->default_generate_options();
+  EXPECT_EQ(o.temperature, 0.0f);
+  EXPECT_EQ(o.top_k, 0);
+  EXPECT_EQ(o.top_p, 1.0f);
+  EXPECT_FLOAT_EQ(o.repetition_penalty, 1.2f);
+  // No file, and synthetic models: greedy, no origin.
+  ASSERT_TRUE(Engine::load(checkpoint_with("nofile", "", ""), &e).ok());
+  o = e->default_generate_options();
+  EXPECT_EQ(o.temperature, 0.0f);
+  EXPECT_EQ(o.repetition_penalty, 1.0f);
+  EXPECT_EQ(e->info().sampling_origin, "");
+  // A bad penalty given to generate is an error, not a silent change.
+  o.repetition_penalty = 0.0f;
+  EXPECT_NE(e->generate(first_prompt(), o, nullptr, nullptr, nullptr).message().find("repetition_penalty 0"),
+            std::string::npos);
+}
+
+TEST(GenerationConfig, RepetitionPenaltySeesThePromptAndTheOutput) {
+  std::unique_ptr<Engine> e;
+  ASSERT_TRUE(Engine::load(testing::fixture_dir("qwen35-tiny"), &e).ok());
+  const std::vector<int> prompt = first_prompt();
+  GenerateOptions o;
+  o.max_tokens = 12;
+  o.stop_at_eos = false;
+  o.repetition_penalty = 3.0f;
+  std::vector<int> once;
+  ASSERT_TRUE(e->generate(prompt, o, nullptr, nullptr, nullptr, &once).ok());
+  ASSERT_EQ(once.size(), 12u);
+  // The penalty changes this run (else the checks below could not fail).
+  const auto greedy16 = testing::reference("qwen35-tiny")["prompts"][0]["greedy16"].get<std::vector<int>>();
+  EXPECT_NE(once, std::vector<int>(greedy16.begin(), greedy16.begin() + 12));
+  // Token by token, each call prefilling the prompt and the output so far: the same tokens,
+  // so one run penalises what it generated as it would the same tokens in a prompt.
+  std::vector<int> sequence = prompt, by_token;
+  o.max_tokens = 1;
+  for (int i = 0; i < 12; ++i) {
+    std::vector<int> next;
+    ASSERT_TRUE(e->generate(sequence, o, nullptr, nullptr, nullptr, &next).ok());
+    ASSERT_EQ(next.size(), 1u);
+    by_token.push_back(next[0]);
+    sequence.push_back(next[0]);
+  }
+  EXPECT_EQ(once, by_token);
+}
+
+// The penalised argmax in double: transformers' processor over the distinct seen ids.
+int reference_penalised_argmax(const std::vector<float>& logits, const std::set<int>& seen, double penalty) {
+  int best = 0;
+  double best_v = -INFINITY;
+  for (int i = 0; i < static_cast<int>(logits.size()); ++i) {
+    double v = logits[i];
+    if (seen.count(i)) v = v < 0 ? v * penalty : v / penalty;
+    if (v > best_v) {
+      best_v = v;
+      best = i;
+    }
+  }
+  return best;
+}
+
+TEST(Sampler, RepetitionPenaltyMatchesADoubleReference) {
+  std::mt19937 rng(std::random_device{}());
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 300);
+    std::vector<float> logits(n);
+    for (float& l : logits) l = normal(rng);
+    const double penalty = 0.5 + (rng() % 1000) / 400.0;
+    Sampler s({0.0f, 0, 1.0f, 1, static_cast<float>(penalty)});
+    std::set<int> seen;
+    const int observed = static_cast<int>(rng() % 8);
+    for (int i = 0; i < observed; ++i) {
+      const int id = static_cast<int>(rng() % (n + 3));  // some past the logits: never penalised
+      s.observe(id);
+      s.observe(id);  // twice: penalised once, as transformers gathers distinct ids
+      if (id < n) seen.insert(id);
+    }
+    EXPECT_EQ(s.sample(logits), reference_penalised_argmax(logits, seen, penalty)) << "trial " << trial;
+  }
+  // A hand case: 2.0 seen (2.0 / 1.1 = 1.82) loses to 1.9; -1.0 seen goes to -1.5 (x 1.5).
+  Sampler flip({0.0f, 0, 1.0f, 1, 1.1f});
+  flip.observe(0);
+  EXPECT_EQ(flip.sample({2.0f, 1.9f}), 1);
+  Sampler neg({0.0f, 0, 1.0f, 1, 1.5f});
+  neg.observe(0);
+  EXPECT_EQ(neg.sample({-1.0f, -1.4f}), 1);
+  EXPECT_EQ(neg.sample({-1.0f, -1.6f}), 0);
+  // Off (1.0): observing changes nothing.
+  Sampler off({0.0f, 0, 1.0f, 1, 1.0f});
+  off.observe(0);
+  EXPECT_EQ(off.sample({2.0f, 1.9f}), 0);
+}
+
+TEST(Sampler, RepetitionPenaltyReachesSampledDraws) {
+  // Temperature 1 over two tokens: the seen one's weight drops by e^(2 - 2/2) = e.
+  Sampler s({1.0f, 0, 1.0f, 3, 2.0f});
+  s.observe(0);
+  const std::vector<float> logits = {2.0f, 2.0f};
+  int zeros = 0;
+  for (int i = 0; i < 20000; ++i) zeros += s.sample(logits) == 0;
+  const double want = std::exp(1.0) / (std::exp(1.0) + std::exp(2.0));
+  EXPECT_NEAR(zeros / 20000.0, want, 0.015);
+}
+
+}  // namespace
+}  // namespace hanpu::model

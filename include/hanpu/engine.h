@@ -46,10 +46,14 @@ struct GenerateOptions {
   float temperature = 0.0f;                 // 0: greedy
   int top_k = 0;                            // 0: off
   float top_p = 1.0f;                       // 1: off
+  float min_p = 0.0f;                       // 0: off; else drops tokens below min_p x the top one's probability
   // 1: off; > 1 divides the logit of each token of the prompt and the output so far (multiplies
   // it where negative), as transformers' repetition_penalty. A resumed sequence's earlier
   // tokens are not in its state file, so only this call's prompt counts.
   float repetition_penalty = 1.0f;
+  // 0: off; subtracted from the logit of each token the output already holds (vLLM's and
+  // OpenAI's presence_penalty; Qwen suggests 0-2 against endless repetitions).
+  float presence_penalty = 0.0f;
   uint64_t seed = 0;
   bool stop_at_eos = true;                  // stop at any of EngineInfo::stop_tokens
   // Continue a saved sequence (the prompt is appended after it), and/or save the sequence
@@ -120,8 +124,8 @@ class Engine {
 
   EngineInfo info() const;
   // GenerateOptions with the checkpoint's sampling (generation_config.json read as transformers
-  // reads it: do_sample false or absent is greedy; true takes its temperature, top_k and top_p,
-  // transformers' 1.0 / 50 / 1.0 where it has none; repetition_penalty either way). Greedy for
+  // reads it: do_sample false or absent is greedy; true takes its temperature, top_k, top_p and
+  // min_p, transformers' 1.0 / 50 / 1.0 / off where it has none; repetition_penalty either way). Greedy for
   // checkpoints without the file and for synthetic models.
   GenerateOptions default_generate_options() const;
   // The text of token `id` (its bytes; "" without a tokenizer or out of range).

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -181,6 +182,7 @@ GenerateOptions Engine::default_generate_options() const {
     o.temperature = g.temperature;
     o.top_k = g.top_k;
     o.top_p = g.top_p;
+    o.min_p = g.min_p;
   }
   o.repetition_penalty = g.repetition_penalty;
   return o;
@@ -274,10 +276,11 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
                                      o.prefill_chunk));
   }
   if (!(o.temperature >= 0.0f) || !(o.top_p > 0.0f && o.top_p <= 1.0f) || o.top_k < 0 ||
-      !(o.repetition_penalty > 0.0f)) {
-    return Status::Error(
-        fmt::format("sampling: temperature {} must be >= 0, top_p {} in (0, 1], top_k {} >= 0, repetition_penalty {} > 0",
-                    o.temperature, o.top_p, o.top_k, o.repetition_penalty));
+      !(o.min_p >= 0.0f && o.min_p <= 1.0f) || !(o.repetition_penalty > 0.0f) || !std::isfinite(o.presence_penalty)) {
+    return Status::Error(fmt::format(
+        "sampling: temperature {} must be >= 0, top_p {} in (0, 1], top_k {} >= 0, min_p {} in [0, 1], "
+        "repetition_penalty {} > 0, presence_penalty {} finite",
+        o.temperature, o.top_p, o.top_k, o.min_p, o.repetition_penalty, o.presence_penalty));
   }
   model::ForwardOptions fo;
   fo.la_strategy = o.la_strategy;
@@ -312,8 +315,8 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
   }
   s.prefill_ms = ms_since(t0);
   s.prefill_split = split_of(prof);
-  model::Sampler sampler({o.temperature, o.top_k, o.top_p, o.seed, o.repetition_penalty});
-  for (int id : prompt) sampler.observe(id);  // a resumed sequence's earlier tokens are not in its state file
+  model::Sampler sampler({o.temperature, o.top_k, o.top_p, o.seed, o.repetition_penalty, o.min_p, o.presence_penalty});
+  for (int id : prompt) sampler.observe_prompt(id);  // a resumed sequence's earlier tokens are not in its state file
   const std::vector<int>& eos = impl_->stop_tokens;
   std::string pending;
   s.stop_reason = "max_tokens";
@@ -328,7 +331,7 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
       break;
     }
     ++s.generated_tokens;
-    sampler.observe(tok);
+    sampler.observe_output(tok);
     last_token = tok;
     if (generated != nullptr) generated->push_back(tok);
     if (on_text && impl_->tokenizer) {

@@ -31,6 +31,7 @@ Status parse_generation_config(const std::string& json_text, const std::string& 
   g.temperature = r.get<float>("temperature", g.temperature, false);
   g.top_k = r.get<int>("top_k", g.top_k, false);
   g.top_p = r.get<float>("top_p", g.top_p, false);
+  g.min_p = r.get<float>("min_p", g.min_p, false);
   g.repetition_penalty = r.get<float>("repetition_penalty", g.repetition_penalty, false);
   HANPU_RETURN_IF_ERROR(r.st);
   if (root.contains("eos_token_id")) append_token_ids(root["eos_token_id"], vocab, &g.eos_token_ids);
@@ -40,6 +41,7 @@ Status parse_generation_config(const std::string& json_text, const std::string& 
   if (!(g.temperature >= 0.0f)) return bad("temperature", "not >= 0");
   if (g.top_k < 0) return bad("top_k", "not >= 0");
   if (!(g.top_p > 0.0f && g.top_p <= 1.0f)) return bad("top_p", "not in (0, 1]");
+  if (!(g.min_p >= 0.0f && g.min_p <= 1.0f)) return bad("min_p", "not in [0, 1]");
   if (!(g.repetition_penalty > 0.0f)) return bad("repetition_penalty", "not > 0");
   *out = std::move(g);
   return Status::Ok();

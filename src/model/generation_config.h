@@ -21,12 +21,13 @@ struct GenerationConfig {
   float temperature = 1.0f;
   int top_k = 50;
   float top_p = 1.0f;
+  float min_p = 0.0f;               // 0: off (transformers' MinPLogitsWarper)
   float repetition_penalty = 1.0f;  // 1: off (transformers' RepetitionPenaltyLogitsProcessor)
 };
 
 // Parses generation_config.json text; `source` names the file in errors. A field of the wrong
-// type or out of range (temperature < 0, top_p outside (0, 1], top_k < 0, repetition_penalty
-// <= 0) is an error naming it; fields hanpu has no use for are ignored.
+// type or out of range (temperature < 0, top_p outside (0, 1], min_p outside [0, 1], top_k < 0,
+// repetition_penalty <= 0) is an error naming it; fields hanpu has no use for are ignored.
 Status parse_generation_config(const std::string& json_text, const std::string& source, int vocab,
                                GenerationConfig* out);
 // dir/generation_config.json if there is one (nullopt if not), parsed.

@@ -1,4 +1,4 @@
-// Greedy / temperature / top-k / top-p sampling (see sampler.h).
+// Penalties, then greedy / temperature / top-k / top-p / min-p sampling (see sampler.h).
 #include "model/sampler.h"
 
 #include <algorithm>
@@ -7,21 +7,34 @@
 
 namespace hanpu::model {
 
-void Sampler::observe(int token) {
-  if (p_.repetition_penalty == 1.0f || token < 0) return;
-  if (static_cast<size_t>(token) >= seen_mask_.size()) seen_mask_.resize(static_cast<size_t>(token) + 1, false);
-  if (seen_mask_[token]) return;
-  seen_mask_[token] = true;
-  seen_.push_back(token);
+void Sampler::remember(int token, std::vector<bool>* mask, std::vector<int>* list) {
+  if (token < 0) return;
+  if (static_cast<size_t>(token) >= mask->size()) mask->resize(static_cast<size_t>(token) + 1, false);
+  if ((*mask)[token]) return;
+  (*mask)[token] = true;
+  list->push_back(token);
+}
+
+void Sampler::observe_prompt(int token) {
+  if (p_.repetition_penalty != 1.0f) remember(token, &seen_mask_, &seen_);
+}
+
+void Sampler::observe_output(int token) {
+  observe_prompt(token);
+  if (p_.presence_penalty != 0.0f) remember(token, &output_mask_, &output_);
 }
 
 const std::vector<float>& Sampler::penalised(const std::vector<float>& logits) {
-  if (seen_.empty()) return logits;
+  if (seen_.empty() && output_.empty()) return logits;
   penalised_ = logits;  // a copy of the vocabulary's logits: ~1 MB, microseconds against a step
+  const size_t n = penalised_.size();
   for (int id : seen_) {
-    if (static_cast<size_t>(id) >= penalised_.size()) continue;
+    if (static_cast<size_t>(id) >= n) continue;
     float& v = penalised_[id];
     v = v < 0 ? v * p_.repetition_penalty : v / p_.repetition_penalty;
+  }
+  for (int id : output_) {
+    if (static_cast<size_t>(id) < n) penalised_[id] -= p_.presence_penalty;
   }
   return penalised_;
 }
@@ -53,6 +66,13 @@ int Sampler::sample(const std::vector<float>& raw_logits) {
         break;
       }
     }
+  }
+  // Min-p: the tokens at least min_p times as likely as the top one (prob_[0], the largest;
+  // renormalising over the kept ones does not change the ratio).
+  if (p_.min_p > 0.0f) {
+    int above = 1;
+    while (above < keep && prob_[above] >= p_.min_p * prob_[0]) ++above;
+    keep = above;
   }
   double mass = 0;
   for (int i = 0; i < keep; ++i) mass += prob_[i];

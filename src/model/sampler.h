@@ -1,8 +1,9 @@
-// Next-token sampling: greedy (temperature 0), or temperature with top-k then top-p
-// (nucleus) filtering, seeded so a run can be repeated — the order llama.cpp and
-// transformers apply them in. A repetition penalty first, as transformers' logits
-// processor does, greedy included: the logit of every token seen so far is divided by it
-// (multiplied, where negative).
+// Next-token sampling: greedy (temperature 0), or temperature then top-k, top-p (nucleus)
+// and min-p filtering, seeded so a run can be repeated — the order transformers applies its
+// warpers in. Penalties come first and apply to greedy too: the repetition penalty
+// (transformers' processor: the logit of every token of the prompt and output so far divided
+// by it, multiplied where negative), then the presence penalty (vLLM's / OpenAI's: subtracted
+// from the logit of every token the output already holds).
 #pragma once
 
 #include <cstdint>
@@ -17,25 +18,31 @@ struct SamplingParams {
   int top_k = 0;             // 0: off
   float top_p = 1.0f;        // 1: off
   uint64_t seed = 0;
-  float repetition_penalty = 1.0f;  // 1: off; > 1 discourages tokens already seen
+  float repetition_penalty = 1.0f;  // 1: off; > 1 discourages tokens of the prompt and output
+  float min_p = 0.0f;               // 0: off; drops tokens below min_p x the top token's probability
+  float presence_penalty = 0.0f;    // 0: off; > 0 discourages tokens the output holds
 };
 
 class Sampler {
  public:
   explicit Sampler(SamplingParams p) : p_(p), rng_(p.seed) {}
   int sample(const std::vector<float>& logits);
-  // A token of the sequence (prompt or generated) the repetition penalty applies to from
-  // now on; ids outside the logits' range are never penalised.
-  void observe(int token);
+  // Tokens of the sequence the penalties see from now on: a prompt token (the repetition
+  // penalty's) or an output token (both penalties'). Ids outside the logits' range are never
+  // penalised.
+  void observe_prompt(int token);
+  void observe_output(int token);
 
  private:
-  // logits with the repetition penalty applied (the input itself when it is off).
+  // The ids in `mask` / `list` (distinct, in order of first sight), with `token` added.
+  static void remember(int token, std::vector<bool>* mask, std::vector<int>* list);
+  // logits with the penalties applied (the input itself when none applies).
   const std::vector<float>& penalised(const std::vector<float>& logits);
 
   SamplingParams p_;
   Rng rng_;
-  std::vector<int> seen_;            // distinct observed ids, in order of first sight
-  std::vector<bool> seen_mask_;      // by id, grown on demand
+  std::vector<int> seen_, output_;           // distinct ids of prompt + output, of the output
+  std::vector<bool> seen_mask_, output_mask_;  // by id, grown on demand
   std::vector<float> penalised_;
   std::vector<int> order_;
   std::vector<double> prob_;

@@ -51,6 +51,8 @@ TEST(GenerationConfig, FieldsAndTransformersDefaults) {
   EXPECT_FLOAT_EQ(q.temperature, 0.7f);
   EXPECT_EQ(q.top_k, 20);
   EXPECT_FLOAT_EQ(q.top_p, 0.8f);
+  EXPECT_EQ(q.min_p, 0.0f);
+  EXPECT_FLOAT_EQ(parsed(R"({"min_p": 0.05})").min_p, 0.05f);
   EXPECT_FLOAT_EQ(q.repetition_penalty, 1.05f);
   EXPECT_EQ(q.eos_token_ids, (std::vector<int>{12, 9}));
   EXPECT_EQ(parsed(R"({"eos_token_id": 5})").eos_token_ids, (std::vector<int>{5}));
@@ -72,6 +74,8 @@ TEST(GenerationConfig, BadFieldsAreNamed) {
            {R"({"top_p": 0})", "\"top_p\" is 0, not in (0, 1]"},
            {R"({"top_p": 1.5})", "\"top_p\" is 1.5, not in (0, 1]"},
            {R"({"repetition_penalty": 0})", "\"repetition_penalty\" is 0, not > 0"},
+           {R"({"min_p": 1.5})", "\"min_p\" is 1.5, not in [0, 1]"},
+           {R"({"min_p": -0.1})", "\"min_p\" is -0.1, not in [0, 1]"},
            {R"({"temperature": 1e300})", "out of float range"}}) {
     const std::string err = error_of(text);
     EXPECT_NE(err.find("gen.json: "), std::string::npos) << text << ": " << err;
@@ -151,8 +155,9 @@ TEST(GenerationConfig, DefaultOptionsFollowTransformers) {
   std::unique_ptr<Engine> e;
   // do_sample: the file's values, transformers' defaults for the rest (top_k 50).
   ASSERT_TRUE(Engine::load(checkpoint_with("sample", R"({"do_sample": true, "temperature": 0.6,
-      "top_p": 0.95, "repetition_penalty": 1.1})", ""), &e).ok());
+      "top_p": 0.95, "min_p": 0.1, "repetition_penalty": 1.1})", ""), &e).ok());
   GenerateOptions o = e->default_generate_options();
+  EXPECT_FLOAT_EQ(o.min_p, 0.1f);
   EXPECT_FLOAT_EQ(o.temperature, 0.6f);
   EXPECT_EQ(o.top_k, 50);
   EXPECT_FLOAT_EQ(o.top_p, 0.95f);
@@ -160,9 +165,10 @@ TEST(GenerationConfig, DefaultOptionsFollowTransformers) {
   EXPECT_NE(e->info().sampling_origin.find("generation_config.json"), std::string::npos);
   // No do_sample: greedy whatever temperature says; the penalty still applies (a logits
   // processor in transformers, greedy or not).
-  ASSERT_TRUE(Engine::load(checkpoint_with("greedy", R"({"temperature": 0.6, "top_k": 5, "repetition_penalty": 1.2})", ""),
-                           &e).ok());
+  ASSERT_TRUE(Engine::load(checkpoint_with("greedy", R"({"temperature": 0.6, "top_k": 5, "min_p": 0.2,
+      "repetition_penalty": 1.2})", ""), &e).ok());
   o = e->default_generate_options();
+  EXPECT_EQ(o.min_p, 0.0f);
   EXPECT_EQ(o.temperature, 0.0f);
   EXPECT_EQ(o.top_k, 0);
   EXPECT_EQ(o.top_p, 1.0f);
@@ -176,6 +182,13 @@ TEST(GenerationConfig, DefaultOptionsFollowTransformers) {
   // A bad penalty given to generate is an error, not a silent change.
   o.repetition_penalty = 0.0f;
   EXPECT_NE(e->generate(first_prompt(), o, nullptr, nullptr, nullptr).message().find("repetition_penalty 0"),
+            std::string::npos);
+  o = e->default_generate_options();
+  o.min_p = 2.0f;
+  EXPECT_NE(e->generate(first_prompt(), o, nullptr, nullptr, nullptr).message().find("min_p 2"), std::string::npos);
+  o = e->default_generate_options();
+  o.presence_penalty = NAN;
+  EXPECT_NE(e->generate(first_prompt(), o, nullptr, nullptr, nullptr).message().find("presence_penalty nan"),
             std::string::npos);
 }
 
@@ -207,13 +220,34 @@ TEST(GenerationConfig, RepetitionPenaltySeesThePromptAndTheOutput) {
   EXPECT_EQ(once, by_token);
 }
 
-// The penalised argmax in double: transformers' processor over the distinct seen ids.
-int reference_penalised_argmax(const std::vector<float>& logits, const std::set<int>& seen, double penalty) {
+TEST(GenerationConfig, PresencePenaltySeesTheOutputOnly) {
+  std::unique_ptr<Engine> e;
+  ASSERT_TRUE(Engine::load(testing::fixture_dir("qwen35-tiny"), &e).ok());
+  const std::vector<int> prompt = first_prompt();
+  const int first = first_greedy_token();
+  // The fixture's greedy output starts with a token of the prompt and then repeats tokens.
+  ASSERT_NE(std::find(prompt.begin(), prompt.end(), first), prompt.end());
+  GenerateOptions o;
+  o.max_tokens = 12;
+  o.stop_at_eos = false;
+  o.presence_penalty = 1e6f;  // no token of the output can come again
+  std::vector<int> out;
+  ASSERT_TRUE(e->generate(prompt, o, nullptr, nullptr, nullptr, &out).ok());
+  ASSERT_EQ(out.size(), 12u);
+  EXPECT_EQ(out[0], first);  // the prompt's tokens are not penalised
+  EXPECT_EQ(std::set<int>(out.begin(), out.end()).size(), out.size());
+}
+
+// The penalised argmax in double: transformers' repetition processor over the distinct ids of
+// prompt and output, then vLLM's presence penalty over the output's.
+int reference_penalised_argmax(const std::vector<float>& logits, const std::set<int>& seen, double penalty,
+                               const std::set<int>& output = {}, double presence = 0.0) {
   int best = 0;
   double best_v = -INFINITY;
   for (int i = 0; i < static_cast<int>(logits.size()); ++i) {
     double v = logits[i];
     if (seen.count(i)) v = v < 0 ? v * penalty : v / penalty;
+    if (output.count(i)) v -= presence;
     if (v > best_v) {
       best_v = v;
       best = i;
@@ -235,30 +269,81 @@ TEST(Sampler, RepetitionPenaltyMatchesADoubleReference) {
     const int observed = static_cast<int>(rng() % 8);
     for (int i = 0; i < observed; ++i) {
       const int id = static_cast<int>(rng() % (n + 3));  // some past the logits: never penalised
-      s.observe(id);
-      s.observe(id);  // twice: penalised once, as transformers gathers distinct ids
+      s.observe_prompt(id);
+      s.observe_prompt(id);  // twice: penalised once, as transformers gathers distinct ids
       if (id < n) seen.insert(id);
     }
     EXPECT_EQ(s.sample(logits), reference_penalised_argmax(logits, seen, penalty)) << "trial " << trial;
   }
   // A hand case: 2.0 seen (2.0 / 1.1 = 1.82) loses to 1.9; -1.0 seen goes to -1.5 (x 1.5).
   Sampler flip({0.0f, 0, 1.0f, 1, 1.1f});
-  flip.observe(0);
+  flip.observe_prompt(0);
   EXPECT_EQ(flip.sample({2.0f, 1.9f}), 1);
   Sampler neg({0.0f, 0, 1.0f, 1, 1.5f});
-  neg.observe(0);
+  neg.observe_prompt(0);
   EXPECT_EQ(neg.sample({-1.0f, -1.4f}), 1);
   EXPECT_EQ(neg.sample({-1.0f, -1.6f}), 0);
   // Off (1.0): observing changes nothing.
   Sampler off({0.0f, 0, 1.0f, 1, 1.0f});
-  off.observe(0);
+  off.observe_prompt(0);
   EXPECT_EQ(off.sample({2.0f, 1.9f}), 0);
+}
+
+TEST(Sampler, PresencePenaltyMatchesADoubleReferenceAndSparesThePrompt) {
+  std::mt19937 rng(std::random_device{}());
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 300);
+    std::vector<float> logits(n);
+    for (float& l : logits) l = normal(rng);
+    const double penalty = 0.5 + (rng() % 1000) / 400.0;
+    const double presence = -1.0 + (rng() % 1000) / 250.0;  // OpenAI's range is [-2, 2]
+    Sampler s({0.0f, 0, 1.0f, 1, static_cast<float>(penalty), 0.0f, static_cast<float>(presence)});
+    std::set<int> seen, output;
+    for (int i = 0, count = static_cast<int>(rng() % 10); i < count; ++i) {
+      const int id = static_cast<int>(rng() % (n + 3));
+      const bool in_output = rng() % 2;
+      in_output ? s.observe_output(id) : s.observe_prompt(id);
+      if (id < n) {
+        seen.insert(id);
+        if (in_output) output.insert(id);
+      }
+    }
+    EXPECT_EQ(s.sample(logits), reference_penalised_argmax(logits, seen, penalty, output, presence)) << "trial " << trial;
+  }
+  // By hand: 2.0 in the output loses to 1.9 once 0.5 is taken off; in the prompt it does not.
+  Sampler out({0.0f, 0, 1.0f, 1, 1.0f, 0.0f, 0.5f});
+  out.observe_output(0);
+  EXPECT_EQ(out.sample({2.0f, 1.9f}), 1);
+  Sampler prompt({0.0f, 0, 1.0f, 1, 1.0f, 0.0f, 0.5f});
+  prompt.observe_prompt(0);
+  EXPECT_EQ(prompt.sample({2.0f, 1.9f}), 0);
+}
+
+TEST(Sampler, MinPKeepsTokensAboveAShareOfTheTopOne) {
+  // Temperature 1: probabilities relative to the top are 1, e^-1 = 0.37, e^-3 = 0.05.
+  const std::vector<float> logits = {0.0f, -1.0f, -3.0f};
+  Sampler s({1.0f, 0, 1.0f, 11, 1.0f, 0.3f});
+  std::vector<int> count(3, 0);
+  for (int i = 0; i < 20000; ++i) count[s.sample(logits)]++;
+  EXPECT_EQ(count[2], 0);  // 0.05 < 0.3: dropped
+  const double want0 = 1.0 / (1.0 + std::exp(-1.0));
+  EXPECT_NEAR(count[0] / 20000.0, want0, 0.015);
+  // At temperature 2 the third holds e^-1.5 = 0.22 of the top: still out at 0.3, in at 0.2.
+  Sampler hot({2.0f, 0, 1.0f, 11, 1.0f, 0.2f});
+  int third = 0;
+  for (int i = 0; i < 20000; ++i) third += hot.sample(logits) == 2;
+  const double z = 1.0 + std::exp(-0.5) + std::exp(-1.5);
+  EXPECT_NEAR(third / 20000.0, std::exp(-1.5) / z, 0.015);
+  // min_p 1 keeps only the top token (ties aside).
+  Sampler top({1.0f, 0, 1.0f, 11, 1.0f, 1.0f});
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(top.sample(logits), 0);
 }
 
 TEST(Sampler, RepetitionPenaltyReachesSampledDraws) {
   // Temperature 1 over two tokens: the seen one's weight drops by e^(2 - 2/2) = e.
   Sampler s({1.0f, 0, 1.0f, 3, 2.0f});
-  s.observe(0);
+  s.observe_prompt(0);
   const std::vector<float> logits = {2.0f, 2.0f};
   int zeros = 0;
   for (int i = 0; i < 20000; ++i) zeros += s.sample(logits) == 0;

@@ -51,11 +51,13 @@ std::string describe_sampling(const GenerateOptions& g, const RunOptions::Sampli
   std::string what = g.temperature > 0 ? fmt::format("temperature {:g}, top-k {}, top-p {:g}, seed {}", g.temperature,
                                                       g.top_k, g.top_p, g.seed)
                                        : std::string("greedy");
+  if (g.temperature > 0 && g.min_p > 0) what += fmt::format(", min-p {:g}", g.min_p);
   if (g.repetition_penalty != 1.0f) what += fmt::format(", repetition penalty {:g}", g.repetition_penalty);
-  const bool all_given = given.temperature && given.top_k && given.top_p && given.repetition_penalty;
+  if (g.presence_penalty != 0.0f) what += fmt::format(", presence penalty {:g}", g.presence_penalty);
+  const bool all_given = given.temperature && given.top_k && given.top_p && given.min_p && given.repetition_penalty;
   std::string from;
   if (!origin.empty() && !all_given) {
-    from = fmt::format(" ({} {}{})", given.temperature || given.top_k || given.top_p || given.repetition_penalty
+    from = fmt::format(" ({} {}{})", given.temperature || given.top_k || given.top_p || given.min_p || given.repetition_penalty
                                          ? "flags not given here from" : "from",
                        origin, g.temperature > 0 ? "; --temperature 0 for greedy" : "");
   }
@@ -109,11 +111,19 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_option("--top-p", g.top_p, "1: off (default: the checkpoint's, else 1)")
       ->check(CLI::Range(0.0f, 1.0f))
       ->each([&given](const std::string&) { given.top_p = true; });
+  app.add_option("--min-p", g.min_p, "0: off; drops tokens below min-p x the top token's probability (default: the "
+                 "checkpoint's, else 0)")
+      ->check(CLI::Range(0.0f, 1.0f))
+      ->each([&given](const std::string&) { given.min_p = true; });
   app.add_option("--repetition-penalty", g.repetition_penalty,
                  "> 1 discourages tokens of the prompt and output, as transformers' repetition_penalty "
                  "(default: the checkpoint's, else 1: off)")
       ->check(CLI::PositiveNumber)
       ->each([&given](const std::string&) { given.repetition_penalty = true; });
+  app.add_option("--presence-penalty", g.presence_penalty,
+                 "subtracted from the logit of each token the output already holds, as vLLM's presence_penalty "
+                 "(0: off; Qwen suggests 0-2 against endless repetitions)")
+      ->capture_default_str();
   app.add_option("--seed", g.seed, "sampling seed")->capture_default_str();
   app.add_option("--la", g.la_strategy, "LA strategy: recurrent, fla, hanpu")->capture_default_str();
   app.add_option("--placement", g.attn_placement, "attention placement: balanced, uniform, layer")->capture_default_str();
@@ -182,6 +192,7 @@ int run_model(const RunOptions& o) {
   if (!o.sampling_given.temperature) g.temperature = defaults.temperature;
   if (!o.sampling_given.top_k) g.top_k = defaults.top_k;
   if (!o.sampling_given.top_p) g.top_p = defaults.top_p;
+  if (!o.sampling_given.min_p) g.min_p = defaults.min_p;
   if (!o.sampling_given.repetition_penalty) g.repetition_penalty = defaults.repetition_penalty;
   std::fprintf(stderr, "%s\n", describe_sampling(g, o.sampling_given, info.sampling_origin).c_str());
   if (!info.stop_tokens.empty()) std::fprintf(stderr, "%s\n", describe_stop_tokens(*engine, info.stop_tokens).c_str());
@@ -288,7 +299,8 @@ int run_model(const RunOptions& o) {
                      {"bf16_dot", info.weight_dtype == "bf16" && cpu::linear_uses_dot()}, {"kv_cache", s.kv_cache},
                      {"attn_bf16_products", attn_bf16},
                      {"sampling", {{"temperature", decimal(g.temperature)}, {"top_k", g.top_k}, {"top_p", decimal(g.top_p)},
-                                   {"repetition_penalty", decimal(g.repetition_penalty)}, {"seed", g.seed},
+                                   {"min_p", decimal(g.min_p)}, {"repetition_penalty", decimal(g.repetition_penalty)},
+                                   {"presence_penalty", decimal(g.presence_penalty)}, {"seed", g.seed},
                                    {"defaults_from", info.sampling_origin}}},
                      {"stop_tokens", info.stop_tokens},
                      {"decode_step_ms", {{"median", step_quantile(0.5)}, {"p90", step_quantile(0.9)},

@@ -33,7 +33,7 @@ struct RunOptions {
   // Sampling flags given on the command line; the others take the checkpoint's defaults
   // (Engine::default_generate_options), as transformers' generate(**kwargs) does.
   struct SamplingGiven {
-    bool temperature = false, top_k = false, top_p = false, repetition_penalty = false;
+    bool temperature = false, top_k = false, top_p = false, min_p = false, repetition_penalty = false;
   } sampling_given;
 };
 

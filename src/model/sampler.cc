@@ -5,6 +5,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "simd/vec_ops.h"
+
 namespace hanpu::model {
 
 void Sampler::remember(int token, std::vector<bool>* mask, std::vector<int>* list) {
@@ -39,49 +41,104 @@ const std::vector<float>& Sampler::penalised(const std::vector<float>& logits) {
   return penalised_;
 }
 
+namespace {
+
+// Buckets of z = (logit - max) / temperature, 64 per unit of z, for the nucleus: bucket b
+// holds z in (-(b + 1) / 64, -b / 64]; z at or below -40 (weights under 4e-18), and NaN, go
+// to the last. Monotone in the logit, so walking buckets walks the ranking in coarse steps.
+constexpr int kBucketsPerUnit = 64;
+constexpr int kBuckets = 40 * kBucketsPerUnit + 1;
+inline uint16_t bucket_of(float z) {
+  if (!(z > -40.0f)) return kBuckets - 1;
+  return static_cast<uint16_t>(std::min(kBuckets - 1, static_cast<int>(-z * kBucketsPerUnit)));
+}
+
+}  // namespace
+
+void Sampler::keep_nucleus(const std::vector<float>& logits, double total) {
+  // The ranking's smallest prefix whose mass reaches top_p: whole buckets while they fit,
+  // then the boundary bucket's ids sorted (ties: the lower id first). O(n), where a sort of
+  // a Qwen vocabulary (248k tokens) for each token took longer than the decode step.
+  const double need = static_cast<double>(p_.top_p) * total;
+  bucket_mass_.assign(kBuckets, 0.0);
+  for (int id : candidates_) bucket_mass_[bucket_[id]] += weight_[id];
+  double acc = 0;
+  int boundary = 0;
+  while (boundary < kBuckets && acc + bucket_mass_[boundary] < need) acc += bucket_mass_[boundary++];
+  if (boundary == kBuckets) return;  // rounding: every candidate stays
+  std::vector<int>& edge = scratch_;
+  edge.clear();
+  size_t kept = 0;
+  for (int id : candidates_) {
+    if (bucket_[id] < boundary) candidates_[kept++] = id;
+    if (bucket_[id] == boundary) edge.push_back(id);
+  }
+  std::sort(edge.begin(), edge.end(),
+            [&](int a, int b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  for (int id : edge) {
+    candidates_[kept++] = id;
+    if ((acc += weight_[id]) >= need) break;
+  }
+  candidates_.resize(kept);
+}
+
 int Sampler::sample(const std::vector<float>& raw_logits) {
   const std::vector<float>& logits = penalised(raw_logits);
-  const int n = static_cast<int>(logits.size());
   if (p_.temperature <= 0.0f) {  // ties go to the lowest id, as torch.argmax does
     return static_cast<int>(std::max_element(logits.begin(), logits.end()) - logits.begin());
   }
-  order_.resize(n);
-  std::iota(order_.begin(), order_.end(), 0);
-  const int k = p_.top_k > 0 ? std::min(p_.top_k, n) : n;
-  std::partial_sort(order_.begin(), order_.begin() + k, order_.end(),
-                    [&](int a, int b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
-  order_.resize(k);
-  prob_.resize(k);
-  const double mx = logits[order_[0]];
-  double sum = 0;
-  for (int i = 0; i < k; ++i) sum += (prob_[i] = std::exp((logits[order_[i]] - mx) / p_.temperature));
-  // Nucleus: the smallest prefix (by probability) whose mass reaches top_p.
-  int keep = k;
-  if (p_.top_p < 1.0f) {
-    double acc = 0;
-    for (int i = 0; i < k; ++i) {
-      acc += prob_[i] / sum;
-      if (acc >= p_.top_p) {
-        keep = i + 1;
-        break;
-      }
-    }
+  filter(logits);
+  double mass = 0;
+  for (int id : candidates_) mass += weight_[id];
+  double u = rng_.uniform() * mass;
+  for (int id : candidates_) {
+    u -= weight_[id];
+    if (u < 0) return id;
   }
-  // Min-p: the tokens at least min_p times as likely as the top one (prob_[0], the largest;
+  return candidates_.back();  // rounding left u >= 0
+}
+
+std::vector<int> Sampler::candidates(const std::vector<float>& raw_logits) {
+  const std::vector<float>& logits = penalised(raw_logits);
+  if (p_.temperature <= 0.0f) {
+    return {static_cast<int>(std::max_element(logits.begin(), logits.end()) - logits.begin())};
+  }
+  filter(logits);
+  std::vector<int> ids = candidates_;
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+void Sampler::filter(const std::vector<float>& logits) {
+  const int n = static_cast<int>(logits.size());
+  // Weights relative to the most likely token, exp((l - max) / T) (the top one 1), all at
+  // once on the vector unit.
+  const float mx = *std::max_element(logits.begin(), logits.end());
+  weight_.resize(n);
+  bucket_.resize(n);
+  for (int i = 0; i < n; ++i) {
+    weight_[i] = (logits[i] - mx) / p_.temperature;
+    bucket_[i] = bucket_of(weight_[i]);
+  }
+  simd::exp_inplace(weight_.data(), weight_.size());
+  // Candidates: the top-k ids (selected in O(n), not sorted), or every id.
+  candidates_.resize(n);
+  std::iota(candidates_.begin(), candidates_.end(), 0);
+  if (p_.top_k > 0 && p_.top_k < n) {
+    std::nth_element(candidates_.begin(), candidates_.begin() + p_.top_k, candidates_.end(),
+                     [&](int a, int b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+    candidates_.resize(p_.top_k);
+  }
+  double total = 0;
+  for (int id : candidates_) total += weight_[id];
+  if (p_.top_p < 1.0f) keep_nucleus(logits, total);
+  // Min-p: the tokens at least min_p times as likely as the top one (weight 1, always kept;
   // renormalising over the kept ones does not change the ratio).
   if (p_.min_p > 0.0f) {
-    int above = 1;
-    while (above < keep && prob_[above] >= p_.min_p * prob_[0]) ++above;
-    keep = above;
+    candidates_.erase(std::remove_if(candidates_.begin(), candidates_.end(),
+                                     [&](int id) { return weight_[id] < p_.min_p && logits[id] < mx; }),
+                      candidates_.end());
   }
-  double mass = 0;
-  for (int i = 0; i < keep; ++i) mass += prob_[i];
-  double u = rng_.uniform() * mass;
-  for (int i = 0; i < keep; ++i) {
-    u -= prob_[i];
-    if (u < 0) return order_[i];
-  }
-  return order_[keep - 1];
 }
 
 }  // namespace hanpu::model

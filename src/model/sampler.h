@@ -27,6 +27,9 @@ class Sampler {
  public:
   explicit Sampler(SamplingParams p) : p_(p), rng_(p.seed) {}
   int sample(const std::vector<float>& logits);
+  // The ids sample() may return for these logits, ascending (penalties and filters applied;
+  // greedy: the argmax). For tests and diagnostics; draws nothing.
+  std::vector<int> candidates(const std::vector<float>& logits);
   // Tokens of the sequence the penalties see from now on: a prompt token (the repetition
   // penalty's) or an output token (both penalties'). Ids outside the logits' range are never
   // penalised.
@@ -38,14 +41,20 @@ class Sampler {
   static void remember(int token, std::vector<bool>* mask, std::vector<int>* list);
   // logits with the penalties applied (the input itself when none applies).
   const std::vector<float>& penalised(const std::vector<float>& logits);
+  // candidates_ and weight_ for penalised logits at temperature > 0: top-k, top-p, min-p.
+  void filter(const std::vector<float>& logits);
+  // Shrinks candidates_ to top-p's nucleus over them (total: their weights' sum).
+  void keep_nucleus(const std::vector<float>& logits, double total);
 
   SamplingParams p_;
   Rng rng_;
   std::vector<int> seen_, output_;           // distinct ids of prompt + output, of the output
   std::vector<bool> seen_mask_, output_mask_;  // by id, grown on demand
   std::vector<float> penalised_;
-  std::vector<int> order_;
-  std::vector<double> prob_;
+  std::vector<float> weight_;          // exp((logit - max) / temperature) by id
+  std::vector<uint16_t> bucket_;       // the nucleus's coarse rank of each id (sampler.cc)
+  std::vector<double> bucket_mass_;
+  std::vector<int> candidates_, scratch_;  // ids a draw may return; the nucleus's boundary ids
 };
 
 }  // namespace hanpu::model

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <numeric>
 #include <random>
 #include <set>
 
@@ -240,20 +242,25 @@ TEST(GenerationConfig, PresencePenaltySeesTheOutputOnly) {
 
 // The penalised argmax in double: transformers' repetition processor over the distinct ids of
 // prompt and output, then vLLM's presence penalty over the output's.
+// (-1 where the two best are within float rounding of each other: the sampler works in float,
+// so such a near-tie may go either way.)
 int reference_penalised_argmax(const std::vector<float>& logits, const std::set<int>& seen, double penalty,
                                const std::set<int>& output = {}, double presence = 0.0) {
   int best = 0;
-  double best_v = -INFINITY;
+  double best_v = -INFINITY, second_v = -INFINITY;
   for (int i = 0; i < static_cast<int>(logits.size()); ++i) {
     double v = logits[i];
     if (seen.count(i)) v = v < 0 ? v * penalty : v / penalty;
     if (output.count(i)) v -= presence;
     if (v > best_v) {
+      second_v = best_v;
       best_v = v;
       best = i;
+    } else if (v > second_v) {
+      second_v = v;
     }
   }
-  return best;
+  return best_v - second_v < 1e-5 * (1 + std::fabs(best_v)) ? -1 : best;
 }
 
 TEST(Sampler, RepetitionPenaltyMatchesADoubleReference) {
@@ -273,7 +280,10 @@ TEST(Sampler, RepetitionPenaltyMatchesADoubleReference) {
       s.observe_prompt(id);  // twice: penalised once, as transformers gathers distinct ids
       if (id < n) seen.insert(id);
     }
-    EXPECT_EQ(s.sample(logits), reference_penalised_argmax(logits, seen, penalty)) << "trial " << trial;
+    const int want = reference_penalised_argmax(logits, seen, penalty);
+    if (want >= 0) {
+      EXPECT_EQ(s.sample(logits), want) << "trial " << trial;
+    }
   }
   // A hand case: 2.0 seen (2.0 / 1.1 = 1.82) loses to 1.9; -1.0 seen goes to -1.5 (x 1.5).
   Sampler flip({0.0f, 0, 1.0f, 1, 1.1f});
@@ -309,7 +319,10 @@ TEST(Sampler, PresencePenaltyMatchesADoubleReferenceAndSparesThePrompt) {
         if (in_output) output.insert(id);
       }
     }
-    EXPECT_EQ(s.sample(logits), reference_penalised_argmax(logits, seen, penalty, output, presence)) << "trial " << trial;
+    const int want = reference_penalised_argmax(logits, seen, penalty, output, presence);
+    if (want >= 0) {
+      EXPECT_EQ(s.sample(logits), want) << "trial " << trial;
+    }
   }
   // By hand: 2.0 in the output loses to 1.9 once 0.5 is taken off; in the prompt it does not.
   Sampler out({0.0f, 0, 1.0f, 1, 1.0f, 0.0f, 0.5f});
@@ -338,6 +351,76 @@ TEST(Sampler, MinPKeepsTokensAboveAShareOfTheTopOne) {
   // min_p 1 keeps only the top token (ties aside).
   Sampler top({1.0f, 0, 1.0f, 11, 1.0f, 1.0f});
   for (int i = 0; i < 100; ++i) EXPECT_EQ(top.sample(logits), 0);
+}
+
+// The tokens a draw may return and their probabilities, in double over a full sort:
+// temperature, top-k, top-p, min-p in transformers' order.
+std::map<int, double> reference_candidates(const std::vector<float>& logits, double t, int top_k, double top_p,
+                                           double min_p) {
+  std::vector<int> ids(logits.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  std::sort(ids.begin(), ids.end(), [&](int a, int b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  if (top_k > 0 && top_k < static_cast<int>(ids.size())) ids.resize(top_k);
+  std::vector<double> w(ids.size());
+  double total = 0;
+  for (size_t i = 0; i < ids.size(); ++i) total += (w[i] = std::exp((logits[ids[i]] - logits[ids[0]]) / t));
+  size_t keep = ids.size();
+  double acc = 0;
+  for (size_t i = 0; i < ids.size() && top_p < 1; ++i) {
+    if ((acc += w[i] / total) >= top_p) {
+      keep = i + 1;
+      break;
+    }
+  }
+  size_t above = 1;
+  while (min_p > 0 && above < keep && w[above] >= min_p) ++above;
+  if (min_p > 0) keep = above;
+  double mass = 0;
+  for (size_t i = 0; i < keep; ++i) mass += w[i];
+  std::map<int, double> out;
+  for (size_t i = 0; i < keep; ++i) out[ids[i]] = w[i] / mass;
+  return out;
+}
+
+TEST(Sampler, FiltersMatchAFullSortOnLargeVocabularies) {
+  // Vocabularies large enough that top-p and min-p rank past several of the sampler's
+  // growing prefixes (64, 256, 1024, ...), against the reference's full sort.
+  std::mt19937 rng(std::random_device{}());
+  struct Case { int n; float t; int top_k; float top_p, min_p; };
+  for (const Case c : {Case{3000, 1.0f, 0, 0.9f, 0.0f}, Case{3000, 0.7f, 0, 0.95f, 0.0f}, Case{3001, 1.0f, 0, 1.0f, 0.02f},
+                       Case{3000, 1.3f, 0, 0.8f, 0.05f}, Case{2000, 1.0f, 700, 0.9f, 0.0f}, Case{999, 0.5f, 0, 0.5f, 0.0f},
+                       Case{3000, 1.0f, 0, 0.5f, 0.001f}, Case{3000, 1.0f, 0, 1.0f, 0.0f}}) {
+    std::normal_distribution<float> normal(0.0f, 1.5f);
+    std::vector<float> logits(c.n);
+    for (float& l : logits) l = normal(rng);
+    const auto want = reference_candidates(logits, c.t, c.top_k, c.top_p, c.min_p);
+    Sampler s({c.t, c.top_k, c.top_p, static_cast<uint64_t>(rng()), 1.0f, c.min_p});
+    std::map<int, int> count;
+    constexpr int kDraws = 10000;
+    // Five standard deviations of a share p measured over kDraws draws (a false alarm in
+    // one run of ~10^6), plus a little for the weights' float rounding.
+    const auto five_sigma = [&](double p) {
+      p = std::clamp(p, 0.0, 1.0);  // a sum of shares may round past 1
+      return 5 * std::sqrt(p * (1 - p) / kDraws) + 1e-3;
+    };
+    for (int i = 0; i < kDraws; ++i) count[s.sample(logits)]++;
+    const std::string what = fmt::format("n {} T {} top-k {} top-p {} min-p {}", c.n, c.t, c.top_k, c.top_p, c.min_p);
+    // The candidate set is the reference's, id for id.
+    std::vector<int> want_ids;
+    for (const auto& [id, p] : want) want_ids.push_back(id);
+    EXPECT_EQ(s.candidates(logits), want_ids) << what;
+    for (const auto& [id, hits] : count) EXPECT_TRUE(want.count(id)) << what << ": drew " << id << ", outside the filters";
+    double in_top = 0, want_top = 0;  // the ten most likely candidates' share
+    std::vector<std::pair<double, int>> by_p;
+    for (const auto& [id, p] : want) by_p.push_back({p, id});
+    std::sort(by_p.rbegin(), by_p.rend());
+    for (size_t i = 0; i < by_p.size() && i < 10; ++i) {
+      want_top += by_p[i].first;
+      in_top += count[by_p[i].second] / static_cast<double>(kDraws);
+      EXPECT_NEAR(count[by_p[i].second] / static_cast<double>(kDraws), by_p[i].first, five_sigma(by_p[i].first)) << what;
+    }
+    EXPECT_NEAR(in_top, want_top, five_sigma(want_top)) << what;
+  }
 }
 
 TEST(Sampler, RepetitionPenaltyReachesSampledDraws) {

@@ -65,16 +65,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ChatFixture,
 // A scratch folder with a copy of the qwen35 fixture's weights and tokenizer, and the given
 // tokenizer_config.json (none if empty) and chat_template.jinja (none if empty).
 std::string folder_with(const std::string& name, const std::string& tokenizer_config, const std::string& jinja) {
-  namespace fs = std::filesystem;
-  const fs::path d = fs::temp_directory_path() / ("hanpu_chat_" + name);
-  fs::remove_all(d);
-  fs::create_directories(d);
-  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json"}) {
-    fs::copy_file(testing::fixture_dir("qwen35-tiny") + "/" + f, d / f);
-  }
-  if (!tokenizer_config.empty()) std::ofstream(d / "tokenizer_config.json") << tokenizer_config;
-  if (!jinja.empty()) std::ofstream(d / "chat_template.jinja") << jinja;
-  return d.string();
+  return testing::scratch_checkpoint("hanpu_chat_" + name,
+                                     {{"tokenizer_config.json", tokenizer_config}, {"chat_template.jinja", jinja}});
 }
 
 TEST(ChatTemplate, WithoutATemplateChatMlIsUsed) {

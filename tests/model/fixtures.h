@@ -1,7 +1,9 @@
 // Where the committed model fixtures live and how tests read their reference outputs.
 #pragma once
 
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -21,6 +23,23 @@ inline std::string read_text(const std::string& path) {
 // reference.json of a fixture: prompts with ids, last_logits and greedy16 from transformers.
 inline nlohmann::json reference(const std::string& name) {
   return nlohmann::json::parse(read_text(fixture_dir(name) + "/reference.json"));
+}
+
+// A scratch checkpoint folder (under the system's temp folder, emptied first) with copies of
+// the qwen35 fixture's config.json, weights and tokenizer.json, plus `files` (name -> text;
+// an empty text writes no file).
+inline std::string scratch_checkpoint(const std::string& name, const std::map<std::string, std::string>& files) {
+  namespace fs = std::filesystem;
+  const fs::path d = fs::temp_directory_path() / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json"}) {
+    fs::copy_file(fixture_dir("qwen35-tiny") + "/" + f, d / f);
+  }
+  for (const auto& [file, text] : files) {
+    if (!text.empty()) std::ofstream(d / file) << text;
+  }
+  return d.string();
 }
 
 }  // namespace hanpu::model::testing

@@ -22,7 +22,6 @@
 namespace hanpu::model {
 namespace {
 
-namespace fs = std::filesystem;
 
 GenerationConfig parsed(const std::string& text, int vocab = 100) {
   GenerationConfig g;
@@ -88,15 +87,8 @@ TEST(GenerationConfig, BadFieldsAreNamed) {
 // A scratch checkpoint: the qwen35 fixture's weights and tokenizer with the given
 // generation_config.json and tokenizer_config.json (none where empty).
 std::string checkpoint_with(const std::string& name, const std::string& generation, const std::string& tokenizer_config) {
-  const fs::path d = fs::path(::testing::TempDir()) / ("hanpu_gen_" + name);
-  fs::remove_all(d);
-  fs::create_directories(d);
-  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json"}) {
-    fs::copy_file(testing::fixture_dir("qwen35-tiny") + "/" + f, d / f);
-  }
-  if (!generation.empty()) std::ofstream(d / "generation_config.json") << generation;
-  if (!tokenizer_config.empty()) std::ofstream(d / "tokenizer_config.json") << tokenizer_config;
-  return d.string();
+  return testing::scratch_checkpoint("hanpu_gen_" + name,
+                                     {{"generation_config.json", generation}, {"tokenizer_config.json", tokenizer_config}});
 }
 
 TEST(GenerationConfig, LoadsBesideTheWeightsOrIsAbsent) {
@@ -263,14 +255,21 @@ int reference_penalised_argmax(const std::vector<float>& logits, const std::set<
   return best_v - second_v < 1e-5 * (1 + std::fabs(best_v)) ? -1 : best;
 }
 
+// Fresh logits of a random size (1-300) and a repetition penalty in [0.5, 3).
+std::vector<float> random_logits(std::mt19937& rng, double* penalty) {
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::vector<float> logits(1 + rng() % 300);
+  for (float& l : logits) l = normal(rng);
+  *penalty = 0.5 + (rng() % 1000) / 400.0;
+  return logits;
+}
+
 TEST(Sampler, RepetitionPenaltyMatchesADoubleReference) {
   std::mt19937 rng(std::random_device{}());
-  std::normal_distribution<float> normal(0.0f, 2.0f);
   for (int trial = 0; trial < 200; ++trial) {
-    const int n = 1 + static_cast<int>(rng() % 300);
-    std::vector<float> logits(n);
-    for (float& l : logits) l = normal(rng);
-    const double penalty = 0.5 + (rng() % 1000) / 400.0;
+    double penalty = 1;
+    const std::vector<float> logits = random_logits(rng, &penalty);
+    const int n = static_cast<int>(logits.size());
     Sampler s({0.0f, 0, 1.0f, 1, static_cast<float>(penalty)});
     std::set<int> seen;
     const int observed = static_cast<int>(rng() % 8);
@@ -301,12 +300,10 @@ TEST(Sampler, RepetitionPenaltyMatchesADoubleReference) {
 
 TEST(Sampler, PresencePenaltyMatchesADoubleReferenceAndSparesThePrompt) {
   std::mt19937 rng(std::random_device{}());
-  std::normal_distribution<float> normal(0.0f, 2.0f);
   for (int trial = 0; trial < 200; ++trial) {
-    const int n = 1 + static_cast<int>(rng() % 300);
-    std::vector<float> logits(n);
-    for (float& l : logits) l = normal(rng);
-    const double penalty = 0.5 + (rng() % 1000) / 400.0;
+    double penalty = 1;
+    const std::vector<float> logits = random_logits(rng, &penalty);
+    const int n = static_cast<int>(logits.size());
     const double presence = -1.0 + (rng() % 1000) / 250.0;  // OpenAI's range is [-2, 2]
     Sampler s({0.0f, 0, 1.0f, 1, static_cast<float>(penalty), 0.0f, static_cast<float>(presence)});
     std::set<int> seen, output;

@@ -102,7 +102,7 @@ struct EngineInfo {
   // a GGUF's eos / eot / eom ids (llama.cpp's end-of-generation set). Sorted, distinct.
   std::vector<int> stop_tokens;
   // Where the sampling defaults of default_generate_options() came from: the checkpoint's
-  // generation_config.json, or empty (none: greedy).
+  // generation_config.json or a GGUF's general.sampling.* keys, or empty (none: greedy).
   std::string sampling_origin;
 };
 
@@ -125,8 +125,9 @@ class Engine {
   EngineInfo info() const;
   // GenerateOptions with the checkpoint's sampling (generation_config.json read as transformers
   // reads it: do_sample false or absent is greedy; true takes its temperature, top_k, top_p and
-  // min_p, transformers' 1.0 / 50 / 1.0 / off where it has none; repetition_penalty either way). Greedy for
-  // checkpoints without the file and for synthetic models.
+  // min_p, transformers' 1.0 / 50 / 1.0 / off where it has none; repetition_penalty either
+  // way). A GGUF: its general.sampling.temp / top_k / top_p / min_p, as llama.cpp takes them
+  // (sampling when temp > 0). Greedy for checkpoints with neither and for synthetic models.
   GenerateOptions default_generate_options() const;
   // The text of token `id` (its bytes; "" without a tokenizer or out of range).
   std::string token_text(int id) const;

@@ -105,6 +105,10 @@ Status Engine::load(const std::string& dir, std::unique_ptr<Engine>* out, const 
   std::vector<int>& stops = impl->stop_tokens;
   stops = impl->model->config().eos_token_ids;
   std::string eos_text = gguf.eos_token;
+  if (gguf.generation) {
+    impl->generation = gguf.generation;
+    impl->generation_origin = dir + " (general.sampling.*)";
+  }
   if (!gguf.tokenizer) {
     HANPU_RETURN_IF_ERROR(model::load_generation_config(dir, impl->model->config().vocab, &impl->generation));
     if (impl->generation) {

@@ -9,6 +9,7 @@
 #include "model/gguf_model.h"
 
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -131,6 +132,35 @@ Status gguf_model_config(const GgufMetadata& meta, const WeightStore& store, con
   if (out->attn_heads % out->kv_heads != 0 || out->la_value_heads % out->la_key_heads != 0) {
     return Status::Error(fmt::format("{}: head counts are not multiples of their kv / key head counts", file));
   }
+  return Status::Ok();
+}
+
+Status gguf_generation_config(const GgufMetadata& meta, const std::string& file, std::optional<GenerationConfig>* out) {
+  out->reset();
+  const std::string k = "general.sampling.";
+  if (!meta.count(k + "temp") && !meta.count(k + "top_k") && !meta.count(k + "top_p") && !meta.count(k + "min_p")) {
+    return Status::Ok();
+  }
+  double temp = 0, top_p = 1, min_p = 0;
+  int64_t top_k = 0;
+  HANPU_RETURN_IF_ERROR(meta_float(meta, k + "temp", file, 0.0, &temp));
+  HANPU_RETURN_IF_ERROR(meta_int(meta, k + "top_k", file, false, 0, &top_k));
+  HANPU_RETURN_IF_ERROR(meta_float(meta, k + "top_p", file, 1.0, &top_p));
+  HANPU_RETURN_IF_ERROR(meta_float(meta, k + "min_p", file, 0.0, &min_p));
+  const auto bad = [&](const std::string& key, double v, const char* range) {
+    return Status::Error(fmt::format("{}: metadata '{}{}' is {}, {}", file, k, key, v, range));
+  };
+  if (!(temp >= 0 && temp <= 1e6)) return bad("temp", temp, "not in [0, 1e6]");
+  if (top_k < 0 || top_k > std::numeric_limits<int>::max()) return bad("top_k", static_cast<double>(top_k), "not >= 0");
+  if (!(top_p > 0 && top_p <= 1)) return bad("top_p", top_p, "not in (0, 1]");
+  if (!(min_p >= 0 && min_p <= 1)) return bad("min_p", min_p, "not in [0, 1]");
+  GenerationConfig g;
+  g.do_sample = temp > 0;
+  g.temperature = static_cast<float>(temp);
+  g.top_k = static_cast<int>(top_k);
+  g.top_p = static_cast<float>(top_p);
+  g.min_p = static_cast<float>(min_p);
+  *out = g;
   return Status::Ok();
 }
 

@@ -148,6 +148,7 @@ Status load_model(const std::string& dir, const LoadOptions& options, std::uniqu
       extras->tokenizer.emplace();
       HANPU_RETURN_IF_ERROR(gguf_tokenizer(meta, g, &*extras->tokenizer));
       gguf_chat_template(meta, *extras->tokenizer, &extras->chat_template, &extras->bos_token, &extras->eos_token);
+      HANPU_RETURN_IF_ERROR(gguf_generation_config(meta, g, &extras->generation));
     }
     *out = std::make_unique<Model>(std::move(config), std::move(weights));
     return Status::Ok();

@@ -17,6 +17,7 @@
 #include "hanpu/attn.h"
 #include "hanpu/kv_cache.h"
 #include "hanpu/status.h"
+#include "model/generation_config.h"
 #include "model/model_config.h"
 #include "model/model_weights.h"
 #include "model/tokenizer.h"
@@ -80,6 +81,7 @@ struct GgufExtras {
   std::optional<Tokenizer> tokenizer;
   std::string chat_template;  // tokenizer.chat_template
   std::string bos_token, eos_token;
+  std::optional<GenerationConfig> generation;  // general.sampling.* (gguf_generation_config)
 };
 
 // Loads a checkpoint: a folder with config.json and safetensors, or a .gguf file (or a

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
+#include <tuple>
 
 #include "hanpu/engine.h"
 #include "fixtures.h"
@@ -173,6 +174,91 @@ TEST(Gguf, StopTokensAreEosEotAndEom) {
   EXPECT_EQ(c.eos_token_ids, (std::vector<int>{2, 4}));
 }
 
+// llama.cpp's embedded sampling defaults (general.sampling.*): sampling when temp > 0, the
+// rest off where absent; bad values are refused by key.
+TEST(Gguf, SamplingDefaultsFromGeneralSampling) {
+  GgufMetadata meta;
+  std::optional<GenerationConfig> g;
+  ASSERT_TRUE(gguf_generation_config(meta, "m.gguf", &g).ok());
+  EXPECT_FALSE(g.has_value());
+  meta["general.sampling.temp"] = GgufValue{0.6};
+  meta["general.sampling.top_k"] = GgufValue{int64_t{20}};
+  ASSERT_TRUE(gguf_generation_config(meta, "m.gguf", &g).ok());
+  ASSERT_TRUE(g.has_value());
+  EXPECT_TRUE(g->do_sample);
+  EXPECT_FLOAT_EQ(g->temperature, 0.6f);
+  EXPECT_EQ(g->top_k, 20);
+  EXPECT_EQ(g->top_p, 1.0f);
+  EXPECT_EQ(g->min_p, 0.0f);
+  EXPECT_EQ(g->repetition_penalty, 1.0f);
+  meta["general.sampling.temp"] = GgufValue{0.0};  // greedy, as llama.cpp reads temp <= 0
+  meta["general.sampling.min_p"] = GgufValue{0.05};
+  ASSERT_TRUE(gguf_generation_config(meta, "m.gguf", &g).ok());
+  EXPECT_FALSE(g->do_sample);
+  EXPECT_FLOAT_EQ(g->min_p, 0.05f);
+  for (const auto& [key, value, want] : std::vector<std::tuple<std::string, GgufValue, std::string>>{
+           {"top_p", GgufValue{2.0}, "'general.sampling.top_p' is 2, not in (0, 1]"},
+           {"min_p", GgufValue{-1.0}, "'general.sampling.min_p' is -1, not in [0, 1]"},
+           {"temp", GgufValue{-0.5}, "'general.sampling.temp' is -0.5, not in [0, 1e6]"},
+           {"top_k", GgufValue{int64_t{-3}}, "'general.sampling.top_k' is -3, not >= 0"},
+           {"top_k", GgufValue{std::string("many")}, "'general.sampling.top_k' is not an integer"}}) {
+    GgufMetadata bad = meta;
+    bad["general.sampling." + key] = value;
+    const Status st = gguf_generation_config(bad, "m.gguf", &g);
+    EXPECT_NE(st.message().find("m.gguf: metadata " + want), std::string::npos) << st.message();
+  }
+}
+
+// The fixture GGUF with general.sampling.temp 0.6 and top_k 20 put first among its metadata
+// (and a padding string, so the header grows by 128 bytes and the data stays aligned).
+std::string gguf_with_sampling() {
+  std::ifstream in(kDir + "qwen35-tiny/model.gguf", std::ios::binary);
+  std::vector<uint8_t> f((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> kv;
+  const auto put = [&](const void* p, size_t n) { kv.insert(kv.end(), static_cast<const uint8_t*>(p), static_cast<const uint8_t*>(p) + n); };
+  const auto key = [&](const std::string& k, uint32_t type) {
+    const uint64_t n = k.size();
+    put(&n, 8);
+    put(k.data(), k.size());
+    put(&type, 4);
+  };
+  const float temp = 0.6f;
+  const int32_t top_k = 20;
+  key("general.sampling.temp", 6);  // GGUF_TYPE_FLOAT32
+  put(&temp, 4);
+  key("general.sampling.top_k", 5);  // GGUF_TYPE_INT32
+  put(&top_k, 4);
+  const std::string pad(128 - kv.size() - 23, 'x');
+  key("pad", 8);  // GGUF_TYPE_STRING
+  const uint64_t n = pad.size();
+  put(&n, 8);
+  put(pad.data(), pad.size());
+  EXPECT_EQ(kv.size(), 128u);
+  uint64_t kv_count;
+  std::memcpy(&kv_count, f.data() + 16, 8);
+  kv_count += 3;
+  std::memcpy(f.data() + 16, &kv_count, 8);
+  f.insert(f.begin() + 24, kv.begin(), kv.end());
+  const std::string path = ::testing::TempDir() + "/hanpu_sampling.gguf";
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(f.data()), static_cast<std::streamsize>(f.size()));
+  return path;
+}
+
+TEST(Gguf, EngineTakesItsSamplingDefaults) {
+  std::unique_ptr<Engine> e;
+  const Status st = Engine::load(gguf_with_sampling(), &e);
+  ASSERT_TRUE(st.ok()) << st.message();
+  const GenerateOptions o = e->default_generate_options();
+  EXPECT_FLOAT_EQ(o.temperature, 0.6f);
+  EXPECT_EQ(o.top_k, 20);
+  EXPECT_EQ(o.top_p, 1.0f);
+  EXPECT_NE(e->info().sampling_origin.find("general.sampling"), std::string::npos);
+  // The fixture itself has none: greedy.
+  ASSERT_TRUE(Engine::load(kDir + "qwen35-tiny/model.gguf", &e).ok());
+  EXPECT_EQ(e->default_generate_options().temperature, 0.0f);
+  EXPECT_EQ(e->info().sampling_origin, "");
+}
+
 TEST(Gguf, RandomCorruptionOfTheFixtureNeverCrashes) {
   std::ifstream in(kDir + "qwen35-tiny/model.gguf", std::ios::binary);
   std::vector<uint8_t> good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -193,6 +279,8 @@ TEST(Gguf, RandomCorruptionOfTheFixtureNeverCrashes) {
     WeightStore store;
     const Status st = parse_gguf(f.data(), f.size(), "fuzz", &meta, &store);
     if (!st.ok()) continue;
+    std::optional<GenerationConfig> g;  // its sampling defaults too
+    (void)gguf_generation_config(meta, "fuzz", &g);
     ModelConfig c;  // a header that parses must still convert or fail cleanly
     if (gguf_model_config(meta, store, "fuzz", &c).ok()) {
       ModelWeights w;

@@ -45,12 +45,18 @@ namespace {
 
 // Buckets of z = (logit - max) / temperature, 64 per unit of z, for the nucleus: bucket b
 // holds z in (-(b + 1) / 64, -b / 64]; z at or below -40 (weights under 4e-18), and NaN, go
-// to the last (branch-free, so the loop over a vocabulary vectorizes). Monotone in the logit, so walking buckets walks the ranking in coarse steps.
+// to the last (branch-free, so the loop over a vocabulary vectorizes). Monotone in the logit,
+// so walking buckets walks the ranking in coarse steps.
 constexpr int kBucketsPerUnit = 64;
 constexpr int kBuckets = 40 * kBucketsPerUnit + 1;
 inline uint16_t bucket_of(float z) {
   const float b = -z * kBucketsPerUnit;
   return static_cast<uint16_t>(b < kBuckets - 1 ? b : kBuckets - 1);  // NaN fails the test: the last
+}
+
+// Greedy's pick; ties go to the lowest id, as torch.argmax does.
+int argmax(const std::vector<float>& logits) {
+  return static_cast<int>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
 }  // namespace
@@ -84,9 +90,7 @@ void Sampler::keep_nucleus(const std::vector<float>& logits, double total) {
 
 int Sampler::sample(const std::vector<float>& raw_logits) {
   const std::vector<float>& logits = penalised(raw_logits);
-  if (p_.temperature <= 0.0f) {  // ties go to the lowest id, as torch.argmax does
-    return static_cast<int>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-  }
+  if (p_.temperature <= 0.0f) return argmax(logits);
   filter(logits);
   double mass = 0;
   for (int id : candidates_) mass += weight_[id];
@@ -100,9 +104,7 @@ int Sampler::sample(const std::vector<float>& raw_logits) {
 
 std::vector<int> Sampler::candidates(const std::vector<float>& raw_logits) {
   const std::vector<float>& logits = penalised(raw_logits);
-  if (p_.temperature <= 0.0f) {
-    return {static_cast<int>(std::max_element(logits.begin(), logits.end()) - logits.begin())};
-  }
+  if (p_.temperature <= 0.0f) return {argmax(logits)};
   filter(logits);
   std::vector<int> ids = candidates_;
   std::sort(ids.begin(), ids.end());

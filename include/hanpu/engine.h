@@ -48,8 +48,8 @@ struct GenerateOptions {
   float top_p = 1.0f;                       // 1: off
   float min_p = 0.0f;                       // 0: off; else drops tokens below min_p x the top one's probability
   // 1: off; > 1 divides the logit of each token of the prompt and the output so far (multiplies
-  // it where negative), as transformers' repetition_penalty. A resumed sequence's earlier
-  // tokens are not in its state file, so only this call's prompt counts.
+  // it where negative), as transformers' repetition_penalty; a resumed sequence's earlier
+  // tokens count as prompt.
   float repetition_penalty = 1.0f;
   // 0: off; subtracted from the logit of each token the output already holds (vLLM's and
   // OpenAI's presence_penalty; Qwen suggests 0-2 against endless repetitions).
@@ -57,7 +57,8 @@ struct GenerateOptions {
   uint64_t seed = 0;
   bool stop_at_eos = true;                  // stop at any of EngineInfo::stop_tokens
   // Continue a saved sequence (the prompt is appended after it), and/or save the sequence
-  // (prompt and generated tokens) when done, to resume later. Empty: off.
+  // (prompt and generated tokens, ending with the stop token where the run stopped at one)
+  // when done, to resume later. Empty: off.
   std::string resume_state;
   std::string save_state;
   // Benchmarks: called before each decode step's forward call, outside every time reported

@@ -320,11 +320,11 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
   s.prefill_ms = ms_since(t0);
   s.prefill_split = split_of(prof);
   model::Sampler sampler({o.temperature, o.top_k, o.top_p, o.seed, o.repetition_penalty, o.min_p, o.presence_penalty});
-  for (int id : prompt) sampler.observe_prompt(id);  // a resumed sequence's earlier tokens are not in its state file
+  for (int id : state.tokens) sampler.observe_prompt(id);  // a resumed sequence's earlier tokens, then the prompt
   const std::vector<int>& eos = impl_->stop_tokens;
   std::string pending;
   s.stop_reason = "max_tokens";
-  int last_token = -1;
+  int last_token = -1, stop_token = -1;
   model::ForwardProfile decode_prof;
   double hook_ms = 0;  // between_decode_steps, not decode time
   const auto t1 = std::chrono::steady_clock::now();
@@ -332,6 +332,7 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
     const int tok = sampler.sample(logits);
     if (o.stop_at_eos && std::find(eos.begin(), eos.end(), tok) != eos.end()) {
       s.stop_reason = "eos";
+      stop_token = tok;
       break;
     }
     ++s.generated_tokens;
@@ -361,10 +362,10 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
   s.decode_ms = ms_since(t1) - hook_ms;
   s.decode_split = split_of(decode_prof);
   if (!o.save_state.empty()) {
-    // The last generated token was sampled but not yet run through the model.
-    if (s.stop_reason == "max_tokens" && s.generated_tokens > 0) {
-      HANPU_RETURN_IF_ERROR(m.forward(&last_token, 1, &state, fo, &logits));
-    }
+    // The last token sampled was not yet run through the model. A stop token is kept too: the
+    // model ended its turn with it, and a chat resumed from here opens the next one after it.
+    const int unrun = s.stop_reason == "eos" ? stop_token : last_token;
+    if (unrun >= 0) HANPU_RETURN_IF_ERROR(m.forward(&unrun, 1, &state, fo, &logits));
     HANPU_RETURN_IF_ERROR(model::save_state(m, state, o.save_state));
   }
   if (stats != nullptr) *stats = s;

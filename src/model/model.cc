@@ -106,6 +106,7 @@ Status Model::forward(const int* tokens, int64_t n, SequenceState* state, const 
   }
   for (size_t j = static_cast<size_t>(n - 1) * hidden; j < static_cast<size_t>(n) * hidden; ++j) h[j] += block[j];
   state->position += n;
+  state->tokens.insert(state->tokens.end(), tokens, tokens + n);
   if (logits == nullptr) {  // a prompt chunk before the last: no head
     prof.other_ms += sw.lap_ms();
     return Status::Ok();

@@ -34,6 +34,7 @@ struct ForwardOptions {
 // Per-sequence state: what decode needs from everything before it.
 struct SequenceState {
   int64_t position = 0;                      // tokens consumed so far
+  std::vector<int> tokens;                   // their ids, position of them: what penalties and a resume see
   std::vector<std::vector<float>> conv;      // per layer (GDN): [kernel - 1, channels]
   std::vector<AlignedFloats> recurrent;  // per layer (GDN): [HV, K, V], updated in place by the LA kernel
   std::vector<std::unique_ptr<KvCache>> kv;  // per layer (attention)

@@ -2,68 +2,32 @@
 #include "model/state_file.h"
 
 #include <algorithm>
-#include <array>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "simd/vec_ops.h"
-
 namespace hanpu::model {
-
-namespace {
-
-constexpr char kMagic[8] = {'H', 'A', 'N', 'P', 'U', 'S', 'E', 'Q'};
-constexpr uint32_t kVersion = 1;
-
-std::array<uint32_t, 10> fingerprint(const ModelConfig& c) {
-  return {static_cast<uint32_t>(c.layers),       static_cast<uint32_t>(c.hidden),
-          static_cast<uint32_t>(c.vocab),        static_cast<uint32_t>(c.la_key_heads),
-          static_cast<uint32_t>(c.la_value_heads), static_cast<uint32_t>(c.la_key_dim),
-          static_cast<uint32_t>(c.la_value_dim), static_cast<uint32_t>(c.kv_heads),
-          static_cast<uint32_t>(c.head_dim),     static_cast<uint32_t>(c.conv_kernel)};
-}
-constexpr const char* kFingerprintNames[10] = {"layers", "hidden", "vocab", "linear key heads", "linear value heads",
-                                               "linear key dim", "linear value dim", "kv heads", "head dim",
-                                               "conv kernel"};
-
-class Reader {
- public:
-  Reader(std::vector<char> b, const std::string& path) : b_(std::move(b)), path_(path) {}
-  Status read(void* dst, size_t n, const char* what) {
-    if (b_.size() - pos_ < n) {
-      return Status::Error(fmt::format("{}: file ends at byte {} inside {} ({} bytes needed)", path_, b_.size(), what, n));
-    }
-    std::memcpy(dst, b_.data() + pos_, n);
-    pos_ += n;
-    return Status::Ok();
-  }
-  size_t left() const { return b_.size() - pos_; }
-
- private:
-  std::vector<char> b_;
-  size_t pos_ = 0;
-  const std::string& path_;
-};
-
-}  // namespace
 
 Status save_state(const Model& model, const SequenceState& s, const std::string& path) {
   const ModelConfig& c = model.config();
+  if (static_cast<int64_t>(s.tokens.size()) != s.position) {  // a state not made by Model::forward
+    return Status::Error(fmt::format("{}: the sequence holds {} token ids for position {}", path, s.tokens.size(),
+                                     s.position));
+  }
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return Status::Error(fmt::format("{}: cannot write", tmp));
     const auto put = [&](const void* p, size_t n) { out.write(static_cast<const char*>(p), static_cast<std::streamsize>(n)); };
-    put(kMagic, sizeof(kMagic));
-    put(&kVersion, sizeof(kVersion));
-    const auto fp = fingerprint(c);
+    put(kStateMagic, sizeof(kStateMagic));
+    put(&kStateVersion, sizeof(kStateVersion));
+    const auto fp = state_fingerprint(c);
     put(fp.data(), sizeof(fp));
     put(&s.position, sizeof(s.position));
+    put(s.tokens.data(), s.tokens.size() * sizeof(int));
     for (int i = 0; i < c.layers; ++i) {
       if (c.layer_kinds[i] == LayerKind::kLinearAttention) {
         put(s.conv[i].data(), s.conv[i].size() * sizeof(float));
@@ -111,46 +75,23 @@ Status load_state(const Model& model, const std::string& path, SequenceState* ou
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::Error(fmt::format("{}: cannot open", path));
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  Reader r(std::move(bytes), path);
-  char magic[8];
-  uint32_t version = 0;
-  HANPU_RETURN_IF_ERROR(r.read(magic, sizeof(magic), "the magic"));
-  if (std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) return Status::Error(fmt::format("{}: not a hanpu state file", path));
-  HANPU_RETURN_IF_ERROR(r.read(&version, sizeof(version), "the version"));
-  if (version != kVersion) return Status::Error(fmt::format("{}: state format version {} (this build reads {})", path, version, kVersion));
-  std::array<uint32_t, 10> fp{};
-  HANPU_RETURN_IF_ERROR(r.read(fp.data(), sizeof(fp), "the model fingerprint"));
-  const auto want = fingerprint(c);
-  for (size_t i = 0; i < fp.size(); ++i) {
-    if (fp[i] != want[i]) {
-      return Status::Error(fmt::format("{}: saved for a model with {} {}, this model has {}", path, kFingerprintNames[i],
-                                       fp[i], want[i]));
-    }
-  }
+  if (in.bad()) return Status::Error(fmt::format("{}: read failed", path));
+  SavedSequence saved;
+  HANPU_RETURN_IF_ERROR(parse_state_file(c, std::move(bytes), path, &saved));
   SequenceState s = model.new_state(kv_dtype);
-  HANPU_RETURN_IF_ERROR(r.read(&s.position, sizeof(s.position), "the position"));
+  s.position = saved.position;
+  s.tokens = std::move(saved.tokens);
   for (int i = 0; i < c.layers; ++i) {
     if (c.layer_kinds[i] == LayerKind::kLinearAttention) {
-      HANPU_RETURN_IF_ERROR(r.read(s.conv[i].data(), s.conv[i].size() * sizeof(float), "a conv state"));
-      HANPU_RETURN_IF_ERROR(r.read(s.recurrent[i].data(), s.recurrent[i].size() * sizeof(float), "a recurrent state"));
-    } else {
-      int64_t len = 0;
-      HANPU_RETURN_IF_ERROR(r.read(&len, sizeof(len), "a KV cache length"));
-      const size_t row = static_cast<size_t>(c.kv_heads) * c.head_dim;
-      if (len < 0 || len != s.position || static_cast<uint64_t>(len) > r.left() / (2 * row * sizeof(float))) {
-        return Status::Error(fmt::format("{}: layer {} KV length {} does not fit the file or the position {}", path, i,
-                                         len, s.position));
-      }
-      std::vector<float> k(static_cast<size_t>(len) * row), v(k.size());
-      HANPU_RETURN_IF_ERROR(r.read(k.data(), k.size() * sizeof(float), "keys"));
-      HANPU_RETURN_IF_ERROR(r.read(v.data(), v.size() * sizeof(float), "values"));
-      if (len > 0) {
-        HANPU_RETURN_IF_ERROR(s.kv[i]->append({k.data(), DType::kF32, {len, c.kv_heads, c.head_dim}},
-                                              {v.data(), DType::kF32, {len, c.kv_heads, c.head_dim}}));
-      }
+      s.conv[i] = std::move(saved.conv[i]);
+      s.recurrent[i].assign(saved.recurrent[i].begin(), saved.recurrent[i].end());
+    } else if (s.position > 0) {
+      HANPU_RETURN_IF_ERROR(s.kv[i]->append({saved.keys[i].data(), DType::kF32, {s.position, c.kv_heads, c.head_dim}},
+                                            {saved.values[i].data(), DType::kF32, {s.position, c.kv_heads, c.head_dim}}));
+      saved.keys[i] = {};  // each layer's fp32 rows are freed once in the cache
+      saved.values[i] = {};
     }
   }
-  if (r.left() != 0) return Status::Error(fmt::format("{}: {} unexpected bytes after the state", path, r.left()));
   *out = std::move(s);
   return Status::Ok();
 }

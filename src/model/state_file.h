@@ -1,15 +1,13 @@
-// Saving and resuming a sequence: its position, every GDN layer's conv and recurrent states
-// and every attention layer's KV cache, in one binary file tied to the model's shape.
-// Layout (little-endian): "HANPUSEQ", u32 version, u32 x 10 model fingerprint, i64 position,
-// then per layer: GDN -> conv floats, recurrent floats; attention -> i64 length, keys, values
-// (fp32 whatever the cache's dtype: a 16-bit cache widens exactly and is rounded back exactly,
-// so one file resumes into a cache of any dtype).
+// Saving and resuming a sequence: its position and token ids, every GDN layer's conv and
+// recurrent states and every attention layer's KV cache, in one binary file tied to the
+// model's shape (the layout and its reader: state_file_format.h).
 #pragma once
 
 #include <string>
 
 #include "hanpu/status.h"
 #include "model/model.h"
+#include "model/state_file_format.h"
 
 namespace hanpu::model {
 

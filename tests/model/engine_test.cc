@@ -230,6 +230,61 @@ TEST(Engine, SixteenBitCacheStateResumesExactly) {
   expect_resume_equals_one_run(*e, o, {5, 9, 17, 33, 2, 71}, {8, 13, 21}, path);
 }
 
+// The state file keeps the sequence's ids, so a repetition penalty after a resume weighs the
+// earlier tokens as one longer run does. The first prompt holds every even id: a penalty that
+// saw only the new prompt would favour other tokens.
+TEST(Engine, ResumedPenaltySeesTheEarlierTokens) {
+  std::unique_ptr<Engine> e;
+  ASSERT_TRUE(Engine::load(kDir + "qwen35-tiny", &e).ok());
+  const std::string path = ::testing::TempDir() + "/hanpu_state_penalty.bin";
+  std::vector<int> evens;
+  for (int id = 0; id < e->info().vocab; id += 2) evens.push_back(id);
+  GenerateOptions o;
+  o.repetition_penalty = 1.8f;
+  expect_resume_equals_one_run(*e, o, evens, {7, 13, 21}, path);
+}
+
+// A run that stops at a stop token saves it as the sequence's last token: the model closed its
+// turn with it, and what is resumed follows it. The fixture's greedy tokens name the stop.
+TEST(Engine, AStopTokenEndsTheSavedSequence) {
+  std::unique_ptr<Engine> plain;
+  ASSERT_TRUE(Engine::load(kDir + "qwen35-tiny", &plain).ok());
+  const std::vector<int> p1 = {5, 9, 17, 33, 2, 71}, p2 = {8, 13, 21};
+  GenerateOptions o;
+  o.max_tokens = 12;
+  o.stop_at_eos = false;
+  std::vector<int> free_run;
+  ASSERT_TRUE(plain->generate(p1, o, nullptr, nullptr, nullptr, &free_run).ok());
+  size_t j = 1;  // the first token after the first that has not come before
+  while (j < free_run.size() && std::count(free_run.begin(), free_run.begin() + j, free_run[j]) > 0) ++j;
+  ASSERT_LT(j, free_run.size());
+  const int stop = free_run[j];
+  std::unique_ptr<Engine> e;
+  const std::string dir = model::testing::scratch_checkpoint(
+      "hanpu_stop_state", {{"generation_config.json", "{\"eos_token_id\": " + std::to_string(stop) + "}"}});
+  ASSERT_TRUE(Engine::load(dir, &e).ok());
+  const std::string path = ::testing::TempDir() + "/hanpu_state_stop.bin";
+  o.stop_at_eos = true;
+  o.save_state = path;
+  std::vector<int> g1, g2, g_ref;
+  GenerateStats s;
+  ASSERT_TRUE(e->generate(p1, o, nullptr, nullptr, &s, &g1).ok());
+  EXPECT_EQ(s.stop_reason, "eos");
+  EXPECT_EQ(g1, std::vector<int>(free_run.begin(), free_run.begin() + j));
+  o.save_state.clear();
+  o.resume_state = path;
+  o.max_tokens = 6;
+  o.stop_at_eos = false;
+  ASSERT_TRUE(e->generate(p2, o, nullptr, nullptr, &s, &g2).ok());
+  EXPECT_EQ(s.resumed_tokens, static_cast<int64_t>(p1.size() + j + 1));
+  std::vector<int> all = p1;
+  all.insert(all.end(), free_run.begin(), free_run.begin() + j + 1);  // the stop token included
+  all.insert(all.end(), p2.begin(), p2.end());
+  o.resume_state.clear();
+  ASSERT_TRUE(e->generate(all, o, nullptr, nullptr, nullptr, &g_ref).ok());
+  EXPECT_EQ(g2, g_ref);
+}
+
 TEST(Engine, SavedStateResumesExactlyAsOneLongerRun) {
   std::unique_ptr<Engine> e;
   ASSERT_TRUE(Engine::load(kDir + "qwen35-tiny", &e).ok());

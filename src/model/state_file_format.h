@@ -1,0 +1,43 @@
+// The sequence state file's bytes, apart from any model: its layout, and a reader that checks
+// every field against a model's config. It needs no kernels (hanpu_model_io), so its fuzzer
+// builds without them; state_file.h turns what it reads into a SequenceState.
+// Layout (little-endian): "HANPUSEQ", u32 version (2), u32 x 10 model fingerprint, i64
+// position, i32 x position token ids (the sequence so far: repetition penalties see them on
+// resume), then per layer: GDN -> conv floats, recurrent floats; attention -> i64 length,
+// keys, values as fp32 token-major [length, Hkv, D] (whatever the cache's dtype: a 16-bit
+// cache widens exactly and is rounded back exactly, so one file resumes into any dtype).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hanpu/status.h"
+#include "model/model_config.h"
+
+namespace hanpu::model {
+
+inline constexpr char kStateMagic[8] = {'H', 'A', 'N', 'P', 'U', 'S', 'E', 'Q'};
+// 2 added the token ids after the position; a version 1 file cannot give them back.
+inline constexpr uint32_t kStateVersion = 2;
+
+// The model shape a state file is tied to, and what each entry is called in an error.
+std::array<uint32_t, 10> state_fingerprint(const ModelConfig& c);
+extern const char* const kStateFingerprintNames[10];
+
+// A state file's contents, per layer of the model (the other kind's entries stay empty).
+struct SavedSequence {
+  int64_t position = 0;
+  std::vector<int> tokens;                              // position of them
+  std::vector<std::vector<float>> conv, recurrent;      // GDN layers
+  std::vector<std::vector<float>> keys, values;         // attention layers: [position, Hkv, D]
+};
+
+// Reads `bytes` as a state file saved for a model with config `c`; errors call it `path`.
+// Refused, each naming what and where: a short file (the byte offset), another version or
+// model shape, a position or KV length that does not fit, a token id outside the vocabulary,
+// a NaN or infinite state value, bytes after the end. `out` is untouched on error.
+Status parse_state_file(const ModelConfig& c, std::vector<char> bytes, const std::string& path, SavedSequence* out);
+
+}  // namespace hanpu::model

@@ -77,6 +77,7 @@ struct TimeSplit {
 struct GenerateStats {
   int64_t prompt_tokens = 0, generated_tokens = 0;
   int64_t resumed_tokens = 0;  // tokens of the resumed sequence before this prompt
+  int64_t saved_tokens = 0;    // tokens of the sequence saved to GenerateOptions::save_state
   double prefill_ms = 0, decode_ms = 0;
   TimeSplit prefill_split;  // of the prefill's forward calls
   TimeSplit decode_split;   // of the decode steps' forward calls (sampling is the rest of decode_ms)
@@ -145,6 +146,12 @@ class Engine {
                              std::string* text) const;
   Status tokenize_chat(const std::vector<ChatMessage>& messages, const ChatOptions& options,
                        std::vector<int>* ids) const;
+  // A chat continuing the saved sequence at `state_path` (GenerateOptions::resume_state),
+  // whose earlier turns are already in it: `messages` as the template renders them after an
+  // assistant reply, opened by what the saved reply's ending still lacks (ChatML: "\n" after
+  // a reply that stopped at <|im_end|>, "<|im_end|>\n" after one cut off by max_tokens).
+  Status continue_chat(const std::string& state_path, const std::vector<ChatMessage>& messages,
+                       const ChatOptions& options, std::string* text) const;
   // Replaces the checkpoint's template with the Jinja file `path` (an error names the line
   // and column of a syntax error).
   Status set_chat_template_file(const std::string& path);

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "base/rng.h"
+#include "model/chat_continuation.h"
 #include "model/chat_template.h"
 #include "model/generation_config.h"
 #include "model/model.h"
@@ -254,6 +255,20 @@ Status Engine::tokenize_chat(const std::vector<ChatMessage>& messages, const Cha
   return tokenize(text, ids);
 }
 
+Status Engine::continue_chat(const std::string& state_path, const std::vector<ChatMessage>& messages,
+                             const ChatOptions& options, std::string* text) const {
+  HANPU_RETURN_IF_ERROR(impl_->chat_error);
+  if (!impl_->tokenizer) return Status::Error(fmt::format("{} has no tokenizer", impl_->name));
+  std::vector<int> saved;
+  HANPU_RETURN_IF_ERROR(model::read_state_tokens(impl_->model->config(), state_path, &saved));
+  // The saved text's last 32 tokens: more than any template's reply ending.
+  std::string tail;
+  for (size_t i = saved.size() - std::min<size_t>(saved.size(), 32); i < saved.size(); ++i) {
+    tail += impl_->tokenizer->token_bytes(saved[i]);
+  }
+  return model::chat_continuation(impl_->chat, tail, messages, options, text);
+}
+
 Status Engine::set_chat_template_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::Error(fmt::format("chat template {}: cannot open", path));
@@ -367,6 +382,7 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
     const int unrun = s.stop_reason == "eos" ? stop_token : last_token;
     if (unrun >= 0) HANPU_RETURN_IF_ERROR(m.forward(&unrun, 1, &state, fo, &logits));
     HANPU_RETURN_IF_ERROR(model::save_state(m, state, o.save_state));
+    s.saved_tokens = state.position;
   }
   if (stats != nullptr) *stats = s;
   return Status::Ok();

@@ -1,8 +1,10 @@
 // Reading a sequence state file's bytes (see state_file_format.h).
 #include "model/state_file_format.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 
 #include <fmt/format.h>
 
@@ -44,22 +46,8 @@ class Reader {
   const std::string& path_;
 };
 
-}  // namespace
-
-const char* const kStateFingerprintNames[10] = {"layers", "hidden", "vocab", "linear key heads", "linear value heads",
-                                                "linear key dim", "linear value dim", "kv heads", "head dim",
-                                                "conv kernel"};
-
-std::array<uint32_t, 10> state_fingerprint(const ModelConfig& c) {
-  return {static_cast<uint32_t>(c.layers),       static_cast<uint32_t>(c.hidden),
-          static_cast<uint32_t>(c.vocab),        static_cast<uint32_t>(c.la_key_heads),
-          static_cast<uint32_t>(c.la_value_heads), static_cast<uint32_t>(c.la_key_dim),
-          static_cast<uint32_t>(c.la_value_dim), static_cast<uint32_t>(c.kv_heads),
-          static_cast<uint32_t>(c.head_dim),     static_cast<uint32_t>(c.conv_kernel)};
-}
-
-Status parse_state_file(const ModelConfig& c, std::vector<char> bytes, const std::string& path, SavedSequence* out) {
-  Reader r(std::move(bytes), path);
+// The magic, version, model fingerprint, position and token ids, each checked.
+Status parse_header_and_tokens(Reader& r, const ModelConfig& c, const std::string& path, SavedSequence* s) {
   char magic[8];
   uint32_t version = 0;
   HANPU_RETURN_IF_ERROR(r.read(magic, sizeof(magic), "the magic"));
@@ -83,20 +71,40 @@ Status parse_state_file(const ModelConfig& c, std::vector<char> bytes, const std
                                        kStateFingerprintNames[i], fp[i], want[i]));
     }
   }
-  SavedSequence s;
-  HANPU_RETURN_IF_ERROR(r.read(&s.position, sizeof(s.position), "the position"));
-  if (s.position < 0 || static_cast<uint64_t>(s.position) > r.left() / sizeof(int)) {
+  HANPU_RETURN_IF_ERROR(r.read(&s->position, sizeof(s->position), "the position"));
+  if (s->position < 0 || static_cast<uint64_t>(s->position) > r.left() / sizeof(int)) {
     return Status::Error(fmt::format("{}: position {} at byte {} does not fit the file ({} bytes left)", path,
-                                     s.position, r.offset() - sizeof(s.position), r.left()));
+                                     s->position, r.offset() - sizeof(s->position), r.left()));
   }
-  s.tokens.resize(static_cast<size_t>(s.position));
-  HANPU_RETURN_IF_ERROR(r.read(s.tokens.data(), s.tokens.size() * sizeof(int), "the token ids"));
-  for (size_t t = 0; t < s.tokens.size(); ++t) {
-    if (s.tokens[t] < 0 || s.tokens[t] >= c.vocab) {
+  s->tokens.resize(static_cast<size_t>(s->position));
+  HANPU_RETURN_IF_ERROR(r.read(s->tokens.data(), s->tokens.size() * sizeof(int), "the token ids"));
+  for (size_t t = 0; t < s->tokens.size(); ++t) {
+    if (s->tokens[t] < 0 || s->tokens[t] >= c.vocab) {
       return Status::Error(fmt::format("{}: token id {} at position {} is outside the vocabulary [0, {})", path,
-                                       s.tokens[t], t, c.vocab));
+                                       s->tokens[t], t, c.vocab));
     }
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+const char* const kStateFingerprintNames[10] = {"layers", "hidden", "vocab", "linear key heads", "linear value heads",
+                                                "linear key dim", "linear value dim", "kv heads", "head dim",
+                                                "conv kernel"};
+
+std::array<uint32_t, 10> state_fingerprint(const ModelConfig& c) {
+  return {static_cast<uint32_t>(c.layers),       static_cast<uint32_t>(c.hidden),
+          static_cast<uint32_t>(c.vocab),        static_cast<uint32_t>(c.la_key_heads),
+          static_cast<uint32_t>(c.la_value_heads), static_cast<uint32_t>(c.la_key_dim),
+          static_cast<uint32_t>(c.la_value_dim), static_cast<uint32_t>(c.kv_heads),
+          static_cast<uint32_t>(c.head_dim),     static_cast<uint32_t>(c.conv_kernel)};
+}
+
+Status parse_state_file(const ModelConfig& c, std::vector<char> bytes, const std::string& path, SavedSequence* out) {
+  Reader r(std::move(bytes), path);
+  SavedSequence s;
+  HANPU_RETURN_IF_ERROR(parse_header_and_tokens(r, c, path, &s));
   s.conv.resize(c.layers);
   s.recurrent.resize(c.layers);
   s.keys.resize(c.layers);
@@ -120,6 +128,32 @@ Status parse_state_file(const ModelConfig& c, std::vector<char> bytes, const std
   }
   if (r.left() != 0) return Status::Error(fmt::format("{}: {} unexpected bytes after the state", path, r.left()));
   *out = std::move(s);
+  return Status::Ok();
+}
+
+Status read_state_tokens(const ModelConfig& c, const std::string& path, std::vector<int>* ids) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return Status::Error(fmt::format("{}: cannot open", path));
+  const auto file_bytes = static_cast<uint64_t>(in.tellg());
+  // The header ends with the position; the ids follow it.
+  constexpr uint64_t kHeader = sizeof(kStateMagic) + sizeof(uint32_t) * 11 + sizeof(int64_t);
+  std::vector<char> bytes(std::min(file_bytes, kHeader));
+  in.seekg(0);
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (bytes.size() == kHeader) {
+    int64_t position = 0;
+    std::memcpy(&position, bytes.data() + kHeader - sizeof(position), sizeof(position));
+    if (position > 0) {  // a position past the file is refused by name below
+      const uint64_t want = kHeader + std::min<uint64_t>(static_cast<uint64_t>(position) * sizeof(int), file_bytes - kHeader);
+      bytes.resize(want);
+      in.read(bytes.data() + kHeader, static_cast<std::streamsize>(want - kHeader));
+    }
+  }
+  if (!in) return Status::Error(fmt::format("{}: read failed", path));
+  Reader r(std::move(bytes), path);
+  SavedSequence s;
+  HANPU_RETURN_IF_ERROR(parse_header_and_tokens(r, c, path, &s));
+  *ids = std::move(s.tokens);
   return Status::Ok();
 }
 

@@ -39,5 +39,8 @@ struct SavedSequence {
 // model shape, a position or KV length that does not fit, a token id outside the vocabulary,
 // a NaN or infinite state value, bytes after the end. `out` is untouched on error.
 Status parse_state_file(const ModelConfig& c, std::vector<char> bytes, const std::string& path, SavedSequence* out);
+// Only the token ids of the state file at `path`, read and checked as above without reading
+// the states after them (a chat continuation needs the saved text's end).
+Status read_state_tokens(const ModelConfig& c, const std::string& path, std::vector<int>* ids);
 
 }  // namespace hanpu::model

@@ -271,6 +271,7 @@ TEST(Engine, AStopTokenEndsTheSavedSequence) {
   ASSERT_TRUE(e->generate(p1, o, nullptr, nullptr, &s, &g1).ok());
   EXPECT_EQ(s.stop_reason, "eos");
   EXPECT_EQ(g1, std::vector<int>(free_run.begin(), free_run.begin() + j));
+  EXPECT_EQ(s.saved_tokens, static_cast<int64_t>(p1.size() + j + 1));
   o.save_state.clear();
   o.resume_state = path;
   o.max_tokens = 6;
@@ -283,6 +284,47 @@ TEST(Engine, AStopTokenEndsTheSavedSequence) {
   o.resume_state.clear();
   ASSERT_TRUE(e->generate(all, o, nullptr, nullptr, nullptr, &g_ref).ok());
   EXPECT_EQ(g2, g_ref);
+}
+
+// --chat after --resume-state: the new turn is rendered as Qwen3.5's template renders it after
+// an assistant reply, opened by what the saved reply lacks of its ending.
+TEST(Engine, AChatContinuesTheSavedConversation) {
+  std::unique_ptr<Engine> e;
+  ASSERT_TRUE(Engine::load(kDir + "qwen35-tiny", &e).ok());
+  const std::string path = ::testing::TempDir() + "/hanpu_chat_state.bin";
+  std::string first;
+  ASSERT_TRUE(e->apply_chat_template({{"user", "Hi"}}, {}, &first).ok());
+  const auto save = [&](const std::string& reply) {
+    std::vector<int> ids;
+    ASSERT_TRUE(e->tokenize(first + reply, &ids).ok());
+    GenerateOptions o;
+    o.max_tokens = 0;
+    o.save_state = path;
+    ASSERT_TRUE(e->generate(ids, o, nullptr, nullptr, nullptr).ok());
+  };
+  const std::string next_turn = "<|im_start|>user\nMore<|im_end|>\n<|im_start|>assistant\n<think>\n";
+  std::string text;
+  save("Hello<|im_end|>");  // the reply stopped at its stop token
+  ASSERT_TRUE(e->continue_chat(path, {{"user", "More"}}, {}, &text).ok());
+  EXPECT_EQ(text, "\n" + next_turn);
+  save("Hello");  // cut off by max_tokens
+  ASSERT_TRUE(e->continue_chat(path, {{"user", "More"}}, {}, &text).ok());
+  EXPECT_EQ(text, "<|im_end|>\n" + next_turn);
+  ChatOptions no_think;
+  no_think.enable_thinking = false;
+  ASSERT_TRUE(e->continue_chat(path, {{"user", "More"}}, no_think, &text).ok());
+  EXPECT_EQ(text, "<|im_end|>\n<|im_start|>user\nMore<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+
+  // The template's own errors, a template that drops replies, and a bad file are named.
+  Status st = e->continue_chat(path, {{"system", "Be brief."}, {"user", "More"}}, {}, &text);
+  EXPECT_NE(st.message().find("System message must be at the beginning"), std::string::npos) << st.message();
+  const std::string users_only = ::testing::TempDir() + "/hanpu_users_only.jinja";
+  std::ofstream(users_only) << "{% for m in messages %}{% if m.role == 'user' %}{{ m.content }}{% endif %}{% endfor %}";
+  ASSERT_TRUE(e->set_chat_template_file(users_only).ok());
+  st = e->continue_chat(path, {{"user", "More"}}, {}, &text);
+  EXPECT_NE(st.message().find("an assistant reply is not in its text"), std::string::npos) << st.message();
+  st = e->continue_chat("/nonexistent/state.bin", {{"user", "More"}}, {}, &text);
+  EXPECT_NE(st.message().find("/nonexistent/state.bin: cannot open"), std::string::npos) << st.message();
 }
 
 TEST(Engine, SavedStateResumesExactlyAsOneLongerRun) {

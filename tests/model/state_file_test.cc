@@ -63,6 +63,9 @@ TEST(StateFile, ReadsBackWhatWasSaved) {
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(back.position, 7);
   EXPECT_EQ(back.tokens, ids);
+  std::vector<int> only_ids;
+  ASSERT_TRUE(read_state_tokens(s.model->config(), s.path, &only_ids).ok());
+  EXPECT_EQ(only_ids, ids);
   const ModelConfig& c = s.model->config();
   for (int i = 0; i < c.layers; ++i) {
     if (c.layer_kinds[i] == LayerKind::kLinearAttention) {
@@ -109,9 +112,20 @@ TEST(StateFile, DamageIsRefusedByName) {
   std::ofstream(s.path, std::ios::binary | std::ios::trunc).write(bad.data(), static_cast<std::streamsize>(bad.size()));
   SequenceState kept = m.new_state();
   kept.position = 77;
-  const Status st = load_state(m, s.path, &kept);
+  Status st = load_state(m, s.path, &kept);
   EXPECT_NE(st.message().find(s.path + ": token id 999 at position 0"), std::string::npos) << st.message();
   EXPECT_EQ(kept.position, 77);
+  std::vector<int> ids = {1};
+  st = read_state_tokens(m.config(), s.path, &ids);
+  EXPECT_NE(st.message().find(s.path + ": token id 999 at position 0"), std::string::npos) << st.message();
+  EXPECT_EQ(ids, std::vector<int>{1});
+  // The ids alone: a position past the file and a file cut inside the header, by name.
+  for (const auto& [bytes, want] : {std::pair{with<int64_t>(s.bytes, kPositionAt, int64_t{1} << 40), std::string("position 1099511627776 at byte 52 does not fit the file")},
+                                    std::pair{cut(20), std::string("file ends at byte 20 inside the model fingerprint")}}) {
+    std::ofstream(s.path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    st = read_state_tokens(m.config(), s.path, &ids);
+    EXPECT_NE(st.message().find(want), std::string::npos) << st.message();
+  }
 }
 
 TEST(StateFile, ASaveWithoutItsIdsIsRefusedAndLeavesNoFile) {

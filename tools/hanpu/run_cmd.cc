@@ -140,7 +140,8 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_option("--weights", o.weights, "hold projections as auto (the checkpoint's dtype; bf16 for --synthetic), f32, bf16, f16")
       ->capture_default_str();
   app.add_option("--save-state", g.save_state, "save the sequence (prompt + generated) to this file when done");
-  app.add_option("--resume-state", g.resume_state, "continue a saved sequence: the prompt is appended after it");
+  app.add_option("--resume-state", g.resume_state,
+                 "continue a saved sequence: the prompt is appended after it (with --chat, as the conversation's next turn)");
   app.add_flag("--json", o.json, "print the summary as one JSON object");
 }
 
@@ -215,8 +216,16 @@ int run_model(const RunOptions& o) {
       messages.push_back({"user", prompt_text});
       ChatOptions co;
       if (o.no_think) co.enable_thinking = false;
-      if (st.ok()) st = engine->apply_chat_template(messages, co, &text);
-      if (st.ok()) std::fprintf(stderr, "chat template: %s\n", engine->chat_template_origin().c_str());
+      // Resumed, the earlier turns are in the saved sequence: only the new ones are rendered.
+      const bool resumed = !o.gen.resume_state.empty();
+      if (st.ok()) {
+        st = resumed ? engine->continue_chat(o.gen.resume_state, messages, co, &text)
+                     : engine->apply_chat_template(messages, co, &text);
+      }
+      if (st.ok()) {
+        std::fprintf(stderr, "chat template: %s%s\n", engine->chat_template_origin().c_str(),
+                     resumed ? " (continuing the saved conversation)" : "");
+      }
     }
     const auto t0 = std::chrono::steady_clock::now();
     if (st.ok()) st = engine->tokenize(text, &prompt);
@@ -303,6 +312,7 @@ int run_model(const RunOptions& o) {
                                    {"presence_penalty", decimal(g.presence_penalty)}, {"seed", g.seed},
                                    {"defaults_from", info.sampling_origin}}},
                      {"stop_tokens", info.stop_tokens},
+                     {"resumed_tokens", s.resumed_tokens}, {"saved_tokens", s.saved_tokens},
                      {"decode_step_ms", {{"median", step_quantile(0.5)}, {"p90", step_quantile(0.9)},
                                          {"max", step_quantile(1.0)}}}};
     std::printf("%s\n", j.dump().c_str());
@@ -319,6 +329,12 @@ int run_model(const RunOptions& o) {
                 100 * (s.decode_ms - s.decode_split.total_ms()) / s.decode_ms);
     std::printf("         (a step's forward call: median %.2f ms, p90 %.2f ms, max %.2f ms)\n", step_quantile(0.5),
                 step_quantile(0.9), step_quantile(1.0));
+  }
+  if (s.resumed_tokens > 0) {
+    std::printf("resumed: %lld tokens from %s\n", static_cast<long long>(s.resumed_tokens), g.resume_state.c_str());
+  }
+  if (!g.save_state.empty()) {
+    std::printf("saved:   %lld tokens to %s\n", static_cast<long long>(s.saved_tokens), g.save_state.c_str());
   }
   return 0;
 }

@@ -10,9 +10,14 @@
 #include <string_view>
 #include <vector>
 
+#include "hanpu/dtype.h"
 #include "hanpu/status.h"
 
 namespace hanpu {
+
+namespace model {
+struct SequenceState;  // the engine's own (src/model/model.h)
+}  // namespace model
 
 // One turn of a conversation for the chat template: role "system", "user" or "assistant".
 struct ChatMessage {
@@ -26,6 +31,8 @@ struct ChatOptions {
   // (no reasoning); unset leaves the variable undefined, the template's default.
   std::optional<bool> enable_thinking;
 };
+
+class Sequence;
 
 struct GenerateOptions {
   std::string la_strategy = "hanpu";        // any of la_strategies()
@@ -61,6 +68,10 @@ struct GenerateOptions {
   // when done, to resume later. Empty: off.
   std::string resume_state;
   std::string save_state;
+  // Continue this in-memory sequence (Engine::new_sequence; a conversation across calls
+  // without files) and leave it holding everything so far, as save_state would save it. With
+  // resume_state too, the file's sequence replaces what it held. Null: a fresh sequence.
+  Sequence* sequence = nullptr;
   // Benchmarks: called before each decode step's forward call, outside every time reported
   // (e.g. a memory-bandwidth probe beside each step). Null: nothing.
   std::function<void()> between_decode_steps;
@@ -108,6 +119,21 @@ struct EngineInfo {
   std::string sampling_origin;
 };
 
+// A sequence kept in memory between Engine::generate calls (GenerateOptions::sequence). Made
+// by Engine::new_sequence and tied to that engine. Its KV cache dtype is fixed by the first
+// call that fills it; a call that fails part way leaves it unusable (an error says so).
+class Sequence {
+ public:
+  ~Sequence();
+  const std::vector<int>& tokens() const;  // every token it holds, in order
+
+ private:
+  friend class Engine;
+  struct Impl;
+  explicit Sequence(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
 class Engine {
  public:
   ~Engine();
@@ -152,6 +178,11 @@ class Engine {
   // a reply that stopped at <|im_end|>, "<|im_end|>\n" after one cut off by max_tokens).
   Status continue_chat(const std::string& state_path, const std::vector<ChatMessage>& messages,
                        const ChatOptions& options, std::string* text) const;
+  // The same after an in-memory sequence (an empty one: `messages` rendered as a new chat).
+  Status continue_chat(const Sequence& sequence, const std::vector<ChatMessage>& messages,
+                       const ChatOptions& options, std::string* text) const;
+  // An empty sequence for GenerateOptions::sequence.
+  std::unique_ptr<Sequence> new_sequence() const;
   // Replaces the checkpoint's template with the Jinja file `path` (an error names the line
   // and column of a syntax error).
   Status set_chat_template_file(const std::string& path);
@@ -170,6 +201,11 @@ class Engine {
  private:
   struct Impl;
   explicit Engine(std::unique_ptr<Impl> impl);
+  Status continue_chat_after(const std::vector<int>& ids, const std::vector<ChatMessage>& messages,
+                             const ChatOptions& options, std::string* text) const;
+  // GenerateOptions::sequence checked; `held` its state when the call continues it.
+  Status sequence_to_continue(const GenerateOptions& o, DType kv_dtype, const std::string& kv_name,
+                              model::SequenceState** held) const;
   std::unique_ptr<Impl> impl_;
 };
 

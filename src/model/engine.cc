@@ -63,6 +63,26 @@ struct Engine::Impl {
   std::string generation_origin;
 };
 
+struct Sequence::Impl {
+  const model::Model* model = nullptr;      // the engine's, which it belongs to
+  std::optional<model::SequenceState> state;  // none until a generate call fills it
+  bool broken = false;                        // a call failed while changing it
+};
+
+Sequence::Sequence(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Sequence::~Sequence() = default;
+
+const std::vector<int>& Sequence::tokens() const {
+  static const std::vector<int> kNone;
+  return impl_->state ? impl_->state->tokens : kNone;
+}
+
+std::unique_ptr<Sequence> Engine::new_sequence() const {
+  auto impl = std::make_unique<Sequence::Impl>();
+  impl->model = impl_->model.get();
+  return std::unique_ptr<Sequence>(new Sequence(std::move(impl)));
+}
+
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
@@ -258,13 +278,25 @@ Status Engine::tokenize_chat(const std::vector<ChatMessage>& messages, const Cha
 Status Engine::continue_chat(const std::string& state_path, const std::vector<ChatMessage>& messages,
                              const ChatOptions& options, std::string* text) const {
   HANPU_RETURN_IF_ERROR(impl_->chat_error);
-  if (!impl_->tokenizer) return Status::Error(fmt::format("{} has no tokenizer", impl_->name));
   std::vector<int> saved;
   HANPU_RETURN_IF_ERROR(model::read_state_tokens(impl_->model->config(), state_path, &saved));
-  // The saved text's last 32 tokens: more than any template's reply ending.
+  return continue_chat_after(saved, messages, options, text);
+}
+
+Status Engine::continue_chat(const Sequence& sequence, const std::vector<ChatMessage>& messages,
+                             const ChatOptions& options, std::string* text) const {
+  if (sequence.tokens().empty()) return apply_chat_template(messages, options, text);
+  return continue_chat_after(sequence.tokens(), messages, options, text);
+}
+
+Status Engine::continue_chat_after(const std::vector<int>& ids, const std::vector<ChatMessage>& messages,
+                                   const ChatOptions& options, std::string* text) const {
+  HANPU_RETURN_IF_ERROR(impl_->chat_error);
+  if (!impl_->tokenizer) return Status::Error(fmt::format("{} has no tokenizer", impl_->name));
+  // The text of the last 32 tokens: more than any template's reply ending.
   std::string tail;
-  for (size_t i = saved.size() - std::min<size_t>(saved.size(), 32); i < saved.size(); ++i) {
-    tail += impl_->tokenizer->token_bytes(saved[i]);
+  for (size_t i = ids.size() - std::min<size_t>(ids.size(), 32); i < ids.size(); ++i) {
+    tail += impl_->tokenizer->token_bytes(ids[i]);
   }
   return model::chat_continuation(impl_->chat, tail, messages, options, text);
 }
@@ -283,6 +315,26 @@ Status Engine::set_chat_template_file(const std::string& path) {
 }
 
 std::string Engine::chat_template_origin() const { return impl_->chat.origin(); }
+
+Status Engine::sequence_to_continue(const GenerateOptions& o, DType kv_dtype, const std::string& kv_name,
+                                    model::SequenceState** held) const {
+  *held = nullptr;
+  if (o.sequence == nullptr) return Status::Ok();
+  Sequence::Impl& q = *o.sequence->impl_;
+  if (q.model != impl_->model.get()) return Status::Error("the sequence was made by another engine");
+  if (q.broken) {
+    return Status::Error("the sequence was left part-way by a call that failed; start a new one (or resume a saved file)");
+  }
+  if (!o.resume_state.empty() || !q.state) return Status::Ok();  // filled fresh, then handed to it
+  for (const auto& cache : q.state->kv) {
+    if (cache && cache->dtype() != kv_dtype) {
+      return Status::Error(fmt::format("the sequence's KV cache holds {}, this call asks for {}",
+                                       dtype_name(cache->dtype()), kv_name));
+    }
+  }
+  *held = &*q.state;
+  return Status::Ok();
+}
 
 Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o,
                         const std::function<void(std::string_view)>& on_text,
@@ -310,9 +362,17 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
   HANPU_RETURN_IF_ERROR(kv_cache_dtype(o.kv_cache, &s.kv_cache));
   const DType kv_dtype = *parse_dtype(s.kv_cache);
   HANPU_RETURN_IF_ERROR(resolve_attn_products(o.attn_products, kv_dtype, &fo.attn_products, &s.attn_bf16_products));
-  model::SequenceState state = m.new_state(kv_dtype);
-  if (!o.resume_state.empty()) HANPU_RETURN_IF_ERROR(model::load_state(m, o.resume_state, &state, kv_dtype));
+  model::SequenceState fresh;
+  model::SequenceState* held = nullptr;  // the caller's sequence, if it has one to continue
+  HANPU_RETURN_IF_ERROR(sequence_to_continue(o, kv_dtype, s.kv_cache, &held));
+  if (held == nullptr) {
+    fresh = m.new_state(kv_dtype);
+    if (!o.resume_state.empty()) HANPU_RETURN_IF_ERROR(model::load_state(m, o.resume_state, &fresh, kv_dtype));
+  }
+  model::SequenceState& state = held != nullptr ? *held : fresh;
   s.resumed_tokens = state.position;
+  // From here the state changes: a failure leaves the caller's sequence part-way.
+  if (held != nullptr) o.sequence->impl_->broken = true;
   // Room in the KV caches for the prompt and the decoded tokens, before prefill. The caches
   // grow by doubling from 256 rows, so a power-of-two prompt filled them exactly and the first
   // decoded token paid a copy of every layer's cache into fresh pages. The room is capped at
@@ -376,13 +436,20 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
   if (on_text && !pending.empty()) on_text(pending);
   s.decode_ms = ms_since(t1) - hook_ms;
   s.decode_split = split_of(decode_prof);
-  if (!o.save_state.empty()) {
+  if (!o.save_state.empty() || o.sequence != nullptr) {
     // The last token sampled was not yet run through the model. A stop token is kept too: the
-    // model ended its turn with it, and a chat resumed from here opens the next one after it.
+    // model ended its turn with it, and a chat continued from here opens the next one after it.
     const int unrun = s.stop_reason == "eos" ? stop_token : last_token;
     if (unrun >= 0) HANPU_RETURN_IF_ERROR(m.forward(&unrun, 1, &state, fo, &logits));
-    HANPU_RETURN_IF_ERROR(model::save_state(m, state, o.save_state));
-    s.saved_tokens = state.position;
+  }
+  if (o.sequence != nullptr) {
+    if (held == nullptr) o.sequence->impl_->state = std::move(fresh);
+    o.sequence->impl_->broken = false;
+  }
+  const model::SequenceState& done = o.sequence != nullptr ? *o.sequence->impl_->state : fresh;
+  if (!o.save_state.empty()) {
+    HANPU_RETURN_IF_ERROR(model::save_state(m, done, o.save_state));
+    s.saved_tokens = done.position;
   }
   if (stats != nullptr) *stats = s;
   return Status::Ok();

@@ -327,6 +327,92 @@ TEST(Engine, AChatContinuesTheSavedConversation) {
   EXPECT_NE(st.message().find("/nonexistent/state.bin: cannot open"), std::string::npos) << st.message();
 }
 
+// An in-memory sequence continues across calls as one longer run does, and holds every token
+// (the last one sampled run through too); continue_chat reads its end as it reads a file's.
+TEST(Engine, ASequenceContinuesAcrossCalls) {
+  std::unique_ptr<Engine> e;
+  ASSERT_TRUE(Engine::load(kDir + "qwen35-tiny", &e).ok());
+  const std::vector<int> p1 = {5, 9, 17, 33, 2, 71}, p2 = {8, 13, 21};
+  const auto seq = e->new_sequence();
+  EXPECT_TRUE(seq->tokens().empty());
+  GenerateOptions o;
+  o.stop_at_eos = false;
+  o.sequence = seq.get();
+  o.max_tokens = 5;
+  std::vector<int> g1, g2, g_ref;
+  GenerateStats s;
+  ASSERT_TRUE(e->generate(p1, o, nullptr, nullptr, &s, &g1).ok());
+  EXPECT_EQ(s.resumed_tokens, 0);
+  o.max_tokens = 8;
+  ASSERT_TRUE(e->generate(p2, o, nullptr, nullptr, &s, &g2).ok());
+  EXPECT_EQ(s.resumed_tokens, static_cast<int64_t>(p1.size() + g1.size()));
+  std::vector<int> all = p1;
+  all.insert(all.end(), g1.begin(), g1.end());
+  all.insert(all.end(), p2.begin(), p2.end());
+  o.sequence = nullptr;
+  ASSERT_TRUE(e->generate(all, o, nullptr, nullptr, nullptr, &g_ref).ok());
+  EXPECT_EQ(g2, g_ref);
+  all.insert(all.end(), g2.begin(), g2.end());
+  EXPECT_EQ(seq->tokens(), all);
+
+  // continue_chat: an empty sequence renders a new chat; a filled one continues as its file does.
+  const auto empty = e->new_sequence();
+  std::string from_empty, from_new, from_seq, from_file;
+  ASSERT_TRUE(e->continue_chat(*empty, {{"user", "Hi"}}, {}, &from_empty).ok());
+  ASSERT_TRUE(e->apply_chat_template({{"user", "Hi"}}, {}, &from_new).ok());
+  EXPECT_EQ(from_empty, from_new);
+  const std::string path = ::testing::TempDir() + "/hanpu_sequence.bin";
+  o.sequence = seq.get();
+  o.save_state = path;
+  o.max_tokens = 2;
+  ASSERT_TRUE(e->generate({7}, o, nullptr, nullptr, &s).ok());
+  EXPECT_EQ(s.saved_tokens, static_cast<int64_t>(seq->tokens().size()));
+  ASSERT_TRUE(e->continue_chat(*seq, {{"user", "More"}}, {}, &from_seq).ok());
+  ASSERT_TRUE(e->continue_chat(path, {{"user", "More"}}, {}, &from_file).ok());
+  EXPECT_EQ(from_seq, from_file);
+  EXPECT_NE(from_seq.find("<|im_start|>user\nMore"), std::string::npos) << from_seq;
+
+  // Resuming a file into a sequence replaces what it held.
+  o.save_state.clear();
+  o.resume_state = path;
+  const auto other = e->new_sequence();
+  o.sequence = other.get();
+  o.max_tokens = 1;
+  ASSERT_TRUE(e->generate({3}, o, nullptr, nullptr, &s).ok());
+  EXPECT_EQ(s.resumed_tokens, static_cast<int64_t>(seq->tokens().size()));
+  EXPECT_EQ(other->tokens().size(), seq->tokens().size() + 2);
+}
+
+// A sequence refuses another engine, another KV cache dtype, and use after a failed call.
+TEST(Engine, ASequenceRefusesWhatItCannotContinue) {
+  std::unique_ptr<Engine> e, other;
+  ASSERT_TRUE(Engine::synthetic("qwen3-next-tiny", 3, &e).ok());
+  ASSERT_TRUE(Engine::synthetic("qwen3-next-tiny", 3, &other).ok());
+  const std::vector<int> prompt = e->random_prompt(40, 5);
+  const auto seq = e->new_sequence();
+  GenerateOptions o;
+  o.max_tokens = 2;
+  o.sequence = seq.get();
+  Status st = other->generate(prompt, o, nullptr, nullptr, nullptr);
+  EXPECT_NE(st.message().find("the sequence was made by another engine"), std::string::npos) << st.message();
+  ASSERT_TRUE(e->generate(prompt, o, nullptr, nullptr, nullptr).ok());  // bf16 cache (auto)
+  o.kv_cache = "f32";
+  st = e->generate(prompt, o, nullptr, nullptr, nullptr);
+  EXPECT_NE(st.message().find("the sequence's KV cache holds bf16, this call asks for f32"), std::string::npos)
+      << st.message();
+  o.kv_cache = "auto";
+  o.attn_products = "bf16";
+  o.attn_placement = "layer";  // refused inside the prefill's first attention layer, after LA layers ran
+  st = e->generate(prompt, o, nullptr, nullptr, nullptr);
+  if (!attn_auto_bf16_products(DType::kBF16)) GTEST_SKIP() << "no bf16 dot instruction: refused up front";
+  ASSERT_FALSE(st.ok());
+  o.attn_products = "auto";
+  o.attn_placement = "balanced";
+  st = e->generate(prompt, o, nullptr, nullptr, nullptr);
+  EXPECT_NE(st.message().find("the sequence was left part-way by a call that failed"), std::string::npos)
+      << st.message();
+}
+
 TEST(Engine, SavedStateResumesExactlyAsOneLongerRun) {
   std::unique_ptr<Engine> e;
   ASSERT_TRUE(Engine::load(kDir + "qwen35-tiny", &e).ok());

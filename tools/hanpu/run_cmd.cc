@@ -1,6 +1,7 @@
 // `hanpu run` (see run_cmd.h).
 #include "run_cmd.h"
 
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include "hanpu/la.h"
 #include "cpu/nn/linear.h"
 #include "hanpu/machine.h"
+#include "chat_loop.h"
 
 namespace hanpu::cli {
 
@@ -88,7 +90,9 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_option("--model", o.model, "checkpoint folder (config.json, *.safetensors, tokenizer.json)");
   app.add_option("--synthetic", o.synthetic, "random-weight model of a real shape: qwen3.5-0.8b, qwen3.5-2b, qwen3-next-tiny")
       ->excludes(app.get_option("--model"));
-  app.add_option("--prompt", o.prompt, "prompt text")->capture_default_str();
+  app.add_option("--prompt", o.prompt, "prompt text")
+      ->capture_default_str()
+      ->each([&o](const std::string&) { o.prompt_given = true; });
   app.add_option("--prompt-file", o.prompt_file, "read the prompt text (UTF-8) from this file instead of --prompt")
       ->check(CLI::ExistingFile);
   app.add_option("--prompt-tokens", o.prompt_tokens, "synthetic models: random prompt of N tokens (default 512)");
@@ -98,7 +102,13 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_option("--chat-template", o.chat_template_file, "--chat: use this Jinja template file instead of the checkpoint's")
       ->check(CLI::ExistingFile);
   app.add_flag("--no-think", o.no_think, "--chat: enable_thinking = false (Qwen3/3.5: answer without reasoning)");
-  app.add_option("--max-tokens", g.max_tokens, "tokens to generate")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--max-tokens", g.max_tokens, "tokens to generate (--interactive: per reply, default 1024)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber)
+      ->each([&o](const std::string&) { o.max_tokens_given = true; });
+  app.add_flag("-i,--interactive", o.interactive,
+               "a conversation: each line of input is a user turn in the chat template, each reply streamed; "
+               "the sequence stays in memory between turns (end a line with \\ to go on, /exit to stop)");
   // Sampling: unless given here, what the checkpoint's generation_config.json says (greedy
   // where it has none or says do_sample false).
   auto& given = o.sampling_given;
@@ -202,6 +212,23 @@ int run_model(const RunOptions& o) {
   if (!st.ok()) {
     std::fprintf(stderr, "error: --kv-cache: %s\n", st.message().c_str());
     return 2;
+  }
+  if (o.interactive) {
+    if (!o.prompt_file.empty() || o.prompt_tokens > 0 || o.json) {
+      std::fprintf(stderr, "error: --interactive takes its turns from the input: not with --prompt-file, "
+                   "--prompt-tokens or --json\n");
+      return 2;
+    }
+    if (!o.chat_template_file.empty()) {
+      st = engine->set_chat_template_file(o.chat_template_file);
+      if (!st.ok()) {
+        std::fprintf(stderr, "error: %s\n", st.message().c_str());
+        return 2;
+      }
+    }
+    std::fprintf(stderr, "chat template: %s\n", engine->chat_template_origin().c_str());
+    if (!o.max_tokens_given) g.max_tokens = 1024;
+    return run_chat_loop(*engine, o, g);
   }
   std::vector<int> prompt;
   double tokenize_ms = 0;

@@ -25,6 +25,10 @@ struct RunOptions {
   std::string system;
   std::string chat_template_file;
   bool no_think = false;
+  // --interactive: a conversation, a line of stdin per turn (chat_loop.h); --prompt, if
+  // given, is the first turn, and --max-tokens bounds each reply (1024 unless given).
+  bool interactive = false;
+  bool prompt_given = false, max_tokens_given = false;
   GenerateOptions gen = [] {  // the flags bind straight to the engine's options
     GenerateOptions g;
     g.max_tokens = 32;

@@ -72,6 +72,9 @@ struct GenerateOptions {
   // without files) and leave it holding everything so far, as save_state would save it. With
   // resume_state too, the file's sequence replaces what it held. Null: a fresh sequence.
   Sequence* sequence = nullptr;
+  // Asked after each generated token: true ends the reply there (stop reason "stopped"), as
+  // Ctrl-C does in `hanpu run -i`. Null: never.
+  std::function<bool()> stop_requested;
   // Benchmarks: called before each decode step's forward call, outside every time reported
   // (e.g. a memory-bandwidth probe beside each step). Null: nothing.
   std::function<void()> between_decode_steps;
@@ -93,7 +96,7 @@ struct GenerateStats {
   TimeSplit prefill_split;  // of the prefill's forward calls
   TimeSplit decode_split;   // of the decode steps' forward calls (sampling is the rest of decode_ms)
   std::vector<double> decode_step_ms;  // each decode step's forward call (the last token needs none)
-  std::string stop_reason;  // "eos", "max_tokens"
+  std::string stop_reason;  // "eos", "max_tokens", "stopped" (GenerateOptions::stop_requested)
   std::string kv_cache;     // the KV caches' dtype the run used ("auto" resolved)
   bool attn_bf16_products = false;  // the attention prefill's products were bf16 ("auto" resolved)
 };

@@ -422,6 +422,10 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
         pending.erase(0, n);
       }
     }
+    if (step + 1 < o.max_tokens && o.stop_requested && o.stop_requested()) {
+      s.stop_reason = "stopped";  // the token is kept; below, it is run through where the sequence is kept
+      break;
+    }
     if (step + 1 < o.max_tokens) {
       if (o.between_decode_steps) {
         const auto h0 = std::chrono::steady_clock::now();

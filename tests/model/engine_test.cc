@@ -383,6 +383,37 @@ TEST(Engine, ASequenceContinuesAcrossCalls) {
   EXPECT_EQ(other->tokens().size(), seq->tokens().size() + 2);
 }
 
+// stop_requested ends a reply after the token it is asked after; the sequence still holds
+// every token shown, so the next call continues after the last of them.
+TEST(Engine, AStopRequestEndsTheReplyAndKeepsItsTokens) {
+  std::unique_ptr<Engine> e;
+  ASSERT_TRUE(Engine::load(kDir + "qwen35-tiny", &e).ok());
+  const auto seq = e->new_sequence();
+  GenerateOptions o;
+  o.stop_at_eos = false;
+  o.max_tokens = 50;
+  o.sequence = seq.get();
+  int asked = 0;
+  o.stop_requested = [&asked] { return ++asked == 4; };
+  std::vector<int> out;
+  GenerateStats s;
+  const std::vector<int> prompt = {5, 9, 17};
+  ASSERT_TRUE(e->generate(prompt, o, nullptr, nullptr, &s, &out).ok());
+  EXPECT_EQ(s.stop_reason, "stopped");
+  EXPECT_EQ(s.generated_tokens, 4);
+  EXPECT_EQ(out.size(), 4u);
+  std::vector<int> all = prompt;
+  all.insert(all.end(), out.begin(), out.end());
+  EXPECT_EQ(seq->tokens(), all);
+  // The same 4 tokens as a run that was never asked to stop.
+  o.sequence = nullptr;
+  o.stop_requested = nullptr;
+  o.max_tokens = 4;
+  std::vector<int> plain;
+  ASSERT_TRUE(e->generate(prompt, o, nullptr, nullptr, &s, &plain).ok());
+  EXPECT_EQ(plain, out);
+}
+
 // A sequence refuses another engine, another KV cache dtype, and use after a failed call.
 TEST(Engine, ASequenceRefusesWhatItCannotContinue) {
   std::unique_ptr<Engine> e, other;

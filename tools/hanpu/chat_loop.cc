@@ -1,8 +1,10 @@
 // The interactive conversation of `hanpu run --interactive` (see chat_loop.h).
 #include "chat_loop.h"
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -10,6 +12,19 @@
 namespace hanpu::cli {
 
 namespace {
+
+// Ctrl-C while a reply is generated ends the reply; while a turn is read it ends the chat
+// (the read fails: the handler is installed without SA_RESTART).
+std::atomic<bool> interrupted{false};
+extern "C" void on_interrupt(int) { interrupted.store(true); }
+
+void catch_interrupts() {
+  struct sigaction sa = {};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;
+  sigaction(SIGINT, &sa, nullptr);
+}
 
 // One user turn: a line, or several joined where a line ends with a backslash (as llama-cli
 // takes multi-line input). False at end of input or on "/exit".
@@ -41,9 +56,14 @@ int run_chat_loop(Engine& engine, const RunOptions& o, GenerateOptions g) {
   const EngineInfo info = engine.info();
   const std::unique_ptr<Sequence> sequence = engine.new_sequence();
   g.sequence = sequence.get();
+  catch_interrupts();
+  g.stop_requested = [] { return interrupted.exchange(false); };
   ChatOptions co;
   if (o.no_think) co.enable_thinking = false;
-  if (tty) std::fprintf(stderr, "interactive chat: a line is a turn (end a line with \\ to go on), /exit or end of input to stop\n");
+  if (tty) {
+    std::fprintf(stderr, "interactive chat: a line is a turn (end a line with \\ to go on); Ctrl-C ends a reply, "
+                 "/exit, end of input or Ctrl-C at the prompt the chat\n");
+  }
   const auto on_text = [](std::string_view text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
@@ -64,6 +84,7 @@ int run_chat_loop(Engine& engine, const RunOptions& o, GenerateOptions g) {
     std::vector<int> ids;
     if (st.ok()) st = engine.tokenize(text, &ids);
     GenerateStats s;
+    interrupted.store(false);  // a Ctrl-C before this reply began does not end it
     if (st.ok()) st = engine.generate(ids, call, on_text, nullptr, &s);
     std::printf("\n");
     std::fflush(stdout);

@@ -63,6 +63,10 @@ struct GenerateOptions {
   float presence_penalty = 0.0f;
   uint64_t seed = 0;
   bool stop_at_eos = true;                  // stop at any of EngineInfo::stop_tokens
+  // The reply ends where its text first holds one of these (stop reason "stop_string"); the
+  // text from there on is not given to on_text, as vLLM's `stop`. The tokens stay in the
+  // sequence. Needs a tokenizer.
+  std::vector<std::string> stop_strings;
   // Continue a saved sequence (the prompt is appended after it), and/or save the sequence
   // (prompt and generated tokens, ending with the stop token where the run stopped at one)
   // when done, to resume later. Empty: off.
@@ -96,7 +100,7 @@ struct GenerateStats {
   TimeSplit prefill_split;  // of the prefill's forward calls
   TimeSplit decode_split;   // of the decode steps' forward calls (sampling is the rest of decode_ms)
   std::vector<double> decode_step_ms;  // each decode step's forward call (the last token needs none)
-  std::string stop_reason;  // "eos", "max_tokens", "stopped" (GenerateOptions::stop_requested)
+  std::string stop_reason;  // "eos", "max_tokens", "stop_string", "stopped" (GenerateOptions::stop_requested)
   std::string kv_cache;     // the KV caches' dtype the run used ("auto" resolved)
   bool attn_bf16_products = false;  // the attention prefill's products were bf16 ("auto" resolved)
 };

@@ -18,6 +18,7 @@
 #include "model/model.h"
 #include "model/sampler.h"
 #include "model/state_file.h"
+#include "model/text_stream.h"
 #include "model/synthetic_models.h"
 #include "model/tokenizer.h"
 
@@ -31,21 +32,6 @@ TimeSplit split_of(const model::ForwardProfile& p) {
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// Length of the longest prefix of `s` that ends on a UTF-8 character boundary.
-size_t complete_utf8_prefix(const std::string& s) {
-  size_t i = s.size();
-  for (size_t back = 0; back < 4 && i > 0; ++back) {
-    const unsigned char ch = static_cast<unsigned char>(s[i - 1]);
-    if ((ch & 0xC0) == 0x80) {  // continuation byte: keep looking for the lead byte
-      --i;
-      continue;
-    }
-    const size_t need = ch < 0x80 ? 1 : (ch >> 5) == 0x6 ? 2 : (ch >> 4) == 0xE ? 3 : (ch >> 3) == 0x1E ? 4 : 1;
-    return (s.size() - (i - 1) >= need) ? s.size() : i - 1;
-  }
-  return s.size();
 }
 
 }  // namespace
@@ -353,6 +339,12 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
         "repetition_penalty {} > 0, presence_penalty {} finite",
         o.temperature, o.top_p, o.top_k, o.min_p, o.repetition_penalty, o.presence_penalty));
   }
+  for (const std::string& stop : o.stop_strings) {
+    if (stop.empty()) return Status::Error("a stop string is empty");
+  }
+  if (!o.stop_strings.empty() && !impl_->tokenizer) {
+    return Status::Error(fmt::format("stop strings need text: {} has no tokenizer", impl_->name));
+  }
   model::ForwardOptions fo;
   fo.la_strategy = o.la_strategy;
   fo.attn_placement = o.attn_placement;
@@ -397,7 +389,9 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
   model::Sampler sampler({o.temperature, o.top_k, o.top_p, o.seed, o.repetition_penalty, o.min_p, o.presence_penalty});
   for (int id : state.tokens) sampler.observe_prompt(id);  // a resumed sequence's earlier tokens, then the prompt
   const std::vector<int>& eos = impl_->stop_tokens;
-  std::string pending;
+  // Text goes out through the stream, which also watches for stop strings.
+  const bool texts = impl_->tokenizer && (on_text || !o.stop_strings.empty());
+  model::TextStream text(o.stop_strings, on_text);
   s.stop_reason = "max_tokens";
   int last_token = -1, stop_token = -1;
   model::ForwardProfile decode_prof;
@@ -414,13 +408,9 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
     sampler.observe_output(tok);
     last_token = tok;
     if (generated != nullptr) generated->push_back(tok);
-    if (on_text && impl_->tokenizer) {
-      pending += impl_->tokenizer->token_bytes(tok);
-      const size_t n = complete_utf8_prefix(pending);
-      if (n > 0) {
-        on_text(std::string_view(pending).substr(0, n));
-        pending.erase(0, n);
-      }
+    if (texts && text.append(impl_->tokenizer->token_bytes(tok))) {
+      s.stop_reason = "stop_string";  // the token is kept, as after a stop request
+      break;
     }
     if (step + 1 < o.max_tokens && o.stop_requested && o.stop_requested()) {
       s.stop_reason = "stopped";  // the token is kept; below, it is run through where the sequence is kept
@@ -437,7 +427,7 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
       s.decode_step_ms.push_back(ms_since(f0));
     }
   }
-  if (on_text && !pending.empty()) on_text(pending);
+  text.finish();
   s.decode_ms = ms_since(t1) - hook_ms;
   s.decode_split = split_of(decode_prof);
   if (!o.save_state.empty() || o.sequence != nullptr) {

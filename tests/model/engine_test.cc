@@ -414,6 +414,43 @@ TEST(Engine, AStopRequestEndsTheReplyAndKeepsItsTokens) {
   EXPECT_EQ(plain, out);
 }
 
+// A stop string ends the reply at the token whose text completes it: the text before it is
+// given out, the tokens (that one too) are generated and kept.
+TEST(Engine, AStopStringEndsTheReply) {
+  std::unique_ptr<Engine> e;
+  ASSERT_TRUE(Engine::load(kDir + "qwen35-tiny", &e).ok());
+  std::vector<int> prompt;
+  ASSERT_TRUE(e->tokenize("Hybrid models interleave", &prompt).ok());
+  GenerateOptions o;
+  o.stop_at_eos = false;
+  o.max_tokens = 12;
+  std::vector<int> free_run;
+  std::string free_text;
+  ASSERT_TRUE(e->generate(prompt, o, [&](std::string_view t) { free_text += t; }, nullptr, nullptr, &free_run).ok());
+  // The stop: the text of the first token after the second whose text is new and not empty.
+  std::string before;
+  size_t j = 0;
+  for (size_t i = 0; i < free_run.size(); ++i) {
+    const std::string t = e->token_text(free_run[i]);
+    if (i >= 2 && !t.empty() && before.find(t) == std::string::npos && j == 0) j = i;
+    if (j == 0) before += t;
+  }
+  ASSERT_GT(j, 0u);
+  o.stop_strings = {e->token_text(free_run[j]), "never \x01 here"};
+  const auto seq = e->new_sequence();
+  o.sequence = seq.get();
+  std::vector<int> out;
+  std::string text;
+  GenerateStats s;
+  ASSERT_TRUE(e->generate(prompt, o, [&](std::string_view t) { text += t; }, nullptr, &s, &out).ok());
+  EXPECT_EQ(s.stop_reason, "stop_string");
+  EXPECT_EQ(out, std::vector<int>(free_run.begin(), free_run.begin() + j + 1));
+  EXPECT_EQ(text, before);
+  EXPECT_EQ(seq->tokens().size(), prompt.size() + j + 1);
+  o.stop_strings = {"a", ""};
+  EXPECT_NE(e->generate(prompt, o, nullptr, nullptr, nullptr).message().find("a stop string is empty"), std::string::npos);
+}
+
 // A sequence refuses another engine, another KV cache dtype, and use after a failed call.
 TEST(Engine, ASequenceRefusesWhatItCannotContinue) {
   std::unique_ptr<Engine> e, other;

@@ -22,6 +22,7 @@
 #include "cpu/nn/linear.h"
 #include "hanpu/machine.h"
 #include "chat_loop.h"
+#include "model/text_stream.h"
 
 namespace hanpu::cli {
 
@@ -135,6 +136,11 @@ void add_run_options(CLI::App& app, RunOptions& o) {
                  "(0: off; Qwen suggests 0-2 against endless repetitions)")
       ->capture_default_str();
   app.add_option("--seed", g.seed, "sampling seed")->capture_default_str();
+  app.add_option("--stop", o.stop_strings,
+                 "end the reply where its text holds this string, which is not printed (repeatable; \\n, \\t "
+                 "and \\\\ are a newline, a tab and a backslash), as vLLM's stop and llama.cpp's --reverse-prompt")
+      ->allow_extra_args(false);
+  app.add_flag("--ignore-eos", o.ignore_eos, "go on past the stop tokens (benchmarks: exactly --max-tokens)");
   app.add_option("--la", g.la_strategy, "LA strategy: recurrent, fla, hanpu")->capture_default_str();
   app.add_option("--placement", g.attn_placement, "attention placement: balanced, uniform, layer")->capture_default_str();
   app.add_option("--attn-products", g.attn_products,
@@ -206,6 +212,8 @@ int run_model(const RunOptions& o) {
   if (!o.sampling_given.min_p) g.min_p = defaults.min_p;
   if (!o.sampling_given.repetition_penalty) g.repetition_penalty = defaults.repetition_penalty;
   std::fprintf(stderr, "%s\n", describe_sampling(g, o.sampling_given, info.sampling_origin).c_str());
+  g.stop_at_eos = !o.ignore_eos;
+  for (const std::string& stop : o.stop_strings) g.stop_strings.push_back(model::unescape_stop_string(stop));
   if (!info.stop_tokens.empty()) std::fprintf(stderr, "%s\n", describe_stop_tokens(*engine, info.stop_tokens).c_str());
   std::string kv_cache;
   st = engine->kv_cache_dtype(o.gen.kv_cache, &kv_cache);

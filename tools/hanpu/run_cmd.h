@@ -29,6 +29,8 @@ struct RunOptions {
   // given, is the first turn, and --max-tokens bounds each reply (1024 unless given).
   bool interactive = false;
   bool prompt_given = false, max_tokens_given = false;
+  std::vector<std::string> stop_strings;  // --stop, as written (escapes turned into GenerateOptions::stop_strings)
+  bool ignore_eos = false;
   GenerateOptions gen = [] {  // the flags bind straight to the engine's options
     GenerateOptions g;
     g.max_tokens = 32;

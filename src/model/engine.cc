@@ -18,8 +18,8 @@
 #include "model/model.h"
 #include "model/sampler.h"
 #include "model/state_file.h"
-#include "model/text_stream.h"
 #include "model/synthetic_models.h"
+#include "model/text_stream.h"
 #include "model/tokenizer.h"
 
 namespace hanpu {

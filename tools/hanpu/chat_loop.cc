@@ -48,10 +48,6 @@ bool read_turn(bool tty, std::string* turn) {
 }  // namespace
 
 int run_chat_loop(Engine& engine, const RunOptions& o, GenerateOptions g) {
-  if (!engine.has_tokenizer()) {
-    std::fprintf(stderr, "error: --interactive needs a model with a tokenizer\n");
-    return 2;
-  }
   const bool tty = isatty(fileno(stdin)) != 0;
   const EngineInfo info = engine.info();
   const std::unique_ptr<Sequence> sequence = engine.new_sequence();

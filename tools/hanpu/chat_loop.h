@@ -7,7 +7,8 @@
 
 namespace hanpu::cli {
 
-// Runs the conversation until end of input or a line "/exit". `g` holds the resolved
+// Runs the conversation until end of input or a line "/exit" (the engine has a tokenizer:
+// run_model checks). `g` holds the resolved
 // generation options (sampling from the checkpoint where no flag said otherwise). Returns the
 // process exit code.
 int run_chat_loop(Engine& engine, const RunOptions& o, GenerateOptions g);

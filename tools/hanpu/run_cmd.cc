@@ -167,6 +167,10 @@ int run_model(const RunOptions& o) {
                  "take random token ids\n");
     return 2;
   }
+  if (o.interactive && !o.synthetic.empty()) {  // before a model is built
+    std::fprintf(stderr, "error: --interactive needs a model with a tokenizer; --synthetic models have none\n");
+    return 2;
+  }
   std::unique_ptr<Engine> engine;
   Status st;
   const bool tty = isatty(fileno(stderr)) != 0;
@@ -222,6 +226,10 @@ int run_model(const RunOptions& o) {
     return 2;
   }
   if (o.interactive) {
+    if (!engine->has_tokenizer()) {
+      std::fprintf(stderr, "error: --interactive needs a model with a tokenizer\n");
+      return 2;
+    }
     if (!o.prompt_file.empty() || o.prompt_tokens > 0 || o.json) {
       std::fprintf(stderr, "error: --interactive takes its turns from the input: not with --prompt-file, "
                    "--prompt-tokens or --json\n");

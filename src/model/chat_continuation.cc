@@ -10,8 +10,7 @@ namespace hanpu::model {
 Status chat_continuation(const ChatTemplate& t, const std::string& saved_tail, const std::vector<ChatMessage>& messages,
                          const ChatOptions& options, std::string* out) {
   if (messages.empty()) return Status::Error("chat: no messages to render");
-  // A placeholder reply no message can hold, so its end in the rendered text is unambiguous.
-  const std::string reply = "\x01hanpu-saved-reply\x01";
+  const std::string reply = kSavedReplyPlaceholder;
   std::vector<ChatMessage> conversation = {{"user", "?"}, {"assistant", reply}};
   conversation.insert(conversation.end(), messages.begin(), messages.end());
   std::string text;

@@ -17,6 +17,9 @@ namespace hanpu::model {
 // the reply's ending (ChatML: "<|im_end|>\n") and then the new turns. The part of that ending
 // the saved text already ends with is left out: after a reply that stopped at <|im_end|> the
 // continuation opens with "\n", after one cut off by --max-tokens with "<|im_end|>\n".
+// The reply rendered in its place: text no message can hold, so its end is unambiguous.
+inline constexpr char kSavedReplyPlaceholder[] = "\x01hanpu-saved-reply\x01";
+
 Status chat_continuation(const ChatTemplate& t, const std::string& saved_tail, const std::vector<ChatMessage>& messages,
                          const ChatOptions& options, std::string* out);
 

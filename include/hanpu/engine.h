@@ -190,6 +190,8 @@ class Engine {
                        const ChatOptions& options, std::string* text) const;
   // An empty sequence for GenerateOptions::sequence.
   std::unique_ptr<Sequence> new_sequence() const;
+  // Saves `sequence` as GenerateOptions::save_state would (a file to resume from).
+  Status save_sequence(const Sequence& sequence, const std::string& path) const;
   // Replaces the checkpoint's template with the Jinja file `path` (an error names the line
   // and column of a syntax error).
   Status set_chat_template_file(const std::string& path);

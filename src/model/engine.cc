@@ -69,6 +69,14 @@ std::unique_ptr<Sequence> Engine::new_sequence() const {
   return std::unique_ptr<Sequence>(new Sequence(std::move(impl)));
 }
 
+Status Engine::save_sequence(const Sequence& sequence, const std::string& path) const {
+  const Sequence::Impl& q = *sequence.impl_;
+  if (q.model != impl_->model.get()) return Status::Error("the sequence was made by another engine");
+  if (q.broken) return Status::Error("the sequence was left part-way by a call that failed; it is not saved");
+  if (!q.state) return Status::Error("the sequence holds no tokens yet");
+  return model::save_state(*impl_->model, *q.state, path);
+}
+
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 

@@ -370,6 +370,13 @@ TEST(Engine, ASequenceContinuesAcrossCalls) {
   ASSERT_TRUE(e->continue_chat(*seq, {{"user", "More"}}, {}, &from_seq).ok());
   ASSERT_TRUE(e->continue_chat(path, {{"user", "More"}}, {}, &from_file).ok());
   EXPECT_EQ(from_seq, from_file);
+  const std::string saved_after = ::testing::TempDir() + "/hanpu_sequence_saved.bin";
+  ASSERT_TRUE(e->save_sequence(*seq, saved_after).ok());  // the same sequence through save_sequence
+  std::string from_saved;
+  ASSERT_TRUE(e->continue_chat(saved_after, {{"user", "More"}}, {}, &from_saved).ok());
+  EXPECT_EQ(from_saved, from_file);
+  EXPECT_EQ(model::testing::read_text(saved_after), model::testing::read_text(path));
+  EXPECT_NE(e->save_sequence(*empty, saved_after).message().find("the sequence holds no tokens yet"), std::string::npos);
   EXPECT_NE(from_seq.find("<|im_start|>user\nMore"), std::string::npos) << from_seq;
 
   // Resuming a file into a sequence replaces what it held.

@@ -74,6 +74,7 @@ int run_chat_loop(Engine& engine, const RunOptions& o, GenerateOptions g) {
     // The first turn may continue a saved conversation; later ones continue this one.
     GenerateOptions call = g;
     if (n > 0) call.resume_state.clear();
+    call.save_state.clear();  // once, when the chat ends
     std::string text;
     Status st = n == 0 && !g.resume_state.empty() ? engine.continue_chat(g.resume_state, messages, co, &text)
                                                   : engine.continue_chat(*sequence, messages, co, &text);
@@ -89,14 +90,22 @@ int run_chat_loop(Engine& engine, const RunOptions& o, GenerateOptions g) {
       return 1;
     }
     const int64_t steps = s.generated_tokens > 0 ? s.generated_tokens - (s.stop_reason == "eos" ? 0 : 1) : 0;
-    std::fprintf(stderr, "[%lld tokens read at %.1f tokens/s, %lld written at %.1f tokens/s (stop: %s); context %zu tokens%s]\n",
+    std::fprintf(stderr, "[%lld tokens read at %.1f tokens/s, %lld written at %.1f tokens/s (stop: %s); context %zu tokens]\n",
                  static_cast<long long>(s.prompt_tokens), s.prompt_tokens / (s.prefill_ms / 1e3),
                  static_cast<long long>(s.generated_tokens), steps > 0 ? steps / (s.decode_ms / 1e3) : 0.0,
-                 s.stop_reason.c_str(), sequence->tokens().size(), g.save_state.empty() ? "" : ", saved");
+                 s.stop_reason.c_str(), sequence->tokens().size());
     if (info.max_positions > 0 && static_cast<int64_t>(sequence->tokens().size()) > info.max_positions) {
       std::fprintf(stderr, "warning: the conversation is longer than the context the model was trained for "
                    "(max_position_embeddings %lld); the text may degrade\n", static_cast<long long>(info.max_positions));
     }
+  }
+  if (!g.save_state.empty() && !sequence->tokens().empty()) {
+    const Status st = engine.save_sequence(*sequence, g.save_state);
+    if (!st.ok()) {
+      std::fprintf(stderr, "error: %s\n", st.message().c_str());
+      return 1;
+    }
+    std::fprintf(stderr, "saved: %zu tokens to %s\n", sequence->tokens().size(), g.save_state.c_str());
   }
   return 0;
 }

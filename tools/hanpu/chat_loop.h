@@ -8,7 +8,7 @@
 namespace hanpu::cli {
 
 // Runs the conversation until end of input or a line "/exit" (the engine has a tokenizer:
-// run_model checks). `g` holds the resolved
+// run_model checks), then saves it to --save-state, if given. `g` holds the resolved
 // generation options (sampling from the checkpoint where no flag said otherwise). Returns the
 // process exit code.
 int run_chat_loop(Engine& engine, const RunOptions& o, GenerateOptions g);

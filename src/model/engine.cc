@@ -271,7 +271,6 @@ Status Engine::tokenize_chat(const std::vector<ChatMessage>& messages, const Cha
 
 Status Engine::continue_chat(const std::string& state_path, const std::vector<ChatMessage>& messages,
                              const ChatOptions& options, std::string* text) const {
-  HANPU_RETURN_IF_ERROR(impl_->chat_error);
   std::vector<int> saved;
   HANPU_RETURN_IF_ERROR(model::read_state_tokens(impl_->model->config(), state_path, &saved));
   return continue_chat_after(saved, messages, options, text);

@@ -89,7 +89,7 @@ int run_chat_loop(Engine& engine, const RunOptions& o, GenerateOptions g) {
       std::fprintf(stderr, "error: %s\n", st.message().c_str());
       return 1;
     }
-    const int64_t steps = s.generated_tokens > 0 ? s.generated_tokens - (s.stop_reason == "eos" ? 0 : 1) : 0;
+    const auto steps = static_cast<int64_t>(s.decode_step_ms.size());
     std::fprintf(stderr, "[%lld tokens read at %.1f tokens/s, %lld written at %.1f tokens/s (stop: %s); context %zu tokens]\n",
                  static_cast<long long>(s.prompt_tokens), s.prompt_tokens / (s.prefill_ms / 1e3),
                  static_cast<long long>(s.generated_tokens), steps > 0 ? steps / (s.decode_ms / 1e3) : 0.0,

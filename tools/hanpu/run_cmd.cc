@@ -324,7 +324,7 @@ int run_model(const RunOptions& o) {
     warn_context(s.resumed_tokens + s.prompt_tokens + s.generated_tokens, "the resumed sequence");
   }
   const double prefill_tps = s.prompt_tokens / (s.prefill_ms / 1e3);
-  const int64_t decode_steps = s.generated_tokens > 0 ? s.generated_tokens - (s.stop_reason == "eos" ? 0 : 1) : 0;
+  const auto decode_steps = static_cast<int64_t>(s.decode_step_ms.size());  // forward calls of the decode
   const double decode_tps = decode_steps > 0 ? decode_steps / (s.decode_ms / 1e3) : 0.0;
   const bool attn_bf16 = s.attn_bf16_products;  // the attention prefill's products (hanpu/attn.h)
   // The decode steps' forward calls, nearest-rank quantiles (0 with no step).

@@ -16,7 +16,8 @@
 namespace hanpu {
 
 namespace model {
-struct SequenceState;  // the engine's own (src/model/model.h)
+struct SequenceState;   // the engine's own (src/model/model.h)
+struct ForwardOptions;  // ditto
 }  // namespace model
 
 // One turn of a conversation for the chat template: role "system", "user" or "assistant".
@@ -34,11 +35,11 @@ struct ChatOptions {
 
 class Sequence;
 
-struct GenerateOptions {
+// How the model runs, for generation and scoring alike.
+struct ModelRunOptions {
   std::string la_strategy = "hanpu";        // any of la_strategies()
   std::string attn_placement = "balanced";  // any of attn_placements()
   int threads = 0;                          // 0: HANPU_THREADS or every core
-  int max_tokens = 64;                      // tokens to generate (0: prefill only)
   int prefill_chunk = 1024;                 // prompt tokens per forward call (bounds memory)
   // Storage of the attention layers' KV caches: "auto" (the projections' dtype: a bf16 model
   // keeps a bf16 cache, an fp32 one an fp32 cache), "f32", "bf16" or "f16". A 16-bit cache
@@ -48,6 +49,10 @@ struct GenerateOptions {
   // cache where the CPU has the bf16 dot instruction, else fp32), "f32", or "bf16" (an error
   // up front without the instruction). Decode's attention is fp32 (memory-bound).
   std::string attn_products = "auto";
+};
+
+struct GenerateOptions : ModelRunOptions {
+  int max_tokens = 64;                      // tokens to generate (0: prefill only)
   // Sampling: these defaults are greedy; Engine::default_generate_options() starts from the
   // checkpoint's generation_config.json instead, as transformers and vLLM do.
   float temperature = 0.0f;                 // 0: greedy
@@ -103,6 +108,29 @@ struct GenerateStats {
   std::string stop_reason;  // "eos", "max_tokens", "stop_string", "stopped" (GenerateOptions::stop_requested)
   std::string kv_cache;     // the KV caches' dtype the run used ("auto" resolved)
   bool attn_bf16_products = false;  // the attention prefill's products were bf16 ("auto" resolved)
+};
+
+// Perplexity as llama.cpp's llama-perplexity measures it, so the two compare on one text:
+// the tokens are cut into chunks of `context` (the rest dropped), each run as a fresh
+// sequence, and in each the second half is scored: positions context/2 .. context-2 predict
+// the tokens after them. No BOS is put in front (Qwen's tokenizers add none).
+struct PerplexityOptions : ModelRunOptions {
+  int context = 512;   // tokens per chunk (llama.cpp's -c)
+  int max_chunks = 0;  // 0: every whole chunk of the text
+};
+
+struct PerplexityStats {
+  int64_t text_tokens = 0;           // tokens of the whole text
+  int chunks = 0;                    // chunks scored so far (of chunks_total)
+  int chunks_total = 0;
+  int64_t scored_tokens = 0;
+  int64_t run_tokens = 0;            // tokens run through the model: context - 1 a chunk (the last predicts nothing scored)
+  double nll_sum = 0, nll2_sum = 0;  // sums of -log p and its square over the scored tokens
+  double ms = 0;                     // the forward calls and scoring, so far
+  TimeSplit split;                   // of that time
+  double ppl() const;                // exp(mean -log p)
+  double ppl_error() const;          // llama.cpp's +/-: ppl x the standard error of the mean -log p (0 below 2 tokens)
+  double tokens_per_s() const;       // run_tokens per second of ms
 };
 
 struct EngineInfo {
@@ -200,6 +228,11 @@ class Engine {
   // n token ids drawn uniformly from the vocabulary (seeded): benchmark prompts.
   std::vector<int> random_prompt(int n, uint64_t seed) const;
 
+  // The perplexity of `tokens` (PerplexityOptions); on_chunk, if set, gets the running
+  // figures after each chunk.
+  Status perplexity(const std::vector<int>& tokens, const PerplexityOptions& options,
+                    const std::function<void(const PerplexityStats&)>& on_chunk, PerplexityStats* stats) const;
+
   // Prefills `prompt` ids, then decodes. on_text gets each piece of text as soon as it is
   // complete UTF-8 (null: no text); on_progress(done, total) during the prefill.
   Status generate(const std::vector<int>& prompt, const GenerateOptions& options,
@@ -212,6 +245,10 @@ class Engine {
   explicit Engine(std::unique_ptr<Impl> impl);
   Status continue_chat_after(const std::vector<int>& ids, const std::vector<ChatMessage>& messages,
                              const ChatOptions& options, std::string* text) const;
+  // The forward options, KV-cache dtype (and its name) and whether the attention prefill's
+  // products are bf16, from `o` ("auto" resolved; bad names are errors).
+  Status resolve_run(const ModelRunOptions& o, model::ForwardOptions* forward, DType* kv_dtype, std::string* kv_name,
+                     bool* bf16_products) const;
   // GenerateOptions::sequence checked; `held` its state when the call continues it.
   Status sequence_to_continue(const GenerateOptions& o, DType kv_dtype, const std::string& kv_name,
                               model::SequenceState** held) const;

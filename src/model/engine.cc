@@ -16,6 +16,7 @@
 #include "model/chat_template.h"
 #include "model/generation_config.h"
 #include "model/model.h"
+#include "model/perplexity.h"
 #include "model/sampler.h"
 #include "model/state_file.h"
 #include "model/synthetic_models.h"
@@ -25,10 +26,6 @@
 namespace hanpu {
 
 namespace {
-
-TimeSplit split_of(const model::ForwardProfile& p) {
-  return {p.la_ms, p.attn_ms, p.mlp_ms, p.other_ms, p.la_kernel_ms, p.attn_kernel_ms};
-}
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -241,6 +238,16 @@ Status resolve_attn_products(const std::string& name, DType kv_dtype, AttnProduc
 
 }  // namespace
 
+Status Engine::resolve_run(const ModelRunOptions& o, model::ForwardOptions* forward, DType* kv_dtype,
+                           std::string* kv_name, bool* bf16_products) const {
+  forward->la_strategy = o.la_strategy;
+  forward->attn_placement = o.attn_placement;
+  forward->threads = o.threads;
+  HANPU_RETURN_IF_ERROR(kv_cache_dtype(o.kv_cache, kv_name));
+  *kv_dtype = *parse_dtype(*kv_name);
+  return resolve_attn_products(o.attn_products, *kv_dtype, &forward->attn_products, bf16_products);
+}
+
 bool Engine::has_tokenizer() const { return impl_->tokenizer.has_value(); }
 
 std::vector<int> Engine::random_prompt(int n, uint64_t seed) const {
@@ -352,15 +359,11 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
   if (!o.stop_strings.empty() && !impl_->tokenizer) {
     return Status::Error(fmt::format("stop strings need text: {} has no tokenizer", impl_->name));
   }
-  model::ForwardOptions fo;
-  fo.la_strategy = o.la_strategy;
-  fo.attn_placement = o.attn_placement;
-  fo.threads = o.threads;
   GenerateStats s;
   s.prompt_tokens = static_cast<int64_t>(prompt.size());
-  HANPU_RETURN_IF_ERROR(kv_cache_dtype(o.kv_cache, &s.kv_cache));
-  const DType kv_dtype = *parse_dtype(s.kv_cache);
-  HANPU_RETURN_IF_ERROR(resolve_attn_products(o.attn_products, kv_dtype, &fo.attn_products, &s.attn_bf16_products));
+  model::ForwardOptions fo;
+  DType kv_dtype{};
+  HANPU_RETURN_IF_ERROR(resolve_run(o, &fo, &kv_dtype, &s.kv_cache, &s.attn_bf16_products));
   model::SequenceState fresh;
   model::SequenceState* held = nullptr;  // the caller's sequence, if it has one to continue
   HANPU_RETURN_IF_ERROR(sequence_to_continue(o, kv_dtype, s.kv_cache, &held));
@@ -392,7 +395,7 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
     if (on_progress) on_progress(i + n, s.prompt_tokens);
   }
   s.prefill_ms = ms_since(t0);
-  s.prefill_split = split_of(prof);
+  s.prefill_split = model::time_split_of(prof);
   model::Sampler sampler({o.temperature, o.top_k, o.top_p, o.seed, o.repetition_penalty, o.min_p, o.presence_penalty});
   for (int id : state.tokens) sampler.observe_prompt(id);  // a resumed sequence's earlier tokens, then the prompt
   const std::vector<int>& eos = impl_->stop_tokens;
@@ -436,7 +439,7 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
   }
   text.finish();
   s.decode_ms = ms_since(t1) - hook_ms;
-  s.decode_split = split_of(decode_prof);
+  s.decode_split = model::time_split_of(decode_prof);
   if (!o.save_state.empty() || o.sequence != nullptr) {
     // The last token sampled was not yet run through the model. A stop token is kept too: the
     // model ended its turn with it, and a chat continued from here opens the next one after it.
@@ -454,6 +457,18 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
   }
   if (stats != nullptr) *stats = s;
   return Status::Ok();
+}
+
+Status Engine::perplexity(const std::vector<int>& tokens, const PerplexityOptions& o,
+                          const std::function<void(const PerplexityStats&)>& on_chunk, PerplexityStats* stats) const {
+  model::PerplexityRun run;
+  std::string kv_name;
+  bool bf16_products = false;
+  HANPU_RETURN_IF_ERROR(resolve_run(o, &run.forward, &run.kv_dtype, &kv_name, &bf16_products));
+  run.context = o.context;
+  run.max_chunks = o.max_chunks;
+  run.prefill_chunk = o.prefill_chunk;
+  return model::perplexity(*impl_->model, tokens, run, on_chunk, stats);
 }
 
 std::string default_model_dir() {

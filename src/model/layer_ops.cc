@@ -7,6 +7,7 @@
 
 #include "parallel/parallel_rows.h"
 #include "simd/activation_ops.h"
+#include "simd/vec_ops.h"
 
 namespace hanpu::model {
 
@@ -92,6 +93,17 @@ void apply_rope(float* x, int64_t T, int heads, int D, int rot, double theta, in
       }
     }
   }
+}
+
+double log_softmax_at(float* logits, int n, int id) {
+  float top = logits[0];
+  for (int i = 1; i < n; ++i) top = std::max(top, logits[i]);
+  const double chosen = static_cast<double>(logits[id]) - top;
+  for (int i = 0; i < n; ++i) logits[i] -= top;
+  simd::exp_inplace(logits, static_cast<size_t>(n));
+  double sum = 0;  // in double: 248k terms
+  for (int i = 0; i < n; ++i) sum += logits[i];
+  return chosen - std::log(sum);
 }
 
 }  // namespace hanpu::model

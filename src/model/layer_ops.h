@@ -31,6 +31,10 @@ void gdn_gates(const float* b, const float* a, int64_t T, int HV, const float* n
 // positions pos0 + t: x [T, heads, D].
 void apply_rope(float* x, int64_t T, int heads, int D, int rot, double theta, int64_t pos0);
 
+// log softmax(logits)[id] over a row of n logits, in double: a perplexity's terms. The row is
+// overwritten (exp(l - max) in place, on the vector unit).
+double log_softmax_at(float* logits, int n, int id);
+
 // At least n floats of buf, which keeps its memory from call to call (buf is a thread_local of
 // the caller): a 1024-token prefill step allocates ~100 MB of activations per layer, and a
 // fresh std::vector costs a zero-fill and the page faults of its first touch every time

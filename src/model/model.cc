@@ -51,8 +51,8 @@ SequenceState Model::new_state(DType kv_dtype) const {
   return s;
 }
 
-Status Model::forward(const int* tokens, int64_t n, SequenceState* state, const ForwardOptions& opt,
-                      std::vector<float>* logits, ForwardProfile* profile) const {
+Status Model::run_layers(const int* tokens, int64_t n, int64_t out_from, SequenceState* state,
+                         const ForwardOptions& opt, ForwardProfile* profile, float** out) const {
   const ModelConfig& c = config_;
   if (n <= 0) return Status::Error("forward: no tokens");
   for (int64_t t = 0; t < n; ++t) {
@@ -82,9 +82,9 @@ Status Model::forward(const int* tokens, int64_t n, SequenceState* state, const 
       add_rms_norm_zero_centred(h, block, n, hidden, lw.input_norm.data(), c.rms_eps, xn, opt.threads);
     }
     prof.other_ms += sw.lap_ms();
-    // Only the last position's logits are wanted, so the last layer's block (the mixer's
-    // output path, the MLP) runs on the last row alone; rows r0 .. n-1 of the stack below.
-    const int64_t r0 = i == c.layers - 1 ? n - 1 : 0;
+    // Only rows out_from .. n-1 are wanted from the stack, so the last layer's block (the
+    // mixer's output path, the MLP) runs on those alone; rows r0 .. n-1 below.
+    const int64_t r0 = i == c.layers - 1 ? out_from : 0;
     const size_t at = static_cast<size_t>(r0) * hidden;
     if (lw.kind == LayerKind::kLinearAttention) {
       HANPU_RETURN_IF_ERROR(gdn_layer(c, lw.gdn, xn, n, &state->conv[i], &state->recurrent[i], opt, n - r0,
@@ -104,19 +104,66 @@ Status Model::forward(const int* tokens, int64_t n, SequenceState* state, const 
     }
     prof.mlp_ms += sw.lap_ms();
   }
-  for (size_t j = static_cast<size_t>(n - 1) * hidden; j < static_cast<size_t>(n) * hidden; ++j) h[j] += block[j];
+  for (size_t j = static_cast<size_t>(out_from) * hidden; j < acts; ++j) h[j] += block[j];
   state->position += n;
   state->tokens.insert(state->tokens.end(), tokens, tokens + n);
-  if (logits == nullptr) {  // a prompt chunk before the last: no head
-    prof.other_ms += sw.lap_ms();
-    return Status::Ok();
-  }
-  // Only the last position's logits are needed to continue a sequence.
-  const float* last = h + (n - 1) * hidden;
-  rms_norm_zero_centred(last, hidden, 1, hidden, weights_.final_norm.data(), c.rms_eps, xn, hidden);
-  logits->resize(c.vocab);
-  cpu::linear(xn, hidden, 1, weights_.lm_head, logits->data(), c.vocab, opt.threads);
   prof.other_ms += sw.lap_ms();
+  *out = h;
+  return Status::Ok();
+}
+
+Status Model::forward(const int* tokens, int64_t n, SequenceState* state, const ForwardOptions& opt,
+                      std::vector<float>* logits, ForwardProfile* profile) const {
+  float* h = nullptr;
+  // Only the last position's logits are needed to continue a sequence.
+  HANPU_RETURN_IF_ERROR(run_layers(tokens, n, n - 1, state, opt, profile, &h));
+  if (logits == nullptr) return Status::Ok();  // a prompt chunk before the last: no head
+  Stopwatch sw;
+  const ModelConfig& c = config_;
+  thread_local std::vector<float> xn_buf;
+  float* xn = reuse_buffer(xn_buf, static_cast<size_t>(c.hidden));
+  rms_norm_zero_centred(h + (n - 1) * c.hidden, c.hidden, 1, c.hidden, weights_.final_norm.data(), c.rms_eps, xn,
+                        c.hidden);
+  logits->resize(c.vocab);
+  cpu::linear(xn, c.hidden, 1, weights_.lm_head, logits->data(), c.vocab, opt.threads);
+  if (profile != nullptr) profile->other_ms += sw.lap_ms();
+  return Status::Ok();
+}
+
+Status Model::score(const int* tokens, int64_t n, int64_t from, const int* next, SequenceState* state,
+                    const ForwardOptions& opt, double* logprobs, ForwardProfile* profile) const {
+  const ModelConfig& c = config_;
+  if (from < 0 || from >= n) return Status::Error(fmt::format("score: row {} is not one of the {} tokens", from, n));
+  for (int64_t t = from; t < n; ++t) {
+    const int id = next[t - from];
+    if (id < 0 || id >= c.vocab) {
+      return Status::Error(fmt::format("score: next token id {} at position {} is outside the vocabulary [0, {})", id,
+                                       t, c.vocab));
+    }
+  }
+  float* h = nullptr;
+  HANPU_RETURN_IF_ERROR(run_layers(tokens, n, from, state, opt, profile, &h));
+  Stopwatch sw;
+  // The head in blocks of rows: a block's logits [rows, vocab] are 32 MB for Qwen's 248k
+  // vocabulary at 32 rows, where all of a 512-token chunk's would be 0.5 GB.
+  constexpr int64_t kHeadRows = 32;
+  thread_local std::vector<float> xn_buf, logits_buf;
+  const int64_t rows_max = std::min(kHeadRows, n - from);
+  float* xn = reuse_buffer(xn_buf, static_cast<size_t>(rows_max) * c.hidden);
+  float* logits = reuse_buffer(logits_buf, static_cast<size_t>(rows_max) * c.vocab);
+  for (int64_t r0 = from; r0 < n; r0 += kHeadRows) {
+    const int64_t rows = std::min(kHeadRows, n - r0);
+    rms_norm_zero_centred(h + r0 * c.hidden, c.hidden, rows, c.hidden, weights_.final_norm.data(), c.rms_eps, xn,
+                          c.hidden, opt.threads);
+    cpu::linear(xn, c.hidden, rows, weights_.lm_head, logits, c.vocab, opt.threads);
+    parallel_rows(opt.threads, rows, c.vocab, [&](int64_t q0, int64_t q1) {
+      for (int64_t q = q0; q < q1; ++q) {
+        const int64_t t = r0 + q;
+        logprobs[t - from] = log_softmax_at(logits + q * c.vocab, c.vocab, next[t - from]);
+      }
+    });
+  }
+  if (profile != nullptr) profile->other_ms += sw.lap_ms();
   return Status::Ok();
 }
 

@@ -3,8 +3,9 @@
 // gates, the LA prefill kernel with the sequence's recurrent state, gated RMSNorm, out
 // projection | attention: projections, q/k RMSNorm, partial RoPE, KV cache append, the fused
 // attention kernel, sigmoid output gate, out projection) -> residual -> RMSNorm -> MLP or MoE
-// -> residual -> final norm -> logits of the last token. The last layer updates the state
-// from every token but runs its output path and MLP for the last position only.
+// -> residual -> final norm -> logits of the last token (forward) or of every position asked
+// for (score). The last layer updates the state from every token but runs its output path and
+// MLP only for the positions whose logits are wanted.
 #pragma once
 
 #include <memory>
@@ -63,7 +64,19 @@ class Model {
   Status forward(const int* tokens, int64_t n, SequenceState* state, const ForwardOptions& options,
                  std::vector<float>* logits, ForwardProfile* profile = nullptr) const;
 
+  // Runs `n` tokens as forward does and scores positions from .. n-1: logprobs[t - from] =
+  // log p(next[t - from] | the sequence up to and including token t), in double from fp32
+  // logits (a perplexity's terms). The head runs on those rows only, in blocks.
+  Status score(const int* tokens, int64_t n, int64_t from, const int* next, SequenceState* state,
+               const ForwardOptions& options, double* logprobs, ForwardProfile* profile = nullptr) const;
+
  private:
+  // The layer stack over `n` tokens: updates the state from all of them and leaves the final
+  // hidden states (before the final norm) of rows out_from .. n-1 at (*out)[row * hidden]
+  // (a thread_local buffer, valid until the next call on this thread).
+  Status run_layers(const int* tokens, int64_t n, int64_t out_from, SequenceState* state, const ForwardOptions& opt,
+                    ForwardProfile* profile, float** out) const;
+
   ModelConfig config_;
   ModelWeights weights_;
 };

@@ -1,4 +1,4 @@
-// hanpu CLI: one binary, subcommands per job (run, bench la, bench attn, bench e2e, bench linear, sim, la strategies, la schedule,
+// hanpu CLI: one binary, subcommands per job (run, perplexity, bench la, bench attn, bench e2e, bench linear, sim, la strategies, la schedule,
 // attn placements, info).
 #include <cstdio>
 #include <string>
@@ -11,6 +11,7 @@
 #include "bench_linear.h"
 #include "sim_cmd.h"
 #include "hanpu/npu.h"
+#include "perplexity_cmd.h"
 #include "run_cmd.h"
 #include "hanpu/attn.h"
 #include "hanpu/la.h"
@@ -26,6 +27,10 @@ int main(int argc, char** argv) {
   hanpu::cli::RunOptions run_opts;
   auto* run = app.add_subcommand("run", "run a model: prefill a prompt, stream generated text, print tokens/s");
   hanpu::cli::add_run_options(*run, run_opts);
+
+  hanpu::cli::PerplexityCmdOptions ppl_opts;
+  auto* ppl = app.add_subcommand("perplexity", "a checkpoint's perplexity on a text file, chunked as llama.cpp's llama-perplexity");
+  hanpu::cli::add_perplexity_options(*ppl, ppl_opts);
 
   auto* bench = app.add_subcommand("bench", "benchmarks (timed side by side, medians)");
   bench->require_subcommand(1);
@@ -83,6 +88,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   if (*run) return hanpu::cli::run_model(run_opts);
+  if (*ppl) return hanpu::cli::run_perplexity(ppl_opts);
   if (*bench_la_cmd) return hanpu::cli::run_bench_la(bench_la);
   if (*sim) return hanpu::cli::run_sim(sim_opts);
   if (*plan) {

@@ -22,6 +22,7 @@
 #include "cpu/nn/linear.h"
 #include "hanpu/machine.h"
 #include "chat_loop.h"
+#include "cli_engine.h"
 #include "model/text_stream.h"
 
 namespace hanpu::cli {
@@ -36,16 +37,6 @@ std::string describe_split(const TimeSplit& t, double total_ms, const char* othe
                      "attention kernel {:.0f}%",
                      f * t.la_ms, f * t.attn_ms, f * t.mlp_ms, other, f * t.other_ms, f * t.la_kernel_ms,
                      f * t.attn_kernel_ms);
-}
-
-// The whole file as text (--prompt-file), or an error naming it.
-Status read_text_file(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  if (in) text << in.rdbuf();
-  if (!in || in.bad()) return Status::Error(fmt::format("--prompt-file {}: cannot read it", path));
-  *out = text.str();
-  return Status::Ok();
 }
 
 // "sampling: temperature 0.7, top-k 20, top-p 0.8 (generation_config.json ...; --temperature 0
@@ -172,41 +163,10 @@ int run_model(const RunOptions& o) {
     return 2;
   }
   std::unique_ptr<Engine> engine;
-  Status st;
+  if (const int rc = load_cli_engine(o.model, o.synthetic, o.gen.seed + 1, o.weights, &engine); rc != 0) return rc;
   const bool tty = isatty(fileno(stderr)) != 0;
-  const auto on_load = [&](int done, int total) {
-    if (tty) std::fprintf(stderr, "\rconverting weights: layer %d / %d%s", done, total, done == total ? "\n" : "");
-  };
-  if (!o.synthetic.empty()) {
-    std::fprintf(stderr, "building %s with random weights...\n", o.synthetic.c_str());
-    st = Engine::synthetic(o.synthetic, o.gen.seed + 1, &engine, o.weights, on_load);
-  } else {
-    const std::string dir = o.model.empty() ? default_model_dir() : o.model;
-    if (dir.empty()) {
-      std::fprintf(stderr, "error: no --model given and the shipped model (tests/fixtures/models/qwen35-tiny) is not found\n");
-      return 2;
-    }
-    if (o.model.empty()) std::fprintf(stderr, "no --model: running the tiny random-weight model shipped with hanpu (%s)\n", dir.c_str());
-    st = Engine::load(dir, &engine, o.weights, on_load);
-  }
-  if (!st.ok()) {
-    std::fprintf(stderr, "error: %s\n", st.message().c_str());
-    return 2;
-  }
+  Status st;
   const EngineInfo info = engine->info();
-  // The bf16 unit a prefill's bf16 projections run on, if the CPU has one.
-  const char* bf16_unit = amx_bf16_in_use()  ? "the AMX bf16 tiles"
-                          : cpu::linear_uses_dot() ? "the bf16 dot instruction (AVX512-BF16)"
-                                              : nullptr;
-  const std::string unit_note = info.weight_dtype == "bf16" && bf16_unit ? std::string("; prefill on ") + bf16_unit : "";
-  std::fprintf(stderr, "model: %s, %s, %d layers (%d GDN + %d attention), hidden %d, %.1f M parameters, "
-               "projections in %s (%.2f GB in memory%s)\n",
-               info.name.c_str(), info.architecture.c_str(), info.layers, info.la_layers, info.attn_layers, info.hidden,
-               info.parameters / 1e6, info.weight_dtype.c_str(), info.weight_bytes / 1e9, unit_note.c_str());
-  if (info.weight_dtype == "f16" && bf16_unit) {  // llama.cpp's default GGUF type: say what is left on the table
-    std::fprintf(stderr, "note: f16 projections run on fp32 FMAs; --weights bf16 rounds them to bf16 (3 fewer mantissa "
-                 "bits) so a prefill runs on %s, about 2x faster (docs/benchmarks.md)\n", bf16_unit);
-  }
   // The sampling flags not given take the checkpoint's defaults.
   GenerateOptions g = o.gen;
   const GenerateOptions defaults = engine->default_generate_options();
@@ -250,7 +210,7 @@ int run_model(const RunOptions& o) {
   double tokenize_ms = 0;
   if (engine->has_tokenizer() && o.prompt_tokens == 0) {
     std::string prompt_text = o.prompt;
-    if (!o.prompt_file.empty()) st = read_text_file(o.prompt_file, &prompt_text);
+    if (!o.prompt_file.empty()) st = read_text_file("--prompt-file", o.prompt_file, &prompt_text);
     std::string text = prompt_text;
     if (st.ok() && o.chat) {
       if (!o.chat_template_file.empty()) st = engine->set_chat_template_file(o.chat_template_file);

@@ -1,0 +1,80 @@
+// Loading a model for a command (see cli_engine.h).
+#include "cli_engine.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "cpu/nn/linear.h"
+#include "hanpu/machine.h"
+
+namespace hanpu::cli {
+
+int load_cli_engine(const std::string& model, const std::string& synthetic, uint64_t seed,
+                    const std::string& weights, std::unique_ptr<Engine>* out) {
+  std::unique_ptr<Engine>& engine = *out;
+  Status st;
+  const bool tty = isatty(fileno(stderr)) != 0;
+  const auto on_load = [&](int done, int total) {
+    if (tty)
+      std::fprintf(stderr, "\rconverting weights: layer %d / %d%s", done, total,
+                   done == total ? "\n" : "");
+  };
+  if (!synthetic.empty()) {
+    std::fprintf(stderr, "building %s with random weights...\n", synthetic.c_str());
+    st = Engine::synthetic(synthetic, seed, &engine, weights, on_load);
+  } else {
+    const std::string dir = model.empty() ? default_model_dir() : model;
+    if (dir.empty()) {
+      std::fprintf(stderr,
+                   "error: no --model given and the shipped model "
+                   "(tests/fixtures/models/qwen35-tiny) is not found\n");
+      return 2;
+    }
+    if (model.empty())
+      std::fprintf(stderr,
+                   "no --model: running the tiny random-weight model shipped with hanpu (%s)\n",
+                   dir.c_str());
+    st = Engine::load(dir, &engine, weights, on_load);
+  }
+  if (!st.ok()) {
+    std::fprintf(stderr, "error: %s\n", st.message().c_str());
+    return 2;
+  }
+  const EngineInfo info = engine->info();
+  // The bf16 unit a prefill's bf16 projections run on, if the CPU has one.
+  const char* bf16_unit = amx_bf16_in_use()        ? "the AMX bf16 tiles"
+                          : cpu::linear_uses_dot() ? "the bf16 dot instruction (AVX512-BF16)"
+                                                   : nullptr;
+  const std::string unit_note =
+      info.weight_dtype == "bf16" && bf16_unit ? std::string("; prefill on ") + bf16_unit : "";
+  std::fprintf(stderr,
+               "model: %s, %s, %d layers (%d GDN + %d attention), hidden %d, %.1f M parameters, "
+               "projections in %s (%.2f GB in memory%s)\n",
+               info.name.c_str(), info.architecture.c_str(), info.layers, info.la_layers,
+               info.attn_layers, info.hidden, info.parameters / 1e6, info.weight_dtype.c_str(),
+               info.weight_bytes / 1e9, unit_note.c_str());
+  if (info.weight_dtype == "f16" &&
+      bf16_unit) {  // llama.cpp's default GGUF type: say what is left on the table
+    std::fprintf(stderr,
+                 "note: f16 projections run on fp32 FMAs; --weights bf16 rounds them to bf16 (3 "
+                 "fewer mantissa "
+                 "bits) so a prefill runs on %s, about 2x faster (docs/benchmarks.md)\n",
+                 bf16_unit);
+  }
+  return 0;
+}
+
+Status read_text_file(const std::string& flag, const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  if (in) text << in.rdbuf();
+  if (!in || in.bad()) return Status::Error(fmt::format("{} {}: cannot read it", flag, path));
+  *out = text.str();
+  return Status::Ok();
+}
+
+}  // namespace hanpu::cli

@@ -1,0 +1,24 @@
+// `hanpu perplexity`: a checkpoint's perplexity on a text file, chunked and scored as
+// llama.cpp's llama-perplexity does, so the two programs (and transformers) compare on one
+// model and one text.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "hanpu/engine.h"
+
+namespace hanpu::cli {
+
+struct PerplexityCmdOptions {
+  std::string model;  // checkpoint folder or .gguf; empty: the shipped model
+  std::string file;   // the text
+  std::string weights = "auto";
+  bool json = false;
+  PerplexityOptions run;
+};
+
+void add_perplexity_options(CLI::App& app, PerplexityCmdOptions& o);
+int run_perplexity(const PerplexityCmdOptions& o);
+
+}  // namespace hanpu::cli

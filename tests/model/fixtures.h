@@ -2,11 +2,15 @@
 #pragma once
 
 #include <filesystem>
+#include <gtest/gtest.h>
+#include <memory>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+
+#include "model/model.h"
 
 namespace hanpu::model::testing {
 
@@ -18,6 +22,14 @@ inline std::string read_text(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// The fixture checkpoint `name` loaded (null, with a test failure, if it does not load).
+inline std::unique_ptr<Model> load_fixture(const std::string& name) {
+  std::unique_ptr<Model> m;
+  const Status st = load_model(fixture_dir(name), {}, &m);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return m;
 }
 
 // reference.json of a fixture: prompts with ids, last_logits and greedy16 from transformers.

@@ -17,13 +17,6 @@
 namespace hanpu::model {
 namespace {
 
-std::unique_ptr<Model> load(const std::string& name) {
-  std::unique_ptr<Model> m;
-  const Status st = load_model(testing::fixture_dir(name), {}, &m);
-  EXPECT_TRUE(st.ok()) << st.message();
-  return m;
-}
-
 std::vector<float> random_rows(Rng& rng, int64_t rows, int hidden) {
   std::vector<float> x(static_cast<size_t>(rows) * hidden);
   for (float& v : x) v = rng.normal();
@@ -62,7 +55,7 @@ std::vector<float> mixer_rows(const Model& m, int i, SequenceState* s, const std
 class LayerRows : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(LayerRows, LastRowsEqualTheFullOutputAndTheStateIsTheSame) {
-  const auto m = load(GetParam());
+  const auto m = testing::load_fixture(GetParam());
   ASSERT_NE(m, nullptr);
   const ModelConfig& c = m->config();
   Rng rng(static_cast<uint64_t>(::testing::UnitTest::GetInstance()->random_seed()) + 17);

@@ -19,13 +19,6 @@
 namespace hanpu::model {
 namespace {
 
-std::unique_ptr<Model> load(const std::string& name) {
-  std::unique_ptr<Model> m;
-  const Status st = load_model(std::string(HANPU_FIXTURES_DIR) + "/models/" + name, {}, &m);
-  EXPECT_TRUE(st.ok()) << st.message();
-  return m;
-}
-
 float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   float d = 0;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -42,7 +35,7 @@ int argmax(const std::vector<float>& v) {
 class ForwardFixture : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(ForwardFixture, LogitsAndGreedyTokensMatchTransformers) {
-  const auto m = load(GetParam());
+  const auto m = testing::load_fixture(GetParam());
   ASSERT_NE(m, nullptr);
   const auto ref = testing::reference(GetParam());
   for (const auto& p : ref["prompts"]) {
@@ -64,7 +57,7 @@ TEST_P(ForwardFixture, LogitsAndGreedyTokensMatchTransformers) {
 }
 
 TEST_P(ForwardFixture, PrefillThenDecodeEqualsOneLongerPrefill) {
-  const auto m = load(GetParam());
+  const auto m = testing::load_fixture(GetParam());
   ASSERT_NE(m, nullptr);
   std::vector<int> ids;
   for (int i = 0; i < 150; ++i) ids.push_back((i * 37 + 11) % m->config().vocab);
@@ -83,7 +76,7 @@ TEST_P(ForwardFixture, PrefillThenDecodeEqualsOneLongerPrefill) {
 }
 
 TEST_P(ForwardFixture, EveryLaStrategyGivesTheSameLogits) {
-  const auto m = load(GetParam());
+  const auto m = testing::load_fixture(GetParam());
   ASSERT_NE(m, nullptr);
   std::vector<int> ids;
   for (int i = 0; i < 200; ++i) ids.push_back((i * 53 + 5) % m->config().vocab);
@@ -130,7 +123,7 @@ TEST_P(ForwardFixture, SixteenBitKvCacheStaysCloseAndDecodeStillEqualsPrefill) {
   // The cache rounds keys and values once, as they are appended; prefill and decode read the
   // same rounded rows, so splitting a sequence changes nothing beyond fp32 noise, while the
   // logits move from the fp32 cache's by a small fraction of their spread.
-  const auto m = load(GetParam());
+  const auto m = testing::load_fixture(GetParam());
   ASSERT_NE(m, nullptr);
   std::vector<int> ids;
   for (int i = 0; i < 90; ++i) ids.push_back((i * 41 + 7) % m->config().vocab);
@@ -157,7 +150,7 @@ TEST_P(ForwardFixture, SixteenBitKvCacheStaysCloseAndDecodeStillEqualsPrefill) {
 }
 
 TEST(Forward, BadTokenIdIsNamed) {
-  const auto m = load("qwen35-tiny");
+  const auto m = testing::load_fixture("qwen35-tiny");
   ASSERT_NE(m, nullptr);
   SequenceState s = m->new_state();
   std::vector<float> logits;

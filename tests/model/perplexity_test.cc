@@ -17,13 +17,6 @@
 namespace hanpu::model {
 namespace {
 
-std::unique_ptr<Model> load(const std::string& name) {
-  std::unique_ptr<Model> m;
-  const Status st = load_model(testing::fixture_dir(name), {}, &m);
-  EXPECT_TRUE(st.ok()) << st.message();
-  return m;
-}
-
 // log softmax(logits)[id] in double, written apart from the engine's.
 double log_p(const std::vector<float>& logits, int id) {
   double top = -INFINITY;
@@ -52,7 +45,7 @@ std::vector<int> random_tokens(std::mt19937& rng, int n, int vocab) {
 class ScoreFixture : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(ScoreFixture, EveryRowMatchesAForwardCallOverItsPrefix) {
-  const auto m = load(GetParam());
+  const auto m = testing::load_fixture(GetParam());
   ASSERT_NE(m, nullptr);
   const unsigned seed = std::random_device{}();
   std::mt19937 rng(seed);
@@ -82,7 +75,7 @@ TEST_P(ScoreFixture, EveryRowMatchesAForwardCallOverItsPrefix) {
 }
 
 TEST_P(ScoreFixture, LastRowMatchesTransformersReferenceLogits) {
-  const auto m = load(GetParam());
+  const auto m = testing::load_fixture(GetParam());
   ASSERT_NE(m, nullptr);
   for (const auto& p : testing::reference(GetParam())["prompts"]) {
     const auto ids = p["ids"].get<std::vector<int>>();
@@ -99,7 +92,7 @@ TEST_P(ScoreFixture, LastRowMatchesTransformersReferenceLogits) {
 }
 
 TEST_P(ScoreFixture, RefusesRowsAndTargetsOutOfRange) {
-  const auto m = load(GetParam());
+  const auto m = testing::load_fixture(GetParam());
   ASSERT_NE(m, nullptr);
   const std::vector<int> ids = {1, 2, 3, 4};
   double out[4] = {0, 0, 0, 0};
@@ -122,7 +115,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ScoreFixture,
 TEST(EnginePerplexity, ChunksAsLlamaCppFromForwardCallsOverPrefixes) {
   std::unique_ptr<Engine> e;
   ASSERT_TRUE(Engine::load(testing::fixture_dir("qwen35-tiny"), &e).ok());
-  const auto m = load("qwen35-tiny");
+  const auto m = testing::load_fixture("qwen35-tiny");
   const unsigned seed = std::random_device{}();
   std::mt19937 rng(seed);
   for (const auto& [ctx, prefill_chunk] :

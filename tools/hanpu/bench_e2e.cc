@@ -73,11 +73,13 @@ double step_bytes_with_state(const EngineInfo& ei, size_t kv_dtype_bytes, int64_
 }  // namespace
 
 void add_bench_e2e_options(CLI::App& cmd, BenchE2eOptions& o) {
-  cmd.add_option("--model", o.model, "synthetic models (qwen3.5-0.8b, qwen3.5-2b, qwen3-next-tiny)")->capture_default_str();
+  cmd.add_option("--model", o.model,
+                 "synthetic models (qwen3.5-0.8b, qwen3.5-2b, qwen3-next-tiny) or checkpoints (a folder or .gguf)")
+      ->capture_default_str();
   cmd.add_option("--seq", o.seq, "prompt lengths")->capture_default_str();
   cmd.add_option("--la", o.la, "LA strategies")->capture_default_str();
   cmd.add_option("--decode-tokens", o.decode_tokens, "tokens decoded after each prefill")->capture_default_str();
-  cmd.add_option("--weights", o.weights, "projections in auto (bf16), f32, bf16, f16")->capture_default_str();
+  cmd.add_option("--weights", o.weights, "projections in auto (bf16 for synthetic models, a checkpoint's own dtype), f32, bf16, f16")->capture_default_str();
   cmd.add_option("--kv-cache", o.kv_cache,
                  "KV-cache dtypes: auto (the weights' dtype), f32, bf16, f16; several are timed alternately")
       ->capture_default_str();
@@ -119,15 +121,20 @@ int run_bench_e2e(const BenchE2eOptions& o) {
                 "prefill_ms", "prefill_t/s", "decode_t/s", "%bound", "%all", "mem_GB/s", "LA%", "attn%", "MLP%",
                 "LAkern%", "ATkern%", "peak_RSS");
   }
-  for (const std::string& name : o.model) {
+  const std::vector<std::string> synthetic_names = Engine::synthetic_models();
+  for (const std::string& model : o.model) {
+    // A synthetic model's name, or a checkpoint (folder or .gguf) read as `hanpu run` reads it:
+    // the prompts are random token ids either way.
+    const bool synthetic = std::find(synthetic_names.begin(), synthetic_names.end(), model) != synthetic_names.end();
     std::unique_ptr<Engine> engine;
-    std::fprintf(stderr, "building %s...\n", name.c_str());
-    const Status st = Engine::synthetic(name, 1, &engine, o.weights);
+    std::fprintf(stderr, "%s %s...\n", synthetic ? "building" : "loading", model.c_str());
+    const Status st = synthetic ? Engine::synthetic(model, 1, &engine, o.weights) : Engine::load(model, &engine, o.weights);
     if (!st.ok()) {
       std::fprintf(stderr, "error: %s\n", st.message().c_str());
       return 2;
     }
     const EngineInfo ei = engine->info();
+    const std::string name = synthetic ? model : ei.name;  // a checkpoint: its folder's or file's name
     std::fprintf(info, "# %s: a decode step reads %s of weights, reads and writes %s of LA state, and reads %lld KV "
                  "values per position of context (times the KV dtype's bytes)\n", name.c_str(),
                  human_bytes(ei.decode_bytes_per_token).c_str(), human_bytes(ei.la_state_bytes).c_str(),

@@ -37,9 +37,10 @@ Status perplexity(const Model& m, const std::vector<int>& tokens, const Perplexi
                   PerplexityStats* out) {
   const int ctx = run.context;
   // llama.cpp scores positions ctx/2 .. ctx-2 of each chunk: at least one needs ctx >= 3.
-  if (ctx < 3)
+  if (ctx < 3) {
     return Status::Error(
         fmt::format("perplexity: a context of {} tokens scores none (at least 3)", ctx));
+  }
   if (run.max_chunks < 0 || run.prefill_chunk < 1) {
     return Status::Error(
         fmt::format("perplexity: max_chunks {} must be >= 0 and prefill_chunk {} >= 1",

@@ -6,6 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -192,6 +197,36 @@ TEST(EnginePerplexity, RefusesWhatScoresNothingByName) {
   o.max_chunks = -1;
   st = e->perplexity(ids, o, nullptr, &s);
   EXPECT_NE(st.message().find("max_chunks -1"), std::string::npos) << st.message();
+  EXPECT_EQ(s.chunks, -1);
+}
+
+
+// A checkpoint whose final norm weights are huge (finite: the loader refuses NaN and inf), so
+// the logits overflow to inf: perplexity refuses to give a figure (naming the chunk and
+// position) rather than printing nan or inf.
+TEST(EnginePerplexity, RefusesNonFiniteLogits) {
+  const std::string dir = testing::scratch_checkpoint("hanpu-ppl-nan", {});
+  const std::string path = dir + "/model.safetensors";
+  std::string bytes = testing::read_text(path);
+  uint64_t header_len = 0;
+  std::memcpy(&header_len, bytes.data(), 8);
+  const auto header = nlohmann::json::parse(bytes.substr(8, header_len));
+  const auto offsets = header.at("model.norm.weight").at("data_offsets").get<std::vector<size_t>>();
+  const float huge = std::numeric_limits<float>::max() / 2;
+  for (size_t at = 8 + header_len + offsets[0]; at < 8 + header_len + offsets[1]; at += 4) {
+    std::memcpy(bytes.data() + at, &huge, 4);
+  }
+  std::ofstream(path, std::ios::binary) << bytes;
+  std::unique_ptr<Engine> e;
+  const Status loaded = Engine::load(dir, &e);
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  PerplexityOptions o;
+  o.context = 8;
+  PerplexityStats s;
+  s.chunks = -1;
+  const Status st = e->perplexity(std::vector<int>(20, 5), o, nullptr, &s);
+  EXPECT_NE(st.message().find("chunk 1, position 4: log p is "), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("(the logits are not finite)"), std::string::npos) << st.message();
   EXPECT_EQ(s.chunks, -1);
 }
 

@@ -3,12 +3,13 @@
 
 #include <exception>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/file_read.h"
+#include "base/input_limits.h"
+#include "base/json_limits.h"
 #include "jinja/lexer.h"
 #include "jinja/parser.h"
 #include "jinja/runtime.h"
@@ -36,15 +37,6 @@ Status guarded(const std::string& what, const std::string& origin, F&& f) {
   } catch (const std::exception& e) {
     return Status::Error(fmt::format("{} {}: {}", what, origin, e.what()));
   }
-}
-
-Status read_text(const std::filesystem::path& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Error(fmt::format("{}: cannot open", path.string()));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  *out = ss.str();
-  return Status::Ok();
 }
 
 // bos_token / eos_token in tokenizer_config.json: a string, an {"content": ...} object, or null.
@@ -124,11 +116,12 @@ namespace {
 Status read_tokenizer_config(const std::filesystem::path& folder, nlohmann::json* config) {
   *config = nlohmann::json::object();
   const std::filesystem::path config_path = folder / "tokenizer_config.json";
-  if (!std::filesystem::exists(config_path)) return Status::Ok();
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(config_path, ec))) return Status::Ok();
   std::string text;
-  HANPU_RETURN_IF_ERROR(read_text(config_path, &text));
-  *config = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (config->is_discarded() || !config->is_object()) {
+  HANPU_RETURN_IF_ERROR(read_regular_file(config_path.string(), kMaxJsonFileBytes, "tokenizer_config.json", &text));
+  HANPU_RETURN_IF_ERROR(parse_json(text, config_path.string(), config));
+  if (!config->is_object()) {
     return Status::Error(fmt::format("{}: not a JSON object", config_path.string()));
   }
   return Status::Ok();
@@ -151,8 +144,9 @@ Status load_hf_chat_template(const std::string& dir, std::optional<ChatTemplate>
   const std::filesystem::path config_path = folder / "tokenizer_config.json";
   std::string source, origin;
   const std::filesystem::path jinja_path = folder / "chat_template.jinja";
-  if (std::filesystem::exists(jinja_path)) {
-    HANPU_RETURN_IF_ERROR(read_text(jinja_path, &source));
+  std::error_code ec;
+  if (std::filesystem::exists(std::filesystem::symlink_status(jinja_path, ec))) {
+    HANPU_RETURN_IF_ERROR(read_regular_file(jinja_path.string(), kMaxChatTemplateBytes, "chat_template.jinja", &source));
     origin = jinja_path.string();
   } else if (config.contains("chat_template")) {
     const nlohmann::json& t = config["chat_template"];

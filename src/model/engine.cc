@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "base/file_read.h"
+#include "base/input_limits.h"
 #include "base/rng.h"
 #include "model/chat_continuation.h"
 #include "model/chat_template.h"
@@ -302,12 +304,10 @@ Status Engine::continue_chat_after(const std::vector<int>& ids, const std::vecto
 }
 
 Status Engine::set_chat_template_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Error(fmt::format("chat template {}: cannot open", path));
-  std::ostringstream source;
-  source << in.rdbuf();
+  std::string source;
+  HANPU_RETURN_IF_ERROR(read_regular_file(path, kMaxChatTemplateBytes, "the chat template", &source));
   model::ChatTemplate t;
-  HANPU_RETURN_IF_ERROR(model::ChatTemplate::parse(source.str(), path, &t));
+  HANPU_RETURN_IF_ERROR(model::ChatTemplate::parse(source, path, &t));
   t.set_special_tokens(impl_->chat.bos_token(), impl_->chat.eos_token());  // the checkpoint's
   impl_->chat = std::move(t);
   impl_->chat_error = Status::Ok();

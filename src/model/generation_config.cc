@@ -2,12 +2,13 @@
 #include "model/generation_config.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/file_read.h"
+#include "base/input_limits.h"
+#include "base/json_limits.h"
 #include "model/json_fields.h"
 
 namespace hanpu::model {
@@ -17,13 +18,7 @@ using nlohmann::json;
 Status parse_generation_config(const std::string& json_text, const std::string& source, int vocab,
                                GenerationConfig* out) {
   json root;
-  try {
-    root = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    return Status::Error(fmt::format("{}: malformed JSON at byte {}: {}", source, e.byte, e.what()));
-  } catch (const json::exception& e) {
-    return Status::Error(fmt::format("{}: malformed JSON: {}", source, e.what()));
-  }
+  HANPU_RETURN_IF_ERROR(parse_json(json_text, source, &root));
   if (!root.is_object()) return Status::Error(fmt::format("{}: not a JSON object", source));
   GenerationConfig g;
   Reader r{root, source, Status::Ok()};
@@ -36,7 +31,7 @@ Status parse_generation_config(const std::string& json_text, const std::string& 
   HANPU_RETURN_IF_ERROR(r.st);
   if (root.contains("eos_token_id")) append_token_ids(root["eos_token_id"], vocab, &g.eos_token_ids);
   const auto bad = [&](const char* key, const char* range) {
-    return Status::Error(fmt::format("{}: \"{}\" is {}, {}", source, key, root[key].dump(), range));
+    return Status::Error(fmt::format("{}: \"{}\" is {}, {}", source, key, json_excerpt(root[key]), range));
   };
   if (!(g.temperature >= 0.0f)) return bad("temperature", "not >= 0");
   if (g.top_k < 0) return bad("top_k", "not >= 0");
@@ -51,13 +46,11 @@ Status load_generation_config(const std::string& dir, int vocab, std::optional<G
   out->reset();
   const std::filesystem::path path = std::filesystem::path(dir) / "generation_config.json";
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return Status::Ok();
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  if (in) text << in.rdbuf();
-  if (!in || in.bad()) return Status::Error(fmt::format("{}: cannot read it", path.string()));
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) return Status::Ok();
+  std::string text;
+  HANPU_RETURN_IF_ERROR(read_regular_file(path.string(), kMaxJsonFileBytes, "generation_config.json", &text));
   GenerationConfig g;
-  HANPU_RETURN_IF_ERROR(parse_generation_config(text.str(), path.string(), vocab, &g));
+  HANPU_RETURN_IF_ERROR(parse_generation_config(text, path.string(), vocab, &g));
   *out = std::move(g);
   return Status::Ok();
 }

@@ -215,15 +215,19 @@ Status parse_gguf(const uint8_t* bytes, size_t size, const std::string& file, Gg
     st.data = bytes + data_start + t.offset;
     st.file_offset = data_start + t.offset;
     st.file = file;
-    ranges.push_back({t.offset, t.offset + bytes_needed, &t.name});
+    // A zero-size tensor holds no bytes and so overlaps nothing, wherever its offset points.
+    if (bytes_needed > 0) ranges.push_back({t.offset, t.offset + bytes_needed, &t.name});
     parsed.emplace_back(t.name, std::move(st));
   }
   std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
-  for (size_t i = 1; i < ranges.size(); ++i) {
-    if (ranges[i].begin < ranges[i - 1].end) {
-      return Status::Error(fmt::format("{}: tensors '{}' and '{}' overlap in the data section", file, *ranges[i - 1].name,
+  // Each range against the one reaching furthest before it: a short range nested in a long
+  // one must not hide the overlap of the next.
+  for (size_t i = 1, far = 0; i < ranges.size(); ++i) {
+    if (ranges[i].begin < ranges[far].end) {
+      return Status::Error(fmt::format("{}: tensors '{}' and '{}' overlap in the data section", file, *ranges[far].name,
                                        *ranges[i].name));
     }
+    if (ranges[i].end > ranges[far].end) far = i;
   }
   WeightStore local;
   for (auto& [name, t] : parsed) {

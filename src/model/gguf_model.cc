@@ -108,6 +108,9 @@ Status gguf_model_config(const GgufMetadata& meta, const WeightStore& store, con
     HANPU_RETURN_IF_ERROR(get("expert_feed_forward_length", c.num_experts > 0, 0, &c.moe_intermediate));
     HANPU_RETURN_IF_ERROR(get("expert_shared_feed_forward_length", false, 0, &c.shared_expert_intermediate));
   }
+  if (c.layers > kMaxLayers) {  // checked before the layer list is built from it
+    return Status::Error(fmt::format("{}: metadata '{}block_count' = {} is more than {}", file, a, c.layers, kMaxLayers));
+  }
   for (int i = 0; i < c.layers; ++i) {
     c.layer_kinds.push_back((i + 1) % interval == 0 ? LayerKind::kFullAttention : LayerKind::kLinearAttention);
   }
@@ -119,6 +122,9 @@ Status gguf_model_config(const GgufMetadata& meta, const WeightStore& store, con
   }
   const StoredTensor* embd = store.find("token_embd.weight");
   if (embd == nullptr || embd->shape.size() != 2) return Status::Error(fmt::format("{}: no 2-D tensor 'token_embd.weight'", file));
+  if (embd->shape[0] > kMaxVocab) {
+    return Status::Error(fmt::format("{}: token_embd.weight has {} rows, more than {}", file, embd->shape[0], kMaxVocab));
+  }
   c.vocab = static_cast<int>(embd->shape[0]);
   c.tie_embeddings = store.find("output.weight") == nullptr;
   // llama.cpp ends generation at any of these (its "end of generation" set).
@@ -127,11 +133,9 @@ Status gguf_model_config(const GgufMetadata& meta, const WeightStore& store, con
     HANPU_RETURN_IF_ERROR(meta_int(meta, key, file, false, -1, &id));
     if (id >= 0 && id < c.vocab) c.eos_token_ids.push_back(static_cast<int>(id));
   }
+  // The checks a config.json gets, with the GGUF keys' values under the names of config.json.
+  HANPU_RETURN_IF_ERROR(validate_model_config(c, file + " (metadata '" + a + "*' as config.json fields)"));
   *out = std::move(c);
-  if (out->intermediate <= 0 && out->num_experts == 0) return Status::Error(fmt::format("{}: feed_forward_length missing", file));
-  if (out->attn_heads % out->kv_heads != 0 || out->la_value_heads % out->la_key_heads != 0) {
-    return Status::Error(fmt::format("{}: head counts are not multiples of their kv / key head counts", file));
-  }
   return Status::Ok();
 }
 

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/json_limits.h"
 #include "hanpu/status.h"
 
 namespace hanpu::model {
@@ -35,13 +36,13 @@ struct Reader {
         // double -> float out of range is undefined behaviour as well.
         const double d = j[key].get<double>();
         if (!(std::fabs(d) <= std::numeric_limits<float>::max())) {
-          st = Status::Error(fmt::format("{}: \"{}\" is {}, out of float range", source, key, j[key].dump()));
+          st = Status::Error(fmt::format("{}: \"{}\" is {}, out of float range", source, key, json_excerpt(j[key])));
           return fallback;
         }
         return static_cast<float>(d);
       } else if constexpr (std::is_same_v<T, std::vector<int>>) {
         if (!j[key].is_array()) {
-          st = Status::Error(fmt::format("{}: \"{}\" is {}, not a list of integers", source, key, j[key].dump()));
+          st = Status::Error(fmt::format("{}: \"{}\" is {}, not a list of integers", source, key, json_excerpt(j[key])));
           return fallback;
         }
         std::vector<int> out;
@@ -51,7 +52,7 @@ struct Reader {
         return j[key].get<T>();
       }
     } catch (const nlohmann::json::exception&) {
-      st = Status::Error(fmt::format("{}: \"{}\" is {}, not the expected type", source, key, j[key].dump()));
+      st = Status::Error(fmt::format("{}: \"{}\" is {}, not the expected type", source, key, json_excerpt(j[key])));
       return fallback;
     }
   }
@@ -62,7 +63,7 @@ struct Reader {
     const double d = v.is_number() ? v.get<double>() : 0.5;
     if (!v.is_number() || d != std::floor(d) || d < std::numeric_limits<int>::min() ||
         d > std::numeric_limits<int>::max()) {
-      st = Status::Error(fmt::format("{}: \"{}\" is {}, not an integer in the range of int", source, key, v.dump()));
+      st = Status::Error(fmt::format("{}: \"{}\" is {}, not an integer in the range of int", source, key, json_excerpt(v)));
       return 0;
     }
     return static_cast<int>(d);

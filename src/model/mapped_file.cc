@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "base/file_read.h"
+
 namespace hanpu::model {
 
 MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
@@ -31,16 +33,12 @@ MappedFile::~MappedFile() {
 }
 
 Status MappedFile::open(const std::string& path, MappedFile* out) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::Error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Status::Error(fmt::format("{}: not a regular file", path));
-  }
+  int fd = -1;
+  int64_t size = 0;
+  HANPU_RETURN_IF_ERROR(open_regular_file(path, "the weights file", &fd, &size));
   MappedFile m;
   m.path_ = path;
-  m.size_ = static_cast<size_t>(st.st_size);
+  m.size_ = static_cast<size_t>(size);
   if (m.size_ > 0) {
     void* p = mmap(nullptr, m.size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {

@@ -4,13 +4,15 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 #include <type_traits>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/file_read.h"
+#include "base/input_limits.h"
+#include "base/json_limits.h"
 #include "model/json_fields.h"
 
 namespace hanpu::model {
@@ -32,17 +34,11 @@ namespace {
 
 Status parse_config_fields(const std::string& json_text, const std::string& source, ModelConfig* out) {
   json root;
-  try {
-    root = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    return Status::Error(fmt::format("{}: malformed JSON at byte {}: {}", source, e.byte, e.what()));
-  } catch (const json::exception& e) {  // e.g. a number too large for any type
-    return Status::Error(fmt::format("{}: malformed JSON: {}", source, e.what()));
-  }
+  HANPU_RETURN_IF_ERROR(parse_json(json_text, source, &root));
   if (!root.is_object()) return Status::Error(fmt::format("{}: not a JSON object", source));
   ModelConfig c;
   if (root.contains("model_type") && !root["model_type"].is_string()) {
-    return Status::Error(fmt::format("{}: \"model_type\" is {}, not a string", source, root["model_type"].dump()));
+    return Status::Error(fmt::format("{}: \"model_type\" is {}, not a string", source, json_excerpt(root["model_type"])));
   }
   c.model_type = root.value("model_type", "");
   const json* text = &root;
@@ -107,45 +103,8 @@ Status parse_config_fields(const std::string& json_text, const std::string& sour
   append_token_ids(text->contains("eos_token_id") ? (*text)["eos_token_id"] : root.value("eos_token_id", json()), c.vocab,
                    &c.eos_token_ids);
 
-  const auto positive = [&](const char* name, int v) -> Status {
-    if (v <= 0) return Status::Error(fmt::format("{}: {} must be positive, got {}", source, name, v));
-    return Status::Ok();
-  };
-  for (auto [name, v] : {std::pair{"vocab_size", c.vocab}, {"hidden_size", c.hidden},
-                         {"intermediate_size", c.intermediate}, {"num_hidden_layers", c.layers},
-                         {"num_attention_heads", c.attn_heads}, {"num_key_value_heads", c.kv_heads},
-                         {"head_dim", c.head_dim}, {"linear_num_key_heads", c.la_key_heads},
-                         {"linear_num_value_heads", c.la_value_heads}, {"linear_key_head_dim", c.la_key_dim},
-                         {"linear_value_head_dim", c.la_value_dim}, {"linear_conv_kernel_dim", c.conv_kernel}}) {
-    HANPU_RETURN_IF_ERROR(positive(name, v));
-  }
-  if (c.max_positions < 0) {
-    return Status::Error(fmt::format("{}: max_position_embeddings must not be negative, got {}", source, c.max_positions));
-  }
-  // The layer list is built from this count before any weight is read: a corrupt count
-  // must not allocate gigabytes (the largest released hybrid models have under 100 layers).
-  constexpr int kMaxLayers = 4096;
-  if (c.layers > kMaxLayers) {
+  if (c.layers > kMaxLayers) {  // checked before the layer list is built from it
     return Status::Error(fmt::format("{}: num_hidden_layers {} is more than {}", source, c.layers, kMaxLayers));
-  }
-  if (c.attn_heads % c.kv_heads != 0) {
-    return Status::Error(fmt::format("{}: num_attention_heads {} is not a multiple of num_key_value_heads {}", source,
-                                     c.attn_heads, c.kv_heads));
-  }
-  if (c.la_value_heads % c.la_key_heads != 0) {
-    return Status::Error(fmt::format("{}: linear_num_value_heads {} is not a multiple of linear_num_key_heads {}",
-                                     source, c.la_value_heads, c.la_key_heads));
-  }
-  if (!(c.partial_rotary > 0.0f && c.partial_rotary <= 1.0f) || !(c.rope_theta > 0.0)) {
-    return Status::Error(fmt::format("{}: partial_rotary_factor {} / rope_theta {} out of range", source,
-                                     c.partial_rotary, c.rope_theta));
-  }
-  if (c.num_experts > 0 && (c.experts_per_token <= 0 || c.experts_per_token > c.num_experts ||
-                            c.moe_intermediate <= 0 || c.decoder_sparse_step <= 0)) {
-    return Status::Error(fmt::format("{}: MoE fields inconsistent (num_experts {}, num_experts_per_tok {}, "
-                                     "moe_intermediate_size {}, decoder_sparse_step {})",
-                                     source, c.num_experts, c.experts_per_token, c.moe_intermediate,
-                                     c.decoder_sparse_step));
   }
   // Layer pattern: explicit layer_types, else every full_attention_interval-th layer is full.
   if (text->contains("layer_types") && (*text)["layer_types"].is_array()) {
@@ -154,7 +113,7 @@ Status parse_config_fields(const std::string& json_text, const std::string& sour
       return Status::Error(fmt::format("{}: layer_types has {} entries for {} layers", source, lt.size(), c.layers));
     }
     for (size_t i = 0; i < lt.size(); ++i) {
-      const std::string t = lt[i].is_string() ? lt[i].get<std::string>() : lt[i].dump();
+      const std::string t = lt[i].is_string() ? lt[i].get<std::string>() : json_excerpt(lt[i]);
       if (t == "linear_attention") c.layer_kinds.push_back(LayerKind::kLinearAttention);
       else if (t == "full_attention") c.layer_kinds.push_back(LayerKind::kFullAttention);
       else return Status::Error(fmt::format("{}: layer_types[{}] is \"{}\"", source, i, t));
@@ -168,11 +127,84 @@ Status parse_config_fields(const std::string& json_text, const std::string& sour
       c.layer_kinds.push_back((i + 1) % interval == 0 ? LayerKind::kFullAttention : LayerKind::kLinearAttention);
     }
   }
+  HANPU_RETURN_IF_ERROR(validate_model_config(c, source));
   *out = std::move(c);
   return Status::Ok();
 }
 
 }  // namespace
+
+Status validate_model_config(const ModelConfig& c, const std::string& source) {
+  const auto in_range = [&](const char* name, int64_t v, int64_t lo, int64_t hi) -> Status {
+    if (v < lo || v > hi) return Status::Error(fmt::format("{}: {} is {}, not in [{}, {}]", source, name, v, lo, hi));
+    return Status::Ok();
+  };
+  const bool any_dense = [&] {
+    for (int i = 0; i < c.layers; ++i) {
+      if (!c.layer_has_moe(i)) return true;
+    }
+    return false;
+  }();
+  for (auto [name, v, hi] : {std::tuple{"layers", c.layers, kMaxLayers}, {"vocab_size", c.vocab, kMaxVocab},
+                             {"hidden_size", c.hidden, kMaxHidden}, {"num_attention_heads", c.attn_heads, kMaxHeads},
+                             {"num_key_value_heads", c.kv_heads, kMaxHeads}, {"head_dim", c.head_dim, kMaxHeadDim},
+                             {"linear_num_key_heads", c.la_key_heads, kMaxHeads},
+                             {"linear_num_value_heads", c.la_value_heads, kMaxHeads},
+                             {"linear_key_head_dim", c.la_key_dim, kMaxHeadDim},
+                             {"linear_value_head_dim", c.la_value_dim, kMaxHeadDim},
+                             {"linear_conv_kernel_dim", c.conv_kernel, 64}}) {
+    HANPU_RETURN_IF_ERROR(in_range(name, v, 1, hi));
+  }
+  HANPU_RETURN_IF_ERROR(in_range("intermediate_size", c.intermediate, any_dense ? 1 : 0, kMaxProjectionRows));
+  HANPU_RETURN_IF_ERROR(in_range("max_position_embeddings", c.max_positions, 0, std::numeric_limits<int>::max()));
+  // Rows of the projections the model forms, in int64: none may pass kMaxProjectionRows.
+  const int64_t Hq = c.attn_heads, Hkv = c.kv_heads, D = c.head_dim, H = c.la_key_heads, HV = c.la_value_heads;
+  const int64_t K = c.la_key_dim, V = c.la_value_dim;
+  for (auto [name, v] : {std::pair{"num_attention_heads x 2 x head_dim", Hq * 2 * D},
+                         {"num_key_value_heads x head_dim", Hkv * D},
+                         {"linear q|k|v channels (2 x key heads x key dim + value heads x value dim)", 2 * H * K + HV * V},
+                         {"linear_num_value_heads x linear_value_head_dim", HV * V}}) {
+    HANPU_RETURN_IF_ERROR(in_range(name, v, 1, kMaxProjectionRows));
+  }
+  if (c.attn_heads % c.kv_heads != 0) {
+    return Status::Error(fmt::format("{}: num_attention_heads {} is not a multiple of num_key_value_heads {}", source,
+                                     c.attn_heads, c.kv_heads));
+  }
+  if (c.la_value_heads % c.la_key_heads != 0) {
+    return Status::Error(fmt::format("{}: linear_num_value_heads {} is not a multiple of linear_num_key_heads {}",
+                                     source, c.la_value_heads, c.la_key_heads));
+  }
+  if (!(c.partial_rotary > 0.0f && c.partial_rotary <= 1.0f) || c.rotary_dims() < 2 || c.rotary_dims() > c.head_dim) {
+    return Status::Error(fmt::format("{}: rotary dims {} (partial_rotary_factor {}) must be even, at least 2 and at "
+                                     "most head_dim {}", source, c.rotary_dims(), c.partial_rotary, c.head_dim));
+  }
+  if (!(std::isfinite(c.rope_theta) && c.rope_theta > 0.0)) {
+    return Status::Error(fmt::format("{}: rope_theta {} must be finite and positive", source, c.rope_theta));
+  }
+  if (!(std::isfinite(c.rms_eps) && c.rms_eps > 0.0f && c.rms_eps < 1.0f)) {
+    return Status::Error(fmt::format("{}: rms_norm_eps {} must be in (0, 1)", source, c.rms_eps));
+  }
+  if (c.num_experts < 0 || c.num_experts > kMaxExperts) {
+    return Status::Error(fmt::format("{}: num_experts {} is not in [0, {}]", source, c.num_experts, kMaxExperts));
+  }
+  if (c.num_experts > 0 && (c.experts_per_token <= 0 || c.experts_per_token > c.num_experts ||
+                            c.moe_intermediate <= 0 || c.moe_intermediate > kMaxProjectionRows ||
+                            c.shared_expert_intermediate < 0 || c.shared_expert_intermediate > kMaxProjectionRows ||
+                            c.decoder_sparse_step <= 0)) {
+    return Status::Error(fmt::format("{}: MoE fields inconsistent (num_experts {}, num_experts_per_tok {}, "
+                                     "moe_intermediate_size {}, shared_expert_intermediate_size {}, "
+                                     "decoder_sparse_step {})",
+                                     source, c.num_experts, c.experts_per_token, c.moe_intermediate,
+                                     c.shared_expert_intermediate, c.decoder_sparse_step));
+  }
+  for (int l : c.mlp_only_layers) {
+    if (l < 0 || l >= c.layers) return Status::Error(fmt::format("{}: mlp_only_layers holds {}, not a layer", source, l));
+  }
+  if (c.layer_kinds.size() != static_cast<size_t>(c.layers)) {
+    return Status::Error(fmt::format("{}: {} layer kinds for {} layers", source, c.layer_kinds.size(), c.layers));
+  }
+  return Status::Ok();
+}
 
 Status parse_model_config(const std::string& json_text, const std::string& source, ModelConfig* out) {
   try {  // a field of the wrong JSON type throws from deep inside nlohmann's accessors
@@ -183,11 +215,9 @@ Status parse_model_config(const std::string& json_text, const std::string& sourc
 }
 
 Status load_model_config(const std::string& path, ModelConfig* out) {
-  std::ifstream in(path);
-  if (!in) return Status::Error(fmt::format("{}: cannot open", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_model_config(ss.str(), path, out);
+  std::string text;
+  HANPU_RETURN_IF_ERROR(read_regular_file(path, kMaxJsonFileBytes, "config.json", &text));
+  return parse_model_config(text, path, out);
 }
 
 }  // namespace hanpu::model

@@ -48,6 +48,24 @@ struct ModelConfig {
   bool layer_has_moe(int layer) const;
 };
 
+// Bounds of a model's shape that no released hybrid model comes near: a config past one
+// is corrupt or hostile, and is refused before anything is sized from it.
+inline constexpr int kMaxLayers = 4096;
+inline constexpr int kMaxVocab = 1 << 24;
+inline constexpr int kMaxHidden = 1 << 16;
+inline constexpr int kMaxHeads = 1 << 12;
+inline constexpr int kMaxHeadDim = 1 << 12;
+inline constexpr int kMaxExperts = 1 << 12;
+// Rows of one projection (e.g. intermediate_size, Hq x 2 x head_dim): kept far below 2^31 so
+// every product of two sizes the model forms in int64 is exact and every int dimension fits.
+inline constexpr int kMaxProjectionRows = 1 << 24;
+
+// The one validator of a model's shape, for a config.json and a GGUF alike: every size
+// positive and bounded, head counts dividing, rotary dims within the head, RoPE base and
+// RMSNorm epsilon finite and positive, a layer kind per layer, MoE fields consistent. Errors
+// name `source` and the field, with the values as read (sizes multiplied in int64).
+Status validate_model_config(const ModelConfig& c, const std::string& source);
+
 // Parses config.json text; `source` names the file in errors. Every field the model needs
 // must be present and sane (positive sizes, divisible head counts, a layer type per layer).
 Status parse_model_config(const std::string& json_text, const std::string& source, ModelConfig* out);

@@ -3,13 +3,16 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 #include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "base/file_read.h"
+#include "base/input_limits.h"
+#include "base/json_limits.h"
 
 namespace hanpu::model {
 
@@ -46,11 +49,11 @@ Status parse_entry(const std::string& file, const std::string& name, const json&
   if (e["shape"].size() > 8) return bad(fmt::format("{} dimensions (at most 8)", e["shape"].size()));
   std::vector<uint64_t> dims;
   for (const json& d : e["shape"]) {
-    if (!d.is_number_unsigned()) return bad(fmt::format("shape {} has a negative or non-integer dimension", e["shape"].dump()));
+    if (!d.is_number_unsigned()) return bad(fmt::format("shape {} has a negative or non-integer dimension", json_excerpt(e["shape"])));
     dims.push_back(d.get<uint64_t>());
   }
   const std::optional<uint64_t> counted = checked_numel(dims);
-  if (!counted) return bad(fmt::format("shape {} is absurdly large", e["shape"].dump()));
+  if (!counted) return bad(fmt::format("shape {} is absurdly large", json_excerpt(e["shape"])));
   const uint64_t numel = *counted;
   for (uint64_t v : dims) t->shape.push_back(static_cast<int64_t>(v));
   if (!e.contains("data_offsets") || !e["data_offsets"].is_array() || e["data_offsets"].size() != 2 ||
@@ -90,14 +93,8 @@ Status parse_safetensors(const uint8_t* bytes, size_t size, const std::string& f
                                      file, n, size));
   }
   json header;
-  try {
-    header = json::parse(bytes + 8, bytes + 8 + n);
-  } catch (const json::parse_error& e) {
-    return Status::Error(fmt::format("{}: header JSON is malformed at byte {} of the header: {}", file, e.byte,
-                                     e.what()));
-  } catch (const json::exception& e) {  // e.g. a number too large for any type
-    return Status::Error(fmt::format("{}: malformed JSON: {}", file, e.what()));
-  }
+  HANPU_RETURN_IF_ERROR(hanpu::parse_json(std::string_view(reinterpret_cast<const char*>(bytes) + 8, n),
+                                          file + " header (from byte 8)", &header));
   if (!header.is_object()) return Status::Error(fmt::format("{}: header is not a JSON object", file));
   const uint64_t data_base = 8 + n, data_size = size - data_base;
   std::vector<Range> ranges;
@@ -107,16 +104,19 @@ Status parse_safetensors(const uint8_t* bytes, size_t size, const std::string& f
     StoredTensor t;
     Range r{};
     HANPU_RETURN_IF_ERROR(parse_entry(file, name, e, data_base, data_size, bytes, &t, &r));
-    ranges.push_back(r);
+    if (r.end > r.begin) ranges.push_back(r);  // a zero-size tensor holds no bytes: it overlaps nothing
     parsed.emplace_back(name, std::move(t));
   }
   std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
-  for (size_t i = 1; i < ranges.size(); ++i) {
-    if (ranges[i].begin < ranges[i - 1].end) {
-      return Status::Error(fmt::format("{}: tensors '{}' [{}, {}) and '{}' [{}, {}) overlap", file,
-                                       ranges[i - 1].name, ranges[i - 1].begin, ranges[i - 1].end, ranges[i].name,
-                                       ranges[i].begin, ranges[i].end));
+  // Each range against the one reaching furthest before it: a short range nested in a long
+  // one must not hide the overlap of the next.
+  for (size_t i = 1, far = 0; i < ranges.size(); ++i) {
+    if (ranges[i].begin < ranges[far].end) {
+      return Status::Error(fmt::format("{}: tensors '{}' [{}, {}) and '{}' [{}, {}) overlap", file, ranges[far].name,
+                                       ranges[far].begin, ranges[far].end, ranges[i].name, ranges[i].begin,
+                                       ranges[i].end));
     }
+    if (ranges[i].end > ranges[far].end) far = i;
   }
   // All checks passed: only now does the store change (no partial load on error).
   for (auto& [name, t] : parsed) HANPU_RETURN_IF_ERROR(store->add(name, std::move(t)));
@@ -133,16 +133,10 @@ Status load_one(const std::string& path, WeightStore* store) {
 }
 
 Status load_index(const fs::path& index_path, WeightStore* store) {
-  std::ifstream in(index_path);
-  if (!in) return Status::Error(fmt::format("{}: cannot open", index_path.string()));
+  std::string text;
+  HANPU_RETURN_IF_ERROR(read_regular_file(index_path.string(), kMaxJsonFileBytes, "the shard index", &text));
   json index;
-  try {
-    index = json::parse(in);
-  } catch (const json::parse_error& e) {
-    return Status::Error(fmt::format("{}: malformed JSON at byte {}: {}", index_path.string(), e.byte, e.what()));
-  } catch (const json::exception& e) {  // e.g. a number too large for any type
-    return Status::Error(fmt::format("{}: malformed JSON: {}", index_path.string(), e.what()));
-  }
+  HANPU_RETURN_IF_ERROR(hanpu::parse_json(text, index_path.string(), &index));
   if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
     return Status::Error(fmt::format("{}: no \"weight_map\" object", index_path.string()));
   }
@@ -150,7 +144,7 @@ Status load_index(const fs::path& index_path, WeightStore* store) {
   for (const auto& [name, shard] : index["weight_map"].items()) {
     if (!shard.is_string() || shard.get<std::string>().find('/') != std::string::npos) {
       return Status::Error(fmt::format("{}: tensor '{}' maps to {}, not a shard file name in this folder",
-                                       index_path.string(), name, shard.dump()));
+                                       index_path.string(), name, json_excerpt(shard)));
     }
     shards.insert(shard.get<std::string>());
   }

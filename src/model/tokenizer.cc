@@ -9,12 +9,15 @@
 
 #include <algorithm>
 #include <array>
-#include <fstream>
 #include <queue>
 #include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "base/file_read.h"
+#include "base/input_limits.h"
+#include "base/json_limits.h"
 
 namespace hanpu::model {
 
@@ -66,7 +69,15 @@ uint64_t pair_key(int a, int b) { return (static_cast<uint64_t>(static_cast<uint
 
 struct Tokenizer::Regex {
   pcre2_code* code = nullptr;
-  ~Regex() { pcre2_code_free(code); }
+  // The work one match may do: a pre-tokenizer regex from a hostile tokenizer.json can
+  // backtrack exponentially, and a match past these limits fails (PCRE2_ERROR_MATCHLIMIT /
+  // DEPTHLIMIT / HEAPLIMIT) with a clear error instead of hanging. Qwen's and GPT-2's
+  // patterns need a few steps per character (tokenizer_test measures the largest real need).
+  pcre2_match_context* limits = nullptr;
+  ~Regex() {
+    pcre2_code_free(code);
+    pcre2_match_context_free(limits);
+  }
 };
 
 Tokenizer::Tokenizer() = default;
@@ -75,11 +86,9 @@ Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 
 Status Tokenizer::load(const std::string& path, Tokenizer* out) {
-  std::ifstream in(path);
-  if (!in) return Status::Error(fmt::format("{}: cannot open", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse(ss.str(), path, out);
+  std::string text;
+  HANPU_RETURN_IF_ERROR(read_regular_file(path, kMaxTokenizerFileBytes, "tokenizer.json", &text));
+  return parse(text, path, out);
 }
 
 namespace {
@@ -87,7 +96,7 @@ namespace {
 Status parse_pre_tokenizer(const json& pt, const std::string& source, std::string* pattern) {
   const auto unsupported = [&](const json& j) {
     return Status::Error(fmt::format("{}: pre_tokenizer {} is not supported (Qwen/GPT-2 byte-level: a regex Split "
-                                     "then ByteLevel, or ByteLevel alone)", source, j.dump().substr(0, 200)));
+                                     "then ByteLevel, or ByteLevel alone)", source, json_excerpt(j, 200)));
   };
   const auto byte_level_ok = [](const json& j) { return !j.value("add_prefix_space", false); };
   if (!pt.is_object()) return unsupported(pt);
@@ -124,13 +133,7 @@ Status Tokenizer::parse(const std::string& json_text, const std::string& source,
 
 Status Tokenizer::parse_json(const std::string& json_text, const std::string& source, Tokenizer* out) {
   json j;
-  try {
-    j = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    return Status::Error(fmt::format("{}: malformed JSON at byte {}: {}", source, e.byte, e.what()));
-  } catch (const json::exception& e) {  // e.g. a number too large for any type
-    return Status::Error(fmt::format("{}: malformed JSON: {}", source, e.what()));
-  }
+  HANPU_RETURN_IF_ERROR(hanpu::parse_json(json_text, source, &j));
   if (!j.is_object() || !j.contains("model") || !j["model"].is_object()) {
     return Status::Error(fmt::format("{}: no \"model\" object", source));
   }
@@ -147,7 +150,7 @@ Status Tokenizer::parse_json(const std::string& json_text, const std::string& so
   if (!m.contains("vocab") || !m["vocab"].is_object()) return Status::Error(fmt::format("{}: model has no vocab", source));
   Parts parts;
   const auto put = [&](const std::string& tok, int64_t id, bool added) -> Status {
-    if (id < 0 || id > (1 << 24)) return Status::Error(fmt::format("{}: vocab id of {} is {}", source, json(tok).dump(), id));
+    if (id < 0 || id > (1 << 24)) return Status::Error(fmt::format("{}: vocab id of {} is {}", source, json_excerpt(json(tok)), id));
     if (static_cast<size_t>(id) >= parts.tokens.size()) {
       parts.tokens.resize(static_cast<size_t>(id) + 1);
       parts.added.resize(static_cast<size_t>(id) + 1, false);
@@ -157,14 +160,14 @@ Status Tokenizer::parse_json(const std::string& json_text, const std::string& so
     return Status::Ok();
   };
   for (const auto& [tok, id] : m["vocab"].items()) {
-    if (!id.is_number_integer()) return Status::Error(fmt::format("{}: vocab id of {} is {}", source, json(tok).dump(), id.dump()));
+    if (!id.is_number_integer()) return Status::Error(fmt::format("{}: vocab id of {} is {}", source, json_excerpt(json(tok)), json_excerpt(id)));
     HANPU_RETURN_IF_ERROR(put(tok, id.get<int64_t>(), false));
   }
   if (j.contains("added_tokens") && j["added_tokens"].is_array()) {
     for (const json& a : j["added_tokens"]) {
       if (!a.contains("id") || !a["id"].is_number_integer() || !a.contains("content") || !a["content"].is_string() ||
           a["content"].get<std::string>().empty()) {
-        return Status::Error(fmt::format("{}: added token {} is malformed", source, a.dump().substr(0, 120)));
+        return Status::Error(fmt::format("{}: added token {} is malformed", source, json_excerpt(a, 120)));
       }
       HANPU_RETURN_IF_ERROR(put(a["content"].get<std::string>(), a["id"].get<int64_t>(), true));
     }
@@ -175,19 +178,19 @@ Status Tokenizer::parse_json(const std::string& json_text, const std::string& so
     if (mg.is_string()) {
       const std::string s = mg.get<std::string>();
       const size_t sp = s.find(' ', 1);
-      if (sp == std::string::npos) return Status::Error(fmt::format("{}: merge {} has no space", source, mg.dump()));
+      if (sp == std::string::npos) return Status::Error(fmt::format("{}: merge {} has no space", source, json_excerpt(mg)));
       parts.merges.emplace_back(s.substr(0, sp), s.substr(sp + 1));
     } else if (mg.is_array() && mg.size() == 2 && mg[0].is_string() && mg[1].is_string()) {
       parts.merges.emplace_back(mg[0].get<std::string>(), mg[1].get<std::string>());
     } else {
-      return Status::Error(fmt::format("{}: merge {} is malformed", source, mg.dump().substr(0, 80)));
+      return Status::Error(fmt::format("{}: merge {} is malformed", source, json_excerpt(mg)));
     }
   }
   // Normaliser: none or NFC (Qwen3.5); anything else would silently change ids.
   const json norm = j.value("normalizer", json());
   if (!norm.is_null()) {
     if (norm.value("type", "") != "NFC") {
-      return Status::Error(fmt::format("{}: normalizer {} is not supported (NFC or none)", source, norm.dump().substr(0, 120)));
+      return Status::Error(fmt::format("{}: normalizer {} is not supported (NFC or none)", source, json_excerpt(norm, 120)));
     }
     parts.nfc = true;
   }
@@ -237,6 +240,10 @@ Status Tokenizer::build(Parts parts, const std::string& source, Tokenizer* out) 
     return Status::Error(fmt::format("{}: pre-tokenizer regex does not compile at offset {}: {}", source, err_off,
                                      reinterpret_cast<char*>(msg)));
   }
+  t.split_->limits = pcre2_match_context_create(nullptr);
+  pcre2_set_match_limit(t.split_->limits, kRegexMatchLimit);
+  pcre2_set_depth_limit(t.split_->limits, kRegexMatchLimit);
+  pcre2_set_heap_limit(t.split_->limits, kRegexHeapLimitKiB);
   // Every byte must have a token, or some input could not be encoded.
   for (int b = 0; b < 256; ++b) {
     if (t.vocab_.count(byte_map().to_utf8[b]) == 0) {
@@ -320,7 +327,7 @@ Status Tokenizer::encode_segment(std::string_view text, std::vector<int>* ids) c
   uint32_t check = 0;
   while (pos < norm.size() && st.ok()) {
     const int rc =
-        pcre2_match(split_->code, reinterpret_cast<PCRE2_SPTR>(norm.data()), norm.size(), pos, check, md, nullptr);
+        pcre2_match(split_->code, reinterpret_cast<PCRE2_SPTR>(norm.data()), norm.size(), pos, check, md, split_->limits);
     check = PCRE2_NO_UTF_CHECK;
     if (rc == PCRE2_ERROR_NOMATCH) {  // no further match: the rest is one piece
       st = encode_piece(norm.substr(pos), ids);
@@ -329,8 +336,13 @@ Status Tokenizer::encode_segment(std::string_view text, std::vector<int>* ids) c
     if (rc < 0) {  // a resource limit (backtracking) or another failure of the split regex
       PCRE2_UCHAR msg[256];
       pcre2_get_error_message(rc, msg, sizeof(msg));
-      st = Status::Error(fmt::format("the pre-tokenizer regex failed at byte {} of the normalised text: {}", pos,
-                                     reinterpret_cast<char*>(msg)));
+      const bool limit = rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT;
+      st = Status::Error(fmt::format("the pre-tokenizer regex failed at byte {} of the normalised text: {}{}", pos,
+                                     reinterpret_cast<char*>(msg),
+                                     limit ? fmt::format(" (a match may take {} steps and {} KiB; the tokenizer's "
+                                                         "regex backtracks past them)", kRegexMatchLimit,
+                                                         kRegexHeapLimitKiB)
+                                           : ""));
       break;
     }
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);

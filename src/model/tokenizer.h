@@ -17,6 +17,11 @@
 
 namespace hanpu::model {
 
+// PCRE2 limits of one match of the pre-tokenizer regex (steps, and depth in backtracking
+// frames; heap in KiB). docs/limits.md lists them.
+inline constexpr uint32_t kRegexMatchLimit = 100000;
+inline constexpr uint32_t kRegexHeapLimitKiB = 65536;
+
 class Tokenizer {
  public:
   Tokenizer();

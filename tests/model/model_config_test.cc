@@ -70,8 +70,8 @@ TEST(ModelConfig, BadConfigsAreNamed) {
   const std::vector<Case> cases = {
       {[](json& j) { j["model_type"] = "llama"; }, "not supported"},
       {[](json& j) { j.erase("hidden_size"); }, "missing \"hidden_size\""},
-      {[](json& j) { j["hidden_size"] = -4; }, "hidden_size must be positive"},
-      {[](json& j) { j["max_position_embeddings"] = -1; }, "max_position_embeddings must not be negative"},
+      {[](json& j) { j["hidden_size"] = -4; }, "hidden_size is -4, not in [1, 65536]"},
+      {[](json& j) { j["max_position_embeddings"] = -1; }, "max_position_embeddings is -1, not in [0, 2147483647]"},
       {[](json& j) { j["num_key_value_heads"] = 3; }, "not a multiple"},
       {[](json& j) { j["linear_num_value_heads"] = 3; }, "not a multiple"},
       {[](json& j) { j["layer_types"] = {"linear_attention"}; }, "layer_types has 1 entries"},

@@ -173,7 +173,7 @@ TEST(Safetensors, MalformedHeadersAreRefusedByName) {
          f[8] = 'x';
          return f;
        },
-       "malformed at byte"},
+       "header (from byte 8): malformed JSON at byte 1"},
       {"not an object", [] { return make_file(json::array({1, 2}), 0); }, "not a JSON object"},
       {"number out of range (found by the fuzzer)",
        [] {

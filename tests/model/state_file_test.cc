@@ -16,8 +16,9 @@
 namespace hanpu::model {
 namespace {
 
-// Offsets of the version-2 layout (state_file.h).
-constexpr size_t kVersionAt = 8, kPositionAt = 8 + 4 + 40, kIdsAt = kPositionAt + 8;
+// Offsets of the version-3 layout (state_file_format.h).
+constexpr size_t kVersionAt = 8, kFingerprintAt = 12, kPositionAt = 8 + 4 + 4 * kStateFingerprintSize,
+                 kIdsAt = kPositionAt + 8;
 
 struct Saved {
   std::unique_ptr<Model> model;
@@ -86,8 +87,13 @@ TEST(StateFile, DamageIsRefusedByName) {
   const Saved s = save_fixture_state({5, 9, 17, 33});
   const Model& m = *s.model;
   expect_refused(m, with<uint32_t>(s.bytes, kVersionAt, 1), "version 1, saved before the token ids were kept");
-  expect_refused(m, with<uint32_t>(s.bytes, kVersionAt, 7), "state format version 7 (this build reads 2)");
-  expect_refused(m, with<int64_t>(s.bytes, kPositionAt, -1), "position -1 at byte 52 does not fit");
+  expect_refused(m, with<uint32_t>(s.bytes, kVersionAt, 2), "version 2, whose fingerprint lacks the architecture");
+  // Another architecture of the same shapes (a Qwen3-Next state on a Qwen3.5 model) and
+  // another layer pattern are refused by the fingerprint.
+  expect_refused(m, with<uint32_t>(s.bytes, kFingerprintAt, 1), "architecture (0 Qwen3.5, 1 Qwen3-Next) 1, this model has 0");
+  expect_refused(m, with<uint32_t>(s.bytes, kFingerprintAt + 4, 12345), "layer pattern hash 12345");
+  expect_refused(m, with<uint32_t>(s.bytes, kVersionAt, 7), "state format version 7 (this build reads 3)");
+  expect_refused(m, with<int64_t>(s.bytes, kPositionAt, -1), "position -1 at byte 64 does not fit");
   expect_refused(m, with<int64_t>(s.bytes, kPositionAt, int64_t{1} << 61), "does not fit the file");
   expect_refused(m, with<int64_t>(s.bytes, kPositionAt, 3), "does not fit the file or the position 3");
   expect_refused(m, with<int32_t>(s.bytes, kIdsAt + 8, 384), "token id 384 at position 2 is outside the vocabulary");
@@ -103,7 +109,7 @@ TEST(StateFile, DamageIsRefusedByName) {
   expect_refused(m, longer, "1 unexpected bytes after the state");
   const auto cut = [&](size_t n) { return std::vector<char>(s.bytes.begin(), s.bytes.begin() + n); };
   expect_refused(m, cut(3), "file ends at byte 3 inside the magic");
-  expect_refused(m, cut(kIdsAt + 2), "position 4 at byte 52 does not fit the file (2 bytes left)");
+  expect_refused(m, cut(kIdsAt + 2), "position 4 at byte 64 does not fit the file (2 bytes left)");
   expect_refused(m, cut(conv0 + 2), "file ends at byte " + std::to_string(conv0 + 2) + " inside conv state");
   expect_refused(m, cut(s.bytes.size() - 1), "KV length 4 does not fit the file");
 
@@ -120,7 +126,7 @@ TEST(StateFile, DamageIsRefusedByName) {
   EXPECT_NE(st.message().find(s.path + ": token id 999 at position 0"), std::string::npos) << st.message();
   EXPECT_EQ(ids, std::vector<int>{1});
   // The ids alone: a position past the file and a file cut inside the header, by name.
-  for (const auto& [bytes, want] : {std::pair{with<int64_t>(s.bytes, kPositionAt, int64_t{1} << 40), std::string("position 1099511627776 at byte 52 does not fit the file")},
+  for (const auto& [bytes, want] : {std::pair{with<int64_t>(s.bytes, kPositionAt, int64_t{1} << 40), std::string("position 1099511627776 at byte 64 does not fit the file")},
                                     std::pair{cut(20), std::string("file ends at byte 20 inside the model fingerprint")}}) {
     std::ofstream(s.path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     st = read_state_tokens(m.config(), s.path, &ids);

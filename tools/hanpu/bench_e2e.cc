@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_util.h"
+#include "flag_checks.h"
 #include "hanpu/dtype.h"
 #include "hanpu/attn.h"
 #include "hanpu/engine.h"
@@ -76,15 +77,20 @@ void add_bench_e2e_options(CLI::App& cmd, BenchE2eOptions& o) {
   cmd.add_option("--model", o.model,
                  "synthetic models (qwen3.5-0.8b, qwen3.5-2b, qwen3-next-tiny) or checkpoints (a folder or .gguf)")
       ->capture_default_str();
-  cmd.add_option("--seq", o.seq, "prompt lengths")->capture_default_str();
-  cmd.add_option("--la", o.la, "LA strategies")->capture_default_str();
-  cmd.add_option("--decode-tokens", o.decode_tokens, "tokens decoded after each prefill")->capture_default_str();
-  cmd.add_option("--weights", o.weights, "projections in auto (bf16 for synthetic models, a checkpoint's own dtype), f32, bf16, f16")->capture_default_str();
+  cmd.add_option("--seq", o.seq, "prompt lengths")->capture_default_str()->check(token_range(1));
+  cmd.add_option("--la", o.la, "LA strategies")->capture_default_str()->check(la_strategy_names());
+  cmd.add_option("--decode-tokens", o.decode_tokens, "tokens decoded after each prefill")
+      ->capture_default_str()
+      ->check(token_range(0));
+  cmd.add_option("--weights", o.weights, "projections in auto (bf16 for synthetic models, a checkpoint's own dtype), f32, bf16, f16")
+      ->capture_default_str()
+      ->check(storage_names());
   cmd.add_option("--kv-cache", o.kv_cache,
                  "KV-cache dtypes: auto (the weights' dtype), f32, bf16, f16; several are timed alternately")
-      ->capture_default_str();
-  cmd.add_option("--threads", o.threads, "cores (0: all)")->capture_default_str();
-  cmd.add_option("--repeats", o.repeats, "runs per row (median)")->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(storage_names());
+  cmd.add_option("--threads", o.threads, "cores (0: all)")->capture_default_str()->check(thread_range());
+  cmd.add_option("--repeats", o.repeats, "runs per row (median)")->capture_default_str()->check(CLI::Range(1, 1000));
   cmd.add_flag("--json", o.json, "one JSON object per row on stdout (progress on stderr)");
 }
 

@@ -76,10 +76,21 @@ int run_chat_loop(Engine& engine, const RunOptions& o, GenerateOptions g) {
     if (n > 0) call.resume_state.clear();
     call.save_state.clear();  // once, when the chat ends
     std::string text;
-    Status st = n == 0 && !g.resume_state.empty() ? engine.continue_chat(g.resume_state, messages, co, &text)
-                                                  : engine.continue_chat(*sequence, messages, co, &text);
     std::vector<int> ids;
+    // The line alone first, so invalid UTF-8 is named by its byte (not blamed on the template);
+    // then the turn as the template renders it. Until generate runs the sequence is untouched,
+    // so a line refused here is dropped and the conversation goes on.
+    Status st = engine.tokenize(turn, &ids);
+    if (st.ok()) {
+      st = n == 0 && !g.resume_state.empty() ? engine.continue_chat(g.resume_state, messages, co, &text)
+                                             : engine.continue_chat(*sequence, messages, co, &text);
+    }
     if (st.ok()) st = engine.tokenize(text, &ids);
+    if (!st.ok()) {
+      std::fprintf(stderr, "error: this line was not used: %s\n", st.message().c_str());
+      if (n == 0) n = -1;  // the next line is the first turn again (system message, resumed state)
+      continue;
+    }
     GenerateStats s;
     interrupted.store(false);  // a Ctrl-C before this reply began does not end it
     if (st.ok()) st = engine.generate(ids, call, on_text, nullptr, &s);

@@ -5,9 +5,9 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
+#include "base/file_read.h"
+#include "base/input_limits.h"
 #include "cpu/nn/linear.h"
 #include "hanpu/machine.h"
 
@@ -69,12 +69,7 @@ int load_cli_engine(const std::string& model, const std::string& synthetic, uint
 }
 
 Status read_text_file(const std::string& flag, const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  if (in) text << in.rdbuf();
-  if (!in || in.bad()) return Status::Error(fmt::format("{} {}: cannot read it", flag, path));
-  *out = text.str();
-  return Status::Ok();
+  return read_regular_file(path, kMaxTextFileBytes, flag.c_str(), out);
 }
 
 }  // namespace hanpu::cli

@@ -1,6 +1,8 @@
 // hanpu CLI: one binary, subcommands per job (run, perplexity, bench la, bench attn, bench e2e, bench linear, sim, la strategies, la schedule,
 // attn placements, info).
 #include <cstdio>
+#include <exception>
+#include <new>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -20,7 +22,9 @@
 #include "simd/gemm_bf16_dot.h"
 #include "simd/gemm_bf16_pairs.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run_cli(int argc, char** argv) {
   CLI::App app{"hanpu: hybrid-attention LLM kernels for edge hardware"};
   app.require_subcommand(1);
 
@@ -167,4 +171,22 @@ int main(int argc, char** argv) {
     return 0;
   }
   return 0;
+}
+
+}  // namespace
+
+// The last line of defence: every bad input is meant to come back as a Status with its own
+// message, but an exception that escapes anyway (an allocation the checks missed, a library's
+// throw) ends the run with a message and exit code 2, never std::terminate's abort.
+int main(int argc, char** argv) {
+  try {
+    return run_cli(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "error: out of memory (an input asked for more than this machine has)\n");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "error: an unexpected exception ended the run\n");
+  }
+  return 2;
 }

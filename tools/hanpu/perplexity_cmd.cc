@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli_engine.h"
+#include "flag_checks.h"
 
 namespace hanpu::cli {
 
@@ -23,26 +24,31 @@ void add_perplexity_options(CLI::App& app, PerplexityCmdOptions& o) {
   app.add_option("-c,--context", r.context,
                  "tokens per chunk; each chunk's second half is scored (llama.cpp's -c)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(token_range(1));
   app.add_option("--chunks", r.max_chunks, "score at most this many chunks (0: all)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--la", r.la_strategy, "LA strategy: recurrent, fla, hanpu")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(la_strategy_names());
   app.add_option("--placement", r.attn_placement, "attention placement: balanced, uniform, layer")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(placement_names());
   app.add_option("--attn-products", r.attn_products, "attention prefill products: auto, f32, bf16")
-      ->capture_default_str();
-  app.add_option("--threads", r.threads, "cores (0: all)")->capture_default_str();
+      ->capture_default_str()
+      ->check(attn_product_names());
+  app.add_option("--threads", r.threads, "cores (0: all)")->capture_default_str()->check(thread_range());
   app.add_option("--kv-cache", r.kv_cache,
                  "KV-cache dtype: auto (the projections' dtype), f32, bf16, f16")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(storage_names());
   app.add_option("--prefill-chunk", r.prefill_chunk, "tokens per forward call")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(token_range(1));
   app.add_option("--weights", o.weights,
                  "hold projections as auto (the checkpoint's dtype), f32, bf16, f16")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(storage_names());
   app.add_flag("--json", o.json, "print the result as one JSON object (no running figures)");
 }
 

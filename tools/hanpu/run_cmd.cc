@@ -8,8 +8,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -23,6 +21,7 @@
 #include "hanpu/machine.h"
 #include "chat_loop.h"
 #include "cli_engine.h"
+#include "flag_checks.h"
 #include "model/text_stream.h"
 
 namespace hanpu::cli {
@@ -87,7 +86,8 @@ void add_run_options(CLI::App& app, RunOptions& o) {
       ->each([&o](const std::string&) { o.prompt_given = true; });
   app.add_option("--prompt-file", o.prompt_file, "read the prompt text (UTF-8) from this file instead of --prompt")
       ->check(CLI::ExistingFile);
-  app.add_option("--prompt-tokens", o.prompt_tokens, "synthetic models: random prompt of N tokens (default 512)");
+  app.add_option("--prompt-tokens", o.prompt_tokens, "synthetic models: random prompt of N tokens (default 512)")
+      ->check(token_range(1));
   GenerateOptions& g = o.gen;
   app.add_flag("--chat", o.chat, "the prompt as a user turn in the checkpoint's chat template (Jinja; ChatML if it has none)");
   app.add_option("--system", o.system, "--chat: a system message before the prompt");
@@ -96,7 +96,7 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_flag("--no-think", o.no_think, "--chat: enable_thinking = false (Qwen3/3.5: answer without reasoning)");
   app.add_option("--max-tokens", g.max_tokens, "tokens to generate (--interactive: per reply, default 1024)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber)
+      ->check(token_range(0))
       ->each([&o](const std::string&) { o.max_tokens_given = true; });
   app.add_flag("-i,--interactive", o.interactive,
                "a conversation: each line of input is a user turn in the chat template, each reply streamed; "
@@ -105,10 +105,10 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   // where it has none or says do_sample false).
   auto& given = o.sampling_given;
   app.add_option("--temperature", g.temperature, "0: greedy (default: the checkpoint's generation_config.json, else 0)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0.0f, 1e6f))
       ->each([&given](const std::string&) { given.temperature = true; });
   app.add_option("--top-k", g.top_k, "0: off (default: the checkpoint's, else 0)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0, kMaxVocabFlag))
       ->each([&given](const std::string&) { given.top_k = true; });
   app.add_option("--top-p", g.top_p, "1: off (default: the checkpoint's, else 1)")
       ->check(CLI::Range(0.0f, 1.0f))
@@ -120,32 +120,38 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_option("--repetition-penalty", g.repetition_penalty,
                  "> 1 discourages tokens of the prompt and output, as transformers' repetition_penalty "
                  "(default: the checkpoint's, else 1: off)")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(1e-3f, 1e3f))
       ->each([&given](const std::string&) { given.repetition_penalty = true; });
   app.add_option("--presence-penalty", g.presence_penalty,
                  "subtracted from the logit of each token the output already holds, as vLLM's presence_penalty "
                  "(0: off; Qwen suggests 0-2 against endless repetitions)")
-      ->capture_default_str();
-  app.add_option("--seed", g.seed, "sampling seed")->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(-2.0f, 2.0f));  // vLLM's range
+  app.add_option("--seed", g.seed, "sampling seed (0 or more)")->capture_default_str()->check(non_negative());
   app.add_option("--stop", o.stop_strings,
                  "end the reply where its text holds this string, which is not printed (repeatable; \\n, \\t "
                  "and \\\\ are a newline, a tab and a backslash), as vLLM's stop and llama.cpp's --reverse-prompt")
       ->allow_extra_args(false);
   app.add_flag("--ignore-eos", o.ignore_eos, "go on past the stop tokens (benchmarks: exactly --max-tokens)");
-  app.add_option("--la", g.la_strategy, "LA strategy: recurrent, fla, hanpu")->capture_default_str();
-  app.add_option("--placement", g.attn_placement, "attention placement: balanced, uniform, layer")->capture_default_str();
+  app.add_option("--la", g.la_strategy, "LA strategy: recurrent, fla, hanpu")->capture_default_str()->check(la_strategy_names());
+  app.add_option("--placement", g.attn_placement, "attention placement: balanced, uniform, layer")
+      ->capture_default_str()
+      ->check(placement_names());
   app.add_option("--attn-products", g.attn_products,
                  "attention prefill products: auto (bf16 on a bf16 KV cache where the CPU has the bf16 dot "
                  "instruction), f32, bf16 (q, k, v and P rounded to bf16)")
-      ->capture_default_str();
-  app.add_option("--threads", g.threads, "cores (0: all)")->capture_default_str();
+      ->capture_default_str()
+      ->check(attn_product_names());
+  app.add_option("--threads", g.threads, "cores (0: all)")->capture_default_str()->check(thread_range());
   app.add_option("--kv-cache", g.kv_cache, "KV-cache dtype: auto (the projections' dtype), f32, bf16, f16")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(storage_names());
   app.add_option("--prefill-chunk", g.prefill_chunk, "prompt tokens per forward call")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(token_range(1));
   app.add_option("--weights", o.weights, "hold projections as auto (the checkpoint's dtype; bf16 for --synthetic), f32, bf16, f16")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(storage_names());
   app.add_option("--save-state", g.save_state, "save the sequence (prompt + generated) to this file when done");
   app.add_option("--resume-state", g.resume_state,
                  "continue a saved sequence: the prompt is appended after it (with --chat, as the conversation's next turn)");

@@ -5,10 +5,8 @@
 
 #include <cmath>
 #include <cstdint>
-#include <fstream>
 #include <initializer_list>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +14,9 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "base/file_read.h"
+#include "base/input_limits.h"
+#include "base/json_limits.h"
 #include "hanpu/status.h"
 #include "npu/machine/builtin_targets.h"
 
@@ -98,14 +99,11 @@ inline Status target_text(const std::string& name_or_path, const char* what, con
       return Status::Ok();
     }
   }
-  std::ifstream in(name_or_path, std::ios::binary);
-  if (!in) {
-    return Status::Error(fmt::format("{} '{}' is neither a built-in one ({}) nor a readable JSON file", what,
-                                     name_or_path, fmt::join(builtins, ", ")));
+  const Status read = read_regular_file(name_or_path, kMaxJsonFileBytes, "the target file", text);
+  if (!read.ok()) {
+    return Status::Error(fmt::format("{} '{}' is neither a built-in one ({}) nor a readable JSON file ({})", what,
+                                     name_or_path, fmt::join(builtins, ", "), read.message()));
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  *text = ss.str();
   *source = name_or_path;
   return Status::Ok();
 }

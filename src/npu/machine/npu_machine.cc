@@ -32,8 +32,9 @@ bool path_touches_gm(Path p) { return p == Path::kGmToL1 || p == Path::kGmToUb |
 std::vector<std::string> npu_machine_names() { return fields::builtin_names("ascend"); }
 
 Status parse_npu_machine(const std::string& text, const std::string& src, NpuMachine* out) {
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return Status::Error(fmt::format("{}: not a JSON object", src));
+  nlohmann::json j;
+  HANPU_RETURN_IF_ERROR(parse_json(text, src, &j));
+  if (!j.is_object()) return Status::Error(fmt::format("{}: not a JSON object", src));
   if (j.contains("kind") && !j["kind"].is_string()) return Status::Error(fmt::format("{}: kind must be a string", src));
   if (const std::string kind = fields::kind_of(j); kind != "ascend") {
     return Status::Error(fmt::format("{}: a target of kind '{}', not an Ascend-class one (the LA kernels run on "

@@ -29,8 +29,9 @@ Status count(const nlohmann::json& j, const std::string& where, const char* key,
 std::vector<std::string> spatial_machine_names() { return fields::builtin_names("spatial"); }
 
 Status parse_spatial_machine(const std::string& text, const std::string& src, SpatialMachine* out) {
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return Status::Error(fmt::format("{}: not a JSON object", src));
+  nlohmann::json j;
+  HANPU_RETURN_IF_ERROR(parse_json(text, src, &j));
+  if (!j.is_object()) return Status::Error(fmt::format("{}: not a JSON object", src));
   if (!j.contains("kind") || !j["kind"].is_string() || j["kind"].get<std::string>() != "spatial") {
     return Status::Error(fmt::format("{}: kind must be \"spatial\" for a spatial (XDNA-class) target (built-in: {})",
                                      src, fmt::join(spatial_machine_names(), ", ")));

@@ -1,0 +1,35 @@
+// Flag ranges and value sets (see flag_checks.h).
+#include "flag_checks.h"
+
+#include <string>
+#include <vector>
+
+#include "hanpu/attn.h"
+#include "hanpu/la.h"
+
+namespace hanpu::cli {
+
+namespace {
+
+template <class Table>
+std::vector<std::string> names_of(const Table& table) {
+  std::vector<std::string> out;
+  for (const auto& x : table) out.emplace_back(x.name);
+  return out;
+}
+
+}  // namespace
+
+CLI::Validator thread_range() { return CLI::Range(0, kMaxThreads); }
+CLI::Validator token_range(int lo) { return CLI::Range(lo, kMaxTokensFlag); }
+CLI::Validator non_negative() {
+  return CLI::Validator(
+      [](std::string& v) { return v.find('-') != std::string::npos ? std::string("must be 0 or more, got ") + v : ""; },
+      "UINT");
+}
+CLI::Validator la_strategy_names() { return CLI::IsMember(names_of(la_strategies())); }
+CLI::Validator placement_names() { return CLI::IsMember(names_of(attn_placements())); }
+CLI::Validator storage_names() { return CLI::IsMember(std::vector<std::string>{"auto", "f32", "bf16", "f16"}); }
+CLI::Validator attn_product_names() { return CLI::IsMember(std::vector<std::string>{"auto", "f32", "bf16"}); }
+
+}  // namespace hanpu::cli

@@ -220,8 +220,7 @@ Status parse_gguf(const uint8_t* bytes, size_t size, const std::string& file, Gg
     parsed.emplace_back(t.name, std::move(st));
   }
   std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
-  // Each range against the one reaching furthest before it: a short range nested in a long
-  // one must not hide the overlap of the next.
+  // Each range against the one reaching furthest before it (not merely the previous one).
   for (size_t i = 1, far = 0; i < ranges.size(); ++i) {
     if (ranges[i].begin < ranges[far].end) {
       return Status::Error(fmt::format("{}: tensors '{}' and '{}' overlap in the data section", file, *ranges[far].name,

@@ -108,8 +108,7 @@ Status parse_safetensors(const uint8_t* bytes, size_t size, const std::string& f
     parsed.emplace_back(name, std::move(t));
   }
   std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
-  // Each range against the one reaching furthest before it: a short range nested in a long
-  // one must not hide the overlap of the next.
+  // Each range against the one reaching furthest before it (not merely the previous one).
   for (size_t i = 1, far = 0; i < ranges.size(); ++i) {
     if (ranges[i].begin < ranges[far].end) {
       return Status::Error(fmt::format("{}: tensors '{}' [{}, {}) and '{}' [{}, {}) overlap", file, ranges[far].name,

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <queue>
 #include <sstream>
 
@@ -325,7 +326,16 @@ Status Tokenizer::encode_segment(std::string_view text, std::vector<int>* ids) c
   // made tokenizing quadratic (100 s for 1 MB of prose). The first call checks it; the later
   // ones start where a match ended, a character boundary (the pattern may not use \C).
   uint32_t check = 0;
+  // Each match is bounded in steps; the time budget bounds their sum, which a pathological
+  // pattern could otherwise make grow with the text's length times the per-match limit.
+  const auto start = std::chrono::steady_clock::now();
+  const double budget = kRegexBaseSeconds + kRegexSecondsPerByte * static_cast<double>(norm.size());
   while (pos < norm.size() && st.ok()) {
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > budget) {
+      st = Status::Error(fmt::format("the pre-tokenizer regex took more than {:.1f} s for {} bytes (stopped at byte "
+                                     "{}): the tokenizer's pattern backtracks without bound", budget, norm.size(), pos));
+      break;
+    }
     const int rc =
         pcre2_match(split_->code, reinterpret_cast<PCRE2_SPTR>(norm.data()), norm.size(), pos, check, md, split_->limits);
     check = PCRE2_NO_UTF_CHECK;

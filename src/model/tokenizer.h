@@ -18,9 +18,13 @@
 namespace hanpu::model {
 
 // PCRE2 limits of one match of the pre-tokenizer regex (steps, and depth in backtracking
-// frames; heap in KiB). docs/limits.md lists them.
-inline constexpr uint32_t kRegexMatchLimit = 100000;
+// frames; heap in KiB), and the time all matches of one text may take: a base plus a time
+// per byte, far above what real patterns need (Qwen's splits megabytes a second; a run of
+// n spaces costs it about n steps in one match). docs/limits.md lists them.
+inline constexpr uint32_t kRegexMatchLimit = 1u << 20;
 inline constexpr uint32_t kRegexHeapLimitKiB = 65536;
+inline constexpr double kRegexBaseSeconds = 2.0;
+inline constexpr double kRegexSecondsPerByte = 20e-6;
 
 class Tokenizer {
  public:

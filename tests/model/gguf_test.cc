@@ -156,6 +156,24 @@ TEST(Gguf, MalformedHeadersAreRefusedByName) {
   }
 }
 
+// A zero-size tensor holds no bytes, so its offset may point anywhere inside the data (even
+// into another tensor) without overlapping; one of bytes nested in another's is an overlap.
+TEST(Gguf, ZeroSizeTensorsOverlapNothingAndNestedOverlapsAreFound) {
+  for (uint64_t offset : {0ull, 32ull, 64ull}) {
+    const auto f = make_gguf({{"a", {16}, 0, 0}, {"empty", {0, 4}, 0, offset}, {"b", {8}, 0, 64}}, 128);
+    GgufMetadata meta;
+    WeightStore store;
+    const Status st = parse_gguf(f.data(), f.size(), "z.gguf", &meta, &store);
+    ASSERT_TRUE(st.ok()) << offset << ": " << st.message();
+    EXPECT_EQ(store.find("empty")->shape, (Shape{4, 0}));
+  }
+  const auto f = make_gguf({{"long", {32}, 0, 0}, {"short", {4}, 0, 32}, {"next", {8}, 0, 64}}, 128);
+  GgufMetadata meta;
+  WeightStore store;
+  const Status st = parse_gguf(f.data(), f.size(), "n.gguf", &meta, &store);
+  EXPECT_NE(st.message().find("tensors 'long' and 'short' overlap"), std::string::npos) << st.message();
+}
+
 // llama.cpp's end-of-generation set: eos, eot and eom ids, each where the GGUF has it and
 // inside the vocabulary.
 TEST(Gguf, StopTokensAreEosEotAndEom) {

@@ -33,6 +33,27 @@ json good_header() {
               {"b", {{"dtype", "BF16"}, {"shape", {4}}, {"data_offsets", {24, 32}}}}};
 }
 
+// A zero-size tensor holds no bytes: its offsets may sit inside another tensor's range
+// without overlapping it; one of bytes nested in another's is an overlap.
+TEST(Safetensors, ZeroSizeTensorsOverlapNothingAndNestedOverlapsAreFound) {
+  for (int at : {0, 8, 24, 32}) {
+    json h = good_header();
+    h["empty"] = {{"dtype", "F32"}, {"shape", {0, 5}}, {"data_offsets", {at, at}}};
+    const auto f = make_file(h, 32);
+    WeightStore store;
+    const Status st = parse_safetensors(f.data(), f.size(), "z.safetensors", &store);
+    ASSERT_TRUE(st.ok()) << at << ": " << st.message();
+    EXPECT_EQ(store.find("empty")->shape, (Shape{0, 5}));
+  }
+  const json nested{{"long", {{"dtype", "F32"}, {"shape", {8}}, {"data_offsets", {0, 32}}}},
+                    {"short", {{"dtype", "F32"}, {"shape", {1}}, {"data_offsets", {4, 8}}}},
+                    {"next", {{"dtype", "F32"}, {"shape", {2}}, {"data_offsets", {16, 24}}}}};
+  const auto f = make_file(nested, 32);
+  WeightStore store;
+  const Status st = parse_safetensors(f.data(), f.size(), "n.safetensors", &store);
+  EXPECT_NE(st.message().find("tensors 'long' [0, 32) and 'short' [4, 8) overlap"), std::string::npos) << st.message();
+}
+
 TEST(Safetensors, FixtureLoadsWithItsShapes) {
   WeightStore store;
   const Status st = load_safetensors(std::string(HANPU_FIXTURES_DIR) + "/models/qwen35-tiny", &store);

@@ -220,6 +220,29 @@ TEST(Tokenizer, InvalidUtf8IsRefusedWithItsOffset) {
   EXPECT_TRUE(ids.empty());
 }
 
+// A hostile tokenizer.json whose split regex backtracks exponentially: the match stops at
+// PCRE2's step limit with an error naming it, instead of running for hours. Qwen's own pattern
+// still splits long runs of whitespace, digits and letters (the largest real needs, about one
+// step per character of a whitespace run).
+TEST(Tokenizer, ABacktrackingRegexFailsAtItsLimit) {
+  auto j = fixture_json();
+  j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(a|aa)+$|\\s+";
+  Tokenizer tok;
+  ASSERT_TRUE(Tokenizer::parse(j.dump(), "evil.json", &tok).ok());
+  std::vector<int> ids;
+  const Status st = tok.encode(std::string(60, 'a') + "!", &ids);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("regex failed at byte 0 of the normalised text: match limit exceeded (a match may take "
+                              "1048576 steps"),
+            std::string::npos)
+      << st.message();
+  const Tokenizer qwen = fixture_tokenizer();
+  for (const std::string& text : {std::string(300000, ' ') + "x", std::string(300000, '\n'), std::string(300000, '7'),
+                                  std::string(300000, 'a'), std::string(100000, ' ') + std::string(100000, '\n') + "y"}) {
+    EXPECT_TRUE(qwen.encode(text, &ids).ok()) << text.size();
+  }
+}
+
 TEST(Tokenizer, MalformedFilesAreRefusedByName) {
   const std::string good = testing::read_text(std::string(HANPU_FIXTURES_DIR) + "/models/qwen35-tiny/tokenizer.json");
   auto j = nlohmann::json::parse(good);

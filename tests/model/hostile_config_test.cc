@@ -1,0 +1,136 @@
+// Hostile model configurations (issue classes 1-3): GGUF metadata passes the validator a
+// config.json passes; sizes are multiplied in int64 and errors print them unwrapped; deeply
+// nested JSON is refused in every JSON file a checkpoint holds.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "fixtures.h"
+#include "model/chat_template.h"
+#include "model/generation_config.h"
+#include "model/gguf.h"
+#include "model/gguf_model.h"
+#include "model/model_config.h"
+#include "model/safetensors.h"
+#include "model/tokenizer.h"
+
+namespace hanpu::model {
+namespace {
+
+void expect_error(const Status& st, const std::string& want) {
+  ASSERT_FALSE(st.ok()) << "wanted an error naming: " << want;
+  EXPECT_NE(st.message().find(want), std::string::npos) << st.message();
+}
+
+// Each edit of the fixture GGUF's metadata found by the attack, refused by name before a
+// tensor is read or a layer list is built.
+TEST(HostileConfig, GgufMetadataPassesTheConfigValidator) {
+  GgufMetadata meta;
+  WeightStore store;
+  ASSERT_TRUE(load_gguf(testing::fixture_dir("qwen35-tiny") + "/model.gguf", &meta, &store).ok());
+  ModelConfig good;
+  ASSERT_TRUE(gguf_model_config(meta, store, "m.gguf", &good).ok());
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  using Edits = std::vector<std::pair<std::string, GgufValue>>;
+  const std::vector<std::tuple<const char*, Edits, std::string>> cases = {
+      {"rope dims past the head", {{"rope.dimension_count", GgufValue{uint64_t{1000}}}}, "rotary dims 1000"},
+      {"no kv heads", {{"attention.head_count_kv", GgufValue{uint64_t{0}}}}, "num_key_value_heads is 0"},
+      {"no key groups", {{"ssm.group_count", GgufValue{uint64_t{0}}}}, "linear_num_key_heads is 0"},
+      {"2^30 blocks", {{"block_count", GgufValue{uint64_t{1} << 30}}}, "block_count' = 1073741824 is more than 4096"},
+      {"2^31 blocks", {{"block_count", GgufValue{uint64_t{1} << 31}}}, "block_count' = 2147483648 is out of range"},
+      {"huge FFN, no embedding",
+       {{"feed_forward_length", GgufValue{uint64_t{1} << 29}}, {"embedding_length", GgufValue{uint64_t{0}}}},
+       "hidden_size is 0"},
+      {"huge FFN", {{"feed_forward_length", GgufValue{uint64_t{1} << 29}}}, "intermediate_size is 536870912"},
+      {"no embedding", {{"embedding_length", GgufValue{uint64_t{0}}}}, "hidden_size is 0"},
+      {"no blocks", {{"block_count", GgufValue{uint64_t{0}}}}, "layers is 0"},
+      {"NaN RoPE base", {{"rope.freq_base", GgufValue{nan}}}, "rope_theta nan must be finite and positive"},
+      {"zero RoPE base", {{"rope.freq_base", GgufValue{0.0}}}, "rope_theta 0 must be"},
+      {"negative RoPE base", {{"rope.freq_base", GgufValue{-1e4}}}, "rope_theta -10000 must be"},
+      {"NaN epsilon", {{"attention.layer_norm_rms_epsilon", GgufValue{nan}}}, "rms_norm_eps nan"},
+      {"heads overflowing int", {{"attention.head_count", GgufValue{uint64_t{1} << 30}}}, "num_attention_heads is 1073741824"},
+  };
+  for (const auto& [what, edits, want] : cases) {
+    GgufMetadata bad = meta;
+    for (const auto& [key, value] : edits) bad["qwen35." + key] = value;
+    ModelConfig c;
+    c.layers = -7;  // untouched on error
+    SCOPED_TRACE(what);
+    expect_error(gguf_model_config(bad, store, "m.gguf", &c), "m.gguf");
+    expect_error(gguf_model_config(bad, store, "m.gguf", &c), want);
+    EXPECT_EQ(c.layers, -7);
+  }
+}
+
+nlohmann::json qwen35_text_config() {
+  return nlohmann::json{{"model_type", "qwen3_5_text"},   {"vocab_size", 100},          {"hidden_size", 32},
+                        {"intermediate_size", 64},        {"num_hidden_layers", 4},     {"num_attention_heads", 4},
+                        {"num_key_value_heads", 2},       {"head_dim", 16},             {"linear_num_key_heads", 2},
+                        {"linear_num_value_heads", 4},    {"linear_key_head_dim", 16},  {"linear_value_head_dim", 16}};
+}
+
+// Sizes whose products overflow int: each is refused with the product as int64 arithmetic
+// gives it, never a wrapped value.
+TEST(HostileConfig, ConfigProductsAreCheckedInInt64) {
+  const std::vector<std::tuple<nlohmann::json, std::string>> cases = {
+      {{{"num_attention_heads", 4096}, {"num_key_value_heads", 4096}, {"head_dim", 4096}},
+       "num_attention_heads x 2 x head_dim is 33554432, not in [1, 16777216]"},
+      {{{"linear_num_key_heads", 4096}, {"linear_num_value_heads", 4096}, {"linear_key_head_dim", 4096},
+        {"linear_value_head_dim", 4096}},
+       "linear q|k|v channels (2 x key heads x key dim + value heads x value dim) is 50331648, not in [1, 16777216]"},
+      {{{"hidden_size", 2147483647}}, "hidden_size is 2147483647, not in [1, 65536]"},
+      {{{"intermediate_size", 2147483647}}, "intermediate_size is 2147483647, not in [1, 16777216]"},
+      {{{"vocab_size", 2147483647}}, "vocab_size is 2147483647"},
+      {{{"linear_conv_kernel_dim", 100000}}, "linear_conv_kernel_dim is 100000"},
+      {{{"rms_norm_eps", 0}}, "rms_norm_eps 0 must be in (0, 1)"},
+      {{{"partial_rotary_factor", 0.001}}, "rotary dims 0"},
+  };
+  for (const auto& [edit, want] : cases) {
+    nlohmann::json j = qwen35_text_config();
+    j.update(edit);
+    ModelConfig c;
+    SCOPED_TRACE(want);
+    expect_error(parse_model_config(j.dump(), "c.json", &c), "c.json: " + want);
+  }
+  ModelConfig c;
+  ASSERT_TRUE(parse_model_config(qwen35_text_config().dump(), "c.json", &c).ok());
+}
+
+std::string deep_json(int levels) { return std::string(levels, '[') + std::string(levels, ']'); }
+
+// 100k levels of nesting in every JSON a checkpoint holds: refused naming the file and the
+// byte, with no recursion over the value (the stack would overflow under ASan first).
+TEST(HostileConfig, DeepJsonIsRefusedInEveryFile) {
+  const std::string deep = deep_json(100000);
+  const std::string want = "nests deeper than 128 levels at byte 128";
+  const std::string nested_field = "{\"model_type\": \"qwen3_5_text\", \"vocab_size\": " + deep + "}";
+  ModelConfig c;
+  expect_error(parse_model_config(deep, "config.json", &c), "config.json: JSON " + want);
+  expect_error(parse_model_config(nested_field, "config.json", &c), "nests deeper than 128");
+  GenerationConfig g;
+  expect_error(parse_generation_config(deep, "generation_config.json", 100, &g), "generation_config.json: JSON " + want);
+  Tokenizer t;
+  expect_error(Tokenizer::parse(deep, "tokenizer.json", &t), "tokenizer.json: JSON " + want);
+  // A safetensors header: the 8-byte length, then the nested JSON.
+  std::vector<uint8_t> st(8 + deep.size());
+  const uint64_t n = deep.size();
+  std::memcpy(st.data(), &n, 8);
+  std::memcpy(st.data() + 8, deep.data(), deep.size());
+  WeightStore store;
+  expect_error(parse_safetensors(st.data(), st.size(), "m.safetensors", &store), "m.safetensors header (from byte 8): JSON " + want);
+  // tokenizer_config.json and generation_config.json beside a checkpoint.
+  const std::string dir = testing::scratch_checkpoint("hanpu_deep_json", {{"tokenizer_config.json", deep},
+                                                                           {"generation_config.json", deep}});
+  std::optional<ChatTemplate> tmpl;
+  expect_error(load_hf_chat_template(dir, &tmpl), "tokenizer_config.json: JSON " + want);
+  std::optional<GenerationConfig> gen;
+  expect_error(load_generation_config(dir, 100, &gen), "generation_config.json: JSON " + want);
+}
+
+}  // namespace
+}  // namespace hanpu::model

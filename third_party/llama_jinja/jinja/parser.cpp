@@ -1,6 +1,7 @@
 #include "lexer.h"
 #include "runtime.h"
 #include "parser.h"
+#include "limits.h"
 
 #include <algorithm>
 #include <memory>
@@ -21,6 +22,7 @@ static bool is_type(const statement_ptr & ptr) {
 class parser {
     const std::vector<token> & tokens;
     size_t current = 0;
+    size_t depth = 0; // hanpu: nested parse calls, bounded by kMaxParseDepth
 
     std::string source; // for error reporting
 
@@ -94,6 +96,7 @@ private:
     }
 
     statement_ptr parse_any() {
+        depth_guard guard(depth, kMaxParseDepth, "blocks");
         size_t start_pos = current;
         switch (peek().t) {
             case token::comment:
@@ -325,11 +328,13 @@ private:
     }
 
     statement_ptr parse_expression() {
+        depth_guard guard(depth, kMaxParseDepth, "expressions");
         // Choose parse function with lowest precedence
         return parse_if_expression();
     }
 
     statement_ptr parse_if_expression() {
+        depth_guard guard(depth, kMaxParseDepth, "conditional expressions");
         auto a = parse_logical_or_expression();
         if (is_identifier("if")) {
             // Ternary expression
@@ -371,6 +376,7 @@ private:
     }
 
     statement_ptr parse_logical_negation_expression() {
+        depth_guard guard(depth, kMaxParseDepth, "'not' operators");
         // Try parse unary operators
         if (is_identifier("not")) {
             size_t start_pos = current;
@@ -457,6 +463,7 @@ private:
     }
 
     statement_ptr parse_unary_expression() {
+        depth_guard guard(depth, kMaxParseDepth, "unary operators");
         if (is(token::unary_operator)) {
             size_t start_pos = current;
             auto op = next();

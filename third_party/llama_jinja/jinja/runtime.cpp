@@ -53,7 +53,15 @@ static void ensure_key_type_allowed(const value & val) {
 // execute with error handling
 value statement::execute(context & ctx) const {
     try {
-        return execute_impl(ctx);
+        // hanpu: every node's execution is counted and nested under the bounds of limits.h
+        if (++ctx.usage->steps > kMaxRenderSteps) {
+            throw limit_exceeded("template took more than " + std::to_string(kMaxRenderSteps) + " steps");
+        }
+        depth_guard guard(ctx.usage->depth, kMaxRenderDepth, "statements, expressions and macro calls");
+        value result = execute_impl(ctx);
+        if (is_val<value_string>(result)) check_string_bytes(result->val_str.length(), result->val_str.parts.size());
+        if (is_val<value_array>(result)) check_items(result->val_arr.size());
+        return result;
     } catch (const continue_statement::signal & /* ex */) {
         throw;
     } catch (const break_statement::signal & /* ex */) {
@@ -228,6 +236,7 @@ value binary_expression::execute_impl(context & ctx) const {
         if (op.value == "+") {
             auto & left_arr = left_val->as_array();
             auto & right_arr = right_val->as_array();
+            check_items(left_arr.size() + right_arr.size()); // hanpu
             auto result = mk_val<value_array>();
             for (const auto & item : left_arr) {
                 result->push_back(item);
@@ -251,6 +260,11 @@ value binary_expression::execute_impl(context & ctx) const {
     if ((is_val<value_string>(left_val) || is_val<value_string>(right_val)) &&
             (op.value == "~" || op.value == "+")) {
         JJ_DEBUG("String concatenation with %s operator", op.value.c_str());
+        {  // hanpu: the sizes of two strings are checked before their copy is made
+            const auto bytes = [](const value & v) { return is_val<value_string>(v) ? v->val_str.length() : 0; };
+            const auto parts = [](const value & v) { return is_val<value_string>(v) ? v->val_str.parts.size() : 1; };
+            check_string_bytes(bytes(left_val) + bytes(right_val), parts(left_val) + parts(right_val));
+        }
         auto output = left_val->as_string().append(right_val->as_string());
         auto res = mk_val<value_string>();
         res->val_str = std::move(output);
@@ -266,6 +280,20 @@ value binary_expression::execute_impl(context & ctx) const {
         const int64_t repeat = is_val<value_int>(right_val) ? right_val->as_int() : left_val->as_int();
         auto res = mk_val<value_string>();
         if (repeat <= 0) {
+            return res;
+        }
+        // hanpu: the size is checked before it is allocated
+        const size_t unit = str.length();
+        if (unit > 0 && static_cast<uint64_t>(repeat) > kMaxStringBytes / unit) {
+            check_string_bytes(kMaxStringBytes + 1);
+        }
+        if (str.parts.size() == 1) { // hanpu: one piece, not `repeat` of them
+            std::string text;
+            text.reserve(unit * static_cast<size_t>(repeat));
+            for (int64_t i = 0; i < repeat; ++i) {
+                text += str.parts[0].val;
+            }
+            res->val_str.parts.push_back({str.parts[0].is_input, std::move(text)});
             return res;
         }
         for (int64_t i = 0; i < repeat; ++i) {
@@ -537,6 +565,12 @@ value for_statement::execute_impl(context & ctx) const {
 
     std::vector<value> filtered_items;
     for (size_t i = 0; i < items.size(); ++i) {
+        // hanpu: an iteration costs steps even when its body is empty: one, and one per
+        // variable its new scope copies (the copy is most of an empty iteration's time)
+        ctx.usage->steps += 1 + scope.var_count();
+        if (ctx.usage->steps > kMaxRenderSteps) {
+            throw limit_exceeded("template took more than " + std::to_string(kMaxRenderSteps) + " steps");
+        }
         context loop_scope(scope);
 
         value current = items[i];

@@ -2,6 +2,7 @@
 
 #include "lexer.h"
 #include "value.h"
+#include "limits.h"
 
 #include <cassert>
 #include <ctime>
@@ -58,6 +59,9 @@ struct context {
 
     bool is_get_stats = false; // whether to collect stats
 
+    // hanpu: steps and depth of this render, shared by all its scopes (limits.h)
+    std::shared_ptr<render_usage> usage = std::make_shared<render_usage>();
+
     visitor_fn visitor;
 
     // src is optional, used for error reporting
@@ -83,6 +87,7 @@ struct context {
         current_time = parent.current_time;
         is_get_stats = parent.is_get_stats;
         src = parent.src;
+        usage = parent.usage;
     }
 
     value get_val(const std::string & name) {
@@ -97,6 +102,9 @@ struct context {
     void set_val(const value & name, const value & val) {
         env->insert(name, val);
     }
+
+    // hanpu: variables in this scope (each scope's copy costs one step a variable)
+    size_t var_count() const { return env->as_ordered_object().size(); }
 
     void print_vars() const {
         printf("Context Variables:\n%s\n", value_to_json(env, 2).c_str());
@@ -715,6 +723,7 @@ struct rethrown_exception : public std::exception {
 //////////////////////
 
 static void gather_string_parts_recursive(const value & val, value_string & parts) {
+    value_walk_guard walk; // hanpu (limits.h)
     // TODO: probably allow print value_none as "None" string? currently this breaks some templates
     if (is_val<value_string>(val)) {
         const auto & str_val = cast_val<value_string>(val)->val_str;

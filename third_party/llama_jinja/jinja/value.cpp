@@ -458,6 +458,12 @@ const func_builtins & global_builtins() {
             if (step == 0) {
                 throw raised_exception("range() step argument must not be zero");
             }
+            // hanpu: the item count is bounded before the items are made (limits.h)
+            const double items = (static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step);
+            if (items > static_cast<double>(kMaxRangeItems)) {
+                throw limit_exceeded("range() of " + std::to_string(static_cast<int64_t>(items)) + " items is over the limit of " +
+                                     std::to_string(kMaxRangeItems));
+            }
             if (step > 0) {
                 for (int64_t i = start; i < stop; i += step) {
                     out->push_back(mk_val<value_int>(i));
@@ -955,7 +961,8 @@ const func_builtins & value_string_t::get_builtins() const {
             }
             std::string indent;
             if (is_val<value_int>(val_width)) {
-                indent.assign(val_width->as_int(), ' ');
+                check_string_bytes(static_cast<size_t>(std::max<int64_t>(0, val_width->as_int()))); // hanpu
+                indent.assign(static_cast<size_t>(std::max<int64_t>(0, val_width->as_int())), ' ');
             } else if (is_val<value_string>(val_width)) {
                 indent = val_width->as_string().str();
             } else {
@@ -1520,6 +1527,7 @@ void global_from_json(context & ctx, const common_json & json_obj, bool mark_inp
 // recursively convert value to JSON string
 // TODO: avoid circular references
 static void value_to_json_internal(std::ostringstream & oss, const value & val, int curr_lvl, int indent, const std::string_view item_sep, const std::string_view key_sep) {
+    value_walk_guard walk; // hanpu (limits.h)
     auto indent_str = [indent, curr_lvl]() -> std::string {
         return (indent > 0) ? std::string(curr_lvl * indent, ' ') : "";
     };

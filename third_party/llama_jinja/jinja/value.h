@@ -2,6 +2,7 @@
 
 #include "string.h"
 #include "utils.h"
+#include "limits.h"
 
 #include <algorithm>
 #include <cmath>
@@ -398,6 +399,7 @@ struct value_array_t : public value_t {
     virtual bool is_immutable() const override { return false; }
     virtual const std::vector<value> & as_array() const override { return val_arr; }
     virtual string as_string() const override {
+        value_walk_guard walk; // hanpu (limits.h)
         const bool immutable = is_immutable();
         std::ostringstream ss;
         ss << (immutable ? "(" : "[");
@@ -513,6 +515,7 @@ struct value_object_t : public value_t {
     virtual bool is_immutable() const override { return false; }
     virtual const std::vector<std::pair<value, value>> & as_ordered_object() const override { return val_obj; }
     virtual string as_string() const override {
+        value_walk_guard walk; // hanpu (limits.h)
         std::ostringstream ss;
         ss << "{";
         for (size_t i = 0; i < val_obj.size(); i++) {

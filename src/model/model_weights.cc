@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "base/rng.h"
+#include "model/weight_table.h"
 
 namespace hanpu::model {
 
@@ -223,6 +224,8 @@ Status load_tied_embedding(const WeightStore& store, const std::string& name, in
 
 Status convert_weights(const ModelConfig& c, const WeightStore& store, DType weights, ModelWeights* out,
                        const LoadProgress& progress) {
+  // Every tensor the config implies, checked before the first is converted or allocated.
+  HANPU_RETURN_IF_ERROR(check_weight_table(hf_weight_table(c, store), store));
   Converter cv(c, store, weights);
   ModelWeights w;
   const std::string& P = c.weight_prefix;

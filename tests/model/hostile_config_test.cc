@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -14,10 +15,11 @@
 #include "model/chat_template.h"
 #include "model/generation_config.h"
 #include "model/gguf.h"
-#include "model/gguf_model.h"
+#include "model/gguf_config.h"
 #include "model/model_config.h"
 #include "model/safetensors.h"
 #include "model/tokenizer.h"
+#include "model/weight_table.h"
 
 namespace hanpu::model {
 namespace {
@@ -99,6 +101,45 @@ TEST(HostileConfig, ConfigProductsAreCheckedInInt64) {
   }
   ModelConfig c;
   ASSERT_TRUE(parse_model_config(qwen35_text_config().dump(), "c.json", &c).ok());
+}
+
+std::set<std::string> names_of(const std::vector<ExpectedTensor>& table) {
+  std::set<std::string> out;
+  for (const auto& e : table) out.insert(e.name);
+  return out;
+}
+
+// The weight table of each fixture names exactly the checkpoint's tensors, in both formats;
+// a config whose sizes the tensors do not back is refused by the table, before conversion.
+TEST(HostileConfig, TheWeightTableIsWhatTheCheckpointHolds) {
+  for (const char* name : {"qwen35-tiny", "qwen3next-tiny"}) {
+    SCOPED_TRACE(name);
+    const std::string dir = testing::fixture_dir(name);
+    ModelConfig hf;
+    ASSERT_TRUE(load_model_config(dir + "/config.json", &hf).ok());
+    WeightStore hf_store;
+    ASSERT_TRUE(load_safetensors(dir, &hf_store).ok());
+    std::set<std::string> stored;
+    for (const auto& [n, t] : hf_store.tensors()) stored.insert(n);
+    const auto hf_table = hf_weight_table(hf, hf_store);
+    EXPECT_EQ(names_of(hf_table), stored);
+    EXPECT_TRUE(check_weight_table(hf_table, hf_store).ok());
+    GgufMetadata meta;
+    WeightStore gguf_store;
+    ASSERT_TRUE(load_gguf(dir + "/model.gguf", &meta, &gguf_store).ok());
+    ModelConfig g;
+    ASSERT_TRUE(gguf_model_config(meta, gguf_store, "m.gguf", &g).ok());
+    stored.clear();
+    for (const auto& [n, t] : gguf_store.tensors()) stored.insert(n);
+    EXPECT_EQ(names_of(gguf_weight_table(g)), stored);
+    // Sizes the tensors do not back: refused naming the first tensor and both shapes.
+    ModelConfig wider = g;
+    wider.intermediate *= 2;
+    wider.moe_intermediate *= 2;
+    const Status st = check_weight_table(gguf_weight_table(wider), gguf_store);
+    EXPECT_NE(st.message().find("ffn_"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("the config implies"), std::string::npos) << st.message();
+  }
 }
 
 std::string deep_json(int levels) { return std::string(levels, '[') + std::string(levels, ']'); }

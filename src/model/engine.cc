@@ -1,6 +1,8 @@
 // The public Engine (include/hanpu/engine.h) over model::Model, Tokenizer and Sampler.
 #include "hanpu/engine.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -373,6 +375,24 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
   }
   model::SequenceState& state = held != nullptr ? *held : fresh;
   s.resumed_tokens = state.position;
+  // The KV caches the whole sequence may need, against the machine's memory: a prompt or
+  // max_tokens too large for it is refused here by name, not ended by the allocator or the
+  // OOM killer part way through.
+  const model::ModelConfig& c = m.config();
+  int64_t kv_row_bytes = 0;
+  for (int i = 0; i < c.layers; ++i) {
+    if (c.layer_kinds[i] == model::LayerKind::kFullAttention) kv_row_bytes += 2 * int64_t{c.kv_heads} * c.head_dim * dtype_size(kv_dtype);
+  }
+  const int64_t whole = state.position + s.prompt_tokens + o.max_tokens;
+  const int64_t memory = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+  if (memory > 0 && whole * kv_row_bytes > memory) {
+    return Status::Error(fmt::format("a sequence of {} tokens ({} prompt + {} max_tokens{}) needs {:.1f} GiB of KV cache, "
+                                     "more than this machine's {:.1f} GiB of memory",
+                                     whole, s.prompt_tokens, o.max_tokens,
+                                     state.position > 0 ? fmt::format(" after {} resumed", state.position) : "",
+                                     static_cast<double>(whole * kv_row_bytes) / (1 << 30),
+                                     static_cast<double>(memory) / (1 << 30)));
+  }
   // From here the state changes: a failure leaves the caller's sequence part-way.
   if (held != nullptr) o.sequence->impl_->broken = true;
   // Room in the KV caches for the prompt and the decoded tokens, before prefill. The caches

@@ -1,15 +1,20 @@
 // libFuzzer target for the checkpoint header parsers: any bytes must parse or fail with a
 // Status, never crash, hang or read out of bounds (run under ASan + UBSan). Built twice, as
 // safetensors_fuzz and gguf_fuzz (HANPU_FUZZ_GGUF), so each starts from its own seed files;
-// the GGUF one also builds the tokenizer and chat template a parsed header carries.
+// the GGUF one also builds the tokenizer and chat template a parsed header carries, and the
+// model config and weight table, the whole path a --model x.gguf takes before the weights are
+// converted: a config that passes must be bounded (model_config.h) and its table's shapes
+// must be what the store holds.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "model/gguf.h"
+#include "model/gguf_config.h"
 #include "model/gguf_tokenizer.h"
 #include "model/safetensors.h"
+#include "model/weight_table.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   hanpu::model::WeightStore store;
@@ -26,6 +31,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       std::string chat_template, bos, eos;
       hanpu::model::gguf_chat_template(meta, tok, &chat_template, &bos, &eos);
+    }
+    hanpu::model::ModelConfig c;
+    if (hanpu::model::gguf_model_config(meta, store, "fuzz.gguf", &c).ok()) {
+      if (!hanpu::model::validate_model_config(c, "again").ok()) __builtin_trap();
+      const auto table = hanpu::model::gguf_weight_table(c);
+      if (hanpu::model::check_weight_table(table, store).ok()) {
+        for (const auto& e : table) {
+          if (store.find(e.name) == nullptr || store.find(e.name)->shape != e.shape) __builtin_trap();
+        }
+      }
     }
   }
 #else

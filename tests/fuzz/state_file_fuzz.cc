@@ -1,13 +1,14 @@
 // libFuzzer target for sequence state files (--resume-state), which a user may carry between
 // machines and versions: any bytes must read into a state that fits the tiny fixture model
 // (position = ids = every KV length, ids inside the vocabulary, sizes per layer, finite
-// values), or fail with a Status — never crash or read out of bounds (run under ASan + UBSan).
+// values; the ids read alone from the file, as a --chat resume reads them, the same), or fail with a Status — never crash or read out of bounds (run under ASan + UBSan).
 // Seeded with a state the release build's `hanpu run` saved (scripts/fuzz_loaders).
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "fuzz_scratch.h"
 #include "model/model_config.h"
 #include "model/state_file_format.h"
 
@@ -36,8 +37,17 @@ bool all_finite(const std::vector<float>& v) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto& c = fixture_config();
+  // The token ids alone, as a --chat resume reads them from the file: when they read, they
+  // must be ids of the vocabulary, and the ids of the whole state when that reads too.
+  const std::string path = hanpu::fuzz::write_scratch("state", data, size);
+  std::vector<int> ids;
+  const bool ids_ok = hanpu::model::read_state_tokens(c, path, &ids).ok();
+  for (int id : ids) {
+    if (id < 0 || id >= c.vocab) __builtin_trap();
+  }
   hanpu::model::SavedSequence s;
   if (!hanpu::model::parse_state_file(c, std::vector<char>(data, data + size), "fuzz.state", &s).ok()) return 0;
+  if (!ids_ok || ids != s.tokens) __builtin_trap();
   if (s.position < 0 || static_cast<int64_t>(s.tokens.size()) != s.position) __builtin_trap();
   for (int id : s.tokens) {
     if (id < 0 || id >= c.vocab) __builtin_trap();

@@ -1,13 +1,15 @@
 // Hostile files around a checkpoint (issue classes 5 and 6): FIFOs, devices and directories
 // where a loader expects a file are refused without blocking; a state file is read only up
 // to the largest state the model can have; --save-state never follows or truncates a file it
-// did not create, and leaves no temporary behind.
+// did not create, and leaves no temporary behind; a request whose KV cache no machine holds is
+// refused before anything is reserved.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 
 #include "fixtures.h"
@@ -150,3 +152,25 @@ TEST(HostileFiles, SaveStateNeverFollowsOrTruncatesAnotherFile) {
 
 }  // namespace
 }  // namespace hanpu::model
+
+namespace hanpu {
+namespace {
+
+// A max_tokens no machine holds the KV cache of is refused before anything is reserved, and
+// the engine still runs a sane request after it.
+TEST(HostileRequests, ASequenceLargerThanMemoryIsRefusedBeforeAllocating) {
+  std::unique_ptr<Engine> e;
+  ASSERT_TRUE(Engine::synthetic("qwen3-next-tiny", 1, &e).ok());
+  GenerateOptions o;
+  o.max_tokens = std::numeric_limits<int>::max();
+  const Status st = e->generate({1, 2, 3}, o, nullptr, nullptr, nullptr);
+  EXPECT_NE(st.message().find("a sequence of 2147483650 tokens (3 prompt + 2147483647 max_tokens) needs"),
+            std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("GiB of KV cache, more than this machine's"), std::string::npos) << st.message();
+  o.max_tokens = 2;
+  EXPECT_TRUE(e->generate({1, 2, 3}, o, nullptr, nullptr, nullptr).ok());
+}
+
+}  // namespace
+}  // namespace hanpu

@@ -3,6 +3,7 @@
 // heads, D = 256, causal, T 512..8K), then decode against caches of 1K..32K keys. GFLOP/s
 // count only unmasked work (attn_flops); % of the FMA peak measured at start.
 #include "bench_attn.h"
+#include "flag_checks.h"
 
 #include <algorithm>
 #include <chrono>
@@ -109,22 +110,22 @@ void add_bench_attn_options(CLI::App& cmd, BenchAttnOptions& o) {
                  "f32, bf16; several: side by side (the prod column: what ran)")
       ->capture_default_str();
   cmd.add_option("--mask", o.mask, "none, causal or sliding")->capture_default_str();
-  cmd.add_option("--window", o.window, "keys per row for --mask sliding")->capture_default_str();
-  cmd.add_option("--seq", o.seq, "query rows T = keys Tk (default: each shape's lengths)");
-  cmd.add_option("--heads", o.heads, "query heads Hq (with --kv-heads and --dim: one custom shape)");
-  cmd.add_option("--kv-heads", o.kv_heads, "key/value heads Hkv (0: Hkv = Hq)");
-  cmd.add_option("--dim", o.dim, "head dim D (a multiple of 16, <= 256)");
-  cmd.add_option("--decode-len", o.decode_len, "cache lengths L of the decode rows")->capture_default_str();
+  cmd.add_option("--window", o.window, "keys per row for --mask sliding")->capture_default_str()->check(token_range(0));
+  cmd.add_option("--seq", o.seq, "query rows T = keys Tk (default: each shape's lengths)")->check(token_range(1));
+  cmd.add_option("--heads", o.heads, "query heads Hq (with --kv-heads and --dim: one custom shape)")->check(shape_range());
+  cmd.add_option("--kv-heads", o.kv_heads, "key/value heads Hkv (0: Hkv = Hq)")->check(shape_range(0));
+  cmd.add_option("--dim", o.dim, "head dim D (a multiple of 16, <= 256)")->check(shape_range());
+  cmd.add_option("--decode-len", o.decode_len, "cache lengths L of the decode rows")->capture_default_str()->check(token_range(1));
   cmd.add_flag("!--no-decode", o.decode, "skip the decode rows");
   cmd.add_option("--layer-max-seq", o.layer_max_seq,
                  "longest T the layer baseline runs at (it holds T x T floats per head)")
+      ->capture_default_str()->check(token_range(1));
+  cmd.add_option("--q-tile", o.q_tile, "query rows per tile (0: heuristic); several: each, side by side")->check(shape_range(0))
       ->capture_default_str();
-  cmd.add_option("--q-tile", o.q_tile, "query rows per tile (0: heuristic); several: each, side by side")
+  cmd.add_option("--kv-tile", o.kv_tile, "key rows per tile (0: heuristic); several: each, side by side")->check(shape_range(0))
       ->capture_default_str();
-  cmd.add_option("--kv-tile", o.kv_tile, "key rows per tile (0: heuristic); several: each, side by side")
-      ->capture_default_str();
-  cmd.add_option("--threads", o.threads, "worker threads (0: HANPU_THREADS or all cores)")->capture_default_str();
-  cmd.add_option("--repeats", o.repeats, "timed runs per row (median reported)")->capture_default_str();
+  cmd.add_option("--threads", o.threads, "worker threads (0: HANPU_THREADS or all cores)")->capture_default_str()->check(thread_range());
+  cmd.add_option("--repeats", o.repeats, "timed runs per row (median reported)")->capture_default_str()->check(repeat_range());
   cmd.add_flag("--json", o.json, "one JSON object per row on stdout (progress on stderr)");
 }
 

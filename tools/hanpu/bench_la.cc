@@ -2,6 +2,7 @@
 // one process and prints median ms, GFLOP/s by the one shared FLOP formula (la_flops), % of
 // the FMA peak measured at start, per-core imbalance and the scratch memory each strategy held.
 #include "bench_la.h"
+#include "flag_checks.h"
 
 #include "bench_la_stages.h"
 #include "bench_util.h"
@@ -57,20 +58,20 @@ void add_bench_la_options(CLI::App& cmd, BenchLaOptions& o) {
   cmd.add_option("--strategy", o.strategy, "strategies to time (see `hanpu la strategies`)")
       ->capture_default_str();
   cmd.add_option("--dtype", o.dtype, "storage dtypes of q/k/v/o: f32, f16, bf16")->capture_default_str();
-  cmd.add_option("--hv", o.hv, "value heads HV")->capture_default_str();
-  cmd.add_option("--seq", o.seq, "sequence lengths T")->capture_default_str();
-  cmd.add_option("--heads", o.heads, "q/k heads H (HV must be a multiple)")->capture_default_str();
-  cmd.add_option("--dim", o.dim, "head dim K = V (<= 256)")->capture_default_str();
+  cmd.add_option("--hv", o.hv, "value heads HV")->capture_default_str()->check(shape_range());
+  cmd.add_option("--seq", o.seq, "sequence lengths T")->capture_default_str()->check(token_range(1));
+  cmd.add_option("--heads", o.heads, "q/k heads H (HV must be a multiple)")->capture_default_str()->check(shape_range());
+  cmd.add_option("--dim", o.dim, "head dim K = V (<= 256)")->capture_default_str()->check(shape_range());
   cmd.add_option("--threads", o.threads, "worker threads (0: HANPU_THREADS or all cores)")
-      ->capture_default_str();
-  cmd.add_option("--repeats", o.repeats, "timed runs per row (median reported)")->capture_default_str();
-  cmd.add_option("--chunk", o.chunk, "chunk size C: 16, 32, 64, 128")->capture_default_str();
+      ->capture_default_str()->check(thread_range());
+  cmd.add_option("--repeats", o.repeats, "timed runs per row (median reported)")->capture_default_str()->check(repeat_range());
+  cmd.add_option("--chunk", o.chunk, "chunk size C: 16, 32, 64, 128")->capture_default_str()->check(shape_range());
   cmd.add_flag("!--no-ablation", o.ablation, "skip the ablation rows (T = 1024, HV = 16)");
   cmd.add_flag("--stages", o.stages,
                "instead of the strategies: hanpu's chunk operators timed one by one on one thread "
                "(min/median per call; --repeats passes)");
   cmd.add_option("--stage-heads", o.stage_heads, "value heads the --stages profile walks in lockstep")
-      ->capture_default_str();
+      ->capture_default_str()->check(shape_range());
   cmd.add_flag("--json", o.json, "one JSON object per row on stdout (progress on stderr)");
 }
 

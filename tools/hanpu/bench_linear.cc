@@ -7,6 +7,7 @@
 // side by side (interleaved rounds). This is the check behind the choice of GEMM in
 // src/cpu/nn/linear.h. GFLOP/s = 2 T in out / time.
 #include "bench_linear.h"
+#include "flag_checks.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -85,7 +86,7 @@ void print_row(const Row& r, bool json) {
 void add_bench_linear_options(CLI::App& cmd, BenchLinearOptions& o) {
   cmd.add_option("--model", o.model, "synthetic model whose projection shapes are timed")->capture_default_str();
   cmd.add_option("--proj", o.proj, "projections to time by name, e.g. mlp.down (default: all)");
-  cmd.add_option("--seq", o.seq, "rows T of x (1 = decode)")->capture_default_str();
+  cmd.add_option("--seq", o.seq, "rows T of x (1 = decode)")->capture_default_str()->check(token_range(1));
   cmd.add_option("--weights", o.weights, "weight dtypes: bf16, f16, f32")->capture_default_str();
   cmd.add_flag("!--no-openblas", o.openblas, "skip the whole-matrix OpenBLAS rows (f32, its own threads)");
   cmd.add_option("--fma-gemm", o.fma_gemm,
@@ -94,8 +95,8 @@ void add_bench_linear_options(CLI::App& cmd, BenchLinearOptions& o) {
       ->capture_default_str();
   cmd.add_flag("--cold", o.cold,
                "evict the caches before every timed call (weights and x from DRAM, as in a model's prefill)");
-  cmd.add_option("--threads", o.threads, "worker threads (0: HANPU_THREADS or all cores)")->capture_default_str();
-  cmd.add_option("--repeats", o.repeats, "timed runs per row (median reported)")->capture_default_str();
+  cmd.add_option("--threads", o.threads, "worker threads (0: HANPU_THREADS or all cores)")->capture_default_str()->check(thread_range());
+  cmd.add_option("--repeats", o.repeats, "timed runs per row (median reported)")->capture_default_str()->check(repeat_range());
   cmd.add_flag("--json", o.json, "one JSON object per row on stdout (progress on stderr)");
 }
 

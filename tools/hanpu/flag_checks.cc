@@ -22,6 +22,8 @@ std::vector<std::string> names_of(const Table& table) {
 
 CLI::Validator thread_range() { return CLI::Range(0, kMaxThreads); }
 CLI::Validator token_range(int lo) { return CLI::Range(lo, kMaxTokensFlag); }
+CLI::Validator shape_range(int lo) { return CLI::Range(lo, 4096); }
+CLI::Validator repeat_range() { return CLI::Range(1, 1000); }
 CLI::Validator non_negative() {
   return CLI::Validator(
       [](std::string& v) { return v.find('-') != std::string::npos ? std::string("must be 0 or more, got ") + v : ""; },

@@ -16,9 +16,12 @@ inline constexpr int kMaxTokensFlag = 1 << 22;
 // --top-k: at most a vocabulary's size (model_config.h's kMaxVocab).
 inline constexpr int kMaxVocabFlag = 1 << 24;
 
-// CLI11 checks: a thread count; a token count in [lo, kMaxTokensFlag].
+// CLI11 checks: a thread count; a token count in [lo, kMaxTokensFlag]; a head count or a head
+// dim of a benchmark or simulator shape (1-4096, as model_config.h bounds models); timed runs.
 CLI::Validator thread_range();
 CLI::Validator token_range(int lo);
+CLI::Validator shape_range(int lo = 1);
+CLI::Validator repeat_range();
 // An unsigned integer flag (--seed): "-1" would otherwise wrap to 2^64 - 1.
 CLI::Validator non_negative();
 // The names la_strategies() and attn_placements() list, and the dtypes of --kv-cache and

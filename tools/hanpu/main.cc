@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bench_attn.h"
+#include "flag_checks.h"
 #include "bench_e2e.h"
 #include "bench_la.h"
 #include "bench_linear.h"
@@ -23,6 +24,10 @@
 #include "simd/gemm_bf16_pairs.h"
 
 namespace {
+
+using hanpu::cli::shape_range;
+using hanpu::cli::thread_range;
+using hanpu::cli::token_range;
 
 int run_cli(int argc, char** argv) {
   CLI::App app{"hanpu: hybrid-attention LLM kernels for edge hardware"};
@@ -64,10 +69,10 @@ int run_cli(int argc, char** argv) {
   auto* plan = app.add_subcommand("plan", "HA-NPU's offline plan for a modelled NPU: op order, layouts, schedule");
   plan->add_option("--target", plan_target, "NPU target (built-in name or JSON file)")->capture_default_str();
   plan->add_option("--mech", plan_mech, "gdn or kda")->capture_default_str();
-  plan->add_option("--heads", plan_heads, "heads H")->capture_default_str();
-  plan->add_option("--seq", plan_seq, "sequence length T")->capture_default_str();
-  plan->add_option("--dim", plan_dim, "head dim K = V")->capture_default_str();
-  plan->add_option("--chunk", plan_chunk, "chunk size C")->capture_default_str();
+  plan->add_option("--heads", plan_heads, "heads H")->capture_default_str()->check(shape_range());
+  plan->add_option("--seq", plan_seq, "sequence length T")->capture_default_str()->check(token_range(1));
+  plan->add_option("--dim", plan_dim, "head dim K = V")->capture_default_str()->check(shape_range());
+  plan->add_option("--chunk", plan_chunk, "chunk size C")->capture_default_str()->check(shape_range());
 
   auto* attn = app.add_subcommand("attn", "attention helpers");
   attn->require_subcommand(1);
@@ -79,15 +84,15 @@ int run_cli(int argc, char** argv) {
   int sched_hv = 16, sched_heads = 0, sched_v = 128, sched_threads = 0;
   std::vector<long> sched_seq = {4096};
   auto* schedule = la->add_subcommand("schedule", "print the HA-NPU core schedule for a shape");
-  schedule->add_option("--hv", sched_hv, "value heads HV")->capture_default_str();
-  schedule->add_option("--heads", sched_heads, "q/k heads H (0: H = HV)")->capture_default_str();
-  schedule->add_option("--v", sched_v, "value dim V")->capture_default_str();
-  schedule->add_option("--seq", sched_seq, "sequence lengths (several: varlen)")->capture_default_str();
-  schedule->add_option("--threads", sched_threads, "cores (0: this machine's)")->capture_default_str();
+  schedule->add_option("--hv", sched_hv, "value heads HV")->capture_default_str()->check(shape_range());
+  schedule->add_option("--heads", sched_heads, "q/k heads H (0: H = HV)")->capture_default_str()->check(shape_range(0));
+  schedule->add_option("--v", sched_v, "value dim V")->capture_default_str()->check(shape_range());
+  schedule->add_option("--seq", sched_seq, "sequence lengths (several: varlen)")->capture_default_str()->check(token_range(1));
+  schedule->add_option("--threads", sched_threads, "cores (0: this machine's)")->capture_default_str()->check(thread_range());
 
   auto* info = app.add_subcommand("info", "measured FMA peak, SIMD target, micro-kernel");
   int info_threads = 0;
-  info->add_option("--threads", info_threads, "threads (0: all cores)");
+  info->add_option("--threads", info_threads, "threads (0: all cores)")->check(thread_range());
 
   CLI11_PARSE(app, argc, argv);
 

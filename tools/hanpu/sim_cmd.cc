@@ -1,5 +1,6 @@
 // `hanpu sim` (see sim_cmd.h).
 #include "sim_cmd.h"
+#include "flag_checks.h"
 
 #include <unistd.h>
 
@@ -85,8 +86,8 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
          "--mech", o.mech,
          "gdn and/or kda")
       ->capture_default_str();
-  auto* heads = cmd.add_option("--heads", o.heads, "heads H (= HV)")->capture_default_str();
-  auto* seq = cmd.add_option("--seq", o.seq, "sequence lengths T")->capture_default_str();
+  auto* heads = cmd.add_option("--heads", o.heads, "heads H (= HV)")->capture_default_str()->check(shape_range());
+  auto* seq = cmd.add_option("--seq", o.seq, "sequence lengths T")->capture_default_str()->check(token_range(1));
   std::string attn_variants;
   for (const auto& v : npu_attn_variants()) attn_variants += (attn_variants.empty() ? "" : ", ") + v;
   cmd.add_option("--variant", o.variant,
@@ -97,7 +98,7 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
                "the ablation steps fla, hanpu-fused, hanpu-reordered, hanpu (at T 1024, 16 heads "
                "unless --seq / --heads)")
       ->excludes("--variant");
-  auto* dim = cmd.add_option("--dim", o.dim, "head dim (LA: K = V, multiple of 16, <= 128; attn: 64)")
+  auto* dim = cmd.add_option("--dim", o.dim, "head dim (LA: K = V, multiple of 16, <= 128; attn: 64)")->check(shape_range())
                   ->capture_default_str();
   cmd.callback([&o, heads, seq, target, dim] {
     if (o.op == "attn") {  // STEEL's BERT shape unless told otherwise
@@ -111,7 +112,7 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
     if (heads->count() == 0) o.heads = {16};
     if (seq->count() == 0) o.seq = {1024};
   });
-  cmd.add_option("--chunk", o.chunk, "chunk size C: 16, 32, 64")->capture_default_str();
+  cmd.add_option("--chunk", o.chunk, "chunk size C: 16, 32, 64")->capture_default_str()->check(shape_range());
   cmd.add_flag("!--no-check", o.check, "skip the float64 reference check (faster)");
   cmd.add_flag("--json", o.json, "one JSON object per row on stdout");
 }

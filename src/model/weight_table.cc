@@ -2,6 +2,8 @@
 // config (model_config.h bounds each factor), formed in int64.
 #include "model/weight_table.h"
 
+#include <array>
+
 #include <fmt/format.h>
 
 namespace hanpu::model {
@@ -16,6 +18,16 @@ struct Sizes {
         kernel(c.conv_kernel), Hq(c.attn_heads), Hkv(c.kv_heads), D(c.head_dim), E(c.num_experts),
         I(c.moe_intermediate), S(c.shared_expert_intermediate) {}
 };
+
+// A full-attention layer's six tensors under `names` (q, k, v, o, q norm, k norm), as both
+// layouts hold them: q carries the output gate (Hq x 2D rows).
+void add_attention(std::vector<ExpectedTensor>* t, const Sizes& s, const std::string& prefix,
+                   const std::array<const char*, 6>& names) {
+  const std::array<Shape, 6> shapes = {Shape{s.Hq * 2 * s.D, s.hidden}, Shape{s.Hkv * s.D, s.hidden},
+                                       Shape{s.Hkv * s.D, s.hidden},     Shape{s.hidden, s.Hq * s.D},
+                                       Shape{s.D},                       Shape{s.D}};
+  for (size_t i = 0; i < names.size(); ++i) t->push_back({prefix + names[i], shapes[i]});
+}
 
 }  // namespace
 
@@ -53,13 +65,8 @@ std::vector<ExpectedTensor> hf_weight_table(const ModelConfig& c, const WeightSt
       add(a + "dt_bias", {s.HV});
       add(a + "norm.weight", {s.V});
     } else {
-      const std::string a = p + "self_attn.";
-      add(a + "q_proj.weight", {s.Hq * 2 * s.D, s.hidden});
-      add(a + "k_proj.weight", {s.Hkv * s.D, s.hidden});
-      add(a + "v_proj.weight", {s.Hkv * s.D, s.hidden});
-      add(a + "o_proj.weight", {s.hidden, s.Hq * s.D});
-      add(a + "q_norm.weight", {s.D});
-      add(a + "k_norm.weight", {s.D});
+      add_attention(&t, s, p + "self_attn.",
+                    {"q_proj.weight", "k_proj.weight", "v_proj.weight", "o_proj.weight", "q_norm.weight", "k_norm.weight"});
     }
     if (!c.layer_has_moe(i)) {
       mlp(p + "mlp.", s.inter);
@@ -111,12 +118,9 @@ std::vector<ExpectedTensor> gguf_weight_table(const ModelConfig& c) {
       add(b + "ssm_dt.bias", {s.HV});
       add(b + "ssm_norm.weight", {s.V});
     } else {
-      add(b + "attn_q.weight", {s.Hq * 2 * s.D, s.hidden});
-      add(b + "attn_k.weight", {s.Hkv * s.D, s.hidden});
-      add(b + "attn_v.weight", {s.Hkv * s.D, s.hidden});
-      add(b + "attn_output.weight", {s.hidden, s.Hq * s.D});
-      add(b + "attn_q_norm.weight", {s.D});
-      add(b + "attn_k_norm.weight", {s.D});
+      add_attention(&t, s, b,
+                    {"attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight", "attn_q_norm.weight",
+                     "attn_k_norm.weight"});
     }
     if (!c.layer_has_moe(i)) {
       ffn(b, "", s.inter);

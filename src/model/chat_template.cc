@@ -135,6 +135,12 @@ Status ChatTemplate::render(const std::vector<ChatMessage>& messages, const Chat
   HANPU_RETURN_IF_ERROR(run_on_big_stack(kRenderStackBytes, [&] {
     return guarded("rendering chat template", origin_, [&] {
       jinja::context ctx(program_->source);
+      // Whatever the render leaves, cycles and deep nests included, is taken apart without
+      // recursion when it ends, by error or not (jinja/runtime.h).
+      struct Teardown {
+        jinja::context& c;
+        ~Teardown() { c.teardown(); }
+      } teardown{ctx};
       // The engine takes its inputs as common_json; the text round trip keeps key order.
       jinja::global_from_json(ctx, common_json::parse(inputs.dump()), /*mark_input=*/false);
       jinja::runtime runtime(ctx);

@@ -17,7 +17,7 @@ inline constexpr size_t kMaxParseDepth = 600;
 inline constexpr size_t kMaxRenderDepth = 600;
 // Statement / expression executions in one render, a loop iteration counted as one plus the
 // variables its scope copies. Qwen3.5's template takes about 60 a message.
-inline constexpr uint64_t kMaxRenderSteps = 5000000;
+inline constexpr uint64_t kMaxRenderSteps = 2000000;
 // Bytes of one string value (the rendered text included), and the pieces it is kept in (each
 // costs tens of bytes beside its text, so 'a' ~ 'a' doubled in a loop grows by pieces).
 inline constexpr size_t kMaxStringBytes = size_t{64} << 20;

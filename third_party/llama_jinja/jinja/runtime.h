@@ -4,6 +4,9 @@
 #include "value.h"
 #include "limits.h"
 
+#include <unordered_set>
+#include <vector>
+
 #include <cassert>
 #include <ctime>
 #include <memory>
@@ -105,6 +108,36 @@ struct context {
 
     // hanpu: variables in this scope (each scope's copy costs one step a variable)
     size_t var_count() const { return env->as_ordered_object().size(); }
+
+    // hanpu: empties every list and dict reachable from this scope's variables, walking them
+    // with a stack of its own: a list appended to itself (a cycle shared_ptr never frees) and a
+    // list nested a million times (freed by a recursion a million calls deep) are taken apart
+    // here instead. For the root context of a render, once its output is gathered.
+    void teardown() {
+        std::vector<value> todo;
+        for (const auto & pair : env->as_ordered_object()) {
+            todo.push_back(pair.second);
+        }
+        std::unordered_set<const value_t *> seen;
+        while (!todo.empty()) {
+            value v = std::move(todo.back());
+            todo.pop_back();
+            if (!v || !seen.insert(v.get()).second) {
+                continue;
+            }
+            for (auto & item : v->val_arr) {
+                todo.push_back(std::move(item));
+            }
+            for (auto & [key, item] : v->val_obj) {
+                todo.push_back(std::move(item));
+            }
+            v->val_arr.clear();
+            v->val_obj.clear();
+            if (auto * obj = dynamic_cast<value_object_t *>(v.get())) {
+                obj->unordered.clear(); // a dict keeps its values twice
+            }
+        }
+    }
 
     void print_vars() const {
         printf("Context Variables:\n%s\n", value_to_json(env, 2).c_str());

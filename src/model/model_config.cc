@@ -139,6 +139,20 @@ Status validate_model_config(const ModelConfig& c, const std::string& source) {
     if (v < lo || v > hi) return Status::Error(fmt::format("{}: {} is {}, not in [{}, {}]", source, name, v, lo, hi));
     return Status::Ok();
   };
+  // The MoE fields first: layer_has_moe divides by decoder_sparse_step.
+  if (c.num_experts < 0 || c.num_experts > kMaxExperts) {
+    return Status::Error(fmt::format("{}: num_experts {} is not in [0, {}]", source, c.num_experts, kMaxExperts));
+  }
+  if (c.num_experts > 0 && (c.experts_per_token <= 0 || c.experts_per_token > c.num_experts ||
+                            c.moe_intermediate <= 0 || c.moe_intermediate > kMaxProjectionRows ||
+                            c.shared_expert_intermediate < 0 || c.shared_expert_intermediate > kMaxProjectionRows ||
+                            c.decoder_sparse_step <= 0)) {
+    return Status::Error(fmt::format("{}: MoE fields inconsistent (num_experts {}, num_experts_per_tok {}, "
+                                     "moe_intermediate_size {}, shared_expert_intermediate_size {}, "
+                                     "decoder_sparse_step {})",
+                                     source, c.num_experts, c.experts_per_token, c.moe_intermediate,
+                                     c.shared_expert_intermediate, c.decoder_sparse_step));
+  }
   const bool any_dense = [&] {
     for (int i = 0; i < c.layers; ++i) {
       if (!c.layer_has_moe(i)) return true;
@@ -183,19 +197,6 @@ Status validate_model_config(const ModelConfig& c, const std::string& source) {
   }
   if (!(std::isfinite(c.rms_eps) && c.rms_eps > 0.0f && c.rms_eps < 1.0f)) {
     return Status::Error(fmt::format("{}: rms_norm_eps {} must be in (0, 1)", source, c.rms_eps));
-  }
-  if (c.num_experts < 0 || c.num_experts > kMaxExperts) {
-    return Status::Error(fmt::format("{}: num_experts {} is not in [0, {}]", source, c.num_experts, kMaxExperts));
-  }
-  if (c.num_experts > 0 && (c.experts_per_token <= 0 || c.experts_per_token > c.num_experts ||
-                            c.moe_intermediate <= 0 || c.moe_intermediate > kMaxProjectionRows ||
-                            c.shared_expert_intermediate < 0 || c.shared_expert_intermediate > kMaxProjectionRows ||
-                            c.decoder_sparse_step <= 0)) {
-    return Status::Error(fmt::format("{}: MoE fields inconsistent (num_experts {}, num_experts_per_tok {}, "
-                                     "moe_intermediate_size {}, shared_expert_intermediate_size {}, "
-                                     "decoder_sparse_step {})",
-                                     source, c.num_experts, c.experts_per_token, c.moe_intermediate,
-                                     c.shared_expert_intermediate, c.decoder_sparse_step));
   }
   for (int l : c.mlp_only_layers) {
     if (l < 0 || l >= c.layers) return Status::Error(fmt::format("{}: mlp_only_layers holds {}, not a layer", source, l));

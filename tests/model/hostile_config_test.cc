@@ -101,6 +101,12 @@ TEST(HostileConfig, ConfigProductsAreCheckedInInt64) {
   }
   ModelConfig c;
   ASSERT_TRUE(parse_model_config(qwen35_text_config().dump(), "c.json", &c).ok());
+  // A MoE config whose every-n-th-layer step is 0 (found by model_config_fuzz: a division by
+  // zero while the validator asked which layers are dense).
+  nlohmann::json next = nlohmann::json::parse(testing::read_text(testing::fixture_dir("qwen3next-tiny") + "/config.json"));
+  ASSERT_TRUE(parse_model_config(next.dump(), "n.json", &c).ok());
+  next["decoder_sparse_step"] = 0;
+  expect_error(parse_model_config(next.dump(), "n.json", &c), "decoder_sparse_step 0");
 }
 
 std::set<std::string> names_of(const std::vector<ExpectedTensor>& table) {

@@ -1,14 +1,13 @@
 // hanpu CLI: one binary, subcommands per job (run, perplexity, bench la, bench attn, bench e2e, bench linear, sim, la strategies, la schedule,
 // attn placements, info).
 #include <cstdio>
-#include <exception>
-#include <new>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "bench_attn.h"
 #include "flag_checks.h"
+#include "last_resort.h"
 #include "bench_e2e.h"
 #include "bench_la.h"
 #include "bench_linear.h"
@@ -180,18 +179,6 @@ int run_cli(int argc, char** argv) {
 
 }  // namespace
 
-// The last line of defence: every bad input is meant to come back as a Status with its own
-// message, but an exception that escapes anyway (an allocation the checks missed, a library's
-// throw) ends the run with a message and exit code 2, never std::terminate's abort.
 int main(int argc, char** argv) {
-  try {
-    return run_cli(argc, argv);
-  } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "error: out of memory (an input asked for more than this machine has)\n");
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-  } catch (...) {
-    std::fprintf(stderr, "error: an unexpected exception ended the run\n");
-  }
-  return 2;
+  return hanpu::cli::run_with_last_resort([&] { return run_cli(argc, argv); });
 }

@@ -74,7 +74,7 @@ double step_bytes_with_state(const EngineInfo& ei, size_t kv_dtype_bytes, int64_
 }  // namespace
 
 void add_bench_e2e_options(CLI::App& cmd, BenchE2eOptions& o) {
-  cmd.add_option("--model", o.model,
+  cmd.add_option("-m,--model", o.model,
                  "synthetic models (qwen3.5-0.8b, qwen3.5-2b, qwen3-next-tiny) or checkpoints (a folder or .gguf)")
       ->capture_default_str();
   cmd.add_option("--seq", o.seq, "prompt lengths")->capture_default_str()->check(token_range(1));
@@ -89,7 +89,7 @@ void add_bench_e2e_options(CLI::App& cmd, BenchE2eOptions& o) {
                  "KV-cache dtypes: auto (the weights' dtype), f32, bf16, f16; several are timed alternately")
       ->capture_default_str()
       ->check(storage_names());
-  cmd.add_option("--threads", o.threads, "cores (0: all)")->capture_default_str()->check(thread_range());
+  cmd.add_option("-t,--threads", o.threads, "cores (0: all)")->capture_default_str()->check(thread_range());
   cmd.add_option("--repeats", o.repeats, "runs per row (median)")->capture_default_str()->check(CLI::Range(1, 1000));
   cmd.add_flag("--json", o.json, "one JSON object per row on stdout (progress on stderr)");
 }

@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <regex>
 
 #include "base/file_read.h"
 #include "base/input_limits.h"
@@ -12,6 +15,13 @@
 #include "hanpu/machine.h"
 
 namespace hanpu::cli {
+
+// "Qwen/Qwen3.5-0.8B": one slash between two names of letters, digits, '.', '-' and '_', as
+// Hugging Face ids are written (a local path that exists is never taken for one).
+bool looks_like_hub_id(const std::string& s) {
+  static const std::regex id("[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*");
+  return std::regex_match(s, id);
+}
 
 int load_cli_engine(const std::string& model, const std::string& synthetic, uint64_t seed,
                     const std::string& weights, std::unique_ptr<Engine>* out) {
@@ -38,6 +48,16 @@ int load_cli_engine(const std::string& model, const std::string& synthetic, uint
       std::fprintf(stderr,
                    "no --model: running the tiny random-weight model shipped with hanpu (%s)\n",
                    dir.c_str());
+    std::error_code ec;
+    if (!std::filesystem::exists(dir, ec) && looks_like_hub_id(dir)) {
+      const std::string name = dir.substr(dir.find('/') + 1);
+      std::fprintf(stderr,
+                   "error: %s: no such file or folder. It looks like a Hugging Face model id: hanpu reads local "
+                   "checkpoints, so download it first, e.g.\n  huggingface-cli download %s --local-dir %s\nthen run "
+                   "with --model %s (a folder) or a .gguf file\n",
+                   dir.c_str(), dir.c_str(), name.c_str(), name.c_str());
+      return 2;
+    }
     st = Engine::load(dir, &engine, weights, on_load);
   }
   if (!st.ok()) {
@@ -69,6 +89,18 @@ int load_cli_engine(const std::string& model, const std::string& synthetic, uint
 }
 
 Status read_text_file(const std::string& flag, const std::string& path, std::string* out) {
+  if (path == "-") {  // standard input, bounded as a file is
+    std::string text;
+    char buf[1 << 16];
+    while (std::cin.read(buf, sizeof(buf)) || std::cin.gcount() > 0) {
+      text.append(buf, static_cast<size_t>(std::cin.gcount()));
+      if (static_cast<int64_t>(text.size()) > kMaxTextFileBytes) {
+        return Status::Error(fmt::format("{} -: standard input is over the limit of {} bytes", flag, kMaxTextFileBytes));
+      }
+    }
+    *out = std::move(text);
+    return Status::Ok();
+  }
   return read_regular_file(path, kMaxTextFileBytes, flag.c_str(), out);
 }
 

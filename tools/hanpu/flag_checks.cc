@@ -29,6 +29,10 @@ CLI::Validator non_negative() {
       [](std::string& v) { return v.find('-') != std::string::npos ? std::string("must be 0 or more, got ") + v : ""; },
       "UINT");
 }
+CLI::Validator file_or_stdin() {
+  return CLI::Validator(
+      [](std::string& v) { return v == "-" ? std::string() : CLI::ExistingFile(v); }, "FILE|-");
+}
 CLI::Validator la_strategy_names() { return CLI::IsMember(names_of(la_strategies())); }
 CLI::Validator placement_names() { return CLI::IsMember(names_of(attn_placements())); }
 CLI::Validator storage_names() { return CLI::IsMember(std::vector<std::string>{"auto", "f32", "bf16", "f16"}); }

@@ -24,6 +24,8 @@ CLI::Validator shape_range(int lo = 1);
 CLI::Validator repeat_range();
 // An unsigned integer flag (--seed): "-1" would otherwise wrap to 2^64 - 1.
 CLI::Validator non_negative();
+// An existing file, or "-" for standard input (llama.cpp's -f -).
+CLI::Validator file_or_stdin();
 // The names la_strategies() and attn_placements() list, and the dtypes of --kv-cache and
 // --weights (auto, f32, bf16, f16), and --attn-products (auto, f32, bf16).
 CLI::Validator la_strategy_names();

@@ -4,10 +4,14 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "bench_attn.h"
 #include "flag_checks.h"
+#include "hanpu/version.h"
+#include "simd/gemm.h"
 #include "last_resort.h"
+#include "suggest.h"
 #include "bench_e2e.h"
 #include "bench_la.h"
 #include "bench_linear.h"
@@ -31,6 +35,8 @@ using hanpu::cli::token_range;
 int run_cli(int argc, char** argv) {
   CLI::App app{"hanpu: hybrid-attention LLM kernels for edge hardware"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", fmt::format("hanpu {} (commit {}), SIMD target {}", HANPU_VERSION, HANPU_COMMIT,
+                                                hanpu::simd::simd_target_name()));
 
   hanpu::cli::RunOptions run_opts;
   auto* run = app.add_subcommand("run", "run a model: prefill a prompt, stream generated text, print tokens/s");
@@ -93,7 +99,14 @@ int run_cli(int argc, char** argv) {
   int info_threads = 0;
   info->add_option("--threads", info_threads, "threads (0: all cores)")->check(thread_range());
 
-  CLI11_PARSE(app, argc, argv);
+  if (const int rc = hanpu::cli::check_subcommand(app, argc, argv); rc != 0) return rc;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    if (rc != 0) hanpu::cli::suggest_flags(app, argc, argv);
+    return rc;
+  }
 
   if (*run) return hanpu::cli::run_model(run_opts);
   if (*ppl) return hanpu::cli::run_perplexity(ppl_opts);

@@ -15,13 +15,13 @@
 namespace hanpu::cli {
 
 void add_perplexity_options(CLI::App& app, PerplexityCmdOptions& o) {
-  app.add_option("--model", o.model,
+  app.add_option("-m,--model", o.model,
                  "checkpoint folder or .gguf (default: the tiny model shipped with hanpu)");
-  app.add_option("-f,--file", o.file, "the text (UTF-8), e.g. wikitext-2-raw's wiki.test.raw")
+  app.add_option("-f,--file", o.file, "the text (UTF-8), e.g. wikitext-2-raw's wiki.test.raw (-: standard input)")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->check(file_or_stdin());
   PerplexityOptions& r = o.run;
-  app.add_option("-c,--context", r.context,
+  app.add_option("-c,--context,--ctx-size", r.context,
                  "tokens per chunk; each chunk's second half is scored (llama.cpp's -c)")
       ->capture_default_str()
       ->check(token_range(1));
@@ -37,7 +37,7 @@ void add_perplexity_options(CLI::App& app, PerplexityCmdOptions& o) {
   app.add_option("--attn-products", r.attn_products, "attention prefill products: auto, f32, bf16")
       ->capture_default_str()
       ->check(attn_product_names());
-  app.add_option("--threads", r.threads, "cores (0: all)")->capture_default_str()->check(thread_range());
+  app.add_option("-t,--threads", r.threads, "cores (0: all)")->capture_default_str()->check(thread_range());
   app.add_option("--kv-cache", r.kv_cache,
                  "KV-cache dtype: auto (the projections' dtype), f32, bf16, f16")
       ->capture_default_str()

@@ -78,14 +78,15 @@ std::string describe_stop_tokens(const Engine& engine, const std::vector<int>& i
 }  // namespace
 
 void add_run_options(CLI::App& app, RunOptions& o) {
-  app.add_option("--model", o.model, "checkpoint folder (config.json, *.safetensors, tokenizer.json)");
+  app.add_option("-m,--model", o.model, "checkpoint folder (config.json, *.safetensors, tokenizer.json)");
   app.add_option("--synthetic", o.synthetic, "random-weight model of a real shape: qwen3.5-0.8b, qwen3.5-2b, qwen3-next-tiny")
       ->excludes(app.get_option("--model"));
-  app.add_option("--prompt", o.prompt, "prompt text")
+  app.add_option("-p,--prompt", o.prompt, "prompt text")
       ->capture_default_str()
       ->each([&o](const std::string&) { o.prompt_given = true; });
-  app.add_option("--prompt-file", o.prompt_file, "read the prompt text (UTF-8) from this file instead of --prompt")
-      ->check(CLI::ExistingFile);
+  app.add_option("-f,--prompt-file,--file", o.prompt_file,
+                 "read the prompt text (UTF-8) from this file instead of --prompt (-: standard input)")
+      ->check(file_or_stdin());
   app.add_option("--prompt-tokens", o.prompt_tokens, "synthetic models: random prompt of N tokens (default 512)")
       ->check(token_range(1));
   GenerateOptions& g = o.gen;
@@ -94,7 +95,7 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_option("--chat-template", o.chat_template_file, "--chat: use this Jinja template file instead of the checkpoint's")
       ->check(CLI::ExistingFile);
   app.add_flag("--no-think", o.no_think, "--chat: enable_thinking = false (Qwen3/3.5: answer without reasoning)");
-  app.add_option("--max-tokens", g.max_tokens, "tokens to generate (--interactive: per reply, default 1024)")
+  app.add_option("-n,--max-tokens,--n-predict", g.max_tokens, "tokens to generate (--interactive: per reply, default 1024)")
       ->capture_default_str()
       ->check(token_range(0))
       ->each([&o](const std::string&) { o.max_tokens_given = true; });
@@ -104,7 +105,7 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   // Sampling: unless given here, what the checkpoint's generation_config.json says (greedy
   // where it has none or says do_sample false).
   auto& given = o.sampling_given;
-  app.add_option("--temperature", g.temperature, "0: greedy (default: the checkpoint's generation_config.json, else 0)")
+  app.add_option("--temperature,--temp", g.temperature, "0: greedy (default: the checkpoint's generation_config.json, else 0)")
       ->check(CLI::Range(0.0f, 1e6f))
       ->each([&given](const std::string&) { given.temperature = true; });
   app.add_option("--top-k", g.top_k, "0: off (default: the checkpoint's, else 0)")
@@ -117,7 +118,7 @@ void add_run_options(CLI::App& app, RunOptions& o) {
                  "checkpoint's, else 0)")
       ->check(CLI::Range(0.0f, 1.0f))
       ->each([&given](const std::string&) { given.min_p = true; });
-  app.add_option("--repetition-penalty", g.repetition_penalty,
+  app.add_option("--repetition-penalty,--repeat-penalty", g.repetition_penalty,
                  "> 1 discourages tokens of the prompt and output, as transformers' repetition_penalty "
                  "(default: the checkpoint's, else 1: off)")
       ->check(CLI::Range(1e-3f, 1e3f))
@@ -127,7 +128,7 @@ void add_run_options(CLI::App& app, RunOptions& o) {
                  "(0: off; Qwen suggests 0-2 against endless repetitions)")
       ->capture_default_str()
       ->check(CLI::Range(-2.0f, 2.0f));  // vLLM's range
-  app.add_option("--seed", g.seed, "sampling seed (0 or more)")->capture_default_str()->check(non_negative());
+  app.add_option("-s,--seed", g.seed, "sampling seed (0 or more)")->capture_default_str()->check(non_negative());
   app.add_option("--stop", o.stop_strings,
                  "end the reply where its text holds this string, which is not printed (repeatable; \\n, \\t "
                  "and \\\\ are a newline, a tab and a backslash), as vLLM's stop and llama.cpp's --reverse-prompt")
@@ -142,7 +143,7 @@ void add_run_options(CLI::App& app, RunOptions& o) {
                  "instruction), f32, bf16 (q, k, v and P rounded to bf16)")
       ->capture_default_str()
       ->check(attn_product_names());
-  app.add_option("--threads", g.threads, "cores (0: all)")->capture_default_str()->check(thread_range());
+  app.add_option("-t,--threads", g.threads, "cores (0: all)")->capture_default_str()->check(thread_range());
   app.add_option("--kv-cache", g.kv_cache, "KV-cache dtype: auto (the projections' dtype), f32, bf16, f16")
       ->capture_default_str()
       ->check(storage_names());
@@ -252,6 +253,11 @@ int run_model(const RunOptions& o) {
   } else {
     if (!o.prompt_file.empty()) {
       std::fprintf(stderr, "error: --prompt-file needs a model with a tokenizer and no --prompt-tokens\n");
+      return 2;
+    }
+    if (o.prompt_given) {  // text cannot become ids without one: never random ids in its place
+      std::fprintf(stderr, "error: --prompt is text, and %s has no tokenizer (tokenizer.json or a GGUF's "
+                   "tokenizer); --prompt-tokens N runs N random ids\n", info.name.c_str());
       return 2;
     }
     const int n = o.prompt_tokens > 0 ? o.prompt_tokens : 512;

@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "base/file_read.h"
+#include "cli_output.h"
 #include "base/input_limits.h"
 #include "cpu/nn/linear.h"
 #include "hanpu/machine.h"
@@ -27,14 +28,14 @@ int load_cli_engine(const std::string& model, const std::string& synthetic, uint
                     const std::string& weights, std::unique_ptr<Engine>* out) {
   std::unique_ptr<Engine>& engine = *out;
   Status st;
-  const bool tty = isatty(fileno(stderr)) != 0;
+  const bool tty = isatty(fileno(stderr)) != 0 && verbosity() != Verbosity::kQuiet;
   const auto on_load = [&](int done, int total) {
     if (tty)
       std::fprintf(stderr, "\rconverting weights: layer %d / %d%s", done, total,
                    done == total ? "\n" : "");
   };
   if (!synthetic.empty()) {
-    std::fprintf(stderr, "building %s with random weights...\n", synthetic.c_str());
+    note("building {} with random weights...\n", synthetic);
     st = Engine::synthetic(synthetic, seed, &engine, weights, on_load);
   } else {
     const std::string dir = model.empty() ? default_model_dir() : model;
@@ -44,10 +45,7 @@ int load_cli_engine(const std::string& model, const std::string& synthetic, uint
                    "(tests/fixtures/models/qwen35-tiny) is not found\n");
       return 2;
     }
-    if (model.empty())
-      std::fprintf(stderr,
-                   "no --model: running the tiny random-weight model shipped with hanpu (%s)\n",
-                   dir.c_str());
+    if (model.empty()) note("no --model: running the tiny random-weight model shipped with hanpu ({})\n", dir);
     std::error_code ec;
     if (!std::filesystem::exists(dir, ec) && looks_like_hub_id(dir)) {
       const std::string name = dir.substr(dir.find('/') + 1);
@@ -71,18 +69,17 @@ int load_cli_engine(const std::string& model, const std::string& synthetic, uint
                                                    : nullptr;
   const std::string unit_note =
       info.weight_dtype == "bf16" && bf16_unit ? std::string("; prefill on ") + bf16_unit : "";
-  std::fprintf(stderr,
-               "model: %s, %s, %d layers (%d GDN + %d attention), hidden %d, %.1f M parameters, "
-               "projections in %s (%.2f GB in memory%s)\n",
-               info.name.c_str(), info.architecture.c_str(), info.layers, info.la_layers,
-               info.attn_layers, info.hidden, info.parameters / 1e6, info.weight_dtype.c_str(),
-               info.weight_bytes / 1e9, unit_note.c_str());
+  note("model: {}, {}, {} layers ({} GDN + {} attention), hidden {}, {:.1f} M parameters, projections in {} "
+       "({:.2f} GB in memory{})\n",
+       info.name, info.architecture, info.layers, info.la_layers, info.attn_layers, info.hidden,
+       info.parameters / 1e6, info.weight_dtype, info.weight_bytes / 1e9, unit_note);
   if (info.weight_dtype == "f16" &&
       bf16_unit) {  // llama.cpp's default GGUF type: say what is left on the table
-    std::fprintf(stderr,
+    if (verbosity() != Verbosity::kQuiet)
+      std::fprintf(stderr,
                  "note: f16 projections run on fp32 FMAs; --weights bf16 rounds them to bf16 (3 "
                  "fewer mantissa "
-                 "bits) so a prefill runs on %s, about 2x faster (docs/benchmarks.md)\n",
+                 "bits) so a prefill runs on %s, about 2x faster (docs/performance.md)\n",
                  bf16_unit);
   }
   return 0;

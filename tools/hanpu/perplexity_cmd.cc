@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli_engine.h"
+#include "cli_output.h"
 #include "flag_checks.h"
 
 namespace hanpu::cli {
@@ -49,10 +50,12 @@ void add_perplexity_options(CLI::App& app, PerplexityCmdOptions& o) {
                  "hold projections as auto (the checkpoint's dtype), f32, bf16, f16")
       ->capture_default_str()
       ->check(storage_names());
-  app.add_flag("--json", o.json, "print the result as one JSON object (no running figures)");
+  app.add_flag("--json", o.json, "stdout: the result as one JSON object (no running figures)");
+  add_verbosity_flags(app, o.verbosity);
 }
 
 int run_perplexity(const PerplexityCmdOptions& o) {
+  apply_verbosity(o.verbosity);
   std::unique_ptr<Engine> engine;
   if (const int rc = load_cli_engine(o.model, "", 0, o.weights, &engine); rc != 0) return rc;
   if (!engine->has_tokenizer()) {
@@ -76,12 +79,9 @@ int run_perplexity(const PerplexityCmdOptions& o) {
   const int64_t whole = static_cast<int64_t>(tokens.size()) / r.context;
   const int64_t chunks = r.max_chunks > 0 ? std::min<int64_t>(whole, r.max_chunks) : whole;
   if (chunks > 0) {
-    std::fprintf(stderr,
-                 "text: %zu bytes, %zu tokens (tokenized in %.1f ms); %lld chunks of %d tokens, "
-                 "positions %d-%d "
-                 "of each scored (llama.cpp's method)\n",
-                 text.size(), tokens.size(), tokenize_ms, static_cast<long long>(chunks), r.context,
-                 r.context / 2, r.context - 2);
+    note("text: {} bytes, {} tokens (tokenized in {:.1f} ms); {} chunks of {} tokens, positions {}-{} of each scored "
+         "(llama.cpp's method)\n",
+         text.size(), tokens.size(), tokenize_ms, chunks, r.context, r.context / 2, r.context - 2);
   }
   const EngineInfo info = engine->info();
   if (info.max_positions > 0 && r.context > info.max_positions) {  // as `hanpu run` warns
@@ -95,16 +95,14 @@ int run_perplexity(const PerplexityCmdOptions& o) {
     if (o.json) return;
     if (s.chunks == 1 && s.chunks_total > 1) {  // llama.cpp's "seconds per pass - ETA"
       const double per_chunk_s = s.ms / 1e3;
-      std::fprintf(stderr, "%.2f s per chunk, about %.0f s for all %d\n", per_chunk_s,
-                   per_chunk_s * s.chunks_total, s.chunks_total);
+      note("{:.2f} s per chunk, about {:.0f} s for all {}\n", per_chunk_s, per_chunk_s * s.chunks_total, s.chunks_total);
     }
-    std::printf("[%d]%.4f,", s.chunks, s.ppl());
-    std::fflush(stdout);
-    printed = true;
+    note("[{}]{:.4f},", s.chunks, s.ppl());  // running figures are progress: stderr
+    printed = verbosity() != Verbosity::kQuiet;
   };
   PerplexityStats s;
   st = engine->perplexity(tokens, r, on_chunk, &s);
-  if (printed) std::printf("\n");
+  if (printed) note("\n");
   if (!st.ok()) {
     std::fprintf(stderr, "error: %s\n", st.message().c_str());
     return 1;
@@ -128,12 +126,11 @@ int run_perplexity(const PerplexityCmdOptions& o) {
   }
   std::printf("Final estimate: PPL = %.4f +/- %.5f\n", s.ppl(), s.ppl_error());
   const double f = s.ms > 0 ? 100 / s.ms : 0;
-  std::printf(
-      "--\n%d chunks, %lld tokens scored, in %.1f s = %.1f tokens/s through the model (LA layers "
-      "%.0f%%, "
-      "attention %.0f%%, MLP %.0f%%, head and rest %.0f%%)\n",
-      s.chunks, static_cast<long long>(s.scored_tokens), s.ms / 1e3, s.tokens_per_s(), f * t.la_ms,
-      f * t.attn_ms, f * t.mlp_ms, f * (s.ms - t.la_ms - t.attn_ms - t.mlp_ms));
+  std::fflush(stdout);
+  note("--\n{} chunks, {} tokens scored, in {:.1f} s = {:.1f} tokens/s through the model (LA layers {:.0f}%, "
+       "attention {:.0f}%, MLP {:.0f}%, head and rest {:.0f}%)\n",
+       s.chunks, s.scored_tokens, s.ms / 1e3, s.tokens_per_s(), f * t.la_ms, f * t.attn_ms, f * t.mlp_ms,
+       f * (s.ms - t.la_ms - t.attn_ms - t.mlp_ms));
   return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "cli_output.h"
 #include "hanpu/engine.h"
 
 namespace hanpu::cli {
@@ -15,6 +16,7 @@ struct PerplexityCmdOptions {
   std::string file;   // the text
   std::string weights = "auto";
   bool json = false;
+  VerbosityFlags verbosity;
   PerplexityOptions run;
 };
 

@@ -2,6 +2,7 @@
 #include "run_cmd.h"
 
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include "cpu/nn/linear.h"
 #include "hanpu/machine.h"
 #include "chat_loop.h"
+#include "cli_output.h"
 #include "cli_engine.h"
 #include "flag_checks.h"
 #include "model/text_stream.h"
@@ -55,6 +57,12 @@ std::string describe_sampling(const GenerateOptions& g, const RunOptions::Sampli
                        origin, g.temperature > 0 ? "; --temperature 0 for greedy" : "");
   }
   return "sampling: " + what + from;
+}
+
+// Whether two descriptors write to one file (stdout and stderr both redirected to it).
+bool same_file(int a, int b) {
+  struct stat sa, sb;
+  return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 // A float flag as the decimal it was written as (0.8, not 0.800000011920929) for JSON.
@@ -156,22 +164,121 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_option("--save-state", g.save_state, "save the sequence (prompt + generated) to this file when done");
   app.add_option("--resume-state", g.resume_state,
                  "continue a saved sequence: the prompt is appended after it (with --chat, as the conversation's next turn)");
-  app.add_flag("--json", o.json, "print the summary as one JSON object");
+  app.add_option("-c,--ctx-size", o.ctx_size,
+                 "context in tokens: the prompt must fit and the reply ends where it is full (0: unbounded; past "
+                 "the model's trained context with a warning)")
+      ->capture_default_str()
+      ->check(token_range(0));
+  app.add_flag("--json", o.json, "stdout: one JSON object with the reply's text, timings and settings");
+  add_verbosity_flags(app, o.verbosity);
 }
 
-int run_model(const RunOptions& o) {
-  if (!o.prompt_file.empty() && (!o.synthetic.empty() || o.prompt_tokens > 0)) {  // before a model is built
+namespace {
+
+// The flags that conflict with each other, before a model is loaded. 0 or the exit code.
+int check_run_flags(const RunOptions& o) {
+  if (!o.prompt_file.empty() && (!o.synthetic.empty() || o.prompt_tokens > 0)) {
     std::fprintf(stderr, "error: --prompt-file is text for a checkpoint's tokenizer; --synthetic and --prompt-tokens "
                  "take random token ids\n");
     return 2;
   }
-  if (o.interactive && !o.synthetic.empty()) {  // before a model is built
+  if (o.interactive && !o.synthetic.empty()) {
     std::fprintf(stderr, "error: --interactive needs a model with a tokenizer; --synthetic models have none\n");
     return 2;
   }
+  if (o.interactive && (!o.prompt_file.empty() || o.prompt_tokens > 0 || o.json)) {
+    std::fprintf(stderr, "error: --interactive takes its turns from the input: not with --prompt-file, "
+                 "--prompt-tokens or --json\n");
+    return 2;
+  }
+  if (o.ctx_size > 0 && !o.gen.resume_state.empty()) {  // the saved sequence's length is known only to the run
+    std::fprintf(stderr, "error: -c/--ctx-size bounds a new sequence; with --resume-state the saved one's length "
+                 "is not known before the run\n");
+    return 2;
+  }
+  return 0;
+}
+
+// The prompt's token ids: the text (with --chat, rendered by the template) tokenized, or
+// random ids for a model without a tokenizer. 0 or the exit code.
+int build_prompt(Engine& engine, const RunOptions& o, std::vector<int>* prompt, double* tokenize_ms) {
+  Status st;
+  if (!engine.has_tokenizer() || o.prompt_tokens > 0) {
+    if (!o.prompt_file.empty()) {
+      std::fprintf(stderr, "error: --prompt-file needs a model with a tokenizer and no --prompt-tokens\n");
+      return 2;
+    }
+    if (o.prompt_given) {  // text cannot become ids without one: never random ids in its place
+      std::fprintf(stderr, "error: --prompt is text, and %s has no tokenizer (tokenizer.json or a GGUF's "
+                   "tokenizer); --prompt-tokens N runs N random ids\n", engine.info().name.c_str());
+      return 2;
+    }
+    const int n = o.prompt_tokens > 0 ? o.prompt_tokens : 512;
+    *prompt = engine.random_prompt(n, o.gen.seed + 7);
+    note("prompt: {} random token ids{}\n", n, engine.has_tokenizer() ? "" : " (no tokenizer)");
+    return 0;
+  }
+  std::string prompt_text = o.prompt;
+  if (!o.prompt_file.empty()) st = read_text_file("--prompt-file", o.prompt_file, &prompt_text);
+  std::string text = prompt_text;
+  if (st.ok() && o.chat) {
+    if (!o.chat_template_file.empty()) st = engine.set_chat_template_file(o.chat_template_file);
+    std::vector<ChatMessage> messages;
+    if (!o.system.empty()) messages.push_back({"system", o.system});
+    messages.push_back({"user", prompt_text});
+    ChatOptions co;
+    if (o.no_think) co.enable_thinking = false;
+    // Resumed, the earlier turns are in the saved sequence: only the new ones are rendered.
+    const bool resumed = !o.gen.resume_state.empty();
+    if (st.ok()) {
+      st = resumed ? engine.continue_chat(o.gen.resume_state, messages, co, &text)
+                   : engine.apply_chat_template(messages, co, &text);
+    }
+    if (st.ok()) {
+      note("chat template: {}{}\n", engine.chat_template_origin(), resumed ? " (continuing the saved conversation)" : "");
+    }
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  if (st.ok()) st = engine.tokenize(text, prompt);
+  *tokenize_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (!st.ok()) {
+    std::fprintf(stderr, "error: prompt: %s\n", st.message().c_str());
+    return 2;
+  }
+  if (prompt->empty()) {
+    std::fprintf(stderr, "error: prompt: the text has no tokens\n");
+    return 2;
+  }
+  note("prompt: {} bytes, {} tokens (tokenized in {:.1f} ms)\n", text.size(), prompt->size(), *tokenize_ms);
+  detail("{}\n--\n", text);  // what the model reads, before the reply
+  return 0;
+}
+
+// -c/--ctx-size: the prompt must fit, and the reply ends where the context is full (as
+// llama.cpp's -c bounds its KV cache). Not given, a run may pass the trained context with a
+// warning (below). 0 or the exit code.
+int fit_context(const RunOptions& o, int64_t prompt_tokens, GenerateOptions* g) {
+  if (o.ctx_size <= 0) return 0;
+  if (prompt_tokens >= o.ctx_size) {
+    std::fprintf(stderr, "error: the prompt of %lld tokens leaves no room in a context of %d tokens (-c/--ctx-size)\n",
+                 static_cast<long long>(prompt_tokens), o.ctx_size);
+    return 2;
+  }
+  if (prompt_tokens + g->max_tokens > o.ctx_size) {
+    g->max_tokens = static_cast<int>(o.ctx_size - prompt_tokens);
+    note("context: {} tokens (-c), so at most {} generated\n", o.ctx_size, g->max_tokens);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_model(const RunOptions& o) {
+  apply_verbosity(o.verbosity);
+  if (const int rc = check_run_flags(o); rc != 0) return rc;  // before a model is built
   std::unique_ptr<Engine> engine;
   if (const int rc = load_cli_engine(o.model, o.synthetic, o.gen.seed + 1, o.weights, &engine); rc != 0) return rc;
-  const bool tty = isatty(fileno(stderr)) != 0;
+  const bool tty = isatty(fileno(stderr)) != 0 && verbosity() != Verbosity::kQuiet;
   Status st;
   const EngineInfo info = engine->info();
   // The sampling flags not given take the checkpoint's defaults.
@@ -182,10 +289,10 @@ int run_model(const RunOptions& o) {
   if (!o.sampling_given.top_p) g.top_p = defaults.top_p;
   if (!o.sampling_given.min_p) g.min_p = defaults.min_p;
   if (!o.sampling_given.repetition_penalty) g.repetition_penalty = defaults.repetition_penalty;
-  std::fprintf(stderr, "%s\n", describe_sampling(g, o.sampling_given, info.sampling_origin).c_str());
+  note("{}\n", describe_sampling(g, o.sampling_given, info.sampling_origin));
   g.stop_at_eos = !o.ignore_eos;
   for (const std::string& stop : o.stop_strings) g.stop_strings.push_back(model::unescape_stop_string(stop));
-  if (!info.stop_tokens.empty()) std::fprintf(stderr, "%s\n", describe_stop_tokens(*engine, info.stop_tokens).c_str());
+  if (!info.stop_tokens.empty()) detail("{}\n", describe_stop_tokens(*engine, info.stop_tokens));
   std::string kv_cache;
   st = engine->kv_cache_dtype(o.gen.kv_cache, &kv_cache);
   if (!st.ok()) {
@@ -197,11 +304,6 @@ int run_model(const RunOptions& o) {
       std::fprintf(stderr, "error: --interactive needs a model with a tokenizer\n");
       return 2;
     }
-    if (!o.prompt_file.empty() || o.prompt_tokens > 0 || o.json) {
-      std::fprintf(stderr, "error: --interactive takes its turns from the input: not with --prompt-file, "
-                   "--prompt-tokens or --json\n");
-      return 2;
-    }
     if (!o.chat_template_file.empty()) {
       st = engine->set_chat_template_file(o.chat_template_file);
       if (!st.ok()) {
@@ -209,64 +311,22 @@ int run_model(const RunOptions& o) {
         return 2;
       }
     }
-    std::fprintf(stderr, "chat template: %s\n", engine->chat_template_origin().c_str());
+    note("chat template: {}\n", engine->chat_template_origin());
     if (!o.max_tokens_given) g.max_tokens = 1024;
     return run_chat_loop(*engine, o, g);
   }
   std::vector<int> prompt;
   double tokenize_ms = 0;
-  if (engine->has_tokenizer() && o.prompt_tokens == 0) {
-    std::string prompt_text = o.prompt;
-    if (!o.prompt_file.empty()) st = read_text_file("--prompt-file", o.prompt_file, &prompt_text);
-    std::string text = prompt_text;
-    if (st.ok() && o.chat) {
-      if (!o.chat_template_file.empty()) st = engine->set_chat_template_file(o.chat_template_file);
-      std::vector<ChatMessage> messages;
-      if (!o.system.empty()) messages.push_back({"system", o.system});
-      messages.push_back({"user", prompt_text});
-      ChatOptions co;
-      if (o.no_think) co.enable_thinking = false;
-      // Resumed, the earlier turns are in the saved sequence: only the new ones are rendered.
-      const bool resumed = !o.gen.resume_state.empty();
-      if (st.ok()) {
-        st = resumed ? engine->continue_chat(o.gen.resume_state, messages, co, &text)
-                     : engine->apply_chat_template(messages, co, &text);
-      }
-      if (st.ok()) {
-        std::fprintf(stderr, "chat template: %s%s\n", engine->chat_template_origin().c_str(),
-                     resumed ? " (continuing the saved conversation)" : "");
-      }
-    }
-    const auto t0 = std::chrono::steady_clock::now();
-    if (st.ok()) st = engine->tokenize(text, &prompt);
-    tokenize_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (!st.ok()) {
-      std::fprintf(stderr, "error: prompt: %s\n", st.message().c_str());
-      return 2;
-    }
-    if (prompt.empty()) {
-      std::fprintf(stderr, "error: prompt: the text has no tokens\n");
-      return 2;
-    }
-    std::fprintf(stderr, "prompt: %zu bytes, %zu tokens (tokenized in %.1f ms)\n", text.size(), prompt.size(), tokenize_ms);
-    std::printf("%s", text.c_str());
-  } else {
-    if (!o.prompt_file.empty()) {
-      std::fprintf(stderr, "error: --prompt-file needs a model with a tokenizer and no --prompt-tokens\n");
-      return 2;
-    }
-    if (o.prompt_given) {  // text cannot become ids without one: never random ids in its place
-      std::fprintf(stderr, "error: --prompt is text, and %s has no tokenizer (tokenizer.json or a GGUF's "
-                   "tokenizer); --prompt-tokens N runs N random ids\n", info.name.c_str());
-      return 2;
-    }
-    const int n = o.prompt_tokens > 0 ? o.prompt_tokens : 512;
-    prompt = engine->random_prompt(n, o.gen.seed + 7);
-    std::fprintf(stderr, "prompt: %d random token ids%s\n", n, engine->has_tokenizer() ? "" : " (no tokenizer)");
-  }
-  std::fflush(stdout);
+  if (const int rc = build_prompt(*engine, o, &prompt, &tokenize_ms); rc != 0) return rc;
+  if (const int rc = fit_context(o, static_cast<int64_t>(prompt.size()), &g); rc != 0) return rc;
   GenerateStats s;
-  const auto on_text = [](std::string_view text) {
+  // stdout gets the reply and nothing else; with --json it is gathered into the one object.
+  std::string reply;
+  const auto on_text = [&](std::string_view text) {
+    if (o.json) {
+      reply += text;
+      return;
+    }
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
   };
@@ -287,7 +347,12 @@ int run_model(const RunOptions& o) {
   const int64_t planned = static_cast<int64_t>(prompt.size()) + g.max_tokens;
   warn_context(planned, "the prompt and --max-tokens");
   st = engine->generate(prompt, g, on_text, on_progress, &s);
-  std::printf("\n");
+  // A newline after the reply where a person reads it; piped, stdout is the reply exactly,
+  // and when stderr goes to the same file (2>&1) the newline goes there, before the summary.
+  if (!o.json && isatty(fileno(stdout))) std::printf("\n");
+  std::fflush(stdout);
+  if (!o.json && !isatty(fileno(stdout)) && same_file(fileno(stdout), fileno(stderr)) && s.generated_tokens > 0)
+    note("\n");
   if (!st.ok()) {
     std::fprintf(stderr, "error: %s\n", st.message().c_str());
     return 1;
@@ -313,6 +378,7 @@ int run_model(const RunOptions& o) {
                             {"other_ms", t.other_ms}, {"la_kernel_ms", t.la_kernel_ms}, {"attn_kernel_ms", t.attn_kernel_ms}};
     };
     nlohmann::json j{{"model", info.name},           {"la", g.la_strategy},
+                     {"text", reply},
                      {"prompt_tokens", s.prompt_tokens}, {"generated_tokens", s.generated_tokens},
                      {"tokenize_ms", tokenize_ms},
                      {"prefill_ms", s.prefill_ms},   {"prefill_tokens_per_s", prefill_tps},
@@ -330,27 +396,23 @@ int run_model(const RunOptions& o) {
                      {"resumed_tokens", s.resumed_tokens}, {"saved_tokens", s.saved_tokens},
                      {"decode_step_ms", {{"median", step_quantile(0.5)}, {"p90", step_quantile(0.9)},
                                          {"max", step_quantile(1.0)}}}};
-    std::printf("%s\n", j.dump().c_str());
+    // Invalid UTF-8 in a reply cut mid-character is replaced, never a thrown dump.
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
-  std::printf("--\nprefill: %lld tokens in %.1f ms = %.1f tokens/s  (%s)\n", static_cast<long long>(s.prompt_tokens),
-              s.prefill_ms, prefill_tps, describe_split(s.prefill_split, s.prefill_split.total_ms(), "rest").c_str());
-  std::printf("decode:  %lld tokens in %.1f ms = %.1f tokens/s  (stop: %s; LA strategy %s; KV cache %s%s)\n",
-              static_cast<long long>(s.generated_tokens), s.decode_ms, decode_tps, s.stop_reason.c_str(),
-              g.la_strategy.c_str(), s.kv_cache.c_str(), attn_bf16 ? ", prefill attention on bf16 products" : "");
+  note("--\nprefill: {} tokens in {:.1f} ms = {:.1f} tokens/s  ({})\n", s.prompt_tokens, s.prefill_ms, prefill_tps,
+       describe_split(s.prefill_split, s.prefill_split.total_ms(), "rest"));
+  note("decode:  {} tokens in {:.1f} ms = {:.1f} tokens/s  (stop: {}; LA strategy {}; KV cache {}{})\n",
+       s.generated_tokens, s.decode_ms, decode_tps, s.stop_reason, g.la_strategy, s.kv_cache,
+       attn_bf16 ? ", prefill attention on bf16 products" : "");
   if (decode_steps > 0 && s.decode_ms > 0) {  // shares of decode_ms: what the forward calls leave is sampling
-    std::printf("         (%s; sampling and the rest %.0f%%)\n",
-                describe_split(s.decode_split, s.decode_ms, "norms and head").c_str(),
-                100 * (s.decode_ms - s.decode_split.total_ms()) / s.decode_ms);
-    std::printf("         (a step's forward call: median %.2f ms, p90 %.2f ms, max %.2f ms)\n", step_quantile(0.5),
-                step_quantile(0.9), step_quantile(1.0));
+    detail("         ({}; sampling and the rest {:.0f}%)\n", describe_split(s.decode_split, s.decode_ms, "norms and head"),
+           100 * (s.decode_ms - s.decode_split.total_ms()) / s.decode_ms);
+    detail("         (a step's forward call: median {:.2f} ms, p90 {:.2f} ms, max {:.2f} ms)\n", step_quantile(0.5),
+           step_quantile(0.9), step_quantile(1.0));
   }
-  if (s.resumed_tokens > 0) {
-    std::printf("resumed: %lld tokens from %s\n", static_cast<long long>(s.resumed_tokens), g.resume_state.c_str());
-  }
-  if (!g.save_state.empty()) {
-    std::printf("saved:   %lld tokens to %s\n", static_cast<long long>(s.saved_tokens), g.save_state.c_str());
-  }
+  if (s.resumed_tokens > 0) note("resumed: {} tokens from {}\n", s.resumed_tokens, g.resume_state);
+  if (!g.save_state.empty()) note("saved:   {} tokens to {}\n", s.saved_tokens, g.save_state);
   return 0;
 }
 

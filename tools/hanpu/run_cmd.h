@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "cli_output.h"
 #include "hanpu/engine.h"
 
 namespace hanpu::cli {
@@ -20,7 +21,7 @@ struct RunOptions {
   bool json = false;
   // --chat: the prompt becomes a user turn (after --system, if given) in the checkpoint's
   // chat template; --chat-template replaces that template; --no-think sets enable_thinking
-  // false; --show-prompt prints the rendered text instead of the raw prompt.
+  // false; -v shows the rendered text.
   bool chat = false;
   std::string system;
   std::string chat_template_file;
@@ -31,6 +32,8 @@ struct RunOptions {
   bool prompt_given = false, max_tokens_given = false;
   std::vector<std::string> stop_strings;  // --stop, as written (escapes turned into GenerateOptions::stop_strings)
   bool ignore_eos = false;
+  int ctx_size = 0;  // -c: tokens of context (0: the model's trained context)
+  VerbosityFlags verbosity;
   GenerateOptions gen = [] {  // the flags bind straight to the engine's options
     GenerateOptions g;
     g.max_tokens = 32;

@@ -1,5 +1,5 @@
 // Linear-attention prefill (Gated DeltaNet and Kimi Delta Attention) on CPU cores.
-// Semantics follow FLA's chunk_gated_delta_rule / chunk_kda (see shared LA_SPEC.md).
+// Semantics follow FLA's chunk_gated_delta_rule / chunk_kda (docs/la-spec.md).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,5 @@
 // GGUF -> hanpu model (see gguf_model.h). The conventions undone are those of llama.cpp's
-// convert_hf_to_gguf.py Qwen3NextModel / _LinearAttentionVReorderBase (shared/research/
-// la_peers.md §4.4): every zero-centred RMSNorm weight is stored as 1 + w; A_log as
+// convert_hf_to_gguf.py Qwen3NextModel / _LinearAttentionVReorderBase: every zero-centred RMSNorm weight is stored as 1 + w; A_log as
 // -exp(A_log) (= hanpu's neg_A); conv weights squeezed to [channels, kernel]; Qwen3-Next's
 // qkvz already split into attn_qkv / attn_gate; and for qwen35 the value heads in tiled
 // order (GGUF head r Hk + k holds HF head k g + r) in attn_qkv's V rows, attn_gate,

@@ -1,6 +1,6 @@
 // Synthetic model shapes (see synthetic_models.h). Qwen3.5-0.8B / 2B: layer counts, hidden
 // 1024 for 0.8B, GDN 16/16 heads of 128, vocab 248320, rope theta 1e7 and partial rotary
-// 0.25 as listed in shared/research/la_peers.md §3.4; the fields not published there
+// 0.25 as the models' published config.json files give them; the fields not published there
 // (intermediate size, attention heads, 2B's hidden) are our assumptions, chosen to land on
 // the models' nominal parameter counts.
 #include "model/synthetic_models.h"

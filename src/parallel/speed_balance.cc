@@ -1,5 +1,6 @@
 // Speed-proportional dealing of work (see speed_balance.h).
 #include "parallel/speed_balance.h"
+#include "base/env_settings.h"
 
 #include <algorithm>
 #include <cmath>
@@ -32,8 +33,7 @@ std::vector<size_t> proportional_cuts(std::span<const int64_t> cost, std::span<c
 }
 
 bool speed_balancing_enabled() {
-  const char* env = std::getenv("HANPU_BALANCE");
-  return !(env && std::string(env) == "0");
+  return !env_switched_off(EnvVar::kBalance);
 }
 
 SpeedBalancer::SpeedBalancer(ThreadPool& pool)

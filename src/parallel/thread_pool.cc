@@ -1,5 +1,6 @@
 // Pinned worker pool (see thread_pool.h).
 #include "parallel/thread_pool.h"
+#include "base/env_settings.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -34,19 +35,13 @@ std::vector<int> allowed_cpus() {
 }
 
 bool pinning_enabled() {
-  const char* env = std::getenv("HANPU_PIN");
-  return !(env && std::string(env) == "0");
+  return !env_switched_off(EnvVar::kPin);
 }
 
 // HANPU_SPIN_US if set and valid, else 500 us: longer than the gaps between the jobs of a
 // decode step (norms, the conv, the sampler), far shorter than a scheduler tick.
 int64_t spin_budget_ns() {
-  if (const char* env = std::getenv("HANPU_SPIN_US")) {
-    char* end = nullptr;
-    const long us = std::strtol(env, &end, 10);
-    if (end != env && *end == '\0' && us >= 0 && us <= 1000000) return int64_t{us} * 1000;
-  }
-  return 500 * 1000;
+  return int64_t{env_integer(EnvVar::kSpinUs, 0, 1000000).value_or(500)} * 1000;
 }
 
 void cpu_relax() {
@@ -80,11 +75,7 @@ int ThreadPool::default_threads() {
   // Once per process: every shared(0) asks, some 160 times a decode step, and the CPU mask
   // is a system call and a 1024-bit scan.
   static const int threads = [] {
-    if (const char* env = std::getenv("HANPU_THREADS")) {
-      char* end = nullptr;
-      const long n = std::strtol(env, &end, 10);
-      if (end != env && *end == '\0' && n > 0 && n <= 1024) return static_cast<int>(n);
-    }
+    if (const auto n = env_integer(EnvVar::kThreads, 1, 1024)) return static_cast<int>(*n);
     const int n = static_cast<int>(allowed_cpus().size());
     return n > 0 ? n : 1;
   }();

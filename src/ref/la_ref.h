@@ -1,4 +1,4 @@
-// float64 references for GDN and KDA (LA_SPEC.md): the oracle every LA kernel is tested
+// float64 references for GDN and KDA (docs/la-spec.md): the oracle every LA kernel is tested
 // against. No SIMD, no threads, written to be read.
 #pragma once
 
@@ -17,7 +17,7 @@ struct LaRefResult {
 // is the rounded value the kernel also sees); args must be valid (la_prefill's checks).
 LaRefResult la_recurrent(const LaArgs& args);
 
-// The chunked form of LA_SPEC.md (GEMM-first Vn, explicit inverse), in float64, chunk size
+// The chunked form of docs/la-spec.md (GEMM-first Vn, explicit inverse), in float64, chunk size
 // C. Exists to pin the chunk algebra down independently of any fast kernel.
 LaRefResult la_chunked(const LaArgs& args, int chunk);
 

@@ -3,6 +3,7 @@
 // ISA, so no inline function it instantiates (std::min, ...) can carry AVX-512 code into the
 // rest of the binary through the linker's choice of one copy.
 #include "simd/gemm_bf16_dot.h"
+#include "base/env_settings.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -153,8 +154,7 @@ HANPU_DOT_TARGET double DotLoop(int64_t iterations) {
 }
 
 bool detect() {
-  const char* env = std::getenv("HANPU_BF16_DOT");
-  if (env != nullptr && std::strcmp(env, "0") == 0) return false;
+  if (env_switched_off(EnvVar::kBf16Dot)) return false;
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !((ecx >> 27) & 1)) return false;  // OSXSAVE
   unsigned xcr0_lo = 0, xcr0_hi = 0;

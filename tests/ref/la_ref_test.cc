@@ -1,5 +1,5 @@
 // The two float64 references (recurrent definition, chunked algebra) agree, which pins the
-// chunk formulas of LA_SPEC.md down before any fast kernel uses them.
+// chunk formulas of docs/la-spec.md down before any fast kernel uses them.
 #include <gtest/gtest.h>
 
 #include "../cpu/la/la_test_util.h"

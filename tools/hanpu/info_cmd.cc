@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "base/env_settings.h"
 #include "cpu/nn/blas_sgemm.h"
 #include "flag_checks.h"
 #include "hanpu/attn.h"
@@ -46,6 +47,12 @@ int run_info(const InfoOptions& o) {
               hanpu::attn_auto_bf16_products(hanpu::DType::kBF16)
                   ? "bf16 products on the dot instruction (q and P rounded to bf16, fp32 sums; HANPU_BF16_DOT=0: fp32)"
                   : "fp32 products (no bf16 dot instruction here, or HANPU_BF16_DOT=0)");
+  // The environment as hanpu reads it (base/env_settings.h): every variable, set or not.
+  std::printf("environment:\n");
+  for (const EnvVarInfo& v : env_vars()) {
+    const char* text = env_text(v.var);
+    std::printf("  %-15s %-8s %s\n", v.name, text ? text : "(unset)", v.meaning);
+  }
   return 0;
 }
 

@@ -1,4 +1,4 @@
-// The six chunk operators of chunkwise LA (LA_SPEC.md) on one core's workspace, shared by
+// The six chunk operators of chunkwise LA (docs/la-spec.md) on one core's workspace, shared by
 // the fused hanpu kernel and the FLA-style baseline so both compute exactly the same math.
 //
 // Layout plan on a CPU core (HA-NPU §6 with cores as AI cores):

@@ -1,5 +1,6 @@
 // OpenBLAS's sgemm behind hanpu's pool (see blas_sgemm.h).
 #include "cpu/nn/blas_sgemm.h"
+#include "base/env_settings.h"
 
 #include <array>
 #include <atomic>
@@ -23,8 +24,7 @@ struct Decision {
 };
 
 Decision decide() {
-  const char* env = std::getenv("HANPU_BLAS");
-  if (env != nullptr && std::strcmp(env, "0") == 0) return {false, "hanpu's micro-kernel (HANPU_BLAS=0)"};
+  if (env_switched_off(EnvVar::kBlas)) return {false, "hanpu's micro-kernel (HANPU_BLAS=0)"};
 #ifdef HANPU_HAVE_OPENBLAS
   // OpenBLAS's x86 cores with AVX2 (or AVX-512) sgemm kernels, as its DYNAMIC_ARCH names them.
   constexpr std::array<std::string_view, 5> kWide = {"Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids"};

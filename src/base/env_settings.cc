@@ -1,0 +1,49 @@
+// The HANPU_* table (see env_settings.h).
+#include "base/env_settings.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace hanpu {
+
+namespace {
+
+constexpr EnvVarInfo kVars[] = {
+    {EnvVar::kThreads, "HANPU_THREADS", "worker threads when a call asks for 0 (default: every CPU this process may use; 1-1024)"},
+    {EnvVar::kPin, "HANPU_PIN", "0: do not pin the pool's threads to CPUs"},
+    {EnvVar::kSpinUs, "HANPU_SPIN_US", "microseconds a pool thread spins for the next job before it sleeps (default 500; 0-1000000)"},
+    {EnvVar::kBalance, "HANPU_BALANCE", "0: deal LA heads equally instead of by each core's measured speed"},
+    {EnvVar::kAmx, "HANPU_AMX", "0: keep bf16 projections off the AMX tiles"},
+    {EnvVar::kBf16Dot, "HANPU_BF16_DOT", "0: keep bf16 projections and attention products off the AVX512-BF16 dot instruction"},
+    {EnvVar::kBlas, "HANPU_BLAS", "0: run f32/f16 projections on hanpu's micro-kernel instead of OpenBLAS"},
+};
+
+}  // namespace
+
+std::span<const EnvVarInfo> env_vars() { return kVars; }
+
+const EnvVarInfo& env_var_info(EnvVar var) {
+  for (const EnvVarInfo& v : kVars) {
+    if (v.var == var) return v;
+  }
+  return kVars[0];  // every EnvVar is in the table
+}
+
+const char* env_text(EnvVar var) { return std::getenv(env_var_info(var).name); }
+
+bool env_switched_off(EnvVar var) {
+  const char* text = env_text(var);
+  return text != nullptr && std::strcmp(text, "0") == 0;
+}
+
+std::optional<long> env_integer(EnvVar var, long lo, long hi) {
+  const char* text = env_text(var);
+  // Digits only (strtol alone would take leading blanks and a '+').
+  if (text == nullptr || !((*text >= '0' && *text <= '9') || *text == '-')) return std::nullopt;
+  char* end = nullptr;
+  const long n = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || n < lo || n > hi) return std::nullopt;
+  return n;
+}
+
+}  // namespace hanpu

@@ -169,6 +169,12 @@ class Sequence {
   std::unique_ptr<Impl> impl_;
 };
 
+// Threads: the const calls that only read the checkpoint (info, has_tokenizer, token_text,
+// tokenize, apply_chat_template, tokenize_chat, default_generate_options) may run from several
+// threads at once. Everything else takes one call at a time per Engine: guard it with a lock,
+// or use one Engine per thread. A Sequence belongs to one call at a time. Engines are
+// independent, but share the process's worker threads, so concurrent generations take turns
+// on the cores (docs/library.md).
 class Engine {
  public:
   ~Engine();

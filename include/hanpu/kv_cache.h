@@ -3,7 +3,7 @@
 // first length() rows to attn_prefill / attn_decode through AttnArgs' strides, with no
 // gather. Head-major because decode reads the whole cache every step, cold (the weights
 // stream through the caches in between), and one head's keys in address order read ~1.4x
-// faster than the token-major layout's half rows a head apart (docs/benchmarks.md). A 16-bit
+// faster than the token-major layout's half rows a head apart (docs/performance.md). A 16-bit
 // cache (bf16/f16, as llama.cpp's f16 default) halves the bytes a decode step reads; the
 // kernels widen its rows tile by tile. Grows by doubling: appending n tokens is amortised
 // O(n) copies, never a reallocation per token.

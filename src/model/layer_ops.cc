@@ -6,8 +6,7 @@
 #include <vector>
 
 #include "parallel/parallel_rows.h"
-#include "simd/activation_ops.h"
-#include "simd/vec_ops.h"
+#include "cpu/nn/elementwise.h"
 
 namespace hanpu::model {
 
@@ -52,7 +51,7 @@ void gated_rms_norm(float* o, const float* z, int64_t rows, int n, const float* 
       float* orow = o + r * n;
       const float s = inv_rms(orow, n, eps);
       for (int i = 0; i < n; ++i) orow[i] = w[i] * (orow[i] * s);
-      simd::silu_mul(z + r * n, orow, orow, static_cast<size_t>(n));  // * silu(z), vectorised exp
+      cpu::silu_mul(z + r * n, orow, orow, static_cast<size_t>(n));  // * silu(z), vectorised exp
     }
   });
 }
@@ -100,7 +99,7 @@ double log_softmax_at(float* logits, int n, int id) {
   for (int i = 1; i < n; ++i) top = std::max(top, logits[i]);
   const double chosen = static_cast<double>(logits[id]) - top;
   for (int i = 0; i < n; ++i) logits[i] -= top;
-  simd::exp_inplace(logits, static_cast<size_t>(n));
+  cpu::exp_inplace(logits, static_cast<size_t>(n));
   double sum = 0;  // in double: 248k terms
   for (int i = 0; i < n; ++i) sum += logits[i];
   return chosen - std::log(sum);

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "simd/vec_ops.h"
+#include "cpu/nn/elementwise.h"
 
 namespace hanpu::model {
 
@@ -149,7 +149,7 @@ void Sampler::filter(const std::vector<float>& logits) {
     if (nucleus) {
       for (int i = 0; i < n; ++i) bucket_[i] = bucket_of(weight_[i]);
     }
-    simd::exp_inplace(weight_.data(), weight_.size());
+    cpu::exp_inplace(weight_.data(), weight_.size());
   }
   double total = 0;
   for (int id : candidates_) total += weight_[id];

@@ -3,7 +3,7 @@
 // exp(Gam_i - Gam_j) and a strongly decayed state fall below 1e-38 — and each one costs a
 // microcode assist: with strong gates the chunked GDN kernel ran several times slower
 // without this (its share of the synthetic 0.8B model's prefill halved with it,
-// docs/benchmarks.md "End to end"). Values that small are zero for every purpose here
+// docs/performance.md "End to end"). Values that small are zero for every purpose here
 // (outputs are compared by NMSE against float64).
 #pragma once
 

@@ -18,7 +18,7 @@ namespace hanpu::simd {
 // over its inner loop, a few per step. Decode attention computed ~5 us on a tile and then
 // waited on the next one's misses (2.6x slower from DRAM than from L3 on a Zen 3 VM); a
 // burst of prefetches before each tile filled the core's miss buffers and stalled it the
-// same, no faster than none. Spread, the cold case ran 1.2-1.35x faster (docs/benchmarks.md).
+// same, no faster than none. Spread, the cold case ran 1.2-1.35x faster (docs/performance.md).
 struct RowsToFetch {
   const void* first = nullptr;
   ptrdiff_t row_stride = 0;

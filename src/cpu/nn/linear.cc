@@ -151,7 +151,7 @@ constexpr int kBlasMinCols = 64;
 
 // bf16 units run on hanpu's pairs kernel even where OpenBLAS is in use: OpenBLAS needs the
 // weights widened to an fp32 block first and then packs both operands again on every call,
-// the pairs kernel reads the weights as stored. Measured on a Zen 3 VM (docs/benchmarks.md,
+// the pairs kernel reads the weights as stored. Measured on a Zen 3 VM (docs/performance.md,
 // "Prefill from bf16 weights without widening them"): one core, 256-column units, the two
 // called in turn, median of the time ratios at depth 1024 / 3584: 64 rows 1.15x / 1.15x, 128
 // rows 1.06-1.07x / 1.06-1.09x, 256 rows 1.01-1.06x / 1.03-1.04x, 512 rows 1.07x / 1.02-1.04x,
@@ -387,7 +387,7 @@ void gemv_all(const float* x, const std::vector<LinearOut>& outs, int threads) {
 
 // A prefill's bf16 projections: AMX tiles where usable, else the AVX512-BF16 dot kernel,
 // else the FMA path (pairs kernel, OpenBLAS or micro-kernel per unit, unit_kernel). The dot
-// kernel against the pairs kernel on a Zen 4 VM (docs/benchmarks.md, "Prefill on the bf16 dot
+// kernel against the pairs kernel on a Zen 4 VM (docs/performance.md, "Prefill on the bf16 dot
 // instruction"): 1.86-1.97x on every 0.8B projection at T 512 and 2048 in `hanpu bench linear
 // --fma-gemm both`, whole 0.8B prefills 1.72-1.84x; OpenBLAS on widened blocks was slower
 // than both. It rounds x to bf16 as the AMX tiles do.

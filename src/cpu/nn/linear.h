@@ -21,7 +21,7 @@
 // With fp32 / f16 weights each [512 x 256] weight block (widened from f16) is multiplied by
 // OpenBLAS's sgemm where it runs AVX2-or-wider kernels, one call per unit on hanpu's own
 // workers (its threads off): 1.3-1.5x hanpu's fp32 micro-kernel on the 0.8B's shapes on an
-// AVX2 Zen 3 core (docs/benchmarks.md "On an AVX2 core without a matrix unit"). bf16 weights
+// AVX2 Zen 3 core (docs/performance.md "On an AVX2 core without a matrix unit"). bf16 weights
 // do not go to OpenBLAS: the pairs kernel, which needs neither a widened copy nor OpenBLAS's
 // packing, ran 1.01-1.15x its speed on the same shapes (linear.cc). Where OpenBLAS detects an
 // old core (Prescott on the Sapphire-Rapids-class VM, 3-5x slower) or HANPU_BLAS=0, hanpu's

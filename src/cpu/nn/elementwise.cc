@@ -1,0 +1,13 @@
+// The model's element-wise kernels (see elementwise.h).
+#include "cpu/nn/elementwise.h"
+
+#include "simd/activation_ops.h"
+#include "simd/vec_ops.h"
+
+namespace hanpu::cpu {
+
+void exp_inplace(float* x, size_t n) { simd::exp_inplace(x, n); }
+
+void silu_mul(const float* gate, const float* up, float* out, size_t n) { simd::silu_mul(gate, up, out, n); }
+
+}  // namespace hanpu::cpu

@@ -1,0 +1,15 @@
+// The element-wise kernels the model's layers call (src/model reaches kernels through src/cpu,
+// never src/simd: this is the door to the vectorised bodies in simd/vec_ops.h and
+// simd/activation_ops.h).
+#pragma once
+
+#include <cstddef>
+
+namespace hanpu::cpu {
+
+// x[i] = exp(x[i]).
+void exp_inplace(float* x, size_t n);
+// out[i] = silu(gate[i]) * up[i] (SwiGLU); out may alias either input.
+void silu_mul(const float* gate, const float* up, float* out, size_t n);
+
+}  // namespace hanpu::cpu

@@ -11,7 +11,8 @@
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s MODEL \"question\" [max_tokens]   (hanpu %s)\n", argv[0], HANPU_VERSION);
+    std::fprintf(stderr, "usage: %s MODEL \"question\" [max_tokens]   (hanpu %s)\n", argv[0],
+                 HANPU_VERSION);
     return 2;
   }
   std::unique_ptr<hanpu::Engine> engine;
@@ -41,7 +42,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "\nerror: %s\n", s.message().c_str());
     return 1;
   }
-  std::fprintf(stderr, "\n[%lld tokens, %.1f tokens/s, stopped: %s]\n", static_cast<long long>(stats.generated_tokens),
-               stats.decode_ms > 0 ? 1000.0 * stats.generated_tokens / stats.decode_ms : 0.0, stats.stop_reason.c_str());
+  std::fprintf(stderr, "\n[%lld tokens, %.1f tokens/s, stopped: %s]\n",
+               static_cast<long long>(stats.generated_tokens),
+               stats.decode_ms > 0 ? 1000.0 * stats.generated_tokens / stats.decode_ms : 0.0,
+               stats.stop_reason.c_str());
   return 0;
 }

@@ -93,7 +93,8 @@ struct AttnPlacementInfo {
 std::span<const AttnPlacementInfo> attn_placements();
 
 // Prefill (any T). Validates first: on error nothing has been written. T = 0 is a no-op.
-Status attn_prefill(const AttnArgs& args, const AttnOptions& options = {}, AttnStats* stats = nullptr);
+Status attn_prefill(const AttnArgs& args, const AttnOptions& options = {},
+                    AttnStats* stats = nullptr);
 
 // Decode: a few query rows (T small) against a long key/value sequence, split along the keys
 // over the cores (each core a slice of the cache, merged by log-sum-exp), so one sequence

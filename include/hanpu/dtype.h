@@ -13,7 +13,7 @@ enum class DType : uint8_t { kF32, kF16, kBF16 };
 inline constexpr DType kAllDTypes[] = {DType::kF32, DType::kF16, DType::kBF16};
 
 constexpr size_t dtype_size(DType t) { return t == DType::kF32 ? 4 : 2; }
-std::string_view dtype_name(DType t);                   // "f32", "f16", "bf16"
+std::string_view dtype_name(DType t);                     // "f32", "f16", "bf16"
 std::optional<DType> parse_dtype(std::string_view name);  // accepts the names above
 
 // Scalar conversions with round-to-nearest-even, used by references and tests to build the

@@ -52,13 +52,13 @@ struct ModelRunOptions {
 };
 
 struct GenerateOptions : ModelRunOptions {
-  int max_tokens = 64;                      // tokens to generate (0: prefill only)
+  int max_tokens = 64;  // tokens to generate (0: prefill only)
   // Sampling: these defaults are greedy; Engine::default_generate_options() starts from the
   // checkpoint's generation_config.json instead, as transformers and vLLM do.
-  float temperature = 0.0f;                 // 0: greedy
-  int top_k = 0;                            // 0: off
-  float top_p = 1.0f;                       // 1: off
-  float min_p = 0.0f;                       // 0: off; else drops tokens below min_p x the top one's probability
+  float temperature = 0.0f;  // 0: greedy
+  int top_k = 0;             // 0: off
+  float top_p = 1.0f;        // 1: off
+  float min_p = 0.0f;        // 0: off; else drops tokens below min_p x the top one's probability
   // 1: off; > 1 divides the logit of each token of the prompt and the output so far (multiplies
   // it where negative), as transformers' repetition_penalty; a resumed sequence's earlier
   // tokens count as prompt.
@@ -67,7 +67,7 @@ struct GenerateOptions : ModelRunOptions {
   // OpenAI's presence_penalty; Qwen suggests 0-2 against endless repetitions).
   float presence_penalty = 0.0f;
   uint64_t seed = 0;
-  bool stop_at_eos = true;                  // stop at any of EngineInfo::stop_tokens
+  bool stop_at_eos = true;  // stop at any of EngineInfo::stop_tokens
   // The reply ends where its text first holds one of these (stop reason "stop_string"); the
   // text from there on is not given to on_text, as vLLM's `stop`. The tokens stay in the
   // sequence. Needs a tokenizer.
@@ -103,10 +103,12 @@ struct GenerateStats {
   int64_t saved_tokens = 0;    // tokens of the sequence saved to GenerateOptions::save_state
   double prefill_ms = 0, decode_ms = 0;
   TimeSplit prefill_split;  // of the prefill's forward calls
-  TimeSplit decode_split;   // of the decode steps' forward calls (sampling is the rest of decode_ms)
-  std::vector<double> decode_step_ms;  // each decode step's forward call (the last token needs none)
-  std::string stop_reason;  // "eos", "max_tokens", "stop_string", "stopped" (GenerateOptions::stop_requested)
-  std::string kv_cache;     // the KV caches' dtype the run used ("auto" resolved)
+  TimeSplit decode_split;  // of the decode steps' forward calls (sampling is the rest of decode_ms)
+  std::vector<double>
+      decode_step_ms;               // each decode step's forward call (the last token needs none)
+  std::string stop_reason;          // "eos", "max_tokens", "stop_string", "stopped"
+                                    // (GenerateOptions::stop_requested)
+  std::string kv_cache;             // the KV caches' dtype the run used ("auto" resolved)
   bool attn_bf16_products = false;  // the attention prefill's products were bf16 ("auto" resolved)
 };
 
@@ -120,17 +122,19 @@ struct PerplexityOptions : ModelRunOptions {
 };
 
 struct PerplexityStats {
-  int64_t text_tokens = 0;           // tokens of the whole text
-  int chunks = 0;                    // chunks scored so far (of chunks_total)
+  int64_t text_tokens = 0;  // tokens of the whole text
+  int chunks = 0;           // chunks scored so far (of chunks_total)
   int chunks_total = 0;
   int64_t scored_tokens = 0;
-  int64_t run_tokens = 0;            // tokens run through the model: context - 1 a chunk (the last predicts nothing scored)
+  int64_t run_tokens =
+      0;  // tokens run through the model: context - 1 a chunk (the last predicts nothing scored)
   double nll_sum = 0, nll2_sum = 0;  // sums of -log p and its square over the scored tokens
   double ms = 0;                     // the forward calls and scoring, so far
   TimeSplit split;                   // of that time
   double ppl() const;                // exp(mean -log p)
-  double ppl_error() const;          // llama.cpp's +/-: ppl x the standard error of the mean -log p (0 below 2 tokens)
-  double tokens_per_s() const;       // run_tokens per second of ms
+  double ppl_error()
+      const;  // llama.cpp's +/-: ppl x the standard error of the mean -log p (0 below 2 tokens)
+  double tokens_per_s() const;  // run_tokens per second of ms
 };
 
 struct EngineInfo {
@@ -138,7 +142,7 @@ struct EngineInfo {
   int layers = 0, la_layers = 0, attn_layers = 0, hidden = 0, vocab = 0;
   int64_t parameters = 0, weight_bytes = 0;
   int64_t max_positions = 0;  // the trained context (max_position_embeddings); 0: not given
-  std::string weight_dtype;  // of the projections
+  std::string weight_dtype;   // of the projections
   int64_t decode_bytes_per_token = 0;  // weights a decode step reads (all but the embedding table)
   // What a decode step moves besides the weights: the LA layers' recurrent and conv state
   // (fp32; read and written back every step), and the KV cache, which grows by one position
@@ -182,13 +186,15 @@ class Engine {
   // tokenizer.json, or a .gguf file. `weights`: how to hold the projections — "auto" (the
   // checkpoint's dtype), "f32", "bf16" or "f16".
   // on_progress(layers done, layers) while the weights convert.
-  static Status load(const std::string& dir, std::unique_ptr<Engine>* out, const std::string& weights = "auto",
+  static Status load(const std::string& dir, std::unique_ptr<Engine>* out,
+                     const std::string& weights = "auto",
                      const std::function<void(int, int)>& on_progress = nullptr);
   // A synthetic model of a real architecture's shape with seeded random weights (no
   // tokenizer: prompts are random token ids), for benchmarks. Names: synthetic_models().
   // "auto" weights are bf16, as the real checkpoints ship.
   static Status synthetic(const std::string& name, uint64_t seed, std::unique_ptr<Engine>* out,
-                          const std::string& weights = "auto", const std::function<void(int, int)>& on_progress = nullptr);
+                          const std::string& weights = "auto",
+                          const std::function<void(int, int)>& on_progress = nullptr);
   static std::vector<std::string> synthetic_models();
 
   EngineInfo info() const;
@@ -237,7 +243,8 @@ class Engine {
   // The perplexity of `tokens` (PerplexityOptions); on_chunk, if set, gets the running
   // figures after each chunk.
   Status perplexity(const std::vector<int>& tokens, const PerplexityOptions& options,
-                    const std::function<void(const PerplexityStats&)>& on_chunk, PerplexityStats* stats) const;
+                    const std::function<void(const PerplexityStats&)>& on_chunk,
+                    PerplexityStats* stats) const;
 
   // Prefills `prompt` ids, then decodes. on_text gets each piece of text as soon as it is
   // complete UTF-8 (null: no text); on_progress(done, total) during the prefill.
@@ -253,8 +260,8 @@ class Engine {
                              const ChatOptions& options, std::string* text) const;
   // The forward options, KV-cache dtype (and its name) and whether the attention prefill's
   // products are bf16, from `o` ("auto" resolved; bad names are errors).
-  Status resolve_run(const ModelRunOptions& o, model::ForwardOptions* forward, DType* kv_dtype, std::string* kv_name,
-                     bool* bf16_products) const;
+  Status resolve_run(const ModelRunOptions& o, model::ForwardOptions* forward, DType* kv_dtype,
+                     std::string* kv_name, bool* bf16_products) const;
   // GenerateOptions::sequence checked; `held` its state when the call continues it.
   Status sequence_to_continue(const GenerateOptions& o, DType kv_dtype, const std::string& kv_name,
                               model::SequenceState** held) const;

@@ -59,8 +59,9 @@ typedef struct hanpu_chat_message {
 
 /* The checkpoint's chat template applied to the messages, ending with the assistant's
  * opening; *text is NUL-terminated and freed with hanpu_string_free. */
-hanpu_status hanpu_apply_chat_template(const hanpu_engine* engine, const hanpu_chat_message* messages,
-                                       size_t count, char** text);
+hanpu_status hanpu_apply_chat_template(const hanpu_engine* engine,
+                                       const hanpu_chat_message* messages, size_t count,
+                                       char** text);
 void hanpu_string_free(char* text);
 
 typedef struct hanpu_generate_params {
@@ -71,8 +72,8 @@ typedef struct hanpu_generate_params {
   float min_p;              /* 0: off */
   float repetition_penalty; /* 1: off */
   uint64_t seed;
-  int32_t threads;          /* 0: every core */
-  int32_t stop_at_eos;      /* 1: stop at the model's end-of-generation tokens */
+  int32_t threads;     /* 0: every core */
+  int32_t stop_at_eos; /* 1: stop at the model's end-of-generation tokens */
 } hanpu_generate_params;
 
 /* The checkpoint's sampling defaults (its generation_config.json or GGUF keys; greedy when it
@@ -92,8 +93,8 @@ typedef struct hanpu_generate_result {
 /* Prefills prompt[0..count) and decodes a reply into on_text (NULL: no text). result may be
  * NULL. */
 hanpu_status hanpu_generate(hanpu_engine* engine, const int32_t* prompt, size_t count,
-                            const hanpu_generate_params* params, hanpu_text_callback on_text, void* user,
-                            hanpu_generate_result* result);
+                            const hanpu_generate_params* params, hanpu_text_callback on_text,
+                            void* user, hanpu_generate_result* result);
 
 #ifdef __cplusplus
 }

@@ -8,7 +8,7 @@
 namespace hanpu {
 
 struct FmaPeak {
-  double gflops = 0;         // all threads together, register-only FMA loop
+  double gflops = 0;  // all threads together, register-only FMA loop
   double per_core_gflops = 0;
   int threads = 0;
   std::string simd_target;  // the Highway target the kernels dispatched to, e.g. "AVX3"

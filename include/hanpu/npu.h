@@ -30,7 +30,8 @@ struct NpuLaStats {
   int64_t l1_l0_bytes = 0;  // L1 -> L0A / L0B
   int64_t spill_bytes = 0;
   int64_t gm_workspace_bytes = 0;  // device memory for intermediates beyond inputs and outputs
-  std::map<std::string, int64_t> peak_bytes;  // per buffer ("L1", "L0A", "L0B", "L0C", "UB"), largest core
+  std::map<std::string, int64_t>
+      peak_bytes;  // per buffer ("L1", "L0A", "L0B", "L0C", "UB"), largest core
   int64_t cube_macs = 0;
   double cube_util = 0, vector_util = 0;
   double energy_mj = 0;
@@ -53,8 +54,8 @@ std::vector<std::string> npu_spatial_targets();  // the spatial (XDNA-class) bui
 // state versions, every vector chain's layout with its transform sites and the DP's cost,
 // and the core schedule (whole heads; tail heads whole, split by columns or, measured
 // faster, chunk-split over all cores) with the costs that decided it.
-Status describe_npu_plan(const std::string& target, LaMech mech, int heads, int64_t seq, int dim, int chunk,
-                         std::string* out);
+Status describe_npu_plan(const std::string& target, LaMech mech, int heads, int64_t seq, int dim,
+                         int chunk, std::string* out);
 
 // GDN or KDA prefill of one sequence on the target. q/k/v/o may be stored in any dtype: the
 // NPU holds them as fp16 in GM (the paper's mixed precision: fp16 q/k/v/o, fp32 gates and
@@ -65,18 +66,18 @@ Status npu_la_prefill(const LaArgs& args, const NpuLaOptions& options, NpuLaStat
 // ---- Spatial (XDNA-class) targets: fused attention --------------------------------------
 
 struct NpuAttnOptions {
-  std::string target = "xdna2";                // a spatial target: xdna1, xdna2, or a JSON file
-  std::string variant = "steel";                // see npu_attn_variants()
-  std::string placement = "sparsity-aware";     // query blocks on pipelines: uniform, sparsity-aware
+  std::string target = "xdna2";              // a spatial target: xdna1, xdna2, or a JSON file
+  std::string variant = "steel";             // see npu_attn_variants()
+  std::string placement = "sparsity-aware";  // query blocks on pipelines: uniform, sparsity-aware
 };
 
 struct NpuAttnStats {
   std::string target, variant, placement;
   double latency_ms = 0;
-  int64_t offchip_bytes = 0;  // DRAM read + written
-  double stall_ms = 0;        // producers held by consumers that had not released (summed)
-  double compute_util = 0;    // busy compute-core time / (compute tiles x latency)
-  int busy_tiles = 0;         // compute tiles that did any work
+  int64_t offchip_bytes = 0;      // DRAM read + written
+  double stall_ms = 0;            // producers held by consumers that had not released (summed)
+  double compute_util = 0;        // busy compute-core time / (compute tiles x latency)
+  int busy_tiles = 0;             // compute tiles that did any work
   std::vector<double> tile_util;  // per compute tile (column-major, rows 2 up): busy / latency
   double macs = 0;
   double energy_mj = 0;

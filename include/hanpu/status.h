@@ -23,8 +23,8 @@ class [[nodiscard]] Status {
 
 }  // namespace hanpu
 
-#define HANPU_RETURN_IF_ERROR(expr)              \
-  do {                                           \
-    ::hanpu::Status hanpu_status_ = (expr);      \
+#define HANPU_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::hanpu::Status hanpu_status_ = (expr);        \
     if (!hanpu_status_.ok()) return hanpu_status_; \
   } while (0)

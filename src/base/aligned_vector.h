@@ -19,7 +19,9 @@ struct CacheAlignedAllocator {
   T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlign)); }
   void deallocate(T* p, size_t) noexcept { ::operator delete(p, kAlign); }
   template <typename U>
-  bool operator==(const CacheAlignedAllocator<U>&) const noexcept { return true; }
+  bool operator==(const CacheAlignedAllocator<U>&) const noexcept {
+    return true;
+  }
 };
 
 using AlignedFloats = std::vector<float, CacheAlignedAllocator<float>>;

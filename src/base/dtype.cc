@@ -8,9 +8,12 @@ namespace hanpu {
 
 std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::kF32: return "f32";
-    case DType::kF16: return "f16";
-    case DType::kBF16: return "bf16";
+    case DType::kF32:
+      return "f32";
+    case DType::kF16:
+      return "f16";
+    case DType::kBF16:
+      return "bf16";
   }
   return "?";
 }
@@ -78,18 +81,27 @@ float f16_bits_to_f32(uint16_t h) {
 
 float load_as_f32(const void* data, DType t, size_t i) {
   switch (t) {
-    case DType::kF32: return static_cast<const float*>(data)[i];
-    case DType::kF16: return f16_bits_to_f32(static_cast<const uint16_t*>(data)[i]);
-    case DType::kBF16: return bf16_bits_to_f32(static_cast<const uint16_t*>(data)[i]);
+    case DType::kF32:
+      return static_cast<const float*>(data)[i];
+    case DType::kF16:
+      return f16_bits_to_f32(static_cast<const uint16_t*>(data)[i]);
+    case DType::kBF16:
+      return bf16_bits_to_f32(static_cast<const uint16_t*>(data)[i]);
   }
   return 0.0f;
 }
 
 void store_from_f32(void* data, DType t, size_t i, float x) {
   switch (t) {
-    case DType::kF32: static_cast<float*>(data)[i] = x; break;
-    case DType::kF16: static_cast<uint16_t*>(data)[i] = f32_to_f16_bits(x); break;
-    case DType::kBF16: static_cast<uint16_t*>(data)[i] = f32_to_bf16_bits(x); break;
+    case DType::kF32:
+      static_cast<float*>(data)[i] = x;
+      break;
+    case DType::kF16:
+      static_cast<uint16_t*>(data)[i] = f32_to_f16_bits(x);
+      break;
+    case DType::kBF16:
+      static_cast<uint16_t*>(data)[i] = f32_to_bf16_bits(x);
+      break;
   }
 }
 

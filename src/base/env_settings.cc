@@ -9,13 +9,18 @@ namespace hanpu {
 namespace {
 
 constexpr EnvVarInfo kVars[] = {
-    {EnvVar::kThreads, "HANPU_THREADS", "worker threads when a call asks for 0 (default: every CPU this process may use; 1-1024)"},
+    {EnvVar::kThreads, "HANPU_THREADS",
+     "worker threads when a call asks for 0 (default: every CPU this process may use; 1-1024)"},
     {EnvVar::kPin, "HANPU_PIN", "0: do not pin the pool's threads to CPUs"},
-    {EnvVar::kSpinUs, "HANPU_SPIN_US", "microseconds a pool thread spins for the next job before it sleeps (default 500; 0-1000000)"},
-    {EnvVar::kBalance, "HANPU_BALANCE", "0: deal LA heads equally instead of by each core's measured speed"},
+    {EnvVar::kSpinUs, "HANPU_SPIN_US",
+     "microseconds a pool thread spins for the next job before it sleeps (default 500; 0-1000000)"},
+    {EnvVar::kBalance, "HANPU_BALANCE",
+     "0: deal LA heads equally instead of by each core's measured speed"},
     {EnvVar::kAmx, "HANPU_AMX", "0: keep bf16 projections off the AMX tiles"},
-    {EnvVar::kBf16Dot, "HANPU_BF16_DOT", "0: keep bf16 projections and attention products off the AVX512-BF16 dot instruction"},
-    {EnvVar::kBlas, "HANPU_BLAS", "0: run f32/f16 projections on hanpu's micro-kernel instead of OpenBLAS"},
+    {EnvVar::kBf16Dot, "HANPU_BF16_DOT",
+     "0: keep bf16 projections and attention products off the AVX512-BF16 dot instruction"},
+    {EnvVar::kBlas, "HANPU_BLAS",
+     "0: run f32/f16 projections on hanpu's micro-kernel instead of OpenBLAS"},
 };
 
 }  // namespace

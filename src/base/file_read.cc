@@ -24,7 +24,8 @@ const char* file_kind_name(unsigned mode) {
 Status open_regular_file(const std::string& path, const char* what, int* fd, int64_t* size) {
   // O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer forever.
   const int f = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (f < 0) return Status::Error(fmt::format("{}: cannot open {}: {}", path, what, std::strerror(errno)));
+  if (f < 0)
+    return Status::Error(fmt::format("{}: cannot open {}: {}", path, what, std::strerror(errno)));
   struct stat st {};
   if (fstat(f, &st) != 0) {
     const int err = errno;
@@ -33,7 +34,8 @@ Status open_regular_file(const std::string& path, const char* what, int* fd, int
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(f);
-    return Status::Error(fmt::format("{}: {} must be a regular file, this is {}", path, what, file_kind_name(st.st_mode)));
+    return Status::Error(fmt::format("{}: {} must be a regular file, this is {}", path, what,
+                                     file_kind_name(st.st_mode)));
   }
   // Back to blocking reads: a regular file never blocks, and the flag must not leak into them.
   fcntl(f, F_SETFL, fcntl(f, F_GETFL) & ~O_NONBLOCK);
@@ -42,12 +44,14 @@ Status open_regular_file(const std::string& path, const char* what, int* fd, int
   return Status::Ok();
 }
 
-Status read_regular_file(const std::string& path, int64_t max_bytes, const char* what, std::string* out) {
+Status read_regular_file(const std::string& path, int64_t max_bytes, const char* what,
+                         std::string* out) {
   int fd = -1;
   int64_t size = 0;
   HANPU_RETURN_IF_ERROR(open_regular_file(path, what, &fd, &size));
   const auto too_big = [&](int64_t n) {
-    return Status::Error(fmt::format("{}: {} is {} bytes or more, over the limit of {} bytes", path, what, n, max_bytes));
+    return Status::Error(fmt::format("{}: {} is {} bytes or more, over the limit of {} bytes", path,
+                                     what, n, max_bytes));
   };
   if (size > max_bytes) {
     ::close(fd);
@@ -70,7 +74,8 @@ Status read_regular_file(const std::string& path, int64_t max_bytes, const char*
     if (n < 0) {
       const int err = errno;
       ::close(fd);
-      return Status::Error(fmt::format("{}: reading {} failed at byte {}: {}", path, what, got, std::strerror(err)));
+      return Status::Error(
+          fmt::format("{}: reading {} failed at byte {}: {}", path, what, got, std::strerror(err)));
     }
     if (n == 0) break;
     got += static_cast<size_t>(n);

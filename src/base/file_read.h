@@ -11,7 +11,8 @@ namespace hanpu {
 
 // Reads `path` into `out` if it is a regular file of at most `max_bytes`; `what` names the
 // file's role in errors ("config.json", "prompt file"). `out` is untouched on error.
-Status read_regular_file(const std::string& path, int64_t max_bytes, const char* what, std::string* out);
+Status read_regular_file(const std::string& path, int64_t max_bytes, const char* what,
+                         std::string* out);
 
 // Opens `path` for reading only if it is a regular file (O_NONBLOCK, so a FIFO cannot block
 // the open); returns the descriptor in *fd and its size in *size. The caller closes it.

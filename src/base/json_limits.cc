@@ -15,13 +15,16 @@ Status check_json_depth(std::string_view text, const std::string& source, int ma
   for (size_t i = 0; i < text.size(); ++i) {
     const char ch = text[i];
     if (in_string) {
-      if (ch == '\\') ++i;  // the escaped character cannot end the string
-      else if (ch == '"') in_string = false;
+      if (ch == '\\')
+        ++i;  // the escaped character cannot end the string
+      else if (ch == '"')
+        in_string = false;
     } else if (ch == '"') {
       in_string = true;
     } else if (ch == '[' || ch == '{') {
       if (++depth > max_depth) {
-        return Status::Error(fmt::format("{}: JSON nests deeper than {} levels at byte {}", source, max_depth, i));
+        return Status::Error(
+            fmt::format("{}: JSON nests deeper than {} levels at byte {}", source, max_depth, i));
       }
     } else if (ch == ']' || ch == '}') {
       --depth;
@@ -35,7 +38,8 @@ Status parse_json(std::string_view text, const std::string& source, nlohmann::js
   try {
     *out = nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {
-    return Status::Error(fmt::format("{}: malformed JSON at byte {}: {}", source, e.byte, e.what()));
+    return Status::Error(
+        fmt::format("{}: malformed JSON at byte {}: {}", source, e.byte, e.what()));
   } catch (const nlohmann::json::exception& e) {  // e.g. a number too large for any type
     return Status::Error(fmt::format("{}: malformed JSON: {}", source, e.what()));
   }

@@ -59,7 +59,8 @@ hanpu_status hanpu_engine_load(const char* path, const char* weights, hanpu_engi
   if (!path) return null_argument("hanpu_engine_load", "path");
   return guarded([&] {
     auto handle = std::make_unique<hanpu_engine>();
-    const hanpu_status s = from(hanpu::Engine::load(path, &handle->engine, weights ? weights : "auto"));
+    const hanpu_status s =
+        from(hanpu::Engine::load(path, &handle->engine, weights ? weights : "auto"));
     if (s == HANPU_OK) *out = handle.release();
     return s;
   });
@@ -79,8 +80,12 @@ hanpu_status hanpu_engine_synthetic(const char* name, uint64_t seed, hanpu_engin
 
 void hanpu_engine_free(hanpu_engine* engine) { delete engine; }
 
-int32_t hanpu_vocab_size(const hanpu_engine* engine) { return engine ? engine->engine->info().vocab : 0; }
-int hanpu_has_tokenizer(const hanpu_engine* engine) { return engine && engine->engine->has_tokenizer() ? 1 : 0; }
+int32_t hanpu_vocab_size(const hanpu_engine* engine) {
+  return engine ? engine->engine->info().vocab : 0;
+}
+int hanpu_has_tokenizer(const hanpu_engine* engine) {
+  return engine && engine->engine->has_tokenizer() ? 1 : 0;
+}
 
 hanpu_status hanpu_tokenize(const hanpu_engine* engine, const char* text, size_t len, int32_t* ids,
                             size_t capacity, size_t* count) {
@@ -90,19 +95,22 @@ hanpu_status hanpu_tokenize(const hanpu_engine* engine, const char* text, size_t
   if (!ids && capacity > 0) return null_argument("hanpu_tokenize", "ids");
   return guarded([&] {
     std::vector<int> tokens;
-    const hanpu_status s = from(engine->engine->tokenize(std::string_view(text ? text : "", len), &tokens));
+    const hanpu_status s =
+        from(engine->engine->tokenize(std::string_view(text ? text : "", len), &tokens));
     if (s != HANPU_OK) return s;
     *count = tokens.size();
     if (tokens.size() > capacity)
       return fail(HANPU_ERROR_BUFFER_TOO_SMALL, "hanpu_tokenize: " + std::to_string(tokens.size()) +
-                                                    " ids do not fit in a buffer of " + std::to_string(capacity));
+                                                    " ids do not fit in a buffer of " +
+                                                    std::to_string(capacity));
     std::copy(tokens.begin(), tokens.end(), ids);
     return HANPU_OK;
   });
 }
 
-hanpu_status hanpu_apply_chat_template(const hanpu_engine* engine, const hanpu_chat_message* messages,
-                                       size_t count, char** text) {
+hanpu_status hanpu_apply_chat_template(const hanpu_engine* engine,
+                                       const hanpu_chat_message* messages, size_t count,
+                                       char** text) {
   if (!text) return null_argument("hanpu_apply_chat_template", "text");
   *text = nullptr;
   if (!engine) return null_argument("hanpu_apply_chat_template", "engine");
@@ -111,12 +119,13 @@ hanpu_status hanpu_apply_chat_template(const hanpu_engine* engine, const hanpu_c
     std::vector<hanpu::ChatMessage> chat;
     for (size_t i = 0; i < count; ++i) {
       if (!messages[i].role || !messages[i].content)
-        return fail(HANPU_ERROR_ARGUMENT, "hanpu_apply_chat_template: message " + std::to_string(i) +
-                                              " has a NULL role or content");
+        return fail(HANPU_ERROR_ARGUMENT, "hanpu_apply_chat_template: message " +
+                                              std::to_string(i) + " has a NULL role or content");
       chat.push_back({messages[i].role, messages[i].content});
     }
     std::string rendered;
-    const hanpu_status s = from(engine->engine->apply_chat_template(chat, hanpu::ChatOptions{}, &rendered));
+    const hanpu_status s =
+        from(engine->engine->apply_chat_template(chat, hanpu::ChatOptions{}, &rendered));
     if (s != HANPU_OK) return s;
     char* copy = static_cast<char*>(std::malloc(rendered.size() + 1));
     if (!copy) return fail(HANPU_ERROR_FAILED, "hanpu_apply_chat_template: out of memory");
@@ -151,12 +160,13 @@ hanpu_generate_params hanpu_default_generate_params(const hanpu_engine* engine) 
 }
 
 hanpu_status hanpu_generate(hanpu_engine* engine, const int32_t* prompt, size_t count,
-                            const hanpu_generate_params* params, hanpu_text_callback on_text, void* user,
-                            hanpu_generate_result* result) {
+                            const hanpu_generate_params* params, hanpu_text_callback on_text,
+                            void* user, hanpu_generate_result* result) {
   if (!engine) return null_argument("hanpu_generate", "engine");
   if (!params) return null_argument("hanpu_generate", "params");
   if (!prompt && count > 0) return null_argument("hanpu_generate", "prompt");
-  if (params->max_tokens < 0) return fail(HANPU_ERROR_ARGUMENT, "hanpu_generate: max_tokens is negative");
+  if (params->max_tokens < 0)
+    return fail(HANPU_ERROR_ARGUMENT, "hanpu_generate: max_tokens is negative");
   if (params->threads < 0) return fail(HANPU_ERROR_ARGUMENT, "hanpu_generate: threads is negative");
   return guarded([&] {
     hanpu::GenerateOptions o = engine->engine->default_generate_options();
@@ -172,7 +182,10 @@ hanpu_status hanpu_generate(hanpu_engine* engine, const int32_t* prompt, size_t 
     bool stop = false;
     o.stop_requested = [&stop] { return stop; };
     std::function<void(std::string_view)> text;
-    if (on_text) text = [&](std::string_view piece) { stop = stop || on_text(piece.data(), piece.size(), user) != 0; };
+    if (on_text)
+      text = [&](std::string_view piece) {
+        stop = stop || on_text(piece.data(), piece.size(), user) != 0;
+      };
     const std::vector<int> ids(prompt, prompt + count);
     hanpu::GenerateStats stats;
     const hanpu_status s = from(engine->engine->generate(ids, o, text, nullptr, &stats));

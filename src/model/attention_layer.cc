@@ -12,8 +12,9 @@
 
 namespace hanpu::model {
 
-Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* x, int64_t T, int64_t pos0,
-                       KvCache* kv, const ForwardOptions& opt, int64_t out_rows, float* out, double* kernel_ms) {
+Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* x, int64_t T,
+                       int64_t pos0, KvCache* kv, const ForwardOptions& opt, int64_t out_rows,
+                       float* out, double* kernel_ms) {
   const int Hq = c.attn_heads, Hkv = c.kv_heads, D = c.head_dim, hidden = c.hidden;
   // Keys and values of all T rows go to the cache; queries only for the R = out_rows rows
   // whose output is wanted (layers.h), the last ones, at positions pos0 + r0 ...
@@ -25,7 +26,8 @@ Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* 
   float* k = reuse_buffer(k_buf, static_cast<size_t>(T) * Hkv * D);
   float* v = reuse_buffer(v_buf, static_cast<size_t>(T) * Hkv * D);
   if (R == T) {  // one call for the three: x is packed once
-    cpu::linear_many(x, hidden, T, {{&w.q, qg, Hq * 2 * D}, {&w.k, k, Hkv * D}, {&w.v, v, Hkv * D}}, opt.threads);
+    cpu::linear_many(x, hidden, T, {{&w.q, qg, Hq * 2 * D}, {&w.k, k, Hkv * D}, {&w.v, v, Hkv * D}},
+                     opt.threads);
   } else {
     cpu::linear_many(x, hidden, T, {{&w.k, k, Hkv * D}, {&w.v, v, Hkv * D}}, opt.threads);
     cpu::linear(x + r0 * hidden, hidden, R, w.q, qg, Hq * 2 * D, opt.threads);
@@ -52,7 +54,8 @@ Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* 
     ao.products = opt.attn_products;
     st = attn_prefill(args, ao);
   }
-  *kernel_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  *kernel_ms +=
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!st.ok()) return Status::Error(fmt::format("attention layer: {}", st.message()));
   parallel_rows(opt.threads, R, static_cast<int64_t>(Hq) * D * 20, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {

@@ -20,7 +20,8 @@ namespace hanpu::model {
 // The reply rendered in its place: text no message can hold, so its end is unambiguous.
 inline constexpr char kSavedReplyPlaceholder[] = "\x01hanpu-saved-reply\x01";
 
-Status chat_continuation(const ChatTemplate& t, const std::string& saved_tail, const std::vector<ChatMessage>& messages,
-                         const ChatOptions& options, std::string* out);
+Status chat_continuation(const ChatTemplate& t, const std::string& saved_tail,
+                         const std::vector<ChatMessage>& messages, const ChatOptions& options,
+                         std::string* out);
 
 }  // namespace hanpu::model

@@ -96,7 +96,8 @@ ChatTemplate::~ChatTemplate() = default;
 ChatTemplate::ChatTemplate(ChatTemplate&&) noexcept = default;
 ChatTemplate& ChatTemplate::operator=(ChatTemplate&&) noexcept = default;
 
-Status ChatTemplate::parse(const std::string& source, const std::string& origin, ChatTemplate* out) {
+Status ChatTemplate::parse(const std::string& source, const std::string& origin,
+                           ChatTemplate* out) {
   auto program = std::make_shared<Program>();
   program->source = source;
   HANPU_RETURN_IF_ERROR(guarded("chat template", origin, [&] {
@@ -159,9 +160,11 @@ Status read_tokenizer_config(const std::filesystem::path& folder, nlohmann::json
   *config = nlohmann::json::object();
   const std::filesystem::path config_path = folder / "tokenizer_config.json";
   std::error_code ec;
-  if (!std::filesystem::exists(std::filesystem::symlink_status(config_path, ec))) return Status::Ok();
+  if (!std::filesystem::exists(std::filesystem::symlink_status(config_path, ec)))
+    return Status::Ok();
   std::string text;
-  HANPU_RETURN_IF_ERROR(read_regular_file(config_path.string(), kMaxJsonFileBytes, "tokenizer_config.json", &text));
+  HANPU_RETURN_IF_ERROR(
+      read_regular_file(config_path.string(), kMaxJsonFileBytes, "tokenizer_config.json", &text));
   HANPU_RETURN_IF_ERROR(parse_json(text, config_path.string(), config));
   if (!config->is_object()) {
     return Status::Error(fmt::format("{}: not a JSON object", config_path.string()));
@@ -188,7 +191,8 @@ Status load_hf_chat_template(const std::string& dir, std::optional<ChatTemplate>
   const std::filesystem::path jinja_path = folder / "chat_template.jinja";
   std::error_code ec;
   if (std::filesystem::exists(std::filesystem::symlink_status(jinja_path, ec))) {
-    HANPU_RETURN_IF_ERROR(read_regular_file(jinja_path.string(), kMaxChatTemplateBytes, "chat_template.jinja", &source));
+    HANPU_RETURN_IF_ERROR(read_regular_file(jinja_path.string(), kMaxChatTemplateBytes,
+                                            "chat_template.jinja", &source));
     origin = jinja_path.string();
   } else if (config.contains("chat_template")) {
     const nlohmann::json& t = config["chat_template"];
@@ -197,12 +201,13 @@ Status load_hf_chat_template(const std::string& dir, std::optional<ChatTemplate>
       source = t.get<std::string>();
     } else if (t.is_array()) {  // named templates: [{"name": "default", "template": "..."}, ...]
       for (const nlohmann::json& named : t) {
-        if (named.is_object() && named.contains("name") && named["name"] == "default" && named.contains("template") &&
-            named["template"].is_string()) {
+        if (named.is_object() && named.contains("name") && named["name"] == "default" &&
+            named.contains("template") && named["template"].is_string()) {
           source = named["template"].get<std::string>();
         }
       }
-      if (source.empty()) return Status::Error(fmt::format("{}: no template named \"default\"", origin));
+      if (source.empty())
+        return Status::Error(fmt::format("{}: no template named \"default\"", origin));
     } else {
       return Status::Error(fmt::format("{}: chat_template is neither a string nor a list", origin));
     }

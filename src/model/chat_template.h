@@ -31,7 +31,8 @@ class ChatTemplate {
   // The template's text with `messages` (role and content each), add_generation_prompt and
   // enable_thinking (left undefined when unset, as transformers does), bos_token and
   // eos_token in its context. A template's raise_exception becomes an error.
-  Status render(const std::vector<ChatMessage>& messages, const ChatOptions& options, std::string* out) const;
+  Status render(const std::vector<ChatMessage>& messages, const ChatOptions& options,
+                std::string* out) const;
 
   void set_special_tokens(std::string bos, std::string eos);
   const std::string& origin() const { return origin_; }

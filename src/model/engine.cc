@@ -46,12 +46,13 @@ struct Engine::Impl {
   model::ChatTemplate chat = model::ChatTemplate::chatml();
   Status chat_error = Status::Ok();
   std::vector<int> stop_tokens;  // EngineInfo::stop_tokens
-  std::optional<model::GenerationConfig> generation;  // generation_config.json, if the checkpoint has one
+  std::optional<model::GenerationConfig>
+      generation;  // generation_config.json, if the checkpoint has one
   std::string generation_origin;
 };
 
 struct Sequence::Impl {
-  const model::Model* model = nullptr;      // the engine's, which it belongs to
+  const model::Model* model = nullptr;        // the engine's, which it belongs to
   std::optional<model::SequenceState> state;  // none until a generate call fills it
   bool broken = false;                        // a call failed while changing it
 };
@@ -72,8 +73,10 @@ std::unique_ptr<Sequence> Engine::new_sequence() const {
 
 Status Engine::save_sequence(const Sequence& sequence, const std::string& path) const {
   const Sequence::Impl& q = *sequence.impl_;
-  if (q.model != impl_->model.get()) return Status::Error("the sequence was made by another engine");
-  if (q.broken) return Status::Error("the sequence was left part-way by a call that failed; it is not saved");
+  if (q.model != impl_->model.get())
+    return Status::Error("the sequence was made by another engine");
+  if (q.broken)
+    return Status::Error("the sequence was left part-way by a call that failed; it is not saved");
   if (!q.state) return Status::Error("the sequence holds no tokens yet");
   return model::save_state(*impl_->model, *q.state, path);
 }
@@ -81,8 +84,8 @@ Status Engine::save_sequence(const Sequence& sequence, const std::string& path) 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
-Status Engine::load(const std::string& dir, std::unique_ptr<Engine>* out, const std::string& weights,
-                    const std::function<void(int, int)>& on_progress) {
+Status Engine::load(const std::string& dir, std::unique_ptr<Engine>* out,
+                    const std::string& weights, const std::function<void(int, int)>& on_progress) {
   auto impl = std::make_unique<Impl>();
   impl->name = std::filesystem::path(dir).filename().string();
   if (impl->name.empty()) impl->name = dir;
@@ -90,7 +93,8 @@ Status Engine::load(const std::string& dir, std::unique_ptr<Engine>* out, const 
   lo.progress = on_progress;
   if (weights != "auto") {
     lo.weights = parse_dtype(weights);
-    if (!lo.weights) return Status::Error(fmt::format("weights '{}' is not auto, f32, bf16 or f16", weights));
+    if (!lo.weights)
+      return Status::Error(fmt::format("weights '{}' is not auto, f32, bf16 or f16", weights));
   }
   model::GgufExtras gguf;
   HANPU_RETURN_IF_ERROR(model::load_model(dir, lo, &impl->model, &gguf));
@@ -99,7 +103,8 @@ Status Engine::load(const std::string& dir, std::unique_ptr<Engine>* out, const 
     impl->tokenizer = std::move(gguf.tokenizer);
     if (!gguf.chat_template.empty()) {
       model::ChatTemplate t;
-      impl->chat_error = model::ChatTemplate::parse(gguf.chat_template, dir + " (tokenizer.chat_template)", &t);
+      impl->chat_error =
+          model::ChatTemplate::parse(gguf.chat_template, dir + " (tokenizer.chat_template)", &t);
       t.set_special_tokens(gguf.bos_token, gguf.eos_token);
       if (impl->chat_error.ok()) impl->chat = std::move(t);
     }
@@ -114,8 +119,9 @@ Status Engine::load(const std::string& dir, std::unique_ptr<Engine>* out, const 
     if (t) impl->chat = std::move(*t);
   }
   if (impl->tokenizer && impl->tokenizer->vocab_size() > impl->model->config().vocab) {
-    return Status::Error(fmt::format("{}: the tokenizer has {} tokens, the model's vocabulary only {}", tok_source,
-                                     impl->tokenizer->vocab_size(), impl->model->config().vocab));
+    return Status::Error(
+        fmt::format("{}: the tokenizer has {} tokens, the model's vocabulary only {}", tok_source,
+                    impl->tokenizer->vocab_size(), impl->model->config().vocab));
   }
   // Stop tokens from every place a checkpoint names them (EngineInfo::stop_tokens).
   std::vector<int>& stops = impl->stop_tokens;
@@ -126,10 +132,12 @@ Status Engine::load(const std::string& dir, std::unique_ptr<Engine>* out, const 
     impl->generation_origin = dir + " (general.sampling.*)";
   }
   if (!gguf.tokenizer) {
-    HANPU_RETURN_IF_ERROR(model::load_generation_config(dir, impl->model->config().vocab, &impl->generation));
+    HANPU_RETURN_IF_ERROR(
+        model::load_generation_config(dir, impl->model->config().vocab, &impl->generation));
     if (impl->generation) {
       impl->generation_origin = (std::filesystem::path(dir) / "generation_config.json").string();
-      stops.insert(stops.end(), impl->generation->eos_token_ids.begin(), impl->generation->eos_token_ids.end());
+      stops.insert(stops.end(), impl->generation->eos_token_ids.begin(),
+                   impl->generation->eos_token_ids.end());
     }
     // A tokenizer_config.json that does not parse is reported when a chat asks for the
     // template (chat_error above), not here.
@@ -145,7 +153,8 @@ Status Engine::load(const std::string& dir, std::unique_ptr<Engine>* out, const 
 }
 
 Status Engine::synthetic(const std::string& name, uint64_t seed, std::unique_ptr<Engine>* out,
-                         const std::string& weights, const std::function<void(int, int)>& on_progress) {
+                         const std::string& weights,
+                         const std::function<void(int, int)>& on_progress) {
   const auto config = model::synthetic_model_config(name);
   if (!config) {
     std::string names;
@@ -171,7 +180,8 @@ EngineInfo Engine::info() const {
   i.name = impl_->name;
   i.architecture = c.arch == model::Arch::kQwen35 ? "qwen3.5" : "qwen3-next";
   i.layers = c.layers;
-  for (auto k : c.layer_kinds) (k == model::LayerKind::kLinearAttention ? i.la_layers : i.attn_layers)++;
+  for (auto k : c.layer_kinds)
+    (k == model::LayerKind::kLinearAttention ? i.la_layers : i.attn_layers)++;
   i.hidden = c.hidden;
   i.vocab = c.vocab;
   const model::ModelWeights& w = impl_->model->weights();
@@ -185,7 +195,8 @@ EngineInfo Engine::info() const {
     i.decode_bytes_per_token -= per_expert * (c.num_experts - c.experts_per_token);
   }
   // The sizes new_state() allocates, per layer of each kind.
-  i.la_state_bytes = i.la_layers * (c.la_recurrent_floats() + c.la_conv_state_floats()) * int64_t{sizeof(float)};
+  i.la_state_bytes =
+      i.la_layers * (c.la_recurrent_floats() + c.la_conv_state_floats()) * int64_t{sizeof(float)};
   i.kv_values_per_position = i.attn_layers * 2 * int64_t{c.kv_heads} * c.head_dim;
   i.parameters = w.parameters(c.tie_embeddings);
   i.max_positions = c.max_positions;
@@ -218,7 +229,8 @@ Status Engine::kv_cache_dtype(const std::string& kv_cache, std::string* resolved
     *resolved = std::string(dtype_name(impl_->model->weights().lm_head.dtype));
     return Status::Ok();
   }
-  if (!parse_dtype(kv_cache)) return Status::Error(fmt::format("kv cache '{}' is not auto, f32, bf16 or f16", kv_cache));
+  if (!parse_dtype(kv_cache))
+    return Status::Error(fmt::format("kv cache '{}' is not auto, f32, bf16 or f16", kv_cache));
   *resolved = kv_cache;
   return Status::Ok();
 }
@@ -228,22 +240,26 @@ namespace {
 // GenerateOptions::attn_products: parsed, and whether the prefill's attention takes bf16
 // products; "bf16" without the instruction is an error now rather than at the first
 // attention layer of a prefill.
-Status resolve_attn_products(const std::string& name, DType kv_dtype, AttnProducts* out, bool* bf16) {
+Status resolve_attn_products(const std::string& name, DType kv_dtype, AttnProducts* out,
+                             bool* bf16) {
   const std::optional<AttnProducts> p = parse_attn_products(name);
-  if (!p) return Status::Error(fmt::format("attention products '{}' are not auto, f32 or bf16", name));
+  if (!p)
+    return Status::Error(fmt::format("attention products '{}' are not auto, f32 or bf16", name));
   if (*p == AttnProducts::kBf16 && !attn_auto_bf16_products(DType::kBF16)) {
     return Status::Error(
-        "attention products bf16: this CPU has no bf16 dot instruction (AVX512-BF16), or HANPU_BF16_DOT=0");
+        "attention products bf16: this CPU has no bf16 dot instruction (AVX512-BF16), or "
+        "HANPU_BF16_DOT=0");
   }
   *out = *p;
-  *bf16 = *p == AttnProducts::kBf16 || (*p == AttnProducts::kAuto && attn_auto_bf16_products(kv_dtype));
+  *bf16 =
+      *p == AttnProducts::kBf16 || (*p == AttnProducts::kAuto && attn_auto_bf16_products(kv_dtype));
   return Status::Ok();
 }
 
 }  // namespace
 
-Status Engine::resolve_run(const ModelRunOptions& o, model::ForwardOptions* forward, DType* kv_dtype,
-                           std::string* kv_name, bool* bf16_products) const {
+Status Engine::resolve_run(const ModelRunOptions& o, model::ForwardOptions* forward,
+                           DType* kv_dtype, std::string* kv_name, bool* bf16_products) const {
   forward->la_strategy = o.la_strategy;
   forward->attn_placement = o.attn_placement;
   forward->threads = o.threads;
@@ -267,8 +283,8 @@ Status Engine::tokenize(std::string_view text, std::vector<int>* ids) const {
   return impl_->tokenizer->encode(text, ids);
 }
 
-Status Engine::apply_chat_template(const std::vector<ChatMessage>& messages, const ChatOptions& options,
-                                   std::string* text) const {
+Status Engine::apply_chat_template(const std::vector<ChatMessage>& messages,
+                                   const ChatOptions& options, std::string* text) const {
   HANPU_RETURN_IF_ERROR(impl_->chat_error);
   return impl_->chat.render(messages, options, text);
 }
@@ -280,8 +296,9 @@ Status Engine::tokenize_chat(const std::vector<ChatMessage>& messages, const Cha
   return tokenize(text, ids);
 }
 
-Status Engine::continue_chat(const std::string& state_path, const std::vector<ChatMessage>& messages,
-                             const ChatOptions& options, std::string* text) const {
+Status Engine::continue_chat(const std::string& state_path,
+                             const std::vector<ChatMessage>& messages, const ChatOptions& options,
+                             std::string* text) const {
   std::vector<int> saved;
   HANPU_RETURN_IF_ERROR(model::read_state_tokens(impl_->model->config(), state_path, &saved));
   return continue_chat_after(saved, messages, options, text);
@@ -293,7 +310,8 @@ Status Engine::continue_chat(const Sequence& sequence, const std::vector<ChatMes
   return continue_chat_after(sequence.tokens(), messages, options, text);
 }
 
-Status Engine::continue_chat_after(const std::vector<int>& ids, const std::vector<ChatMessage>& messages,
+Status Engine::continue_chat_after(const std::vector<int>& ids,
+                                   const std::vector<ChatMessage>& messages,
                                    const ChatOptions& options, std::string* text) const {
   HANPU_RETURN_IF_ERROR(impl_->chat_error);
   if (!impl_->tokenizer) return Status::Error(fmt::format("{} has no tokenizer", impl_->name));
@@ -307,7 +325,8 @@ Status Engine::continue_chat_after(const std::vector<int>& ids, const std::vecto
 
 Status Engine::set_chat_template_file(const std::string& path) {
   std::string source;
-  HANPU_RETURN_IF_ERROR(read_regular_file(path, kMaxChatTemplateBytes, "the chat template", &source));
+  HANPU_RETURN_IF_ERROR(
+      read_regular_file(path, kMaxChatTemplateBytes, "the chat template", &source));
   model::ChatTemplate t;
   HANPU_RETURN_IF_ERROR(model::ChatTemplate::parse(source, path, &t));
   t.set_special_tokens(impl_->chat.bos_token(), impl_->chat.eos_token());  // the checkpoint's
@@ -318,14 +337,17 @@ Status Engine::set_chat_template_file(const std::string& path) {
 
 std::string Engine::chat_template_origin() const { return impl_->chat.origin(); }
 
-Status Engine::sequence_to_continue(const GenerateOptions& o, DType kv_dtype, const std::string& kv_name,
-                                    model::SequenceState** held) const {
+Status Engine::sequence_to_continue(const GenerateOptions& o, DType kv_dtype,
+                                    const std::string& kv_name, model::SequenceState** held) const {
   *held = nullptr;
   if (o.sequence == nullptr) return Status::Ok();
   Sequence::Impl& q = *o.sequence->impl_;
-  if (q.model != impl_->model.get()) return Status::Error("the sequence was made by another engine");
+  if (q.model != impl_->model.get())
+    return Status::Error("the sequence was made by another engine");
   if (q.broken) {
-    return Status::Error("the sequence was left part-way by a call that failed; start a new one (or resume a saved file)");
+    return Status::Error(
+        "the sequence was left part-way by a call that failed; start a new one (or resume a saved "
+        "file)");
   }
   if (!o.resume_state.empty() || !q.state) return Status::Ok();  // filled fresh, then handed to it
   for (const auto& cache : q.state->kv) {
@@ -340,18 +362,20 @@ Status Engine::sequence_to_continue(const GenerateOptions& o, DType kv_dtype, co
 
 Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o,
                         const std::function<void(std::string_view)>& on_text,
-                        const std::function<void(int64_t, int64_t)>& on_progress, GenerateStats* stats,
-                        std::vector<int>* generated) {
+                        const std::function<void(int64_t, int64_t)>& on_progress,
+                        GenerateStats* stats, std::vector<int>* generated) {
   const model::Model& m = *impl_->model;
   if (prompt.empty()) return Status::Error("the prompt has no tokens");
   if (o.max_tokens < 0 || o.prefill_chunk < 1) {
-    return Status::Error(fmt::format("max_tokens {} must be >= 0 and prefill_chunk {} >= 1", o.max_tokens,
-                                     o.prefill_chunk));
+    return Status::Error(fmt::format("max_tokens {} must be >= 0 and prefill_chunk {} >= 1",
+                                     o.max_tokens, o.prefill_chunk));
   }
   if (!(o.temperature >= 0.0f) || !(o.top_p > 0.0f && o.top_p <= 1.0f) || o.top_k < 0 ||
-      !(o.min_p >= 0.0f && o.min_p <= 1.0f) || !(o.repetition_penalty > 0.0f) || !std::isfinite(o.presence_penalty)) {
+      !(o.min_p >= 0.0f && o.min_p <= 1.0f) || !(o.repetition_penalty > 0.0f) ||
+      !std::isfinite(o.presence_penalty)) {
     return Status::Error(fmt::format(
-        "sampling: temperature {} must be >= 0, top_p {} in (0, 1], top_k {} >= 0, min_p {} in [0, 1], "
+        "sampling: temperature {} must be >= 0, top_p {} in (0, 1], top_k {} >= 0, min_p {} in [0, "
+        "1], "
         "repetition_penalty {} > 0, presence_penalty {} finite",
         o.temperature, o.top_p, o.top_k, o.min_p, o.repetition_penalty, o.presence_penalty));
   }
@@ -371,7 +395,8 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
   HANPU_RETURN_IF_ERROR(sequence_to_continue(o, kv_dtype, s.kv_cache, &held));
   if (held == nullptr) {
     fresh = m.new_state(kv_dtype);
-    if (!o.resume_state.empty()) HANPU_RETURN_IF_ERROR(model::load_state(m, o.resume_state, &fresh, kv_dtype));
+    if (!o.resume_state.empty())
+      HANPU_RETURN_IF_ERROR(model::load_state(m, o.resume_state, &fresh, kv_dtype));
   }
   model::SequenceState& state = held != nullptr ? *held : fresh;
   s.resumed_tokens = state.position;
@@ -381,17 +406,19 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
   const model::ModelConfig& c = m.config();
   int64_t kv_row_bytes = 0;
   for (int i = 0; i < c.layers; ++i) {
-    if (c.layer_kinds[i] == model::LayerKind::kFullAttention) kv_row_bytes += 2 * int64_t{c.kv_heads} * c.head_dim * dtype_size(kv_dtype);
+    if (c.layer_kinds[i] == model::LayerKind::kFullAttention)
+      kv_row_bytes += 2 * int64_t{c.kv_heads} * c.head_dim * dtype_size(kv_dtype);
   }
   const int64_t whole = state.position + s.prompt_tokens + o.max_tokens;
   const int64_t memory = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
   if (memory > 0 && whole * kv_row_bytes > memory) {
-    return Status::Error(fmt::format("a sequence of {} tokens ({} prompt + {} max_tokens{}) needs {:.1f} GiB of KV cache, "
-                                     "more than this machine's {:.1f} GiB of memory",
-                                     whole, s.prompt_tokens, o.max_tokens,
-                                     state.position > 0 ? fmt::format(" after {} resumed", state.position) : "",
-                                     static_cast<double>(whole * kv_row_bytes) / (1 << 30),
-                                     static_cast<double>(memory) / (1 << 30)));
+    return Status::Error(fmt::format(
+        "a sequence of {} tokens ({} prompt + {} max_tokens{}) needs {:.1f} GiB of KV cache, "
+        "more than this machine's {:.1f} GiB of memory",
+        whole, s.prompt_tokens, o.max_tokens,
+        state.position > 0 ? fmt::format(" after {} resumed", state.position) : "",
+        static_cast<double>(whole * kv_row_bytes) / (1 << 30),
+        static_cast<double>(memory) / (1 << 30)));
   }
   // From here the state changes: a failure leaves the caller's sequence part-way.
   if (held != nullptr) o.sequence->impl_->broken = true;
@@ -411,13 +438,16 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
   for (int64_t i = 0; i < s.prompt_tokens; i += o.prefill_chunk) {
     const int64_t n = std::min<int64_t>(o.prefill_chunk, s.prompt_tokens - i);
     const bool last_chunk = i + n == s.prompt_tokens;  // only its logits are sampled from
-    HANPU_RETURN_IF_ERROR(m.forward(prompt.data() + i, n, &state, fo, last_chunk ? &logits : nullptr, &prof));
+    HANPU_RETURN_IF_ERROR(
+        m.forward(prompt.data() + i, n, &state, fo, last_chunk ? &logits : nullptr, &prof));
     if (on_progress) on_progress(i + n, s.prompt_tokens);
   }
   s.prefill_ms = ms_since(t0);
   s.prefill_split = model::time_split_of(prof);
-  model::Sampler sampler({o.temperature, o.top_k, o.top_p, o.seed, o.repetition_penalty, o.min_p, o.presence_penalty});
-  for (int id : state.tokens) sampler.observe_prompt(id);  // a resumed sequence's earlier tokens, then the prompt
+  model::Sampler sampler(
+      {o.temperature, o.top_k, o.top_p, o.seed, o.repetition_penalty, o.min_p, o.presence_penalty});
+  for (int id : state.tokens)
+    sampler.observe_prompt(id);  // a resumed sequence's earlier tokens, then the prompt
   const std::vector<int>& eos = impl_->stop_tokens;
   // Text goes out through the stream, which also watches for stop strings.
   const bool texts = impl_->tokenizer && (on_text || !o.stop_strings.empty());
@@ -443,7 +473,8 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
       break;
     }
     if (step + 1 < o.max_tokens && o.stop_requested && o.stop_requested()) {
-      s.stop_reason = "stopped";  // the token is kept; below, it is run through where the sequence is kept
+      s.stop_reason =
+          "stopped";  // the token is kept; below, it is run through where the sequence is kept
       break;
     }
     if (step + 1 < o.max_tokens) {
@@ -480,7 +511,8 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
 }
 
 Status Engine::perplexity(const std::vector<int>& tokens, const PerplexityOptions& o,
-                          const std::function<void(const PerplexityStats&)>& on_chunk, PerplexityStats* stats) const {
+                          const std::function<void(const PerplexityStats&)>& on_chunk,
+                          PerplexityStats* stats) const {
   model::PerplexityRun run;
   std::string kv_name;
   bool bf16_products = false;
@@ -492,7 +524,8 @@ Status Engine::perplexity(const std::vector<int>& tokens, const PerplexityOption
 }
 
 std::string default_model_dir() {
-  const std::filesystem::path p = std::filesystem::path(HANPU_SOURCE_DIR) / "tests/fixtures/models/qwen35-tiny";
+  const std::filesystem::path p =
+      std::filesystem::path(HANPU_SOURCE_DIR) / "tests/fixtures/models/qwen35-tiny";
   return std::filesystem::exists(p / "config.json") ? p.string() : std::string();
 }
 

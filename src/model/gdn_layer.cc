@@ -12,26 +12,30 @@
 
 namespace hanpu::model {
 
-Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int64_t T, std::vector<float>* conv,
-                 AlignedFloats* recurrent, const ForwardOptions& opt, int64_t out_rows, float* out,
-                 double* kernel_ms) {
+Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int64_t T,
+                 std::vector<float>* conv, AlignedFloats* recurrent, const ForwardOptions& opt,
+                 int64_t out_rows, float* out, double* kernel_ms) {
   const int H = c.la_key_heads, HV = c.la_value_heads, K = c.la_key_dim, V = c.la_value_dim;
   const int C = c.la_conv_channels(), hidden = c.hidden;
   // mixed [T, C] = q heads | k heads | v heads; z [T, HV V]; b, a [T, HV].
-  thread_local std::vector<float> mixed_buf, z_buf, b_buf, a_buf, q_buf, k_buf, v_buf, beta_buf, g_buf, o_buf;
+  thread_local std::vector<float> mixed_buf, z_buf, b_buf, a_buf, q_buf, k_buf, v_buf, beta_buf,
+      g_buf, o_buf;
   float* mixed = reuse_buffer(mixed_buf, static_cast<size_t>(T) * C);
   float* z = reuse_buffer(z_buf, static_cast<size_t>(T) * HV * V);
   float* b = reuse_buffer(b_buf, static_cast<size_t>(T) * HV);
   float* a = reuse_buffer(a_buf, static_cast<size_t>(T) * HV);
-  cpu::linear_many(x, hidden, T, {{&w.qkv, mixed, C}, {&w.z, z, HV * V}, {&w.b, b, HV}, {&w.a, a, HV}}, opt.threads);
+  cpu::linear_many(x, hidden, T,
+                   {{&w.qkv, mixed, C}, {&w.z, z, HV * V}, {&w.b, b, HV}, {&w.a, a, HV}},
+                   opt.threads);
   // The LA kernel takes contiguous q, k [T, H, K] and v [T, HV, V]: the convolution writes
   // its output channels straight into them.
   float* q = reuse_buffer(q_buf, static_cast<size_t>(T) * H * K);
   float* k = reuse_buffer(k_buf, static_cast<size_t>(T) * H * K);
   float* v = reuse_buffer(v_buf, static_cast<size_t>(T) * HV * V);
-  cpu::causal_conv1d_silu(mixed, T, C, w.conv.data(), c.conv_kernel, conv,
-                          {{0, H * K, q, H * K}, {H * K, H * K, k, H * K}, {2 * H * K, HV * V, v, HV * V}},
-                          opt.threads);
+  cpu::causal_conv1d_silu(
+      mixed, T, C, w.conv.data(), c.conv_kernel, conv,
+      {{0, H * K, q, H * K}, {H * K, H * K, k, H * K}, {2 * H * K, HV * V, v, HV * V}},
+      opt.threads);
   float* beta = reuse_buffer(beta_buf, static_cast<size_t>(T) * HV);
   float* g = reuse_buffer(g_buf, static_cast<size_t>(T) * HV);
   gdn_gates(b, a, T, HV, w.neg_A.data(), w.dt_bias.data(), beta, g);
@@ -48,11 +52,13 @@ Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int6
   args.final_state = {recurrent->data(), DType::kF32, {1, HV, K, V}};  // updated in place
   args.qk_l2norm = true;  // use_qk_l2norm_in_kernel=True
   LaOptions lo;
-  lo.strategy = T == 1 ? "recurrent" : opt.la_strategy;  // one token: the recurrent step is the decode kernel
+  lo.strategy =
+      T == 1 ? "recurrent" : opt.la_strategy;  // one token: the recurrent step is the decode kernel
   lo.threads = opt.threads;
   const auto t0 = std::chrono::steady_clock::now();
   const Status st = la_prefill(args, lo);
-  *kernel_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  *kernel_ms +=
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!st.ok()) return Status::Error(fmt::format("GDN layer: {}", st.message()));
   // The output path of the last out_rows rows (layers.h).
   const int64_t r0 = T - out_rows;

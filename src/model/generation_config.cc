@@ -29,9 +29,11 @@ Status parse_generation_config(const std::string& json_text, const std::string& 
   g.min_p = r.get<float>("min_p", g.min_p, false);
   g.repetition_penalty = r.get<float>("repetition_penalty", g.repetition_penalty, false);
   HANPU_RETURN_IF_ERROR(r.st);
-  if (root.contains("eos_token_id")) append_token_ids(root["eos_token_id"], vocab, &g.eos_token_ids);
+  if (root.contains("eos_token_id"))
+    append_token_ids(root["eos_token_id"], vocab, &g.eos_token_ids);
   const auto bad = [&](const char* key, const char* range) {
-    return Status::Error(fmt::format("{}: \"{}\" is {}, {}", source, key, json_excerpt(root[key]), range));
+    return Status::Error(
+        fmt::format("{}: \"{}\" is {}, {}", source, key, json_excerpt(root[key]), range));
   };
   if (!(g.temperature >= 0.0f)) return bad("temperature", "not >= 0");
   if (g.top_k < 0) return bad("top_k", "not >= 0");
@@ -42,13 +44,15 @@ Status parse_generation_config(const std::string& json_text, const std::string& 
   return Status::Ok();
 }
 
-Status load_generation_config(const std::string& dir, int vocab, std::optional<GenerationConfig>* out) {
+Status load_generation_config(const std::string& dir, int vocab,
+                              std::optional<GenerationConfig>* out) {
   out->reset();
   const std::filesystem::path path = std::filesystem::path(dir) / "generation_config.json";
   std::error_code ec;
   if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) return Status::Ok();
   std::string text;
-  HANPU_RETURN_IF_ERROR(read_regular_file(path.string(), kMaxJsonFileBytes, "generation_config.json", &text));
+  HANPU_RETURN_IF_ERROR(
+      read_regular_file(path.string(), kMaxJsonFileBytes, "generation_config.json", &text));
   GenerationConfig g;
   HANPU_RETURN_IF_ERROR(parse_generation_config(text, path.string(), vocab, &g));
   *out = std::move(g);

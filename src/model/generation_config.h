@@ -31,6 +31,7 @@ struct GenerationConfig {
 Status parse_generation_config(const std::string& json_text, const std::string& source, int vocab,
                                GenerationConfig* out);
 // dir/generation_config.json if there is one (nullopt if not), parsed.
-Status load_generation_config(const std::string& dir, int vocab, std::optional<GenerationConfig>* out);
+Status load_generation_config(const std::string& dir, int vocab,
+                              std::optional<GenerationConfig>* out);
 
 }  // namespace hanpu::model

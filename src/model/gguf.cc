@@ -34,13 +34,16 @@ class Cursor {
     uint64_t len = 0;
     HANPU_RETURN_IF_ERROR(read(&len, what));
     if (len > kGgufMaxString) return fail(fmt::format("{} length {} is absurd", what, len));
-    if (n_ - pos_ < len) return fail(fmt::format("{} of {} bytes runs past the end of the file", what, len));
+    if (n_ - pos_ < len)
+      return fail(fmt::format("{} of {} bytes runs past the end of the file", what, len));
     out->assign(reinterpret_cast<const char*>(b_ + pos_), len);
     pos_ += len;
     return Status::Ok();
   }
   Status skip_to(size_t p) {
-    if (p > n_) return fail(fmt::format("data section at {} starts past the end of the file ({} bytes)", p, n_));
+    if (p > n_)
+      return fail(
+          fmt::format("data section at {} starts past the end of the file ({} bytes)", p, n_));
     pos_ = p;
     return Status::Ok();
   }
@@ -52,8 +55,19 @@ class Cursor {
 };
 
 enum GgufType : uint32_t {
-  kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7,
-  kString = 8, kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12,
+  kU8 = 0,
+  kI8 = 1,
+  kU16 = 2,
+  kI16 = 3,
+  kU32 = 4,
+  kI32 = 5,
+  kF32 = 6,
+  kBool = 7,
+  kString = 8,
+  kArray = 9,
+  kU64 = 10,
+  kI64 = 11,
+  kF64 = 12,
 };
 
 template <class T, class Stored>
@@ -66,16 +80,26 @@ Status read_number(Cursor& c, GgufValue* out) {
 
 Status read_value(Cursor& c, uint32_t type, int depth, GgufValue* out) {
   switch (type) {
-    case kU8: return read_number<uint8_t, uint64_t>(c, out);
-    case kI8: return read_number<int8_t, int64_t>(c, out);
-    case kU16: return read_number<uint16_t, uint64_t>(c, out);
-    case kI16: return read_number<int16_t, int64_t>(c, out);
-    case kU32: return read_number<uint32_t, uint64_t>(c, out);
-    case kI32: return read_number<int32_t, int64_t>(c, out);
-    case kU64: return read_number<uint64_t, uint64_t>(c, out);
-    case kI64: return read_number<int64_t, int64_t>(c, out);
-    case kF32: return read_number<float, double>(c, out);
-    case kF64: return read_number<double, double>(c, out);
+    case kU8:
+      return read_number<uint8_t, uint64_t>(c, out);
+    case kI8:
+      return read_number<int8_t, int64_t>(c, out);
+    case kU16:
+      return read_number<uint16_t, uint64_t>(c, out);
+    case kI16:
+      return read_number<int16_t, int64_t>(c, out);
+    case kU32:
+      return read_number<uint32_t, uint64_t>(c, out);
+    case kI32:
+      return read_number<int32_t, int64_t>(c, out);
+    case kU64:
+      return read_number<uint64_t, uint64_t>(c, out);
+    case kI64:
+      return read_number<int64_t, int64_t>(c, out);
+    case kF32:
+      return read_number<float, double>(c, out);
+    case kF64:
+      return read_number<double, double>(c, out);
     case kBool: {
       uint8_t x = 0;
       HANPU_RETURN_IF_ERROR(c.read(&x, "a metadata value"));
@@ -113,17 +137,28 @@ Status read_value(Cursor& c, uint32_t type, int depth, GgufValue* out) {
 
 const char* ggml_type_name(uint32_t t) {
   switch (t) {
-    case 2: return "Q4_0";
-    case 3: return "Q4_1";
-    case 6: return "Q5_0";
-    case 7: return "Q5_1";
-    case 8: return "Q8_0";
-    case 10: return "Q2_K";
-    case 11: return "Q3_K";
-    case 12: return "Q4_K";
-    case 13: return "Q5_K";
-    case 14: return "Q6_K";
-    default: return nullptr;
+    case 2:
+      return "Q4_0";
+    case 3:
+      return "Q4_1";
+    case 6:
+      return "Q5_0";
+    case 7:
+      return "Q5_1";
+    case 8:
+      return "Q8_0";
+    case 10:
+      return "Q2_K";
+    case 11:
+      return "Q3_K";
+    case 12:
+      return "Q4_K";
+    case 13:
+      return "Q5_K";
+    case 14:
+      return "Q6_K";
+    default:
+      return nullptr;
   }
 }
 
@@ -136,18 +171,21 @@ struct Info {
 
 }  // namespace
 
-Status parse_gguf(const uint8_t* bytes, size_t size, const std::string& file, GgufMetadata* meta_out,
-                  WeightStore* store) {
+Status parse_gguf(const uint8_t* bytes, size_t size, const std::string& file,
+                  GgufMetadata* meta_out, WeightStore* store) {
   Cursor c(bytes, size, file);
   uint32_t magic = 0, version = 0;
   HANPU_RETURN_IF_ERROR(c.read(&magic, "the magic"));
-  if (std::memcmp(bytes, "GGUF", 4) != 0) return Status::Error(fmt::format("{}: not a GGUF file (bad magic at offset 0)", file));
+  if (std::memcmp(bytes, "GGUF", 4) != 0)
+    return Status::Error(fmt::format("{}: not a GGUF file (bad magic at offset 0)", file));
   HANPU_RETURN_IF_ERROR(c.read(&version, "the version"));
-  if (version != 2 && version != 3) return c.fail(fmt::format("GGUF version {} is not supported (2 or 3)", version));
+  if (version != 2 && version != 3)
+    return c.fail(fmt::format("GGUF version {} is not supported (2 or 3)", version));
   uint64_t n_tensors = 0, n_meta = 0;
   HANPU_RETURN_IF_ERROR(c.read(&n_tensors, "the tensor count"));
   HANPU_RETURN_IF_ERROR(c.read(&n_meta, "the metadata count"));
-  if (n_tensors > kGgufMaxTensors) return c.fail(fmt::format("tensor count {} is absurd", n_tensors));
+  if (n_tensors > kGgufMaxTensors)
+    return c.fail(fmt::format("tensor count {} is absurd", n_tensors));
   if (n_meta > kGgufMaxMetadata) return c.fail(fmt::format("metadata count {} is absurd", n_meta));
   GgufMetadata meta;
   for (uint64_t i = 0; i < n_meta; ++i) {
@@ -157,13 +195,15 @@ Status parse_gguf(const uint8_t* bytes, size_t size, const std::string& file, Gg
     HANPU_RETURN_IF_ERROR(c.read(&type, "a metadata type"));
     GgufValue v;
     HANPU_RETURN_IF_ERROR(read_value(c, type, 0, &v));
-    if (!meta.emplace(key, std::move(v)).second) return c.fail(fmt::format("metadata key '{}' appears twice", key));
+    if (!meta.emplace(key, std::move(v)).second)
+      return c.fail(fmt::format("metadata key '{}' appears twice", key));
   }
   uint64_t alignment = 32;
   if (auto it = meta.find("general.alignment"); it != meta.end()) {
     if (!it->second.is_int() || it->second.as_int() <= 0 || it->second.as_int() > 65536 ||
         (it->second.as_int() & (it->second.as_int() - 1)) != 0) {
-      return Status::Error(fmt::format("{}: general.alignment must be a power of two <= 65536", file));
+      return Status::Error(
+          fmt::format("{}: general.alignment must be a power of two <= 65536", file));
     }
     alignment = static_cast<uint64_t>(it->second.as_int());
   }
@@ -173,7 +213,8 @@ Status parse_gguf(const uint8_t* bytes, size_t size, const std::string& file, Gg
     uint32_t n_dims = 0;
     HANPU_RETURN_IF_ERROR(c.read_string(&t.name, "a tensor name"));
     HANPU_RETURN_IF_ERROR(c.read(&n_dims, "a tensor's dimension count"));
-    if (n_dims == 0 || n_dims > 4) return c.fail(fmt::format("tensor '{}' has {} dimensions (1..4)", t.name, n_dims));
+    if (n_dims == 0 || n_dims > 4)
+      return c.fail(fmt::format("tensor '{}' has {} dimensions (1..4)", t.name, n_dims));
     for (uint32_t d = 0; d < n_dims; ++d) {
       uint64_t ne = 0;
       HANPU_RETURN_IF_ERROR(c.read(&ne, "a tensor dimension"));
@@ -197,20 +238,29 @@ Status parse_gguf(const uint8_t* bytes, size_t size, const std::string& file, Gg
       return Status::Error(fmt::format("{}: tensor '{}': {}", file, t.name, what));
     };
     StoredTensor st;
-    if (t.type == 0) st.dtype = DType::kF32;
-    else if (t.type == 1) st.dtype = DType::kF16;
-    else if (t.type == 30) st.dtype = DType::kBF16;
-    else if (const char* q = ggml_type_name(t.type)) return bad(fmt::format("type {} is quantised; hanpu loads F32, F16 and BF16", q));
-    else return bad(fmt::format("ggml type {} is not supported (F32, F16, BF16)", t.type));
+    if (t.type == 0)
+      st.dtype = DType::kF32;
+    else if (t.type == 1)
+      st.dtype = DType::kF16;
+    else if (t.type == 30)
+      st.dtype = DType::kBF16;
+    else if (const char* q = ggml_type_name(t.type))
+      return bad(fmt::format("type {} is quantised; hanpu loads F32, F16 and BF16", q));
+    else
+      return bad(fmt::format("ggml type {} is not supported (F32, F16, BF16)", t.type));
     const std::optional<uint64_t> counted = checked_numel(t.ne);
     if (!counted) return bad("absurdly large shape");
     const uint64_t numel = *counted;
-    for (auto it = t.ne.rbegin(); it != t.ne.rend(); ++it) st.shape.push_back(static_cast<int64_t>(*it));
+    for (auto it = t.ne.rbegin(); it != t.ne.rend(); ++it)
+      st.shape.push_back(static_cast<int64_t>(*it));
     const uint64_t bytes_needed = numel * dtype_size(st.dtype);
-    if (t.offset % alignment != 0) return bad(fmt::format("offset {} is not a multiple of the alignment {}", t.offset, alignment));
+    if (t.offset % alignment != 0)
+      return bad(
+          fmt::format("offset {} is not a multiple of the alignment {}", t.offset, alignment));
     if (t.offset > data_size || bytes_needed > data_size - t.offset) {
-      return bad(fmt::format("data [{}, {}) runs past the end of the data section ({} bytes; file truncated?)",
-                             t.offset, t.offset + bytes_needed, data_size));
+      return bad(fmt::format(
+          "data [{}, {}) runs past the end of the data section ({} bytes; file truncated?)",
+          t.offset, t.offset + bytes_needed, data_size));
     }
     st.data = bytes + data_start + t.offset;
     st.file_offset = data_start + t.offset;
@@ -219,18 +269,20 @@ Status parse_gguf(const uint8_t* bytes, size_t size, const std::string& file, Gg
     if (bytes_needed > 0) ranges.push_back({t.offset, t.offset + bytes_needed, &t.name});
     parsed.emplace_back(t.name, std::move(st));
   }
-  std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
+  std::sort(ranges.begin(), ranges.end(),
+            [](const Range& a, const Range& b) { return a.begin < b.begin; });
   // Each range against the one reaching furthest before it (not merely the previous one).
   for (size_t i = 1, far = 0; i < ranges.size(); ++i) {
     if (ranges[i].begin < ranges[far].end) {
-      return Status::Error(fmt::format("{}: tensors '{}' and '{}' overlap in the data section", file, *ranges[far].name,
-                                       *ranges[i].name));
+      return Status::Error(fmt::format("{}: tensors '{}' and '{}' overlap in the data section",
+                                       file, *ranges[far].name, *ranges[i].name));
     }
     if (ranges[i].end > ranges[far].end) far = i;
   }
   WeightStore local;
   for (auto& [name, t] : parsed) {
-    if (local.find(name) != nullptr) return Status::Error(fmt::format("{}: tensor '{}' appears twice", file, name));
+    if (local.find(name) != nullptr)
+      return Status::Error(fmt::format("{}: tensor '{}' appears twice", file, name));
     HANPU_RETURN_IF_ERROR(local.add(name, t));
   }
   for (auto& [name, t] : parsed) HANPU_RETURN_IF_ERROR(store->add(name, std::move(t)));

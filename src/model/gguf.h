@@ -19,7 +19,9 @@ namespace hanpu::model {
 // A metadata value: integers (any width, as int64 / uint64), floats, bools, strings, arrays.
 struct GgufValue {
   std::variant<int64_t, uint64_t, double, bool, std::string, std::vector<GgufValue>> v;
-  bool is_int() const { return std::holds_alternative<int64_t>(v) || std::holds_alternative<uint64_t>(v); }
+  bool is_int() const {
+    return std::holds_alternative<int64_t>(v) || std::holds_alternative<uint64_t>(v);
+  }
   int64_t as_int() const;  // callers check is_int()
 };
 
@@ -39,7 +41,8 @@ inline constexpr uint64_t kGgufMaxArray = 1u << 26;
 // Errors name the file and the byte offset: truncation, bad magic or version, absurd counts
 // or lengths, unknown value types, tensor types other than F32/F16/BF16 (quantised types are
 // named), data ranges past the end or overlapping. Nothing is added on error.
-Status parse_gguf(const uint8_t* bytes, size_t size, const std::string& file, GgufMetadata* meta, WeightStore* store);
+Status parse_gguf(const uint8_t* bytes, size_t size, const std::string& file, GgufMetadata* meta,
+                  WeightStore* store);
 
 // Maps and parses a .gguf file.
 Status load_gguf(const std::string& path, GgufMetadata* meta, WeightStore* store);

@@ -11,20 +11,22 @@ namespace hanpu::model {
 
 namespace {
 
-Status meta_int(const GgufMetadata& m, const std::string& key, const std::string& file, bool required, int64_t fallback,
-                int64_t* out) {
+Status meta_int(const GgufMetadata& m, const std::string& key, const std::string& file,
+                bool required, int64_t fallback, int64_t* out) {
   const auto it = m.find(key);
   if (it == m.end()) {
     if (required) return Status::Error(fmt::format("{}: metadata '{}' is missing", file, key));
     *out = fallback;
     return Status::Ok();
   }
-  if (!it->second.is_int()) return Status::Error(fmt::format("{}: metadata '{}' is not an integer", file, key));
+  if (!it->second.is_int())
+    return Status::Error(fmt::format("{}: metadata '{}' is not an integer", file, key));
   *out = it->second.as_int();
   return Status::Ok();
 }
 
-Status meta_float(const GgufMetadata& m, const std::string& key, const std::string& file, double fallback, double* out) {
+Status meta_float(const GgufMetadata& m, const std::string& key, const std::string& file,
+                  double fallback, double* out) {
   const auto it = m.find(key);
   if (it == m.end()) {
     *out = fallback;
@@ -42,24 +44,28 @@ Status meta_float(const GgufMetadata& m, const std::string& key, const std::stri
 
 }  // namespace
 
-Status gguf_model_config(const GgufMetadata& meta, const WeightStore& store, const std::string& file,
-                         ModelConfig* out) {
+Status gguf_model_config(const GgufMetadata& meta, const WeightStore& store,
+                         const std::string& file, ModelConfig* out) {
   const std::string* arch = gguf_string(meta, "general.architecture");
-  if (arch == nullptr) return Status::Error(fmt::format("{}: metadata 'general.architecture' is missing", file));
+  if (arch == nullptr)
+    return Status::Error(fmt::format("{}: metadata 'general.architecture' is missing", file));
   ModelConfig c;
   if (*arch == "qwen35") {
     c.arch = Arch::kQwen35;
   } else if (*arch == "qwen3next") {
     c.arch = Arch::kQwen3Next;
   } else {
-    return Status::Error(fmt::format("{}: architecture '{}' is not supported (qwen35, qwen3next)", file, *arch));
+    return Status::Error(
+        fmt::format("{}: architecture '{}' is not supported (qwen35, qwen3next)", file, *arch));
   }
   c.model_type = *arch;
   const std::string a = *arch + ".";
   int64_t v = 0;
   const auto get = [&](const char* key, bool required, int64_t fallback, int* dst) -> Status {
     HANPU_RETURN_IF_ERROR(meta_int(meta, a + key, file, required, fallback, &v));
-    if (v < 0 || v > (int64_t{1} << 30)) return Status::Error(fmt::format("{}: metadata '{}{}' = {} is out of range", file, a, key, v));
+    if (v < 0 || v > (int64_t{1} << 30))
+      return Status::Error(
+          fmt::format("{}: metadata '{}{}' = {} is out of range", file, a, key, v));
     *dst = static_cast<int>(v);
     return Status::Ok();
   };
@@ -79,8 +85,10 @@ Status gguf_model_config(const GgufMetadata& meta, const WeightStore& store, con
   HANPU_RETURN_IF_ERROR(get("rope.dimension_count", true, 0, &rope_dims));
   HANPU_RETURN_IF_ERROR(get("full_attention_interval", false, 4, &interval));
   if (c.la_value_heads <= 0 || inner % c.la_value_heads != 0 || c.head_dim <= 0 || interval <= 0) {
-    return Status::Error(fmt::format("{}: ssm.inner_size {} / time_step_rank {} / key_length {} / interval {} are "
-                                     "inconsistent", file, inner, c.la_value_heads, c.head_dim, interval));
+    return Status::Error(
+        fmt::format("{}: ssm.inner_size {} / time_step_rank {} / key_length {} / interval {} are "
+                    "inconsistent",
+                    file, inner, c.la_value_heads, c.head_dim, interval));
   }
   c.la_value_dim = inner / c.la_value_heads;
   c.partial_rotary = static_cast<float>(rope_dims) / static_cast<float>(c.head_dim);
@@ -91,44 +99,55 @@ Status gguf_model_config(const GgufMetadata& meta, const WeightStore& store, con
   if (c.arch == Arch::kQwen3Next) {
     HANPU_RETURN_IF_ERROR(get("expert_count", false, 0, &c.num_experts));
     HANPU_RETURN_IF_ERROR(get("expert_used_count", c.num_experts > 0, 0, &c.experts_per_token));
-    HANPU_RETURN_IF_ERROR(get("expert_feed_forward_length", c.num_experts > 0, 0, &c.moe_intermediate));
-    HANPU_RETURN_IF_ERROR(get("expert_shared_feed_forward_length", false, 0, &c.shared_expert_intermediate));
+    HANPU_RETURN_IF_ERROR(
+        get("expert_feed_forward_length", c.num_experts > 0, 0, &c.moe_intermediate));
+    HANPU_RETURN_IF_ERROR(
+        get("expert_shared_feed_forward_length", false, 0, &c.shared_expert_intermediate));
   }
   if (c.layers > kMaxLayers) {  // checked before the layer list is built from it
-    return Status::Error(fmt::format("{}: metadata '{}block_count' = {} is more than {}", file, a, c.layers, kMaxLayers));
+    return Status::Error(fmt::format("{}: metadata '{}block_count' = {} is more than {}", file, a,
+                                     c.layers, kMaxLayers));
   }
   for (int i = 0; i < c.layers; ++i) {
-    c.layer_kinds.push_back((i + 1) % interval == 0 ? LayerKind::kFullAttention : LayerKind::kLinearAttention);
+    c.layer_kinds.push_back((i + 1) % interval == 0 ? LayerKind::kFullAttention
+                                                    : LayerKind::kLinearAttention);
   }
   // Layers whose FFN is dense in a MoE model are those with ffn_gate instead of ffn_gate_inp.
   if (c.num_experts > 0) {
     for (int i = 0; i < c.layers; ++i) {
-      if (store.find(fmt::format("blk.{}.ffn_gate_inp.weight", i)) == nullptr) c.mlp_only_layers.push_back(i);
+      if (store.find(fmt::format("blk.{}.ffn_gate_inp.weight", i)) == nullptr)
+        c.mlp_only_layers.push_back(i);
     }
   }
   const StoredTensor* embd = store.find("token_embd.weight");
-  if (embd == nullptr || embd->shape.size() != 2) return Status::Error(fmt::format("{}: no 2-D tensor 'token_embd.weight'", file));
+  if (embd == nullptr || embd->shape.size() != 2)
+    return Status::Error(fmt::format("{}: no 2-D tensor 'token_embd.weight'", file));
   if (embd->shape[0] > kMaxVocab) {
-    return Status::Error(fmt::format("{}: token_embd.weight has {} rows, more than {}", file, embd->shape[0], kMaxVocab));
+    return Status::Error(fmt::format("{}: token_embd.weight has {} rows, more than {}", file,
+                                     embd->shape[0], kMaxVocab));
   }
   c.vocab = static_cast<int>(embd->shape[0]);
   c.tie_embeddings = store.find("output.weight") == nullptr;
   // llama.cpp ends generation at any of these (its "end of generation" set).
-  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
+  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                          "tokenizer.ggml.eom_token_id"}) {
     int64_t id = -1;
     HANPU_RETURN_IF_ERROR(meta_int(meta, key, file, false, -1, &id));
     if (id >= 0 && id < c.vocab) c.eos_token_ids.push_back(static_cast<int>(id));
   }
   // The checks a config.json gets, with the GGUF keys' values under the names of config.json.
-  HANPU_RETURN_IF_ERROR(validate_model_config(c, file + " (metadata '" + a + "*' as config.json fields)"));
+  HANPU_RETURN_IF_ERROR(
+      validate_model_config(c, file + " (metadata '" + a + "*' as config.json fields)"));
   *out = std::move(c);
   return Status::Ok();
 }
 
-Status gguf_generation_config(const GgufMetadata& meta, const std::string& file, std::optional<GenerationConfig>* out) {
+Status gguf_generation_config(const GgufMetadata& meta, const std::string& file,
+                              std::optional<GenerationConfig>* out) {
   out->reset();
   const std::string k = "general.sampling.";
-  if (!meta.count(k + "temp") && !meta.count(k + "top_k") && !meta.count(k + "top_p") && !meta.count(k + "min_p")) {
+  if (!meta.count(k + "temp") && !meta.count(k + "top_k") && !meta.count(k + "top_p") &&
+      !meta.count(k + "min_p")) {
     return Status::Ok();
   }
   double temp = 0, top_p = 1, min_p = 0;
@@ -141,7 +160,8 @@ Status gguf_generation_config(const GgufMetadata& meta, const std::string& file,
     return Status::Error(fmt::format("{}: metadata '{}{}' is {}, {}", file, k, key, v, range));
   };
   if (!(temp >= 0 && temp <= 1e6)) return bad("temp", temp, "not in [0, 1e6]");
-  if (top_k < 0 || top_k > std::numeric_limits<int>::max()) return bad("top_k", static_cast<double>(top_k), "not >= 0");
+  if (top_k < 0 || top_k > std::numeric_limits<int>::max())
+    return bad("top_k", static_cast<double>(top_k), "not >= 0");
   if (!(top_p > 0 && top_p <= 1)) return bad("top_p", top_p, "not in (0, 1]");
   if (!(min_p >= 0 && min_p <= 1)) return bad("min_p", min_p, "not in [0, 1]");
   GenerationConfig g;

@@ -13,11 +13,13 @@
 
 namespace hanpu::model {
 
-Status gguf_model_config(const GgufMetadata& meta, const WeightStore& store, const std::string& file, ModelConfig* out);
+Status gguf_model_config(const GgufMetadata& meta, const WeightStore& store,
+                         const std::string& file, ModelConfig* out);
 // The sampling llama.cpp takes from a GGUF as its defaults (general.sampling.temp, top_k,
 // top_p, min_p), as a GenerationConfig: sampling when temp > 0, top-k / top-p / min-p off
 // where absent (llama.cpp's repeat penalty counts only the last n tokens, so it is not read).
 // nullopt when the GGUF has none of them; a value of the wrong type or range is an error
 // naming the key.
-Status gguf_generation_config(const GgufMetadata& meta, const std::string& file, std::optional<GenerationConfig>* out);
+Status gguf_generation_config(const GgufMetadata& meta, const std::string& file,
+                              std::optional<GenerationConfig>* out);
 }  // namespace hanpu::model

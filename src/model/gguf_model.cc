@@ -1,9 +1,9 @@
 // GGUF -> hanpu model (see gguf_model.h). The conventions undone are those of llama.cpp's
-// convert_hf_to_gguf.py Qwen3NextModel / _LinearAttentionVReorderBase: every zero-centred RMSNorm weight is stored as 1 + w; A_log as
-// -exp(A_log) (= hanpu's neg_A); conv weights squeezed to [channels, kernel]; Qwen3-Next's
-// qkvz already split into attn_qkv / attn_gate; and for qwen35 the value heads in tiled
-// order (GGUF head r Hk + k holds HF head k g + r) in attn_qkv's V rows, attn_gate,
-// ssm_alpha/beta, ssm_a, ssm_dt, the conv's V channels and ssm_out's input columns. The
+// convert_hf_to_gguf.py Qwen3NextModel / _LinearAttentionVReorderBase: every zero-centred RMSNorm
+// weight is stored as 1 + w; A_log as -exp(A_log) (= hanpu's neg_A); conv weights squeezed to
+// [channels, kernel]; Qwen3-Next's qkvz already split into attn_qkv / attn_gate; and for qwen35 the
+// value heads in tiled order (GGUF head r Hk + k holds HF head k g + r) in attn_qkv's V rows,
+// attn_gate, ssm_alpha/beta, ssm_a, ssm_dt, the conv's V channels and ssm_out's input columns. The
 // config is read in gguf_config.cc, the tokenizer and chat template in gguf_tokenizer.cc.
 #include "model/gguf_model.h"
 
@@ -31,7 +31,8 @@ namespace {
 class GgufConverter {
  public:
   GgufConverter(const ModelConfig& c, const WeightStore& s, DType dt) : c_(c), s_(s), dt_(dt) {
-    order_ = HeadOrder{c.la_key_heads, c.la_value_heads, c.arch == Arch::kQwen35 && c.la_key_heads != c.la_value_heads};
+    order_ = HeadOrder{c.la_key_heads, c.la_value_heads,
+                       c.arch == Arch::kQwen35 && c.la_key_heads != c.la_value_heads};
   }
   Status f32(const std::string& name, const Shape& shape, std::vector<float>* out) {
     return s_.get_f32(name, shape, out);
@@ -48,7 +49,9 @@ class GgufConverter {
     *l = Linear::from_rows(w.data(), in, rows, dt_);
     return Status::Ok();
   }
-  Status linear(const std::string& name, int out, int in, Linear* l) { return linear(name, out, in, iota(out), l); }
+  Status linear(const std::string& name, int out, int in, Linear* l) {
+    return linear(name, out, in, iota(out), l);
+  }
   static std::vector<int> iota(int n, int first = 0) {
     std::vector<int> r(n);
     std::iota(r.begin(), r.end(), first);
@@ -63,15 +66,17 @@ class GgufConverter {
     return r;
   }
   Status mlp(const std::string& b, const char* suffix, int inter, MlpWeights* m) {
-    std::vector<float>& g = scratch_[0], &u = scratch_[1];
-    HANPU_RETURN_IF_ERROR(f32(fmt::format("{}ffn_gate{}.weight", b, suffix), {inter, c_.hidden}, &g));
+    std::vector<float>&g = scratch_[0], &u = scratch_[1];
+    HANPU_RETURN_IF_ERROR(
+        f32(fmt::format("{}ffn_gate{}.weight", b, suffix), {inter, c_.hidden}, &g));
     HANPU_RETURN_IF_ERROR(f32(fmt::format("{}ffn_up{}.weight", b, suffix), {inter, c_.hidden}, &u));
     g.insert(g.end(), u.begin(), u.end());
     m->gate_up = Linear::from_rows(g.data(), c_.hidden, iota(2 * inter), dt_);
     return linear(fmt::format("{}ffn_down{}.weight", b, suffix), c_.hidden, inter, &m->down);
   }
   Status gdn(const std::string& b, GdnWeights* w) {
-    const int H = c_.la_key_heads, HV = c_.la_value_heads, K = c_.la_key_dim, V = c_.la_value_dim, hidden = c_.hidden;
+    const int H = c_.la_key_heads, HV = c_.la_value_heads, K = c_.la_key_dim, V = c_.la_value_dim,
+              hidden = c_.hidden;
     const int C = c_.la_conv_channels(), qk = 2 * H * K;
     std::vector<int> qkv_rows = iota(qk);
     for (int r : v_rows(V, qk)) qkv_rows.push_back(r);
@@ -94,7 +99,8 @@ class GgufConverter {
     const std::vector<int> cols = v_rows(V);
     std::vector<float> w_hf(out.size());  // the same matrix with its columns in HF order
     for (int o = 0; o < hidden; ++o) {
-      for (int i = 0; i < HV * V; ++i) w_hf[static_cast<size_t>(o) * HV * V + i] = out[static_cast<size_t>(o) * HV * V + cols[i]];
+      for (int i = 0; i < HV * V; ++i)
+        w_hf[static_cast<size_t>(o) * HV * V + i] = out[static_cast<size_t>(o) * HV * V + cols[i]];
     }
     w->out = Linear::from_rows(w_hf.data(), HV * V, iota(hidden), dt_);
     std::vector<float> conv;  // [channels, kernel] -> tap-major, V channels back in HF order
@@ -102,7 +108,9 @@ class GgufConverter {
     w->conv.resize(conv.size());
     for (int ch = 0; ch < C; ++ch) {
       const int src = ch < qk ? ch : qkv_rows[ch];
-      for (int j = 0; j < c_.conv_kernel; ++j) w->conv[static_cast<size_t>(j) * C + ch] = conv[static_cast<size_t>(src) * c_.conv_kernel + j];
+      for (int j = 0; j < c_.conv_kernel; ++j)
+        w->conv[static_cast<size_t>(j) * C + ch] =
+            conv[static_cast<size_t>(src) * c_.conv_kernel + j];
     }
     std::vector<float> a, dt;
     HANPU_RETURN_IF_ERROR(f32(b + "ssm_a", {HV}, &a));
@@ -160,15 +168,16 @@ class GgufConverter {
 
 }  // namespace
 
-Status convert_gguf_weights(const ModelConfig& c, const WeightStore& store, DType weights, ModelWeights* out,
-                            const LoadProgress& progress) {
+Status convert_gguf_weights(const ModelConfig& c, const WeightStore& store, DType weights,
+                            ModelWeights* out, const LoadProgress& progress) {
   // Every tensor the config implies, checked before the first is converted or allocated.
   HANPU_RETURN_IF_ERROR(check_weight_table(gguf_weight_table(c), store));
   GgufConverter cv(c, store, weights);
   ModelWeights w;
   HANPU_RETURN_IF_ERROR(cv.norm("output_norm.weight", c.hidden, &w.final_norm));
   if (c.tie_embeddings) {
-    HANPU_RETURN_IF_ERROR(load_tied_embedding(store, "token_embd.weight", c.vocab, c.hidden, weights, &w));
+    HANPU_RETURN_IF_ERROR(
+        load_tied_embedding(store, "token_embd.weight", c.vocab, c.hidden, weights, &w));
   } else {
     HANPU_RETURN_IF_ERROR(cv.f32("token_embd.weight", {c.vocab, c.hidden}, &w.embed));
     HANPU_RETURN_IF_ERROR(cv.linear("output.weight", c.vocab, c.hidden, &w.lm_head));

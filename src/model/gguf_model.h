@@ -13,7 +13,7 @@
 
 namespace hanpu::model {
 
-Status convert_gguf_weights(const ModelConfig& config, const WeightStore& store, DType weights, ModelWeights* out,
-                            const LoadProgress& progress = nullptr);
+Status convert_gguf_weights(const ModelConfig& config, const WeightStore& store, DType weights,
+                            ModelWeights* out, const LoadProgress& progress = nullptr);
 
 }  // namespace hanpu::model

@@ -15,7 +15,7 @@ namespace hanpu::model {
 Status gguf_tokenizer(const GgufMetadata& meta, const std::string& file, Tokenizer* out);
 // tokenizer.chat_template and the text of tokenizer.ggml.bos_token_id / eos_token_id (each
 // empty where the file has none).
-void gguf_chat_template(const GgufMetadata& meta, const Tokenizer& tokenizer, std::string* chat_template,
-                        std::string* bos_token, std::string* eos_token);
+void gguf_chat_template(const GgufMetadata& meta, const Tokenizer& tokenizer,
+                        std::string* chat_template, std::string* bos_token, std::string* eos_token);
 
 }  // namespace hanpu::model

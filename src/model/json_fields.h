@@ -36,13 +36,15 @@ struct Reader {
         // double -> float out of range is undefined behaviour as well.
         const double d = j[key].get<double>();
         if (!(std::fabs(d) <= std::numeric_limits<float>::max())) {
-          st = Status::Error(fmt::format("{}: \"{}\" is {}, out of float range", source, key, json_excerpt(j[key])));
+          st = Status::Error(fmt::format("{}: \"{}\" is {}, out of float range", source, key,
+                                         json_excerpt(j[key])));
           return fallback;
         }
         return static_cast<float>(d);
       } else if constexpr (std::is_same_v<T, std::vector<int>>) {
         if (!j[key].is_array()) {
-          st = Status::Error(fmt::format("{}: \"{}\" is {}, not a list of integers", source, key, json_excerpt(j[key])));
+          st = Status::Error(fmt::format("{}: \"{}\" is {}, not a list of integers", source, key,
+                                         json_excerpt(j[key])));
           return fallback;
         }
         std::vector<int> out;
@@ -52,7 +54,8 @@ struct Reader {
         return j[key].get<T>();
       }
     } catch (const nlohmann::json::exception&) {
-      st = Status::Error(fmt::format("{}: \"{}\" is {}, not the expected type", source, key, json_excerpt(j[key])));
+      st = Status::Error(fmt::format("{}: \"{}\" is {}, not the expected type", source, key,
+                                     json_excerpt(j[key])));
       return fallback;
     }
   }
@@ -63,19 +66,20 @@ struct Reader {
     const double d = v.is_number() ? v.get<double>() : 0.5;
     if (!v.is_number() || d != std::floor(d) || d < std::numeric_limits<int>::min() ||
         d > std::numeric_limits<int>::max()) {
-      st = Status::Error(fmt::format("{}: \"{}\" is {}, not an integer in the range of int", source, key, json_excerpt(v)));
+      st = Status::Error(fmt::format("{}: \"{}\" is {}, not an integer in the range of int", source,
+                                     key, json_excerpt(v)));
       return 0;
     }
     return static_cast<int>(d);
   }
 };
 
-
 // Token ids from an "eos_token_id" value, which may be one integer or a list of them; ids
 // outside [0, vocab) are skipped rather than wrapped into a real token.
 inline void append_token_ids(const nlohmann::json& v, int vocab, std::vector<int>* out) {
   const auto add = [&](const nlohmann::json& e) {
-    if (e.is_number_integer() && e.get<int64_t>() >= 0 && e.get<int64_t>() < vocab) out->push_back(static_cast<int>(e.get<int64_t>()));
+    if (e.is_number_integer() && e.get<int64_t>() >= 0 && e.get<int64_t>() < vocab)
+      out->push_back(static_cast<int>(e.get<int64_t>()));
   };
   add(v);
   if (v.is_array()) {

@@ -26,15 +26,15 @@ void norm_row_zero_centred(const float* x, int n, const float* w, float eps, flo
 
 }  // namespace
 
-void rms_norm_zero_centred(const float* x, int64_t ld_x, int64_t rows, int n, const float* w, float eps, float* y,
-                           int64_t ld_y, int threads) {
+void rms_norm_zero_centred(const float* x, int64_t ld_x, int64_t rows, int n, const float* w,
+                           float eps, float* y, int64_t ld_y, int threads) {
   parallel_rows(threads, rows, 4 * n, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) norm_row_zero_centred(x + r * ld_x, n, w, eps, y + r * ld_y);
   });
 }
 
-void add_rms_norm_zero_centred(float* h, const float* block, int64_t rows, int n, const float* w, float eps,
-                               float* xn, int threads) {
+void add_rms_norm_zero_centred(float* h, const float* block, int64_t rows, int n, const float* w,
+                               float eps, float* xn, int threads) {
   parallel_rows(threads, rows, 5 * n, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       float* hr = h + r * n;
@@ -45,7 +45,8 @@ void add_rms_norm_zero_centred(float* h, const float* block, int64_t rows, int n
   });
 }
 
-void gated_rms_norm(float* o, const float* z, int64_t rows, int n, const float* w, float eps, int threads) {
+void gated_rms_norm(float* o, const float* z, int64_t rows, int n, const float* w, float eps,
+                    int threads) {
   parallel_rows(threads, rows, 24 * n, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       float* orow = o + r * n;
@@ -56,8 +57,8 @@ void gated_rms_norm(float* o, const float* z, int64_t rows, int n, const float* 
   });
 }
 
-void gdn_gates(const float* b, const float* a, int64_t T, int HV, const float* neg_A, const float* dt_bias,
-               float* beta, float* g) {
+void gdn_gates(const float* b, const float* a, int64_t T, int HV, const float* neg_A,
+               const float* dt_bias, float* beta, float* g) {
   for (int64_t t = 0; t < T; ++t) {
     for (int h = 0; h < HV; ++h) {
       const int64_t i = t * HV + h;
@@ -74,7 +75,8 @@ void apply_rope(float* x, int64_t T, int heads, int D, int rot, double theta, in
   // Frequencies and angles in fp32 as transformers makes them, then cos/sin of that angle.
   std::vector<float> inv_freq(half);
   for (int i = 0; i < half; ++i) {
-    inv_freq[i] = 1.0f / std::pow(static_cast<float>(theta), static_cast<float>(2 * i) / static_cast<float>(rot));
+    inv_freq[i] = 1.0f / std::pow(static_cast<float>(theta),
+                                  static_cast<float>(2 * i) / static_cast<float>(rot));
   }
   std::vector<float> cs(half), sn(half);
   for (int64_t t = 0; t < T; ++t) {

@@ -12,20 +12,21 @@ namespace hanpu::model {
 
 // y = x / sqrt(mean(x^2) + eps) * (1 + w) per row of n (Qwen3_5RMSNorm, zero-centred weight).
 // x and y may alias; rows are `ld` floats apart.
-void rms_norm_zero_centred(const float* x, int64_t ld_x, int64_t rows, int n, const float* w, float eps, float* y,
-                           int64_t ld_y, int threads = 1);
+void rms_norm_zero_centred(const float* x, int64_t ld_x, int64_t rows, int n, const float* w,
+                           float eps, float* y, int64_t ld_y, int threads = 1);
 
 // h += block, then xn = rms_norm_zero_centred(h) per row of n (the residual add before each
 // block's norm), all three [rows, n] contiguous.
-void add_rms_norm_zero_centred(float* h, const float* block, int64_t rows, int n, const float* w, float eps,
-                               float* xn, int threads);
+void add_rms_norm_zero_centred(float* h, const float* block, int64_t rows, int n, const float* w,
+                               float eps, float* xn, int threads);
 
 // o = w * o / sqrt(mean(o^2) + eps) * silu(z) per row of n (Qwen3_5RMSNormGated, plain weight).
-void gated_rms_norm(float* o, const float* z, int64_t rows, int n, const float* w, float eps, int threads = 1);
+void gated_rms_norm(float* o, const float* z, int64_t rows, int n, const float* w, float eps,
+                    int threads = 1);
 
 // beta = sigmoid(b), g = neg_A * softplus(a + dt_bias) for rows of HV (GatedDeltaNet gates).
-void gdn_gates(const float* b, const float* a, int64_t T, int HV, const float* neg_A, const float* dt_bias,
-               float* beta, float* g);
+void gdn_gates(const float* b, const float* a, int64_t T, int HV, const float* neg_A,
+               const float* dt_bias, float* beta, float* g);
 
 // Rotary embedding of the first `rot` dims of every head row (rotate_half convention),
 // positions pos0 + t: x [T, heads, D].

@@ -21,19 +21,21 @@ namespace hanpu::model {
 
 // Gated DeltaNet token mixer; conv [kernel - 1, channels] and recurrent [HV, K, V] are the
 // sequence's states, updated in place.
-Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int64_t T, std::vector<float>* conv,
-                 AlignedFloats* recurrent, const ForwardOptions& opt, int64_t out_rows, float* out,
-                 double* kernel_ms);
+Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int64_t T,
+                 std::vector<float>* conv, AlignedFloats* recurrent, const ForwardOptions& opt,
+                 int64_t out_rows, float* out, double* kernel_ms);
 
 // Gated full attention; appends this call's keys and values (positions pos0 ...) to kv.
-Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* x, int64_t T, int64_t pos0,
-                       KvCache* kv, const ForwardOptions& opt, int64_t out_rows, float* out, double* kernel_ms);
+Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* x, int64_t T,
+                       int64_t pos0, KvCache* kv, const ForwardOptions& opt, int64_t out_rows,
+                       float* out, double* kernel_ms);
 
 // SwiGLU MLP of intermediate size `inter`.
 void mlp_layer(const MlpWeights& w, int inter, const float* x, int64_t T, int threads, float* out);
 
 // Qwen3-Next sparse MoE: softmax router, top-k (renormalised if the config says so), experts
 // run on the tokens routed to them, plus the sigmoid-gated shared expert.
-void moe_layer(const ModelConfig& c, const MoeWeights& w, const float* x, int64_t T, int threads, float* out);
+void moe_layer(const ModelConfig& c, const MoeWeights& w, const float* x, int64_t T, int threads,
+               float* out);
 
 }  // namespace hanpu::model

@@ -44,7 +44,8 @@ Status MappedFile::open(const std::string& path, MappedFile* out) {
     if (p == MAP_FAILED) {
       const int err = errno;
       ::close(fd);
-      return Status::Error(fmt::format("{}: cannot map {} bytes: {}", path, m.size_, std::strerror(err)));
+      return Status::Error(
+          fmt::format("{}: cannot map {} bytes: {}", path, m.size_, std::strerror(err)));
     }
     m.data_ = static_cast<const uint8_t*>(p);
   }

@@ -20,7 +20,8 @@ void mlp_layer(const MlpWeights& w, int inter, const float* x, int64_t T, int th
   cpu::linear(h, inter, T, w.down, out, hidden, threads);
 }
 
-void moe_layer(const ModelConfig& c, const MoeWeights& w, const float* x, int64_t T, int threads, float* out) {
+void moe_layer(const ModelConfig& c, const MoeWeights& w, const float* x, int64_t T, int threads,
+               float* out) {
   const int E = c.num_experts, top = c.experts_per_token, hidden = c.hidden;
   std::vector<float> logits(static_cast<size_t>(T) * E);
   cpu::linear(x, hidden, T, w.router, logits.data(), E, threads);
@@ -36,8 +37,9 @@ void moe_layer(const ModelConfig& c, const MoeWeights& w, const float* x, int64_
     for (int e = 0; e < E; ++e) sum += (prob[e] = std::exp(l[e] - mx));
     for (int e = 0; e < E; ++e) prob[e] /= sum;
     std::iota(order.begin(), order.end(), 0);
-    std::partial_sort(order.begin(), order.begin() + top, order.end(),
-                      [&](int a, int b) { return prob[a] > prob[b] || (prob[a] == prob[b] && a < b); });
+    std::partial_sort(order.begin(), order.begin() + top, order.end(), [&](int a, int b) {
+      return prob[a] > prob[b] || (prob[a] == prob[b] && a < b);
+    });
     float kept = 0;
     for (int i = 0; i < top; ++i) kept += prob[order[i]];
     for (int i = 0; i < top; ++i) {
@@ -52,7 +54,8 @@ void moe_layer(const ModelConfig& c, const MoeWeights& w, const float* x, int64_
     if (n == 0) continue;
     xs.resize(static_cast<size_t>(n) * hidden);
     ys.resize(xs.size());
-    for (int64_t i = 0; i < n; ++i) std::copy_n(x + tokens[e][i] * hidden, hidden, xs.begin() + i * hidden);
+    for (int64_t i = 0; i < n; ++i)
+      std::copy_n(x + tokens[e][i] * hidden, hidden, xs.begin() + i * hidden);
     mlp_layer(w.experts[e], c.moe_intermediate, xs.data(), n, threads, ys.data());
     for (int64_t i = 0; i < n; ++i) {
       float* o = out + tokens[e][i] * hidden;

@@ -57,8 +57,8 @@ Status Model::run_layers(const int* tokens, int64_t n, int64_t out_from, Sequenc
   if (n <= 0) return Status::Error("forward: no tokens");
   for (int64_t t = 0; t < n; ++t) {
     if (tokens[t] < 0 || tokens[t] >= c.vocab) {
-      return Status::Error(fmt::format("token id {} at position {} is outside the vocabulary [0, {})", tokens[t], t,
-                                       c.vocab));
+      return Status::Error(fmt::format(
+          "token id {} at position {} is outside the vocabulary [0, {})", tokens[t], t, c.vocab));
     }
   }
   const int hidden = c.hidden;
@@ -77,9 +77,11 @@ Status Model::run_layers(const int* tokens, int64_t n, int64_t out_from, Sequenc
   for (int i = 0; i < c.layers; ++i) {
     const LayerWeights& lw = weights_.layers[i];
     if (i == 0) {
-      rms_norm_zero_centred(h, hidden, n, hidden, lw.input_norm.data(), c.rms_eps, xn, hidden, opt.threads);
+      rms_norm_zero_centred(h, hidden, n, hidden, lw.input_norm.data(), c.rms_eps, xn, hidden,
+                            opt.threads);
     } else {  // the previous layer's MLP output joins the residual here
-      add_rms_norm_zero_centred(h, block, n, hidden, lw.input_norm.data(), c.rms_eps, xn, opt.threads);
+      add_rms_norm_zero_centred(h, block, n, hidden, lw.input_norm.data(), c.rms_eps, xn,
+                                opt.threads);
     }
     prof.other_ms += sw.lap_ms();
     // Only rows out_from .. n-1 are wanted from the stack, so the last layer's block (the
@@ -87,15 +89,16 @@ Status Model::run_layers(const int* tokens, int64_t n, int64_t out_from, Sequenc
     const int64_t r0 = i == c.layers - 1 ? out_from : 0;
     const size_t at = static_cast<size_t>(r0) * hidden;
     if (lw.kind == LayerKind::kLinearAttention) {
-      HANPU_RETURN_IF_ERROR(gdn_layer(c, lw.gdn, xn, n, &state->conv[i], &state->recurrent[i], opt, n - r0,
-                                      block + at, &prof.la_kernel_ms));
+      HANPU_RETURN_IF_ERROR(gdn_layer(c, lw.gdn, xn, n, &state->conv[i], &state->recurrent[i], opt,
+                                      n - r0, block + at, &prof.la_kernel_ms));
       prof.la_ms += sw.lap_ms();
     } else {
-      HANPU_RETURN_IF_ERROR(attention_layer(c, lw.attn, xn, n, state->position, state->kv[i].get(), opt, n - r0,
-                                            block + at, &prof.attn_kernel_ms));
+      HANPU_RETURN_IF_ERROR(attention_layer(c, lw.attn, xn, n, state->position, state->kv[i].get(),
+                                            opt, n - r0, block + at, &prof.attn_kernel_ms));
       prof.attn_ms += sw.lap_ms();
     }
-    add_rms_norm_zero_centred(h + at, block + at, n - r0, hidden, lw.post_norm.data(), c.rms_eps, xn + at, opt.threads);
+    add_rms_norm_zero_centred(h + at, block + at, n - r0, hidden, lw.post_norm.data(), c.rms_eps,
+                              xn + at, opt.threads);
     prof.other_ms += sw.lap_ms();
     if (lw.moe) {
       moe_layer(c, lw.moe_w, xn + at, n - r0, opt.threads, block + at);
@@ -122,23 +125,26 @@ Status Model::forward(const int* tokens, int64_t n, SequenceState* state, const 
   const ModelConfig& c = config_;
   thread_local std::vector<float> xn_buf;
   float* xn = reuse_buffer(xn_buf, static_cast<size_t>(c.hidden));
-  rms_norm_zero_centred(h + (n - 1) * c.hidden, c.hidden, 1, c.hidden, weights_.final_norm.data(), c.rms_eps, xn,
-                        c.hidden);
+  rms_norm_zero_centred(h + (n - 1) * c.hidden, c.hidden, 1, c.hidden, weights_.final_norm.data(),
+                        c.rms_eps, xn, c.hidden);
   logits->resize(c.vocab);
   cpu::linear(xn, c.hidden, 1, weights_.lm_head, logits->data(), c.vocab, opt.threads);
   if (profile != nullptr) profile->other_ms += sw.lap_ms();
   return Status::Ok();
 }
 
-Status Model::score(const int* tokens, int64_t n, int64_t from, const int* next, SequenceState* state,
-                    const ForwardOptions& opt, double* logprobs, ForwardProfile* profile) const {
+Status Model::score(const int* tokens, int64_t n, int64_t from, const int* next,
+                    SequenceState* state, const ForwardOptions& opt, double* logprobs,
+                    ForwardProfile* profile) const {
   const ModelConfig& c = config_;
-  if (from < 0 || from >= n) return Status::Error(fmt::format("score: row {} is not one of the {} tokens", from, n));
+  if (from < 0 || from >= n)
+    return Status::Error(fmt::format("score: row {} is not one of the {} tokens", from, n));
   for (int64_t t = from; t < n; ++t) {
     const int id = next[t - from];
     if (id < 0 || id >= c.vocab) {
-      return Status::Error(fmt::format("score: next token id {} at position {} is outside the vocabulary [0, {})", id,
-                                       t, c.vocab));
+      return Status::Error(
+          fmt::format("score: next token id {} at position {} is outside the vocabulary [0, {})",
+                      id, t, c.vocab));
     }
   }
   float* h = nullptr;
@@ -153,8 +159,8 @@ Status Model::score(const int* tokens, int64_t n, int64_t from, const int* next,
   float* logits = reuse_buffer(logits_buf, static_cast<size_t>(rows_max) * c.vocab);
   for (int64_t r0 = from; r0 < n; r0 += kHeadRows) {
     const int64_t rows = std::min(kHeadRows, n - r0);
-    rms_norm_zero_centred(h + r0 * c.hidden, c.hidden, rows, c.hidden, weights_.final_norm.data(), c.rms_eps, xn,
-                          c.hidden, opt.threads);
+    rms_norm_zero_centred(h + r0 * c.hidden, c.hidden, rows, c.hidden, weights_.final_norm.data(),
+                          c.rms_eps, xn, c.hidden, opt.threads);
     cpu::linear(xn, c.hidden, rows, weights_.lm_head, logits, c.vocab, opt.threads);
     parallel_rows(opt.threads, rows, c.vocab, [&](int64_t q0, int64_t q1) {
       for (int64_t q = q0; q < q1; ++q) {
@@ -170,11 +176,14 @@ Status Model::score(const int* tokens, int64_t n, int64_t from, const int* next,
 std::string gguf_path(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (fs::is_regular_file(path, ec)) return fs::path(path).extension() == ".gguf" ? path : std::string();
-  if (!fs::is_directory(path, ec) || fs::exists(fs::path(path) / "config.json")) return std::string();
+  if (fs::is_regular_file(path, ec))
+    return fs::path(path).extension() == ".gguf" ? path : std::string();
+  if (!fs::is_directory(path, ec) || fs::exists(fs::path(path) / "config.json"))
+    return std::string();
   std::string found;
   for (const auto& e : fs::directory_iterator(path, ec)) {
-    if (e.path().extension() == ".gguf") found = found.empty() ? e.path().string() : "";  // exactly one
+    if (e.path().extension() == ".gguf")
+      found = found.empty() ? e.path().string() : "";  // exactly one
   }
   return found;
 }
@@ -190,12 +199,13 @@ Status load_model(const std::string& dir, const LoadOptions& options, std::uniqu
     HANPU_RETURN_IF_ERROR(gguf_model_config(meta, store, g, &config));
     ModelWeights weights;
     const StoredTensor* embed = store.find("token_embd.weight");
-    HANPU_RETURN_IF_ERROR(convert_gguf_weights(config, store, options.weights.value_or(embed->dtype), &weights,
-                                               options.progress));
+    HANPU_RETURN_IF_ERROR(convert_gguf_weights(
+        config, store, options.weights.value_or(embed->dtype), &weights, options.progress));
     if (extras != nullptr) {
       extras->tokenizer.emplace();
       HANPU_RETURN_IF_ERROR(gguf_tokenizer(meta, g, &*extras->tokenizer));
-      gguf_chat_template(meta, *extras->tokenizer, &extras->chat_template, &extras->bos_token, &extras->eos_token);
+      gguf_chat_template(meta, *extras->tokenizer, &extras->chat_template, &extras->bos_token,
+                         &extras->eos_token);
       HANPU_RETURN_IF_ERROR(gguf_generation_config(meta, g, &extras->generation));
     }
     *out = std::make_unique<Model>(std::move(config), std::move(weights));

@@ -29,15 +29,16 @@ struct ForwardOptions {
   std::string la_strategy = "hanpu";  // any of la_strategies()
   std::string attn_placement = "balanced";
   AttnProducts attn_products = AttnProducts::kAuto;  // the attention prefill's (hanpu/attn.h)
-  int threads = 0;  // 0: HANPU_THREADS or every core
+  int threads = 0;                                   // 0: HANPU_THREADS or every core
 };
 
 // Per-sequence state: what decode needs from everything before it.
 struct SequenceState {
-  int64_t position = 0;                      // tokens consumed so far
-  std::vector<int> tokens;                   // their ids, position of them: what penalties and a resume see
-  std::vector<std::vector<float>> conv;      // per layer (GDN): [kernel - 1, channels]
-  std::vector<AlignedFloats> recurrent;  // per layer (GDN): [HV, K, V], updated in place by the LA kernel
+  int64_t position = 0;     // tokens consumed so far
+  std::vector<int> tokens;  // their ids, position of them: what penalties and a resume see
+  std::vector<std::vector<float>> conv;  // per layer (GDN): [kernel - 1, channels]
+  std::vector<AlignedFloats>
+      recurrent;  // per layer (GDN): [HV, K, V], updated in place by the LA kernel
   std::vector<std::unique_ptr<KvCache>> kv;  // per layer (attention)
 };
 
@@ -50,7 +51,8 @@ struct ForwardProfile {
 
 class Model {
  public:
-  Model(ModelConfig config, ModelWeights weights) : config_(std::move(config)), weights_(std::move(weights)) {}
+  Model(ModelConfig config, ModelWeights weights)
+      : config_(std::move(config)), weights_(std::move(weights)) {}
 
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
@@ -68,14 +70,15 @@ class Model {
   // log p(next[t - from] | the sequence up to and including token t), in double from fp32
   // logits (a perplexity's terms). The head runs on those rows only, in blocks.
   Status score(const int* tokens, int64_t n, int64_t from, const int* next, SequenceState* state,
-               const ForwardOptions& options, double* logprobs, ForwardProfile* profile = nullptr) const;
+               const ForwardOptions& options, double* logprobs,
+               ForwardProfile* profile = nullptr) const;
 
  private:
   // The layer stack over `n` tokens: updates the state from all of them and leaves the final
   // hidden states (before the final norm) of rows out_from .. n-1 at (*out)[row * hidden]
   // (a thread_local buffer, valid until the next call on this thread).
-  Status run_layers(const int* tokens, int64_t n, int64_t out_from, SequenceState* state, const ForwardOptions& opt,
-                    ForwardProfile* profile, float** out) const;
+  Status run_layers(const int* tokens, int64_t n, int64_t out_from, SequenceState* state,
+                    const ForwardOptions& opt, ForwardProfile* profile, float** out) const;
 
   ModelConfig config_;
   ModelWeights weights_;

@@ -40,11 +40,15 @@ struct ModelConfig {
   std::string weight_prefix = "model.";
 
   int rotary_dims() const;
-  int la_conv_channels() const { return 2 * la_key_heads * la_key_dim + la_value_heads * la_value_dim; }
+  int la_conv_channels() const {
+    return 2 * la_key_heads * la_key_dim + la_value_heads * la_value_dim;
+  }
   // Floats of one LA layer's per-sequence state: the conv window [kernel - 1, channels] and
   // the recurrent state [HV, K, V].
   int64_t la_conv_state_floats() const { return int64_t{conv_kernel - 1} * la_conv_channels(); }
-  int64_t la_recurrent_floats() const { return int64_t{la_value_heads} * la_key_dim * la_value_dim; }
+  int64_t la_recurrent_floats() const {
+    return int64_t{la_value_heads} * la_key_dim * la_value_dim;
+  }
   bool layer_has_moe(int layer) const;
 };
 
@@ -68,7 +72,8 @@ Status validate_model_config(const ModelConfig& c, const std::string& source);
 
 // Parses config.json text; `source` names the file in errors. Every field the model needs
 // must be present and sane (positive sizes, divisible head counts, a layer type per layer).
-Status parse_model_config(const std::string& json_text, const std::string& source, ModelConfig* out);
+Status parse_model_config(const std::string& json_text, const std::string& source,
+                          ModelConfig* out);
 Status load_model_config(const std::string& path, ModelConfig* out);
 
 }  // namespace hanpu::model

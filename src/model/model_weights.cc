@@ -17,7 +17,8 @@ namespace hanpu::model {
 namespace {
 
 // Rows `rows` of W [out_all, in] as a projection onto rows.size() outputs.
-Linear linear_from_rows(const std::vector<float>& w, int in, const std::vector<int>& rows, DType dtype) {
+Linear linear_from_rows(const std::vector<float>& w, int in, const std::vector<int>& rows,
+                        DType dtype) {
   return Linear::from_rows(w.data(), in, rows, dtype);
 }
 
@@ -42,7 +43,7 @@ class Converter {
     return Status::Ok();
   }
   Status mlp(const std::string& p, int inter, MlpWeights* m) {
-    std::vector<float>& g = scratch_[0], &u = scratch_[1];
+    std::vector<float>&g = scratch_[0], &u = scratch_[1];
     HANPU_RETURN_IF_ERROR(f32(p + "gate_proj.weight", {inter, c_.hidden}, &g));
     HANPU_RETURN_IF_ERROR(f32(p + "up_proj.weight", {inter, c_.hidden}, &u));
     g.insert(g.end(), u.begin(), u.end());
@@ -67,7 +68,10 @@ class Converter {
       std::vector<int> rq, rz, rb, ra;
       for (int part = 0; part < 3; ++part) {  // all q heads, then all k heads, then all v heads
         for (int h = 0; h < H; ++h) {
-          const int begin = h * blk + (part == 0 ? 0 : part == 1 ? K : 2 * K), n = part < 2 ? K : g * V;
+          const int begin = h * blk + (part == 0   ? 0
+                                       : part == 1 ? K
+                                                   : 2 * K),
+                    n = part < 2 ? K : g * V;
           for (int i = 0; i < n; ++i) rq.push_back(begin + i);
         }
       }
@@ -85,7 +89,8 @@ class Converter {
     HANPU_RETURN_IF_ERROR(f32(p + "conv1d.weight", {qkv, 1, c_.conv_kernel}, &conv));
     w->conv.resize(conv.size());
     for (int ch = 0; ch < qkv; ++ch) {
-      for (int j = 0; j < c_.conv_kernel; ++j) w->conv[static_cast<size_t>(j) * qkv + ch] = conv[ch * c_.conv_kernel + j];
+      for (int j = 0; j < c_.conv_kernel; ++j)
+        w->conv[static_cast<size_t>(j) * qkv + ch] = conv[ch * c_.conv_kernel + j];
     }
     HANPU_RETURN_IF_ERROR(f32(p + "A_log", {HV}, &w->neg_A));
     for (float& a : w->neg_A) a = -std::exp(a);
@@ -118,7 +123,8 @@ class Converter {
         m->experts[e].down = linear_from_rows(dne, I, iota_rows(hidden), dt_);
       }
     } else {
-      for (int e = 0; e < E; ++e) HANPU_RETURN_IF_ERROR(mlp(fmt::format("{}experts.{}.", p, e), I, &m->experts[e]));
+      for (int e = 0; e < E; ++e)
+        HANPU_RETURN_IF_ERROR(mlp(fmt::format("{}experts.{}.", p, e), I, &m->experts[e]));
     }
     if (c_.shared_expert_intermediate > 0) {
       HANPU_RETURN_IF_ERROR(mlp(p + "shared_expert.", c_.shared_expert_intermediate, &m->shared));
@@ -153,12 +159,13 @@ void walk(const ModelWeights& w, OnLinear lin, OnVector vec) {
   for (const LayerWeights& l : w.layers) {
     vec(l.input_norm);
     vec(l.post_norm);
-    for (const Linear* x : {&l.gdn.qkv, &l.gdn.z, &l.gdn.a, &l.gdn.b, &l.gdn.out, &l.attn.q, &l.attn.k, &l.attn.v,
-                            &l.attn.o, &l.moe_w.router, &l.moe_w.shared_gate}) {
+    for (const Linear* x :
+         {&l.gdn.qkv, &l.gdn.z, &l.gdn.a, &l.gdn.b, &l.gdn.out, &l.attn.q, &l.attn.k, &l.attn.v,
+          &l.attn.o, &l.moe_w.router, &l.moe_w.shared_gate}) {
       lin(*x);
     }
-    for (const std::vector<float>* v : {&l.gdn.conv, &l.gdn.neg_A, &l.gdn.dt_bias, &l.gdn.norm, &l.attn.q_norm,
-                                        &l.attn.k_norm}) {
+    for (const std::vector<float>* v :
+         {&l.gdn.conv, &l.gdn.neg_A, &l.gdn.dt_bias, &l.gdn.norm, &l.attn.q_norm, &l.attn.k_norm}) {
       vec(*v);
     }
     mlp(l.mlp);
@@ -171,15 +178,17 @@ void walk(const ModelWeights& w, OnLinear lin, OnVector vec) {
 
 int64_t ModelWeights::bytes() const {
   int64_t n = 0;
-  walk(*this, [&](const Linear& l) { n += l.bytes(); },
-       [&](const std::vector<float>& v) { n += static_cast<int64_t>(v.size() * sizeof(float)); });
+  walk(
+      *this, [&](const Linear& l) { n += l.bytes(); },
+      [&](const std::vector<float>& v) { n += static_cast<int64_t>(v.size() * sizeof(float)); });
   return n;
 }
 
 int64_t ModelWeights::parameters(bool tied) const {
   int64_t n = 0;
-  walk(*this, [&](const Linear& l) { n += static_cast<int64_t>(l.in) * l.out; },
-       [&](const std::vector<float>& v) { n += static_cast<int64_t>(v.size()); });
+  walk(
+      *this, [&](const Linear& l) { n += static_cast<int64_t>(l.in) * l.out; },
+      [&](const std::vector<float>& v) { n += static_cast<int64_t>(v.size()); });
   // A tied head is the embedding again (unless the table was freed in its favour).
   return tied && !embed.empty() ? n - static_cast<int64_t>(lm_head.in) * lm_head.out : n;
 }
@@ -192,11 +201,12 @@ void ModelWeights::embedding_row(int token, float* out) const {
   for (int i = 0; i < lm_head.in; ++i) out[i] = lm_head.at(i, token);
 }
 
-Status load_tied_embedding(const WeightStore& store, const std::string& name, int vocab, int hidden, DType weights,
-                           ModelWeights* w) {
+Status load_tied_embedding(const WeightStore& store, const std::string& name, int vocab, int hidden,
+                           DType weights, ModelWeights* w) {
   const StoredTensor* t = nullptr;
   HANPU_RETURN_IF_ERROR(store.get(name, {vocab, hidden}, &t));
-  if (weights != DType::kF32 && weights != t->dtype) {  // the head rounds the table: keep it in fp32
+  if (weights != DType::kF32 &&
+      weights != t->dtype) {  // the head rounds the table: keep it in fp32
     HANPU_RETURN_IF_ERROR(store.get_f32(name, {vocab, hidden}, &w->embed));
     w->lm_head = Linear::from_rows(w->embed.data(), hidden, iota_rows(vocab), weights);
     return Status::Ok();
@@ -208,22 +218,24 @@ Status load_tied_embedding(const WeightStore& store, const std::string& name, in
       [&](int o, float* buf) {
         stored_to_f32(*t, static_cast<int64_t>(o) * hidden, hidden, buf);
         const size_t i = first_non_finite(buf, static_cast<size_t>(hidden));
-        int64_t bad = static_cast<int64_t>(o) * hidden + static_cast<int64_t>(i), seen = first_bad.load();
-        while (i < static_cast<size_t>(hidden) && bad < seen && !first_bad.compare_exchange_weak(seen, bad)) {
+        int64_t bad = static_cast<int64_t>(o) * hidden + static_cast<int64_t>(i),
+                seen = first_bad.load();
+        while (i < static_cast<size_t>(hidden) && bad < seen &&
+               !first_bad.compare_exchange_weak(seen, bad)) {
         }
         return buf;
       },
       weights);
   if (first_bad.load() != std::numeric_limits<int64_t>::max()) {
     w->lm_head = Linear{};
-    return Status::Error(
-        fmt::format("tensor '{}' in {} holds a non-finite value at element {}", name, t->file, first_bad.load()));
+    return Status::Error(fmt::format("tensor '{}' in {} holds a non-finite value at element {}",
+                                     name, t->file, first_bad.load()));
   }
   return Status::Ok();
 }
 
-Status convert_weights(const ModelConfig& c, const WeightStore& store, DType weights, ModelWeights* out,
-                       const LoadProgress& progress) {
+Status convert_weights(const ModelConfig& c, const WeightStore& store, DType weights,
+                       ModelWeights* out, const LoadProgress& progress) {
   // Every tensor the config implies, checked before the first is converted or allocated.
   HANPU_RETURN_IF_ERROR(check_weight_table(hf_weight_table(c, store), store));
   Converter cv(c, store, weights);
@@ -231,7 +243,8 @@ Status convert_weights(const ModelConfig& c, const WeightStore& store, DType wei
   const std::string& P = c.weight_prefix;
   HANPU_RETURN_IF_ERROR(cv.f32(P + "norm.weight", {c.hidden}, &w.final_norm));
   if (c.tie_embeddings && store.find("lm_head.weight") == nullptr) {
-    HANPU_RETURN_IF_ERROR(load_tied_embedding(store, P + "embed_tokens.weight", c.vocab, c.hidden, weights, &w));
+    HANPU_RETURN_IF_ERROR(
+        load_tied_embedding(store, P + "embed_tokens.weight", c.vocab, c.hidden, weights, &w));
   } else {
     HANPU_RETURN_IF_ERROR(cv.f32(P + "embed_tokens.weight", {c.vocab, c.hidden}, &w.embed));
     HANPU_RETURN_IF_ERROR(cv.linear("lm_head.weight", c.vocab, c.hidden, &w.lm_head));
@@ -271,7 +284,8 @@ Linear random_linear(Rng& rng, int in, int out, DType dtype) {
   if (dtype == DType::kF32) {
     for (float& x : l.data) x = static_cast<float>(rng.uniform(-a, a));
   } else {
-    for (size_t i = 0; i < l.half.size(); ++i) store_from_f32(l.half.data(), dtype, i, static_cast<float>(rng.uniform(-a, a)));
+    for (size_t i = 0; i < l.half.size(); ++i)
+      store_from_f32(l.half.data(), dtype, i, static_cast<float>(rng.uniform(-a, a)));
   }
   l.clear_padding();
   return l;
@@ -285,17 +299,20 @@ std::vector<float> random_vec(Rng& rng, size_t n, double mean, double sd) {
 }
 
 MlpWeights random_mlp(Rng& rng, int hidden, int inter, DType dt) {
-  return MlpWeights{random_linear(rng, hidden, 2 * inter, dt), random_linear(rng, inter, hidden, dt)};
+  return MlpWeights{random_linear(rng, hidden, 2 * inter, dt),
+                    random_linear(rng, inter, hidden, dt)};
 }
 
 }  // namespace
 
-void random_weights(const ModelConfig& c, uint64_t seed, DType dt, ModelWeights* out, const LoadProgress& progress) {
+void random_weights(const ModelConfig& c, uint64_t seed, DType dt, ModelWeights* out,
+                    const LoadProgress& progress) {
   Rng rng(seed);
   ModelWeights w;
   // Tied as a real checkpoint of the shape is: embedding rows are read from the head, so the
   // model holds (and a benchmark's peak RSS counts) one copy, as load_tied_embedding leaves it.
-  if (!c.tie_embeddings) w.embed = random_vec(rng, static_cast<size_t>(c.vocab) * c.hidden, 0.0, 1.0);
+  if (!c.tie_embeddings)
+    w.embed = random_vec(rng, static_cast<size_t>(c.vocab) * c.hidden, 0.0, 1.0);
   w.final_norm = random_vec(rng, c.hidden, 0.0, 0.1);
   w.lm_head = random_linear(rng, c.hidden, c.vocab, dt);
   w.layers.resize(c.layers);
@@ -329,7 +346,8 @@ void random_weights(const ModelConfig& c, uint64_t seed, DType dt, ModelWeights*
     l.moe = c.layer_has_moe(i);
     if (l.moe) {
       l.moe_w.router = random_linear(rng, c.hidden, c.num_experts, dt);
-      for (int e = 0; e < c.num_experts; ++e) l.moe_w.experts.push_back(random_mlp(rng, c.hidden, c.moe_intermediate, dt));
+      for (int e = 0; e < c.num_experts; ++e)
+        l.moe_w.experts.push_back(random_mlp(rng, c.hidden, c.moe_intermediate, dt));
       if (c.shared_expert_intermediate > 0) {
         l.moe_w.shared = random_mlp(rng, c.hidden, c.shared_expert_intermediate, dt);
         l.moe_w.shared_gate = random_linear(rng, c.hidden, 1, dt);

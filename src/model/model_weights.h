@@ -19,14 +19,14 @@ namespace hanpu::model {
 using Linear = cpu::PackedLinear;
 
 struct GdnWeights {
-  Linear qkv;           // out = 2 H K + HV V: q heads, k heads, v heads
-  Linear z;             // out = HV V
-  Linear b, a;          // out = HV
-  Linear out;           // [HV V -> hidden]
-  std::vector<float> conv;      // [kernel, channels] tap-major depthwise causal conv over q|k|v
-  std::vector<float> neg_A;     // [HV] -exp(A_log)
-  std::vector<float> dt_bias;   // [HV]
-  std::vector<float> norm;      // [V] gated RMSNorm weight (plain, not zero-centred)
+  Linear qkv;                  // out = 2 H K + HV V: q heads, k heads, v heads
+  Linear z;                    // out = HV V
+  Linear b, a;                 // out = HV
+  Linear out;                  // [HV V -> hidden]
+  std::vector<float> conv;     // [kernel, channels] tap-major depthwise causal conv over q|k|v
+  std::vector<float> neg_A;    // [HV] -exp(A_log)
+  std::vector<float> dt_bias;  // [HV]
+  std::vector<float> norm;     // [V] gated RMSNorm weight (plain, not zero-centred)
 };
 
 struct AttnWeights {
@@ -60,7 +60,7 @@ struct LayerWeights {
 struct ModelWeights {
   std::vector<float> embed;  // [vocab, hidden]; empty where the tied lm_head holds it (below)
   std::vector<float> final_norm;
-  Linear lm_head;            // [hidden -> vocab] (a transposed copy of embed when tied)
+  Linear lm_head;  // [hidden -> vocab] (a transposed copy of embed when tied)
   std::vector<LayerWeights> layers;
   int64_t bytes() const;
   // Parameters as the checkpoint counts them (`tied`: the embedding is counted once).
@@ -75,16 +75,16 @@ struct ModelWeights {
 // keeps one copy of its largest tensor and never makes an fp32 table of it (a bf16 0.8B:
 // 1 GB less in memory, and at the peak of loading). Otherwise `embed` gets the fp32 table and
 // the head is packed, rounded, from it.
-Status load_tied_embedding(const WeightStore& store, const std::string& name, int vocab, int hidden, DType weights,
-                           ModelWeights* w);
+Status load_tied_embedding(const WeightStore& store, const std::string& name, int vocab, int hidden,
+                           DType weights, ModelWeights* w);
 
 // Called after each layer's weights are ready: (layers done, layers in all).
 using LoadProgress = std::function<void(int, int)>;
 
 // Converts the tensors `config` needs from `store`, projections stored as `weights` (f32,
 // bf16, f16); an error names the first tensor that is missing or has the wrong shape.
-Status convert_weights(const ModelConfig& config, const WeightStore& store, DType weights, ModelWeights* out,
-                       const LoadProgress& progress = nullptr);
+Status convert_weights(const ModelConfig& config, const WeightStore& store, DType weights,
+                       ModelWeights* out, const LoadProgress& progress = nullptr);
 
 // Seeded random weights of the real architecture shape (for `--synthetic` benchmarks).
 void random_weights(const ModelConfig& config, uint64_t seed, DType weights, ModelWeights* out,

@@ -20,7 +20,8 @@ inline constexpr uint64_t kMaxSafetensorsHeader = uint64_t{100} << 20;
 // file, JSON well formed, dtypes supported (F32/F16/BF16; others, e.g. quantised ones, are
 // named and refused), shapes non-negative and not absurd, byte ranges inside the data and
 // matching the shape, tensors not overlapping. `file` names the file in errors.
-Status parse_safetensors(const uint8_t* bytes, size_t size, const std::string& file, WeightStore* store);
+Status parse_safetensors(const uint8_t* bytes, size_t size, const std::string& file,
+                         WeightStore* store);
 
 // Maps and parses `path`: a .safetensors file, a model.safetensors.index.json, or a folder
 // holding either (the index wins). Every tensor the index names must be in its shard.

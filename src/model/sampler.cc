@@ -11,7 +11,8 @@ namespace hanpu::model {
 
 void Sampler::remember(int token, std::vector<bool>* mask, std::vector<int>* list) {
   if (token < 0) return;
-  if (static_cast<size_t>(token) >= mask->size()) mask->resize(static_cast<size_t>(token) + 1, false);
+  if (static_cast<size_t>(token) >= mask->size())
+    mask->resize(static_cast<size_t>(token) + 1, false);
   if ((*mask)[token]) return;
   (*mask)[token] = true;
   list->push_back(token);
@@ -51,7 +52,8 @@ constexpr int kBucketsPerUnit = 64;
 constexpr int kBuckets = 40 * kBucketsPerUnit + 1;
 inline uint16_t bucket_of(float z) {
   const float b = -z * kBucketsPerUnit;
-  return static_cast<uint16_t>(b < kBuckets - 1 ? b : kBuckets - 1);  // NaN fails the test: the last
+  return static_cast<uint16_t>(b < kBuckets - 1 ? b
+                                                : kBuckets - 1);  // NaN fails the test: the last
 }
 
 // Greedy's pick; ties go to the lowest id, as torch.argmax does.
@@ -70,7 +72,8 @@ void Sampler::keep_nucleus(const std::vector<float>& logits, double total) {
   for (int id : candidates_) bucket_mass_[bucket_[id]] += weight_[id];
   double acc = 0;
   int boundary = 0;
-  while (boundary < kBuckets && acc + bucket_mass_[boundary] < need) acc += bucket_mass_[boundary++];
+  while (boundary < kBuckets && acc + bucket_mass_[boundary] < need)
+    acc += bucket_mass_[boundary++];
   if (boundary == kBuckets) return;  // rounding: every candidate stays
   std::vector<int>& edge = scratch_;
   edge.clear();
@@ -79,8 +82,9 @@ void Sampler::keep_nucleus(const std::vector<float>& logits, double total) {
     if (bucket_[id] < boundary) candidates_[kept++] = id;
     if (bucket_[id] == boundary) edge.push_back(id);
   }
-  std::sort(edge.begin(), edge.end(),
-            [&](int a, int b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  std::sort(edge.begin(), edge.end(), [&](int a, int b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  });
   for (int id : edge) {
     candidates_[kept++] = id;
     if ((acc += weight_[id]) >= need) break;
@@ -113,16 +117,20 @@ std::vector<int> Sampler::candidates(const std::vector<float>& raw_logits) {
 
 void Sampler::filter(const std::vector<float>& logits) {
   const int n = static_cast<int>(logits.size());
-  const auto before = [&](int a, int b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+  const auto before = [&](int a, int b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  };
   // Candidates: the top-k ids, or every id. A small k is selected through a heap of k (one
   // comparison for most ids: 0.5 ms over a 248k vocabulary), a large one by nth_element.
   candidates_.resize(n);
   std::iota(candidates_.begin(), candidates_.end(), 0);
   const bool top_k = p_.top_k > 0 && p_.top_k < n;
   if (top_k && p_.top_k <= n / 16) {
-    std::partial_sort(candidates_.begin(), candidates_.begin() + p_.top_k, candidates_.end(), before);
+    std::partial_sort(candidates_.begin(), candidates_.begin() + p_.top_k, candidates_.end(),
+                      before);
   } else if (top_k) {
-    std::nth_element(candidates_.begin(), candidates_.begin() + p_.top_k, candidates_.end(), before);
+    std::nth_element(candidates_.begin(), candidates_.begin() + p_.top_k, candidates_.end(),
+                     before);
   }
   if (top_k) candidates_.resize(p_.top_k);
   // Weights relative to the most likely token, w = exp(z), z = (l - max) / T (the top one 1);
@@ -157,9 +165,10 @@ void Sampler::filter(const std::vector<float>& logits) {
   // Min-p: the tokens at least min_p times as likely as the top one (always kept;
   // renormalising over the kept ones does not change the ratio).
   if (p_.min_p > 0.0f) {
-    candidates_.erase(std::remove_if(candidates_.begin(), candidates_.end(),
-                                     [&](int id) { return weight_[id] < p_.min_p && logits[id] < mx; }),
-                      candidates_.end());
+    candidates_.erase(
+        std::remove_if(candidates_.begin(), candidates_.end(),
+                       [&](int id) { return weight_[id] < p_.min_p && logits[id] < mx; }),
+        candidates_.end());
   }
 }
 

@@ -19,8 +19,8 @@ struct SamplingParams {
   float top_p = 1.0f;        // 1: off
   uint64_t seed = 0;
   float repetition_penalty = 1.0f;  // 1: off; > 1 discourages tokens of the prompt and output
-  float min_p = 0.0f;               // 0: off; drops tokens below min_p x the top token's probability
-  float presence_penalty = 0.0f;    // 0: off; > 0 discourages tokens the output holds
+  float min_p = 0.0f;             // 0: off; drops tokens below min_p x the top token's probability
+  float presence_penalty = 0.0f;  // 0: off; > 0 discourages tokens the output holds
 };
 
 class Sampler {
@@ -48,11 +48,11 @@ class Sampler {
 
   SamplingParams p_;
   Rng rng_;
-  std::vector<int> seen_, output_;           // distinct ids of prompt + output, of the output
+  std::vector<int> seen_, output_;             // distinct ids of prompt + output, of the output
   std::vector<bool> seen_mask_, output_mask_;  // by id, grown on demand
   std::vector<float> penalised_;
-  std::vector<float> weight_;          // exp((logit - max) / temperature) by id
-  std::vector<uint16_t> bucket_;       // the nucleus's coarse rank of each id (sampler.cc)
+  std::vector<float> weight_;     // exp((logit - max) / temperature) by id
+  std::vector<uint16_t> bucket_;  // the nucleus's coarse rank of each id (sampler.cc)
   std::vector<double> bucket_mass_;
   std::vector<int> candidates_, scratch_;  // ids a draw may return; the nucleus's boundary ids
 };

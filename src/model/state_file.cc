@@ -18,18 +18,21 @@ namespace hanpu::model {
 Status save_state(const Model& model, const SequenceState& s, const std::string& path) {
   const ModelConfig& c = model.config();
   if (static_cast<int64_t>(s.tokens.size()) != s.position) {  // a state not made by Model::forward
-    return Status::Error(fmt::format("{}: the sequence holds {} token ids for position {}", path, s.tokens.size(),
-                                     s.position));
+    return Status::Error(fmt::format("{}: the sequence holds {} token ids for position {}", path,
+                                     s.tokens.size(), s.position));
   }
   // The state goes to a fresh file beside `path`, created exclusively (no symlink or earlier
   // file of that name is followed or truncated), synced, then renamed over `path`: a reader
   // sees the old file or the whole new one, and a failure leaves neither a partial file nor a
   // temporary behind.
   const std::filesystem::path target(path);
-  const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+  const std::filesystem::path dir =
+      target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
   std::string tmp = (dir / ("." + target.filename().string() + ".XXXXXX")).string();
   const int fd = ::mkstemp(tmp.data());
-  if (fd < 0) return Status::Error(fmt::format("{}: cannot create a temporary file in {}: {}", path, dir.string(), std::strerror(errno)));
+  if (fd < 0)
+    return Status::Error(fmt::format("{}: cannot create a temporary file in {}: {}", path,
+                                     dir.string(), std::strerror(errno)));
   std::FILE* out = ::fdopen(fd, "wb");
   if (out == nullptr) {
     ::close(fd);
@@ -42,7 +45,9 @@ Status save_state(const Model& model, const SequenceState& s, const std::string&
     return st;
   };
   bool wrote = true;
-  const auto put = [&](const void* p, size_t n) { wrote = wrote && (n == 0 || std::fwrite(p, 1, n, out) == n); };
+  const auto put = [&](const void* p, size_t n) {
+    wrote = wrote && (n == 0 || std::fwrite(p, 1, n, out) == n);
+  };
   put(kStateMagic, sizeof(kStateMagic));
   put(&kStateVersion, sizeof(kStateVersion));
   const auto fp = state_fingerprint(c);
@@ -64,8 +69,8 @@ Status save_state(const Model& model, const SequenceState& s, const std::string&
       for (int which = 0; which < 2; ++which) {
         for (int64_t t0 = 0; t0 < len; t0 += chunk) {
           const int64_t n = std::min(chunk, len - t0);
-          const Status read =
-              s.kv[i]->read_f32(t0, n, which == 0 ? wide.data() : nullptr, which == 1 ? wide.data() : nullptr);
+          const Status read = s.kv[i]->read_f32(t0, n, which == 0 ? wide.data() : nullptr,
+                                                which == 1 ? wide.data() : nullptr);
           if (!read.ok()) return fail(read);
           put(wide.data(), static_cast<size_t>(n * row) * sizeof(float));
         }
@@ -73,7 +78,8 @@ Status save_state(const Model& model, const SequenceState& s, const std::string&
     }
   }
   if (!wrote || std::fflush(out) != 0 || ::fsync(fd) != 0) {
-    return fail(Status::Error(fmt::format("{}: write failed (disk full?): {}", tmp, std::strerror(errno))));
+    return fail(
+        Status::Error(fmt::format("{}: write failed (disk full?): {}", tmp, std::strerror(errno))));
   }
   if (std::fclose(out) != 0) {
     ::unlink(tmp.c_str());
@@ -101,8 +107,9 @@ Status load_state(const Model& model, const std::string& path, SequenceState* ou
       s.conv[i] = std::move(saved.conv[i]);
       s.recurrent[i].assign(saved.recurrent[i].begin(), saved.recurrent[i].end());
     } else if (s.position > 0) {
-      HANPU_RETURN_IF_ERROR(s.kv[i]->append({saved.keys[i].data(), DType::kF32, {s.position, c.kv_heads, c.head_dim}},
-                                            {saved.values[i].data(), DType::kF32, {s.position, c.kv_heads, c.head_dim}}));
+      HANPU_RETURN_IF_ERROR(s.kv[i]->append(
+          {saved.keys[i].data(), DType::kF32, {s.position, c.kv_heads, c.head_dim}},
+          {saved.values[i].data(), DType::kF32, {s.position, c.kv_heads, c.head_dim}}));
       saved.keys[i] = {};  // each layer's fp32 rows are freed once in the cache
       saved.values[i] = {};
     }

@@ -39,16 +39,17 @@ inline constexpr int64_t kMaxStatePositions = int64_t{1} << 22;
 // A state file's contents, per layer of the model (the other kind's entries stay empty).
 struct SavedSequence {
   int64_t position = 0;
-  std::vector<int> tokens;                              // position of them
-  std::vector<std::vector<float>> conv, recurrent;      // GDN layers
-  std::vector<std::vector<float>> keys, values;         // attention layers: [position, Hkv, D]
+  std::vector<int> tokens;                          // position of them
+  std::vector<std::vector<float>> conv, recurrent;  // GDN layers
+  std::vector<std::vector<float>> keys, values;     // attention layers: [position, Hkv, D]
 };
 
 // Reads `bytes` as a state file saved for a model with config `c`; errors call it `path`.
 // Refused, each naming what and where: a short file (the byte offset), another version or
 // model shape, a position or KV length that does not fit, a token id outside the vocabulary,
 // a NaN or infinite state value, bytes after the end. `out` is untouched on error.
-Status parse_state_file(const ModelConfig& c, std::vector<char> bytes, const std::string& path, SavedSequence* out);
+Status parse_state_file(const ModelConfig& c, std::vector<char> bytes, const std::string& path,
+                        SavedSequence* out);
 // The bytes of the state file at `path` (a regular file within state_file_bytes(c,
 // kMaxStatePositions)), for parse_state_file.
 Status read_state_file(const ModelConfig& c, const std::string& path, std::vector<char>* bytes);

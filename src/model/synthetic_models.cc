@@ -18,7 +18,8 @@ ModelConfig qwen35(int hidden, int intermediate, int layers) {
   c.intermediate = intermediate;
   c.layers = layers;
   for (int i = 0; i < layers; ++i) {
-    c.layer_kinds.push_back((i + 1) % 4 == 0 ? LayerKind::kFullAttention : LayerKind::kLinearAttention);
+    c.layer_kinds.push_back((i + 1) % 4 == 0 ? LayerKind::kFullAttention
+                                             : LayerKind::kLinearAttention);
   }
   c.attn_heads = 8;
   c.kv_heads = 2;
@@ -36,7 +37,9 @@ ModelConfig qwen35(int hidden, int intermediate, int layers) {
 
 }  // namespace
 
-std::vector<std::string> synthetic_model_names() { return {"qwen3.5-0.8b", "qwen3.5-2b", "qwen3-next-tiny"}; }
+std::vector<std::string> synthetic_model_names() {
+  return {"qwen3.5-0.8b", "qwen3.5-2b", "qwen3-next-tiny"};
+}
 
 std::optional<ModelConfig> synthetic_model_config(const std::string& name) {
   if (name == "qwen3.5-0.8b") return qwen35(1024, 3584, 24);

@@ -13,7 +13,11 @@ size_t complete_utf8_prefix(std::string_view s) {
       --i;
       continue;
     }
-    const size_t need = ch < 0x80 ? 1 : (ch >> 5) == 0x6 ? 2 : (ch >> 4) == 0xE ? 3 : (ch >> 3) == 0x1E ? 4 : 1;
+    const size_t need = ch < 0x80           ? 1
+                        : (ch >> 5) == 0x6  ? 2
+                        : (ch >> 4) == 0xE  ? 3
+                        : (ch >> 3) == 0x1E ? 4
+                                            : 1;
     return (s.size() - (i - 1) >= need) ? s.size() : i - 1;
   }
   return s.size();

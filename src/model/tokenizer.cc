@@ -34,8 +34,10 @@ struct ByteMap {
   ByteMap() {
     int shifted = 0;
     for (int b = 0; b < 256; ++b) {
-      const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
-      const uint32_t cp = printable ? static_cast<uint32_t>(b) : 256u + static_cast<uint32_t>(shifted++);
+      const bool printable =
+          (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+      const uint32_t cp =
+          printable ? static_cast<uint32_t>(b) : 256u + static_cast<uint32_t>(shifted++);
       uint8_t buf[4];
       const auto n = utf8proc_encode_char(static_cast<utf8proc_int32_t>(cp), buf);
       to_utf8[b] = std::string(reinterpret_cast<char*>(buf), static_cast<size_t>(n));
@@ -62,9 +64,13 @@ constexpr const char* kGpt2Pattern =
 
 // `s` as a JSON string for an error message. A GGUF's token text may be any bytes, and
 // nlohmann's dump() throws on invalid UTF-8; those bytes become U+FFFD here.
-std::string quoted(const std::string& s) { return json(s).dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string quoted(const std::string& s) {
+  return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
-uint64_t pair_key(int a, int b) { return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b); }
+uint64_t pair_key(int a, int b) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+}
 
 }  // namespace
 
@@ -96,8 +102,10 @@ namespace {
 
 Status parse_pre_tokenizer(const json& pt, const std::string& source, std::string* pattern) {
   const auto unsupported = [&](const json& j) {
-    return Status::Error(fmt::format("{}: pre_tokenizer {} is not supported (Qwen/GPT-2 byte-level: a regex Split "
-                                     "then ByteLevel, or ByteLevel alone)", source, json_excerpt(j, 200)));
+    return Status::Error(
+        fmt::format("{}: pre_tokenizer {} is not supported (Qwen/GPT-2 byte-level: a regex Split "
+                    "then ByteLevel, or ByteLevel alone)",
+                    source, json_excerpt(j, 200)));
   };
   const auto byte_level_ok = [](const json& j) { return !j.value("add_prefix_space", false); };
   if (!pt.is_object()) return unsupported(pt);
@@ -113,8 +121,9 @@ Status parse_pre_tokenizer(const json& pt, const std::string& source, std::strin
   }
   const json& split = pt["pretokenizers"][0];
   const json& bl = pt["pretokenizers"][1];
-  if (split.value("type", "") != "Split" || split.value("behavior", "") != "Isolated" || split.value("invert", false) ||
-      !split.contains("pattern") || !split["pattern"].contains("Regex") || !split["pattern"]["Regex"].is_string() ||
+  if (split.value("type", "") != "Split" || split.value("behavior", "") != "Isolated" ||
+      split.value("invert", false) || !split.contains("pattern") ||
+      !split["pattern"].contains("Regex") || !split["pattern"]["Regex"].is_string() ||
       bl.value("type", "") != "ByteLevel" || !byte_level_ok(bl) || bl.value("use_regex", true)) {
     return unsupported(pt);
   }
@@ -132,7 +141,8 @@ Status Tokenizer::parse(const std::string& json_text, const std::string& source,
   }
 }
 
-Status Tokenizer::parse_json(const std::string& json_text, const std::string& source, Tokenizer* out) {
+Status Tokenizer::parse_json(const std::string& json_text, const std::string& source,
+                             Tokenizer* out) {
   json j;
   HANPU_RETURN_IF_ERROR(hanpu::parse_json(json_text, source, &j));
   if (!j.is_object() || !j.contains("model") || !j["model"].is_object()) {
@@ -140,18 +150,25 @@ Status Tokenizer::parse_json(const std::string& json_text, const std::string& so
   }
   const json& m = j["model"];
   if (m.value("type", "") != "BPE") {
-    return Status::Error(fmt::format("{}: model type {} is not supported (BPE only)", source, m.value("type", "?")));
+    return Status::Error(
+        fmt::format("{}: model type {} is not supported (BPE only)", source, m.value("type", "?")));
   }
   if (m.value("byte_fallback", false) || m.value("ignore_merges", false) ||
-      !(m.value("continuing_subword_prefix", json()).is_null() || m["continuing_subword_prefix"] == "") ||
+      !(m.value("continuing_subword_prefix", json()).is_null() ||
+        m["continuing_subword_prefix"] == "") ||
       !(m.value("end_of_word_suffix", json()).is_null() || m["end_of_word_suffix"] == "")) {
-    return Status::Error(fmt::format("{}: BPE options (byte_fallback, ignore_merges, subword prefix/suffix) are "
-                                     "not the byte-level ones hanpu supports", source));
+    return Status::Error(
+        fmt::format("{}: BPE options (byte_fallback, ignore_merges, subword prefix/suffix) are "
+                    "not the byte-level ones hanpu supports",
+                    source));
   }
-  if (!m.contains("vocab") || !m["vocab"].is_object()) return Status::Error(fmt::format("{}: model has no vocab", source));
+  if (!m.contains("vocab") || !m["vocab"].is_object())
+    return Status::Error(fmt::format("{}: model has no vocab", source));
   Parts parts;
   const auto put = [&](const std::string& tok, int64_t id, bool added) -> Status {
-    if (id < 0 || id > (1 << 24)) return Status::Error(fmt::format("{}: vocab id of {} is {}", source, json_excerpt(json(tok)), id));
+    if (id < 0 || id > (1 << 24))
+      return Status::Error(
+          fmt::format("{}: vocab id of {} is {}", source, json_excerpt(json(tok)), id));
     if (static_cast<size_t>(id) >= parts.tokens.size()) {
       parts.tokens.resize(static_cast<size_t>(id) + 1);
       parts.added.resize(static_cast<size_t>(id) + 1, false);
@@ -161,25 +178,30 @@ Status Tokenizer::parse_json(const std::string& json_text, const std::string& so
     return Status::Ok();
   };
   for (const auto& [tok, id] : m["vocab"].items()) {
-    if (!id.is_number_integer()) return Status::Error(fmt::format("{}: vocab id of {} is {}", source, json_excerpt(json(tok)), json_excerpt(id)));
+    if (!id.is_number_integer())
+      return Status::Error(fmt::format("{}: vocab id of {} is {}", source, json_excerpt(json(tok)),
+                                       json_excerpt(id)));
     HANPU_RETURN_IF_ERROR(put(tok, id.get<int64_t>(), false));
   }
   if (j.contains("added_tokens") && j["added_tokens"].is_array()) {
     for (const json& a : j["added_tokens"]) {
-      if (!a.contains("id") || !a["id"].is_number_integer() || !a.contains("content") || !a["content"].is_string() ||
-          a["content"].get<std::string>().empty()) {
-        return Status::Error(fmt::format("{}: added token {} is malformed", source, json_excerpt(a, 120)));
+      if (!a.contains("id") || !a["id"].is_number_integer() || !a.contains("content") ||
+          !a["content"].is_string() || a["content"].get<std::string>().empty()) {
+        return Status::Error(
+            fmt::format("{}: added token {} is malformed", source, json_excerpt(a, 120)));
       }
       HANPU_RETURN_IF_ERROR(put(a["content"].get<std::string>(), a["id"].get<int64_t>(), true));
     }
   }
   // Merges: "a b" strings (older files) or ["a", "b"] pairs.
-  if (!m.contains("merges") || !m["merges"].is_array()) return Status::Error(fmt::format("{}: model has no merges", source));
+  if (!m.contains("merges") || !m["merges"].is_array())
+    return Status::Error(fmt::format("{}: model has no merges", source));
   for (const json& mg : m["merges"]) {
     if (mg.is_string()) {
       const std::string s = mg.get<std::string>();
       const size_t sp = s.find(' ', 1);
-      if (sp == std::string::npos) return Status::Error(fmt::format("{}: merge {} has no space", source, json_excerpt(mg)));
+      if (sp == std::string::npos)
+        return Status::Error(fmt::format("{}: merge {} has no space", source, json_excerpt(mg)));
       parts.merges.emplace_back(s.substr(0, sp), s.substr(sp + 1));
     } else if (mg.is_array() && mg.size() == 2 && mg[0].is_string() && mg[1].is_string()) {
       parts.merges.emplace_back(mg[0].get<std::string>(), mg[1].get<std::string>());
@@ -191,11 +213,13 @@ Status Tokenizer::parse_json(const std::string& json_text, const std::string& so
   const json norm = j.value("normalizer", json());
   if (!norm.is_null()) {
     if (norm.value("type", "") != "NFC") {
-      return Status::Error(fmt::format("{}: normalizer {} is not supported (NFC or none)", source, json_excerpt(norm, 120)));
+      return Status::Error(fmt::format("{}: normalizer {} is not supported (NFC or none)", source,
+                                       json_excerpt(norm, 120)));
     }
     parts.nfc = true;
   }
-  HANPU_RETURN_IF_ERROR(parse_pre_tokenizer(j.value("pre_tokenizer", json()), source, &parts.pattern));
+  HANPU_RETURN_IF_ERROR(
+      parse_pre_tokenizer(j.value("pre_tokenizer", json()), source, &parts.pattern));
   return build(std::move(parts), source, out);
 }
 
@@ -219,13 +243,15 @@ Status Tokenizer::build(Parts parts, const std::string& source, Tokenizer* out) 
       t.vocab_[tok] = static_cast<int>(id);
     }
   }
-  std::sort(t.added_.begin(), t.added_.end(), [](const Added& a, const Added& b) { return a.content.size() > b.content.size(); });
+  std::sort(t.added_.begin(), t.added_.end(),
+            [](const Added& a, const Added& b) { return a.content.size() > b.content.size(); });
   int rank = 0;
   for (const auto& [a, b] : parts.merges) {
     const auto ia = t.vocab_.find(a), ib = t.vocab_.find(b), iab = t.vocab_.find(a + b);
     if (ia == t.vocab_.end() || ib == t.vocab_.end() || iab == t.vocab_.end()) {
-      return Status::Error(fmt::format("{}: merge #{} ({} + {}) uses a token missing from the vocab", source, rank,
-                                       quoted(a), quoted(b)));
+      return Status::Error(
+          fmt::format("{}: merge #{} ({} + {}) uses a token missing from the vocab", source, rank,
+                      quoted(a), quoted(b)));
     }
     t.merges_.emplace(pair_key(ia->second, ib->second), std::pair{rank++, iab->second});
   }
@@ -233,13 +259,14 @@ Status Tokenizer::build(Parts parts, const std::string& source, Tokenizer* out) 
   int err = 0;
   PCRE2_SIZE err_off = 0;
   t.split_ = std::make_unique<Regex>();
-  t.split_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(parts.pattern.data()), parts.pattern.size(),
-                                 PCRE2_UTF | PCRE2_UCP | PCRE2_NEVER_BACKSLASH_C, &err, &err_off, nullptr);
+  t.split_->code =
+      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(parts.pattern.data()), parts.pattern.size(),
+                    PCRE2_UTF | PCRE2_UCP | PCRE2_NEVER_BACKSLASH_C, &err, &err_off, nullptr);
   if (t.split_->code == nullptr) {
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(err, msg, sizeof(msg));
-    return Status::Error(fmt::format("{}: pre-tokenizer regex does not compile at offset {}: {}", source, err_off,
-                                     reinterpret_cast<char*>(msg)));
+    return Status::Error(fmt::format("{}: pre-tokenizer regex does not compile at offset {}: {}",
+                                     source, err_off, reinterpret_cast<char*>(msg)));
   }
   t.split_->limits = pcre2_match_context_create(nullptr);
   pcre2_set_match_limit(t.split_->limits, kRegexMatchLimit);
@@ -248,7 +275,8 @@ Status Tokenizer::build(Parts parts, const std::string& source, Tokenizer* out) 
   // Every byte must have a token, or some input could not be encoded.
   for (int b = 0; b < 256; ++b) {
     if (t.vocab_.count(byte_map().to_utf8[b]) == 0) {
-      return Status::Error(fmt::format("{}: vocab lacks the byte-level token for byte 0x{:02x}", source, b));
+      return Status::Error(
+          fmt::format("{}: vocab lacks the byte-level token for byte 0x{:02x}", source, b));
     }
   }
   *out = std::move(t);
@@ -281,20 +309,24 @@ Status Tokenizer::encode_piece(const std::string& piece, std::vector<int>* ids) 
   // its symbols merged since; a position's token only grows, so an id never comes back).
   struct Candidate {
     int rank, left, right, left_id, right_id, merged_id;
-    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
+    bool operator>(const Candidate& o) const {
+      return rank != o.rank ? rank > o.rank : left > o.left;
+    }
   };
   std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> heap;
   const auto push = [&](int left) {
     if (left < 0 || next[left] < 0) return;
     const int right = next[left];
     const auto it = merges_.find(pair_key(sym[left], sym[right]));
-    if (it != merges_.end()) heap.push({it->second.first, left, right, sym[left], sym[right], it->second.second});
+    if (it != merges_.end())
+      heap.push({it->second.first, left, right, sym[left], sym[right], it->second.second});
   };
   for (int i = 0; i + 1 < n; ++i) push(i);
   while (!heap.empty()) {
     const Candidate c = heap.top();
     heap.pop();
-    if (sym[c.left] != c.left_id || next[c.left] != c.right || sym[c.right] != c.right_id) continue;  // stale
+    if (sym[c.left] != c.left_id || next[c.left] != c.right || sym[c.right] != c.right_id)
+      continue;  // stale
     sym[c.left] = c.merged_id;
     sym[c.right] = -1;
     next[c.left] = next[c.right];
@@ -312,10 +344,12 @@ Status Tokenizer::encode_segment(std::string_view text, std::vector<int>* ids) c
   if (nfc_) {
     // utf8proc_NFC would stop at the first NUL byte; the length keeps every character.
     utf8proc_uint8_t* out = nullptr;
-    const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(norm.data()),
-                                            static_cast<utf8proc_ssize_t>(norm.size()), &out,
-                                            static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
-    if (n < 0) return Status::Error(fmt::format("text could not be NFC-normalised: {}", utf8proc_errmsg(n)));
+    const utf8proc_ssize_t n =
+        utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(norm.data()),
+                     static_cast<utf8proc_ssize_t>(norm.size()), &out,
+                     static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+    if (n < 0)
+      return Status::Error(fmt::format("text could not be NFC-normalised: {}", utf8proc_errmsg(n)));
     norm.assign(reinterpret_cast<char*>(out), static_cast<size_t>(n));
     free(out);
   }
@@ -332,12 +366,14 @@ Status Tokenizer::encode_segment(std::string_view text, std::vector<int>* ids) c
   const double budget = kRegexBaseSeconds + kRegexSecondsPerByte * static_cast<double>(norm.size());
   while (pos < norm.size() && st.ok()) {
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > budget) {
-      st = Status::Error(fmt::format("the pre-tokenizer regex took more than {:.1f} s for {} bytes (stopped at byte "
-                                     "{}): the tokenizer's pattern backtracks without bound", budget, norm.size(), pos));
+      st = Status::Error(fmt::format(
+          "the pre-tokenizer regex took more than {:.1f} s for {} bytes (stopped at byte "
+          "{}): the tokenizer's pattern backtracks without bound",
+          budget, norm.size(), pos));
       break;
     }
-    const int rc =
-        pcre2_match(split_->code, reinterpret_cast<PCRE2_SPTR>(norm.data()), norm.size(), pos, check, md, split_->limits);
+    const int rc = pcre2_match(split_->code, reinterpret_cast<PCRE2_SPTR>(norm.data()), norm.size(),
+                               pos, check, md, split_->limits);
     check = PCRE2_NO_UTF_CHECK;
     if (rc == PCRE2_ERROR_NOMATCH) {  // no further match: the rest is one piece
       st = encode_piece(norm.substr(pos), ids);
@@ -346,13 +382,15 @@ Status Tokenizer::encode_segment(std::string_view text, std::vector<int>* ids) c
     if (rc < 0) {  // a resource limit (backtracking) or another failure of the split regex
       PCRE2_UCHAR msg[256];
       pcre2_get_error_message(rc, msg, sizeof(msg));
-      const bool limit = rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT;
-      st = Status::Error(fmt::format("the pre-tokenizer regex failed at byte {} of the normalised text: {}{}", pos,
-                                     reinterpret_cast<char*>(msg),
-                                     limit ? fmt::format(" (a match may take {} steps and {} KiB; the tokenizer's "
-                                                         "regex backtracks past them)", kRegexMatchLimit,
-                                                         kRegexHeapLimitKiB)
-                                           : ""));
+      const bool limit = rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT ||
+                         rc == PCRE2_ERROR_HEAPLIMIT;
+      st = Status::Error(
+          fmt::format("the pre-tokenizer regex failed at byte {} of the normalised text: {}{}", pos,
+                      reinterpret_cast<char*>(msg),
+                      limit ? fmt::format(" (a match may take {} steps and {} KiB; the tokenizer's "
+                                          "regex backtracks past them)",
+                                          kRegexMatchLimit, kRegexHeapLimitKiB)
+                            : ""));
       break;
     }
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
@@ -360,7 +398,8 @@ Status Tokenizer::encode_segment(std::string_view text, std::vector<int>* ids) c
       st = Status::Error(fmt::format("the pre-tokenizer regex matched backwards at byte {}", pos));
       break;
     }
-    if (ov[0] > pos) st = encode_piece(norm.substr(pos, ov[0] - pos), ids);  // the gap before a match
+    if (ov[0] > pos)
+      st = encode_piece(norm.substr(pos, ov[0] - pos), ids);  // the gap before a match
     if (!st.ok()) break;
     if (ov[1] == ov[0]) {  // an empty match: step one character so the scan moves on
       size_t next = ov[0] + 1;
@@ -398,7 +437,8 @@ Status Tokenizer::encode(std::string_view text, std::vector<int>* ids) const {
   while (i < text.size()) {
     const Added* hit = nullptr;
     for (const Added& a : added_) {  // longest first
-      if (boundary(i) && text.compare(i, a.content.size(), a.content) == 0 && boundary(i + a.content.size())) {
+      if (boundary(i) && text.compare(i, a.content.size(), a.content) == 0 &&
+          boundary(i + a.content.size())) {
         hit = &a;
         break;
       }

@@ -74,7 +74,8 @@ class Tokenizer {
   std::vector<std::string> id_to_token_;  // byte-level strings, or added tokens' content
   std::vector<bool> is_added_;
   std::vector<Added> added_;  // longest first
-  std::unordered_map<uint64_t, std::pair<int, int>> merges_;  // (left id, right id) -> (rank, merged id)
+  std::unordered_map<uint64_t, std::pair<int, int>>
+      merges_;  // (left id, right id) -> (rank, merged id)
   std::unique_ptr<Regex> split_;
   bool nfc_ = false;
 };

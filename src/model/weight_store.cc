@@ -45,25 +45,28 @@ const StoredTensor* WeightStore::find(const std::string& name) const {
   return it == tensors_.end() ? nullptr : &it->second;
 }
 
-Status WeightStore::get(const std::string& name, const Shape& shape, const StoredTensor** out) const {
+Status WeightStore::get(const std::string& name, const Shape& shape,
+                        const StoredTensor** out) const {
   const StoredTensor* t = find(name);
   if (t == nullptr) return Status::Error(fmt::format("checkpoint has no tensor '{}'", name));
   if (t->shape != shape) {
-    return Status::Error(fmt::format("tensor '{}' in {} has shape {}, the config implies {}", name, t->file,
-                                     shape_str(t->shape), shape_str(shape)));
+    return Status::Error(fmt::format("tensor '{}' in {} has shape {}, the config implies {}", name,
+                                     t->file, shape_str(t->shape), shape_str(shape)));
   }
   *out = t;
   return Status::Ok();
 }
 
-Status WeightStore::get_f32(const std::string& name, const Shape& shape, std::vector<float>* out) const {
+Status WeightStore::get_f32(const std::string& name, const Shape& shape,
+                            std::vector<float>* out) const {
   const StoredTensor* t = nullptr;
   HANPU_RETURN_IF_ERROR(get(name, shape, &t));
   out->resize(static_cast<size_t>(shape_numel(shape)));
   stored_to_f32(*t, out->data());
   const size_t i = first_non_finite(out->data(), out->size());
   if (i < out->size()) {
-    return Status::Error(fmt::format("tensor '{}' in {} holds a non-finite value at element {}", name, t->file, i));
+    return Status::Error(
+        fmt::format("tensor '{}' in {} holds a non-finite value at element {}", name, t->file, i));
   }
   return Status::Ok();
 }
@@ -72,16 +75,20 @@ size_t first_non_finite(const float* x, size_t n) {
   // An OR over the exponent test first (it vectorises: this runs over every weight of a
   // checkpoint), the index only when something is bad.
   bool bad = false;
-  for (size_t i = 0; i < n; ++i) bad |= (std::bit_cast<uint32_t>(x[i]) & 0x7f800000u) == 0x7f800000u;
+  for (size_t i = 0; i < n; ++i)
+    bad |= (std::bit_cast<uint32_t>(x[i]) & 0x7f800000u) == 0x7f800000u;
   if (!bad) return n;
   return static_cast<size_t>(std::find_if(x, x + n, [](float v) { return !std::isfinite(v); }) - x);
 }
 
-void stored_to_f32(const StoredTensor& t, float* out) { stored_to_f32(t, 0, shape_numel(t.shape), out); }
+void stored_to_f32(const StoredTensor& t, float* out) {
+  stored_to_f32(t, 0, shape_numel(t.shape), out);
+}
 
 void stored_to_f32(const StoredTensor& t, int64_t first, int64_t n, float* out) {
   if (t.dtype == DType::kF32) {
-    std::memcpy(out, t.data + 4 * first, static_cast<size_t>(n) * sizeof(float));  // data may be unaligned
+    std::memcpy(out, t.data + 4 * first,
+                static_cast<size_t>(n) * sizeof(float));  // data may be unaligned
     return;
   }
   // 16-bit values may sit at odd addresses in a mapped file: read through memcpy. The bf16

@@ -13,19 +13,34 @@ namespace {
 struct Sizes {
   int64_t hidden, vocab, inter, H, HV, K, V, g, conv_channels, kernel, Hq, Hkv, D, E, I, S;
   explicit Sizes(const ModelConfig& c)
-      : hidden(c.hidden), vocab(c.vocab), inter(c.intermediate), H(c.la_key_heads), HV(c.la_value_heads),
-        K(c.la_key_dim), V(c.la_value_dim), g(c.la_value_heads / c.la_key_heads), conv_channels(c.la_conv_channels()),
-        kernel(c.conv_kernel), Hq(c.attn_heads), Hkv(c.kv_heads), D(c.head_dim), E(c.num_experts),
-        I(c.moe_intermediate), S(c.shared_expert_intermediate) {}
+      : hidden(c.hidden),
+        vocab(c.vocab),
+        inter(c.intermediate),
+        H(c.la_key_heads),
+        HV(c.la_value_heads),
+        K(c.la_key_dim),
+        V(c.la_value_dim),
+        g(c.la_value_heads / c.la_key_heads),
+        conv_channels(c.la_conv_channels()),
+        kernel(c.conv_kernel),
+        Hq(c.attn_heads),
+        Hkv(c.kv_heads),
+        D(c.head_dim),
+        E(c.num_experts),
+        I(c.moe_intermediate),
+        S(c.shared_expert_intermediate) {}
 };
 
 // A full-attention layer's six tensors under `names` (q, k, v, o, q norm, k norm), as both
 // layouts hold them: q carries the output gate (Hq x 2D rows).
 void add_attention(std::vector<ExpectedTensor>* t, const Sizes& s, const std::string& prefix,
                    const std::array<const char*, 6>& names) {
-  const std::array<Shape, 6> shapes = {Shape{s.Hq * 2 * s.D, s.hidden}, Shape{s.Hkv * s.D, s.hidden},
-                                       Shape{s.Hkv * s.D, s.hidden},     Shape{s.hidden, s.Hq * s.D},
-                                       Shape{s.D},                       Shape{s.D}};
+  const std::array<Shape, 6> shapes = {Shape{s.Hq * 2 * s.D, s.hidden},
+                                       Shape{s.Hkv * s.D, s.hidden},
+                                       Shape{s.Hkv * s.D, s.hidden},
+                                       Shape{s.hidden, s.Hq * s.D},
+                                       Shape{s.D},
+                                       Shape{s.D}};
   for (size_t i = 0; i < names.size(); ++i) t->push_back({prefix + names[i], shapes[i]});
 }
 
@@ -34,11 +49,14 @@ void add_attention(std::vector<ExpectedTensor>* t, const Sizes& s, const std::st
 std::vector<ExpectedTensor> hf_weight_table(const ModelConfig& c, const WeightStore& store) {
   const Sizes s(c);
   std::vector<ExpectedTensor> t;
-  const auto add = [&](std::string name, Shape shape) { t.push_back({std::move(name), std::move(shape)}); };
+  const auto add = [&](std::string name, Shape shape) {
+    t.push_back({std::move(name), std::move(shape)});
+  };
   const std::string& P = c.weight_prefix;
   add(P + "norm.weight", {s.hidden});
   add(P + "embed_tokens.weight", {s.vocab, s.hidden});
-  if (!c.tie_embeddings || store.find("lm_head.weight") != nullptr) add("lm_head.weight", {s.vocab, s.hidden});
+  if (!c.tie_embeddings || store.find("lm_head.weight") != nullptr)
+    add("lm_head.weight", {s.vocab, s.hidden});
   const auto mlp = [&](const std::string& p, int64_t inter) {
     add(p + "gate_proj.weight", {inter, s.hidden});
     add(p + "up_proj.weight", {inter, s.hidden});
@@ -66,7 +84,8 @@ std::vector<ExpectedTensor> hf_weight_table(const ModelConfig& c, const WeightSt
       add(a + "norm.weight", {s.V});
     } else {
       add_attention(&t, s, p + "self_attn.",
-                    {"q_proj.weight", "k_proj.weight", "v_proj.weight", "o_proj.weight", "q_norm.weight", "k_norm.weight"});
+                    {"q_proj.weight", "k_proj.weight", "v_proj.weight", "o_proj.weight",
+                     "q_norm.weight", "k_norm.weight"});
     }
     if (!c.layer_has_moe(i)) {
       mlp(p + "mlp.", s.inter);
@@ -90,7 +109,9 @@ std::vector<ExpectedTensor> hf_weight_table(const ModelConfig& c, const WeightSt
 std::vector<ExpectedTensor> gguf_weight_table(const ModelConfig& c) {
   const Sizes s(c);
   std::vector<ExpectedTensor> t;
-  const auto add = [&](std::string name, Shape shape) { t.push_back({std::move(name), std::move(shape)}); };
+  const auto add = [&](std::string name, Shape shape) {
+    t.push_back({std::move(name), std::move(shape)});
+  };
   add("output_norm.weight", {s.hidden});
   add("token_embd.weight", {s.vocab, s.hidden});
   if (!c.tie_embeddings) add("output.weight", {s.vocab, s.hidden});
@@ -119,8 +140,8 @@ std::vector<ExpectedTensor> gguf_weight_table(const ModelConfig& c) {
       add(b + "ssm_norm.weight", {s.V});
     } else {
       add_attention(&t, s, b,
-                    {"attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight", "attn_q_norm.weight",
-                     "attn_k_norm.weight"});
+                    {"attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight",
+                     "attn_q_norm.weight", "attn_k_norm.weight"});
     }
     if (!c.layer_has_moe(i)) {
       ffn(b, "", s.inter);

@@ -28,8 +28,8 @@ void split_tail_by_columns(const std::vector<Unit>& tail, int cols, int cores, i
     int64_t head_start = ideal / cols * cols;
     int64_t in_head = ideal - head_start;
     in_head = (in_head + col_align / 2) / col_align * col_align;
-    cut[c] = std::clamp(std::min<int64_t>(head_start + in_head, head_start + cols), cut[c - 1],
-                        total);
+    cut[c] =
+        std::clamp(std::min<int64_t>(head_start + in_head, head_start + cols), cut[c - 1], total);
   }
   for (int c = 0; c < cores; ++c) {
     int64_t pos = cut[c];
@@ -93,8 +93,8 @@ HeadSchedule make_head_schedule(const std::vector<int64_t>& seq_lens, int heads,
 }
 
 std::string HeadSchedule::describe() const {
-  std::string out = fmt::format("{} whole round(s), {} head(s) split by columns\n", whole_rounds,
-                                split_heads);
+  std::string out =
+      fmt::format("{} whole round(s), {} head(s) split by columns\n", whole_rounds, split_heads);
   for (size_t c = 0; c < per_core.size(); ++c) {
     out += fmt::format("  core {}:", c);
     for (const HeadWork& w : per_core[c]) {

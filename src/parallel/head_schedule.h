@@ -21,9 +21,9 @@ struct HeadWork {
 
 struct HeadSchedule {
   std::vector<std::vector<HeadWork>> per_core;  // per_core[c] runs in order on core c
-  int whole_rounds = 0;   // rounds in which every core ran one whole head
-  int split_heads = 0;    // heads split by columns in the tail
-  std::string describe() const;  // human-readable, one line per core
+  int whole_rounds = 0;                         // rounds in which every core ran one whole head
+  int split_heads = 0;                          // heads split by columns in the tail
+  std::string describe() const;                 // human-readable, one line per core
 };
 
 // seq_lens: tokens of each sequence (work of a unit ~ its length); heads: value heads HV;

@@ -8,7 +8,8 @@
 
 namespace hanpu {
 
-void parallel_rows(int threads, int64_t rows, int64_t row_cost, const std::function<void(int64_t, int64_t)>& fn) {
+void parallel_rows(int threads, int64_t rows, int64_t row_cost,
+                   const std::function<void(int64_t, int64_t)>& fn) {
   if (rows <= 0) return;
   constexpr int64_t kMinPooledWork = int64_t{1} << 16;
   if (threads == 1 || rows == 1 || rows * std::max<int64_t>(row_cost, 1) < kMinPooledWork) {

@@ -13,6 +13,7 @@ namespace hanpu {
 // rough count of operations per row, to decide whether to use the pool at all (below about
 // 64 K operations in all, or with threads == 1, fn(0, rows) runs on the caller).
 // threads: as ThreadPool::shared (0: the default pool).
-void parallel_rows(int threads, int64_t rows, int64_t row_cost, const std::function<void(int64_t, int64_t)>& fn);
+void parallel_rows(int threads, int64_t rows, int64_t row_cost,
+                   const std::function<void(int64_t, int64_t)>& fn);
 
 }  // namespace hanpu

@@ -12,7 +12,8 @@
 
 namespace hanpu {
 
-std::vector<size_t> proportional_cuts(std::span<const int64_t> cost, std::span<const double> speed) {
+std::vector<size_t> proportional_cuts(std::span<const int64_t> cost,
+                                      std::span<const double> speed) {
   const size_t P = std::max<size_t>(speed.size(), 1), n = cost.size();
   std::vector<int64_t> prefix(n + 1, 0);
   for (size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + std::max<int64_t>(cost[i], 0);
@@ -24,17 +25,18 @@ std::vector<size_t> proportional_cuts(std::span<const int64_t> cost, std::span<c
     share += speed.empty() ? 1.0 / static_cast<double>(P) : speed[c - 1] / total_speed;
     const double target = share * static_cast<double>(prefix[n]);
     // The item boundary nearest the target, never before the previous cut.
-    size_t b = static_cast<size_t>(std::lower_bound(prefix.begin(), prefix.end(), target) - prefix.begin());
+    size_t b = static_cast<size_t>(std::lower_bound(prefix.begin(), prefix.end(), target) -
+                                   prefix.begin());
     b = std::min(b, n);
-    if (b > 0 && target - static_cast<double>(prefix[b - 1]) < static_cast<double>(prefix[b]) - target) --b;
+    if (b > 0 &&
+        target - static_cast<double>(prefix[b - 1]) < static_cast<double>(prefix[b]) - target)
+      --b;
     cut[c] = std::max(b, cut[c - 1]);
   }
   return cut;
 }
 
-bool speed_balancing_enabled() {
-  return !env_switched_off(EnvVar::kBalance);
-}
+bool speed_balancing_enabled() { return !env_switched_off(EnvVar::kBalance); }
 
 SpeedBalancer::SpeedBalancer(ThreadPool& pool)
     : pool_(pool), enabled_(speed_balancing_enabled()), speed_(pool.speed_hints()) {

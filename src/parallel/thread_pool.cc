@@ -34,9 +34,7 @@ std::vector<int> allowed_cpus() {
   return cpus;
 }
 
-bool pinning_enabled() {
-  return !env_switched_off(EnvVar::kPin);
-}
+bool pinning_enabled() { return !env_switched_off(EnvVar::kPin); }
 
 // HANPU_SPIN_US if set and valid, else 500 us: longer than the gaps between the jobs of a
 // decode step (norms, the conv, the sampler), far shorter than a scheduler tick.
@@ -83,7 +81,10 @@ int ThreadPool::default_threads() {
 }
 
 ThreadPool::ThreadPool(int n)
-    : size_(n > 0 ? n : 1), spin_ns_(spin_budget_ns()), busy_ms_(size_, 0.0), speed_hints_(size_, 1.0) {
+    : size_(n > 0 ? n : 1),
+      spin_ns_(spin_budget_ns()),
+      busy_ms_(size_, 0.0),
+      speed_hints_(size_, 1.0) {
   const std::vector<int> cpus = allowed_cpus();
   const bool pin = pinning_enabled() && !cpus.empty();
   workers_.reserve(size_ - 1);
@@ -120,7 +121,10 @@ void ThreadPool::run_share(int index, const std::function<void(int)>& fn) {
 
 void ThreadPool::worker_main(int index) {
   uint64_t seen = 0;
-  const auto news = [&] { return stop_.load(std::memory_order_relaxed) || generation_.load(std::memory_order_acquire) != seen; };
+  const auto news = [&] {
+    return stop_.load(std::memory_order_relaxed) ||
+           generation_.load(std::memory_order_acquire) != seen;
+  };
   for (;;) {
     if (!spin_until(news, spin_ns_)) {
       std::unique_lock<std::mutex> lock(mu_);

@@ -52,7 +52,7 @@ class ThreadPool {
   void run_share(int index, const std::function<void(int)>& fn);
 
   const int size_;
-  const int64_t spin_ns_;  // how long a waiting thread spins before it sleeps
+  const int64_t spin_ns_;             // how long a waiting thread spins before it sleeps
   std::vector<std::thread> workers_;  // workers 1..size_-1
   mutable std::mutex mu_;
   std::condition_variable wake_;

@@ -18,12 +18,13 @@ std::vector<double> speeds_for(const std::vector<double>& speeds, int cores) {
 
 // The tiles of every head left to the placement (ascending), and the shared tail: the
 // lightest tiles until they hold tail_fraction of the work, as units heaviest first.
-std::vector<int> take_shared_tail(int heads, const std::vector<double>& tile_work, double tail_fraction,
-                                  TilePlacement& p) {
+std::vector<int> take_shared_tail(int heads, const std::vector<double>& tile_work,
+                                  double tail_fraction, TilePlacement& p) {
   const int n = static_cast<int>(tile_work.size());
   std::vector<int> by_work(n);
   for (int t = 0; t < n; ++t) by_work[t] = t;
-  std::stable_sort(by_work.begin(), by_work.end(), [&](int a, int b) { return tile_work[a] < tile_work[b]; });
+  std::stable_sort(by_work.begin(), by_work.end(),
+                   [&](int a, int b) { return tile_work[a] < tile_work[b]; });
   double total = 0.0;
   for (double w : tile_work) total += w;
   std::vector<bool> in_tail(n, false);
@@ -73,8 +74,8 @@ std::string TilePlacement::describe() const {
     s += fmt::format("core {}: {} tiles, work {:.4g}\n", c, per_core[c].size(), core_work[c]);
   }
   if (!shared_tail.empty()) {
-    s += fmt::format("shared tail: {} tiles, work {:.4g}, claimed by whichever core is free\n", shared_tail.size(),
-                     tail_work);
+    s += fmt::format("shared tail: {} tiles, work {:.4g}, claimed by whichever core is free\n",
+                     shared_tail.size(), tail_work);
   }
   s += fmt::format("imbalance (max/mean work) {:.3f}\n", imbalance());
   return s;
@@ -92,7 +93,8 @@ TilePlacement place_tiles_uniform(int heads, const std::vector<double>& tile_wor
   // Contiguous blocks of all the tiles with counts in proportion to the speeds (equal at equal
   // speeds); tiles of the shared tail are then left out of whichever block they fall in, so
   // the blocks, and uniform's imbalance, are those of the placement without a tail.
-  const std::vector<size_t> cut = proportional_cuts(std::vector<int64_t>(tile_work.size(), 1), p.core_speed);
+  const std::vector<size_t> cut =
+      proportional_cuts(std::vector<int64_t>(tile_work.size(), 1), p.core_speed);
   for (int c = 0; c < cores; ++c) {
     for (int h = 0; h < heads; ++h) {
       for (size_t t = cut[c]; t < cut[c + 1]; ++t) {
@@ -125,7 +127,9 @@ TilePlacement place_tiles_balanced(int heads, const std::vector<double>& tile_wo
     // The core that would finish this unit first (least loaded, at equal speeds).
     int c = 0;
     for (int k = 1; k < cores; ++k) {
-      if ((load[k] + tile_work[u.tile]) / p.core_speed[k] < (load[c] + tile_work[u.tile]) / p.core_speed[c]) c = k;
+      if ((load[k] + tile_work[u.tile]) / p.core_speed[k] <
+          (load[c] + tile_work[u.tile]) / p.core_speed[c])
+        c = k;
     }
     load[c] += tile_work[u.tile];
     p.per_core[c].push_back(u);

@@ -22,11 +22,11 @@ struct TilePlacement {
   // out at the end instead of being waited for. Empty unless a shared tail was asked for.
   std::vector<TileUnit> shared_tail;
   double tail_work = 0.0;
-  std::vector<double> core_work;                // sum of the units' work per core
-  std::vector<double> core_speed;               // the relative speeds it was placed for
+  std::vector<double> core_work;   // sum of the units' work per core
+  std::vector<double> core_speed;  // the relative speeds it was placed for
   // max / mean of the cores' times core_work / core_speed (1 = perfect)
   double imbalance() const;
-  std::string describe() const;                 // one line per core
+  std::string describe() const;  // one line per core
 };
 
 // tile_work[t]: the work of query tile t (e.g. its visible query-key pairs), equal for every
@@ -53,8 +53,10 @@ struct TilePlacement {
 // imbalance: under a causal mask the tail comes out of the first core's light block, and
 // the last core, which holds the heavy block, still finishes last.
 TilePlacement place_tiles_uniform(int heads, const std::vector<double>& tile_work, int cores,
-                                  const std::vector<double>& speeds = {}, double tail_fraction = 0.0);
+                                  const std::vector<double>& speeds = {},
+                                  double tail_fraction = 0.0);
 TilePlacement place_tiles_balanced(int heads, const std::vector<double>& tile_work, int cores,
-                                   const std::vector<double>& speeds = {}, double tail_fraction = 0.0);
+                                   const std::vector<double>& speeds = {},
+                                   double tail_fraction = 0.0);
 
 }  // namespace hanpu

@@ -26,7 +26,8 @@ int find(const ChunkGraph& g, const std::string& name) {
 
 // Chunk inputs: live from the start of the chunk (loaded before it) until their last read.
 bool is_input(const Tensor& t) {
-  return t.name == "q" || t.name == "k" || t.name == "v" || t.name == "g" || t.name == "beta" || t.name == "S0";
+  return t.name == "q" || t.name == "k" || t.name == "v" || t.name == "g" || t.name == "beta" ||
+         t.name == "S0";
 }
 
 }  // namespace
@@ -36,7 +37,8 @@ ChunkGraph chunk_fla_order(bool kda, int C, int K, int V) {
   g.order = "fla";
   g.kda = kda;
   const int64_t c = C;
-  const int q = add_tensor(g, "q", c * K * 2), k = add_tensor(g, "k", c * K * 2), v = add_tensor(g, "v", c * V * 2);
+  const int q = add_tensor(g, "q", c * K * 2), k = add_tensor(g, "k", c * K * 2),
+            v = add_tensor(g, "v", c * V * 2);
   // KDA's gates are loaded into gam's buffer and summed there in place: g takes no room of
   // its own.
   const int gt = add_tensor(g, "g", kda ? 0 : c * 4), beta = add_tensor(g, "beta", c * 4);
@@ -82,8 +84,9 @@ ChunkGraph reorder(const ChunkGraph& f) {
   }
   const auto id = [&](const char* n) { return find(g, n); };
   const int64_t cv = f.tensors[find(f, "Vn")].bytes, cc = f.tensors[find(f, "L")].bytes;
-  const int ks = add_tensor(g, "KS0", cv), qs = add_tensor(g, "QS0", cv), kk = add_tensor(g, "KKT", cc),
-            qk = add_tensor(g, "QKT", cc), qm = add_tensor(g, "Qm", cc);
+  const int ks = add_tensor(g, "KS0", cv), qs = add_tensor(g, "QS0", cv),
+            kk = add_tensor(g, "KKT", cc), qk = add_tensor(g, "QKT", cc),
+            qm = add_tensor(g, "Qm", cc);
   g.ops = {{"Gate", Unit::kVector, {id("g")}, {id("gam")}}};
   if (g.kda) {
     // GEMM-first, KDA: the decayed intra-chunk products, then [K; Q] o exp(gam) against S0
@@ -140,7 +143,8 @@ std::vector<std::pair<int, int>> lifetimes(const ChunkGraph& g) {
   }
   // A new state version is the next chunk's input: it lives to the end of the chunk.
   for (size_t i = 0; i < g.tensors.size(); ++i) {
-    if (g.tensors[i].state && life[i].first >= 0) life[i].second = static_cast<int>(g.ops.size()) - 1;
+    if (g.tensors[i].state && life[i].first >= 0)
+      life[i].second = static_cast<int>(g.ops.size()) - 1;
   }
   return life;
 }
@@ -153,7 +157,8 @@ int64_t peak_live_bytes(const ChunkGraph& g) {
   for (int o = 0; o < static_cast<int>(g.ops.size()); ++o) {
     int64_t live = 0;
     for (size_t t = 0; t < g.tensors.size(); ++t) {
-      if (life[t].first >= 0 && life[t].first <= o && o <= life[t].second) live += g.tensors[t].bytes;
+      if (life[t].first >= 0 && life[t].first <= o && o <= life[t].second)
+        live += g.tensors[t].bytes;
     }
     peak = std::max(peak, live);
   }
@@ -166,7 +171,8 @@ int max_live_state_versions(const ChunkGraph& g) {
   for (int o = 0; o < static_cast<int>(g.ops.size()); ++o) {
     int n = 0;
     for (size_t t = 0; t < g.tensors.size(); ++t) {
-      if (g.tensors[t].state && life[t].first >= 0 && life[t].first <= o && o <= life[t].second) ++n;
+      if (g.tensors[t].state && life[t].first >= 0 && life[t].first <= o && o <= life[t].second)
+        ++n;
     }
     peak = std::max(peak, n);
   }
@@ -229,7 +235,8 @@ double inverse_vector_bytes(int C) {
   return c * (c - 1) * (c + 1) / 6 * 4 * 3;
 }
 
-double plan_cycles(const LayoutPlan& plan, const std::array<ChainCost, kNumChains>& costs, const TargetDesc& t) {
+double plan_cycles(const LayoutPlan& plan, const std::array<ChainCost, kNumChains>& costs,
+                   const TargetDesc& t) {
   double cycles = 0;
   for (int i = 0; i < kNumChains; ++i) {
     cycles += chain_cycles(costs[i], costs[i].state_chain ? plan.state : plan.chain[i], t);
@@ -287,21 +294,22 @@ LayoutPlan uniform_plan(Layout l, int C, int K, int V, const TargetDesc& t) {
 
 double kda_intra_vector_bytes(int C, int K) {
   const double k = K;
-  constexpr int kSub = 16;  // the kernels' sub-chunk height
-  double bytes = 2 * C * k * 4;                   // gates: cumsum, exp(gam_last)
-  bytes += 2 * (3 * C * k * 4 + 2 * C * k * 2);   // [K; Q] o exp(gam), staged to L1
+  constexpr int kSub = 16;                       // the kernels' sub-chunk height
+  double bytes = 2 * C * k * 4;                  // gates: cumsum, exp(gam_last)
+  bytes += 2 * (3 * C * k * 4 + 2 * C * k * 2);  // [K; Q] o exp(gam), staged to L1
   int64_t pairs = 0;
   for (int r0 = 0; r0 < C; r0 += kSub) {
     const int n = std::min(kSub, C - r0);
     pairs += static_cast<int64_t>(n) * (n + 1) / 2;
     if (r0 == 0) continue;
     bytes += 3 * (2 * n + r0) * k * 4 + 2 * (2 * n + r0) * k * 2;  // scaled rows, staged
-    bytes += 3 * (2 * n * r0 * 4);                                  // blocks back, copied in
+    bytes += 3 * (2 * n * r0 * 4);                                 // blocks back, copied in
   }
   return bytes + static_cast<double>(pairs) * k * 4 * 5;  // diagonal blocks
 }
 
-double chunk_part_cycles(bool kda, int C, int K, int w, const LayoutPlan& plan, const TargetDesc& t) {
+double chunk_part_cycles(bool kda, int C, int K, int w, const LayoutPlan& plan,
+                         const TargetDesc& t) {
   double cycles = plan_cycles(plan, gdn_chain_costs(C, K, w), t);
   if (kda) cycles += kda_intra_vector_bytes(C, K) / t.vector_bytes_per_cycle;
   // K K^T, Q K^T (independent of w); K S0, Q S0, (I + L)^-1 rhs, Qm Vn, Kd^T Vn.
@@ -325,7 +333,8 @@ void deal_columns_evenly(int first_head, int R, int V, int col_align, CoreSchedu
     while (left > 0 && u < units) {
       const int head = u / units_per_head, first = u % units_per_head;
       const int n = std::min(left, units_per_head - first);
-      s->per_core[core].push_back({first_head + head, first * col_align, std::min(V, (first + n) * col_align)});
+      s->per_core[core].push_back(
+          {first_head + head, first * col_align, std::min(V, (first + n) * col_align)});
       u += n;
       left -= n;
     }
@@ -334,7 +343,8 @@ void deal_columns_evenly(int first_head, int R, int V, int col_align, CoreSchedu
 
 // Each tail head in p parts of near-equal aligned widths, longest first to the least loaded
 // core (ties: the lowest core).
-void deal_parts(int first_head, int R, int V, int col_align, int p, const PartCost& cost, CoreSchedule* s) {
+void deal_parts(int first_head, int R, int V, int col_align, int p, const PartCost& cost,
+                CoreSchedule* s) {
   const int P = static_cast<int>(s->per_core.size());
   const int units = (V + col_align - 1) / col_align;
   std::vector<HeadPart> parts;
@@ -368,7 +378,8 @@ double makespan(const CoreSchedule& s, const PartCost& cost) {
 }  // namespace
 
 CoreSchedule schedule_heads(int H, int V, int cores, int col_align, const PartCost& part_cost) {
-  const PartCost cost = part_cost ? part_cost : PartCost([](int w) { return static_cast<double>(w); });
+  const PartCost cost =
+      part_cost ? part_cost : PartCost([](int w) { return static_cast<double>(w); });
   CoreSchedule base;
   base.per_core.resize(static_cast<size_t>(std::max(cores, 1)));
   const int P = static_cast<int>(base.per_core.size());
@@ -397,8 +408,10 @@ CoreSchedule schedule_heads(int H, int V, int cores, int col_align, const PartCo
     CoreSchedule s = base;
     deal_parts(first, R, V, col_align, p, cost, &s);
     s.split_heads = p > 1 ? R : 0;
-    s.tail = p == 1 ? fmt::format("{} tail head(s) whole: a column split would cost more than it balances", R)
-                    : fmt::format("{} tail head(s) in {} column parts each", R, p);
+    s.tail = p == 1
+                 ? fmt::format(
+                       "{} tail head(s) whole: a column split would cost more than it balances", R)
+                 : fmt::format("{} tail head(s) in {} column parts each", R, p);
     consider(std::move(s));
   }
   CoreSchedule even = base;
@@ -417,8 +430,10 @@ void chunk_split_tail(CoreSchedule* s, int first_tail_head, int H, const std::st
   for (int h = first_tail_head; h < H; ++h) s->chunk_split_heads.push_back(h);
   s->split_heads = 0;
   s->chunk_split = H - first_tail_head;
-  s->tail = fmt::format("{} tail head(s) chunk-split over all cores (FLA's chunk-head-chunk flow after the whole "
-                        "rounds): {}", s->chunk_split, why);
+  s->tail = fmt::format(
+      "{} tail head(s) chunk-split over all cores (FLA's chunk-head-chunk flow after the whole "
+      "rounds): {}",
+      s->chunk_split, why);
 }
 
 std::string CoreSchedule::describe() const {
@@ -429,7 +444,8 @@ std::string CoreSchedule::describe() const {
     os << "  core " << c << ":";
     for (const HeadPart& p : per_core[c]) {
       os << " h" << p.head;
-      if (p.col_begin != 0 || p.col_end < 0 || per_core[c].size() > static_cast<size_t>(whole_rounds)) {
+      if (p.col_begin != 0 || p.col_end < 0 ||
+          per_core[c].size() > static_cast<size_t>(whole_rounds)) {
         os << "[" << p.col_begin << ":" << p.col_end << ")";
       }
     }

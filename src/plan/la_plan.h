@@ -57,8 +57,9 @@ struct ChunkGraph {
 // Q K^T (Aqk, kept for O) together, the decay inside the sums (FLA's chunk_kda).
 ChunkGraph chunk_fla_order(bool kda, int C, int K, int V);
 // The reordering pass: H split into H-read (K S0, Q S0, grouped with K K^T, Q K^T before the
-// inverse: GEMM-first; KDA: with the intra-chunk products, [K; Q] scaled by exp(gam)) and H-update after O, in place (chunk-first); W = A K and U = A V
-// rewritten as Vn = A [beta (V - exp(gam) K S0)].
+// inverse: GEMM-first; KDA: with the intra-chunk products, [K; Q] scaled by exp(gam)) and H-update
+// after O, in place (chunk-first); W = A K and U = A V rewritten as Vn = A [beta (V - exp(gam) K
+// S0)].
 ChunkGraph reorder(const ChunkGraph& fla_order);
 // An order is legal when every tensor an op reads was written before (or is a chunk input).
 bool order_is_legal(const ChunkGraph& g);
@@ -96,7 +97,8 @@ struct LayoutPlan {
   double cycles_per_chunk = 0;      // the plan's vector + transform cycles under the model
 };
 // Vector + transform cycles of one chunk under `plan` (state kept in plan.state).
-double plan_cycles(const LayoutPlan& plan, const std::array<ChainCost, kNumChains>& costs, const TargetDesc& t);
+double plan_cycles(const LayoutPlan& plan, const std::array<ChainCost, kNumChains>& costs,
+                   const TargetDesc& t);
 // The dynamic programme: D_i(s) = min_p D_{i-1}(p) + c_i(p, s) over the chunk's chains in
 // order, with s the state's layout carried through and across chunks; backtracked into a plan.
 LayoutPlan plan_layouts(int C, int K, int V, const TargetDesc& t);
@@ -110,23 +112,24 @@ double kda_intra_vector_bytes(int C, int K);
 // chains, KDA's intra-chunk work and the cube's products, serialised (inside a chunk they
 // mostly wait on each other). The work that does not shrink with w is what a column split
 // repeats on every core that holds a part.
-double chunk_part_cycles(bool kda, int C, int K, int w, const LayoutPlan& plan, const TargetDesc& t);
+double chunk_part_cycles(bool kda, int C, int K, int w, const LayoutPlan& plan,
+                         const TargetDesc& t);
 
 // ---- Core schedule -----------------------------------------------------------------------
 
 struct HeadPart {
   int head = 0;
-  int col_begin = 0, col_end = 0;  // value columns [col_begin, col_end)
+  int col_begin = 0, col_end = 0;           // value columns [col_begin, col_end)
   int64_t chunk_begin = 0, chunk_end = -1;  // chunk-split tier: chunks [begin, end); -1: all
 };
 struct CoreSchedule {
   std::vector<std::vector<HeadPart>> per_core;
-  int whole_rounds = 0;   // tier I: rounds of whole heads
-  int split_heads = 0;    // tier II: tail heads split by columns
-  int chunk_split = 0;    // tier III: tail heads run chunk-head-chunk over all cores
+  int whole_rounds = 0;  // tier I: rounds of whole heads
+  int split_heads = 0;   // tier II: tail heads split by columns
+  int chunk_split = 0;   // tier III: tail heads run chunk-head-chunk over all cores
   std::vector<int> chunk_split_heads;
-  std::string tail;       // how the tail was placed and why
-  double makespan = 0;    // the busiest core's cost under the part-cost model
+  std::string tail;     // how the tail was placed and why
+  double makespan = 0;  // the busiest core's cost under the part-cost model
   std::string describe() const;
 };
 // The cost of a head part `w` value columns wide (any unit). Empty: proportional to w.
@@ -139,7 +142,8 @@ using PartCost = std::function<double(int w)>;
 // intra-chunk products), splitting can cost more than it balances: the tail is then also
 // tried as whole heads and as p equal parts per head (dealt longest first to the least
 // loaded core), and the placement with the smallest makespan wins (ties: fewer parts).
-CoreSchedule schedule_heads(int H, int V, int cores, int col_align, const PartCost& part_cost = nullptr);
+CoreSchedule schedule_heads(int H, int V, int cores, int col_align,
+                            const PartCost& part_cost = nullptr);
 // Tier III: the tail heads (from first_tail_head on) leave the per-core lists and run
 // chunk-head-chunk over all cores after the whole rounds; `why` says what decided it.
 void chunk_split_tail(CoreSchedule* s, int first_tail_head, int H, const std::string& why);

@@ -46,7 +46,8 @@ AttnRefResult attention(const AttnArgs& a) {
         if (std::isinf(s[j])) continue;
         const double p = std::exp(s[j] - m);
         sum += p;
-        for (int d = 0; d < D; ++d) out[d] += p * load_as_f32(a.v.data, a.v.dtype, j * ld + hk * head_ld + d);
+        for (int d = 0; d < D; ++d)
+          out[d] += p * load_as_f32(a.v.data, a.v.dtype, j * ld + hk * head_ld + d);
       }
       for (int d = 0; d < D; ++d) out[d] /= sum;
       r.lse[static_cast<size_t>(h) * T + i] = m + std::log(sum);

@@ -68,7 +68,8 @@ struct Problem {
     return r;
   }
   void put_state(LaRefResult& r, int n, int hv, const std::vector<double>& s) const {
-    std::copy(s.begin(), s.end(), r.final_state.begin() + (static_cast<size_t>(n) * HV + hv) * K * V);
+    std::copy(s.begin(), s.end(),
+              r.final_state.begin() + (static_cast<size_t>(n) * HV + hv) * K * V);
   }
 };
 

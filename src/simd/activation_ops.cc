@@ -29,8 +29,8 @@ void SiluMul(const float* gate, const float* up, float* out, size_t n) {
   }
 }
 
-void CausalConvSilu(const float* in, ptrdiff_t ld_in, const float* w, int C, int kc, int64_t T, int c0, int c1,
-                    float* out, ptrdiff_t ld_out) {
+void CausalConvSilu(const float* in, ptrdiff_t ld_in, const float* w, int C, int kc, int64_t T,
+                    int c0, int c1, float* out, ptrdiff_t ld_out) {
   const DF d;
   const int NL = static_cast<int>(hn::Lanes(d));
   // Rows outermost, the channel range across each row: the inputs and outputs stream in
@@ -65,8 +65,8 @@ HWY_EXPORT(CausalConvSilu);
 void silu_mul(const float* gate, const float* up, float* out, size_t n) {
   HWY_DYNAMIC_DISPATCH(SiluMul)(gate, up, out, n);
 }
-void causal_conv_silu(const float* in, ptrdiff_t ld_in, const float* w, int C, int kc, int64_t T, int c0, int c1,
-                      float* out, ptrdiff_t ld_out) {
+void causal_conv_silu(const float* in, ptrdiff_t ld_in, const float* w, int C, int kc, int64_t T,
+                      int c0, int c1, float* out, ptrdiff_t ld_out) {
   HWY_DYNAMIC_DISPATCH(CausalConvSilu)(in, ld_in, w, C, kc, T, c0, c1, out, ld_out);
 }
 }  // namespace hanpu::simd

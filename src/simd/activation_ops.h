@@ -15,7 +15,7 @@ void silu_mul(const float* gate, const float* up, float* out, size_t n);
 // in: [T + kc - 1, ld_in] (the kc - 1 rows before the first output row, then one row per
 // output), w: [kc, C] tap-major (leading dim C); out points at channel c0 of output row 0,
 // so a channel range can land in a buffer of its own.
-void causal_conv_silu(const float* in, ptrdiff_t ld_in, const float* w, int C, int kc, int64_t T, int c0, int c1,
-                      float* out, ptrdiff_t ld_out);
+void causal_conv_silu(const float* in, ptrdiff_t ld_in, const float* w, int C, int kc, int64_t T,
+                      int c0, int c1, float* out, ptrdiff_t ld_out);
 
 }  // namespace hanpu::simd

@@ -45,8 +45,8 @@ inline int64_t amx_a_index(int64_t r, int k, int kt_blocks) {
 // layout starting at a 16-row block (round_up(m_rows, 32) rows readable, zero-padded) and B
 // the `strips` strips at b (n_cols <= 32 strips; columns past n_cols are computed and
 // dropped). C is overwritten. Requires amx_bf16_usable().
-void amx_gemm_bf16(const uint16_t* a, int m_rows, const uint16_t* b, int kt_blocks, int strips, int n_cols,
-                   float* c, int64_t ldc);
+void amx_gemm_bf16(const uint16_t* a, int m_rows, const uint16_t* b, int kt_blocks, int strips,
+                   int n_cols, float* c, int64_t ldc);
 
 // A register-only tile loop (4 accumulators, products of tiles already loaded) for
 // `iterations` steps of 4 TDPBF16PS on the calling thread; returns the FLOPs done (an

@@ -44,7 +44,9 @@ bool amx_bf16_usable() {
 
 #if !defined(HANPU_HAVE_AMX_KERNELS)
 // Built without the kernel: amx_bf16_usable() is false, so nothing reaches this.
-void amx_gemm_bf16(const uint16_t*, int, const uint16_t*, int, int, int, float*, int64_t) { std::abort(); }
+void amx_gemm_bf16(const uint16_t*, int, const uint16_t*, int, int, int, float*, int64_t) {
+  std::abort();
+}
 double amx_bf16_loop(int64_t) { std::abort(); }
 #endif
 

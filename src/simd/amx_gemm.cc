@@ -36,28 +36,29 @@ void load_tile_config() {
 
 // Copies the valid part of a 16 x 16 tile stored at `scratch` into C.
 void copy_tile(const float* scratch, int rows, int cols, float* c, int64_t ldc) {
-  for (int r = 0; r < rows; ++r) std::memcpy(c + r * ldc, scratch + r * 16, static_cast<size_t>(cols) * sizeof(float));
+  for (int r = 0; r < rows; ++r)
+    std::memcpy(c + r * ldc, scratch + r * 16, static_cast<size_t>(cols) * sizeof(float));
 }
 
 // The tile number of _tile_stored must be a literal (GCC pastes it into the instruction).
-#define HANPU_STORE_TILE(T, ROW0, COL0)                                                      \
-  do {                                                                                       \
-    const int vr = rows_valid - (ROW0), vc = cols_valid - (COL0);                            \
-    if (vr > 0 && vc > 0) {                                                                  \
-      float* dst = c + static_cast<int64_t>(ROW0) * ldc + (COL0);                            \
-      if (vr >= 16 && vc >= 16) {                                                            \
-        _tile_stored(T, dst, ldc * static_cast<int64_t>(sizeof(float)));                     \
-      } else {                                                                               \
-        _tile_stored(T, scratch, 64);                                                        \
-        copy_tile(scratch, vr < 16 ? vr : 16, vc < 16 ? vc : 16, dst, ldc);                  \
-      }                                                                                      \
-    }                                                                                        \
+#define HANPU_STORE_TILE(T, ROW0, COL0)                                     \
+  do {                                                                      \
+    const int vr = rows_valid - (ROW0), vc = cols_valid - (COL0);           \
+    if (vr > 0 && vc > 0) {                                                 \
+      float* dst = c + static_cast<int64_t>(ROW0) * ldc + (COL0);           \
+      if (vr >= 16 && vc >= 16) {                                           \
+        _tile_stored(T, dst, ldc* static_cast<int64_t>(sizeof(float)));     \
+      } else {                                                              \
+        _tile_stored(T, scratch, 64);                                       \
+        copy_tile(scratch, vr < 16 ? vr : 16, vc < 16 ? vc : 16, dst, ldc); \
+      }                                                                     \
+    }                                                                       \
   } while (0)
 
 // One 32-row (kTwoRowTiles) or 16-row block of A against one strip of B.
 template <bool kTwoRowTiles>
-void strip_block(const uint16_t* a, const uint16_t* b, int kt_blocks, float* c, int64_t ldc, int rows_valid,
-                 int cols_valid) {
+void strip_block(const uint16_t* a, const uint16_t* b, int kt_blocks, float* c, int64_t ldc,
+                 int rows_valid, int cols_valid) {
   alignas(64) float scratch[16 * 16];
   const uint16_t* a_lower = a + static_cast<int64_t>(kt_blocks) * kPairATileElems;  // rows 16..31
   _tile_zero(0);
@@ -73,7 +74,8 @@ void strip_block(const uint16_t* a, const uint16_t* b, int kt_blocks, float* c, 
     // products, and the second B half between, overlapped loads and products best among
     // the orders tried (in-L1 throwaway harness: ~10-15% over B, B, A, dp, dp, A, dp, dp).
     _tile_loadd(4, a + static_cast<int64_t>(kt) * kPairATileElems, 64);
-    if constexpr (kTwoRowTiles) _tile_loadd(5, a_lower + static_cast<int64_t>(kt) * kPairATileElems, 64);
+    if constexpr (kTwoRowTiles)
+      _tile_loadd(5, a_lower + static_cast<int64_t>(kt) * kPairATileElems, 64);
     _tile_loadd(6, bk, 64);
     _tile_dpbf16ps(0, 4, 6);
     if constexpr (kTwoRowTiles) _tile_dpbf16ps(2, 5, 6);
@@ -93,8 +95,8 @@ void strip_block(const uint16_t* a, const uint16_t* b, int kt_blocks, float* c, 
 
 }  // namespace
 
-void amx_gemm_bf16(const uint16_t* a, int m_rows, const uint16_t* b, int kt_blocks, int strips, int n_cols,
-                   float* c, int64_t ldc) {
+void amx_gemm_bf16(const uint16_t* a, int m_rows, const uint16_t* b, int kt_blocks, int strips,
+                   int n_cols, float* c, int64_t ldc) {
   if (m_rows <= 0 || n_cols <= 0) return;
   load_tile_config();
   const int64_t strip_elems = static_cast<int64_t>(kt_blocks) * kPairBlockElems;

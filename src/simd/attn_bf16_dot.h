@@ -24,8 +24,9 @@ namespace hanpu::simd {
 // softmax's rescale of the running output folded into the store); else with accumulate,
 // C = C + A B. A: k-major pairs (a[q lda + i]), B: pairs (b[q ldb + j]), q < kp. Reads A
 // and B only at i < M, j < N. On the calling thread.
-void gemm_bf16_dot_pairs(int M, int N, int kp, const uint32_t* a, int64_t lda, const uint32_t* b, int64_t ldb,
-                         float* c, int64_t ldc, const float* row_scale, bool accumulate = false);
+void gemm_bf16_dot_pairs(int M, int N, int kp, const uint32_t* a, int64_t lda, const uint32_t* b,
+                         int64_t ldb, float* c, int64_t ldc, const float* row_scale,
+                         bool accumulate = false);
 
 // Two fp32 rows as one row of pairs: out[j] = bf16(r0[j]) | bf16(r1[j]) << 16, j < n;
 // r1 null: zero high halves (the odd step past the end).
@@ -34,6 +35,7 @@ void pack_bf16_row_pairs(const float* r0, const float* r1, int n, uint32_t* out)
 // Rows of x [rows x n] (fp32, ldx; n even), times `scale`, as the k-major pairs of the left
 // operand, or equally the pairs of a right operand X^T: out[q ldo + r] = bf16(s x[r][2q]) |
 // bf16(s x[r][2q + 1]) << 16, q < n / 2, r < rows.
-void pack_bf16_pairs_transposed(const float* x, int64_t ldx, int rows, int n, float scale, uint32_t* out, int64_t ldo);
+void pack_bf16_pairs_transposed(const float* x, int64_t ldx, int rows, int n, float scale,
+                                uint32_t* out, int64_t ldo);
 
 }  // namespace hanpu::simd

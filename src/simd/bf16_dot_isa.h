@@ -14,6 +14,8 @@
 namespace hanpu::simd {
 // 32 bf16 pairs as the instruction's operand type (a cast, no conversion). Static: each
 // including file keeps its own AVX-512 copy, called only from its AVX-512 functions.
-HANPU_DOT_TARGET static inline __m512bh AsPairs(__m512i v) { return (__m512bh)v; }  // NOLINT: a vector cast
+HANPU_DOT_TARGET static inline __m512bh AsPairs(__m512i v) {
+  return (__m512bh)v;
+}  // NOLINT: a vector cast
 }  // namespace hanpu::simd
 #endif

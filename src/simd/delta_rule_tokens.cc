@@ -32,12 +32,16 @@ HWY_INLINE void Block(int tokens, int K, size_t ncols, float* S, ptrdiff_t lds, 
     m[c] = hn::FirstN(d, kFull ? NL : (ncols > lo ? std::min(NL, ncols - lo) : 0));
   }
   auto load = [&](const float* p, int c) {
-    if constexpr (kFull) return hn::LoadU(d, p + c * NL);
-    else return hn::MaskedLoad(m[c], d, p + c * NL);
+    if constexpr (kFull)
+      return hn::LoadU(d, p + c * NL);
+    else
+      return hn::MaskedLoad(m[c], d, p + c * NL);
   };
   auto store = [&](VF x, float* p, int c) {
-    if constexpr (kFull) hn::StoreU(x, d, p + c * NL);
-    else hn::BlendedStore(x, m[c], d, p + c * NL);
+    if constexpr (kFull)
+      hn::StoreU(x, d, p + c * NL);
+    else
+      hn::BlendedStore(x, m[c], d, p + c * NL);
   };
   for (int t = 0; t < tokens; ++t) {
     const float* kt = k + t * ldqk;
@@ -89,8 +93,8 @@ HWY_INLINE void Block(int tokens, int K, size_t ncols, float* S, ptrdiff_t lds, 
 
 void DeltaRuleTokens(int tokens, int K, int ncols, float* S, ptrdiff_t lds, const float* q,
                      const float* k, ptrdiff_t ldqk, const float* v, ptrdiff_t ldv,
-                     const float* decay, bool per_channel, const float* beta, float scale,
-                     float* o, ptrdiff_t ldo) {
+                     const float* decay, bool per_channel, const float* beta, float scale, float* o,
+                     ptrdiff_t ldo) {
   const size_t width = kNV * hn::Lanes(DF());
   for (size_t j0 = 0; j0 < static_cast<size_t>(ncols); j0 += width) {
     const size_t n = std::min(width, ncols - j0);
@@ -115,8 +119,8 @@ void delta_rule_tokens(int tokens, int K, int ncols, float* S, ptrdiff_t lds, co
                        const float* decay, bool per_channel, const float* beta, float scale,
                        float* o, ptrdiff_t ldo) {
   if (tokens <= 0 || ncols <= 0) return;
-  HWY_DYNAMIC_DISPATCH(DeltaRuleTokens)(tokens, K, ncols, S, lds, q, k, ldqk, v, ldv, decay,
-                                        per_channel, beta, scale, o, ldo);
+  HWY_DYNAMIC_DISPATCH(DeltaRuleTokens)
+  (tokens, K, ncols, S, lds, q, k, ldqk, v, ldv, decay, per_channel, beta, scale, o, ldo);
 }
 }  // namespace hanpu::simd
 #endif

@@ -87,7 +87,7 @@ HWY_INLINE void Tile(const float* HWY_RESTRICT a, ptrdiff_t ars, ptrdiff_t acs,
     }
     const float* ap = a + p * acs;
     HANPU_UNROLL_ALL
-  for (int r = 0; r < MR; ++r) {
+    for (int r = 0; r < MR; ++r) {
       const VF av = hn::Set(d, ap[r * ars]);
       c0[r] = hn::MulAdd(av, b0, c0[r]);
       c1[r] = hn::MulAdd(av, b1, c1[r]);
@@ -100,11 +100,14 @@ HWY_INLINE void Tile(const float* HWY_RESTRICT a, ptrdiff_t ars, ptrdiff_t acs,
     const VF vb = hn::Set(d, row_beta ? row_beta[r] : beta);
     if constexpr (kFullN) {
       hn::StoreU(ScaledOut(c0[r], va, vb, read_c, [&] { return hn::LoadU(d, cr); }), d, cr);
-      hn::StoreU(ScaledOut(c1[r], va, vb, read_c, [&] { return hn::LoadU(d, cr + NL); }), d, cr + NL);
+      hn::StoreU(ScaledOut(c1[r], va, vb, read_c, [&] { return hn::LoadU(d, cr + NL); }), d,
+                 cr + NL);
     } else {
-      hn::BlendedStore(ScaledOut(c0[r], va, vb, read_c, [&] { return hn::MaskedLoad(m0, d, cr); }), m0, d, cr);
-      hn::BlendedStore(ScaledOut(c1[r], va, vb, read_c, [&] { return hn::MaskedLoad(m1, d, cr + NL); }), m1, d,
-                       cr + NL);
+      hn::BlendedStore(ScaledOut(c0[r], va, vb, read_c, [&] { return hn::MaskedLoad(m0, d, cr); }),
+                       m0, d, cr);
+      hn::BlendedStore(
+          ScaledOut(c1[r], va, vb, read_c, [&] { return hn::MaskedLoad(m1, d, cr + NL); }), m1, d,
+          cr + NL);
     }
   }
 }
@@ -124,8 +127,9 @@ constexpr int kMR1 = 8;
 // C tile [MR x n] (n <= 1 lane group) = alpha * A[MR x kd] B[kd x n] (+ C), masked to n.
 template <int MR, ALayout kA>
 HWY_INLINE void TileOneVector(const float* HWY_RESTRICT a, ptrdiff_t ars, ptrdiff_t acs,
-                              const float* HWY_RESTRICT b, ptrdiff_t ldb, int kd, float* HWY_RESTRICT c,
-                              ptrdiff_t ldc, size_t n, float alpha, float beta, const float* row_beta) {
+                              const float* HWY_RESTRICT b, ptrdiff_t ldb, int kd,
+                              float* HWY_RESTRICT c, ptrdiff_t ldc, size_t n, float alpha,
+                              float beta, const float* row_beta) {
   const DF d;
   if constexpr (kA == ALayout::kRowMajor) acs = 1;
   if constexpr (kA == ALayout::kTransposed) ars = 1;
@@ -145,17 +149,19 @@ HWY_INLINE void TileOneVector(const float* HWY_RESTRICT a, ptrdiff_t ars, ptrdif
   for (int r = 0; r < MR; ++r) {
     float* cr = c + r * ldc;
     const VF vb = hn::Set(d, row_beta ? row_beta[r] : beta);
-    hn::BlendedStore(ScaledOut(acc[r], va, vb, read_c, [&] { return hn::MaskedLoad(m, d, cr); }), m, d, cr);
+    hn::BlendedStore(ScaledOut(acc[r], va, vb, read_c, [&] { return hn::MaskedLoad(m, d, cr); }), m,
+                     d, cr);
   }
 }
 
 template <ALayout kA>
-HWY_INLINE void TileOneVectorRows(int m, const float* a, ptrdiff_t ars, ptrdiff_t acs, const float* b, ptrdiff_t ldb,
-                                  int kd, float* c, ptrdiff_t ldc, size_t n, float alpha, float beta,
-                                  const float* row_beta) {
+HWY_INLINE void TileOneVectorRows(int m, const float* a, ptrdiff_t ars, ptrdiff_t acs,
+                                  const float* b, ptrdiff_t ldb, int kd, float* c, ptrdiff_t ldc,
+                                  size_t n, float alpha, float beta, const float* row_beta) {
   switch (m) {
 #define HANPU_TILE1_CASE(R) \
-  case R: return TileOneVector<R, kA>(a, ars, acs, b, ldb, kd, c, ldc, n, alpha, beta, row_beta);
+  case R:                   \
+    return TileOneVector<R, kA>(a, ars, acs, b, ldb, kd, c, ldc, n, alpha, beta, row_beta);
     HANPU_TILE1_CASE(1)
     HANPU_TILE1_CASE(2)
     HANPU_TILE1_CASE(3)
@@ -175,7 +181,8 @@ HWY_INLINE void TileOneVectorRows(int m, const float* a, ptrdiff_t ars, ptrdiff_
     HANPU_TILE1_CASE(16)
 #endif
 #undef HANPU_TILE1_CASE
-    default: return;
+    default:
+      return;
   }
 }
 
@@ -185,7 +192,8 @@ HWY_INLINE void TileRows(int m, const float* a, ptrdiff_t ars, ptrdiff_t acs, co
                          float beta, const float* row_beta) {
   switch (m) {
 #define HANPU_TILE_CASE(R) \
-  case R: return Tile<R, kFullN, kA>(a, ars, acs, b, ldb, kd, c, ldc, n, alpha, beta, row_beta);
+  case R:                  \
+    return Tile<R, kFullN, kA>(a, ars, acs, b, ldb, kd, c, ldc, n, alpha, beta, row_beta);
     HANPU_TILE_CASE(1)
     HANPU_TILE_CASE(2)
     HANPU_TILE_CASE(3)
@@ -201,7 +209,8 @@ HWY_INLINE void TileRows(int m, const float* a, ptrdiff_t ars, ptrdiff_t acs, co
     HANPU_TILE_CASE(12)
 #endif
 #undef HANPU_TILE_CASE
-    default: return;
+    default:
+      return;
   }
 }
 
@@ -217,7 +226,8 @@ inline int TileHeight(int left) {
 
 template <ALayout kA>
 void GemmLayout(int M, int N, int Kd, const float* a, ptrdiff_t ars, ptrdiff_t acs, const float* b,
-                ptrdiff_t ldb, float* c, ptrdiff_t ldc, float alpha, float beta, const float* row_beta) {
+                ptrdiff_t ldb, float* c, ptrdiff_t ldc, float alpha, float beta,
+                const float* row_beta) {
   const size_t NL = hn::Lanes(DF()), NR = 2 * NL;
   // A column remainder of at most one vector goes to the one-vector tile, after the rest.
   const size_t rem = N % NR;
@@ -242,8 +252,8 @@ void GemmLayout(int M, int N, int Kd, const float* a, ptrdiff_t ars, ptrdiff_t a
   if (N2 == N) return;
   for (int i0 = 0; i0 < M; i0 += kMR1) {
     const int m = std::min(kMR1, M - i0);
-    TileOneVectorRows<kA>(m, a + i0 * ars, ars, acs, b + N2, ldb, Kd, c + i0 * ldc + N2, ldc, rem, alpha, beta,
-                          row_beta ? row_beta + i0 : nullptr);
+    TileOneVectorRows<kA>(m, a + i0 * ars, ars, acs, b + N2, ldb, Kd, c + i0 * ldc + N2, ldc, rem,
+                          alpha, beta, row_beta ? row_beta + i0 : nullptr);
   }
 }
 
@@ -276,15 +286,15 @@ HWY_EXPORT(CurrentTarget);
 void gemm(int M, int N, int Kd, MatA A, const float* B, ptrdiff_t ldb, float* C, ptrdiff_t ldc,
           float alpha, float beta) {
   if (M <= 0 || N <= 0) return;
-  HWY_DYNAMIC_DISPATCH(Gemm)(M, N, Kd, A.data, A.row_stride, A.col_stride, B, ldb, C, ldc, alpha,
-                             beta, nullptr);
+  HWY_DYNAMIC_DISPATCH(Gemm)
+  (M, N, Kd, A.data, A.row_stride, A.col_stride, B, ldb, C, ldc, alpha, beta, nullptr);
 }
 
 void gemm_row_scaled(int M, int N, int Kd, MatA A, const float* B, ptrdiff_t ldb, float* C,
                      ptrdiff_t ldc, const float* row_beta) {
   if (M <= 0 || N <= 0) return;
-  HWY_DYNAMIC_DISPATCH(Gemm)(M, N, Kd, A.data, A.row_stride, A.col_stride, B, ldb, C, ldc, 1.0f,
-                             0.0f, row_beta);
+  HWY_DYNAMIC_DISPATCH(Gemm)
+  (M, N, Kd, A.data, A.row_stride, A.col_stride, B, ldb, C, ldc, 1.0f, 0.0f, row_beta);
 }
 
 void gemm_repacking(int M, int N, int Kd, MatA A, const float* B, ptrdiff_t ldb, float* C,
@@ -309,9 +319,9 @@ void gemm_repacking(int M, int N, int Kd, MatA A, const float* B, ptrdiff_t ldb,
       }
   for (int p = 0; p < Kd; ++p) std::copy(B + p * ldb, B + p * ldb + N, bp.begin() + p * N);
   for (int pnl = 0; pnl < panels; ++pnl) {
-    HWY_DYNAMIC_DISPATCH(Gemm)(mr, N, Kd, ap.data() + static_cast<size_t>(pnl) * Kd * mr, 1, mr,
-                               bp.data(), N, cp.data() + static_cast<size_t>(pnl) * mr * N, N,
-                               1.0f, 0.0f, nullptr);
+    HWY_DYNAMIC_DISPATCH(Gemm)
+    (mr, N, Kd, ap.data() + static_cast<size_t>(pnl) * Kd * mr, 1, mr, bp.data(), N,
+     cp.data() + static_cast<size_t>(pnl) * mr * N, N, 1.0f, 0.0f, nullptr);
   }
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j) {

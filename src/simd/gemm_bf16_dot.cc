@@ -42,8 +42,8 @@ constexpr int kPairStepsPerBlock = kPairBlockDepth / 2;
 // x from the first block on, b the strip's first block. n <= 16 NV (NV 1: the first half of
 // the strip only, for the 16-column projections, which would otherwise multiply zeros).
 template <int MR, int NV>
-HANPU_DOT_TARGET void Tile(const uint32_t* a, const uint16_t* b, int blocks, float* c, int64_t ldc, int n,
-                           bool accumulate) {
+HANPU_DOT_TARGET void Tile(const uint32_t* a, const uint16_t* b, int blocks, float* c, int64_t ldc,
+                           int n, bool accumulate) {
   __m512 acc[MR][2];
   HANPU_UNROLL_ALL
   for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
@@ -53,8 +53,11 @@ HANPU_DOT_TARGET void Tile(const uint32_t* a, const uint16_t* b, int blocks, flo
     for (int r = 0; r < kPairRows; ++r) {
       const uint16_t* lo = bb + r * kPairStripCols;  // 16 pairs of the first half (64 bytes)
       const uint16_t* hi = lo + kPairHalfElems;
-      _mm_prefetch(reinterpret_cast<const char*>(lo + kPrefetchBlocks * kPairBlockElems), _MM_HINT_T0);
-      if constexpr (NV == 2) _mm_prefetch(reinterpret_cast<const char*>(hi + kPrefetchBlocks * kPairBlockElems), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(lo + kPrefetchBlocks * kPairBlockElems),
+                   _MM_HINT_T0);
+      if constexpr (NV == 2)
+        _mm_prefetch(reinterpret_cast<const char*>(hi + kPrefetchBlocks * kPairBlockElems),
+                     _MM_HINT_T0);
       const __m512bh w0 = AsPairs(_mm512_loadu_si512(lo)), w1 = AsPairs(_mm512_loadu_si512(hi));
       const uint32_t* ar = ab + r * kMR;
       HANPU_UNROLL_ALL
@@ -66,7 +69,9 @@ HANPU_DOT_TARGET void Tile(const uint32_t* a, const uint16_t* b, int blocks, flo
     }
   }
   const __mmask16 m0 = static_cast<__mmask16>(n >= 16 ? 0xffff : (1u << n) - 1);
-  const __mmask16 m1 = static_cast<__mmask16>(n >= 32 ? 0xffff : n <= 16 ? 0 : (1u << (n - 16)) - 1);
+  const __mmask16 m1 = static_cast<__mmask16>(n >= 32   ? 0xffff
+                                              : n <= 16 ? 0
+                                                        : (1u << (n - 16)) - 1);
   HANPU_UNROLL_ALL
   for (int i = 0; i < MR; ++i) {
     float* ci = c + i * ldc;
@@ -81,8 +86,8 @@ HANPU_DOT_TARGET void Tile(const uint32_t* a, const uint16_t* b, int blocks, flo
 }
 
 template <int R>
-HANPU_DOT_TARGET void TileUpTo(int m, const uint32_t* a, const uint16_t* b, int blocks, float* c, int64_t ldc, int n,
-                               bool accumulate) {
+HANPU_DOT_TARGET void TileUpTo(int m, const uint32_t* a, const uint16_t* b, int blocks, float* c,
+                               int64_t ldc, int n, bool accumulate) {
   if constexpr (R > 0) {
     if (m != R) return TileUpTo<R - 1>(m, a, b, blocks, c, ldc, n, accumulate);
     if (n <= 16) return Tile<R, 1>(a, b, blocks, c, ldc, n, accumulate);
@@ -91,7 +96,8 @@ HANPU_DOT_TARGET void TileUpTo(int m, const uint32_t* a, const uint16_t* b, int 
 }
 
 int64_t TileWords(int in) {
-  return static_cast<int64_t>((in + kPairBlockDepth - 1) / kPairBlockDepth) * kPairStepsPerBlock * kMR;
+  return static_cast<int64_t>((in + kPairBlockDepth - 1) / kPairBlockDepth) * kPairStepsPerBlock *
+         kMR;
 }
 
 // One row of x as bf16 pairs, written to every kMR-th word of the tile from `dst` on: 16
@@ -102,13 +108,15 @@ HANPU_DOT_TARGET void PackRow(const float* src, int in, int pairs, uint32_t* dst
     const int k0 = 2 * p0;
     const int valid = std::clamp(in - k0, 0, 16);
     const __m512 v = _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << valid) - 1), src + k0);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(words), (__m256i)_mm512_cvtneps_pbh(v));  // NOLINT: vector cast
+    _mm256_store_si256(reinterpret_cast<__m256i*>(words),
+                       (__m256i)_mm512_cvtneps_pbh(v));  // NOLINT: vector cast
     const int n = std::min(8, pairs - p0);
     for (int j = 0; j < n; ++j) dst[static_cast<int64_t>(p0 + j) * kMR] = words[j];
   }
 }
 
-HANPU_DOT_TARGET void PackX(const float* x, int64_t ldx, int64_t row0, int64_t row1, int in, uint32_t* packed) {
+HANPU_DOT_TARGET void PackX(const float* x, int64_t ldx, int64_t row0, int64_t row1, int in,
+                            uint32_t* packed) {
   const int64_t tile_words = TileWords(in);
   const int pairs = static_cast<int>(tile_words / kMR);
   for (int64_t t = row0 / kMR; t * kMR < row1; ++t) {
@@ -125,18 +133,19 @@ HANPU_DOT_TARGET void PackX(const float* x, int64_t ldx, int64_t row0, int64_t r
   }
 }
 
-void GemmPacked(int rows, const uint32_t* a, int in, const uint16_t* w, int kt_blocks, int kt0, int kt_count,
-                int strips, int n_cols, float* c, int64_t ldc, bool accumulate) {
+void GemmPacked(int rows, const uint32_t* a, int in, const uint16_t* w, int kt_blocks, int kt0,
+                int kt_count, int strips, int n_cols, float* c, int64_t ldc, bool accumulate) {
   n_cols = std::min(n_cols, strips * kPairStripCols);
   const int64_t strip_elems = static_cast<int64_t>(kt_blocks) * kPairBlockElems;
   const int64_t tile_words = TileWords(in);
-  for_each_pairs_tile(PairsNest{kMR, kPairStripCols, kRowBlock, kSliceBlocks}, rows, in, kt_blocks, kt0, kt_count,
-                      n_cols, c, ldc, accumulate, [&](int m, int64_t t, int s0, int blocks, int g, bool sums) {
-                        TileUpTo<kMR>(m, a + t * tile_words + static_cast<int64_t>(s0) * kPairStepsPerBlock * kMR,
-                                      w + g * strip_elems + static_cast<int64_t>(s0) * kPairBlockElems, blocks,
-                                      c + t * kMR * ldc + g * kPairStripCols, ldc,
-                                      std::min(kPairStripCols, n_cols - g * kPairStripCols), sums);
-                      });
+  for_each_pairs_tile(
+      PairsNest{kMR, kPairStripCols, kRowBlock, kSliceBlocks}, rows, in, kt_blocks, kt0, kt_count,
+      n_cols, c, ldc, accumulate, [&](int m, int64_t t, int s0, int blocks, int g, bool sums) {
+        TileUpTo<kMR>(m, a + t * tile_words + static_cast<int64_t>(s0) * kPairStepsPerBlock * kMR,
+                      w + g * strip_elems + static_cast<int64_t>(s0) * kPairBlockElems, blocks,
+                      c + t * kMR * ldc + g * kPairStripCols, ldc,
+                      std::min(kPairStripCols, n_cols - g * kPairStripCols), sums);
+      });
 }
 
 HANPU_DOT_TARGET double DotLoop(int64_t iterations) {
@@ -180,12 +189,14 @@ size_t dot_packed_x_words(int64_t rows, int in) {
   return static_cast<size_t>((rows + kMR - 1) / kMR * TileWords(in));
 }
 
-void pack_x_for_dot(const float* x, int64_t ldx, int64_t row0, int64_t row1, int in, uint32_t* packed) {
+void pack_x_for_dot(const float* x, int64_t ldx, int64_t row0, int64_t row1, int in,
+                    uint32_t* packed) {
   if (row1 > row0) PackX(x, ldx, row0, row1, in, packed);
 }
 
-void gemm_bf16_dot_packed(int rows, const uint32_t* a, int in, const uint16_t* w, int kt_blocks, int kt0,
-                          int kt_count, int strips, int n_cols, float* c, int64_t ldc, bool accumulate) {
+void gemm_bf16_dot_packed(int rows, const uint32_t* a, int in, const uint16_t* w, int kt_blocks,
+                          int kt0, int kt_count, int strips, int n_cols, float* c, int64_t ldc,
+                          bool accumulate) {
   GemmPacked(rows, a, in, w, kt_blocks, kt0, kt_count, strips, n_cols, c, ldc, accumulate);
 }
 
@@ -197,20 +208,23 @@ bool bf16_dot_usable() { return false; }
 int gemm_bf16_dot_tile_rows() { return 1; }
 size_t dot_packed_x_words(int64_t, int) { std::abort(); }
 void pack_x_for_dot(const float*, int64_t, int64_t, int64_t, int, uint32_t*) { std::abort(); }
-void gemm_bf16_dot_packed(int, const uint32_t*, int, const uint16_t*, int, int, int, int, int, float*, int64_t, bool) {
+void gemm_bf16_dot_packed(int, const uint32_t*, int, const uint16_t*, int, int, int, int, int,
+                          float*, int64_t, bool) {
   std::abort();
 }
 double bf16_dot_loop(int64_t) { std::abort(); }
 
 #endif
 
-void gemm_bf16_dot(int rows, const float* a, int64_t lda, int in, const uint16_t* w, int kt_blocks, int kt0,
-                   int kt_count, int strips, int n_cols, float* c, int64_t ldc, bool accumulate) {
+void gemm_bf16_dot(int rows, const float* a, int64_t lda, int in, const uint16_t* w, int kt_blocks,
+                   int kt0, int kt_count, int strips, int n_cols, float* c, int64_t ldc,
+                   bool accumulate) {
   if (rows <= 0 || n_cols <= 0) return;
   thread_local std::vector<uint32_t> packed;
   packed.resize(dot_packed_x_words(rows, in));
   pack_x_for_dot(a, lda, 0, rows, in, packed.data());
-  gemm_bf16_dot_packed(rows, packed.data(), in, w, kt_blocks, kt0, kt_count, strips, n_cols, c, ldc, accumulate);
+  gemm_bf16_dot_packed(rows, packed.data(), in, w, kt_blocks, kt0, kt_count, strips, n_cols, c, ldc,
+                       accumulate);
 }
 
 }  // namespace hanpu::simd

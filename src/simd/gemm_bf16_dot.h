@@ -34,19 +34,22 @@ size_t dot_packed_x_words(int64_t rows, int in);
 // Packs rows [row0, row1) of x into `packed` (the buffer of all rows, tile 0 first); row0 is
 // a multiple of the tile rows, and rows of row1's tile past row1 are zeroed. Calls for
 // disjoint tile ranges may run on different threads. Requires bf16_dot_usable().
-void pack_x_for_dot(const float* x, int64_t ldx, int64_t row0, int64_t row1, int in, uint32_t* packed);
+void pack_x_for_dot(const float* x, int64_t ldx, int64_t row0, int64_t row1, int in,
+                    uint32_t* packed);
 
 // C[rows x n_cols] (row-major, ldc) = A B, or C + A B when `accumulate`, with A packed by
 // pack_x_for_dot (`a`: the tile of A's first row, which starts a tile) and B blocks
 // kt0 .. kt0 + kt_count - 1 of `strips` pairs-layout strips of kt_blocks blocks (columns past
 // n_cols hold zeros, as clear_padding leaves them); n_cols <= 32 strips. On the calling
 // thread. Requires bf16_dot_usable().
-void gemm_bf16_dot_packed(int rows, const uint32_t* a, int in, const uint16_t* w, int kt_blocks, int kt0,
-                          int kt_count, int strips, int n_cols, float* c, int64_t ldc, bool accumulate);
+void gemm_bf16_dot_packed(int rows, const uint32_t* a, int in, const uint16_t* w, int kt_blocks,
+                          int kt0, int kt_count, int strips, int n_cols, float* c, int64_t ldc,
+                          bool accumulate);
 
 // The same from row-major fp32 x (lda), packed first (for tests and one-off products).
-void gemm_bf16_dot(int rows, const float* a, int64_t lda, int in, const uint16_t* w, int kt_blocks, int kt0,
-                   int kt_count, int strips, int n_cols, float* c, int64_t ldc, bool accumulate);
+void gemm_bf16_dot(int rows, const float* a, int64_t lda, int in, const uint16_t* w, int kt_blocks,
+                   int kt0, int kt_count, int strips, int n_cols, float* c, int64_t ldc,
+                   bool accumulate);
 
 // A register-only loop of `iterations` steps of 12 independent VDPBF16PS on the calling
 // thread; returns the FLOPs done (a bf16 multiply-add counts 2). The denominator of "% of

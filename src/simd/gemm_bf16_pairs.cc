@@ -51,16 +51,20 @@ constexpr int kRowBlock = 8 * kMR;
 #define HANPU_UNROLL_ALL _Pragma("GCC unroll 16")
 
 // Offset (in bf16) of tile vector v inside a pair row, from the tile's first column.
-constexpr int VectorOffset(int v) { return (v * kNL / kPairHalfCols) * kPairHalfElems + (v * kNL % kPairHalfCols) * 2; }
+constexpr int VectorOffset(int v) {
+  return (v * kNL / kPairHalfCols) * kPairHalfElems + (v * kNL % kPairHalfCols) * 2;
+}
 
 // The pairs (32-bit lanes) of one tile vector of a pair row.
-HWY_INLINE hn::Vec<DU> Pairs(const uint16_t* p) { return hn::LoadU(DU(), reinterpret_cast<const uint32_t*>(p)); }
+HWY_INLINE hn::Vec<DU> Pairs(const uint16_t* p) {
+  return hn::LoadU(DU(), reinterpret_cast<const uint32_t*>(p));
+}
 
 // C tile [MR x n] (+)= A B over `blocks` whole blocks. a is A packed k-major (kMR floats per
 // reduction step, see PackA), b the tile's first column in the first block.
 template <int MR>
-HWY_INLINE void Tile(const float* HWY_RESTRICT a, const uint16_t* HWY_RESTRICT b, int blocks, float* HWY_RESTRICT c,
-                     int64_t ldc, int n, bool accumulate) {
+HWY_INLINE void Tile(const float* HWY_RESTRICT a, const uint16_t* HWY_RESTRICT b, int blocks,
+                     float* HWY_RESTRICT c, int64_t ldc, int n, bool accumulate) {
   const DF d;
   const auto high = HighHalves(d);
   VF acc[MR][kTileVecs];
@@ -102,20 +106,23 @@ HWY_INLINE void Tile(const float* HWY_RESTRICT a, const uint16_t* HWY_RESTRICT b
     for (int v = 0; v < kTileVecs; ++v) {
       const int lanes = std::clamp(n - v * kNL, 0, kNL);
       if (lanes == kNL) {
-        hn::StoreU(accumulate ? hn::Add(acc[i][v], hn::LoadU(d, ci + v * kNL)) : acc[i][v], d, ci + v * kNL);
+        hn::StoreU(accumulate ? hn::Add(acc[i][v], hn::LoadU(d, ci + v * kNL)) : acc[i][v], d,
+                   ci + v * kNL);
       } else if (lanes > 0) {
         const auto m = hn::FirstN(d, static_cast<size_t>(lanes));
-        const VF sum = accumulate ? hn::Add(acc[i][v], hn::MaskedLoad(m, d, ci + v * kNL)) : acc[i][v];
+        const VF sum =
+            accumulate ? hn::Add(acc[i][v], hn::MaskedLoad(m, d, ci + v * kNL)) : acc[i][v];
         hn::BlendedStore(sum, m, d, ci + v * kNL);
       }
     }
   }
 }
 
-void TileRows(int m, const float* a, const uint16_t* b, int blocks, float* c, int64_t ldc, int n, bool accumulate) {
+void TileRows(int m, const float* a, const uint16_t* b, int blocks, float* c, int64_t ldc, int n,
+              bool accumulate) {
   switch (m) {
-#define HANPU_PAIRS_TILE_CASE(R)                                           \
-  case R:                                                                  \
+#define HANPU_PAIRS_TILE_CASE(R)                                                 \
+  case R:                                                                        \
     if constexpr (R <= kMR) return Tile<R>(a, b, blocks, c, ldc, n, accumulate); \
     return;
     HANPU_PAIRS_TILE_CASE(1)
@@ -131,14 +138,16 @@ void TileRows(int m, const float* a, const uint16_t* b, int blocks, float* c, in
     HANPU_PAIRS_TILE_CASE(11)
     HANPU_PAIRS_TILE_CASE(12)
 #undef HANPU_PAIRS_TILE_CASE
-    default: return;
+    default:
+      return;
   }
 }
 
 // The first column of tile column group g in block 0 of its strip.
 HWY_INLINE const uint16_t* GroupStart(const uint16_t* w, int64_t strip_elems, int g) {
   const int col = g * kTileCols;
-  return w + (col / kPairStripCols) * strip_elems + (col % kPairStripCols / kPairHalfCols) * kPairHalfElems;
+  return w + (col / kPairStripCols) * strip_elems +
+         (col % kPairStripCols / kPairHalfCols) * kPairHalfElems;
 }
 
 // Floats of one packed row tile of x: kMR rows over the depth in whole blocks.
@@ -163,17 +172,19 @@ void PackX(const float* x, int64_t ldx, int64_t row0, int64_t row1, int in, floa
   }
 }
 
-void GemmPairsPacked(int rows, const float* a, int in, const uint16_t* w, int kt_blocks, int kt0, int kt_count,
-                     int strips, int n_cols, float* c, int64_t ldc, bool accumulate) {
+void GemmPairsPacked(int rows, const float* a, int in, const uint16_t* w, int kt_blocks, int kt0,
+                     int kt_count, int strips, int n_cols, float* c, int64_t ldc, bool accumulate) {
   n_cols = std::min(n_cols, strips * kPairStripCols);
   const int64_t strip_elems = static_cast<int64_t>(kt_blocks) * kPairBlockElems;
   const int64_t tile_floats = TileFloats(in);
-  for_each_pairs_tile(PairsNest{kMR, kTileCols, kRowBlock, kSliceBlocks}, rows, in, kt_blocks, kt0, kt_count, n_cols, c,
-                      ldc, accumulate, [&](int m, int64_t t, int s0, int blocks, int g, bool sums) {
-                        TileRows(m, a + t * tile_floats + static_cast<int64_t>(s0) * kPairBlockDepth * kMR,
-                                 GroupStart(w, strip_elems, g) + static_cast<int64_t>(s0) * kPairBlockElems, blocks,
-                                 c + t * kMR * ldc + g * kTileCols, ldc, std::min(kTileCols, n_cols - g * kTileCols), sums);
-                      });
+  for_each_pairs_tile(
+      PairsNest{kMR, kTileCols, kRowBlock, kSliceBlocks}, rows, in, kt_blocks, kt0, kt_count,
+      n_cols, c, ldc, accumulate, [&](int m, int64_t t, int s0, int blocks, int g, bool sums) {
+        TileRows(m, a + t * tile_floats + static_cast<int64_t>(s0) * kPairBlockDepth * kMR,
+                 GroupStart(w, strip_elems, g) + static_cast<int64_t>(s0) * kPairBlockElems, blocks,
+                 c + t * kMR * ldc + g * kTileCols, ldc,
+                 std::min(kTileCols, n_cols - g * kTileCols), sums);
+      });
 }
 
 int PairsTileRows() { return kMR; }
@@ -198,22 +209,27 @@ size_t pairs_packed_x_floats(int64_t rows, int in) {
   return static_cast<size_t>((rows + mr - 1) / mr * HWY_DYNAMIC_DISPATCH(TileFloats)(in));
 }
 
-void pack_x_for_pairs(const float* x, int64_t ldx, int64_t row0, int64_t row1, int in, float* packed) {
+void pack_x_for_pairs(const float* x, int64_t ldx, int64_t row0, int64_t row1, int in,
+                      float* packed) {
   if (row1 > row0) HWY_DYNAMIC_DISPATCH(PackX)(x, ldx, row0, row1, in, packed);
 }
 
-void gemm_bf16_pairs_packed(int rows, const float* a, int in, const uint16_t* w, int kt_blocks, int kt0, int kt_count,
-                            int strips, int n_cols, float* c, int64_t ldc, bool accumulate) {
-  HWY_DYNAMIC_DISPATCH(GemmPairsPacked)(rows, a, in, w, kt_blocks, kt0, kt_count, strips, n_cols, c, ldc, accumulate);
+void gemm_bf16_pairs_packed(int rows, const float* a, int in, const uint16_t* w, int kt_blocks,
+                            int kt0, int kt_count, int strips, int n_cols, float* c, int64_t ldc,
+                            bool accumulate) {
+  HWY_DYNAMIC_DISPATCH(GemmPairsPacked)
+  (rows, a, in, w, kt_blocks, kt0, kt_count, strips, n_cols, c, ldc, accumulate);
 }
 
-void gemm_bf16_pairs(int rows, const float* a, int64_t lda, int in, const uint16_t* w, int kt_blocks, int kt0,
-                     int kt_count, int strips, int n_cols, float* c, int64_t ldc, bool accumulate) {
+void gemm_bf16_pairs(int rows, const float* a, int64_t lda, int in, const uint16_t* w,
+                     int kt_blocks, int kt0, int kt_count, int strips, int n_cols, float* c,
+                     int64_t ldc, bool accumulate) {
   if (rows <= 0 || n_cols <= 0) return;
   thread_local std::vector<float> packed;
   packed.resize(pairs_packed_x_floats(rows, in));
   pack_x_for_pairs(a, lda, 0, rows, in, packed.data());
-  gemm_bf16_pairs_packed(rows, packed.data(), in, w, kt_blocks, kt0, kt_count, strips, n_cols, c, ldc, accumulate);
+  gemm_bf16_pairs_packed(rows, packed.data(), in, w, kt_blocks, kt0, kt_count, strips, n_cols, c,
+                         ldc, accumulate);
 }
 }  // namespace hanpu::simd
 #endif

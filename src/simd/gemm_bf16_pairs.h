@@ -18,8 +18,9 @@ namespace hanpu::simd {
 //     are kt_blocks blocks long each (columns past n_cols hold zeros, as clear_padding leaves
 //     them), so only A's columns [32 kt0, 32 (kt0 + kt_count)) take part.
 // n_cols <= 32 strips. Runs on the calling thread; packs A first (pack_x_for_pairs).
-void gemm_bf16_pairs(int rows, const float* a, int64_t lda, int in, const uint16_t* w, int kt_blocks, int kt0,
-                     int kt_count, int strips, int n_cols, float* c, int64_t ldc, bool accumulate);
+void gemm_bf16_pairs(int rows, const float* a, int64_t lda, int in, const uint16_t* w,
+                     int kt_blocks, int kt0, int kt_count, int strips, int n_cols, float* c,
+                     int64_t ldc, bool accumulate);
 
 // Register tile of the kernel on this machine's SIMD target: rows x columns.
 int gemm_bf16_pairs_tile_rows();
@@ -36,11 +37,13 @@ size_t pairs_packed_x_floats(int64_t rows, int in);
 // Packs rows [row0, row1) of x into `packed` (the buffer of all rows, tile 0 first); row0 is
 // a multiple of the tile rows, and rows of row1's tile past row1 are zeroed. Calls for
 // disjoint tile ranges may run on different threads.
-void pack_x_for_pairs(const float* x, int64_t ldx, int64_t row0, int64_t row1, int in, float* packed);
+void pack_x_for_pairs(const float* x, int64_t ldx, int64_t row0, int64_t row1, int in,
+                      float* packed);
 
 // gemm_bf16_pairs on x packed by pack_x_for_pairs: `a` is the tile of A's first row (which
 // starts a tile).
-void gemm_bf16_pairs_packed(int rows, const float* a, int in, const uint16_t* w, int kt_blocks, int kt0, int kt_count,
-                            int strips, int n_cols, float* c, int64_t ldc, bool accumulate);
+void gemm_bf16_pairs_packed(int rows, const float* a, int in, const uint16_t* w, int kt_blocks,
+                            int kt0, int kt_count, int strips, int n_cols, float* c, int64_t ldc,
+                            bool accumulate);
 
 }  // namespace hanpu::simd

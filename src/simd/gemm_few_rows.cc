@@ -172,7 +172,8 @@ void FewRows(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b,
   const size_t full = N / NL, tail = N % NL;  // whole vectors, then lanes of a last one
   const int64_t row_tiles = (M + kRows - 1) / kRows;
   // The tail tile steps only for fp32 B (16-bit tails are scalar code).
-  const int64_t col_tiles = static_cast<int64_t>((full + kVectors - 1) / kVectors + (tail && BT == 0 ? 1 : 0));
+  const int64_t col_tiles =
+      static_cast<int64_t>((full + kVectors - 1) / kVectors + (tail && BT == 0 ? 1 : 0));
   FetchCursor fetch(to_fetch, row_tiles * col_tiles * Kd);
   for (int i0 = 0; i0 < M; i0 += kRows) {
     const int mr = std::min(kRows, M - i0);
@@ -191,7 +192,8 @@ void FewRows(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b,
         for (size_t j = full * NL; j < static_cast<size_t>(N); ++j) {
           float sum = 0.0f;
           for (int p = 0; p < Kd; ++p) {
-            sum += ai[i * lda + p] * load_as_f32(b, static_cast<DType>(BT), static_cast<size_t>(p) * ldb + j);
+            sum += ai[i * lda + p] *
+                   load_as_f32(b, static_cast<DType>(BT), static_cast<size_t>(p) * ldb + j);
           }
           float* cij = ci + i * ldc + j;
           *cij = rb ? rb[i] * *cij + sum : sum;
@@ -202,7 +204,8 @@ void FewRows(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b,
 }
 
 void GemmFewRows(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b, int bt,
-                 ptrdiff_t ldb, float* c, ptrdiff_t ldc, const float* row_beta, const RowsToFetch* fetch) {
+                 ptrdiff_t ldb, float* c, ptrdiff_t ldc, const float* row_beta,
+                 const RowsToFetch* fetch) {
   if (bt == static_cast<int>(DType::kF32))
     return FewRows<0>(M, N, Kd, a, lda, b, ldb, c, ldc, row_beta, fetch);
   if (bt == static_cast<int>(DType::kF16))
@@ -213,8 +216,9 @@ void GemmFewRows(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void
 // C tile [MR x NB]: rows of A against NB rows of B, vector accumulators along Kd (whole
 // vectors: kd_full elements), reduced to scalars at the end; the Kd tail in scalar code.
 template <int MR, int NB, int BT>
-HWY_INLINE void DotTile(const float* HWY_RESTRICT a, ptrdiff_t lda, const void* b, ptrdiff_t ldb, size_t j0,
-                        int kd, size_t kd_full, float* HWY_RESTRICT c, ptrdiff_t ldc, FetchCursor& fetch) {
+HWY_INLINE void DotTile(const float* HWY_RESTRICT a, ptrdiff_t lda, const void* b, ptrdiff_t ldb,
+                        size_t j0, int kd, size_t kd_full, float* HWY_RESTRICT c, ptrdiff_t ldc,
+                        FetchCursor& fetch) {
   const DF d;
   const size_t NL = hn::Lanes(d);
   VF acc[MR][NB];
@@ -251,36 +255,50 @@ HWY_INLINE void DotTile(const float* HWY_RESTRICT a, ptrdiff_t lda, const void* 
 }
 
 template <int MR, int BT>
-HWY_INLINE void DotRows(int N, const float* a, ptrdiff_t lda, const void* b, ptrdiff_t ldb, int kd, size_t kd_full,
-                        float* c, ptrdiff_t ldc, FetchCursor& fetch) {
+HWY_INLINE void DotRows(int N, const float* a, ptrdiff_t lda, const void* b, ptrdiff_t ldb, int kd,
+                        size_t kd_full, float* c, ptrdiff_t ldc, FetchCursor& fetch) {
   size_t j = 0;
-  for (; j + kKeys <= static_cast<size_t>(N); j += kKeys) DotTile<MR, kKeys, BT>(a, lda, b, ldb, j, kd, kd_full, c, ldc, fetch);
-  for (; j < static_cast<size_t>(N); ++j) DotTile<MR, 1, BT>(a, lda, b, ldb, j, kd, kd_full, c, ldc, fetch);
+  for (; j + kKeys <= static_cast<size_t>(N); j += kKeys)
+    DotTile<MR, kKeys, BT>(a, lda, b, ldb, j, kd, kd_full, c, ldc, fetch);
+  for (; j < static_cast<size_t>(N); ++j)
+    DotTile<MR, 1, BT>(a, lda, b, ldb, j, kd, kd_full, c, ldc, fetch);
 }
 
 template <int BT>
-void FewRowsBt(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b, ptrdiff_t ldb, float* c,
-               ptrdiff_t ldc, const RowsToFetch* to_fetch) {
+void FewRowsBt(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b, ptrdiff_t ldb,
+               float* c, ptrdiff_t ldc, const RowsToFetch* to_fetch) {
   const size_t NL = hn::Lanes(DF());
   const size_t kd_full = Kd / NL * NL;
-  const int64_t key_tiles = N / kKeys + N % kKeys;  // DotRows' tiles: kKeys keys, then one at a time
-  FetchCursor fetch(to_fetch, (M + kRows - 1) / kRows * key_tiles * static_cast<int64_t>(kd_full / NL));
+  const int64_t key_tiles =
+      N / kKeys + N % kKeys;  // DotRows' tiles: kKeys keys, then one at a time
+  FetchCursor fetch(to_fetch,
+                    (M + kRows - 1) / kRows * key_tiles * static_cast<int64_t>(kd_full / NL));
   for (int i0 = 0; i0 < M; i0 += kRows) {
     const float* ai = a + i0 * lda;
     float* ci = c + i0 * ldc;
     switch (std::min(kRows, M - i0)) {
-      case 1: DotRows<1, BT>(N, ai, lda, b, ldb, Kd, kd_full, ci, ldc, fetch); break;
-      case 2: DotRows<2, BT>(N, ai, lda, b, ldb, Kd, kd_full, ci, ldc, fetch); break;
-      case 3: DotRows<3, BT>(N, ai, lda, b, ldb, Kd, kd_full, ci, ldc, fetch); break;
-      default: DotRows<4, BT>(N, ai, lda, b, ldb, Kd, kd_full, ci, ldc, fetch); break;
+      case 1:
+        DotRows<1, BT>(N, ai, lda, b, ldb, Kd, kd_full, ci, ldc, fetch);
+        break;
+      case 2:
+        DotRows<2, BT>(N, ai, lda, b, ldb, Kd, kd_full, ci, ldc, fetch);
+        break;
+      case 3:
+        DotRows<3, BT>(N, ai, lda, b, ldb, Kd, kd_full, ci, ldc, fetch);
+        break;
+      default:
+        DotRows<4, BT>(N, ai, lda, b, ldb, Kd, kd_full, ci, ldc, fetch);
+        break;
     }
   }
 }
 
-void GemmFewRowsBt(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b, int bt, ptrdiff_t ldb,
-                   float* c, ptrdiff_t ldc, const RowsToFetch* fetch) {
-  if (bt == static_cast<int>(DType::kF32)) return FewRowsBt<0>(M, N, Kd, a, lda, b, ldb, c, ldc, fetch);
-  if (bt == static_cast<int>(DType::kF16)) return FewRowsBt<1>(M, N, Kd, a, lda, b, ldb, c, ldc, fetch);
+void GemmFewRowsBt(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b, int bt,
+                   ptrdiff_t ldb, float* c, ptrdiff_t ldc, const RowsToFetch* fetch) {
+  if (bt == static_cast<int>(DType::kF32))
+    return FewRowsBt<0>(M, N, Kd, a, lda, b, ldb, c, ldc, fetch);
+  if (bt == static_cast<int>(DType::kF16))
+    return FewRowsBt<1>(M, N, Kd, a, lda, b, ldb, c, ldc, fetch);
   return FewRowsBt<2>(M, N, Kd, a, lda, b, ldb, c, ldc, fetch);
 }
 
@@ -301,10 +319,12 @@ void gemm_few_rows(int M, int N, int Kd, const float* a, ptrdiff_t lda, const vo
   (M, N, Kd, a, lda, b, static_cast<int>(b_dtype), ldb, c, ldc, row_beta, fetch);
 }
 
-void gemm_few_rows_bt(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b, DType b_dtype,
-                      ptrdiff_t ldb, float* c, ptrdiff_t ldc, const RowsToFetch* fetch) {
+void gemm_few_rows_bt(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b,
+                      DType b_dtype, ptrdiff_t ldb, float* c, ptrdiff_t ldc,
+                      const RowsToFetch* fetch) {
   if (M <= 0 || N <= 0) return;
-  HWY_DYNAMIC_DISPATCH(GemmFewRowsBt)(M, N, Kd, a, lda, b, static_cast<int>(b_dtype), ldb, c, ldc, fetch);
+  HWY_DYNAMIC_DISPATCH(GemmFewRowsBt)
+  (M, N, Kd, a, lda, b, static_cast<int>(b_dtype), ldb, c, ldc, fetch);
 }
 
 }  // namespace hanpu::simd

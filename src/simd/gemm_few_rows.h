@@ -38,7 +38,8 @@ void gemm_few_rows(int M, int N, int Kd, const float* a, ptrdiff_t lda, const vo
 // products of few rows of A with the rows of B (decode: the query rows against a key tile read
 // in place, 16-bit keys widened in registers, no transpose). 4 rows x 4 (AVX2: 3) B rows of vector
 // accumulators along Kd, each reduced once at the end. C row-major fp32 (ldc), overwritten.
-void gemm_few_rows_bt(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b, DType b_dtype,
-                      ptrdiff_t ldb, float* c, ptrdiff_t ldc, const RowsToFetch* fetch = nullptr);
+void gemm_few_rows_bt(int M, int N, int Kd, const float* a, ptrdiff_t lda, const void* b,
+                      DType b_dtype, ptrdiff_t ldb, float* c, ptrdiff_t ldc,
+                      const RowsToFetch* fetch = nullptr);
 
 }  // namespace hanpu::simd

@@ -22,7 +22,8 @@ HWY_INLINE VF Widen(DF d, const uint16_t* p) {
   const hn::Rebind<uint16_t, DF> du16;
   const auto raw = hn::LoadU(du16, p);
   if constexpr (kBf16) {
-    return hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du32, raw)));  // bf16 = the top half of an fp32
+    return hn::BitCast(
+        d, hn::ShiftLeft<16>(hn::PromoteTo(du32, raw)));  // bf16 = the top half of an fp32
   } else {
     const hn::Rebind<hwy::float16_t, DF> dh;
     return hn::PromoteTo(d, hn::BitCast(dh, raw));
@@ -55,7 +56,8 @@ void Gemv16T(const float* x, int in, const uint16_t* w, int n, float* y) {
     // idle between misses (decode went from ~7 to ~11 tokens/s, docs/performance.md).
     const int q = in / 4;
     for (int i = 0; i < q; ++i) {
-      const VF x0 = hn::Set(d, x[i]), x1 = hn::Set(d, x[i + q]), x2 = hn::Set(d, x[i + 2 * q]), x3 = hn::Set(d, x[i + 3 * q]);
+      const VF x0 = hn::Set(d, x[i]), x1 = hn::Set(d, x[i + q]), x2 = hn::Set(d, x[i + 2 * q]),
+               x3 = hn::Set(d, x[i + 3 * q]);
       const uint16_t* r0 = w + static_cast<size_t>(i) * n + c0;
       const uint16_t* r1 = r0 + static_cast<size_t>(q) * n;
       const uint16_t* r2 = r1 + static_cast<size_t>(q) * n;

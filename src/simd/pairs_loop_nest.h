@@ -32,10 +32,12 @@ struct PairsNest {
 // block s0, column group g, `sums` saying whether C already holds sums to add to. With no
 // block in range, C's [rows x n_cols] is zeroed unless `accumulate`.
 template <class TileFn>
-void for_each_pairs_tile(const PairsNest& nest, int rows, int in, int kt_blocks, int kt0, int kt_count, int n_cols,
-                         float* c, int64_t ldc, bool accumulate, TileFn&& tile) {
+void for_each_pairs_tile(const PairsNest& nest, int rows, int in, int kt_blocks, int kt0,
+                         int kt_count, int n_cols, float* c, int64_t ldc, bool accumulate,
+                         TileFn&& tile) {
   if (rows <= 0 || n_cols <= 0) return;
-  const int kt_end = std::min({kt0 + kt_count, kt_blocks, (in + kPairBlockDepth - 1) / kPairBlockDepth});
+  const int kt_end =
+      std::min({kt0 + kt_count, kt_blocks, (in + kPairBlockDepth - 1) / kPairBlockDepth});
   if (kt_end <= kt0) {  // no block in range: the product is zero
     if (!accumulate) {
       for (int i = 0; i < rows; ++i) std::fill(c + i * ldc, c + i * ldc + n_cols, 0.0f);
@@ -49,7 +51,8 @@ void for_each_pairs_tile(const PairsNest& nest, int rows, int in, int kt_blocks,
       const int blocks = std::min(nest.slice_blocks, kt_end - s0);
       const bool sums = accumulate || s0 > kt0;
       for (int i0 = r0; i0 < r1; i0 += nest.tile_rows) {
-        for (int g = 0; g < groups; ++g) tile(std::min(nest.tile_rows, r1 - i0), i0 / nest.tile_rows, s0, blocks, g, sums);
+        for (int g = 0; g < groups; ++g)
+          tile(std::min(nest.tile_rows, r1 - i0), i0 / nest.tile_rows, s0, blocks, g, sums);
       }
     }
   }

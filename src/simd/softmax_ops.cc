@@ -86,10 +86,12 @@ void OnlineSoftmaxColumns(float* s, ptrdiff_t lds, int rows, int n, float* m, fl
     }
     for (int p = 0; p < rows; ++p) {
       const float* sp = s + p * lds + c0;
-      for (int b = 0; b < kBlock; ++b) mx[b] = hn::Max(mx[b], hn::MaskedLoad(lanes[b], d, sp + b * NL));
+      for (int b = 0; b < kBlock; ++b)
+        mx[b] = hn::Max(mx[b], hn::MaskedLoad(lanes[b], d, sp + b * NL));
     }
     // Reference point: 0 while a column has seen nothing (its scores are all -inf -> 0).
-    for (int b = 0; b < kBlock; ++b) ref[b] = hn::IfThenElse(hn::Eq(mx[b], neg_inf), hn::Zero(d), mx[b]);
+    for (int b = 0; b < kBlock; ++b)
+      ref[b] = hn::IfThenElse(hn::Eq(mx[b], neg_inf), hn::Zero(d), mx[b]);
     for (int p = 0; p < rows; ++p) {
       float* sp = s + p * lds + c0;
       for (int b = 0; b < kBlock; ++b) {
@@ -101,7 +103,8 @@ void OnlineSoftmaxColumns(float* s, ptrdiff_t lds, int rows, int n, float* m, fl
     for (int b = 0; b < kBlock; ++b) {
       const size_t c = c0 + b * NL;
       const VF a = Exp2(d, hn::Sub(m_old[b], ref[b]));
-      hn::BlendedStore(hn::MulAdd(a, hn::MaskedLoad(lanes[b], d, l + c), sum[b]), lanes[b], d, l + c);
+      hn::BlendedStore(hn::MulAdd(a, hn::MaskedLoad(lanes[b], d, l + c), sum[b]), lanes[b], d,
+                       l + c);
       hn::BlendedStore(mx[b], lanes[b], d, m + c);
       hn::BlendedStore(a, lanes[b], d, alpha + c);
     }
@@ -146,7 +149,8 @@ HWY_INLINE float Exp2SumRow(float* x, size_t n, float ref) {
   return hn::GetLane(hn::SumOfLanes(d, sum));
 }
 
-void OnlineSoftmaxRows(float* s, ptrdiff_t lds, int rows, int cols, float* m, float* l, float* alpha) {
+void OnlineSoftmaxRows(float* s, ptrdiff_t lds, int rows, int cols, float* m, float* l,
+                       float* alpha) {
   const DF d;
   for (int c = 0; c < rows; ++c) {
     float* row = s + c * lds;
@@ -177,7 +181,8 @@ HWY_EXPORT(OnlineSoftmaxColumns);
 HWY_EXPORT(SoftmaxRow);
 HWY_EXPORT(OnlineSoftmaxRows);
 
-void online_softmax_rows(float* s, ptrdiff_t lds, int rows, int cols, float* m, float* l, float* alpha) {
+void online_softmax_rows(float* s, ptrdiff_t lds, int rows, int cols, float* m, float* l,
+                         float* alpha) {
   HWY_DYNAMIC_DISPATCH(OnlineSoftmaxRows)(s, lds, rows, cols, m, l, alpha);
 }
 

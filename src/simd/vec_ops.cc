@@ -48,7 +48,8 @@ void ScaleCopy(float* y, const float* x, float a, size_t n) {
 void Mul(float* y, const float* x, const float* a, size_t n) {
   const DF d;
   ForEachVec(n, [&](size_t i, auto m) {
-    hn::BlendedStore(hn::Mul(hn::MaskedLoad(m, d, x + i), hn::MaskedLoad(m, d, a + i)), m, d, y + i);
+    hn::BlendedStore(hn::Mul(hn::MaskedLoad(m, d, x + i), hn::MaskedLoad(m, d, a + i)), m, d,
+                     y + i);
   });
 }
 
@@ -56,8 +57,8 @@ void Axpy(float* y, const float* x, float a, size_t n) {
   const DF d;
   const VF va = hn::Set(d, a);
   ForEachVec(n, [&](size_t i, auto m) {
-    hn::BlendedStore(hn::MulAdd(va, hn::MaskedLoad(m, d, x + i), hn::MaskedLoad(m, d, y + i)), m,
-                     d, y + i);
+    hn::BlendedStore(hn::MulAdd(va, hn::MaskedLoad(m, d, x + i), hn::MaskedLoad(m, d, y + i)), m, d,
+                     y + i);
   });
 }
 
@@ -125,8 +126,8 @@ void GateLower(float* dst, const float* src, ptrdiff_t ld, const float* gam, con
 // chunk), so a block of rows needs r + 1 exps for those columns instead of one per element;
 // only the block's own triangle takes the exponent directly (FLA factors its sub-chunk decay
 // at the same reference row). L and Qm share every factor, so they are gated in one pass.
-void GateLowerGdn(float* L, float* Qm, const float* kk, const float* qk, ptrdiff_t ld, const float* gam,
-                  const float* beta, float scale, int rows, int block) {
+void GateLowerGdn(float* L, float* Qm, const float* kk, const float* qk, ptrdiff_t ld,
+                  const float* gam, const float* beta, float scale, int rows, int block) {
   const DF d;
   HWY_ALIGN float left[kMaxGateRows];  // exp(gam_r - gam_j), j < r
   for (int r = 0; r < rows; r += block) {
@@ -151,7 +152,8 @@ void GateLowerGdn(float* L, float* Qm, const float* kk, const float* qk, ptrdiff
         const VF e = hn::CallExp(d, hn::Sub(gi, hn::MaskedLoad(m, d, gam + j)));
         hn::BlendedStore(hn::Mul(hn::Mul(vs, e), hn::MaskedLoad(m, d, qi + j)), m, d, qmi + j);
         const auto strict = hn::And(m, hn::FirstN(d, static_cast<size_t>(i - r) - o));  // j < i
-        hn::BlendedStore(hn::Mul(hn::Mul(vb, e), hn::MaskedLoad(strict, d, ki + j)), strict, d, li + j);
+        hn::BlendedStore(hn::Mul(hn::Mul(vb, e), hn::MaskedLoad(strict, d, ki + j)), strict, d,
+                         li + j);
       });
     }
   }
@@ -166,15 +168,18 @@ void InvertUnitLower(const float* L, ptrdiff_t ldl, int n, float* inv, ptrdiff_t
     const float* li = L + i * ldl;
     float* row = inv + i * ldi;
     ForEachVec(static_cast<size_t>(n), [&](size_t o, auto m) {
-      VF acc0 = hn::IfThenElseZero(hn::Eq(hn::Iota(d, static_cast<float>(o)), hn::Set(d, static_cast<float>(i))),
-                                   hn::Set(d, 1.0f));
+      VF acc0 = hn::IfThenElseZero(
+          hn::Eq(hn::Iota(d, static_cast<float>(o)), hn::Set(d, static_cast<float>(i))),
+          hn::Set(d, 1.0f));
       VF acc1 = hn::Zero(d);
       int j = 0;
       for (; j + 2 <= i; j += 2) {
         acc0 = hn::NegMulAdd(hn::Set(d, li[j]), hn::MaskedLoad(m, d, inv + j * ldi + o), acc0);
-        acc1 = hn::NegMulAdd(hn::Set(d, li[j + 1]), hn::MaskedLoad(m, d, inv + (j + 1) * ldi + o), acc1);
+        acc1 = hn::NegMulAdd(hn::Set(d, li[j + 1]), hn::MaskedLoad(m, d, inv + (j + 1) * ldi + o),
+                             acc1);
       }
-      if (j < i) acc0 = hn::NegMulAdd(hn::Set(d, li[j]), hn::MaskedLoad(m, d, inv + j * ldi + o), acc0);
+      if (j < i)
+        acc0 = hn::NegMulAdd(hn::Set(d, li[j]), hn::MaskedLoad(m, d, inv + j * ldi + o), acc0);
       hn::BlendedStore(hn::Add(acc0, acc1), m, d, row + o);
     });
   }
@@ -283,8 +288,9 @@ void Transpose(const float* src, ptrdiff_t lds, float* dst, ptrdiff_t ldd, int r
     const float* s0 = src + i * lds;
     size_t j = 0;
     for (; j + NL <= static_cast<size_t>(cols); j += NL) {
-      hn::StoreInterleaved4(hn::LoadU(d, s0 + j), hn::LoadU(d, s0 + lds + j), hn::LoadU(d, s0 + 2 * lds + j),
-                            hn::LoadU(d, s0 + 3 * lds + j), d, quads);
+      hn::StoreInterleaved4(hn::LoadU(d, s0 + j), hn::LoadU(d, s0 + lds + j),
+                            hn::LoadU(d, s0 + 2 * lds + j), hn::LoadU(d, s0 + 3 * lds + j), d,
+                            quads);
       for (size_t jj = 0; jj < NL; ++jj) std::memcpy(dst + (j + jj) * ldd + i, quads + 4 * jj, 16);
     }
     for (; j < static_cast<size_t>(cols); ++j)
@@ -409,7 +415,9 @@ void exp_inplace(float* x, size_t n) { HWY_DYNAMIC_DISPATCH(ExpInplace)(x, n); }
 void scale_copy(float* y, const float* x, float a, size_t n) {
   HWY_DYNAMIC_DISPATCH(ScaleCopy)(y, x, a, n);
 }
-void mul(float* y, const float* x, const float* a, size_t n) { HWY_DYNAMIC_DISPATCH(Mul)(y, x, a, n); }
+void mul(float* y, const float* x, const float* a, size_t n) {
+  HWY_DYNAMIC_DISPATCH(Mul)(y, x, a, n);
+}
 void axpy(float* y, const float* x, float a, size_t n) { HWY_DYNAMIC_DISPATCH(Axpy)(y, x, a, n); }
 float sum_squares(const float* x, size_t n) { return HWY_DYNAMIC_DISPATCH(SumSquares)(x, n); }
 void beta_residual_rows(float* y, ptrdiff_t ldy, const float* v, ptrdiff_t ldv, const float* ks,
@@ -424,8 +432,8 @@ void gate_lower(float* dst, const float* src, ptrdiff_t ld, const float* gam,
                 const float* row_scale, float scale, int rows, bool inclusive) {
   HWY_DYNAMIC_DISPATCH(GateLower)(dst, src, ld, gam, row_scale, scale, rows, inclusive);
 }
-void gate_lower_gdn(float* L, float* Qm, const float* kk, const float* qk, ptrdiff_t ld, const float* gam,
-                    const float* beta, float scale, int rows, int block) {
+void gate_lower_gdn(float* L, float* Qm, const float* kk, const float* qk, ptrdiff_t ld,
+                    const float* gam, const float* beta, float scale, int rows, int block) {
   HWY_DYNAMIC_DISPATCH(GateLowerGdn)(L, Qm, kk, qk, ld, gam, beta, scale, rows, block);
 }
 void invert_unit_lower(const float* L, ptrdiff_t ldl, int n, float* inv, ptrdiff_t ldi) {
@@ -436,7 +444,9 @@ void kda_diag_block(const float* k, const float* q, ptrdiff_t ldkq, const float*
   HWY_DYNAMIC_DISPATCH(KdaDiagBlock)(k, q, ldkq, a, K, n, L, Qm, ld);
 }
 size_t find_bad_gate(const float* x, size_t n) { return HWY_DYNAMIC_DISPATCH(FindBadGate)(x, n); }
-size_t find_non_finite(const float* x, size_t n) { return HWY_DYNAMIC_DISPATCH(FindNonFinite)(x, n); }
+size_t find_non_finite(const float* x, size_t n) {
+  return HWY_DYNAMIC_DISPATCH(FindNonFinite)(x, n);
+}
 void load_f32(float* dst, const void* src, DType t, size_t n) {
   HWY_DYNAMIC_DISPATCH(LoadF32)(dst, src, static_cast<int>(t), n);
 }

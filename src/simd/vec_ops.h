@@ -58,8 +58,8 @@ void gate_lower(float* dst, const float* src, ptrdiff_t ld, const float* gam,
 // Qm_ij = scale exp(gam_i - gam_j) qk_ij for j <= i (rows <= kMaxGateRows; gam falling, so
 // every exponent is <= 0), the decay factored at the first row of each `block` rows.
 inline constexpr int kMaxGateRows = 128;  // the largest LA chunk
-void gate_lower_gdn(float* L, float* Qm, const float* kk, const float* qk, ptrdiff_t ld, const float* gam,
-                    const float* beta, float scale, int rows, int block);
+void gate_lower_gdn(float* L, float* Qm, const float* kk, const float* qk, ptrdiff_t ld,
+                    const float* gam, const float* beta, float scale, int rows, int block);
 // inv [n x n] (leading dim ldi) = (I + StrictTril(L))^-1, a unit lower-triangular matrix;
 // L's diagonal and upper triangle are not read. Every entry of inv is written (zeros above).
 void invert_unit_lower(const float* L, ptrdiff_t ldl, int n, float* inv, ptrdiff_t ldi);

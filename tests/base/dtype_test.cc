@@ -21,11 +21,11 @@ TEST(DType, F16RoundTripsEveryHalf) {
 }
 
 TEST(DType, F16RoundsToNearestEven) {
-  EXPECT_EQ(f32_to_f16_bits(1.0f + 1.0f / 2048), 0x3C00);       // tie -> even (down)
-  EXPECT_EQ(f32_to_f16_bits(1.0f + 3.0f / 2048), 0x3C02);       // tie -> even (up)
-  EXPECT_EQ(f32_to_f16_bits(65520.0f), 0x7C00);                 // rounds to inf
+  EXPECT_EQ(f32_to_f16_bits(1.0f + 1.0f / 2048), 0x3C00);  // tie -> even (down)
+  EXPECT_EQ(f32_to_f16_bits(1.0f + 3.0f / 2048), 0x3C02);  // tie -> even (up)
+  EXPECT_EQ(f32_to_f16_bits(65520.0f), 0x7C00);            // rounds to inf
   EXPECT_EQ(f32_to_f16_bits(65519.0f), 0x7BFF);
-  EXPECT_EQ(f32_to_f16_bits(std::ldexp(1.0f, -25)), 0x0000);    // tie between 0 and min sub
+  EXPECT_EQ(f32_to_f16_bits(std::ldexp(1.0f, -25)), 0x0000);  // tie between 0 and min sub
   EXPECT_EQ(f32_to_f16_bits(std::ldexp(1.5f, -25)), 0x0001);
 }
 

@@ -48,8 +48,10 @@ TEST(FileRead, SpecialFilesAreRefusedWithoutBlocking) {
   // A FIFO with no writer: an open without O_NONBLOCK would wait forever.
   const std::string fifo = temp_path("fifo");
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
-  expect_refused(fifo, kMaxJsonFileBytes, fifo + ": the thing must be a regular file, this is a FIFO");
-  expect_refused("/dev/zero", kMaxTextFileBytes, "/dev/zero: the thing must be a regular file, this is a character device");
+  expect_refused(fifo, kMaxJsonFileBytes,
+                 fifo + ": the thing must be a regular file, this is a FIFO");
+  expect_refused("/dev/zero", kMaxTextFileBytes,
+                 "/dev/zero: the thing must be a regular file, this is a character device");
   const std::string dir = temp_path("dir");
   fs::create_directories(dir);
   expect_refused(dir, kMaxJsonFileBytes, "this is a directory");
@@ -72,7 +74,8 @@ TEST(JsonLimits, DeepNestingIsRefusedBeforeParsing) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   nlohmann::json j = "kept";
   Status st = parse_json(deep, "deep.json", &j);
-  EXPECT_NE(st.message().find("deep.json: JSON nests deeper than 128 levels at byte 128"), std::string::npos)
+  EXPECT_NE(st.message().find("deep.json: JSON nests deeper than 128 levels at byte 128"),
+            std::string::npos)
       << st.message();
   EXPECT_EQ(j, "kept");
   // Objects count too; brackets inside strings (escaped quotes included) do not.
@@ -80,7 +83,8 @@ TEST(JsonLimits, DeepNestingIsRefusedBeforeParsing) {
   for (int i = 0; i < 200; ++i) objects += "{\"a\":";
   st = parse_json(objects + "1" + std::string(200, '}'), "o.json", &j);
   EXPECT_NE(st.message().find("nests deeper than 128"), std::string::npos) << st.message();
-  const std::string in_string = "{\"k\": \"" + std::string(500, '[') + "\\\"" + std::string(500, '{') + "\"}";
+  const std::string in_string =
+      "{\"k\": \"" + std::string(500, '[') + "\\\"" + std::string(500, '{') + "\"}";
   ASSERT_TRUE(parse_json(in_string, "s.json", &j).ok());
   EXPECT_EQ(j["k"].get<std::string>().size(), 1001u);
   const std::string at_limit = std::string(128, '[') + std::string(128, ']');
@@ -91,10 +95,12 @@ TEST(JsonLimits, DeepNestingIsRefusedBeforeParsing) {
 TEST(JsonLimits, MalformedJsonNamesTheByteAndExcerptsAreShort) {
   nlohmann::json j;
   const Status st = parse_json("{\"a\": ]", "m.json", &j);
-  EXPECT_NE(st.message().find("m.json: malformed JSON at byte 7"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("m.json: malformed JSON at byte 7"), std::string::npos)
+      << st.message();
   const nlohmann::json wide = nlohmann::json::array({std::string(1000, 'x'), 1, 2});
   EXPECT_EQ(json_excerpt(wide, 10), "[\"xxxxxxxx...");
-  EXPECT_EQ(json_excerpt(nlohmann::json(std::string("\xff"))), "\"\xEF\xBF\xBD\"");  // invalid UTF-8 replaced, no throw
+  EXPECT_EQ(json_excerpt(nlohmann::json(std::string("\xff"))),
+            "\"\xEF\xBF\xBD\"");  // invalid UTF-8 replaced, no throw
 }
 
 }  // namespace

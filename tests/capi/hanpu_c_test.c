@@ -8,13 +8,13 @@
 #include "hanpu/hanpu_c.h"
 
 static int failures = 0;
-#define CHECK(cond)                                                  \
-  do {                                                               \
-    if (!(cond)) {                                                   \
-      fprintf(stderr, "%s:%d: CHECK(%s) failed; last error: %s\n", \
-              __FILE__, __LINE__, #cond, hanpu_last_error());        \
-      ++failures;                                                    \
-    }                                                                \
+#define CHECK(cond)                                                                           \
+  do {                                                                                        \
+    if (!(cond)) {                                                                            \
+      fprintf(stderr, "%s:%d: CHECK(%s) failed; last error: %s\n", __FILE__, __LINE__, #cond, \
+              hanpu_last_error());                                                            \
+      ++failures;                                                                             \
+    }                                                                                         \
   } while (0)
 
 typedef struct {
@@ -64,7 +64,8 @@ int main(int argc, char** argv) {
   /* Tokenize: the count comes back when the buffer is too small, then the ids fit. */
   const char* text = "Hello, world";
   size_t count = 0;
-  CHECK(hanpu_tokenize(engine, text, strlen(text), NULL, 0, &count) == HANPU_ERROR_BUFFER_TOO_SMALL);
+  CHECK(hanpu_tokenize(engine, text, strlen(text), NULL, 0, &count) ==
+        HANPU_ERROR_BUFFER_TOO_SMALL);
   CHECK(count > 0 && count < 64);
   int32_t ids[64];
   for (int i = 0; i < 64; ++i) ids[i] = -7;
@@ -87,7 +88,8 @@ int main(int argc, char** argv) {
 
   int32_t prompt[512];
   size_t prompt_count = 0;
-  CHECK(hanpu_tokenize(engine, prompt_text, strlen(prompt_text), prompt, 512, &prompt_count) == HANPU_OK);
+  CHECK(hanpu_tokenize(engine, prompt_text, strlen(prompt_text), prompt, 512, &prompt_count) ==
+        HANPU_OK);
   hanpu_string_free(prompt_text);
 
   /* Greedy twice: the same reply; stop_at_eos off so exactly max_tokens come. */
@@ -99,7 +101,8 @@ int main(int argc, char** argv) {
   reply first = {{0}, 0, 0, 0}, second = {{0}, 0, 0, 0};
   hanpu_generate_result result;
   memset(&result, 0xff, sizeof result);
-  CHECK(hanpu_generate(engine, prompt, prompt_count, &params, collect, &first, &result) == HANPU_OK);
+  CHECK(hanpu_generate(engine, prompt, prompt_count, &params, collect, &first, &result) ==
+        HANPU_OK);
   CHECK(result.prompt_tokens == (int64_t)prompt_count);
   CHECK(result.generated_tokens == 12);
   CHECK(result.prefill_ms >= 0 && result.decode_ms >= 0);
@@ -110,25 +113,31 @@ int main(int argc, char** argv) {
 
   /* The callback ends the reply early. */
   reply stopped = {{0}, 0, 0, 2};
-  CHECK(hanpu_generate(engine, prompt, prompt_count, &params, collect, &stopped, &result) == HANPU_OK);
+  CHECK(hanpu_generate(engine, prompt, prompt_count, &params, collect, &stopped, &result) ==
+        HANPU_OK);
   CHECK(strcmp(result.stop_reason, "stopped") == 0);
   CHECK(result.generated_tokens < 12);
 
   /* Bad generate arguments. */
   CHECK(hanpu_generate(engine, NULL, 3, &params, NULL, NULL, NULL) == HANPU_ERROR_ARGUMENT);
-  CHECK(hanpu_generate(engine, prompt, prompt_count, NULL, NULL, NULL, NULL) == HANPU_ERROR_ARGUMENT);
+  CHECK(hanpu_generate(engine, prompt, prompt_count, NULL, NULL, NULL, NULL) ==
+        HANPU_ERROR_ARGUMENT);
   params.max_tokens = -1;
-  CHECK(hanpu_generate(engine, prompt, prompt_count, &params, NULL, NULL, NULL) == HANPU_ERROR_ARGUMENT);
+  CHECK(hanpu_generate(engine, prompt, prompt_count, &params, NULL, NULL, NULL) ==
+        HANPU_ERROR_ARGUMENT);
   params.max_tokens = 4;
   params.temperature = -1.0f;
-  CHECK(hanpu_generate(engine, prompt, prompt_count, &params, NULL, NULL, NULL) == HANPU_ERROR_FAILED);
+  CHECK(hanpu_generate(engine, prompt, prompt_count, &params, NULL, NULL, NULL) ==
+        HANPU_ERROR_FAILED);
   CHECK(strlen(hanpu_last_error()) > 0);
   int32_t out_of_range = hanpu_vocab_size(engine) + 5;
   params.temperature = 0.0f;
   CHECK(hanpu_generate(engine, &out_of_range, 1, &params, NULL, NULL, NULL) == HANPU_ERROR_FAILED);
 
   hanpu_engine_free(engine);
-  if (failures) fprintf(stderr, "%d checks failed\n", failures);
-  else printf("hanpu_c_test: all checks passed\n");
+  if (failures)
+    fprintf(stderr, "%d checks failed\n", failures);
+  else
+    printf("hanpu_c_test: all checks passed\n");
   return failures ? 1 : 0;
 }

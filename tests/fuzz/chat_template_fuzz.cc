@@ -22,8 +22,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string next;
   if (hanpu::model::chat_continuation(t, "a reply<|im_end|>", {{"user", "v"}}, o, &next).ok()) {
     std::string whole;
-    if (!t.render({{"user", "?"}, {"assistant", hanpu::model::kSavedReplyPlaceholder}, {"user", "v"}}, o, &whole).ok() ||
-        whole.size() < next.size() || whole.compare(whole.size() - next.size(), next.size(), next) != 0) {
+    if (!t.render(
+              {{"user", "?"}, {"assistant", hanpu::model::kSavedReplyPlaceholder}, {"user", "v"}},
+              o, &whole)
+             .ok() ||
+        whole.size() < next.size() ||
+        whole.compare(whole.size() - next.size(), next.size(), next) != 0) {
       __builtin_trap();  // the continuation is the end of the template's own text
     }
   }

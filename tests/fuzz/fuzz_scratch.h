@@ -21,8 +21,8 @@ inline const std::string& scratch_dir() {
 // Writes `size` bytes of `data` to scratch_dir()/name and returns its path.
 inline std::string write_scratch(const std::string& name, const uint8_t* data, size_t size) {
   const std::string path = scratch_dir() + "/" + name;
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data),
-                                                                 static_cast<std::streamsize>(size));
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   return path;
 }
 

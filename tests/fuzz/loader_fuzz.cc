@@ -38,7 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const auto table = hanpu::model::gguf_weight_table(c);
       if (hanpu::model::check_weight_table(table, store).ok()) {
         for (const auto& e : table) {
-          if (store.find(e.name) == nullptr || store.find(e.name)->shape != e.shape) __builtin_trap();
+          if (store.find(e.name) == nullptr || store.find(e.name)->shape != e.shape)
+            __builtin_trap();
         }
       }
     }
@@ -48,7 +49,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 #endif
   // Whatever parsed must lie inside the input.
   for (const auto& [name, t] : store.tensors()) {
-    const uint64_t bytes = static_cast<uint64_t>(hanpu::shape_numel(t.shape)) * hanpu::dtype_size(t.dtype);
+    const uint64_t bytes =
+        static_cast<uint64_t>(hanpu::shape_numel(t.shape)) * hanpu::dtype_size(t.dtype);
     if (t.file_offset + bytes > size) __builtin_trap();
   }
   return 0;

@@ -27,8 +27,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   hanpu::model::ModelConfig c;
   if (!hanpu::model::parse_model_config(text, "fuzz/config.json", &c).ok()) return 0;
-  if (c.hidden <= 0 || c.layers <= 0 || c.attn_heads <= 0 || c.kv_heads <= 0 || c.attn_heads % c.kv_heads != 0 ||
-      c.la_key_heads <= 0 || c.la_value_heads % c.la_key_heads != 0 ||
+  if (c.hidden <= 0 || c.layers <= 0 || c.attn_heads <= 0 || c.kv_heads <= 0 ||
+      c.attn_heads % c.kv_heads != 0 || c.la_key_heads <= 0 ||
+      c.la_value_heads % c.la_key_heads != 0 ||
       c.layer_kinds.size() != static_cast<size_t>(c.layers) || c.rotary_dims() > c.head_dim) {
     __builtin_trap();
   }
@@ -43,6 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     if (n <= 0 || n > (int64_t{1} << 48)) __builtin_trap();
   }
-  if (hanpu::model::check_weight_table(hanpu::model::hf_weight_table(c, empty), empty).ok()) __builtin_trap();
+  if (hanpu::model::check_weight_table(hanpu::model::hf_weight_table(c, empty), empty).ok())
+    __builtin_trap();
   return 0;
 }

@@ -21,7 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   hanpu::model::WeightStore store;
   if (!hanpu::model::load_safetensors(hanpu::fuzz::scratch_dir(), &store).ok()) return 0;
   for (const auto& [name, t] : store.tensors()) {
-    if (t.file != hanpu::fuzz::scratch_dir() + "/model.safetensors") __builtin_trap();  // only the folder's shard
+    if (t.file != hanpu::fuzz::scratch_dir() + "/model.safetensors")
+      __builtin_trap();  // only the folder's shard
   }
   return 0;
 }

@@ -1,8 +1,9 @@
 // libFuzzer target for sequence state files (--resume-state), which a user may carry between
 // machines and versions: any bytes must read into a state that fits the tiny fixture model
 // (position = ids = every KV length, ids inside the vocabulary, sizes per layer, finite
-// values; the ids read alone from the file, as a --chat resume reads them, the same), or fail with a Status — never crash or read out of bounds (run under ASan + UBSan).
-// Seeded with a state the release build's `hanpu run` saved (scripts/fuzz_loaders).
+// values; the ids read alone from the file, as a --chat resume reads them, the same), or fail with
+// a Status — never crash or read out of bounds (run under ASan + UBSan). Seeded with a state the
+// release build's `hanpu run` saved (scripts/fuzz_loaders).
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -17,7 +18,8 @@ namespace {
 const hanpu::model::ModelConfig& fixture_config() {
   static const hanpu::model::ModelConfig c = [] {
     hanpu::model::ModelConfig loaded;
-    if (!hanpu::model::load_model_config(std::string(HANPU_FIXTURES_DIR) + "/models/qwen35-tiny/config.json", &loaded)
+    if (!hanpu::model::load_model_config(
+             std::string(HANPU_FIXTURES_DIR) + "/models/qwen35-tiny/config.json", &loaded)
              .ok()) {
       __builtin_trap();
     }
@@ -46,7 +48,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (id < 0 || id >= c.vocab) __builtin_trap();
   }
   hanpu::model::SavedSequence s;
-  if (!hanpu::model::parse_state_file(c, std::vector<char>(data, data + size), "fuzz.state", &s).ok()) return 0;
+  if (!hanpu::model::parse_state_file(c, std::vector<char>(data, data + size), "fuzz.state", &s)
+           .ok())
+    return 0;
   if (!ids_ok || ids != s.tokens) __builtin_trap();
   if (s.position < 0 || static_cast<int64_t>(s.tokens.size()) != s.position) __builtin_trap();
   for (int id : s.tokens) {
@@ -58,7 +62,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (s.conv[i].size() != (la ? static_cast<size_t>(c.la_conv_state_floats()) : 0) ||
         s.recurrent[i].size() != (la ? static_cast<size_t>(c.la_recurrent_floats()) : 0) ||
         s.keys[i].size() != (la ? 0 : kv_floats) || s.values[i].size() != s.keys[i].size() ||
-        !all_finite(s.conv[i]) || !all_finite(s.recurrent[i]) || !all_finite(s.keys[i]) || !all_finite(s.values[i])) {
+        !all_finite(s.conv[i]) || !all_finite(s.recurrent[i]) || !all_finite(s.keys[i]) ||
+        !all_finite(s.values[i])) {
       __builtin_trap();
     }
   }

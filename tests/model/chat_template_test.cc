@@ -17,7 +17,8 @@ namespace {
 
 std::vector<ChatMessage> messages_of(const nlohmann::json& j) {
   std::vector<ChatMessage> out;
-  for (const auto& m : j) out.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+  for (const auto& m : j)
+    out.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
   return out;
 }
 
@@ -40,7 +41,8 @@ TEST_P(ChatFixture, RendersAsTransformersDoes) {
   std::unique_ptr<Engine> e;
   const Status st = Engine::load(testing::fixture_dir(s.fixture) + s.path, &e);
   ASSERT_TRUE(st.ok()) << st.message();
-  EXPECT_NE(e->chat_template_origin().find("chat_template"), std::string::npos) << e->chat_template_origin();
+  EXPECT_NE(e->chat_template_origin().find("chat_template"), std::string::npos)
+      << e->chat_template_origin();
   const auto ref = testing::reference(s.fixture);
   ASSERT_GE(ref["chat"].size(), 4u);
   for (const auto& c : ref["chat"]) {
@@ -54,19 +56,23 @@ TEST_P(ChatFixture, RendersAsTransformersDoes) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, ChatFixture,
-                         ::testing::Values(Source{"qwen35-tiny", ""}, Source{"qwen35-tiny", "/model.gguf"},
-                                           Source{"qwen3next-tiny", ""}, Source{"qwen3next-tiny", "/model.gguf"}),
-                         [](const auto& info) {
-                           return std::string(std::string(info.param.fixture) == "qwen35-tiny" ? "qwen35" : "qwen3next") +
-                                  (info.param.path[0] ? "_gguf" : "_safetensors");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, ChatFixture,
+    ::testing::Values(Source{"qwen35-tiny", ""}, Source{"qwen35-tiny", "/model.gguf"},
+                      Source{"qwen3next-tiny", ""}, Source{"qwen3next-tiny", "/model.gguf"}),
+    [](const auto& info) {
+      return std::string(std::string(info.param.fixture) == "qwen35-tiny" ? "qwen35"
+                                                                          : "qwen3next") +
+             (info.param.path[0] ? "_gguf" : "_safetensors");
+    });
 
 // A scratch folder with a copy of the qwen35 fixture's weights and tokenizer, and the given
 // tokenizer_config.json (none if empty) and chat_template.jinja (none if empty).
-std::string folder_with(const std::string& name, const std::string& tokenizer_config, const std::string& jinja) {
-  return testing::scratch_checkpoint("hanpu_chat_" + name,
-                                     {{"tokenizer_config.json", tokenizer_config}, {"chat_template.jinja", jinja}});
+std::string folder_with(const std::string& name, const std::string& tokenizer_config,
+                        const std::string& jinja) {
+  return testing::scratch_checkpoint(
+      "hanpu_chat_" + name,
+      {{"tokenizer_config.json", tokenizer_config}, {"chat_template.jinja", jinja}});
 }
 
 TEST(ChatTemplate, WithoutATemplateChatMlIsUsed) {
@@ -75,17 +81,26 @@ TEST(ChatTemplate, WithoutATemplateChatMlIsUsed) {
   EXPECT_EQ(e->chat_template_origin(), "built-in ChatML");
   std::string text;
   ASSERT_TRUE(e->apply_chat_template({{"system", "S"}, {"user", "U"}}, {}, &text).ok());
-  EXPECT_EQ(text, "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(
+      text,
+      "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n");
 }
 
 TEST(ChatTemplate, JinjaFileWinsAndNamedTemplatesPickDefault) {
   std::unique_ptr<Engine> e;
-  ASSERT_TRUE(Engine::load(folder_with("file", R"({"chat_template": "config"})", "file {{ messages[0].content }}"), &e).ok());
+  ASSERT_TRUE(Engine::load(folder_with("file", R"({"chat_template": "config"})",
+                                       "file {{ messages[0].content }}"),
+                           &e)
+                  .ok());
   std::string text;
   ASSERT_TRUE(e->apply_chat_template({{"user", "x"}}, {}, &text).ok());
   EXPECT_EQ(text, "file x");
-  ASSERT_TRUE(Engine::load(folder_with("named", R"({"chat_template": [{"name": "tool_use", "template": "T"},
-      {"name": "default", "template": "D{{ eos_token }}"}], "eos_token": {"content": "<|im_end|>"}})", ""), &e).ok());
+  ASSERT_TRUE(
+      Engine::load(folder_with("named", R"({"chat_template": [{"name": "tool_use", "template": "T"},
+      {"name": "default", "template": "D{{ eos_token }}"}], "eos_token": {"content": "<|im_end|>"}})",
+                               ""),
+                   &e)
+          .ok());
   ASSERT_TRUE(e->apply_chat_template({{"user", "x"}}, {}, &text).ok());
   EXPECT_EQ(text, "D<|im_end|>");
 }
@@ -93,11 +108,14 @@ TEST(ChatTemplate, JinjaFileWinsAndNamedTemplatesPickDefault) {
 TEST(ChatTemplate, ErrorsAreNamed) {
   std::unique_ptr<Engine> e;
   // A template that does not parse: the model still loads, a chat names the file and the fault.
-  ASSERT_TRUE(Engine::load(folder_with("bad", R"({"chat_template": "{% for m in messages %}x"})", ""), &e).ok());
+  ASSERT_TRUE(
+      Engine::load(folder_with("bad", R"({"chat_template": "{% for m in messages %}x"})", ""), &e)
+          .ok());
   std::string text;
   Status st = e->apply_chat_template({{"user", "x"}}, {}, &text);
   EXPECT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("tokenizer_config.json (chat_template)"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("tokenizer_config.json (chat_template)"), std::string::npos)
+      << st.message();
   // The template's own raise_exception (Qwen3.5's, for an unknown role) becomes an error.
   ASSERT_TRUE(Engine::load(testing::fixture_dir("qwen35-tiny"), &e).ok());
   st = e->apply_chat_template({{"user", "x"}, {"robot", "y"}}, {}, &text);
@@ -110,19 +128,26 @@ TEST(ChatTemplate, ErrorsAreNamed) {
     EXPECT_TRUE(load.ok()) << load.message();
     return load.ok() ? e->apply_chat_template({{"user", "x"}}, {}, &text).message() : std::string();
   };
-  EXPECT_NE(chat_error("list", R"({"chat_template": [{"name": "x", "template": "T"}]})").find("no template named \"default\""),
+  EXPECT_NE(chat_error("list", R"({"chat_template": [{"name": "x", "template": "T"}]})")
+                .find("no template named \"default\""),
             std::string::npos);
-  EXPECT_NE(chat_error("num", R"({"chat_template": 7})").find("neither a string"), std::string::npos);
-  EXPECT_NE(chat_error("json", R"({"chat_template": )").find("tokenizer_config.json: malformed JSON"), std::string::npos);
+  EXPECT_NE(chat_error("num", R"({"chat_template": 7})").find("neither a string"),
+            std::string::npos);
+  EXPECT_NE(
+      chat_error("json", R"({"chat_template": )").find("tokenizer_config.json: malformed JSON"),
+      std::string::npos);
   ASSERT_TRUE(Engine::load(testing::fixture_dir("qwen35-tiny"), &e).ok());
-  EXPECT_NE(e->set_chat_template_file("/nonexistent.jinja").message().find("cannot open"), std::string::npos);
+  EXPECT_NE(e->set_chat_template_file("/nonexistent.jinja").message().find("cannot open"),
+            std::string::npos);
 }
 
 TEST(ChatTemplate, OverrideFileReplacesTheCheckpointsTemplate) {
   std::unique_ptr<Engine> e;
   ASSERT_TRUE(Engine::load(testing::fixture_dir("qwen35-tiny"), &e).ok());
-  const std::string path = (std::filesystem::temp_directory_path() / "hanpu_override.jinja").string();
-  std::ofstream(path) << "{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}{{ eos_token }}";
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "hanpu_override.jinja").string();
+  std::ofstream(path)
+      << "{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}{{ eos_token }}";
   ASSERT_TRUE(e->set_chat_template_file(path).ok());
   EXPECT_EQ(e->chat_template_origin(), path);
   std::string text;

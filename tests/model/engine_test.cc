@@ -37,13 +37,17 @@ TEST(Engine, GreedyGenerationMatchesTransformers) {
         std::vector<int> out;
         std::string text;
         GenerateStats s;
-        ASSERT_TRUE(e->generate(ids, o, [&](std::string_view t) { text += t; }, nullptr, &s, &out).ok());
+        ASSERT_TRUE(e->generate(
+                         ids, o, [&](std::string_view t) { text += t; }, nullptr, &s, &out)
+                        .ok());
         EXPECT_EQ(out, p["greedy16"].get<std::vector<int>>()) << name << " chunk " << chunk;
         EXPECT_EQ(s.generated_tokens, 16);
         EXPECT_EQ(s.prompt_tokens, static_cast<int64_t>(ids.size()));
         EXPECT_FALSE(text.empty());
-        // The splits cover the forward calls: inside prefill_ms and decode_ms, kernels inside their blocks.
-        for (const auto& [split, total] : {std::pair{&s.prefill_split, s.prefill_ms}, std::pair{&s.decode_split, s.decode_ms}}) {
+        // The splits cover the forward calls: inside prefill_ms and decode_ms, kernels inside their
+        // blocks.
+        for (const auto& [split, total] :
+             {std::pair{&s.prefill_split, s.prefill_ms}, std::pair{&s.decode_split, s.decode_ms}}) {
           EXPECT_GT(split->la_ms, 0.0) << name;
           EXPECT_GT(split->attn_ms, 0.0) << name;
           EXPECT_GT(split->mlp_ms, 0.0) << name;
@@ -85,15 +89,19 @@ void expect_resume_equals_one_run(Engine& e, GenerateOptions& o, const std::vect
 TEST(Engine, ErrorsAreNamed) {
   std::unique_ptr<Engine> e;
   EXPECT_NE(Engine::load("/nonexistent", &e).message().find("cannot open"), std::string::npos);
-  EXPECT_NE(Engine::synthetic("qwen9", 1, &e).message().find("unknown synthetic model 'qwen9'"), std::string::npos);
+  EXPECT_NE(Engine::synthetic("qwen9", 1, &e).message().find("unknown synthetic model 'qwen9'"),
+            std::string::npos);
   ASSERT_TRUE(Engine::load(kDir + "qwen35-tiny", &e).ok());
   GenerateOptions o;
   EXPECT_FALSE(e->generate({}, o, nullptr, nullptr, nullptr).ok());
   o.top_p = 0.0f;
-  EXPECT_NE(e->generate({1, 2}, o, nullptr, nullptr, nullptr).message().find("top_p"), std::string::npos);
+  EXPECT_NE(e->generate({1, 2}, o, nullptr, nullptr, nullptr).message().find("top_p"),
+            std::string::npos);
   o.top_p = 1.0f;
   o.kv_cache = "q8";
-  EXPECT_NE(e->generate({1, 2}, o, nullptr, nullptr, nullptr).message().find("kv cache 'q8' is not auto, f32, bf16 or f16"),
+  EXPECT_NE(e->generate({1, 2}, o, nullptr, nullptr, nullptr)
+                .message()
+                .find("kv cache 'q8' is not auto, f32, bf16 or f16"),
             std::string::npos);
 }
 
@@ -127,7 +135,9 @@ TEST(Engine, AttnProductsReachThePrefillAndAreChecked) {
   o.max_tokens = 2;
   GenerateStats st;
   o.attn_products = "q8";
-  EXPECT_NE(e->generate(prompt, o, nullptr, nullptr, &st).message().find("attention products 'q8' are not auto, f32 or bf16"),
+  EXPECT_NE(e->generate(prompt, o, nullptr, nullptr, &st)
+                .message()
+                .find("attention products 'q8' are not auto, f32 or bf16"),
             std::string::npos);
   o.attn_products = "f32";
   ASSERT_TRUE(e->generate(prompt, o, nullptr, nullptr, &st).ok());
@@ -148,7 +158,8 @@ TEST(Engine, AttnProductsReachThePrefillAndAreChecked) {
   EXPECT_TRUE(st.attn_bf16_products);
   o.attn_placement = "layer";
   const Status layer = e->generate(prompt, o, nullptr, nullptr, &st);
-  EXPECT_NE(layer.message().find("attn_prefill: bf16 products cannot run: the layer placement is fp32 only"),
+  EXPECT_NE(layer.message().find(
+                "attn_prefill: bf16 products cannot run: the layer placement is fp32 only"),
             std::string::npos)
       << layer.message();
 }
@@ -209,9 +220,11 @@ TEST(Engine, InfoCountsTheStateADecodeStepMoves) {
     int64_t la = 0, attn = 0;
     for (const auto& t : c["layer_types"]) (t == "linear_attention" ? la : attn)++;
     const int64_t hk = c["linear_num_key_heads"], hv = c["linear_num_value_heads"];
-    const int64_t dk = c["linear_key_head_dim"], dv = c["linear_value_head_dim"], kernel = c["linear_conv_kernel_dim"];
+    const int64_t dk = c["linear_key_head_dim"], dv = c["linear_value_head_dim"],
+                  kernel = c["linear_conv_kernel_dim"];
     const int64_t kv_heads = c["num_key_value_heads"], head_dim = c["head_dim"];
-    const int64_t per_la_layer = hv * dk * dv + (kernel - 1) * (2 * hk * dk + hv * dv);  // recurrent + conv floats
+    const int64_t per_la_layer =
+        hv * dk * dv + (kernel - 1) * (2 * hk * dk + hv * dv);  // recurrent + conv floats
     const EngineInfo i = e->info();
     ASSERT_GT(la, 0);
     ASSERT_GT(attn, 0);
@@ -256,12 +269,14 @@ TEST(Engine, AStopTokenEndsTheSavedSequence) {
   std::vector<int> free_run;
   ASSERT_TRUE(plain->generate(p1, o, nullptr, nullptr, nullptr, &free_run).ok());
   size_t j = 1;  // the first token after the first that has not come before
-  while (j < free_run.size() && std::count(free_run.begin(), free_run.begin() + j, free_run[j]) > 0) ++j;
+  while (j < free_run.size() && std::count(free_run.begin(), free_run.begin() + j, free_run[j]) > 0)
+    ++j;
   ASSERT_LT(j, free_run.size());
   const int stop = free_run[j];
   std::unique_ptr<Engine> e;
   const std::string dir = model::testing::scratch_checkpoint(
-      "hanpu_stop_state", {{"generation_config.json", "{\"eos_token_id\": " + std::to_string(stop) + "}"}});
+      "hanpu_stop_state",
+      {{"generation_config.json", "{\"eos_token_id\": " + std::to_string(stop) + "}"}});
   ASSERT_TRUE(Engine::load(dir, &e).ok());
   const std::string path = ::testing::TempDir() + "/hanpu_state_stop.bin";
   o.stop_at_eos = true;
@@ -302,7 +317,8 @@ TEST(Engine, AChatContinuesTheSavedConversation) {
     o.save_state = path;
     ASSERT_TRUE(e->generate(ids, o, nullptr, nullptr, nullptr).ok());
   };
-  const std::string next_turn = "<|im_start|>user\nMore<|im_end|>\n<|im_start|>assistant\n<think>\n";
+  const std::string next_turn =
+      "<|im_start|>user\nMore<|im_end|>\n<|im_start|>assistant\n<think>\n";
   std::string text;
   save("Hello<|im_end|>");  // the reply stopped at its stop token
   ASSERT_TRUE(e->continue_chat(path, {{"user", "More"}}, {}, &text).ok());
@@ -313,18 +329,24 @@ TEST(Engine, AChatContinuesTheSavedConversation) {
   ChatOptions no_think;
   no_think.enable_thinking = false;
   ASSERT_TRUE(e->continue_chat(path, {{"user", "More"}}, no_think, &text).ok());
-  EXPECT_EQ(text, "<|im_end|>\n<|im_start|>user\nMore<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+  EXPECT_EQ(text,
+            "<|im_end|>\n<|im_start|>user\nMore<|im_end|>\n<|im_start|>assistant\n<think>\n\n</"
+            "think>\n\n");
 
   // The template's own errors, a template that drops replies, and a bad file are named.
   Status st = e->continue_chat(path, {{"system", "Be brief."}, {"user", "More"}}, {}, &text);
-  EXPECT_NE(st.message().find("System message must be at the beginning"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("System message must be at the beginning"), std::string::npos)
+      << st.message();
   const std::string users_only = ::testing::TempDir() + "/hanpu_users_only.jinja";
-  std::ofstream(users_only) << "{% for m in messages %}{% if m.role == 'user' %}{{ m.content }}{% endif %}{% endfor %}";
+  std::ofstream(users_only)
+      << "{% for m in messages %}{% if m.role == 'user' %}{{ m.content }}{% endif %}{% endfor %}";
   ASSERT_TRUE(e->set_chat_template_file(users_only).ok());
   st = e->continue_chat(path, {{"user", "More"}}, {}, &text);
-  EXPECT_NE(st.message().find("an assistant reply is not in its text"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("an assistant reply is not in its text"), std::string::npos)
+      << st.message();
   st = e->continue_chat("/nonexistent/state.bin", {{"user", "More"}}, {}, &text);
-  EXPECT_NE(st.message().find("/nonexistent/state.bin: cannot open"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("/nonexistent/state.bin: cannot open"), std::string::npos)
+      << st.message();
 }
 
 // An in-memory sequence continues across calls as one longer run does, and holds every token
@@ -376,7 +398,9 @@ TEST(Engine, ASequenceContinuesAcrossCalls) {
   ASSERT_TRUE(e->continue_chat(saved_after, {{"user", "More"}}, {}, &from_saved).ok());
   EXPECT_EQ(from_saved, from_file);
   EXPECT_EQ(model::testing::read_text(saved_after), model::testing::read_text(path));
-  EXPECT_NE(e->save_sequence(*empty, saved_after).message().find("the sequence holds no tokens yet"), std::string::npos);
+  EXPECT_NE(
+      e->save_sequence(*empty, saved_after).message().find("the sequence holds no tokens yet"),
+      std::string::npos);
   EXPECT_NE(from_seq.find("<|im_start|>user\nMore"), std::string::npos) << from_seq;
 
   // Resuming a file into a sequence replaces what it held.
@@ -433,7 +457,10 @@ TEST(Engine, AStopStringEndsTheReply) {
   o.max_tokens = 12;
   std::vector<int> free_run;
   std::string free_text;
-  ASSERT_TRUE(e->generate(prompt, o, [&](std::string_view t) { free_text += t; }, nullptr, nullptr, &free_run).ok());
+  ASSERT_TRUE(
+      e->generate(
+           prompt, o, [&](std::string_view t) { free_text += t; }, nullptr, nullptr, &free_run)
+          .ok());
   // The stop: the text of the first token after the second whose text is new and not empty.
   std::string before;
   size_t j = 0;
@@ -449,13 +476,17 @@ TEST(Engine, AStopStringEndsTheReply) {
   std::vector<int> out;
   std::string text;
   GenerateStats s;
-  ASSERT_TRUE(e->generate(prompt, o, [&](std::string_view t) { text += t; }, nullptr, &s, &out).ok());
+  ASSERT_TRUE(e->generate(
+                   prompt, o, [&](std::string_view t) { text += t; }, nullptr, &s, &out)
+                  .ok());
   EXPECT_EQ(s.stop_reason, "stop_string");
   EXPECT_EQ(out, std::vector<int>(free_run.begin(), free_run.begin() + j + 1));
   EXPECT_EQ(text, before);
   EXPECT_EQ(seq->tokens().size(), prompt.size() + j + 1);
   o.stop_strings = {"a", ""};
-  EXPECT_NE(e->generate(prompt, o, nullptr, nullptr, nullptr).message().find("a stop string is empty"), std::string::npos);
+  EXPECT_NE(
+      e->generate(prompt, o, nullptr, nullptr, nullptr).message().find("a stop string is empty"),
+      std::string::npos);
 }
 
 // A sequence refuses another engine, another KV cache dtype, and use after a failed call.
@@ -469,22 +500,27 @@ TEST(Engine, ASequenceRefusesWhatItCannotContinue) {
   o.max_tokens = 2;
   o.sequence = seq.get();
   Status st = other->generate(prompt, o, nullptr, nullptr, nullptr);
-  EXPECT_NE(st.message().find("the sequence was made by another engine"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("the sequence was made by another engine"), std::string::npos)
+      << st.message();
   ASSERT_TRUE(e->generate(prompt, o, nullptr, nullptr, nullptr).ok());  // bf16 cache (auto)
   o.kv_cache = "f32";
   st = e->generate(prompt, o, nullptr, nullptr, nullptr);
-  EXPECT_NE(st.message().find("the sequence's KV cache holds bf16, this call asks for f32"), std::string::npos)
+  EXPECT_NE(st.message().find("the sequence's KV cache holds bf16, this call asks for f32"),
+            std::string::npos)
       << st.message();
   o.kv_cache = "auto";
   o.attn_products = "bf16";
-  o.attn_placement = "layer";  // refused inside the prefill's first attention layer, after LA layers ran
+  o.attn_placement =
+      "layer";  // refused inside the prefill's first attention layer, after LA layers ran
   st = e->generate(prompt, o, nullptr, nullptr, nullptr);
-  if (!attn_auto_bf16_products(DType::kBF16)) GTEST_SKIP() << "no bf16 dot instruction: refused up front";
+  if (!attn_auto_bf16_products(DType::kBF16))
+    GTEST_SKIP() << "no bf16 dot instruction: refused up front";
   ASSERT_FALSE(st.ok());
   o.attn_products = "auto";
   o.attn_placement = "balanced";
   st = e->generate(prompt, o, nullptr, nullptr, nullptr);
-  EXPECT_NE(st.message().find("the sequence was left part-way by a call that failed"), std::string::npos)
+  EXPECT_NE(st.message().find("the sequence was left part-way by a call that failed"),
+            std::string::npos)
       << st.message();
 }
 
@@ -503,7 +539,11 @@ TEST(Engine, SavedStateResumesExactlyAsOneLongerRun) {
   ASSERT_TRUE(Engine::synthetic("qwen3-next-tiny", 1, &other).ok());
   o.resume_state = path;
   Status st = other->generate({1, 2, 3}, o, nullptr, nullptr, nullptr);
-  EXPECT_NE(st.message().find("saved for a model with architecture (0 Qwen3.5, 1 Qwen3-Next) 0, this model has 1"), std::string::npos) << st.message();
+  EXPECT_NE(
+      st.message().find(
+          "saved for a model with architecture (0 Qwen3.5, 1 Qwen3-Next) 0, this model has 1"),
+      std::string::npos)
+      << st.message();
   std::ifstream in(path, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() / 2);
@@ -528,7 +568,8 @@ TEST(Sampler, OptionsBehaveAsDocumented) {
   for (int i = 0; i < 20000; ++i) count[full.sample(logits)]++;
   double z = 0;
   for (float l : logits) z += std::exp(l);
-  for (int id = 0; id < 5; ++id) EXPECT_NEAR(count[id] / 20000.0, std::exp(logits[id]) / z, 0.015) << id;
+  for (int id = 0; id < 5; ++id)
+    EXPECT_NEAR(count[id] / 20000.0, std::exp(logits[id]) / z, 0.015) << id;
   // Seeded: the same seed draws the same sequence.
   model::Sampler a({0.8f, 3, 0.9f, 42}), b({0.8f, 3, 0.9f, 42});
   for (int i = 0; i < 50; ++i) EXPECT_EQ(a.sample(logits), b.sample(logits));

@@ -15,7 +15,9 @@
 namespace hanpu::model::testing {
 
 // tests/fixtures/models/<name>
-inline std::string fixture_dir(const std::string& name) { return std::string(HANPU_FIXTURES_DIR) + "/models/" + name; }
+inline std::string fixture_dir(const std::string& name) {
+  return std::string(HANPU_FIXTURES_DIR) + "/models/" + name;
+}
 
 inline std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -40,7 +42,8 @@ inline nlohmann::json reference(const std::string& name) {
 // A scratch checkpoint folder (under the system's temp folder, emptied first) with copies of
 // the qwen35 fixture's config.json, weights and tokenizer.json, plus `files` (name -> text;
 // an empty text writes no file).
-inline std::string scratch_checkpoint(const std::string& name, const std::map<std::string, std::string>& files) {
+inline std::string scratch_checkpoint(const std::string& name,
+                                      const std::map<std::string, std::string>& files) {
   namespace fs = std::filesystem;
   const fs::path d = fs::temp_directory_path() / name;
   fs::remove_all(d);

@@ -22,7 +22,6 @@
 namespace hanpu::model {
 namespace {
 
-
 GenerationConfig parsed(const std::string& text, int vocab = 100) {
   GenerationConfig g;
   const Status st = parse_generation_config(text, "gen.json", vocab, &g);
@@ -45,7 +44,8 @@ TEST(GenerationConfig, FieldsAndTransformersDefaults) {
   EXPECT_EQ(d.repetition_penalty, 1.0f);
   EXPECT_TRUE(d.eos_token_ids.empty());
   // What Qwen's chat checkpoints ship, fields hanpu does not use included.
-  const GenerationConfig q = parsed(R"({"bos_token_id": 7, "do_sample": true, "eos_token_id": [12, 9],
+  const GenerationConfig q =
+      parsed(R"({"bos_token_id": 7, "do_sample": true, "eos_token_id": [12, 9],
       "pad_token_id": 9, "temperature": 0.7, "top_k": 20, "top_p": 0.8, "repetition_penalty": 1.05,
       "transformers_version": "4.57.0"})");
   EXPECT_TRUE(q.do_sample);
@@ -58,12 +58,14 @@ TEST(GenerationConfig, FieldsAndTransformersDefaults) {
   EXPECT_EQ(q.eos_token_ids, (std::vector<int>{12, 9}));
   EXPECT_EQ(parsed(R"({"eos_token_id": 5})").eos_token_ids, (std::vector<int>{5}));
   // Ids outside the vocabulary (and non-integers) are skipped, as config.json's are.
-  EXPECT_EQ(parsed(R"({"eos_token_id": [3, 100, -1, 2.5, 99]})").eos_token_ids, (std::vector<int>{3, 99}));
+  EXPECT_EQ(parsed(R"({"eos_token_id": [3, 100, -1, 2.5, 99]})").eos_token_ids,
+            (std::vector<int>{3, 99}));
   EXPECT_FALSE(parsed(R"({"temperature": null})").do_sample);
 }
 
 TEST(GenerationConfig, BadFieldsAreNamed) {
-  EXPECT_NE(error_of("{\"top_k\": 3").find("gen.json: malformed JSON at byte"), std::string::npos) << error_of("{");
+  EXPECT_NE(error_of("{\"top_k\": 3").find("gen.json: malformed JSON at byte"), std::string::npos)
+      << error_of("{");
   EXPECT_NE(error_of("[1]").find("gen.json: not a JSON object"), std::string::npos);
   for (const auto& [text, key] : std::vector<std::pair<std::string, std::string>>{
            {R"({"temperature": "hot"})", "\"temperature\" is \"hot\""},
@@ -86,27 +88,33 @@ TEST(GenerationConfig, BadFieldsAreNamed) {
 
 // A scratch checkpoint: the qwen35 fixture's weights and tokenizer with the given
 // generation_config.json and tokenizer_config.json (none where empty).
-std::string checkpoint_with(const std::string& name, const std::string& generation, const std::string& tokenizer_config) {
-  return testing::scratch_checkpoint("hanpu_gen_" + name,
-                                     {{"generation_config.json", generation}, {"tokenizer_config.json", tokenizer_config}});
+std::string checkpoint_with(const std::string& name, const std::string& generation,
+                            const std::string& tokenizer_config) {
+  return testing::scratch_checkpoint(
+      "hanpu_gen_" + name,
+      {{"generation_config.json", generation}, {"tokenizer_config.json", tokenizer_config}});
 }
 
 TEST(GenerationConfig, LoadsBesideTheWeightsOrIsAbsent) {
   std::optional<GenerationConfig> g;
   ASSERT_TRUE(load_generation_config(checkpoint_with("absent", "", ""), 100, &g).ok());
   EXPECT_FALSE(g.has_value());
-  ASSERT_TRUE(load_generation_config(checkpoint_with("present", R"({"top_k": 7})", ""), 100, &g).ok());
+  ASSERT_TRUE(
+      load_generation_config(checkpoint_with("present", R"({"top_k": 7})", ""), 100, &g).ok());
   ASSERT_TRUE(g.has_value());
   EXPECT_EQ(g->top_k, 7);
   // A broken file stops the load, naming itself.
   const std::string dir = checkpoint_with("broken", R"({"top_p": 2})", "");
   std::unique_ptr<Engine> e;
   const Status st = Engine::load(dir, &e);
-  EXPECT_NE(st.message().find(dir + "/generation_config.json: \"top_p\" is 2"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find(dir + "/generation_config.json: \"top_p\" is 2"), std::string::npos)
+      << st.message();
 }
 
 // The fixture's first greedy token after its first prompt (transformers' reference).
-int first_greedy_token() { return testing::reference("qwen35-tiny")["prompts"][0]["greedy16"][0].get<int>(); }
+int first_greedy_token() {
+  return testing::reference("qwen35-tiny")["prompts"][0]["greedy16"][0].get<int>();
+}
 
 std::vector<int> first_prompt() {
   return testing::reference("qwen35-tiny")["prompts"][0]["ids"].get<std::vector<int>>();
@@ -117,8 +125,9 @@ TEST(GenerationConfig, StopTokensComeFromEveryFileThatNamesThem) {
   ASSERT_NE(first, 2);  // config.json's eos (<|im_end|>) must not be it, or this tests nothing
   // config.json: 2. generation_config.json: the first greedy token. tokenizer_config.json:
   // <|endoftext|> (id 0).
-  const std::string dir = checkpoint_with("stops", fmt::format(R"({{"eos_token_id": [{}, 2]}})", first),
-                                          R"({"eos_token": "<|endoftext|>"})");
+  const std::string dir =
+      checkpoint_with("stops", fmt::format(R"({{"eos_token_id": [{}, 2]}})", first),
+                      R"({"eos_token": "<|endoftext|>"})");
   std::unique_ptr<Engine> e;
   ASSERT_TRUE(Engine::load(dir, &e).ok());
   std::vector<int> want = {0, 2, first};
@@ -149,7 +158,10 @@ TEST(GenerationConfig, DefaultOptionsFollowTransformers) {
   std::unique_ptr<Engine> e;
   // do_sample: the file's values, transformers' defaults for the rest (top_k 50).
   ASSERT_TRUE(Engine::load(checkpoint_with("sample", R"({"do_sample": true, "temperature": 0.6,
-      "top_p": 0.95, "min_p": 0.1, "repetition_penalty": 1.1})", ""), &e).ok());
+      "top_p": 0.95, "min_p": 0.1, "repetition_penalty": 1.1})",
+                                           ""),
+                           &e)
+                  .ok());
   GenerateOptions o = e->default_generate_options();
   EXPECT_FLOAT_EQ(o.min_p, 0.1f);
   EXPECT_FLOAT_EQ(o.temperature, 0.6f);
@@ -159,8 +171,12 @@ TEST(GenerationConfig, DefaultOptionsFollowTransformers) {
   EXPECT_NE(e->info().sampling_origin.find("generation_config.json"), std::string::npos);
   // No do_sample: greedy whatever temperature says; the penalty still applies (a logits
   // processor in transformers, greedy or not).
-  ASSERT_TRUE(Engine::load(checkpoint_with("greedy", R"({"temperature": 0.6, "top_k": 5, "min_p": 0.2,
-      "repetition_penalty": 1.2})", ""), &e).ok());
+  ASSERT_TRUE(
+      Engine::load(checkpoint_with("greedy", R"({"temperature": 0.6, "top_k": 5, "min_p": 0.2,
+      "repetition_penalty": 1.2})",
+                                   ""),
+                   &e)
+          .ok());
   o = e->default_generate_options();
   EXPECT_EQ(o.min_p, 0.0f);
   EXPECT_EQ(o.temperature, 0.0f);
@@ -175,14 +191,19 @@ TEST(GenerationConfig, DefaultOptionsFollowTransformers) {
   EXPECT_EQ(e->info().sampling_origin, "");
   // A bad penalty given to generate is an error, not a silent change.
   o.repetition_penalty = 0.0f;
-  EXPECT_NE(e->generate(first_prompt(), o, nullptr, nullptr, nullptr).message().find("repetition_penalty 0"),
+  EXPECT_NE(e->generate(first_prompt(), o, nullptr, nullptr, nullptr)
+                .message()
+                .find("repetition_penalty 0"),
             std::string::npos);
   o = e->default_generate_options();
   o.min_p = 2.0f;
-  EXPECT_NE(e->generate(first_prompt(), o, nullptr, nullptr, nullptr).message().find("min_p 2"), std::string::npos);
+  EXPECT_NE(e->generate(first_prompt(), o, nullptr, nullptr, nullptr).message().find("min_p 2"),
+            std::string::npos);
   o = e->default_generate_options();
   o.presence_penalty = NAN;
-  EXPECT_NE(e->generate(first_prompt(), o, nullptr, nullptr, nullptr).message().find("presence_penalty nan"),
+  EXPECT_NE(e->generate(first_prompt(), o, nullptr, nullptr, nullptr)
+                .message()
+                .find("presence_penalty nan"),
             std::string::npos);
 }
 
@@ -198,7 +219,8 @@ TEST(GenerationConfig, RepetitionPenaltySeesThePromptAndTheOutput) {
   ASSERT_TRUE(e->generate(prompt, o, nullptr, nullptr, nullptr, &once).ok());
   ASSERT_EQ(once.size(), 12u);
   // The penalty changes this run (else the checks below could not fail).
-  const auto greedy16 = testing::reference("qwen35-tiny")["prompts"][0]["greedy16"].get<std::vector<int>>();
+  const auto greedy16 =
+      testing::reference("qwen35-tiny")["prompts"][0]["greedy16"].get<std::vector<int>>();
   EXPECT_NE(once, std::vector<int>(greedy16.begin(), greedy16.begin() + 12));
   // Token by token, each call prefilling the prompt and the output so far: the same tokens,
   // so one run penalises what it generated as it would the same tokens in a prompt.
@@ -236,8 +258,9 @@ TEST(GenerationConfig, PresencePenaltySeesTheOutputOnly) {
 // prompt and output, then vLLM's presence penalty over the output's.
 // (-1 where the two best are within float rounding of each other: the sampler works in float,
 // so such a near-tie may go either way.)
-int reference_penalised_argmax(const std::vector<float>& logits, const std::set<int>& seen, double penalty,
-                               const std::set<int>& output = {}, double presence = 0.0) {
+int reference_penalised_argmax(const std::vector<float>& logits, const std::set<int>& seen,
+                               double penalty, const std::set<int>& output = {},
+                               double presence = 0.0) {
   int best = 0;
   double best_v = -INFINITY, second_v = -INFINITY;
   for (int i = 0; i < static_cast<int>(logits.size()); ++i) {
@@ -352,15 +375,18 @@ TEST(Sampler, MinPKeepsTokensAboveAShareOfTheTopOne) {
 
 // The tokens a draw may return and their probabilities, in double over a full sort:
 // temperature, top-k, top-p, min-p in transformers' order.
-std::map<int, double> reference_candidates(const std::vector<float>& logits, double t, int top_k, double top_p,
-                                           double min_p) {
+std::map<int, double> reference_candidates(const std::vector<float>& logits, double t, int top_k,
+                                           double top_p, double min_p) {
   std::vector<int> ids(logits.size());
   std::iota(ids.begin(), ids.end(), 0);
-  std::sort(ids.begin(), ids.end(), [&](int a, int b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  std::sort(ids.begin(), ids.end(), [&](int a, int b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  });
   if (top_k > 0 && top_k < static_cast<int>(ids.size())) ids.resize(top_k);
   std::vector<double> w(ids.size());
   double total = 0;
-  for (size_t i = 0; i < ids.size(); ++i) total += (w[i] = std::exp((logits[ids[i]] - logits[ids[0]]) / t));
+  for (size_t i = 0; i < ids.size(); ++i)
+    total += (w[i] = std::exp((logits[ids[i]] - logits[ids[0]]) / t));
   size_t keep = ids.size();
   double acc = 0;
   for (size_t i = 0; i < ids.size() && top_p < 1; ++i) {
@@ -383,9 +409,15 @@ TEST(Sampler, FiltersMatchAFullSortOnLargeVocabularies) {
   // Vocabularies large enough that top-p and min-p rank past several of the sampler's
   // growing prefixes (64, 256, 1024, ...), against the reference's full sort.
   std::mt19937 rng(std::random_device{}());
-  struct Case { int n; float t; int top_k; float top_p, min_p; };
-  for (const Case c : {Case{3000, 1.0f, 0, 0.9f, 0.0f}, Case{3000, 0.7f, 0, 0.95f, 0.0f}, Case{3001, 1.0f, 0, 1.0f, 0.02f},
-                       Case{3000, 1.3f, 0, 0.8f, 0.05f}, Case{2000, 1.0f, 700, 0.9f, 0.0f}, Case{999, 0.5f, 0, 0.5f, 0.0f},
+  struct Case {
+    int n;
+    float t;
+    int top_k;
+    float top_p, min_p;
+  };
+  for (const Case c : {Case{3000, 1.0f, 0, 0.9f, 0.0f}, Case{3000, 0.7f, 0, 0.95f, 0.0f},
+                       Case{3001, 1.0f, 0, 1.0f, 0.02f}, Case{3000, 1.3f, 0, 0.8f, 0.05f},
+                       Case{2000, 1.0f, 700, 0.9f, 0.0f}, Case{999, 0.5f, 0, 0.5f, 0.0f},
                        Case{3000, 1.0f, 0, 0.5f, 0.001f}, Case{3000, 1.0f, 0, 1.0f, 0.0f}}) {
     std::normal_distribution<float> normal(0.0f, 1.5f);
     std::vector<float> logits(c.n);
@@ -401,12 +433,14 @@ TEST(Sampler, FiltersMatchAFullSortOnLargeVocabularies) {
       return 5 * std::sqrt(p * (1 - p) / kDraws) + 1e-3;
     };
     for (int i = 0; i < kDraws; ++i) count[s.sample(logits)]++;
-    const std::string what = fmt::format("n {} T {} top-k {} top-p {} min-p {}", c.n, c.t, c.top_k, c.top_p, c.min_p);
+    const std::string what =
+        fmt::format("n {} T {} top-k {} top-p {} min-p {}", c.n, c.t, c.top_k, c.top_p, c.min_p);
     // The candidate set is the reference's, id for id.
     std::vector<int> want_ids;
     for (const auto& [id, p] : want) want_ids.push_back(id);
     EXPECT_EQ(s.candidates(logits), want_ids) << what;
-    for (const auto& [id, hits] : count) EXPECT_TRUE(want.count(id)) << what << ": drew " << id << ", outside the filters";
+    for (const auto& [id, hits] : count)
+      EXPECT_TRUE(want.count(id)) << what << ": drew " << id << ", outside the filters";
     double in_top = 0, want_top = 0;  // the ten most likely candidates' share
     std::vector<std::pair<double, int>> by_p;
     for (const auto& [id, p] : want) by_p.push_back({p, id});
@@ -414,7 +448,9 @@ TEST(Sampler, FiltersMatchAFullSortOnLargeVocabularies) {
     for (size_t i = 0; i < by_p.size() && i < 10; ++i) {
       want_top += by_p[i].first;
       in_top += count[by_p[i].second] / static_cast<double>(kDraws);
-      EXPECT_NEAR(count[by_p[i].second] / static_cast<double>(kDraws), by_p[i].first, five_sigma(by_p[i].first)) << what;
+      EXPECT_NEAR(count[by_p[i].second] / static_cast<double>(kDraws), by_p[i].first,
+                  five_sigma(by_p[i].first))
+          << what;
     }
     EXPECT_NEAR(in_top, want_top, five_sigma(want_top)) << what;
   }

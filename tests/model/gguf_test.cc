@@ -128,21 +128,85 @@ TEST(Gguf, MalformedHeadersAreRefusedByName) {
     const char* expect;
   };
   const std::vector<Case> cases = {
-      {"bad magic", [] { auto f = make_gguf({}, 0); f[0] = 'X'; return f; }, "bad magic"},
-      {"too short", [] { return std::vector<uint8_t>{'G', 'G'}; }, "file ends inside the magic"},
-      {"version", [] { auto f = make_gguf({}, 0); f[4] = 9; return f; }, "version 9"},
-      {"absurd tensor count", [] { auto f = make_gguf({}, 0); f[15] = 0x7f; return f; }, "tensor count"},
-      {"truncated metadata", [] { auto f = make_gguf({}, 0); f.resize(40); return f; }, "runs past the end"},
-      {"quantised", [] { return make_gguf({{"a", {32}, 12, 0}}, 64); }, "Q4_K"},
-      {"unknown type", [] { return make_gguf({{"a", {32}, 99, 0}}, 64); }, "ggml type 99"},
-      {"past the end", [] { return make_gguf({{"a", {100}, 0, 0}}, 64); }, "runs past the end of the data"},
-      {"misaligned", [] { return make_gguf({{"a", {4}, 0, 4}}, 64); }, "not a multiple of the alignment"},
-      {"overlap", [] { return make_gguf({{"a", {16}, 0, 0}, {"b", {8}, 0, 32}}, 128); }, "overlap"},
-      {"too many dims", [] { return make_gguf({{"a", {1, 1, 1, 1, 1}, 0, 0}}, 64); }, "5 dimensions"},
-      {"absurd shape", [] { return make_gguf({{"a", {1ull << 40, 1ull << 40}, 0, 0}}, 64); }, "absurdly large"},
+      {"bad magic",
+       [] {
+         auto f = make_gguf({}, 0);
+         f[0] = 'X';
+         return f;
+       },
+       "bad magic"},
+      {"too short",
+       [] {
+         return std::vector<uint8_t>{'G', 'G'};
+       },
+       "file ends inside the magic"},
+      {"version",
+       [] {
+         auto f = make_gguf({}, 0);
+         f[4] = 9;
+         return f;
+       },
+       "version 9"},
+      {"absurd tensor count",
+       [] {
+         auto f = make_gguf({}, 0);
+         f[15] = 0x7f;
+         return f;
+       },
+       "tensor count"},
+      {"truncated metadata",
+       [] {
+         auto f = make_gguf({}, 0);
+         f.resize(40);
+         return f;
+       },
+       "runs past the end"},
+      {"quantised",
+       [] {
+         return make_gguf({{"a", {32}, 12, 0}}, 64);
+       },
+       "Q4_K"},
+      {"unknown type",
+       [] {
+         return make_gguf({{"a", {32}, 99, 0}}, 64);
+       },
+       "ggml type 99"},
+      {"past the end",
+       [] {
+         return make_gguf({{"a", {100}, 0, 0}}, 64);
+       },
+       "runs past the end of the data"},
+      {"misaligned",
+       [] {
+         return make_gguf({{"a", {4}, 0, 4}}, 64);
+       },
+       "not a multiple of the alignment"},
+      {"overlap",
+       [] {
+         return make_gguf({{"a", {16}, 0, 0}, {"b", {8}, 0, 32}}, 128);
+       },
+       "overlap"},
+      {"too many dims",
+       [] {
+         return make_gguf({{"a", {1, 1, 1, 1, 1}, 0, 0}}, 64);
+       },
+       "5 dimensions"},
+      {"absurd shape",
+       [] {
+         return make_gguf({{"a", {1ull << 40, 1ull << 40}, 0, 0}}, 64);
+       },
+       "absurdly large"},
       // No bytes, but a shape whose int64 element count overflows (found by gguf_fuzz).
-      {"zero hides a huge dim", [] { return make_gguf({{"a", {0, 1ull << 62, 8}, 0, 0}}, 64); }, "absurdly large"},
-      {"duplicate", [] { return make_gguf({{"a", {8}, 0, 0}, {"a", {8}, 0, 32}}, 64); }, "appears twice"},
+      {"zero hides a huge dim",
+       [] {
+         return make_gguf({{"a", {0, 1ull << 62, 8}, 0, 0}}, 64);
+       },
+       "absurdly large"},
+      {"duplicate",
+       [] {
+         return make_gguf({{"a", {8}, 0, 0}, {"a", {8}, 0, 32}}, 64);
+       },
+       "appears twice"},
   };
   for (const Case& c : cases) {
     const auto f = c.file();
@@ -160,18 +224,21 @@ TEST(Gguf, MalformedHeadersAreRefusedByName) {
 // into another tensor) without overlapping; one of bytes nested in another's is an overlap.
 TEST(Gguf, ZeroSizeTensorsOverlapNothingAndNestedOverlapsAreFound) {
   for (uint64_t offset : {0ull, 32ull, 64ull}) {
-    const auto f = make_gguf({{"a", {16}, 0, 0}, {"empty", {0, 4}, 0, offset}, {"b", {8}, 0, 64}}, 128);
+    const auto f =
+        make_gguf({{"a", {16}, 0, 0}, {"empty", {0, 4}, 0, offset}, {"b", {8}, 0, 64}}, 128);
     GgufMetadata meta;
     WeightStore store;
     const Status st = parse_gguf(f.data(), f.size(), "z.gguf", &meta, &store);
     ASSERT_TRUE(st.ok()) << offset << ": " << st.message();
     EXPECT_EQ(store.find("empty")->shape, (Shape{4, 0}));
   }
-  const auto f = make_gguf({{"long", {32}, 0, 0}, {"short", {4}, 0, 32}, {"next", {8}, 0, 64}}, 128);
+  const auto f =
+      make_gguf({{"long", {32}, 0, 0}, {"short", {4}, 0, 32}, {"next", {8}, 0, 64}}, 128);
   GgufMetadata meta;
   WeightStore store;
   const Status st = parse_gguf(f.data(), f.size(), "n.gguf", &meta, &store);
-  EXPECT_NE(st.message().find("tensors 'long' and 'short' overlap"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("tensors 'long' and 'short' overlap"), std::string::npos)
+      << st.message();
 }
 
 // llama.cpp's end-of-generation set: eos, eot and eom ids, each where the GGUF has it and
@@ -187,7 +254,8 @@ TEST(Gguf, StopTokensAreEosEotAndEom) {
   meta["tokenizer.ggml.eom_token_id"] = GgufValue{uint64_t{3}};
   ASSERT_TRUE(gguf_model_config(meta, store, "fixture", &c).ok());
   EXPECT_EQ(c.eos_token_ids, (std::vector<int>{2, 4, 3}));
-  meta["tokenizer.ggml.eom_token_id"] = GgufValue{uint64_t{1} << 40};  // past the vocabulary: not a token
+  meta["tokenizer.ggml.eom_token_id"] =
+      GgufValue{uint64_t{1} << 40};  // past the vocabulary: not a token
   ASSERT_TRUE(gguf_model_config(meta, store, "fixture", &c).ok());
   EXPECT_EQ(c.eos_token_ids, (std::vector<int>{2, 4}));
 }
@@ -214,12 +282,14 @@ TEST(Gguf, SamplingDefaultsFromGeneralSampling) {
   ASSERT_TRUE(gguf_generation_config(meta, "m.gguf", &g).ok());
   EXPECT_FALSE(g->do_sample);
   EXPECT_FLOAT_EQ(g->min_p, 0.05f);
-  for (const auto& [key, value, want] : std::vector<std::tuple<std::string, GgufValue, std::string>>{
+  for (const auto& [key, value, want] :
+       std::vector<std::tuple<std::string, GgufValue, std::string>>{
            {"top_p", GgufValue{2.0}, "'general.sampling.top_p' is 2, not in (0, 1]"},
            {"min_p", GgufValue{-1.0}, "'general.sampling.min_p' is -1, not in [0, 1]"},
            {"temp", GgufValue{-0.5}, "'general.sampling.temp' is -0.5, not in [0, 1e6]"},
            {"top_k", GgufValue{int64_t{-3}}, "'general.sampling.top_k' is -3, not >= 0"},
-           {"top_k", GgufValue{std::string("many")}, "'general.sampling.top_k' is not an integer"}}) {
+           {"top_k", GgufValue{std::string("many")},
+            "'general.sampling.top_k' is not an integer"}}) {
     GgufMetadata bad = meta;
     bad["general.sampling." + key] = value;
     const Status st = gguf_generation_config(bad, "m.gguf", &g);
@@ -233,7 +303,9 @@ std::string gguf_with_sampling() {
   std::ifstream in(kDir + "qwen35-tiny/model.gguf", std::ios::binary);
   std::vector<uint8_t> f((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::vector<uint8_t> kv;
-  const auto put = [&](const void* p, size_t n) { kv.insert(kv.end(), static_cast<const uint8_t*>(p), static_cast<const uint8_t*>(p) + n); };
+  const auto put = [&](const void* p, size_t n) {
+    kv.insert(kv.end(), static_cast<const uint8_t*>(p), static_cast<const uint8_t*>(p) + n);
+  };
   const auto key = [&](const std::string& k, uint32_t type) {
     const uint64_t n = k.size();
     put(&n, 8);
@@ -258,7 +330,8 @@ std::string gguf_with_sampling() {
   std::memcpy(f.data() + 16, &kv_count, 8);
   f.insert(f.begin() + 24, kv.begin(), kv.end());
   const std::string path = ::testing::TempDir() + "/hanpu_sampling.gguf";
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(f.data()), static_cast<std::streamsize>(f.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(f.data()), static_cast<std::streamsize>(f.size()));
   return path;
 }
 

@@ -40,22 +40,37 @@ TEST(HostileConfig, GgufMetadataPassesTheConfigValidator) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   using Edits = std::vector<std::pair<std::string, GgufValue>>;
   const std::vector<std::tuple<const char*, Edits, std::string>> cases = {
-      {"rope dims past the head", {{"rope.dimension_count", GgufValue{uint64_t{1000}}}}, "rotary dims 1000"},
-      {"no kv heads", {{"attention.head_count_kv", GgufValue{uint64_t{0}}}}, "num_key_value_heads is 0"},
+      {"rope dims past the head",
+       {{"rope.dimension_count", GgufValue{uint64_t{1000}}}},
+       "rotary dims 1000"},
+      {"no kv heads",
+       {{"attention.head_count_kv", GgufValue{uint64_t{0}}}},
+       "num_key_value_heads is 0"},
       {"no key groups", {{"ssm.group_count", GgufValue{uint64_t{0}}}}, "linear_num_key_heads is 0"},
-      {"2^30 blocks", {{"block_count", GgufValue{uint64_t{1} << 30}}}, "block_count' = 1073741824 is more than 4096"},
-      {"2^31 blocks", {{"block_count", GgufValue{uint64_t{1} << 31}}}, "block_count' = 2147483648 is out of range"},
+      {"2^30 blocks",
+       {{"block_count", GgufValue{uint64_t{1} << 30}}},
+       "block_count' = 1073741824 is more than 4096"},
+      {"2^31 blocks",
+       {{"block_count", GgufValue{uint64_t{1} << 31}}},
+       "block_count' = 2147483648 is out of range"},
       {"huge FFN, no embedding",
-       {{"feed_forward_length", GgufValue{uint64_t{1} << 29}}, {"embedding_length", GgufValue{uint64_t{0}}}},
+       {{"feed_forward_length", GgufValue{uint64_t{1} << 29}},
+        {"embedding_length", GgufValue{uint64_t{0}}}},
        "hidden_size is 0"},
-      {"huge FFN", {{"feed_forward_length", GgufValue{uint64_t{1} << 29}}}, "intermediate_size is 536870912"},
+      {"huge FFN",
+       {{"feed_forward_length", GgufValue{uint64_t{1} << 29}}},
+       "intermediate_size is 536870912"},
       {"no embedding", {{"embedding_length", GgufValue{uint64_t{0}}}}, "hidden_size is 0"},
       {"no blocks", {{"block_count", GgufValue{uint64_t{0}}}}, "layers is 0"},
-      {"NaN RoPE base", {{"rope.freq_base", GgufValue{nan}}}, "rope_theta nan must be finite and positive"},
+      {"NaN RoPE base",
+       {{"rope.freq_base", GgufValue{nan}}},
+       "rope_theta nan must be finite and positive"},
       {"zero RoPE base", {{"rope.freq_base", GgufValue{0.0}}}, "rope_theta 0 must be"},
       {"negative RoPE base", {{"rope.freq_base", GgufValue{-1e4}}}, "rope_theta -10000 must be"},
       {"NaN epsilon", {{"attention.layer_norm_rms_epsilon", GgufValue{nan}}}, "rms_norm_eps nan"},
-      {"heads overflowing int", {{"attention.head_count", GgufValue{uint64_t{1} << 30}}}, "num_attention_heads is 1073741824"},
+      {"heads overflowing int",
+       {{"attention.head_count", GgufValue{uint64_t{1} << 30}}},
+       "num_attention_heads is 1073741824"},
   };
   for (const auto& [what, edits, want] : cases) {
     GgufMetadata bad = meta;
@@ -70,10 +85,18 @@ TEST(HostileConfig, GgufMetadataPassesTheConfigValidator) {
 }
 
 nlohmann::json qwen35_text_config() {
-  return nlohmann::json{{"model_type", "qwen3_5_text"},   {"vocab_size", 100},          {"hidden_size", 32},
-                        {"intermediate_size", 64},        {"num_hidden_layers", 4},     {"num_attention_heads", 4},
-                        {"num_key_value_heads", 2},       {"head_dim", 16},             {"linear_num_key_heads", 2},
-                        {"linear_num_value_heads", 4},    {"linear_key_head_dim", 16},  {"linear_value_head_dim", 16}};
+  return nlohmann::json{{"model_type", "qwen3_5_text"},
+                        {"vocab_size", 100},
+                        {"hidden_size", 32},
+                        {"intermediate_size", 64},
+                        {"num_hidden_layers", 4},
+                        {"num_attention_heads", 4},
+                        {"num_key_value_heads", 2},
+                        {"head_dim", 16},
+                        {"linear_num_key_heads", 2},
+                        {"linear_num_value_heads", 4},
+                        {"linear_key_head_dim", 16},
+                        {"linear_value_head_dim", 16}};
 }
 
 // Sizes whose products overflow int: each is refused with the product as int64 arithmetic
@@ -82,11 +105,15 @@ TEST(HostileConfig, ConfigProductsAreCheckedInInt64) {
   const std::vector<std::tuple<nlohmann::json, std::string>> cases = {
       {{{"num_attention_heads", 4096}, {"num_key_value_heads", 4096}, {"head_dim", 4096}},
        "num_attention_heads x 2 x head_dim is 33554432, not in [1, 16777216]"},
-      {{{"linear_num_key_heads", 4096}, {"linear_num_value_heads", 4096}, {"linear_key_head_dim", 4096},
+      {{{"linear_num_key_heads", 4096},
+        {"linear_num_value_heads", 4096},
+        {"linear_key_head_dim", 4096},
         {"linear_value_head_dim", 4096}},
-       "linear q|k|v channels (2 x key heads x key dim + value heads x value dim) is 50331648, not in [1, 16777216]"},
+       "linear q|k|v channels (2 x key heads x key dim + value heads x value dim) is 50331648, not "
+       "in [1, 16777216]"},
       {{{"hidden_size", 2147483647}}, "hidden_size is 2147483647, not in [1, 65536]"},
-      {{{"intermediate_size", 2147483647}}, "intermediate_size is 2147483647, not in [1, 16777216]"},
+      {{{"intermediate_size", 2147483647}},
+       "intermediate_size is 2147483647, not in [1, 16777216]"},
       {{{"vocab_size", 2147483647}}, "vocab_size is 2147483647"},
       {{{"linear_conv_kernel_dim", 100000}}, "linear_conv_kernel_dim is 100000"},
       {{{"rms_norm_eps", 0}}, "rms_norm_eps 0 must be in (0, 1)"},
@@ -103,7 +130,8 @@ TEST(HostileConfig, ConfigProductsAreCheckedInInt64) {
   ASSERT_TRUE(parse_model_config(qwen35_text_config().dump(), "c.json", &c).ok());
   // A MoE config whose every-n-th-layer step is 0 (found by model_config_fuzz: a division by
   // zero while the validator asked which layers are dense).
-  nlohmann::json next = nlohmann::json::parse(testing::read_text(testing::fixture_dir("qwen3next-tiny") + "/config.json"));
+  nlohmann::json next = nlohmann::json::parse(
+      testing::read_text(testing::fixture_dir("qwen3next-tiny") + "/config.json"));
   ASSERT_TRUE(parse_model_config(next.dump(), "n.json", &c).ok());
   next["decoder_sparse_step"] = 0;
   expect_error(parse_model_config(next.dump(), "n.json", &c), "decoder_sparse_step 0");
@@ -155,12 +183,14 @@ std::string deep_json(int levels) { return std::string(levels, '[') + std::strin
 TEST(HostileConfig, DeepJsonIsRefusedInEveryFile) {
   const std::string deep = deep_json(100000);
   const std::string want = "nests deeper than 128 levels at byte 128";
-  const std::string nested_field = "{\"model_type\": \"qwen3_5_text\", \"vocab_size\": " + deep + "}";
+  const std::string nested_field =
+      "{\"model_type\": \"qwen3_5_text\", \"vocab_size\": " + deep + "}";
   ModelConfig c;
   expect_error(parse_model_config(deep, "config.json", &c), "config.json: JSON " + want);
   expect_error(parse_model_config(nested_field, "config.json", &c), "nests deeper than 128");
   GenerationConfig g;
-  expect_error(parse_generation_config(deep, "generation_config.json", 100, &g), "generation_config.json: JSON " + want);
+  expect_error(parse_generation_config(deep, "generation_config.json", 100, &g),
+               "generation_config.json: JSON " + want);
   Tokenizer t;
   expect_error(Tokenizer::parse(deep, "tokenizer.json", &t), "tokenizer.json: JSON " + want);
   // A safetensors header: the 8-byte length, then the nested JSON.
@@ -169,10 +199,11 @@ TEST(HostileConfig, DeepJsonIsRefusedInEveryFile) {
   std::memcpy(st.data(), &n, 8);
   std::memcpy(st.data() + 8, deep.data(), deep.size());
   WeightStore store;
-  expect_error(parse_safetensors(st.data(), st.size(), "m.safetensors", &store), "m.safetensors header (from byte 8): JSON " + want);
+  expect_error(parse_safetensors(st.data(), st.size(), "m.safetensors", &store),
+               "m.safetensors header (from byte 8): JSON " + want);
   // tokenizer_config.json and generation_config.json beside a checkpoint.
-  const std::string dir = testing::scratch_checkpoint("hanpu_deep_json", {{"tokenizer_config.json", deep},
-                                                                           {"generation_config.json", deep}});
+  const std::string dir = testing::scratch_checkpoint(
+      "hanpu_deep_json", {{"tokenizer_config.json", deep}, {"generation_config.json", deep}});
   std::optional<ChatTemplate> tmpl;
   expect_error(load_hf_chat_template(dir, &tmpl), "tokenizer_config.json: JSON " + want);
   std::optional<GenerationConfig> gen;

@@ -68,14 +68,16 @@ TEST(HostileFiles, DevicesAndDirectoriesAreRefusedByKind) {
   const std::string dir = testing::scratch_checkpoint("hanpu_dir_index", {});
   fs::create_directories(fs::path(dir) / "model.safetensors.index.json");
   WeightStore store;
-  expect_error(load_safetensors(dir, &store), "the shard index must be a regular file, this is a directory");
+  expect_error(load_safetensors(dir, &store),
+               "the shard index must be a regular file, this is a directory");
   std::unique_ptr<Engine> e;
   ASSERT_TRUE(Engine::load(testing::fixture_dir("qwen35-tiny"), &e).ok());
   expect_error(e->set_chat_template_file("/dev/zero"), "this is a character device");
   const auto m = testing::load_fixture("qwen35-tiny");
   ASSERT_NE(m, nullptr);
   SequenceState s;
-  expect_error(load_state(*m, "/dev/zero", &s), "/dev/zero: the state file must be a regular file, this is a character device");
+  expect_error(load_state(*m, "/dev/zero", &s),
+               "/dev/zero: the state file must be a regular file, this is a character device");
   expect_error(load_state(*m, dir, &s), "this is a directory");
   std::vector<int> ids;
   expect_error(read_state_tokens(m->config(), "/dev/zero", &ids), "this is a character device");
@@ -96,7 +98,8 @@ TEST(HostileFiles, AStateFileIsReadOnlyUpToTheModelsLargestState) {
   std::ofstream(path, std::ios::trunc).flush();
   fs::resize_file(path, static_cast<uintmax_t>(limit + 1));
   SequenceState s;
-  expect_error(load_state(*m, path, &s), std::to_string(limit + 1) + " bytes, more than the " + std::to_string(limit));
+  expect_error(load_state(*m, path, &s),
+               std::to_string(limit + 1) + " bytes, more than the " + std::to_string(limit));
   std::vector<int> ids;
   expect_error(read_state_tokens(m->config(), path, &ids), "more than the");
   fs::remove(path);
@@ -135,12 +138,14 @@ TEST(HostileFiles, SaveStateNeverFollowsOrTruncatesAnotherFile) {
   SequenceState back;
   ASSERT_TRUE(load_state(*m, path, &back).ok());
   EXPECT_EQ(back.tokens, ids);
-  EXPECT_EQ(fs::status(path).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(fs::status(path).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
   // A save over an existing state replaces it whole; a save into a missing folder fails
   // naming it, leaving nothing.
   ASSERT_TRUE(save_state(*m, s, path).ok());
   EXPECT_EQ(other_files(dir, {"s.bin", "s.bin.tmp", "victim"}), std::vector<std::string>{});
-  expect_error(save_state(*m, s, (dir / "missing" / "s.bin").string()), "cannot create a temporary file in");
+  expect_error(save_state(*m, s, (dir / "missing" / "s.bin").string()),
+               "cannot create a temporary file in");
   EXPECT_FALSE(fs::exists(dir / "missing"));
   // A symlink planted at the target itself is replaced, not written through.
   fs::remove(path);
@@ -164,10 +169,12 @@ TEST(HostileRequests, ASequenceLargerThanMemoryIsRefusedBeforeAllocating) {
   GenerateOptions o;
   o.max_tokens = std::numeric_limits<int>::max();
   const Status st = e->generate({1, 2, 3}, o, nullptr, nullptr, nullptr);
-  EXPECT_NE(st.message().find("a sequence of 2147483650 tokens (3 prompt + 2147483647 max_tokens) needs"),
-            std::string::npos)
+  EXPECT_NE(
+      st.message().find("a sequence of 2147483650 tokens (3 prompt + 2147483647 max_tokens) needs"),
+      std::string::npos)
       << st.message();
-  EXPECT_NE(st.message().find("GiB of KV cache, more than this machine's"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("GiB of KV cache, more than this machine's"), std::string::npos)
+      << st.message();
   o.max_tokens = 2;
   EXPECT_TRUE(e->generate({1, 2, 3}, o, nullptr, nullptr, nullptr).ok());
 }

@@ -26,7 +26,8 @@ std::vector<float> random_rows(Rng& rng, int64_t rows, int hidden) {
 // Runs layer i's token mixer on a first chunk of T0 rows, then on T rows asking for the last
 // out_rows; returns the out_rows outputs (checking that the NaN row after them survived) and
 // leaves the state in *s.
-std::vector<float> mixer_rows(const Model& m, int i, SequenceState* s, const std::vector<float>& first, int64_t T0,
+std::vector<float> mixer_rows(const Model& m, int i, SequenceState* s,
+                              const std::vector<float>& first, int64_t T0,
                               const std::vector<float>& x, int64_t T, int64_t out_rows) {
   const ModelConfig& c = m.config();
   const LayerWeights& lw = m.weights().layers[i];
@@ -36,10 +37,11 @@ std::vector<float> mixer_rows(const Model& m, int i, SequenceState* s, const std
   const auto run = [&](const std::vector<float>& in, int64_t rows, int64_t want) {
     Status st;
     if (lw.kind == LayerKind::kLinearAttention) {
-      st = gdn_layer(c, lw.gdn, in.data(), rows, &s->conv[i], &s->recurrent[i], {}, want, out.data(), &kernel_ms);
+      st = gdn_layer(c, lw.gdn, in.data(), rows, &s->conv[i], &s->recurrent[i], {}, want,
+                     out.data(), &kernel_ms);
     } else {
-      st = attention_layer(c, lw.attn, in.data(), rows, s->position, s->kv[i].get(), {}, want, out.data(),
-                           &kernel_ms);
+      st = attention_layer(c, lw.attn, in.data(), rows, s->position, s->kv[i].get(), {}, want,
+                           out.data(), &kernel_ms);
     }
     EXPECT_TRUE(st.ok()) << st.message();
     s->position += rows;
@@ -48,7 +50,8 @@ std::vector<float> mixer_rows(const Model& m, int i, SequenceState* s, const std
   std::fill(out.begin(), out.end(), nan);
   run(x, T, out_rows);
   const auto end = out.begin() + out_rows * c.hidden;
-  EXPECT_TRUE(std::all_of(end, out.end(), [](float v) { return std::isnan(v); })) << "wrote past out_rows";
+  EXPECT_TRUE(std::all_of(end, out.end(), [](float v) { return std::isnan(v); }))
+      << "wrote past out_rows";
   return {out.begin(), end};
 }
 
@@ -83,8 +86,8 @@ TEST_P(LayerRows, LastRowsEqualTheFullOutputAndTheStateIsTheSame) {
       EXPECT_LE(err / ref, 1e-10) << "NMSE against the full call's last rows";
       // The state path does not depend on out_rows: bit for bit the same.
       EXPECT_EQ(s.conv[i], full_state.conv[i]);
-      EXPECT_TRUE(std::equal(s.recurrent[i].begin(), s.recurrent[i].end(), full_state.recurrent[i].begin(),
-                             full_state.recurrent[i].end()));
+      EXPECT_TRUE(std::equal(s.recurrent[i].begin(), s.recurrent[i].end(),
+                             full_state.recurrent[i].begin(), full_state.recurrent[i].end()));
       if (s.kv[i] != nullptr) {
         const int64_t n = s.kv[i]->length();
         ASSERT_EQ(n, full_state.kv[i]->length());
@@ -101,7 +104,9 @@ TEST_P(LayerRows, LastRowsEqualTheFullOutputAndTheStateIsTheSame) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, LayerRows, ::testing::Values("qwen35-tiny", "qwen3next-tiny"),
-                         [](const auto& info) { return std::string(info.param) == "qwen35-tiny" ? "qwen35" : "qwen3next"; });
+                         [](const auto& info) {
+                           return std::string(info.param) == "qwen35-tiny" ? "qwen35" : "qwen3next";
+                         });
 
 }  // namespace
 }  // namespace hanpu::model

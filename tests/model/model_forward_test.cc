@@ -95,7 +95,8 @@ TEST_P(ForwardFixture, EveryLaStrategyGivesTheSameLogits) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, ForwardFixture, ::testing::Values("qwen35-tiny", "qwen3next-tiny"));
+INSTANTIATE_TEST_SUITE_P(Models, ForwardFixture,
+                         ::testing::Values("qwen35-tiny", "qwen3next-tiny"));
 
 TEST(Forward, SixteenBitWeightsStayCloseToF32) {
   // bf16 keeps 8 mantissa bits, f16 11: the logits move by a small fraction of their spread.
@@ -108,7 +109,9 @@ TEST(Forward, SixteenBitWeightsStayCloseToF32) {
   ASSERT_TRUE(f32->forward(ids.data(), 40, &s0, {}, &ref).ok());
   for (DType dt : {DType::kBF16, DType::kF16}) {
     std::unique_ptr<Model> m;
-    ASSERT_TRUE(load_model(std::string(HANPU_FIXTURES_DIR) + "/models/qwen35-tiny", LoadOptions{dt, nullptr}, &m).ok());
+    ASSERT_TRUE(load_model(std::string(HANPU_FIXTURES_DIR) + "/models/qwen35-tiny",
+                           LoadOptions{dt, nullptr}, &m)
+                    .ok());
     EXPECT_EQ(m->weights().lm_head.dtype, dt);
     SequenceState s = m->new_state();
     std::vector<float> logits;

@@ -200,7 +200,6 @@ TEST(EnginePerplexity, RefusesWhatScoresNothingByName) {
   EXPECT_EQ(s.chunks, -1);
 }
 
-
 // A checkpoint whose final norm weights are huge (finite: the loader refuses NaN and inf), so
 // the logits overflow to inf: perplexity refuses to give a figure (naming the chunk and
 // position) rather than printing nan or inf.

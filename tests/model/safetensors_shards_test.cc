@@ -33,7 +33,8 @@ void write_safetensors(const fs::path& path, const std::vector<OutTensor>& ts) {
   uint64_t off = 0;
   for (const auto& t : ts) {
     const char* name = t.dtype == DType::kF32 ? "F32" : t.dtype == DType::kF16 ? "F16" : "BF16";
-    h[t.name] = {{"dtype", name}, {"shape", t.shape}, {"data_offsets", {off, off + t.bytes.size()}}};
+    h[t.name] = {
+        {"dtype", name}, {"shape", t.shape}, {"data_offsets", {off, off + t.bytes.size()}}};
     off += t.bytes.size();
   }
   const std::string hs = h.dump();
@@ -41,7 +42,9 @@ void write_safetensors(const fs::path& path, const std::vector<OutTensor>& ts) {
   const uint64_t n = hs.size();
   out.write(reinterpret_cast<const char*>(&n), 8);
   out << hs;
-  for (const auto& t : ts) out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
+  for (const auto& t : ts)
+    out.write(reinterpret_cast<const char*>(t.bytes.data()),
+              static_cast<std::streamsize>(t.bytes.size()));
 }
 
 // The fixture's tensors, as fp32 or converted to `dtype`.
@@ -84,12 +87,14 @@ void write_sharded(const fs::path& d, const std::vector<OutTensor>& ts, bool bre
   nlohmann::json map = nlohmann::json::object();
   for (size_t i = 0; i < ts.size(); ++i) {
     (i % 2 ? b : a).push_back(ts[i]);
-    map[ts[i].name] = i % 2 ? "model-00002-of-00002.safetensors" : "model-00001-of-00002.safetensors";
+    map[ts[i].name] =
+        i % 2 ? "model-00002-of-00002.safetensors" : "model-00001-of-00002.safetensors";
   }
   if (break_index) map[ts[0].name] = "model-00002-of-00002.safetensors";  // it is in shard 1
   write_safetensors(d / "model-00001-of-00002.safetensors", a);
   write_safetensors(d / "model-00002-of-00002.safetensors", b);
-  std::ofstream(d / "model.safetensors.index.json") << nlohmann::json{{"metadata", {}}, {"weight_map", map}}.dump();
+  std::ofstream(d / "model.safetensors.index.json")
+      << nlohmann::json{{"metadata", {}}, {"weight_map", map}}.dump();
 }
 
 TEST(SafetensorsShards, ShardedCheckpointGivesTheSameLogits) {
@@ -107,13 +112,15 @@ TEST(SafetensorsShards, WrongIndexAndMissingShardAreNamed) {
   std::unique_ptr<Model> m;
   Status st = load_model(d.string(), {}, &m);
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("is listed in model-00002-of-00002.safetensors but not found there"), std::string::npos)
+  EXPECT_NE(st.message().find("is listed in model-00002-of-00002.safetensors but not found there"),
+            std::string::npos)
       << st.message();
   write_sharded(d, ts, false);
   fs::remove(d / "model-00002-of-00002.safetensors");
   st = load_model(d.string(), {}, &m);
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("model-00002-of-00002.safetensors: cannot open"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("model-00002-of-00002.safetensors: cannot open"), std::string::npos)
+      << st.message();
 }
 
 TEST(SafetensorsShards, Bf16CheckpointLoadsAsBf16) {
@@ -166,11 +173,13 @@ TEST(SafetensorsShards, NonFiniteTiedEmbeddingIsNamed) {
   }
   write_safetensors(d / "model.safetensors", ts);
   std::unique_ptr<Model> m;
-  for (const DType weights : {DType::kBF16, DType::kF16}) {  // from the stored rows / via the fp32 table
+  for (const DType weights :
+       {DType::kBF16, DType::kF16}) {  // from the stored rows / via the fp32 table
     const Status st = load_model(d.string(), LoadOptions{weights, nullptr}, &m);
     ASSERT_FALSE(st.ok());
-    const std::string want = fmt::format("tensor 'model.embed_tokens.weight' in {} holds a non-finite value at element {}",
-                                         (d / "model.safetensors").string(), 7 * 64 + 3);
+    const std::string want = fmt::format(
+        "tensor 'model.embed_tokens.weight' in {} holds a non-finite value at element {}",
+        (d / "model.safetensors").string(), 7 * 64 + 3);
     EXPECT_NE(st.message().find(want), std::string::npos) << st.message();
   }
 }

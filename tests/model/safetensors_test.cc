@@ -51,12 +51,15 @@ TEST(Safetensors, ZeroSizeTensorsOverlapNothingAndNestedOverlapsAreFound) {
   const auto f = make_file(nested, 32);
   WeightStore store;
   const Status st = parse_safetensors(f.data(), f.size(), "n.safetensors", &store);
-  EXPECT_NE(st.message().find("tensors 'long' [0, 32) and 'short' [4, 8) overlap"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("tensors 'long' [0, 32) and 'short' [4, 8) overlap"),
+            std::string::npos)
+      << st.message();
 }
 
 TEST(Safetensors, FixtureLoadsWithItsShapes) {
   WeightStore store;
-  const Status st = load_safetensors(std::string(HANPU_FIXTURES_DIR) + "/models/qwen35-tiny", &store);
+  const Status st =
+      load_safetensors(std::string(HANPU_FIXTURES_DIR) + "/models/qwen35-tiny", &store);
   ASSERT_TRUE(st.ok()) << st.message();
   const StoredTensor* t = nullptr;
   ASSERT_TRUE(store.get("model.embed_tokens.weight", {384, 64}, &t).ok());
@@ -64,7 +67,8 @@ TEST(Safetensors, FixtureLoadsWithItsShapes) {
   const Status wrong = store.get("model.embed_tokens.weight", {64, 384}, &t);
   ASSERT_FALSE(wrong.ok());
   EXPECT_NE(wrong.message().find("[384, 64]"), std::string::npos) << wrong.message();
-  EXPECT_NE(store.get("model.nothing", {1}, &t).message().find("no tensor 'model.nothing'"), std::string::npos);
+  EXPECT_NE(store.get("model.nothing", {1}, &t).message().find("no tensor 'model.nothing'"),
+            std::string::npos);
 }
 
 TEST(Safetensors, GoodHeaderParsesAndConverts) {
@@ -102,11 +106,14 @@ TEST(Safetensors, NonFiniteWeightsAreRefusedWithTheirIndex) {
   WeightStore store;
   ASSERT_TRUE(parse_safetensors(f.data(), f.size(), "w.safetensors", &store).ok());
   std::vector<float> out;
-  for (const auto& [name, shape, where] : {std::tuple{"a", Shape{2, 3}, 4}, {"b", Shape{5}, 2}, {"c", Shape{3}, 1}}) {
+  for (const auto& [name, shape, where] :
+       {std::tuple{"a", Shape{2, 3}, 4}, {"b", Shape{5}, 2}, {"c", Shape{3}, 1}}) {
     const Status st = store.get_f32(name, shape, &out);
     ASSERT_FALSE(st.ok()) << name;
-    EXPECT_NE(st.message().find(fmt::format("tensor '{}' in w.safetensors holds a non-finite value at element {}", name, where)),
-              std::string::npos)
+    EXPECT_NE(
+        st.message().find(fmt::format(
+            "tensor '{}' in w.safetensors holds a non-finite value at element {}", name, where)),
+        std::string::npos)
         << st.message();
   }
   ASSERT_TRUE(store.get_f32("d", {3}, &out).ok());
@@ -137,7 +144,8 @@ TEST(Safetensors, MalformedHeadersAreRefusedByName) {
          return f;
        },
        "exceeds"},
-      {"truncated data", [] { return make_file(good_header(), 20); }, "run past the end of the data"},
+      {"truncated data", [] { return make_file(good_header(), 20); },
+       "run past the end of the data"},
       {"overlap",
        [] {
          auto h = good_header();
@@ -195,7 +203,11 @@ TEST(Safetensors, MalformedHeadersAreRefusedByName) {
          return f;
        },
        "header (from byte 8): malformed JSON at byte 1"},
-      {"not an object", [] { return make_file(json::array({1, 2}), 0); }, "not a JSON object"},
+      {"not an object",
+       [] {
+         return make_file(json::array({1, 2}), 0);
+       },
+       "not a JSON object"},
       {"number out of range (found by the fuzzer)",
        [] {
          const std::string h = R"({"a":{"dtype":"F32","shape":[2e999],"data_offsets":[0,0]}})";
@@ -246,8 +258,10 @@ TEST(Safetensors, RandomCorruptionNeverCrashes) {
 
 TEST(Safetensors, MissingFileAndFolderAreNamed) {
   WeightStore store;
-  EXPECT_NE(load_safetensors("/nonexistent/x.safetensors", &store).message().find("cannot open"), std::string::npos);
-  EXPECT_NE(load_safetensors(HANPU_FIXTURES_DIR, &store).message().find("no model.safetensors"), std::string::npos);
+  EXPECT_NE(load_safetensors("/nonexistent/x.safetensors", &store).message().find("cannot open"),
+            std::string::npos);
+  EXPECT_NE(load_safetensors(HANPU_FIXTURES_DIR, &store).message().find("no model.safetensors"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -26,7 +26,8 @@ size_t safe_prefix(const std::string& text, const std::vector<std::string>& stop
   size_t len = complete_utf8_prefix(text);
   for (size_t i = 0; i < len; ++i) {
     for (const auto& s : stops) {
-      if (text.size() - i < s.size() && s.compare(0, text.size() - i, text, i) == 0) len = std::min(len, i);
+      if (text.size() - i < s.size() && s.compare(0, text.size() - i, text, i) == 0)
+        len = std::min(len, i);
     }
   }
   return len;
@@ -34,7 +35,8 @@ size_t safe_prefix(const std::string& text, const std::vector<std::string>& stop
 
 TEST(TextStream, GivesOutWhatCannotBecomeAStopStringAndEndsAtTheFirst) {
   std::mt19937 rng(7);
-  const std::vector<std::string> alphabet = {"a", "b", "\n", "\xC3\xA9", "\xE4\xB8\xAD"};  // a b \n é 中
+  const std::vector<std::string> alphabet = {"a", "b", "\n", "\xC3\xA9",
+                                             "\xE4\xB8\xAD"};  // a b \n é 中
   int stopped_runs = 0;
   for (int run = 0; run < 2000; ++run) {
     std::string all;
@@ -42,14 +44,16 @@ TEST(TextStream, GivesOutWhatCannotBecomeAStopStringAndEndsAtTheFirst) {
     std::vector<std::string> stops;
     for (int k = 0, n = 1 + static_cast<int>(rng() % 3); k < n; ++k) {
       std::string s;
-      for (int len = 1 + static_cast<int>(rng() % 3); len > 0; --len) s += alphabet[rng() % 3 + (rng() % 4 == 0 ? 2 : 0)];
+      for (int len = 1 + static_cast<int>(rng() % 3); len > 0; --len)
+        s += alphabet[rng() % 3 + (rng() % 4 == 0 ? 2 : 0)];
       stops.push_back(s);
     }
     std::string given;
     TextStream stream(stops, [&](std::string_view t) { given += t; });
     std::string fed;
     bool stopped = false;
-    for (size_t at = 0; at < all.size() && !stopped;) {  // tokens of 1-4 bytes, splitting characters
+    for (size_t at = 0;
+         at < all.size() && !stopped;) {  // tokens of 1-4 bytes, splitting characters
       const size_t n = std::min<size_t>(1 + rng() % 4, all.size() - at);
       fed += all.substr(at, n);
       at += n;

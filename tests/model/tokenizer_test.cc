@@ -35,23 +35,28 @@ TEST_P(TokenizerFixture, IdsMatchTheTokenizersLibrary) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, TokenizerFixture, ::testing::Values("qwen35-tiny", "qwen3next-tiny"));
+INSTANTIATE_TEST_SUITE_P(Models, TokenizerFixture,
+                         ::testing::Values("qwen35-tiny", "qwen3next-tiny"));
 
 Tokenizer fixture_tokenizer() {
   Tokenizer tok;
-  EXPECT_TRUE(Tokenizer::load(std::string(HANPU_FIXTURES_DIR) + "/models/qwen35-tiny/tokenizer.json", &tok).ok());
+  EXPECT_TRUE(
+      Tokenizer::load(std::string(HANPU_FIXTURES_DIR) + "/models/qwen35-tiny/tokenizer.json", &tok)
+          .ok());
   return tok;
 }
 
 nlohmann::json fixture_json() {
-  return nlohmann::json::parse(testing::read_text(std::string(HANPU_FIXTURES_DIR) + "/models/qwen35-tiny/tokenizer.json"));
+  return nlohmann::json::parse(
+      testing::read_text(std::string(HANPU_FIXTURES_DIR) + "/models/qwen35-tiny/tokenizer.json"));
 }
 
 // The fixture's vocab by id as the parts of a GGUF-style tokenizer: no merges, nothing added,
 // Qwen2's split regex.
 Tokenizer::Parts fixture_vocab_parts() {
   Tokenizer::Parts parts;
-  const nlohmann::json j = fixture_json();  // alive for the loop (a temporary's items() would not be)
+  const nlohmann::json j =
+      fixture_json();  // alive for the loop (a temporary's items() would not be)
   for (const auto& [text, id] : j["model"]["vocab"].items()) {
     if (parts.tokens.size() <= id.get<size_t>()) parts.tokens.resize(id.get<size_t>() + 1);
     parts.tokens[id.get<size_t>()] = text;
@@ -114,7 +119,8 @@ TEST(Tokenizer, AddedTokensMatchWholeCharactersOnly) {
 nlohmann::json with_merges(const std::vector<std::pair<std::string, std::string>>& merges) {
   auto j = fixture_json();
   int next_id = 0;
-  for (const auto& [tok, id] : j["model"]["vocab"].items()) next_id = std::max(next_id, id.get<int>() + 1);
+  for (const auto& [tok, id] : j["model"]["vocab"].items())
+    next_id = std::max(next_id, id.get<int>() + 1);
   for (const auto& a : j["added_tokens"]) next_id = std::max(next_id, a["id"].get<int>() + 1);
   j["model"]["merges"] = nlohmann::json::array();
   for (const auto& [a, b] : merges) {
@@ -126,10 +132,12 @@ nlohmann::json with_merges(const std::vector<std::pair<std::string, std::string>
 
 // BPE as written down: find the lowest-ranked adjacent pair (leftmost among equals), merge
 // it, rescan. The tokenizer's heap must give the same tokens.
-std::vector<int> rescanning_bpe(const std::string& word, const std::vector<std::pair<std::string, std::string>>& merges,
+std::vector<int> rescanning_bpe(const std::string& word,
+                                const std::vector<std::pair<std::string, std::string>>& merges,
                                 const nlohmann::json& vocab) {
   std::map<std::pair<std::string, std::string>, int> rank;
-  for (size_t r = 0; r < merges.size(); ++r) rank.emplace(merges[r], static_cast<int>(r));  // first rank wins
+  for (size_t r = 0; r < merges.size(); ++r)
+    rank.emplace(merges[r], static_cast<int>(r));  // first rank wins
   std::vector<std::string> sym;
   for (char c : word) sym.emplace_back(1, c);
   for (;;) {
@@ -174,7 +182,8 @@ TEST(Tokenizer, MergesAsARescanningBpeOnRandomTables) {
       std::vector<int> ids = {-7};  // encode appends
       ASSERT_TRUE(tok.encode(word, &ids).ok());
       ids.erase(ids.begin());
-      ASSERT_EQ(ids, rescanning_bpe(word, merges, j["model"]["vocab"])) << "word " << word << " trial " << trial;
+      ASSERT_EQ(ids, rescanning_bpe(word, merges, j["model"]["vocab"]))
+          << "word " << word << " trial " << trial;
       EXPECT_EQ(tok.decode(ids), word);
     }
   }
@@ -184,7 +193,8 @@ TEST(Tokenizer, MergesAsARescanningBpeOnRandomTables) {
 // 1024: 97 tokens of 1024 a's, then 512 + 128 + 32 + 1 (100001 = 97 * 1024 + 673).
 TEST(Tokenizer, ALongUnbrokenWordMergesWhole) {
   std::vector<std::pair<std::string, std::string>> merges;
-  for (int len = 1; len < 1024; len *= 2) merges.emplace_back(std::string(len, 'a'), std::string(len, 'a'));
+  for (int len = 1; len < 1024; len *= 2)
+    merges.emplace_back(std::string(len, 'a'), std::string(len, 'a'));
   const nlohmann::json j = with_merges(merges);
   Tokenizer tok;
   ASSERT_TRUE(Tokenizer::parse(j.dump(), "doubling.json", &tok).ok());
@@ -206,15 +216,19 @@ TEST(Tokenizer, AMergeOfStrayBytesIsAnErrorNamingIt) {
   Status st;
   EXPECT_NO_THROW(st = Tokenizer::build(std::move(parts), "model.gguf", &tok));
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("merge #1 (\"\xEF\xBF\xBD\xEF\xBF\xBD\" + \"t\") uses a token missing from the vocab"),
-            std::string::npos)
+  EXPECT_NE(
+      st.message().find(
+          "merge #1 (\"\xEF\xBF\xBD\xEF\xBF\xBD\" + \"t\") uses a token missing from the vocab"),
+      std::string::npos)
       << st.message();
 }
 
 TEST(Tokenizer, InvalidUtf8IsRefusedWithItsOffset) {
   const Tokenizer tok = fixture_tokenizer();
   std::vector<int> ids;
-  const Status st = tok.encode(std::string("ab\xFF" "cd"), &ids);
+  const Status st = tok.encode(std::string("ab\xFF"
+                                           "cd"),
+                               &ids);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("byte 2"), std::string::npos) << st.message();
   EXPECT_TRUE(ids.empty());
@@ -232,19 +246,23 @@ TEST(Tokenizer, ABacktrackingRegexFailsAtItsLimit) {
   std::vector<int> ids;
   const Status st = tok.encode(std::string(60, 'a') + "!", &ids);
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("regex failed at byte 0 of the normalised text: match limit exceeded (a match may take "
-                              "1048576 steps"),
-            std::string::npos)
+  EXPECT_NE(
+      st.message().find(
+          "regex failed at byte 0 of the normalised text: match limit exceeded (a match may take "
+          "1048576 steps"),
+      std::string::npos)
       << st.message();
   const Tokenizer qwen = fixture_tokenizer();
-  for (const std::string& text : {std::string(300000, ' ') + "x", std::string(300000, '\n'), std::string(300000, '7'),
-                                  std::string(300000, 'a'), std::string(100000, ' ') + std::string(100000, '\n') + "y"}) {
+  for (const std::string& text :
+       {std::string(300000, ' ') + "x", std::string(300000, '\n'), std::string(300000, '7'),
+        std::string(300000, 'a'), std::string(100000, ' ') + std::string(100000, '\n') + "y"}) {
     EXPECT_TRUE(qwen.encode(text, &ids).ok()) << text.size();
   }
 }
 
 TEST(Tokenizer, MalformedFilesAreRefusedByName) {
-  const std::string good = testing::read_text(std::string(HANPU_FIXTURES_DIR) + "/models/qwen35-tiny/tokenizer.json");
+  const std::string good =
+      testing::read_text(std::string(HANPU_FIXTURES_DIR) + "/models/qwen35-tiny/tokenizer.json");
   auto j = nlohmann::json::parse(good);
   struct Case {
     const char* what;
@@ -253,10 +271,21 @@ TEST(Tokenizer, MalformedFilesAreRefusedByName) {
   };
   const std::vector<Case> cases = {
       {"not BPE", [](auto& t) { t["model"]["type"] = "WordPiece"; }, "BPE only"},
-      {"merge of unknown token", [](auto& t) { t["model"]["merges"].push_back({"zzz", "qqq"}); }, "missing from the vocab"},
-      {"bad regex", [](auto& t) { t["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(["; }, "does not compile"},
-      {"other normaliser", [](auto& t) { t["normalizer"] = {{"type", "Lowercase"}}; }, "normalizer"},
-      {"missing byte token", [](auto& t) { t["model"]["vocab"].erase("!"); }, "missing from the vocab|lacks the byte-level"},
+      {"merge of unknown token",
+       [](auto& t) {
+         t["model"]["merges"].push_back({"zzz", "qqq"});
+       },
+       "missing from the vocab"},
+      {"bad regex",
+       [](auto& t) { t["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(["; },
+       "does not compile"},
+      {"other normaliser",
+       [](auto& t) {
+         t["normalizer"] = {{"type", "Lowercase"}};
+       },
+       "normalizer"},
+      {"missing byte token", [](auto& t) { t["model"]["vocab"].erase("!"); },
+       "missing from the vocab|lacks the byte-level"},
       {"negative id", [](auto& t) { t["model"]["vocab"]["!"] = -3; }, "vocab id"},
       {"no model", [](auto& t) { t.erase("model"); }, "no \"model\""},
   };
@@ -266,7 +295,8 @@ TEST(Tokenizer, MalformedFilesAreRefusedByName) {
     Tokenizer tok;
     const Status st = Tokenizer::parse(edited.dump(), "tok.json", &tok);
     ASSERT_FALSE(st.ok()) << c.what;
-    EXPECT_TRUE(std::regex_search(st.message(), std::regex(c.expect))) << c.what << ": " << st.message();
+    EXPECT_TRUE(std::regex_search(st.message(), std::regex(c.expect)))
+        << c.what << ": " << st.message();
   }
   Tokenizer tok;
   const Status st = Tokenizer::parse(good.substr(0, good.size() / 2), "tok.json", &tok);

@@ -9,8 +9,8 @@
 namespace hanpu::npu {
 namespace {
 
-Event ev(int queue, double cycles, std::vector<int64_t> deps = {}, int epoch = 0, int64_t shared = 0,
-         double latency = 0) {
+Event ev(int queue, double cycles, std::vector<int64_t> deps = {}, int epoch = 0,
+         int64_t shared = 0, double latency = 0) {
   Event e;
   e.queue = queue;
   e.cycles = cycles;

@@ -46,7 +46,8 @@ Data make(int64_t T, int H, uint64_t seed) {
     t->resize(count);
     for (auto& x : *t) x = f32_to_bf16_bits(n(rng));
   }
-  d.o.assign(count, std::numeric_limits<float>::quiet_NaN());  // poisoned: every row must be written
+  d.o.assign(count,
+             std::numeric_limits<float>::quiet_NaN());  // poisoned: every row must be written
   return d;
 }
 
@@ -146,14 +147,16 @@ TEST(NpuAttn, ADesignNeedingMorePortsThanTheArrayHasIsRefused) {
   std::string json = text.str();
   const std::string from = "\"mem_tile\": {\"bytes\": 524288, \"dma_in\": 6, \"dma_out\": 6}";
   ASSERT_NE(json.find(from), std::string::npos);
-  json.replace(json.find(from), from.size(), "\"mem_tile\": {\"bytes\": 524288, \"dma_in\": 3, \"dma_out\": 3}");
+  json.replace(json.find(from), from.size(),
+               "\"mem_tile\": {\"bytes\": 524288, \"dma_in\": 3, \"dma_out\": 3}");
   const std::string path = testing::TempDir() + "xdna2-few-ports.json";
   std::ofstream(path) << json;
   Data d = make(128, 1, 3);
   const Status st = npu_attn_prefill(d.args(AttnMask::kCausal), {.target = path}, nullptr);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("DMA channels"), std::string::npos) << st.message();
-  EXPECT_NE(st.message().find("mem tile (2, 1) needs 4 of its 3"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("mem tile (2, 1) needs 4 of its 3"), std::string::npos)
+      << st.message();
   for (float x : d.o) ASSERT_TRUE(std::isnan(x));  // nothing written
 }
 
@@ -194,17 +197,21 @@ TEST(NpuAttn, DatoIsCorrectAndSteelBeatsItOnXdna1) {
   ASSERT_TRUE(npu_attn_prefill(a, {.target = "xdna1", .variant = "steel"}, &steel).ok());
   ASSERT_TRUE(npu_attn_prefill(a, {.target = "xdna1", .variant = "dato"}, &dato).ok());
   EXPECT_LT(2 * steel.latency_ms, dato.latency_ms);
-  EXPECT_NEAR(dato.macs, 2.0 * 2 * 1024 * 1024 * 64, 1);  // nothing skipped: every chunk, both products
-  EXPECT_EQ(dato.busy_tiles, 16);                        // four columns of four stages
+  EXPECT_NEAR(dato.macs, 2.0 * 2 * 1024 * 1024 * 64,
+              1);                  // nothing skipped: every chunk, both products
+  EXPECT_EQ(dato.busy_tiles, 16);  // four columns of four stages
 }
 
 TEST(NpuAttn, BadCallsAreNamed) {
   Data d = make(64, 1, 9);
   AttnArgs a = d.args(AttnMask::kCausal);
-  const auto err = [&](const AttnArgs& x, const NpuAttnOptions& o) { return npu_attn_prefill(x, o, nullptr).message(); };
+  const auto err = [&](const AttnArgs& x, const NpuAttnOptions& o) {
+    return npu_attn_prefill(x, o, nullptr).message();
+  };
   EXPECT_NE(err(a, {.placement = "random"}).find("unknown placement 'random'"), std::string::npos);
-  EXPECT_NE(err(a, {.variant = "flash"}).find("unknown variant 'flash' (one of: steel, dato, layer)"),
-            std::string::npos);
+  EXPECT_NE(
+      err(a, {.variant = "flash"}).find("unknown variant 'flash' (one of: steel, dato, layer)"),
+      std::string::npos);
   EXPECT_NE(err(a, {.target = "ascend-310p"}).find("kind must be \"spatial\""), std::string::npos);
   AttnArgs sliding = a;
   sliding.mask = AttnMask::kSliding;
@@ -217,7 +224,8 @@ TEST(NpuAttn, BadCallsAreNamed) {
   EXPECT_NE(err(w, {}).find("D = 128"), std::string::npos);
   // A program too long to hold in memory is refused before anything runs.
   Data big = make(131072, 1, 1);
-  EXPECT_NE(err(big.args(AttnMask::kCausal), {}).find("would record ~101 M events"), std::string::npos)
+  EXPECT_NE(err(big.args(AttnMask::kCausal), {}).find("would record ~101 M events"),
+            std::string::npos)
       << err(big.args(AttnMask::kCausal), {});
   AttnArgs mismatch = a;
   mismatch.k.shape = {32, 1, 64};

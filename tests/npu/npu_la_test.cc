@@ -117,7 +117,8 @@ TEST(NpuTraffic, FusedKernelMovesExactlyTheCompulsoryBytes) {
   NpuLaStats st;
   ASSERT_TRUE(npu_la_prefill(d.args(), {}, &st).ok());
   EXPECT_EQ(st.gm_bytes(), compulsory_bytes(2048, 10, 128, 128));
-  EXPECT_NEAR(static_cast<double>(st.gm_bytes()) / (1 << 20), 21.41, 0.005);  // HA-NPU Figure 4 (GDN)
+  EXPECT_NEAR(static_cast<double>(st.gm_bytes()) / (1 << 20), 21.41,
+              0.005);  // HA-NPU Figure 4 (GDN)
   EXPECT_EQ(st.spill_bytes, 0);
   EXPECT_EQ(st.launches, 1);
 }
@@ -128,8 +129,10 @@ TEST(NpuTraffic, FusedKdaKernelMovesExactlyTheCompulsoryBytes) {
   const Status s = npu_la_prefill(d.args(), {}, &st);
   ASSERT_TRUE(s.ok()) << s.message();
   // KDA's gate is per key channel: g is [T, H, K] fp32.
-  EXPECT_EQ(st.gm_bytes(), compulsory_bytes(2048, 10, 128, 128) - 2048 * 10 * 4 + int64_t{2048} * 10 * 128 * 4);
-  EXPECT_NEAR(static_cast<double>(st.gm_bytes()) / (1 << 20), 31.33, 0.005);  // HA-NPU Figure 4 (KDA)
+  EXPECT_EQ(st.gm_bytes(),
+            compulsory_bytes(2048, 10, 128, 128) - 2048 * 10 * 4 + int64_t{2048} * 10 * 128 * 4);
+  EXPECT_NEAR(static_cast<double>(st.gm_bytes()) / (1 << 20), 31.33,
+              0.005);  // HA-NPU Figure 4 (KDA)
   EXPECT_EQ(st.spill_bytes, 0);
 }
 
@@ -167,8 +170,9 @@ TEST(NpuSchedule, ExtremeTailsRunChunkHeadChunk) {
   ASSERT_TRUE(npu_la_prefill(kd.args(), {.variant = "hanpu"}, &fused).ok());
   ASSERT_TRUE(npu_la_prefill(kd.args(), {.variant = "fla-mega"}, &mega).ok());
   EXPECT_EQ(fused.launches, 1);
-  EXPECT_GT(fused.gm_workspace_bytes, 0);            // W, U, h, Vn, Aqk of the chunk-split heads
-  EXPECT_NEAR(fused.latency_ms, mega.latency_ms, 0.02 * mega.latency_ms);  // the same flow, one sync more
+  EXPECT_GT(fused.gm_workspace_bytes, 0);  // W, U, h, Vn, Aqk of the chunk-split heads
+  EXPECT_NEAR(fused.latency_ms, mega.latency_ms,
+              0.02 * mega.latency_ms);  // the same flow, one sync more
   std::string plan;
   ASSERT_TRUE(describe_npu_plan("ascend-310p", LaMech::kKda, 4, 1024, 128, 64, &plan).ok());
   EXPECT_NE(plan.find("4 tail head(s) chunk-split over all cores"), std::string::npos) << plan;
@@ -201,7 +205,9 @@ TEST(NpuAblation, ReorderingAndLayoutPlanEachHelp) {
 
 TEST(NpuErrors, BadCallsAreNamed) {
   LaData d = make_la_data(gdn(40, 2, 32, 32, false, Gates::kMild, 23));
-  const auto err = [&](const NpuLaOptions& o) { return npu_la_prefill(d.args(), o, nullptr).message(); };
+  const auto err = [&](const NpuLaOptions& o) {
+    return npu_la_prefill(d.args(), o, nullptr).message();
+  };
   EXPECT_NE(err({.variant = "nope"}).find("unknown variant 'nope'"), std::string::npos);
   EXPECT_NE(err({.target = "ascend-999"}).find("ascend-999"), std::string::npos);
   EXPECT_NE(err({.chunk_size = 128}).find("chunk_size 128"), std::string::npos);

@@ -28,8 +28,10 @@ TEST(NpuMachine, BuiltInTargetsLoadWithSources) {
 
 TEST(NpuMachine, MalformedFilesAreRefusedByField) {
   NpuMachine m;
-  EXPECT_NE(parse_npu_machine("[1]", "x.json", &m).message().find("x.json: not a JSON object"), std::string::npos);
-  EXPECT_NE(load_npu_machine("/nonexistent.json", &m).message().find("neither a built-in"), std::string::npos);
+  EXPECT_NE(parse_npu_machine("[1]", "x.json", &m).message().find("x.json: not a JSON object"),
+            std::string::npos);
+  EXPECT_NE(load_npu_machine("/nonexistent.json", &m).message().find("neither a built-in"),
+            std::string::npos);
   // A valid file with one field broken at a time.
   NpuMachine ok;
   ASSERT_TRUE(load_npu_machine("ascend-310p", &ok).ok());
@@ -52,17 +54,22 @@ TEST(NpuMachine, MalformedFilesAreRefusedByField) {
     return parse_npu_machine(s, "t.json", &m).message();
   };
   EXPECT_NE(broken("\"cores\": 2", "\"cores\": -2").find("cores must be"), std::string::npos);
-  EXPECT_NE(broken("\"align\": 512}", "\"align\": 500}").find("buffers.L0A: align must be a power of two"),
+  EXPECT_NE(broken("\"align\": 512}", "\"align\": 500}")
+                .find("buffers.L0A: align must be a power of two"),
             std::string::npos);
   EXPECT_NE(broken("\"L1->UB\": 1", "\"L1->XB\": 1").find("L1->UB"), std::string::npos);
-  EXPECT_NE(broken("\"gm_gbps\": \"s\",", "").find("sources.gm_gbps is missing"), std::string::npos);
+  EXPECT_NE(broken("\"gm_gbps\": \"s\",", "").find("sources.gm_gbps is missing"),
+            std::string::npos);
   // Found by the fuzzer: a size far beyond any integer type is refused, not converted.
-  EXPECT_NE(broken("\"bytes\": 1024, \"align\": 32}, \"L0A\"", "\"bytes\": 1e300, \"align\": 32}, \"L0A\"")
+  EXPECT_NE(broken("\"bytes\": 1024, \"align\": 32}, \"L0A\"",
+                   "\"bytes\": 1e300, \"align\": 32}, \"L0A\"")
                 .find("buffers.L1: bytes must be an integer"),
             std::string::npos);
-  EXPECT_NE(broken("\"cores\": 2", "\"cores\": 2.5").find("cores must be an integer"), std::string::npos);
+  EXPECT_NE(broken("\"cores\": 2", "\"cores\": 2.5").find("cores must be an integer"),
+            std::string::npos);
   // Found by the fuzzer in CI: a summary that is not a string threw out of the parser.
-  EXPECT_NE(broken("\"name\": \"t\",", "\"name\": \"t\", \"summary\": 5,").find("t.json: summary must be a string"),
+  EXPECT_NE(broken("\"name\": \"t\",", "\"name\": \"t\", \"summary\": 5,")
+                .find("t.json: summary must be a string"),
             std::string::npos);
 }
 
@@ -80,20 +87,24 @@ TEST(SpatialMachine, BuiltInTargetsLoadWithSources) {
   EXPECT_TRUE(x1.exp_lookup_table);  // XDNA1 has no exp unit
   EXPECT_FALSE(x2.exp_lookup_table);
   EXPECT_EQ(x2.fifo_depth, 2);
-  for (const char* k : {"columns", "clock_ghz", "compute_tile", "mem_tile", "dram_gbps", "energy_pj"}) {
+  for (const char* k :
+       {"columns", "clock_ghz", "compute_tile", "mem_tile", "dram_gbps", "energy_pj"}) {
     EXPECT_FALSE(x2.sources[k].empty()) << k;
   }
   // Each parser refuses the other kind by name rather than misreading it.
   NpuMachine ascend;
   EXPECT_NE(load_npu_machine("xdna2", &ascend).message().find("kind 'spatial'"), std::string::npos);
-  EXPECT_NE(load_spatial_machine("ascend-310p", &x1).message().find("kind must be \"spatial\""), std::string::npos);
-  EXPECT_NE(load_spatial_machine("/nonexistent.json", &x1).message().find("xdna1, xdna2"), std::string::npos);
+  EXPECT_NE(load_spatial_machine("ascend-310p", &x1).message().find("kind must be \"spatial\""),
+            std::string::npos);
+  EXPECT_NE(load_spatial_machine("/nonexistent.json", &x1).message().find("xdna1, xdna2"),
+            std::string::npos);
 }
 
 TEST(SpatialMachine, MalformedFilesAreRefusedByField) {
   SpatialMachine ok;
   ASSERT_TRUE(load_spatial_machine("xdna2", &ok).ok());
-  const std::string base = R"({"name": "t", "kind": "spatial", "columns": 2, "compute_rows": 4, "clock_ghz": 1,
+  const std::string base =
+      R"({"name": "t", "kind": "spatial", "columns": 2, "compute_rows": 4, "clock_ghz": 1,
     "launch_overhead_us": 0,
     "compute_tile": {"local_bytes": 65536, "bf16_macs_per_cycle": 128, "vector_bytes_per_cycle": 64,
                      "exp_per_cycle": 4, "exp_lookup_table": true, "dma_in": 2, "dma_out": 2},
@@ -105,24 +116,31 @@ TEST(SpatialMachine, MalformedFilesAreRefusedByField) {
                 "shim_tile": "s", "stream_bytes_per_cycle": "s", "fifo_depth": "s", "dram_gbps": "s",
                 "energy_pj": "s"}})";
   SpatialMachine m;
-  ASSERT_TRUE(parse_spatial_machine(base, "t.json", &m).ok()) << parse_spatial_machine(base, "t.json", &m).message();
+  ASSERT_TRUE(parse_spatial_machine(base, "t.json", &m).ok())
+      << parse_spatial_machine(base, "t.json", &m).message();
   EXPECT_EQ(m.memtile_ports(), 24);
   const auto broken = [&](const std::string& from, const std::string& to) {
     std::string s = base;
     s.replace(s.find(from), from.size(), to);
     return parse_spatial_machine(s, "t.json", &m).message();
   };
-  EXPECT_NE(broken("\"columns\": 2", "\"columns\": 0").find("t.json: columns must be an integer in [1, 64]"),
+  EXPECT_NE(broken("\"columns\": 2", "\"columns\": 0")
+                .find("t.json: columns must be an integer in [1, 64]"),
             std::string::npos);
-  EXPECT_NE(broken("\"fifo_depth\": 2", "\"fifo_depth\": 1.5").find("fifo_depth must be an integer"),
+  EXPECT_NE(
+      broken("\"fifo_depth\": 2", "\"fifo_depth\": 1.5").find("fifo_depth must be an integer"),
+      std::string::npos);
+  EXPECT_NE(broken("\"exp_lookup_table\": true", "\"exp_lookup_table\": 1")
+                .find("exp_lookup_table must be true or false"),
             std::string::npos);
-  EXPECT_NE(broken("\"exp_lookup_table\": true", "\"exp_lookup_table\": 1").find("exp_lookup_table must be true or false"),
+  EXPECT_NE(
+      broken("\"bytes\": 524288", "\"bytes\": 1e300").find("mem_tile: bytes must be an integer"),
+      std::string::npos);
+  EXPECT_NE(broken("\"dram_gbps\": \"s\",", "").find("sources.dram_gbps is missing"),
             std::string::npos);
-  EXPECT_NE(broken("\"bytes\": 524288", "\"bytes\": 1e300").find("mem_tile: bytes must be an integer"),
-            std::string::npos);
-  EXPECT_NE(broken("\"dram_gbps\": \"s\",", "").find("sources.dram_gbps is missing"), std::string::npos);
-  EXPECT_NE(broken("\"kind\": \"spatial\"", "\"kind\": \"ascend\"").find("kind must be \"spatial\""),
-            std::string::npos);
+  EXPECT_NE(
+      broken("\"kind\": \"spatial\"", "\"kind\": \"ascend\"").find("kind must be \"spatial\""),
+      std::string::npos);
 }
 
 TEST(NpuSim, OverFullBufferIsAnErrorThatNamesIt) {
@@ -130,7 +148,7 @@ TEST(NpuSim, OverFullBufferIsAnErrorThatNamesIt) {
   ASSERT_TRUE(load_npu_machine("ascend-310p", &m).ok());
   NpuSim sim(m);
   Tile *a, *b;
-  ASSERT_TRUE(sim.alloc(3, Buf::kUB, 128, 256, false, Layout::kND, "first", &a).ok());  // 128 KiB
+  ASSERT_TRUE(sim.alloc(3, Buf::kUB, 128, 256, false, Layout::kND, "first", &a).ok());   // 128 KiB
   ASSERT_TRUE(sim.alloc(3, Buf::kUB, 128, 256, false, Layout::kND, "second", &b).ok());  // full
   Tile* c;
   const Status s = sim.alloc(3, Buf::kUB, 1, 8, false, Layout::kND, "third", &c);

@@ -30,12 +30,14 @@ TEST(SpatialSim, ChannelAndMemoryBudgetsAreEnforced) {
   }
   const Status st = sim.fifo("q6", {3, 1}, {{6, 2}}, 8192, 2, &id);
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("fifo 'q6': mem tile (3, 1) needs 7 of its 6 output DMA channels"), std::string::npos)
+  EXPECT_NE(st.message().find("fifo 'q6': mem tile (3, 1) needs 7 of its 6 output DMA channels"),
+            std::string::npos)
       << st.message();
   // A compute tile's 64 KiB: 2 x 8 KiB already held by q0's consumer end.
   EXPECT_TRUE(sim.reserve({0, 2}, 48 * 1024, "scores").ok());
   const Status full = sim.reserve({0, 2}, 1, "one more byte");
-  EXPECT_NE(full.message().find("compute tile (0, 2) cannot hold one more byte"), std::string::npos) << full.message();
+  EXPECT_NE(full.message().find("compute tile (0, 2) cannot hold one more byte"), std::string::npos)
+      << full.message();
   EXPECT_FALSE(sim.fifo("bad", {9, 2}, {{0, 2}}, 64, 2, &id).ok());  // no column 9 on xdna2
 }
 
@@ -94,7 +96,8 @@ TEST(SpatialSim, DramTrafficIsCountedAtTheShimsAndDeadlocksAreRefused) {
   ASSERT_TRUE(stuck.fifo("f", {0, 1}, {{0, 2}}, 64, 2, &f).ok());
   for (int k = 0; k < 3; ++k) stuck.put(f, {});  // object 2 needs object 0 released: never
   const Status st = stuck.finish(&s);
-  EXPECT_NE(st.message().find("consumer 0 never released object 0"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("consumer 0 never released object 0"), std::string::npos)
+      << st.message();
 }
 
 // `n` objects from DRAM through a mem tile to a compute tile that releases each at once.

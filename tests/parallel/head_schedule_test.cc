@@ -9,7 +9,8 @@ namespace hanpu {
 namespace {
 
 // Every (seq, head, column) is covered exactly once.
-void expect_exact_cover(const HeadSchedule& s, const std::vector<int64_t>& lens, int heads, int cols) {
+void expect_exact_cover(const HeadSchedule& s, const std::vector<int64_t>& lens, int heads,
+                        int cols) {
   std::map<std::tuple<int, int, int>, int> count;
   for (const auto& core : s.per_core)
     for (const HeadWork& w : core) {

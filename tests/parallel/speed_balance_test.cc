@@ -25,7 +25,8 @@ TEST(ProportionalCuts, AFasterCoreGetsMore) {
   EXPECT_EQ(cuts({4, 4, 4, 4}, {3, 1}), (std::vector<size_t>{0, 3, 4}));
   EXPECT_EQ(cuts({4, 4, 4, 4}, {1, 3}), (std::vector<size_t>{0, 1, 4}));
   // 16 heads, core 1 at 0.57 of core 0 (44 vs 77 ms for 8 heads): 10 and 6.
-  EXPECT_EQ(cuts(std::vector<int64_t>(16, 1), {1.0, 44.0 / 77.0}), (std::vector<size_t>{0, 10, 16}));
+  EXPECT_EQ(cuts(std::vector<int64_t>(16, 1), {1.0, 44.0 / 77.0}),
+            (std::vector<size_t>{0, 10, 16}));
 }
 
 TEST(ProportionalCuts, ZeroCostItemsAndMoreCoresThanItems) {
@@ -48,7 +49,8 @@ TEST(SpeedBalancer, LearnsWhichCoreIsSlowAndTheRatesCarryToTheNextJob) {
   {
     SpeedBalancer b(pool);
     EXPECT_EQ(b.speeds(), (std::vector<double>{1.0, 1.0}));
-    for (int phase = 0; phase < 6; ++phase) b.record(std::vector<int64_t>{100, 100}, std::vector<double>{10.0, 30.0});
+    for (int phase = 0; phase < 6; ++phase)
+      b.record(std::vector<int64_t>{100, 100}, std::vector<double>{10.0, 30.0});
     EXPECT_GT(b.speeds()[0], 2.5 * b.speeds()[1]);
     const std::vector<size_t> c = b.cuts(std::vector<int64_t>(16, 1));
     EXPECT_GE(c[1], 11u);  // 3 : 1 -> 12 of 16
@@ -66,11 +68,13 @@ TEST(SpeedBalancer, OneOddPhaseMovesTheRateOnlyPartWay) {
   if (!speed_balancing_enabled()) GTEST_SKIP() << "HANPU_BALANCE=0";
   ThreadPool pool(2);
   SpeedBalancer b(pool);
-  b.record(std::vector<int64_t>{100, 100}, std::vector<double>{10.0, 100.0});  // core 1 lost a time slice
-  EXPECT_GT(b.speeds()[1], 0.4);  // not written down to 1/10
+  b.record(std::vector<int64_t>{100, 100},
+           std::vector<double>{10.0, 100.0});  // core 1 lost a time slice
+  EXPECT_GT(b.speeds()[1], 0.4);               // not written down to 1/10
   EXPECT_LT(b.speeds()[1], 1.0);
   // Rates stay bounded, so no core is ever dealt nothing because of a stale estimate.
-  for (int i = 0; i < 50; ++i) b.record(std::vector<int64_t>{1000, 1}, std::vector<double>{1.0, 1000.0});
+  for (int i = 0; i < 50; ++i)
+    b.record(std::vector<int64_t>{1000, 1}, std::vector<double>{1.0, 1000.0});
   EXPECT_GE(b.speeds()[1], 0.125 - 1e-12);
 }
 

@@ -77,7 +77,8 @@ TEST(TilePlacement, ASharedTailTakesTheLightestTilesAndLeavesUniformItsBlocks) {
   double total = 0;
   for (double w : work) total += w * 4;
   for (const bool balanced : {false, true}) {
-    const TilePlacement p = balanced ? place_tiles_balanced(4, work, 2, {}, 0.1) : place_tiles_uniform(4, work, 2, {}, 0.1);
+    const TilePlacement p = balanced ? place_tiles_balanced(4, work, 2, {}, 0.1)
+                                     : place_tiles_uniform(4, work, 2, {}, 0.1);
     std::set<std::pair<int, int>> seen;
     for (const auto& core : p.per_core) {
       for (const TileUnit& u : core) EXPECT_TRUE(seen.insert({u.head, u.tile}).second);

@@ -16,7 +16,7 @@ TEST(Reorder, HalvesTheStateVersionsAndFitsTheBuffer) {
   EXPECT_TRUE(order_is_legal(ha));
   EXPECT_EQ(max_live_state_versions(fla), 2);
   EXPECT_EQ(max_live_state_versions(ha), 1);
-  EXPECT_GT(peak_live_bytes(fla), 256 * 1024);   // the paper: 244 KiB + a 64 KiB state > 256 KiB
+  EXPECT_GT(peak_live_bytes(fla), 256 * 1024);  // the paper: 244 KiB + a 64 KiB state > 256 KiB
   EXPECT_LE(peak_live_bytes(ha), 256 * 1024);
   EXPECT_LT(peak_live_bytes(ha), peak_live_bytes(fla));
   // The GEMM-first group reads K, Q and S0 before the inverse.
@@ -60,7 +60,8 @@ TEST(PartCost, KdaRepeatsMoreWorkPerPartThanGdn) {
   const TargetDesc t;
   const LayoutPlan p = plan_layouts(64, 128, 128, t);
   for (bool kda : {false, true}) {
-    EXPECT_LT(chunk_part_cycles(kda, 64, 128, 16, p, t), chunk_part_cycles(kda, 64, 128, 128, p, t));
+    EXPECT_LT(chunk_part_cycles(kda, 64, 128, 16, p, t),
+              chunk_part_cycles(kda, 64, 128, 128, p, t));
   }
   // The share of a whole head's work that a 16-column part still does.
   const auto fixed_share = [&](bool kda) {
@@ -136,7 +137,9 @@ void expect_complete(const CoreSchedule& s, int H, int V) {
 TEST(Schedule, AFixedShareOfEveryPartDecidesHowFarTheTailIsSplit) {
   // Work every part repeats (the inverse, KDA's intra-chunk products) as a share f of a
   // whole head's cost: the even split wins when f is small, whole tail heads when it is large.
-  const auto with_fixed = [](double f) { return PartCost([f](int w) { return f + (1 - f) * w / 128.0; }); };
+  const auto with_fixed = [](double f) {
+    return PartCost([f](int w) { return f + (1 - f) * w / 128.0; });
+  };
   const CoreSchedule small = schedule_heads(16, 128, 10, 16, with_fixed(0.05));
   EXPECT_EQ(small.split_heads, 6);
   EXPECT_LT(small.makespan, 2.0);
@@ -165,7 +168,8 @@ TEST(Schedule, ChunkSplitTailLeavesTheCoreLists) {
     ASSERT_EQ(s.per_core[c].size(), 1u);
     EXPECT_EQ(s.per_core[c][0].head, c);
   }
-  EXPECT_NE(s.describe().find("then all cores, chunk-head-chunk: h10 h11 h12 h13 h14 h15"), std::string::npos);
+  EXPECT_NE(s.describe().find("then all cores, chunk-head-chunk: h10 h11 h12 h13 h14 h15"),
+            std::string::npos);
 }
 
 }  // namespace

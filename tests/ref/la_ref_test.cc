@@ -21,18 +21,35 @@ TEST_P(RefAgreement, ChunkedEqualsRecurrentInFloat64) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, RefAgreement,
-    ::testing::Values(LaCase{.mech = LaMech::kGdn, .seq_lens = {100}, .H = 1, .HV = 2, .K = 16, .V = 8},
-                      LaCase{.mech = LaMech::kKda, .seq_lens = {100}, .H = 1, .HV = 2, .K = 16, .V = 8},
-                      LaCase{.mech = LaMech::kGdn, .seq_lens = {7, 70}, .H = 2, .HV = 2, .K = 8, .V = 12,
-                             .gates = Gates::kStrong},
-                      LaCase{.mech = LaMech::kKda, .seq_lens = {70, 1}, .H = 1, .HV = 1, .K = 8, .V = 8,
-                             .gates = Gates::kStrong},
-                      LaCase{.mech = LaMech::kKda, .seq_lens = {90}, .H = 1, .HV = 1, .K = 8, .V = 8,
-                             .l2norm_in_kernel = true}));
+    ::testing::Values(
+        LaCase{.mech = LaMech::kGdn, .seq_lens = {100}, .H = 1, .HV = 2, .K = 16, .V = 8},
+        LaCase{.mech = LaMech::kKda, .seq_lens = {100}, .H = 1, .HV = 2, .K = 16, .V = 8},
+        LaCase{.mech = LaMech::kGdn,
+               .seq_lens = {7, 70},
+               .H = 2,
+               .HV = 2,
+               .K = 8,
+               .V = 12,
+               .gates = Gates::kStrong},
+        LaCase{.mech = LaMech::kKda,
+               .seq_lens = {70, 1},
+               .H = 1,
+               .HV = 1,
+               .K = 8,
+               .V = 8,
+               .gates = Gates::kStrong},
+        LaCase{.mech = LaMech::kKda,
+               .seq_lens = {90},
+               .H = 1,
+               .HV = 1,
+               .K = 8,
+               .V = 8,
+               .l2norm_in_kernel = true}));
 
 TEST(RefRecurrent, OneTokenByHand) {
   // S0 = 0, one token: S = beta k v^T, o = scale (q . k) beta v.
-  LaData d = make_la_data({.seq_lens = {1}, .H = 1, .HV = 1, .K = 4, .V = 3, .initial_state = false});
+  LaData d =
+      make_la_data({.seq_lens = {1}, .H = 1, .HV = 1, .K = 4, .V = 3, .initial_state = false});
   const ref::LaRefResult r = ref::la_recurrent(d.args());
   const float* q = reinterpret_cast<const float*>(d.q.data());
   const float* k = reinterpret_cast<const float*>(d.k.data());

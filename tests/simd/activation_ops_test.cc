@@ -17,7 +17,8 @@ TEST(ActivationOps, SiluMulMatchesDouble) {
   Rng rng(3);
   for (size_t n : {1u, 7u, 16u, 33u, 1000u}) {
     std::vector<float> g(n), u(n), out(n, NAN);
-    for (size_t i = 0; i < n; ++i) g[i] = static_cast<float>(rng.uniform(-30, 30)), u[i] = static_cast<float>(rng.normal());
+    for (size_t i = 0; i < n; ++i)
+      g[i] = static_cast<float>(rng.uniform(-30, 30)), u[i] = static_cast<float>(rng.normal());
     silu_mul(g.data(), u.data(), out.data(), n);
     for (size_t i = 0; i < n; ++i) {
       const double want = silu(g[i]) * u[i];
@@ -32,7 +33,8 @@ TEST(ActivationOps, CausalConvSiluMatchesDouble) {
     for (int C : {1, 17, 64, 100}) {
       const int64_t T = 13;
       const int hist = kc - 1, ld_in = C + 3, ld_out = C + 5;
-      std::vector<float> in((hist + T) * ld_in), w(static_cast<size_t>(kc) * C), out(T * ld_out, NAN);
+      std::vector<float> in((hist + T) * ld_in), w(static_cast<size_t>(kc) * C),
+          out(T * ld_out, NAN);
       for (float& x : in) x = static_cast<float>(rng.normal());
       for (float& x : w) x = static_cast<float>(rng.normal() * 0.5);
       const int c0 = C > 3 ? 3 : 0, c1 = C;  // a channel range not starting at 0
@@ -45,8 +47,10 @@ TEST(ActivationOps, CausalConvSiluMatchesDouble) {
             continue;
           }
           double acc = 0;
-          for (int j = 0; j < kc; ++j) acc += static_cast<double>(w[j * C + c]) * in[(t + j) * ld_in + c];
-          ASSERT_NEAR(got, silu(acc), 1e-5 * (1 + std::abs(acc))) << "kc=" << kc << " C=" << C << " t=" << t;
+          for (int j = 0; j < kc; ++j)
+            acc += static_cast<double>(w[j * C + c]) * in[(t + j) * ld_in + c];
+          ASSERT_NEAR(got, silu(acc), 1e-5 * (1 + std::abs(acc)))
+              << "kc=" << kc << " C=" << C << " t=" << t;
         }
       }
     }

@@ -25,7 +25,8 @@ class AttnBf16Dot : public ::testing::Test {
 };
 
 uint32_t pair_of(float lo, float hi) {
-  return static_cast<uint32_t>(f32_to_bf16_bits(lo)) | static_cast<uint32_t>(f32_to_bf16_bits(hi)) << 16;
+  return static_cast<uint32_t>(f32_to_bf16_bits(lo)) | static_cast<uint32_t>(f32_to_bf16_bits(hi))
+                                                           << 16;
 }
 float lo_of(uint32_t w) { return bf16_bits_to_f32(static_cast<uint16_t>(w & 0xffffu)); }
 float hi_of(uint32_t w) { return bf16_bits_to_f32(static_cast<uint16_t>(w >> 16)); }
@@ -56,7 +57,8 @@ TEST_F(AttnBf16Dot, PackersRoundEachValueToNearestEven) {
     pack_bf16_pairs_transposed(x.data(), ldx, rows, n, s, out.data(), ldo);
     for (int q = 0; q < n / 2; ++q) {
       for (int r = 0; r < ldo; ++r) {
-        const uint32_t want = r < rows ? pair_of(s * x[r * ldx + 2 * q], s * x[r * ldx + 2 * q + 1]) : 0xdeadbeef;
+        const uint32_t want =
+            r < rows ? pair_of(s * x[r * ldx + 2 * q], s * x[r * ldx + 2 * q + 1]) : 0xdeadbeef;
         ASSERT_EQ(out[q * ldo + r], want) << rows << "x" << n << " q " << q << " r " << r;
       }
     }
@@ -79,8 +81,8 @@ void check_gemm(int M, int N, int kp, int mode, Rng& rng) {
     }
   }
   const std::vector<float> before = c;
-  gemm_bf16_dot_pairs(M, N, kp, a.data(), lda, b.data(), ldb, c.data(), ldc, mode == 2 ? scale.data() : nullptr,
-                      mode == 1);
+  gemm_bf16_dot_pairs(M, N, kp, a.data(), lda, b.data(), ldb, c.data(), ldc,
+                      mode == 2 ? scale.data() : nullptr, mode == 1);
   for (int i = 0; i < M; ++i) {
     for (int64_t j = 0; j < ldc; ++j) {
       const float got = c[i * ldc + j];
@@ -88,7 +90,9 @@ void check_gemm(int M, int N, int kp, int mode, Rng& rng) {
         ASSERT_TRUE(std::isnan(got)) << "wrote C[" << i << "][" << j << "] past N " << N;
         continue;
       }
-      double want = mode == 0 ? 0.0 : mode == 1 ? before[i * ldc + j] : double{scale[i]} * before[i * ldc + j];
+      double want = mode == 0   ? 0.0
+                    : mode == 1 ? before[i * ldc + j]
+                                : double{scale[i]} * before[i * ldc + j];
       double mag = std::abs(want);
       for (int q = 0; q < kp; ++q) {
         const uint32_t x = a[q * lda + i], w = b[q * ldb + j];
@@ -96,8 +100,8 @@ void check_gemm(int M, int N, int kp, int mode, Rng& rng) {
         want += t;
         mag += std::abs(t);
       }
-      ASSERT_NEAR(got, want, 1e-6 * mag + 1e-30) << M << "x" << N << " kp " << kp << " mode " << mode << " at " << i
-                                                  << "," << j;
+      ASSERT_NEAR(got, want, 1e-6 * mag + 1e-30)
+          << M << "x" << N << " kp " << kp << " mode " << mode << " at " << i << "," << j;
     }
   }
   EXPECT_TRUE(std::isnan(c.back())) << "wrote past C";
@@ -106,8 +110,9 @@ void check_gemm(int M, int N, int kp, int mode, Rng& rng) {
 TEST_F(AttnBf16Dot, PairsGemmMatchesDoubleInEveryStoreMode) {
   Rng rng(5);
   for (int mode : {0, 1, 2}) {
-    for (auto [M, N, kp] : {std::array{1, 1, 1}, std::array{12, 32, 8}, std::array{13, 33, 5}, std::array{64, 128, 128},
-                            std::array{25, 16, 32}, std::array{7, 47, 3}, std::array{32, 256, 32}, std::array{3, 80, 0}}) {
+    for (auto [M, N, kp] : {std::array{1, 1, 1}, std::array{12, 32, 8}, std::array{13, 33, 5},
+                            std::array{64, 128, 128}, std::array{25, 16, 32}, std::array{7, 47, 3},
+                            std::array{32, 256, 32}, std::array{3, 80, 0}}) {
       check_gemm(M, N, kp, mode, rng);
     }
   }

@@ -11,8 +11,10 @@ namespace hanpu::simd {
 namespace {
 
 TEST(ReadStreams, SumsEveryElementOnce) {
-  for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{63}, size_t{64}, size_t{129}, size_t{1000}, size_t{4099}}) {
-    // Small integers: every partial sum is exact in fp32, so any element missed or read twice shows.
+  for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{63}, size_t{64}, size_t{129},
+                   size_t{1000}, size_t{4099}}) {
+    // Small integers: every partial sum is exact in fp32, so any element missed or read twice
+    // shows.
     std::vector<float> x(n);
     double want = 0;
     for (size_t i = 0; i < n; ++i) {

@@ -69,20 +69,24 @@ TEST_P(GemmFewRows, TransposedBMatchesFloat64ForEveryDtype) {
     std::vector<float> a(static_cast<size_t>(M) * lda);
     for (float& x : a) x = static_cast<float>(rng.normal());
     std::vector<uint8_t> b(static_cast<size_t>(N) * ldb * dtype_size(bt));
-    for (size_t i = 0; i < static_cast<size_t>(N) * ldb; ++i) store_from_f32(b.data(), bt, i, static_cast<float>(rng.normal()));
+    for (size_t i = 0; i < static_cast<size_t>(N) * ldb; ++i)
+      store_from_f32(b.data(), bt, i, static_cast<float>(rng.normal()));
     std::vector<float> c(static_cast<size_t>(M) * ldc, std::numeric_limits<float>::quiet_NaN());
     simd::gemm_few_rows_bt(M, N, Kd, a.data(), lda, b.data(), bt, ldb, c.data(), ldc);
     for (int i = 0; i < M; ++i) {
       for (int j = 0; j < N; ++j) {
         double want = 0.0, mag = 0.0;
         for (int p = 0; p < Kd; ++p) {
-          const double t = double(a[i * lda + p]) * load_as_f32(b.data(), bt, static_cast<size_t>(j) * ldb + p);
+          const double t =
+              double(a[i * lda + p]) * load_as_f32(b.data(), bt, static_cast<size_t>(j) * ldb + p);
           want += t;
           mag += std::abs(t);
         }
-        ASSERT_NEAR(c[i * ldc + j], want, 4e-7 * (Kd + 2) * mag + 1e-30) << dtype_name(bt) << " i=" << i << " j=" << j;
+        ASSERT_NEAR(c[i * ldc + j], want, 4e-7 * (Kd + 2) * mag + 1e-30)
+            << dtype_name(bt) << " i=" << i << " j=" << j;
       }
-      for (int j = N; j < ldc; ++j) ASSERT_TRUE(std::isnan(c[i * ldc + j])) << "padding written, row " << i;
+      for (int j = N; j < ldc; ++j)
+        ASSERT_TRUE(std::isnan(c[i * ldc + j])) << "padding written, row " << i;
     }
   }
 }
@@ -98,18 +102,24 @@ TEST_P(GemmFewRows, RowsToFetchChangeNoResult) {
     for (float& x : a) x = static_cast<float>(rng.normal());
     const size_t b_elems = static_cast<size_t>(std::max(N, Kd)) * ldb;
     std::vector<uint8_t> b(b_elems * dtype_size(bt)), other(3 * b.size() + 4096);
-    for (size_t i = 0; i < b_elems; ++i) store_from_f32(b.data(), bt, i, static_cast<float>(rng.normal()));
+    for (size_t i = 0; i < b_elems; ++i)
+      store_from_f32(b.data(), bt, i, static_cast<float>(rng.normal()));
     std::vector<float> beta(M);
     for (float& x : beta) x = static_cast<float>(rng.uniform());
     for (int64_t rows : {int64_t{0}, int64_t{1}, int64_t{3}, int64_t{40}}) {
-      const simd::RowsToFetch fetch{other.data() + 7, static_cast<ptrdiff_t>(other.size() / 41), 200, rows};
+      const simd::RowsToFetch fetch{other.data() + 7, static_cast<ptrdiff_t>(other.size() / 41),
+                                    200, rows};
       std::vector<float> plain(static_cast<size_t>(M) * ldc), hinted(plain.size());
-      for (size_t i = 0; i < plain.size(); ++i) plain[i] = hinted[i] = static_cast<float>(rng.normal());
-      simd::gemm_few_rows(M, N, Kd, a.data(), lda, b.data(), bt, ldb, plain.data(), ldc, beta.data());
-      simd::gemm_few_rows(M, N, Kd, a.data(), lda, b.data(), bt, ldb, hinted.data(), ldc, beta.data(), &fetch);
+      for (size_t i = 0; i < plain.size(); ++i)
+        plain[i] = hinted[i] = static_cast<float>(rng.normal());
+      simd::gemm_few_rows(M, N, Kd, a.data(), lda, b.data(), bt, ldb, plain.data(), ldc,
+                          beta.data());
+      simd::gemm_few_rows(M, N, Kd, a.data(), lda, b.data(), bt, ldb, hinted.data(), ldc,
+                          beta.data(), &fetch);
       ASSERT_EQ(plain, hinted) << dtype_name(bt) << " rows=" << rows;
       simd::gemm_few_rows_bt(M, N, Kd, a.data(), lda, b.data(), bt, ldb, plain.data(), ldc);
-      simd::gemm_few_rows_bt(M, N, Kd, a.data(), lda, b.data(), bt, ldb, hinted.data(), ldc, &fetch);
+      simd::gemm_few_rows_bt(M, N, Kd, a.data(), lda, b.data(), bt, ldb, hinted.data(), ldc,
+                             &fetch);
       ASSERT_EQ(plain, hinted) << dtype_name(bt) << " bt rows=" << rows;
     }
   }

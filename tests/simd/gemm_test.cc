@@ -11,7 +11,9 @@
 namespace hanpu {
 namespace {
 
-struct Shape3 { int M, N, K; };
+struct Shape3 {
+  int M, N, K;
+};
 
 class Gemm : public ::testing::TestWithParam<Shape3> {};
 
@@ -23,14 +25,17 @@ TEST_P(Gemm, MatchesFloat64ForEveryLayoutAndMode) {
       const bool acc = beta != 0.0f;
       for (auto fn : {&simd::gemm, &simd::gemm_repacking}) {
         const int lda = trans_a ? M + 3 : Kd + 2, ldb = N + 5, ldc = N + 1;
-        std::vector<float> a(static_cast<size_t>(trans_a ? Kd : M) * lda), b(static_cast<size_t>(Kd) * ldb);
+        std::vector<float> a(static_cast<size_t>(trans_a ? Kd : M) * lda),
+            b(static_cast<size_t>(Kd) * ldb);
         for (float& x : a) x = static_cast<float>(rng.normal());
         for (float& x : b) x = static_cast<float>(rng.normal());
         std::vector<float> c(static_cast<size_t>(M) * ldc);
-        for (float& x : c) x = acc ? static_cast<float>(rng.normal()) : std::numeric_limits<float>::quiet_NaN();
+        for (float& x : c)
+          x = acc ? static_cast<float>(rng.normal()) : std::numeric_limits<float>::quiet_NaN();
         const std::vector<float> c0 = c;
         const float alpha = -0.75f;
-        const simd::MatA A = trans_a ? simd::transposed(a.data(), lda) : simd::row_major(a.data(), lda);
+        const simd::MatA A =
+            trans_a ? simd::transposed(a.data(), lda) : simd::row_major(a.data(), lda);
         fn(M, N, Kd, A, b.data(), ldb, c.data(), ldc, alpha, beta);
         for (int i = 0; i < M; ++i)
           for (int j = 0; j < N; ++j) {
@@ -57,8 +62,8 @@ TEST_P(Gemm, MatchesFloat64ForEveryLayoutAndMode) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, Gemm,
                          ::testing::Values(Shape3{1, 1, 1}, Shape3{7, 13, 5}, Shape3{64, 64, 128},
-                                           Shape3{17, 100, 64}, Shape3{128, 33, 63}, Shape3{9, 257, 3},
-                                           Shape3{65, 128, 0}));
+                                           Shape3{17, 100, 64}, Shape3{128, 33, 63},
+                                           Shape3{9, 257, 3}, Shape3{65, 128, 0}));
 
 }  // namespace
 }  // namespace hanpu

@@ -48,7 +48,8 @@ TEST(SoftmaxOps, OnlineColumnsOverTilesEqualsOneSoftmax) {
   std::vector<double> m_prev(n, -HUGE_VAL);
   const int split = 19;
   simd::online_softmax_columns(s.data(), lds, split, n, m.data(), l.data(), alpha.data());
-  simd::online_softmax_columns(s.data() + split * lds, lds, rows - split, n, m.data(), l.data(), alpha.data());
+  simd::online_softmax_columns(s.data() + split * lds, lds, rows - split, n, m.data(), l.data(),
+                               alpha.data());
   for (int c = 0; c < n; ++c) {
     double mx = -HUGE_VAL, mx1 = -HUGE_VAL;
     for (int p = 0; p < rows; ++p) mx = std::max(mx, double(s0[p * lds + c]));
@@ -75,21 +76,24 @@ TEST(SoftmaxOps, RowSoftmaxAndItsLogSum) {
   for (float v : x0) mx = std::max(mx, double(v));
   for (float v : x0) sum += std::exp2(double(v) - mx);
   EXPECT_NEAR(lse2, mx + std::log2(sum), 1e-5);
-  for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(x[i], std::exp2(double(x0[i]) - mx) / sum, 1e-7);
+  for (size_t i = 0; i < x.size(); ++i)
+    EXPECT_NEAR(x[i], std::exp2(double(x0[i]) - mx) / sum, 1e-7);
   EXPECT_EQ(x[7], 0.0f);
 }
 
 TEST(SoftmaxOps, GemmRowScaledFoldsTheRescaleIntoTheStore) {
   Rng rng(5);
   const int M = 29, N = 70, Kd = 33, ldc = 75;
-  std::vector<float> a(static_cast<size_t>(M) * Kd), b(static_cast<size_t>(Kd) * N), c(static_cast<size_t>(M) * ldc), rb(M);
+  std::vector<float> a(static_cast<size_t>(M) * Kd), b(static_cast<size_t>(Kd) * N),
+      c(static_cast<size_t>(M) * ldc), rb(M);
   for (float& v : a) v = static_cast<float>(rng.normal());
   for (float& v : b) v = static_cast<float>(rng.normal());
   for (float& v : c) v = static_cast<float>(rng.normal());
   for (float& v : rb) v = static_cast<float>(rng.uniform());
   rb[3] = 0.0f;
   const std::vector<float> c0 = c;
-  simd::gemm_row_scaled(M, N, Kd, simd::row_major(a.data(), Kd), b.data(), N, c.data(), ldc, rb.data());
+  simd::gemm_row_scaled(M, N, Kd, simd::row_major(a.data(), Kd), b.data(), N, c.data(), ldc,
+                        rb.data());
   for (int i = 0; i < M; ++i) {
     for (int j = 0; j < N; ++j) {
       double want = double(rb[i]) * c0[i * ldc + j];

@@ -71,7 +71,8 @@ TEST(VecOps, GateLowerGdnMatchesFloat64) {
   for (int c : {1, 5, 16, 17, 40, 64, 128}) {
     for (double max_decay : {0.0, 0.5, 20.0}) {
       const int ld = c + 5;
-      std::vector<float> kk(c * ld), qk(c * ld), L(c * ld, -9.0f), Qm(c * ld, -9.0f), gam(c), beta(c);
+      std::vector<float> kk(c * ld), qk(c * ld), L(c * ld, -9.0f), Qm(c * ld, -9.0f), gam(c),
+          beta(c);
       for (float& x : kk) x = static_cast<float>(rng.normal());
       for (float& x : qk) x = static_cast<float>(rng.normal());
       float acc = 0;
@@ -80,7 +81,8 @@ TEST(VecOps, GateLowerGdnMatchesFloat64) {
         gam[i] = acc;
         beta[i] = static_cast<float>(rng.uniform(0.1, 1));
       }
-      simd::gate_lower_gdn(L.data(), Qm.data(), kk.data(), qk.data(), ld, gam.data(), beta.data(), 0.25f, c, 16);
+      simd::gate_lower_gdn(L.data(), Qm.data(), kk.data(), qk.data(), ld, gam.data(), beta.data(),
+                           0.25f, c, 16);
       for (int i = 0; i < c; ++i)
         for (int j = 0; j < ld; ++j) {
           const double e = j <= i ? std::exp(double(gam[i]) - gam[j]) : 0.0;
@@ -141,7 +143,8 @@ TEST(VecOps, DecayRowsInverseMatchesFloat64) {
         for (int i = 0; i < n; ++i) {
           if (i > 0) f *= a[i * K + ch];
           const double w = k[i * ldx + ch] / f;
-          EXPECT_NEAR(out[i * K + ch], w, 1e-5 * std::abs(w)) << K << " " << n << ": " << i << "," << ch;
+          EXPECT_NEAR(out[i * K + ch], w, 1e-5 * std::abs(w))
+              << K << " " << n << ": " << i << "," << ch;
         }
         want_smallest = std::min(want_smallest, f);
       }
@@ -196,10 +199,12 @@ TEST(VecOps, KdaDiagBlockMatchesFloat64) {
       double lk = 0, lq = 0, mag = 0;
       for (int d = 0; d < K; ++d) {
         double gam = 0;  // Gam_i - Gam_j = sum of g over (j, i]
-        for (int s = j + 1; s <= i; ++s) gam += a[s * K + d] > 0 ? std::log(double(a[s * K + d])) : 0;
+        for (int s = j + 1; s <= i; ++s)
+          gam += a[s * K + d] > 0 ? std::log(double(a[s * K + d])) : 0;
         lk += double(k[i * K + d]) * k[j * K + d] * std::exp(gam);
         lq += double(q[i * K + d]) * k[j * K + d] * std::exp(gam);
-        mag += std::abs(double(q[i * K + d]) * k[j * K + d]) + std::abs(double(k[i * K + d]) * k[j * K + d]);
+        mag += std::abs(double(q[i * K + d]) * k[j * K + d]) +
+               std::abs(double(k[i * K + d]) * k[j * K + d]);
       }
       if (j < i) {
         EXPECT_NEAR(L[i * ld + j], lk, 1e-5 * mag) << i << "," << j;
@@ -269,13 +274,15 @@ TEST(VecOps, RunningDecayProductsMatchFloat64) {
 }
 
 TEST(VecOps, TransposeAndRowOps) {
-  for (auto [rows, cols] : {std::pair{7, 19}, std::pair{64, 128}, std::pair{3, 5}, std::pair{13, 100}}) {
+  for (auto [rows, cols] :
+       {std::pair{7, 19}, std::pair{64, 128}, std::pair{3, 5}, std::pair{13, 100}}) {
     const int lds = cols + 3, ldd = rows + 2;
     std::vector<float> a(rows * lds), t(cols * ldd, -1.0f);
     for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i);
     simd::transpose(a.data(), lds, t.data(), ldd, rows, cols);
     for (int i = 0; i < rows; ++i)
-      for (int j = 0; j < cols; ++j) ASSERT_EQ(t[j * ldd + i], a[i * lds + j]) << rows << "x" << cols;
+      for (int j = 0; j < cols; ++j)
+        ASSERT_EQ(t[j * ldd + i], a[i * lds + j]) << rows << "x" << cols;
     for (int j = 0; j < cols; ++j)
       for (int i = rows; i < ldd; ++i) ASSERT_EQ(t[j * ldd + i], -1.0f) << "wrote past the block";
   }

@@ -65,36 +65,51 @@ struct Row {
 // time_runs over an attention call, keeping the tiles it used.
 Status time_attn(int repeats, int threads, const std::function<Status(AttnStats*)>& call,
                  AttnTiles* used, Timing* tm) {
-  return time_runs(repeats, threads, [&](std::vector<double>& busy, int64_t& extra) {
-    AttnStats stats;
-    const Status st = call(&stats);
-    busy = stats.worker_busy_ms;
-    extra = stats.extra_bytes;
-    *used = stats.tiles;
-    return st;
-  }, tm);
+  return time_runs(
+      repeats, threads,
+      [&](std::vector<double>& busy, int64_t& extra) {
+        AttnStats stats;
+        const Status st = call(&stats);
+        busy = stats.worker_busy_ms;
+        extra = stats.extra_bytes;
+        *used = stats.tiles;
+        return st;
+      },
+      tm);
 }
 
 void print_row(const Row& r, bool json) {
   if (json) {
-    nlohmann::json j = {{"placement", r.placement}, {"T", r.T},       {"Tk", r.Tk},
-                        {"Hq", r.Hq},               {"Hkv", r.Hkv},   {"D", r.D},
-                        {"mask", r.mask},           {"dtype", r.dtype}, {"threads", r.threads},
+    nlohmann::json j = {{"placement", r.placement},
+                        {"T", r.T},
+                        {"Tk", r.Tk},
+                        {"Hq", r.Hq},
+                        {"Hkv", r.Hkv},
+                        {"D", r.D},
+                        {"mask", r.mask},
+                        {"dtype", r.dtype},
+                        {"threads", r.threads},
                         {"products", r.products},
-                        {"median_ms", r.tm.median_ms}, {"gflops", r.gflops}, {"pct_peak", r.pct_peak},
-                        {"imbalance", r.tm.imbalance}, {"extra_bytes", r.tm.extra_bytes},
-                        {"q_tile", r.tiles.q_rows}, {"kv_tile", r.tiles.kv_rows},
-                        {"kv_gbps", r.gbps},        {"peak_gflops", r.tm.peak_gflops},
+                        {"median_ms", r.tm.median_ms},
+                        {"gflops", r.gflops},
+                        {"pct_peak", r.pct_peak},
+                        {"imbalance", r.tm.imbalance},
+                        {"extra_bytes", r.tm.extra_bytes},
+                        {"q_tile", r.tiles.q_rows},
+                        {"kv_tile", r.tiles.kv_rows},
+                        {"kv_gbps", r.gbps},
+                        {"peak_gflops", r.tm.peak_gflops},
                         {"group", r.group}};
     std::printf("%s\n", j.dump().c_str());
   } else {
-    std::printf("%-10s %-7s %-4s %-4s %6lld %6lld %3d %3d %4d %7s %9.2f %8.1f %6.1f%% %6.3f %11s  %s\n",
-                r.placement.c_str(), r.mask.c_str(), r.dtype.c_str(), r.products.c_str(), static_cast<long long>(r.T),
-                static_cast<long long>(r.Tk), r.Hq, r.Hkv, r.D,
-                fmt::format("{}x{}", r.tiles.q_rows, r.tiles.kv_rows).c_str(), r.tm.median_ms, r.gflops,
-                r.pct_peak, r.tm.imbalance, human_bytes(r.tm.extra_bytes).c_str(),
-                r.group == "decode" ? fmt::format("decode, K/V read at {:.1f} GB/s", r.gbps).c_str()
-                                    : r.group.c_str());
+    std::printf(
+        "%-10s %-7s %-4s %-4s %6lld %6lld %3d %3d %4d %7s %9.2f %8.1f %6.1f%% %6.3f %11s  %s\n",
+        r.placement.c_str(), r.mask.c_str(), r.dtype.c_str(), r.products.c_str(),
+        static_cast<long long>(r.T), static_cast<long long>(r.Tk), r.Hq, r.Hkv, r.D,
+        fmt::format("{}x{}", r.tiles.q_rows, r.tiles.kv_rows).c_str(), r.tm.median_ms, r.gflops,
+        r.pct_peak, r.tm.imbalance, human_bytes(r.tm.extra_bytes).c_str(),
+        r.group == "decode" ? fmt::format("decode, K/V read at {:.1f} GB/s", r.gbps).c_str()
+                            : r.group.c_str());
   }
   std::fflush(stdout);
 }
@@ -104,28 +119,46 @@ void print_row(const Row& r, bool json) {
 void add_bench_attn_options(CLI::App& cmd, BenchAttnOptions& o) {
   cmd.add_option("--placement", o.placement, "placements to time (see `hanpu attn placements`)")
       ->capture_default_str();
-  cmd.add_option("--dtype", o.dtype, "storage dtypes of q/k/v/o: f32, f16, bf16")->capture_default_str();
+  cmd.add_option("--dtype", o.dtype, "storage dtypes of q/k/v/o: f32, f16, bf16")
+      ->capture_default_str();
   cmd.add_option("--products", o.products,
-                 "prefill products: auto (bf16 for bf16 keys and values where the CPU has the bf16 dot instruction), "
+                 "prefill products: auto (bf16 for bf16 keys and values where the CPU has the bf16 "
+                 "dot instruction), "
                  "f32, bf16; several: side by side (the prod column: what ran)")
       ->capture_default_str();
   cmd.add_option("--mask", o.mask, "none, causal or sliding")->capture_default_str();
-  cmd.add_option("--window", o.window, "keys per row for --mask sliding")->capture_default_str()->check(token_range(0));
-  cmd.add_option("--seq", o.seq, "query rows T = keys Tk (default: each shape's lengths)")->check(token_range(1));
-  cmd.add_option("--heads", o.heads, "query heads Hq (with --kv-heads and --dim: one custom shape)")->check(shape_range());
-  cmd.add_option("--kv-heads", o.kv_heads, "key/value heads Hkv (0: Hkv = Hq)")->check(shape_range(0));
+  cmd.add_option("--window", o.window, "keys per row for --mask sliding")
+      ->capture_default_str()
+      ->check(token_range(0));
+  cmd.add_option("--seq", o.seq, "query rows T = keys Tk (default: each shape's lengths)")
+      ->check(token_range(1));
+  cmd.add_option("--heads", o.heads, "query heads Hq (with --kv-heads and --dim: one custom shape)")
+      ->check(shape_range());
+  cmd.add_option("--kv-heads", o.kv_heads, "key/value heads Hkv (0: Hkv = Hq)")
+      ->check(shape_range(0));
   cmd.add_option("--dim", o.dim, "head dim D (a multiple of 16, <= 256)")->check(shape_range());
-  cmd.add_option("--decode-len", o.decode_len, "cache lengths L of the decode rows")->capture_default_str()->check(token_range(1));
+  cmd.add_option("--decode-len", o.decode_len, "cache lengths L of the decode rows")
+      ->capture_default_str()
+      ->check(token_range(1));
   cmd.add_flag("!--no-decode", o.decode, "skip the decode rows");
   cmd.add_option("--layer-max-seq", o.layer_max_seq,
                  "longest T the layer baseline runs at (it holds T x T floats per head)")
-      ->capture_default_str()->check(token_range(1));
-  cmd.add_option("--q-tile", o.q_tile, "query rows per tile (0: heuristic); several: each, side by side")->check(shape_range(0))
+      ->capture_default_str()
+      ->check(token_range(1));
+  cmd.add_option("--q-tile", o.q_tile,
+                 "query rows per tile (0: heuristic); several: each, side by side")
+      ->check(shape_range(0))
       ->capture_default_str();
-  cmd.add_option("--kv-tile", o.kv_tile, "key rows per tile (0: heuristic); several: each, side by side")->check(shape_range(0))
+  cmd.add_option("--kv-tile", o.kv_tile,
+                 "key rows per tile (0: heuristic); several: each, side by side")
+      ->check(shape_range(0))
       ->capture_default_str();
-  cmd.add_option("--threads", o.threads, "worker threads (0: HANPU_THREADS or all cores)")->capture_default_str()->check(thread_range());
-  cmd.add_option("--repeats", o.repeats, "timed runs per row (median reported)")->capture_default_str()->check(repeat_range());
+  cmd.add_option("--threads", o.threads, "worker threads (0: HANPU_THREADS or all cores)")
+      ->capture_default_str()
+      ->check(thread_range());
+  cmd.add_option("--repeats", o.repeats, "timed runs per row (median reported)")
+      ->capture_default_str()
+      ->check(repeat_range());
   cmd.add_flag("--json", o.json, "one JSON object per row on stdout (progress on stderr)");
 }
 
@@ -141,14 +174,18 @@ int run_bench_attn(const BenchAttnOptions& o) {
     bool known = false;
     for (const auto& info : attn_placements()) known = known || info.name == p;
     if (!known) {
-      std::fprintf(stderr, "error: --placement '%s' is not one of `hanpu attn placements`\n", p.c_str());
+      std::fprintf(stderr, "error: --placement '%s' is not one of `hanpu attn placements`\n",
+                   p.c_str());
       return 2;
     }
   }
   std::vector<AttnProducts> products;
-  if (!parse_all(o.products, parse_attn_products, "--products", "auto, f32 or bf16", products)) return 2;
-  if (std::count(products.begin(), products.end(), AttnProducts::kBf16) > 0 && !simd::bf16_dot_usable()) {
-    std::fprintf(stderr, "error: --products bf16: this CPU has no bf16 dot instruction (AVX512-BF16), or "
+  if (!parse_all(o.products, parse_attn_products, "--products", "auto, f32 or bf16", products))
+    return 2;
+  if (std::count(products.begin(), products.end(), AttnProducts::kBf16) > 0 &&
+      !simd::bf16_dot_usable()) {
+    std::fprintf(stderr,
+                 "error: --products bf16: this CPU has no bf16 dot instruction (AVX512-BF16), or "
                  "HANPU_BF16_DOT=0\n");
     return 2;
   }
@@ -172,27 +209,39 @@ int run_bench_attn(const BenchAttnOptions& o) {
     const int d = o.dim > 0 ? o.dim : 128;
     shapes.push_back({"custom", hq, hkv, d, o.seq.empty() ? std::vector<long>{4096} : o.seq});
   } else {
-    shapes.push_back({"steel", 32, 32, 64, o.seq.empty() ? std::vector<long>{2048, 4096, 8192, 16384} : o.seq});
-    shapes.push_back({"qwen3.5", 8, 2, 256, o.seq.empty() ? std::vector<long>{512, 1024, 2048, 4096, 8192} : o.seq});
+    shapes.push_back(
+        {"steel", 32, 32, 64, o.seq.empty() ? std::vector<long>{2048, 4096, 8192, 16384} : o.seq});
+    shapes.push_back({"qwen3.5", 8, 2, 256,
+                      o.seq.empty() ? std::vector<long>{512, 1024, 2048, 4096, 8192} : o.seq});
   }
   FILE* info = o.json ? stderr : stdout;
   const FmaPeak peak = print_machine_header(info, o.threads);
   for (const auto& s : shapes) {
-    std::fprintf(info, "# shape %s: Hq %d, Hkv %d, D %d; tiles (query x key rows) by the heuristic: %d x %d "
-                 "(L1d %lld KiB, L2 %lld KiB)\n", s.name.c_str(), s.Hq, s.Hkv, s.D,
-                 attn_tile_plan(s.D, s.Hq / std::max(s.Hkv, 1), machine_l1d_bytes(), machine_l2_bytes()).q_rows,
-                 attn_tile_plan(s.D, s.Hq / std::max(s.Hkv, 1), machine_l1d_bytes(), machine_l2_bytes()).kv_rows,
-                 static_cast<long long>(machine_l1d_bytes() / 1024), static_cast<long long>(machine_l2_bytes() / 1024));
+    std::fprintf(
+        info,
+        "# shape %s: Hq %d, Hkv %d, D %d; tiles (query x key rows) by the heuristic: %d x %d "
+        "(L1d %lld KiB, L2 %lld KiB)\n",
+        s.name.c_str(), s.Hq, s.Hkv, s.D,
+        attn_tile_plan(s.D, s.Hq / std::max(s.Hkv, 1), machine_l1d_bytes(), machine_l2_bytes())
+            .q_rows,
+        attn_tile_plan(s.D, s.Hq / std::max(s.Hkv, 1), machine_l1d_bytes(), machine_l2_bytes())
+            .kv_rows,
+        static_cast<long long>(machine_l1d_bytes() / 1024),
+        static_cast<long long>(machine_l2_bytes() / 1024));
   }
-  std::fprintf(info, "# GFLOP/s count unmasked work only: 4 D Hq per visible (query, key) pair; median of %d "
-               "runs after one warm-up, the placements of a T interleaved (forward, then reverse order, per round); "
-               "%%peak against the FMA peak re-measured after each run (median; rows with bf16 products can pass 100%%: "
-               "the dot instruction does twice an FMA's multiply-adds); layer runs up to T = %ld\n",
-               o.repeats, o.layer_max_seq);
+  std::fprintf(
+      info,
+      "# GFLOP/s count unmasked work only: 4 D Hq per visible (query, key) pair; median of %d "
+      "runs after one warm-up, the placements of a T interleaved (forward, then reverse order, per "
+      "round); "
+      "%%peak against the FMA peak re-measured after each run (median; rows with bf16 products can "
+      "pass 100%%: "
+      "the dot instruction does twice an FMA's multiply-adds); layer runs up to T = %ld\n",
+      o.repeats, o.layer_max_seq);
   if (!o.json) {
-    std::printf("%-10s %-7s %-4s %-4s %6s %6s %3s %3s %4s %7s %9s %8s %7s %6s %11s  %s\n", "placement", "mask",
-                "dtype", "prod", "T", "Tk", "Hq", "Hkv", "D", "tiles", "median_ms", "GFLOP/s", "%peak", "imbal",
-                "extra_mem", "group");
+    std::printf("%-10s %-7s %-4s %-4s %6s %6s %3s %3s %4s %7s %9s %8s %7s %6s %11s  %s\n",
+                "placement", "mask", "dtype", "prod", "T", "Tk", "Hq", "Hkv", "D", "tiles",
+                "median_ms", "GFLOP/s", "%peak", "imbal", "extra_mem", "group");
   }
   std::mt19937 rng(7);
   for (const AttnShape& s : shapes) {
@@ -245,10 +294,11 @@ int run_bench_attn(const BenchAttnOptions& o) {
         if (!time_side_by_side(o.repeats, o.threads, runs, &tms)) return 1;
         for (size_t i = 0; i < variants.size(); ++i) {
           const Timing& tm = tms[i];
-          const double gflops = attn_flops(T, T, s.Hq, s.D, *mask, 0, o.window) / tm.median_ms / 1e6;
-          print_row({variants[i].placement, o.mask, std::string(dtype_name(dt)), bf16_ran[i] ? "bf16" : "f32",
-                     "prefill", T, T, s.Hq, s.Hkv, s.D,
-                     peak.threads, used[i], tm, gflops, 100 * gflops / tm.peak_gflops, 0.0},
+          const double gflops =
+              attn_flops(T, T, s.Hq, s.D, *mask, 0, o.window) / tm.median_ms / 1e6;
+          print_row({variants[i].placement, o.mask, std::string(dtype_name(dt)),
+                     bf16_ran[i] ? "bf16" : "f32", "prefill", T, T, s.Hq, s.Hkv, s.D, peak.threads,
+                     used[i], tm, gflops, 100 * gflops / tm.peak_gflops, 0.0},
                     o.json);
         }
       }
@@ -261,7 +311,8 @@ int run_bench_attn(const BenchAttnOptions& o) {
         b.o.resize(b.q.size());
         b.lse.resize(s.Hq);
         AttnArgs args = make_args(b, dt, 1, L, s, *mask, o.window);
-        args.kv_row_stride = s.D;  // the keys and values laid out as a KvCache holds them: head-major
+        args.kv_row_stride =
+            s.D;  // the keys and values laid out as a KvCache holds them: head-major
         args.kv_head_stride = L * s.D;
         if (o.json) std::fprintf(stderr, "[%s] decode L=%ld\n", s.name.c_str(), L);
         // A decode call takes well under a millisecond at short caches: each timed run is a
@@ -272,24 +323,32 @@ int run_bench_attn(const BenchAttnOptions& o) {
           std::fprintf(stderr, "error: %s\n", st.message().c_str());
           return 1;
         }
-        const double one_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        const double one_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count();
         const int calls = static_cast<int>(std::clamp(20.0 / std::max(one_ms, 1e-3), 1.0, 1000.0));
         AttnTiles used;
         Timing tm;
-        const Status st = time_attn(std::max(o.repeats, 5), o.threads, [&](AttnStats* stats) {
-          for (int c = 0; c < calls; ++c) HANPU_RETURN_IF_ERROR(attn_decode(args, o.threads, stats));
-          return Status::Ok();
-        }, &used, &tm);
+        const Status st = time_attn(
+            std::max(o.repeats, 5), o.threads,
+            [&](AttnStats* stats) {
+              for (int c = 0; c < calls; ++c)
+                HANPU_RETURN_IF_ERROR(attn_decode(args, o.threads, stats));
+              return Status::Ok();
+            },
+            &used, &tm);
         if (!st.ok()) {
           std::fprintf(stderr, "error: %s\n", st.message().c_str());
           return 1;
         }
         tm.median_ms /= calls;
         const double flops = attn_flops(1, L, s.Hq, s.D, *mask, L - 1, o.window);
-        const double kv_bytes = 2.0 * static_cast<double>(L) * s.Hkv * s.D * static_cast<double>(dtype_size(dt));
+        const double kv_bytes =
+            2.0 * static_cast<double>(L) * s.Hkv * s.D * static_cast<double>(dtype_size(dt));
         const double gflops = flops / tm.median_ms / 1e6;
-        print_row({"split-keys", o.mask, std::string(dtype_name(dt)), "f32", "decode", 1, L, s.Hq, s.Hkv, s.D,
-                   peak.threads, used, tm, gflops, 100 * gflops / tm.peak_gflops, kv_bytes / tm.median_ms / 1e6},
+        print_row({"split-keys", o.mask, std::string(dtype_name(dt)), "f32", "decode", 1, L, s.Hq,
+                   s.Hkv, s.D, peak.threads, used, tm, gflops, 100 * gflops / tm.peak_gflops,
+                   kv_bytes / tm.median_ms / 1e6},
                   o.json);
       }
     }

@@ -2,7 +2,6 @@
 // every row prefills a fresh random prompt of T tokens and then decodes decode_tokens more.
 #include "bench_e2e.h"
 
-
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -66,8 +65,10 @@ constexpr size_t kStepProbeBytes = size_t{64} << 20;
 // written, the KV cache read whole (T + k + 1 positions, the step's own appended first) and
 // one position written.
 double step_bytes_with_state(const EngineInfo& ei, size_t kv_dtype_bytes, int64_t T, int k) {
-  const double kv_position = static_cast<double>(ei.kv_values_per_position) * static_cast<double>(kv_dtype_bytes);
-  return static_cast<double>(ei.decode_bytes_per_token) + 2.0 * static_cast<double>(ei.la_state_bytes) +
+  const double kv_position =
+      static_cast<double>(ei.kv_values_per_position) * static_cast<double>(kv_dtype_bytes);
+  return static_cast<double>(ei.decode_bytes_per_token) +
+         2.0 * static_cast<double>(ei.la_state_bytes) +
          kv_position * (static_cast<double>(T + k + 1) + 1);
 }
 
@@ -75,22 +76,30 @@ double step_bytes_with_state(const EngineInfo& ei, size_t kv_dtype_bytes, int64_
 
 void add_bench_e2e_options(CLI::App& cmd, BenchE2eOptions& o) {
   cmd.add_option("-m,--model", o.model,
-                 "synthetic models (qwen3.5-0.8b, qwen3.5-2b, qwen3-next-tiny) or checkpoints (a folder or .gguf)")
+                 "synthetic models (qwen3.5-0.8b, qwen3.5-2b, qwen3-next-tiny) or checkpoints (a "
+                 "folder or .gguf)")
       ->capture_default_str();
   cmd.add_option("--seq", o.seq, "prompt lengths")->capture_default_str()->check(token_range(1));
   cmd.add_option("--la", o.la, "LA strategies")->capture_default_str()->check(la_strategy_names());
   cmd.add_option("--decode-tokens", o.decode_tokens, "tokens decoded after each prefill")
       ->capture_default_str()
       ->check(token_range(0));
-  cmd.add_option("--weights", o.weights, "projections in auto (bf16 for synthetic models, a checkpoint's own dtype), f32, bf16, f16")
+  cmd.add_option("--weights", o.weights,
+                 "projections in auto (bf16 for synthetic models, a checkpoint's own dtype), f32, "
+                 "bf16, f16")
       ->capture_default_str()
       ->check(storage_names());
   cmd.add_option("--kv-cache", o.kv_cache,
-                 "KV-cache dtypes: auto (the weights' dtype), f32, bf16, f16; several are timed alternately")
+                 "KV-cache dtypes: auto (the weights' dtype), f32, bf16, f16; several are timed "
+                 "alternately")
       ->capture_default_str()
       ->check(storage_names());
-  cmd.add_option("-t,--threads", o.threads, "cores (0: all)")->capture_default_str()->check(thread_range());
-  cmd.add_option("--repeats", o.repeats, "runs per row (median)")->capture_default_str()->check(CLI::Range(1, 1000));
+  cmd.add_option("-t,--threads", o.threads, "cores (0: all)")
+      ->capture_default_str()
+      ->check(thread_range());
+  cmd.add_option("--repeats", o.repeats, "runs per row (median)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
   cmd.add_flag("--json", o.json, "one JSON object per row on stdout (progress on stderr)");
 }
 
@@ -114,36 +123,50 @@ int run_bench_e2e(const BenchE2eOptions& o) {
   rss.bank();
   const double start_gbps = measure_memory_read_gbps(o.threads, size_t{256} << 20, 3);
   rss.reset();
-  std::fprintf(info, "# measured DRAM read bandwidth %.1f GB/s now; %%bound: each decode step's rate over the "
-               "bandwidth bound = the rate a %zu MiB read probe run just before that step reads / the weight bytes a "
-               "token reads (all but the embedding table; MoE: the routed share of the experts), median over the "
-               "steps (mem_GB/s: the probes' median); %%all: the same with every byte the step moves, the weights "
-               "plus the LA state (read and written) and the KV cache (read whole, one position written)\n",
-               start_gbps, kStepProbeBytes >> 20);
-  std::fprintf(info, "# prefill of a random prompt of T tokens, then %d decoded tokens (greedy); median of %d; "
-               "peak RSS is the process's, so far\n", o.decode_tokens, o.repeats);
+  std::fprintf(
+      info,
+      "# measured DRAM read bandwidth %.1f GB/s now; %%bound: each decode step's rate over the "
+      "bandwidth bound = the rate a %zu MiB read probe run just before that step reads / the "
+      "weight bytes a "
+      "token reads (all but the embedding table; MoE: the routed share of the experts), median "
+      "over the "
+      "steps (mem_GB/s: the probes' median); %%all: the same with every byte the step moves, the "
+      "weights "
+      "plus the LA state (read and written) and the KV cache (read whole, one position written)\n",
+      start_gbps, kStepProbeBytes >> 20);
+  std::fprintf(
+      info,
+      "# prefill of a random prompt of T tokens, then %d decoded tokens (greedy); median of %d; "
+      "peak RSS is the process's, so far\n",
+      o.decode_tokens, o.repeats);
   if (!o.json) {
-    std::printf("%-16s %-10s %-4s %6s %10s %11s %10s %7s %6s %9s %6s %6s %6s %8s %8s %9s\n", "model", "la", "kv", "T",
-                "prefill_ms", "prefill_t/s", "decode_t/s", "%bound", "%all", "mem_GB/s", "LA%", "attn%", "MLP%",
-                "LAkern%", "ATkern%", "peak_RSS");
+    std::printf("%-16s %-10s %-4s %6s %10s %11s %10s %7s %6s %9s %6s %6s %6s %8s %8s %9s\n",
+                "model", "la", "kv", "T", "prefill_ms", "prefill_t/s", "decode_t/s", "%bound",
+                "%all", "mem_GB/s", "LA%", "attn%", "MLP%", "LAkern%", "ATkern%", "peak_RSS");
   }
   const std::vector<std::string> synthetic_names = Engine::synthetic_models();
   for (const std::string& model : o.model) {
     // A synthetic model's name, or a checkpoint (folder or .gguf) read as `hanpu run` reads it:
     // the prompts are random token ids either way.
-    const bool synthetic = std::find(synthetic_names.begin(), synthetic_names.end(), model) != synthetic_names.end();
+    const bool synthetic =
+        std::find(synthetic_names.begin(), synthetic_names.end(), model) != synthetic_names.end();
     std::unique_ptr<Engine> engine;
     std::fprintf(stderr, "%s %s...\n", synthetic ? "building" : "loading", model.c_str());
-    const Status st = synthetic ? Engine::synthetic(model, 1, &engine, o.weights) : Engine::load(model, &engine, o.weights);
+    const Status st = synthetic ? Engine::synthetic(model, 1, &engine, o.weights)
+                                : Engine::load(model, &engine, o.weights);
     if (!st.ok()) {
       std::fprintf(stderr, "error: %s\n", st.message().c_str());
       return 2;
     }
     const EngineInfo ei = engine->info();
-    const std::string name = synthetic ? model : ei.name;  // a checkpoint: its folder's or file's name
-    std::fprintf(info, "# %s: a decode step reads %s of weights, reads and writes %s of LA state, and reads %lld KV "
-                 "values per position of context (times the KV dtype's bytes)\n", name.c_str(),
-                 human_bytes(ei.decode_bytes_per_token).c_str(), human_bytes(ei.la_state_bytes).c_str(),
+    const std::string name =
+        synthetic ? model : ei.name;  // a checkpoint: its folder's or file's name
+    std::fprintf(info,
+                 "# %s: a decode step reads %s of weights, reads and writes %s of LA state, and "
+                 "reads %lld KV "
+                 "values per position of context (times the KV dtype's bytes)\n",
+                 name.c_str(), human_bytes(ei.decode_bytes_per_token).c_str(),
+                 human_bytes(ei.la_state_bytes).c_str(),
                  static_cast<long long>(ei.kv_values_per_position));
     std::vector<std::string> kvs;  // resolved
     std::vector<size_t> kv_bytes;  // of each resolved dtype
@@ -156,7 +179,8 @@ int run_bench_e2e(const BenchE2eOptions& o) {
       }
       const std::optional<DType> dt = parse_dtype(resolved);
       if (!dt) {
-        std::fprintf(stderr, "error: --kv-cache: '%s' resolved to '%s', not a dtype\n", kv.c_str(), resolved.c_str());
+        std::fprintf(stderr, "error: --kv-cache: '%s' resolved to '%s', not a dtype\n", kv.c_str(),
+                     resolved.c_str());
         return 2;
       }
       kvs.push_back(resolved);
@@ -167,11 +191,12 @@ int run_bench_e2e(const BenchE2eOptions& o) {
         if (o.json) std::fprintf(stderr, "[%s] %s T=%ld\n", name.c_str(), la.c_str(), T);
         // Repeats of every KV dtype alternate, so a slow spell of the machine falls on all.
         std::vector<std::vector<GenerateStats>> runs_of(kvs.size());
-        std::vector<std::vector<std::vector<double>>> gbps_of(kvs.size());  // per run, the probe before each step
+        std::vector<std::vector<std::vector<double>>> gbps_of(
+            kvs.size());  // per run, the probe before each step
         for (int r = 0; r < o.repeats; ++r) {
           for (size_t ki = 0; ki < kvs.size(); ++ki) {
-            const std::vector<int> prompt =
-                engine->random_prompt(static_cast<int>(T), static_cast<uint64_t>(T) * 31 + static_cast<uint64_t>(r));
+            const std::vector<int> prompt = engine->random_prompt(
+                static_cast<int>(T), static_cast<uint64_t>(T) * 31 + static_cast<uint64_t>(r));
             GenerateOptions g;
             g.la_strategy = la;
             g.threads = o.threads;
@@ -203,7 +228,8 @@ int run_bench_e2e(const BenchE2eOptions& o) {
         }
         for (size_t ki = 0; ki < kvs.size(); ++ki) {
           std::vector<GenerateStats>& runs = runs_of[ki];
-          const int steps = std::max(0, o.decode_tokens - 1);  // the first token comes from the prefill
+          const int steps =
+              std::max(0, o.decode_tokens - 1);  // the first token comes from the prefill
           // Decode rate: the median run's. Its share of the bound: per step, the step's rate
           // over the probe read just before it; the median over a run's steps, then over runs
           // (before the runs are reordered by prefill time below: gbps_of[ki][r] is runs[r]'s).
@@ -215,8 +241,10 @@ int run_bench_e2e(const BenchE2eOptions& o) {
             std::vector<double> run_pct, run_all;
             for (size_t k = 0; k < step_ms.size() && k < gbps.size(); ++k) {
               const double gbps_step = 1e-6 / step_ms[k];  // GB/s per byte moved
-              run_pct.push_back(100 * gbps_step * static_cast<double>(ei.decode_bytes_per_token) / gbps[k]);
-              run_all.push_back(100 * gbps_step * step_bytes_with_state(ei, kv_bytes[ki], T, static_cast<int>(k)) /
+              run_pct.push_back(100 * gbps_step * static_cast<double>(ei.decode_bytes_per_token) /
+                                gbps[k]);
+              run_all.push_back(100 * gbps_step *
+                                step_bytes_with_state(ei, kv_bytes[ki], T, static_cast<int>(k)) /
                                 gbps[k]);
               probes.push_back(gbps[k]);
             }
@@ -229,35 +257,52 @@ int run_bench_e2e(const BenchE2eOptions& o) {
           const double pct_bound = pct.empty() ? 0.0 : median(pct);
           const double pct_bound_all = pct_all.empty() ? 0.0 : median(pct_all);
           const double mem_gbps = probes.empty() ? 0.0 : median(probes);
-          std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.prefill_ms < b.prefill_ms; });
+          std::sort(runs.begin(), runs.end(),
+                    [](const auto& a, const auto& b) { return a.prefill_ms < b.prefill_ms; });
           const GenerateStats& s = runs[runs.size() / 2];
           const TimeSplit& sp = s.prefill_split;
           const double part = sp.total_ms();
           const double prefill_tps = T / (s.prefill_ms / 1e3);
           const int64_t peak_rss = rss.peak();
           double all_bytes = 0;  // a step's, the mean over the steps
-          for (int k = 0; k < steps; ++k) all_bytes += step_bytes_with_state(ei, kv_bytes[ki], T, k) / steps;
+          for (int k = 0; k < steps; ++k)
+            all_bytes += step_bytes_with_state(ei, kv_bytes[ki], T, k) / steps;
           if (o.json) {
-            nlohmann::json j{{"model", name},          {"la", la},
-                             {"T", T},                 {"threads", o.threads},
-                             {"prefill_ms", s.prefill_ms}, {"prefill_tokens_per_s", prefill_tps},
-                             {"decode_tokens_per_s", decode_tps}, {"la_share", sp.la_ms / part},
-                             {"attn_share", sp.attn_ms / part},   {"mlp_share", sp.mlp_ms / part},
-                             {"peak_rss_bytes", peak_rss},  {"parameters", ei.parameters},
-                             {"la_kernel_share", sp.la_kernel_ms / part}, {"attn_kernel_share", sp.attn_kernel_ms / part},
-                             {"decode_pct_of_bound", pct_bound}, {"decode_pct_of_bound_with_state", pct_bound_all},
-                             {"decode_bytes_per_token_with_state", all_bytes}, {"memory_gbps", mem_gbps},
-                             {"weights", ei.weight_dtype}, {"kv_cache", kvs[ki]},
-                             {"amx", ei.weight_dtype == "bf16" && amx_bf16_in_use()},  // prefill projections on the tiles
-                             {"bf16_dot", ei.weight_dtype == "bf16" && cpu::linear_uses_dot()},  // or the dot instruction
-                             {"attn_bf16_products", attn_auto_bf16_products(*parse_dtype(kvs[ki]))}};  // hanpu/attn.h
+            nlohmann::json j{{"model", name},
+                             {"la", la},
+                             {"T", T},
+                             {"threads", o.threads},
+                             {"prefill_ms", s.prefill_ms},
+                             {"prefill_tokens_per_s", prefill_tps},
+                             {"decode_tokens_per_s", decode_tps},
+                             {"la_share", sp.la_ms / part},
+                             {"attn_share", sp.attn_ms / part},
+                             {"mlp_share", sp.mlp_ms / part},
+                             {"peak_rss_bytes", peak_rss},
+                             {"parameters", ei.parameters},
+                             {"la_kernel_share", sp.la_kernel_ms / part},
+                             {"attn_kernel_share", sp.attn_kernel_ms / part},
+                             {"decode_pct_of_bound", pct_bound},
+                             {"decode_pct_of_bound_with_state", pct_bound_all},
+                             {"decode_bytes_per_token_with_state", all_bytes},
+                             {"memory_gbps", mem_gbps},
+                             {"weights", ei.weight_dtype},
+                             {"kv_cache", kvs[ki]},
+                             {"amx", ei.weight_dtype == "bf16" &&
+                                         amx_bf16_in_use()},  // prefill projections on the tiles
+                             {"bf16_dot", ei.weight_dtype == "bf16" &&
+                                              cpu::linear_uses_dot()},  // or the dot instruction
+                             {"attn_bf16_products",
+                              attn_auto_bf16_products(*parse_dtype(kvs[ki]))}};  // hanpu/attn.h
             std::printf("%s\n", j.dump().c_str());
           } else {
-            std::printf("%-16s %-10s %-4s %6ld %10.1f %11.1f %10.2f %6.0f%% %5.0f%% %9.1f %5.1f%% %5.1f%% %5.1f%% %7.1f%% %7.1f%% %9s\n",
-                        name.c_str(), la.c_str(), kvs[ki].c_str(), T, s.prefill_ms, prefill_tps, decode_tps, pct_bound,
-                        pct_bound_all, mem_gbps,
-                        100 * sp.la_ms / part, 100 * sp.attn_ms / part, 100 * sp.mlp_ms / part, 100 * sp.la_kernel_ms / part,
-                        100 * sp.attn_kernel_ms / part, human_bytes(peak_rss).c_str());
+            std::printf(
+                "%-16s %-10s %-4s %6ld %10.1f %11.1f %10.2f %6.0f%% %5.0f%% %9.1f %5.1f%% %5.1f%% "
+                "%5.1f%% %7.1f%% %7.1f%% %9s\n",
+                name.c_str(), la.c_str(), kvs[ki].c_str(), T, s.prefill_ms, prefill_tps, decode_tps,
+                pct_bound, pct_bound_all, mem_gbps, 100 * sp.la_ms / part, 100 * sp.attn_ms / part,
+                100 * sp.mlp_ms / part, 100 * sp.la_kernel_ms / part,
+                100 * sp.attn_kernel_ms / part, human_bytes(peak_rss).c_str());
           }
           std::fflush(stdout);
         }

@@ -14,7 +14,7 @@ struct BenchE2eOptions {
   std::vector<long> seq = {512, 2048, 4096};
   std::vector<std::string> la = {"recurrent", "fla", "hanpu"};
   int decode_tokens = 16;
-  std::string weights = "auto";  // synthetic: bf16
+  std::string weights = "auto";                  // synthetic: bf16
   std::vector<std::string> kv_cache = {"auto"};  // KV-cache dtypes (auto: the weights' dtype)
   int threads = 0;
   int repeats = 1;

@@ -29,23 +29,33 @@ struct Row {
   int H, HV, K, V, threads;
   double median_ms, gflops, pct_peak, imbalance;
   int64_t extra_bytes;
-  std::string group;  // "sweep" or "ablation"
+  std::string group;   // "sweep" or "ablation"
   double peak_gflops;  // the FMA peak measured beside this row's runs
 };
 
 void print_row(const Row& r, bool json) {
   if (json) {
-    nlohmann::json j = {{"mech", r.mech},         {"strategy", r.strategy}, {"dtype", r.dtype},
-                        {"T", r.T},               {"H", r.H},               {"HV", r.HV},
-                        {"K", r.K},               {"V", r.V},               {"threads", r.threads},
-                        {"median_ms", r.median_ms}, {"gflops", r.gflops},   {"pct_peak", r.pct_peak},
-                        {"imbalance", r.imbalance}, {"extra_bytes", r.extra_bytes}, {"group", r.group},
+    nlohmann::json j = {{"mech", r.mech},
+                        {"strategy", r.strategy},
+                        {"dtype", r.dtype},
+                        {"T", r.T},
+                        {"H", r.H},
+                        {"HV", r.HV},
+                        {"K", r.K},
+                        {"V", r.V},
+                        {"threads", r.threads},
+                        {"median_ms", r.median_ms},
+                        {"gflops", r.gflops},
+                        {"pct_peak", r.pct_peak},
+                        {"imbalance", r.imbalance},
+                        {"extra_bytes", r.extra_bytes},
+                        {"group", r.group},
                         {"peak_gflops", r.peak_gflops}};
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("%-4s %-14s %-5s %6lld %3d %3d %4d %4d %9.2f %8.1f %6.1f%% %6.3f %11s  %s\n",
-                r.mech.c_str(), r.strategy.c_str(), r.dtype.c_str(), static_cast<long long>(r.T), r.H,
-                r.HV, r.K, r.V, r.median_ms, r.gflops, r.pct_peak, r.imbalance,
+                r.mech.c_str(), r.strategy.c_str(), r.dtype.c_str(), static_cast<long long>(r.T),
+                r.H, r.HV, r.K, r.V, r.median_ms, r.gflops, r.pct_peak, r.imbalance,
                 human_bytes(r.extra_bytes).c_str(), r.group.c_str());
   }
   std::fflush(stdout);
@@ -57,21 +67,35 @@ void add_bench_la_options(CLI::App& cmd, BenchLaOptions& o) {
   cmd.add_option("--mech", o.mech, "gdn and/or kda")->capture_default_str();
   cmd.add_option("--strategy", o.strategy, "strategies to time (see `hanpu la strategies`)")
       ->capture_default_str();
-  cmd.add_option("--dtype", o.dtype, "storage dtypes of q/k/v/o: f32, f16, bf16")->capture_default_str();
+  cmd.add_option("--dtype", o.dtype, "storage dtypes of q/k/v/o: f32, f16, bf16")
+      ->capture_default_str();
   cmd.add_option("--hv", o.hv, "value heads HV")->capture_default_str()->check(shape_range());
-  cmd.add_option("--seq", o.seq, "sequence lengths T")->capture_default_str()->check(token_range(1));
-  cmd.add_option("--heads", o.heads, "q/k heads H (HV must be a multiple)")->capture_default_str()->check(shape_range());
-  cmd.add_option("--dim", o.dim, "head dim K = V (<= 256)")->capture_default_str()->check(shape_range());
+  cmd.add_option("--seq", o.seq, "sequence lengths T")
+      ->capture_default_str()
+      ->check(token_range(1));
+  cmd.add_option("--heads", o.heads, "q/k heads H (HV must be a multiple)")
+      ->capture_default_str()
+      ->check(shape_range());
+  cmd.add_option("--dim", o.dim, "head dim K = V (<= 256)")
+      ->capture_default_str()
+      ->check(shape_range());
   cmd.add_option("--threads", o.threads, "worker threads (0: HANPU_THREADS or all cores)")
-      ->capture_default_str()->check(thread_range());
-  cmd.add_option("--repeats", o.repeats, "timed runs per row (median reported)")->capture_default_str()->check(repeat_range());
-  cmd.add_option("--chunk", o.chunk, "chunk size C: 16, 32, 64, 128")->capture_default_str()->check(shape_range());
+      ->capture_default_str()
+      ->check(thread_range());
+  cmd.add_option("--repeats", o.repeats, "timed runs per row (median reported)")
+      ->capture_default_str()
+      ->check(repeat_range());
+  cmd.add_option("--chunk", o.chunk, "chunk size C: 16, 32, 64, 128")
+      ->capture_default_str()
+      ->check(shape_range());
   cmd.add_flag("!--no-ablation", o.ablation, "skip the ablation rows (T = 1024, HV = 16)");
   cmd.add_flag("--stages", o.stages,
                "instead of the strategies: hanpu's chunk operators timed one by one on one thread "
                "(min/median per call; --repeats passes)");
-  cmd.add_option("--stage-heads", o.stage_heads, "value heads the --stages profile walks in lockstep")
-      ->capture_default_str()->check(shape_range());
+  cmd.add_option("--stage-heads", o.stage_heads,
+                 "value heads the --stages profile walks in lockstep")
+      ->capture_default_str()
+      ->check(shape_range());
   cmd.add_flag("--json", o.json, "one JSON object per row on stdout (progress on stderr)");
 }
 
@@ -94,7 +118,8 @@ int run_bench_la(const BenchLaOptions& o) {
   }
   for (int hv : o.hv) {
     if (hv < 1 || o.heads < 1 || hv % o.heads != 0) {
-      std::fprintf(stderr, "error: --hv %d must be a positive multiple of --heads %d\n", hv, o.heads);
+      std::fprintf(stderr, "error: --hv %d must be a positive multiple of --heads %d\n", hv,
+                   o.heads);
       return 2;
     }
   }
@@ -109,14 +134,17 @@ int run_bench_la(const BenchLaOptions& o) {
   if (o.stages) return run_bench_la_stages(o, mechs, dtypes);
   FILE* info = o.json ? stderr : stdout;
   const FmaPeak peak = print_machine_header(info, o.threads);
-  std::fprintf(info, "# FLOPs per (token, value head) = 2 (3KV + 65K + 64V) for every strategy; "
-                     "median of %d runs after one warm-up, the strategies of a shape interleaved (forward, "
-                     "then reverse order, per round); %%peak against the FMA peak re-measured after each run "
-                     "(median)\n", o.repeats);
+  std::fprintf(
+      info,
+      "# FLOPs per (token, value head) = 2 (3KV + 65K + 64V) for every strategy; "
+      "median of %d runs after one warm-up, the strategies of a shape interleaved (forward, "
+      "then reverse order, per round); %%peak against the FMA peak re-measured after each run "
+      "(median)\n",
+      o.repeats);
   if (!o.json) {
-    std::printf("%-4s %-14s %-5s %6s %3s %3s %4s %4s %9s %8s %7s %6s %11s  %s\n", "mech", "strategy",
-                "dtype", "T", "H", "HV", "K", "V", "median_ms", "GFLOP/s", "%peak", "imbal",
-                "extra_mem", "group");
+    std::printf("%-4s %-14s %-5s %6s %3s %3s %4s %4s %9s %8s %7s %6s %11s  %s\n", "mech",
+                "strategy", "dtype", "T", "H", "HV", "K", "V", "median_ms", "GFLOP/s", "%peak",
+                "imbal", "extra_mem", "group");
   }
   struct Job {
     LaMech mech;
@@ -142,13 +170,16 @@ int run_bench_la(const BenchLaOptions& o) {
   for (size_t g0 = 0; g0 < jobs.size();) {
     const Job& first = jobs[g0];
     size_t g1 = g0 + 1;
-    while (g1 < jobs.size() && jobs[g1].mech == first.mech && jobs[g1].dt == first.dt && jobs[g1].HV == first.HV &&
-           jobs[g1].T == first.T && jobs[g1].group == first.group) {
+    while (g1 < jobs.size() && jobs[g1].mech == first.mech && jobs[g1].dt == first.dt &&
+           jobs[g1].HV == first.HV && jobs[g1].T == first.T && jobs[g1].group == first.group) {
       ++g1;
     }
-    if (o.json) std::fprintf(stderr, "[%zu-%zu/%zu] %s T=%ld HV=%d\n", done + 1, done + (g1 - g0), jobs.size(),
-                             std::string(la_mech_name(first.mech)).c_str(), (long)first.T, first.HV);
-    LaBenchInputs in = make_la_bench_inputs(first.mech, first.dt, first.T, o.heads, first.HV, o.dim, 42);
+    if (o.json)
+      std::fprintf(stderr, "[%zu-%zu/%zu] %s T=%ld HV=%d\n", done + 1, done + (g1 - g0),
+                   jobs.size(), std::string(la_mech_name(first.mech)).c_str(), (long)first.T,
+                   first.HV);
+    LaBenchInputs in =
+        make_la_bench_inputs(first.mech, first.dt, first.T, o.heads, first.HV, o.dim, 42);
     const LaArgs args = la_bench_args(first.mech, first.dt, first.T, o.heads, first.HV, o.dim, in);
     std::vector<TimedRun> runs;
     for (size_t k = g0; k < g1; ++k) {
@@ -170,10 +201,11 @@ int run_bench_la(const BenchLaOptions& o) {
       const Job& j = jobs[k];
       const Timing& tm = tms[k - g0];
       const double gflops = la_flops(j.T, j.HV, o.dim, o.dim) / tm.median_ms / 1e6;
-      print_row(Row{std::string(la_mech_name(j.mech)), j.strategy, std::string(dtype_name(j.dt)), j.T, o.heads, j.HV,
-                    o.dim, o.dim, peak.threads, tm.median_ms, gflops, 100 * gflops / tm.peak_gflops, tm.imbalance,
-                    tm.extra_bytes, j.group, tm.peak_gflops},
-                o.json);
+      print_row(
+          Row{std::string(la_mech_name(j.mech)), j.strategy, std::string(dtype_name(j.dt)), j.T,
+              o.heads, j.HV, o.dim, o.dim, peak.threads, tm.median_ms, gflops,
+              100 * gflops / tm.peak_gflops, tm.imbalance, tm.extra_bytes, j.group, tm.peak_gflops},
+          o.json);
     }
     done += g1 - g0;
     g0 = g1;

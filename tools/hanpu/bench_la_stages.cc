@@ -15,7 +15,8 @@
 
 namespace hanpu::cli {
 
-int run_bench_la_stages(const BenchLaOptions& o, const std::vector<LaMech>& mechs, const std::vector<DType>& dtypes) {
+int run_bench_la_stages(const BenchLaOptions& o, const std::vector<LaMech>& mechs,
+                        const std::vector<DType>& dtypes) {
   FILE* info = o.json ? stderr : stdout;
   print_machine_header(info, 1);
   // The stages' minima come from the machine's quietest moments, so their yardstick is the
@@ -23,15 +24,16 @@ int run_bench_la_stages(const BenchLaOptions& o, const std::vector<LaMech>& mech
   const FmaPeak peak = measure_fma_peak(1, 10, 60);
   std::fprintf(info, "# one-thread FMA peak for %%peak below: %.1f GFLOP/s (best of 60 x 10 ms)\n",
                peak.per_core_gflops);
-  std::fprintf(info,
-               "# each operator of hanpu's chunk timed on its own on one thread, over %d passes through the "
-               "chunks of value heads 0..%d in lockstep; per call: minimum and median microseconds, the "
-               "median's share of the chunk, GFLOP/s and %% of the one-core FMA peak from the minimum and "
-               "the operator's nominal multiply-adds\n",
-               o.repeats, o.stage_heads - 1);
+  std::fprintf(
+      info,
+      "# each operator of hanpu's chunk timed on its own on one thread, over %d passes through the "
+      "chunks of value heads 0..%d in lockstep; per call: minimum and median microseconds, the "
+      "median's share of the chunk, GFLOP/s and %% of the one-core FMA peak from the minimum and "
+      "the operator's nominal multiply-adds\n",
+      o.repeats, o.stage_heads - 1);
   if (!o.json) {
-    std::printf("%-4s %-5s %6s %3s %-8s %9s %9s %6s %8s %7s\n", "mech", "dtype", "T", "HV", "stage", "min_us",
-                "median_us", "share", "GFLOP/s", "%peak");
+    std::printf("%-4s %-5s %6s %3s %-8s %9s %9s %6s %8s %7s\n", "mech", "dtype", "T", "HV", "stage",
+                "min_us", "median_us", "share", "GFLOP/s", "%peak");
   }
   for (LaMech m : mechs) {
     for (DType dt : dtypes) {
@@ -40,7 +42,8 @@ int run_bench_la_stages(const BenchLaOptions& o, const std::vector<LaMech>& mech
           LaBenchInputs in = make_la_bench_inputs(m, dt, T, o.heads, hv, o.dim, 42);
           const LaArgs args = la_bench_args(m, dt, T, o.heads, hv, o.dim, in);
           std::vector<LaStageTime> stages;
-          const Status st = profile_la_chunk_stages(args, o.chunk, std::min(o.stage_heads, hv), o.repeats, &stages);
+          const Status st = profile_la_chunk_stages(args, o.chunk, std::min(o.stage_heads, hv),
+                                                    o.repeats, &stages);
           if (!st.ok()) {
             std::fprintf(stderr, "error: %s\n", st.message().c_str());
             return 1;
@@ -52,16 +55,25 @@ int run_bench_la_stages(const BenchLaOptions& o, const std::vector<LaMech>& mech
             const double pct = 100 * gflops / peak.per_core_gflops;
             const double share = 100 * s.median_us / total;
             if (o.json) {
-              nlohmann::json j = {{"mech", la_mech_name(m)}, {"dtype", dtype_name(dt)}, {"T", T},
-                                  {"H", o.heads},            {"HV", hv},              {"K", o.dim},
-                                  {"V", o.dim},              {"stage", s.stage},      {"min_us", s.min_us},
-                                  {"median_us", s.median_us}, {"share", share},       {"gflops", gflops},
+              nlohmann::json j = {{"mech", la_mech_name(m)},
+                                  {"dtype", dtype_name(dt)},
+                                  {"T", T},
+                                  {"H", o.heads},
+                                  {"HV", hv},
+                                  {"K", o.dim},
+                                  {"V", o.dim},
+                                  {"stage", s.stage},
+                                  {"min_us", s.min_us},
+                                  {"median_us", s.median_us},
+                                  {"share", share},
+                                  {"gflops", gflops},
                                   {"pct_peak", pct}};
               std::printf("%s\n", j.dump().c_str());
             } else {
               std::printf("%-4s %-5s %6ld %3d %-8s %9.2f %9.2f %5.1f%% %8.1f %6.1f%%\n",
-                          std::string(la_mech_name(m)).c_str(), std::string(dtype_name(dt)).c_str(), T, hv,
-                          std::string(s.stage).c_str(), s.min_us, s.median_us, share, gflops, pct);
+                          std::string(la_mech_name(m)).c_str(), std::string(dtype_name(dt)).c_str(),
+                          T, hv, std::string(s.stage).c_str(), s.min_us, s.median_us, share, gflops,
+                          pct);
             }
           }
           std::fflush(stdout);

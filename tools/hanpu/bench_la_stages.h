@@ -8,6 +8,7 @@
 
 namespace hanpu::cli {
 
-int run_bench_la_stages(const BenchLaOptions& o, const std::vector<LaMech>& mechs, const std::vector<DType>& dtypes);
+int run_bench_la_stages(const BenchLaOptions& o, const std::vector<LaMech>& mechs,
+                        const std::vector<DType>& dtypes);
 
 }  // namespace hanpu::cli

@@ -67,36 +67,55 @@ struct Row {
 
 void print_row(const Row& r, bool json) {
   if (json) {
-    nlohmann::json j = {{"proj", r.proj},         {"impl", r.impl},           {"unit", r.unit},
+    nlohmann::json j = {{"proj", r.proj},
+                        {"impl", r.impl},
+                        {"unit", r.unit},
                         {"weights", r.weights},
-                        {"in", r.in},             {"out", r.out},             {"T", r.T},
-                        {"median_ms", r.tm.median_ms}, {"gflops", r.gflops}, {"pct_peak", r.pct_peak},
-                        {"weight_gbps", r.weight_gbps}, {"peak_gflops", r.tm.peak_gflops}};
+                        {"in", r.in},
+                        {"out", r.out},
+                        {"T", r.T},
+                        {"median_ms", r.tm.median_ms},
+                        {"gflops", r.gflops},
+                        {"pct_peak", r.pct_peak},
+                        {"weight_gbps", r.weight_gbps},
+                        {"peak_gflops", r.tm.peak_gflops}};
     std::printf("%s\n", j.dump().c_str());
     std::fflush(stdout);
     return;
   }
-  std::printf("%-12s %-9s %-4s %-5s %5d %6d %5ld %9.3f %8.1f %6.1f%% %8.1f\n", r.proj.c_str(), r.impl.c_str(),
-              r.unit.c_str(), r.weights.c_str(), r.in, r.out, r.T, r.tm.median_ms, r.gflops, r.pct_peak, r.weight_gbps);
+  std::printf("%-12s %-9s %-4s %-5s %5d %6d %5ld %9.3f %8.1f %6.1f%% %8.1f\n", r.proj.c_str(),
+              r.impl.c_str(), r.unit.c_str(), r.weights.c_str(), r.in, r.out, r.T, r.tm.median_ms,
+              r.gflops, r.pct_peak, r.weight_gbps);
   std::fflush(stdout);
 }
 
 }  // namespace
 
 void add_bench_linear_options(CLI::App& cmd, BenchLinearOptions& o) {
-  cmd.add_option("--model", o.model, "synthetic model whose projection shapes are timed")->capture_default_str();
+  cmd.add_option("--model", o.model, "synthetic model whose projection shapes are timed")
+      ->capture_default_str();
   cmd.add_option("--proj", o.proj, "projections to time by name, e.g. mlp.down (default: all)");
-  cmd.add_option("--seq", o.seq, "rows T of x (1 = decode)")->capture_default_str()->check(token_range(1));
+  cmd.add_option("--seq", o.seq, "rows T of x (1 = decode)")
+      ->capture_default_str()
+      ->check(token_range(1));
   cmd.add_option("--weights", o.weights, "weight dtypes: bf16, f16, f32")->capture_default_str();
-  cmd.add_flag("!--no-openblas", o.openblas, "skip the whole-matrix OpenBLAS rows (f32, its own threads)");
-  cmd.add_option("--fma-gemm", o.fma_gemm,
-                 "the GEMM of hanpu's FMA path (no matrix unit): auto (as a prefill picks), hanpu (its kernels: dot or pairs for bf16, the micro-kernel for f32 and f16), "
-                 "both (all side by side: dot, pairs and OpenBLAS with bf16 weights widened for it)")
+  cmd.add_flag("!--no-openblas", o.openblas,
+               "skip the whole-matrix OpenBLAS rows (f32, its own threads)");
+  cmd.add_option(
+         "--fma-gemm", o.fma_gemm,
+         "the GEMM of hanpu's FMA path (no matrix unit): auto (as a prefill picks), hanpu (its "
+         "kernels: dot or pairs for bf16, the micro-kernel for f32 and f16), "
+         "both (all side by side: dot, pairs and OpenBLAS with bf16 weights widened for it)")
       ->capture_default_str();
   cmd.add_flag("--cold", o.cold,
-               "evict the caches before every timed call (weights and x from DRAM, as in a model's prefill)");
-  cmd.add_option("--threads", o.threads, "worker threads (0: HANPU_THREADS or all cores)")->capture_default_str()->check(thread_range());
-  cmd.add_option("--repeats", o.repeats, "timed runs per row (median reported)")->capture_default_str()->check(repeat_range());
+               "evict the caches before every timed call (weights and x from DRAM, as in a model's "
+               "prefill)");
+  cmd.add_option("--threads", o.threads, "worker threads (0: HANPU_THREADS or all cores)")
+      ->capture_default_str()
+      ->check(thread_range());
+  cmd.add_option("--repeats", o.repeats, "timed runs per row (median reported)")
+      ->capture_default_str()
+      ->check(repeat_range());
   cmd.add_flag("--json", o.json, "one JSON object per row on stdout (progress on stderr)");
 }
 
@@ -125,12 +144,15 @@ int run_bench_linear(const BenchLinearOptions& o) {
 #ifdef HANPU_HAVE_OPENBLAS
   const bool openblas = o.openblas;
   if (openblas) openblas_set_num_threads(threads);
-  std::fprintf(info, "# openblas: %s\n", openblas ? openblas_get_config() : "skipped (--no-openblas)");
+  std::fprintf(info, "# openblas: %s\n",
+               openblas ? openblas_get_config() : "skipped (--no-openblas)");
   // Debian's 0.3.21 does not know every newer core and then falls back to its oldest x86-64
   // kernels, several times slower (seen on this project's Sapphire-Rapids-class VM).
   if (openblas && std::string(openblas_get_corename()) == "Prescott") {
-    std::fprintf(info, "# openblas: note: it detected this CPU as Prescott (SSE3 kernels); for a fair comparison "
-                 "set OPENBLAS_CORETYPE (e.g. SkylakeX or Haswell) to what the CPU supports\n");
+    std::fprintf(
+        info,
+        "# openblas: note: it detected this CPU as Prescott (SSE3 kernels); for a fair comparison "
+        "set OPENBLAS_CORETYPE (e.g. SkylakeX or Haswell) to what the CPU supports\n");
   }
 #else
   const bool openblas = false;
@@ -138,13 +160,16 @@ int run_bench_linear(const BenchLinearOptions& o) {
 #endif
   const FmaPeak amx = measure_amx_peak(threads);
   const FmaPeak dot = measure_bf16_dot_peak(threads);
-  std::fprintf(info, "# %s projections; GFLOP/s = 2 T in out / median of %d runs after one warm-up; %%peak "
-               "against the peak of the unit the row ran on (blas, pairs, fma: the FMA peak re-measured after each run; amx, "
-               "dot: the AMX tile or bf16 dot peak above); weight_GB/s = weight bytes / time\n",
-               o.model.c_str(), o.repeats);
+  std::fprintf(
+      info,
+      "# %s projections; GFLOP/s = 2 T in out / median of %d runs after one warm-up; %%peak "
+      "against the peak of the unit the row ran on (blas, pairs, fma: the FMA peak re-measured "
+      "after each run; amx, "
+      "dot: the AMX tile or bf16 dot peak above); weight_GB/s = weight bytes / time\n",
+      o.model.c_str(), o.repeats);
   if (!o.json) {
-    std::printf("%-12s %-9s %-4s %-5s %5s %6s %5s %9s %8s %7s %8s\n", "proj", "impl", "unit", "wts", "in", "out",
-                "T", "median_ms", "GFLOP/s", "%peak", "wGB/s");
+    std::printf("%-12s %-9s %-4s %-5s %5s %6s %5s %9s %8s %7s %8s\n", "proj", "impl", "unit", "wts",
+                "in", "out", "T", "median_ms", "GFLOP/s", "%peak", "wGB/s");
   }
   // The FMA path's GEMMs per row: OpenBLAS on or off, hanpu's dot and pairs kernels (bf16)
   // on or off. "blas" turns both off so that bf16 units reach OpenBLAS too. Rows whose
@@ -166,19 +191,24 @@ int run_bench_linear(const BenchLinearOptions& o) {
     std::fprintf(stderr, "error: --fma-gemm %s: not auto, hanpu or both\n", o.fma_gemm.c_str());
     return 2;
   }
-  std::fprintf(info, "# FMA-path GEMM (unit blas / pairs / fma): %s\n", cpu::blas_sgemm_describe().c_str());
+  std::fprintf(info, "# FMA-path GEMM (unit blas / pairs / fma): %s\n",
+               cpu::blas_sgemm_describe().c_str());
   std::mt19937 rng(11);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const std::vector<Projection> all = projections_of(*config);
   for (const std::string& name : o.proj) {
     if (std::none_of(all.begin(), all.end(), [&](const Projection& p) { return p.name == name; })) {
-      std::fprintf(stderr, "error: --proj %s: not a projection of %s\n", name.c_str(), o.model.c_str());
+      std::fprintf(stderr, "error: --proj %s: not a projection of %s\n", name.c_str(),
+                   o.model.c_str());
       return 2;
     }
   }
   for (const Projection& p : all) {
-    if (!o.proj.empty() && std::find(o.proj.begin(), o.proj.end(), p.name) == o.proj.end()) continue;
-    if (o.proj.empty() && std::none_of(o.seq.begin(), o.seq.end(), [&](long T) { return times_by_default(p, T); })) continue;
+    if (!o.proj.empty() && std::find(o.proj.begin(), o.proj.end(), p.name) == o.proj.end())
+      continue;
+    if (o.proj.empty() &&
+        std::none_of(o.seq.begin(), o.seq.end(), [&](long T) { return times_by_default(p, T); }))
+      continue;
     std::vector<float> w(static_cast<size_t>(p.in) * p.out);
     for (float& v : w) v = 0.02f * normal(rng);
     std::vector<int> rows(p.out);
@@ -206,7 +236,8 @@ int run_bench_linear(const BenchLinearOptions& o) {
           cpu::linear_dot_enable(g.dot);
           const std::string unit = cpu::linear_kernel_name(*pw, T, threads);
           // The GEMM choice is moot on the AMX tiles, the GEMV and units OpenBLAS does not take.
-          if (std::any_of(cands.begin(), cands.end(), [&](const Candidate& c) { return c.wt == wt && c.unit == unit; })) {
+          if (std::any_of(cands.begin(), cands.end(),
+                          [&](const Candidate& c) { return c.wt == wt && c.unit == unit; })) {
             continue;
           }
           cands.push_back({"hanpu", unit, wt, [&, pw, g] {
@@ -221,8 +252,9 @@ int run_bench_linear(const BenchLinearOptions& o) {
       if (openblas) {  // OpenBLAS as a user calls it: the whole product on its own threads
         cands.push_back({"openblas", "fma", DType::kF32, [&] {
                            cpu::blas_set_own_threads(threads);
-                           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(T), p.out, p.in,
-                                       1.0f, x.data(), p.in, w.data(), p.in, 0.0f, y.data(), p.out);
+                           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(T),
+                                       p.out, p.in, 1.0f, x.data(), p.in, w.data(), p.in, 0.0f,
+                                       y.data(), p.out);
                            cpu::blas_set_own_threads(1);
                          }});
       }
@@ -236,8 +268,9 @@ int run_bench_linear(const BenchLinearOptions& o) {
         });
       }
       std::vector<Timing> timings;
-      const bool ok = time_side_by_side(o.repeats, threads, runs, &timings,
-                                        o.cold ? std::function<void()>(evict_caches) : std::function<void()>());
+      const bool ok =
+          time_side_by_side(o.repeats, threads, runs, &timings,
+                            o.cold ? std::function<void()>(evict_caches) : std::function<void()>());
       cpu::blas_sgemm_enable(true);
       cpu::linear_pairs_enable(true);
       cpu::linear_dot_enable(true);
@@ -246,10 +279,16 @@ int run_bench_linear(const BenchLinearOptions& o) {
         const Candidate& c = cands[i];
         const Timing& tm = timings[i];
         const double gflops = flops / tm.median_ms / 1e6;
-        const double wbytes = static_cast<double>(p.in) * p.out * static_cast<double>(dtype_size(c.wt));
-        print_row({p.name, c.impl, c.unit, std::string(dtype_name(c.wt)), p.in, p.out, T, tm, gflops,
-                   100 * gflops / (c.unit == "amx" ? amx.gflops : c.unit == "dot" ? dot.gflops : tm.peak_gflops), wbytes / tm.median_ms / 1e6},
-                  o.json);
+        const double wbytes =
+            static_cast<double>(p.in) * p.out * static_cast<double>(dtype_size(c.wt));
+        print_row(
+            {p.name, c.impl, c.unit, std::string(dtype_name(c.wt)), p.in, p.out, T, tm, gflops,
+             100 * gflops /
+                 (c.unit == "amx"   ? amx.gflops
+                  : c.unit == "dot" ? dot.gflops
+                                    : tm.peak_gflops),
+             wbytes / tm.median_ms / 1e6},
+            o.json);
       }
     }
   }

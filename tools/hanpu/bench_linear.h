@@ -11,15 +11,16 @@
 namespace hanpu::cli {
 
 struct BenchLinearOptions {
-  std::string model = "qwen3.5-0.8b";       // which synthetic model's projection shapes
-  std::vector<std::string> proj;            // empty: every projection of the model
-  std::vector<long> seq = {1, 1024};        // rows T of x (1: the decode GEMV; 1024: a prefill call)
+  std::string model = "qwen3.5-0.8b";  // which synthetic model's projection shapes
+  std::vector<std::string> proj;       // empty: every projection of the model
+  std::vector<long> seq = {1, 1024};   // rows T of x (1: the decode GEMV; 1024: a prefill call)
   std::vector<std::string> weights = {"bf16", "f32"};
-  bool openblas = true;                     // also time cblas_sgemm (f32 weights) when built with it
-  std::string fma_gemm = "both";            // auto, hanpu or both: the FMA path's GEMM (see cpu/nn/blas_sgemm.h)
+  bool openblas = true;  // also time cblas_sgemm (f32 weights) when built with it
+  std::string fma_gemm =
+      "both";  // auto, hanpu or both: the FMA path's GEMM (see cpu/nn/blas_sgemm.h)
   int threads = 0;
   int repeats = 5;
-  bool cold = false;                        // evict the caches before each timed call
+  bool cold = false;  // evict the caches before each timed call
   bool json = false;
 };
 

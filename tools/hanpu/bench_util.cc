@@ -26,22 +26,33 @@ double median(std::vector<double> v) {
 
 FmaPeak print_machine_header(FILE* out, int threads) {
   const FmaPeak peak = measure_fma_peak(threads);
-  std::fprintf(out, "# machine: %d threads, SIMD %s, measured FMA peak %.1f GFLOP/s (%.1f per core)\n",
+  std::fprintf(out,
+               "# machine: %d threads, SIMD %s, measured FMA peak %.1f GFLOP/s (%.1f per core)\n",
                peak.threads, peak.simd_target.c_str(), peak.gflops, peak.per_core_gflops);
   std::fprintf(out, "# micro-kernel: %s, %.1f GFLOP/s on 128^3 GEMMs in cache\n",
                describe_micro_kernel().c_str(), measure_gemm_gflops(threads));
   const FmaPeak amx = measure_amx_peak(threads);
   if (amx.gflops > 0) {
-    std::fprintf(out, "# matrix unit: AMX bf16 tiles, measured peak %.1f GFLOP/s (%.1f per core): bf16 projections "
-                 "of a prefill run on them (HANPU_AMX=0: on the FMA micro-kernel)\n", amx.gflops, amx.per_core_gflops);
+    std::fprintf(out,
+                 "# matrix unit: AMX bf16 tiles, measured peak %.1f GFLOP/s (%.1f per core): bf16 "
+                 "projections "
+                 "of a prefill run on them (HANPU_AMX=0: on the FMA micro-kernel)\n",
+                 amx.gflops, amx.per_core_gflops);
   } else if (const FmaPeak dot = measure_bf16_dot_peak(threads); dot.gflops > 0) {
-    std::fprintf(out, "# matrix unit: none (%s); bf16 dot instruction (AVX512-BF16), measured peak %.1f GFLOP/s (%.1f "
-                 "per core): bf16 projections of a prefill run on hanpu's dot kernel, x rounded to bf16 "
-                 "(HANPU_BF16_DOT=0: on the pairs kernel), f32 and f16 on %s\n",
-                 amx.simd_target.c_str(), dot.gflops, dot.per_core_gflops, cpu::blas_sgemm_describe().c_str());
+    std::fprintf(
+        out,
+        "# matrix unit: none (%s); bf16 dot instruction (AVX512-BF16), measured peak %.1f GFLOP/s "
+        "(%.1f "
+        "per core): bf16 projections of a prefill run on hanpu's dot kernel, x rounded to bf16 "
+        "(HANPU_BF16_DOT=0: on the pairs kernel), f32 and f16 on %s\n",
+        amx.simd_target.c_str(), dot.gflops, dot.per_core_gflops,
+        cpu::blas_sgemm_describe().c_str());
   } else {
-    std::fprintf(out, "# matrix unit: none (%s): projections of a prefill run on hanpu's pairs kernel (bf16) and %s "
-                 "(f32, f16)\n", amx.simd_target.c_str(), cpu::blas_sgemm_describe().c_str());
+    std::fprintf(out,
+                 "# matrix unit: none (%s): projections of a prefill run on hanpu's pairs kernel "
+                 "(bf16) and %s "
+                 "(f32, f16)\n",
+                 amx.simd_target.c_str(), cpu::blas_sgemm_describe().c_str());
   }
   return peak;
 }
@@ -53,8 +64,8 @@ Status time_runs(int repeats, int threads, const TimedRun& run, Timing* out) {
   return Status::Ok();
 }
 
-Status time_runs_interleaved(int repeats, int threads, const std::vector<TimedRun>& runs, std::vector<Timing>* out,
-                             const std::function<void()>& before_each) {
+Status time_runs_interleaved(int repeats, int threads, const std::vector<TimedRun>& runs,
+                             std::vector<Timing>* out, const std::function<void()>& before_each) {
   const size_t n = runs.size();
   std::vector<std::vector<double>> ms(n), peaks(n);
   out->assign(n, Timing{});
@@ -66,7 +77,8 @@ Status time_runs_interleaved(int repeats, int threads, const std::vector<TimedRu
       if (before_each) before_each();
       const auto t0 = std::chrono::steady_clock::now();
       const Status st = runs[i](busy, extra);
-      const double elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      const double elapsed =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       if (!st.ok()) return st;
       if (r == 0) continue;  // warm-up
       ms[i].push_back(elapsed);
@@ -85,8 +97,8 @@ Status time_runs_interleaved(int repeats, int threads, const std::vector<TimedRu
   return Status::Ok();
 }
 
-bool time_side_by_side(int repeats, int threads, const std::vector<TimedRun>& runs, std::vector<Timing>* out,
-                       const std::function<void()>& before_each) {
+bool time_side_by_side(int repeats, int threads, const std::vector<TimedRun>& runs,
+                       std::vector<Timing>* out, const std::function<void()>& before_each) {
   const Status st = time_runs_interleaved(repeats, threads, runs, out, before_each);
   if (!st.ok()) std::fprintf(stderr, "error: %s\n", st.message().c_str());
   return st.ok();
@@ -95,7 +107,8 @@ bool time_side_by_side(int repeats, int threads, const std::vector<TimedRun>& ru
 void evict_caches() {
   static const std::vector<float> buffer = [] {
     const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    const size_t bytes = std::max<size_t>(size_t{64} << 20, 2 * static_cast<size_t>(std::max(l3, 0L)));
+    const size_t bytes =
+        std::max<size_t>(size_t{64} << 20, 2 * static_cast<size_t>(std::max(l3, 0L)));
     return std::vector<float>(bytes / sizeof(float), 1.0f);
   }();
   volatile float sink = simd::read_streams(buffer.data(), buffer.size());

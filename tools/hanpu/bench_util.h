@@ -24,7 +24,7 @@ FmaPeak print_machine_header(FILE* out, int threads);
 struct Timing {
   double median_ms = 0;
   double peak_gflops = 0;   // median of the FMA peaks measured right after each timed run
-  double imbalance = 1.0;  // max / mean of the workers' busy time (last run)
+  double imbalance = 1.0;   // max / mean of the workers' busy time (last run)
   int64_t extra_bytes = 0;  // peak over the runs
 };
 
@@ -40,11 +40,12 @@ Status time_runs(int repeats, int threads, const TimedRun& run, Timing* out);
 // reverse on odd ones, so neither a drift of the shared machine nor a call's position in
 // the round favours one of them. out[i] is call i's timing. `before_each`, if set, runs
 // before every call, untimed (e.g. to evict the caches).
-Status time_runs_interleaved(int repeats, int threads, const std::vector<TimedRun>& runs, std::vector<Timing>* out,
+Status time_runs_interleaved(int repeats, int threads, const std::vector<TimedRun>& runs,
+                             std::vector<Timing>* out,
                              const std::function<void()>& before_each = {});
 // time_runs_interleaved for a bench command: false (the error printed to stderr) on failure.
-bool time_side_by_side(int repeats, int threads, const std::vector<TimedRun>& runs, std::vector<Timing>* out,
-                       const std::function<void()>& before_each = {});
+bool time_side_by_side(int repeats, int threads, const std::vector<TimedRun>& runs,
+                       std::vector<Timing>* out, const std::function<void()>& before_each = {});
 
 // Reads a buffer of twice the last-level cache (64 MB at least) on the calling thread, so
 // that what the next call reads comes from DRAM, as a model's weights do in a real step.

@@ -57,8 +57,10 @@ int run_chat_loop(Engine& engine, const RunOptions& o, GenerateOptions g) {
   ChatOptions co;
   if (o.no_think) co.enable_thinking = false;
   if (tty) {
-    std::fprintf(stderr, "interactive chat: a line is a turn (end a line with \\ to go on); Ctrl-C ends a reply, "
-                 "/exit, end of input or Ctrl-C at the prompt the chat\n");
+    std::fprintf(
+        stderr,
+        "interactive chat: a line is a turn (end a line with \\ to go on); Ctrl-C ends a reply, "
+        "/exit, end of input or Ctrl-C at the prompt the chat\n");
   }
   const auto on_text = [](std::string_view text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
@@ -82,8 +84,9 @@ int run_chat_loop(Engine& engine, const RunOptions& o, GenerateOptions g) {
     // so a line refused here is dropped and the conversation goes on.
     Status st = engine.tokenize(turn, &ids);
     if (st.ok()) {
-      st = n == 0 && !g.resume_state.empty() ? engine.continue_chat(g.resume_state, messages, co, &text)
-                                             : engine.continue_chat(*sequence, messages, co, &text);
+      st = n == 0 && !g.resume_state.empty()
+               ? engine.continue_chat(g.resume_state, messages, co, &text)
+               : engine.continue_chat(*sequence, messages, co, &text);
     }
     if (st.ok()) st = engine.tokenize(text, &ids);
     if (!st.ok()) {
@@ -101,13 +104,19 @@ int run_chat_loop(Engine& engine, const RunOptions& o, GenerateOptions g) {
       return 1;
     }
     const auto steps = static_cast<int64_t>(s.decode_step_ms.size());
-    std::fprintf(stderr, "[%lld tokens read at %.1f tokens/s, %lld written at %.1f tokens/s (stop: %s); context %zu tokens]\n",
+    std::fprintf(stderr,
+                 "[%lld tokens read at %.1f tokens/s, %lld written at %.1f tokens/s (stop: %s); "
+                 "context %zu tokens]\n",
                  static_cast<long long>(s.prompt_tokens), s.prompt_tokens / (s.prefill_ms / 1e3),
-                 static_cast<long long>(s.generated_tokens), steps > 0 ? steps / (s.decode_ms / 1e3) : 0.0,
-                 s.stop_reason.c_str(), sequence->tokens().size());
-    if (info.max_positions > 0 && static_cast<int64_t>(sequence->tokens().size()) > info.max_positions) {
-      std::fprintf(stderr, "warning: the conversation is longer than the context the model was trained for "
-                   "(max_position_embeddings %lld); the text may degrade\n", static_cast<long long>(info.max_positions));
+                 static_cast<long long>(s.generated_tokens),
+                 steps > 0 ? steps / (s.decode_ms / 1e3) : 0.0, s.stop_reason.c_str(),
+                 sequence->tokens().size());
+    if (info.max_positions > 0 &&
+        static_cast<int64_t>(sequence->tokens().size()) > info.max_positions) {
+      std::fprintf(stderr,
+                   "warning: the conversation is longer than the context the model was trained for "
+                   "(max_position_embeddings %lld); the text may degrade\n",
+                   static_cast<long long>(info.max_positions));
     }
   }
   if (!g.save_state.empty() && !sequence->tokens().empty()) {
@@ -116,7 +125,8 @@ int run_chat_loop(Engine& engine, const RunOptions& o, GenerateOptions g) {
       std::fprintf(stderr, "error: %s\n", st.message().c_str());
       return 1;
     }
-    std::fprintf(stderr, "saved: %zu tokens to %s\n", sequence->tokens().size(), g.save_state.c_str());
+    std::fprintf(stderr, "saved: %zu tokens to %s\n", sequence->tokens().size(),
+                 g.save_state.c_str());
   }
   return 0;
 }

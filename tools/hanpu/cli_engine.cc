@@ -45,13 +45,16 @@ int load_cli_engine(const std::string& model, const std::string& synthetic, uint
                    "(tests/fixtures/models/qwen35-tiny) is not found\n");
       return 2;
     }
-    if (model.empty()) note("no --model: running the tiny random-weight model shipped with hanpu ({})\n", dir);
+    if (model.empty())
+      note("no --model: running the tiny random-weight model shipped with hanpu ({})\n", dir);
     std::error_code ec;
     if (!std::filesystem::exists(dir, ec) && looks_like_hub_id(dir)) {
       const std::string name = dir.substr(dir.find('/') + 1);
       std::fprintf(stderr,
-                   "error: %s: no such file or folder. It looks like a Hugging Face model id: hanpu reads local "
-                   "checkpoints, so download it first, e.g.\n  huggingface-cli download %s --local-dir %s\nthen run "
+                   "error: %s: no such file or folder. It looks like a Hugging Face model id: "
+                   "hanpu reads local "
+                   "checkpoints, so download it first, e.g.\n  huggingface-cli download %s "
+                   "--local-dir %s\nthen run "
                    "with --model %s (a folder) or a .gguf file\n",
                    dir.c_str(), dir.c_str(), name.c_str(), name.c_str());
       return 2;
@@ -69,18 +72,20 @@ int load_cli_engine(const std::string& model, const std::string& synthetic, uint
                                                    : nullptr;
   const std::string unit_note =
       info.weight_dtype == "bf16" && bf16_unit ? std::string("; prefill on ") + bf16_unit : "";
-  note("model: {}, {}, {} layers ({} GDN + {} attention), hidden {}, {:.1f} M parameters, projections in {} "
-       "({:.2f} GB in memory{})\n",
-       info.name, info.architecture, info.layers, info.la_layers, info.attn_layers, info.hidden,
-       info.parameters / 1e6, info.weight_dtype, info.weight_bytes / 1e9, unit_note);
+  note(
+      "model: {}, {}, {} layers ({} GDN + {} attention), hidden {}, {:.1f} M parameters, "
+      "projections in {} "
+      "({:.2f} GB in memory{})\n",
+      info.name, info.architecture, info.layers, info.la_layers, info.attn_layers, info.hidden,
+      info.parameters / 1e6, info.weight_dtype, info.weight_bytes / 1e9, unit_note);
   if (info.weight_dtype == "f16" &&
       bf16_unit) {  // llama.cpp's default GGUF type: say what is left on the table
     if (verbosity() != Verbosity::kQuiet)
       std::fprintf(stderr,
-                 "note: f16 projections run on fp32 FMAs; --weights bf16 rounds them to bf16 (3 "
-                 "fewer mantissa "
-                 "bits) so a prefill runs on %s, about 2x faster (docs/performance.md)\n",
-                 bf16_unit);
+                   "note: f16 projections run on fp32 FMAs; --weights bf16 rounds them to bf16 (3 "
+                   "fewer mantissa "
+                   "bits) so a prefill runs on %s, about 2x faster (docs/performance.md)\n",
+                   bf16_unit);
   }
   return 0;
 }
@@ -92,7 +97,8 @@ Status read_text_file(const std::string& flag, const std::string& path, std::str
     while (std::cin.read(buf, sizeof(buf)) || std::cin.gcount() > 0) {
       text.append(buf, static_cast<size_t>(std::cin.gcount()));
       if (static_cast<int64_t>(text.size()) > kMaxTextFileBytes) {
-        return Status::Error(fmt::format("{} -: standard input is over the limit of {} bytes", flag, kMaxTextFileBytes));
+        return Status::Error(fmt::format("{} -: standard input is over the limit of {} bytes", flag,
+                                         kMaxTextFileBytes));
       }
     }
     *out = std::move(text);

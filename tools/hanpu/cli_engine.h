@@ -19,6 +19,7 @@ int load_cli_engine(const std::string& model, const std::string& synthetic, uint
                     const std::string& weights, std::unique_ptr<Engine>* out);
 
 // The whole file as text, or an error naming `flag` and the path.
-Status read_text_file(const std::string& flag, const std::string& path, std::string* out);  // "-": stdin
+Status read_text_file(const std::string& flag, const std::string& path,
+                      std::string* out);  // "-": stdin
 
 }  // namespace hanpu::cli

@@ -26,7 +26,9 @@ CLI::Validator shape_range(int lo) { return CLI::Range(lo, 4096); }
 CLI::Validator repeat_range() { return CLI::Range(1, 1000); }
 CLI::Validator non_negative() {
   return CLI::Validator(
-      [](std::string& v) { return v.find('-') != std::string::npos ? std::string("must be 0 or more, got ") + v : ""; },
+      [](std::string& v) {
+        return v.find('-') != std::string::npos ? std::string("must be 0 or more, got ") + v : "";
+      },
       "UINT");
 }
 CLI::Validator file_or_stdin() {
@@ -35,7 +37,11 @@ CLI::Validator file_or_stdin() {
 }
 CLI::Validator la_strategy_names() { return CLI::IsMember(names_of(la_strategies())); }
 CLI::Validator placement_names() { return CLI::IsMember(names_of(attn_placements())); }
-CLI::Validator storage_names() { return CLI::IsMember(std::vector<std::string>{"auto", "f32", "bf16", "f16"}); }
-CLI::Validator attn_product_names() { return CLI::IsMember(std::vector<std::string>{"auto", "f32", "bf16"}); }
+CLI::Validator storage_names() {
+  return CLI::IsMember(std::vector<std::string>{"auto", "f32", "bf16", "f16"});
+}
+CLI::Validator attn_product_names() {
+  return CLI::IsMember(std::vector<std::string>{"auto", "f32", "bf16"});
+}
 
 }  // namespace hanpu::cli

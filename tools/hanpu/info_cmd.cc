@@ -26,26 +26,33 @@ int run_info(const InfoOptions& o) {
               hanpu::describe_micro_kernel().c_str(), hanpu::measure_gemm_gflops(o.threads));
   const hanpu::FmaPeak amx = hanpu::measure_amx_peak(o.threads);
   if (amx.gflops > 0) {
-    std::printf("matrix unit: AMX bf16 tiles, %.1f GFLOP/s (%.1f per core)\n", amx.gflops, amx.per_core_gflops);
+    std::printf("matrix unit: AMX bf16 tiles, %.1f GFLOP/s (%.1f per core)\n", amx.gflops,
+                amx.per_core_gflops);
   } else {
     std::printf("matrix unit: none (%s)\n", amx.simd_target.c_str());
     const hanpu::FmaPeak dot = hanpu::measure_bf16_dot_peak(o.threads);
     if (dot.gflops > 0) {
       std::printf("bf16 dot instruction (AVX512-BF16): %.1f GFLOP/s (%.1f per core)\n", dot.gflops,
                   dot.per_core_gflops);
-      std::printf("projections of a prefill: bf16 on hanpu's dot kernel (%d x 32 register tile, x rounded to bf16; "
-                  "HANPU_BF16_DOT=0: the pairs kernel), f32 and f16 on %s\n",
-                  hanpu::simd::gemm_bf16_dot_tile_rows(), hanpu::cpu::blas_sgemm_describe().c_str());
+      std::printf(
+          "projections of a prefill: bf16 on hanpu's dot kernel (%d x 32 register tile, x rounded "
+          "to bf16; "
+          "HANPU_BF16_DOT=0: the pairs kernel), f32 and f16 on %s\n",
+          hanpu::simd::gemm_bf16_dot_tile_rows(), hanpu::cpu::blas_sgemm_describe().c_str());
     } else {
-      std::printf("projections of a prefill: bf16 on hanpu's pairs kernel (%d x %d register tile), f32 and f16 on %s\n",
-                  hanpu::simd::gemm_bf16_pairs_tile_rows(), hanpu::simd::gemm_bf16_pairs_tile_cols(),
-                  hanpu::cpu::blas_sgemm_describe().c_str());
+      std::printf(
+          "projections of a prefill: bf16 on hanpu's pairs kernel (%d x %d register tile), f32 and "
+          "f16 on %s\n",
+          hanpu::simd::gemm_bf16_pairs_tile_rows(), hanpu::simd::gemm_bf16_pairs_tile_cols(),
+          hanpu::cpu::blas_sgemm_describe().c_str());
     }
   }
-  // The attention prefill's products on a bf16 KV cache (hanpu/attn.h), as AttnProducts::kAuto picks them.
+  // The attention prefill's products on a bf16 KV cache (hanpu/attn.h), as AttnProducts::kAuto
+  // picks them.
   std::printf("attention prefill on a bf16 KV cache: %s\n",
               hanpu::attn_auto_bf16_products(hanpu::DType::kBF16)
-                  ? "bf16 products on the dot instruction (q and P rounded to bf16, fp32 sums; HANPU_BF16_DOT=0: fp32)"
+                  ? "bf16 products on the dot instruction (q and P rounded to bf16, fp32 sums; "
+                    "HANPU_BF16_DOT=0: fp32)"
                   : "fp32 products (no bf16 dot instruction here, or HANPU_BF16_DOT=0)");
   // The environment as hanpu reads it (base/env_settings.h): every variable, set or not.
   std::printf("environment:\n");

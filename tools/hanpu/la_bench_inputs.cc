@@ -7,7 +7,8 @@
 namespace hanpu::cli {
 
 // Normalised q/k rows, mild gates (logsigmoid(randn)/16), sigmoid betas: what a model feeds.
-LaBenchInputs make_la_bench_inputs(LaMech mech, DType dt, int64_t T, int H, int HV, int D, uint64_t seed) {
+LaBenchInputs make_la_bench_inputs(LaMech mech, DType dt, int64_t T, int H, int HV, int D,
+                                   uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> nd;
   LaBenchInputs in;

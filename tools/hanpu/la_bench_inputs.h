@@ -14,7 +14,8 @@ struct LaBenchInputs {
 };
 
 // Normalised q/k rows, mild gates (logsigmoid(randn)/16), sigmoid betas, fixed seed.
-LaBenchInputs make_la_bench_inputs(LaMech mech, DType dt, int64_t T, int H, int HV, int D, uint64_t seed);
+LaBenchInputs make_la_bench_inputs(LaMech mech, DType dt, int64_t T, int H, int HV, int D,
+                                   uint64_t seed);
 // The call over them: one sequence, K = V = D, the final state written.
 LaArgs la_bench_args(LaMech mech, DType dt, int64_t T, int H, int HV, int D, LaBenchInputs& in);
 

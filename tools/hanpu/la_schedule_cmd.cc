@@ -11,10 +11,16 @@ namespace hanpu::cli {
 
 void add_la_schedule_options(CLI::App& app, LaScheduleOptions& o) {
   app.add_option("--hv", o.hv, "value heads HV")->capture_default_str()->check(shape_range());
-  app.add_option("--heads", o.heads, "q/k heads H (0: H = HV)")->capture_default_str()->check(shape_range(0));
+  app.add_option("--heads", o.heads, "q/k heads H (0: H = HV)")
+      ->capture_default_str()
+      ->check(shape_range(0));
   app.add_option("--v", o.v, "value dim V")->capture_default_str()->check(shape_range());
-  app.add_option("--seq", o.seq, "sequence lengths (several: varlen)")->capture_default_str()->check(token_range(1));
-  app.add_option("--threads", o.threads, "cores (0: this machine's)")->capture_default_str()->check(thread_range());
+  app.add_option("--seq", o.seq, "sequence lengths (several: varlen)")
+      ->capture_default_str()
+      ->check(token_range(1));
+  app.add_option("--threads", o.threads, "cores (0: this machine's)")
+      ->capture_default_str()
+      ->check(thread_range());
 }
 
 int run_la_schedule(const LaScheduleOptions& o) {

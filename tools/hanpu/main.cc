@@ -32,7 +32,8 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
       {"run", "run a model: prefill a prompt, stream the reply (stdout), timings on stderr",
        command_from<RunOptions, add_run_options, run_model>()},
-      {"perplexity", "a checkpoint's perplexity on a text file, chunked as llama.cpp's llama-perplexity",
+      {"perplexity",
+       "a checkpoint's perplexity on a text file, chunked as llama.cpp's llama-perplexity",
        command_from<PerplexityCmdOptions, add_perplexity_options, run_perplexity>()},
       {"bench la", "GDN/KDA prefill: recurrent vs fla vs hanpu",
        command_from<BenchLaOptions, add_bench_la_options, run_bench_la>()},
@@ -46,7 +47,8 @@ const std::vector<Command>& commands() {
        command_from<SimOptions, add_sim_options, run_sim>()},
       {"plan", "HA-NPU's offline plan for a modelled NPU: op order, layouts, schedule",
        command_from<PlanOptions, add_plan_options, run_plan>()},
-      {"la strategies", "list the LA strategies", command_from<NoOptions, add_no_options, run_la_strategies>()},
+      {"la strategies", "list the LA strategies",
+       command_from<NoOptions, add_no_options, run_la_strategies>()},
       {"la schedule", "print the HA-NPU core schedule for a shape",
        command_from<LaScheduleOptions, add_la_schedule_options, run_la_schedule>()},
       {"attn placements", "list the attention placements",
@@ -70,8 +72,9 @@ const std::map<std::string, std::string>& group_summaries() {
 int run_cli(int argc, char** argv) {
   CLI::App app{"hanpu: hybrid-attention LLMs on edge CPUs and modelled NPUs"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", fmt::format("hanpu {} (commit {}), SIMD target {}", HANPU_VERSION, HANPU_COMMIT,
-                                                simd::simd_target_name()));
+  app.set_version_flag(
+      "--version", fmt::format("hanpu {} (commit {}), SIMD target {}", HANPU_VERSION, HANPU_COMMIT,
+                               simd::simd_target_name()));
   std::vector<std::pair<CLI::App*, std::function<int()>>> runners;
   std::map<std::string, CLI::App*> groups;
   for (const Command& c : commands()) {

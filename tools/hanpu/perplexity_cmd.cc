@@ -18,7 +18,8 @@ namespace hanpu::cli {
 void add_perplexity_options(CLI::App& app, PerplexityCmdOptions& o) {
   app.add_option("-m,--model", o.model,
                  "checkpoint folder or .gguf (default: the tiny model shipped with hanpu)");
-  app.add_option("-f,--file", o.file, "the text (UTF-8), e.g. wikitext-2-raw's wiki.test.raw (-: standard input)")
+  app.add_option("-f,--file", o.file,
+                 "the text (UTF-8), e.g. wikitext-2-raw's wiki.test.raw (-: standard input)")
       ->required()
       ->check(file_or_stdin());
   PerplexityOptions& r = o.run;
@@ -38,7 +39,9 @@ void add_perplexity_options(CLI::App& app, PerplexityCmdOptions& o) {
   app.add_option("--attn-products", r.attn_products, "attention prefill products: auto, f32, bf16")
       ->capture_default_str()
       ->check(attn_product_names());
-  app.add_option("-t,--threads", r.threads, "cores (0: all)")->capture_default_str()->check(thread_range());
+  app.add_option("-t,--threads", r.threads, "cores (0: all)")
+      ->capture_default_str()
+      ->check(thread_range());
   app.add_option("--kv-cache", r.kv_cache,
                  "KV-cache dtype: auto (the projections' dtype), f32, bf16, f16")
       ->capture_default_str()
@@ -79,9 +82,11 @@ int run_perplexity(const PerplexityCmdOptions& o) {
   const int64_t whole = static_cast<int64_t>(tokens.size()) / r.context;
   const int64_t chunks = r.max_chunks > 0 ? std::min<int64_t>(whole, r.max_chunks) : whole;
   if (chunks > 0) {
-    note("text: {} bytes, {} tokens (tokenized in {:.1f} ms); {} chunks of {} tokens, positions {}-{} of each scored "
-         "(llama.cpp's method)\n",
-         text.size(), tokens.size(), tokenize_ms, chunks, r.context, r.context / 2, r.context - 2);
+    note(
+        "text: {} bytes, {} tokens (tokenized in {:.1f} ms); {} chunks of {} tokens, positions "
+        "{}-{} of each scored "
+        "(llama.cpp's method)\n",
+        text.size(), tokens.size(), tokenize_ms, chunks, r.context, r.context / 2, r.context - 2);
   }
   const EngineInfo info = engine->info();
   if (info.max_positions > 0 && r.context > info.max_positions) {  // as `hanpu run` warns
@@ -95,7 +100,8 @@ int run_perplexity(const PerplexityCmdOptions& o) {
     if (o.json) return;
     if (s.chunks == 1 && s.chunks_total > 1) {  // llama.cpp's "seconds per pass - ETA"
       const double per_chunk_s = s.ms / 1e3;
-      note("{:.2f} s per chunk, about {:.0f} s for all {}\n", per_chunk_s, per_chunk_s * s.chunks_total, s.chunks_total);
+      note("{:.2f} s per chunk, about {:.0f} s for all {}\n", per_chunk_s,
+           per_chunk_s * s.chunks_total, s.chunks_total);
     }
     note("[{}]{:.4f},", s.chunks, s.ppl());  // running figures are progress: stderr
     printed = verbosity() != Verbosity::kQuiet;
@@ -127,10 +133,12 @@ int run_perplexity(const PerplexityCmdOptions& o) {
   std::printf("Final estimate: PPL = %.4f +/- %.5f\n", s.ppl(), s.ppl_error());
   const double f = s.ms > 0 ? 100 / s.ms : 0;
   std::fflush(stdout);
-  note("--\n{} chunks, {} tokens scored, in {:.1f} s = {:.1f} tokens/s through the model (LA layers {:.0f}%, "
-       "attention {:.0f}%, MLP {:.0f}%, head and rest {:.0f}%)\n",
-       s.chunks, s.scored_tokens, s.ms / 1e3, s.tokens_per_s(), f * t.la_ms, f * t.attn_ms, f * t.mlp_ms,
-       f * (s.ms - t.la_ms - t.attn_ms - t.mlp_ms));
+  note(
+      "--\n{} chunks, {} tokens scored, in {:.1f} s = {:.1f} tokens/s through the model (LA layers "
+      "{:.0f}%, "
+      "attention {:.0f}%, MLP {:.0f}%, head and rest {:.0f}%)\n",
+      s.chunks, s.scored_tokens, s.ms / 1e3, s.tokens_per_s(), f * t.la_ms, f * t.attn_ms,
+      f * t.mlp_ms, f * (s.ms - t.la_ms - t.attn_ms - t.mlp_ms));
   return 0;
 }
 

@@ -9,8 +9,11 @@
 namespace hanpu::cli {
 
 void add_plan_options(CLI::App& app, PlanOptions& o) {
-  app.add_option("--target", o.target, "NPU target (built-in name or JSON file)")->capture_default_str();
-  app.add_option("--mech", o.mech, "gdn or kda")->capture_default_str()->check(CLI::IsMember({"gdn", "kda"}));
+  app.add_option("--target", o.target, "NPU target (built-in name or JSON file)")
+      ->capture_default_str();
+  app.add_option("--mech", o.mech, "gdn or kda")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"gdn", "kda"}));
   app.add_option("--heads", o.heads, "heads H")->capture_default_str()->check(shape_range());
   app.add_option("--seq", o.seq, "sequence length T")->capture_default_str()->check(token_range(1));
   app.add_option("--dim", o.dim, "head dim K = V")->capture_default_str()->check(shape_range());

@@ -1,7 +1,6 @@
 // `hanpu run` (see run_cmd.h).
 #include "run_cmd.h"
 
-
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -34,27 +33,36 @@ namespace {
 // shares of total_ms; `other` names the split's other_ms.
 std::string describe_split(const TimeSplit& t, double total_ms, const char* other) {
   const double f = total_ms > 0 ? 100 / total_ms : 0;
-  return fmt::format("LA layers {:.0f}%, attention {:.0f}%, MLP {:.0f}%, {} {:.0f}%; the LA kernel alone {:.0f}%, "
-                     "attention kernel {:.0f}%",
-                     f * t.la_ms, f * t.attn_ms, f * t.mlp_ms, other, f * t.other_ms, f * t.la_kernel_ms,
-                     f * t.attn_kernel_ms);
+  return fmt::format(
+      "LA layers {:.0f}%, attention {:.0f}%, MLP {:.0f}%, {} {:.0f}%; the LA kernel alone {:.0f}%, "
+      "attention kernel {:.0f}%",
+      f * t.la_ms, f * t.attn_ms, f * t.mlp_ms, other, f * t.other_ms, f * t.la_kernel_ms,
+      f * t.attn_kernel_ms);
 }
 
 // "sampling: temperature 0.7, top-k 20, top-p 0.8 (generation_config.json ...; --temperature 0
 // for greedy)" or "sampling: greedy": what the run will do and where it came from.
-std::string describe_sampling(const GenerateOptions& g, const RunOptions::SamplingGiven& given, const std::string& origin) {
-  std::string what = g.temperature > 0 ? fmt::format("temperature {:g}, top-k {}, top-p {:g}, seed {}", g.temperature,
-                                                      g.top_k, g.top_p, g.seed)
-                                       : std::string("greedy");
+std::string describe_sampling(const GenerateOptions& g, const RunOptions::SamplingGiven& given,
+                              const std::string& origin) {
+  std::string what = g.temperature > 0
+                         ? fmt::format("temperature {:g}, top-k {}, top-p {:g}, seed {}",
+                                       g.temperature, g.top_k, g.top_p, g.seed)
+                         : std::string("greedy");
   if (g.temperature > 0 && g.min_p > 0) what += fmt::format(", min-p {:g}", g.min_p);
-  if (g.repetition_penalty != 1.0f) what += fmt::format(", repetition penalty {:g}", g.repetition_penalty);
-  if (g.presence_penalty != 0.0f) what += fmt::format(", presence penalty {:g}", g.presence_penalty);
-  const bool all_given = given.temperature && given.top_k && given.top_p && given.min_p && given.repetition_penalty;
+  if (g.repetition_penalty != 1.0f)
+    what += fmt::format(", repetition penalty {:g}", g.repetition_penalty);
+  if (g.presence_penalty != 0.0f)
+    what += fmt::format(", presence penalty {:g}", g.presence_penalty);
+  const bool all_given =
+      given.temperature && given.top_k && given.top_p && given.min_p && given.repetition_penalty;
   std::string from;
   if (!origin.empty() && !all_given) {
-    from = fmt::format(" ({} {}{})", given.temperature || given.top_k || given.top_p || given.min_p || given.repetition_penalty
-                                         ? "flags not given here from" : "from",
-                       origin, g.temperature > 0 ? "; --temperature 0 for greedy" : "");
+    from = fmt::format(
+        " ({} {}{})",
+        given.temperature || given.top_k || given.top_p || given.min_p || given.repetition_penalty
+            ? "flags not given here from"
+            : "from",
+        origin, g.temperature > 0 ? "; --temperature 0 for greedy" : "");
   }
   return "sampling: " + what + from;
 }
@@ -62,7 +70,8 @@ std::string describe_sampling(const GenerateOptions& g, const RunOptions::Sampli
 // Whether two descriptors write to one file (stdout and stderr both redirected to it).
 bool same_file(int a, int b) {
   struct stat sa, sb;
-  return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
 }
 
 // A float flag as the decimal it was written as (0.8, not 0.800000011920929) for JSON.
@@ -86,34 +95,46 @@ std::string describe_stop_tokens(const Engine& engine, const std::vector<int>& i
 }  // namespace
 
 void add_run_options(CLI::App& app, RunOptions& o) {
-  app.add_option("-m,--model", o.model, "checkpoint folder (config.json, *.safetensors, tokenizer.json)");
-  app.add_option("--synthetic", o.synthetic, "random-weight model of a real shape: qwen3.5-0.8b, qwen3.5-2b, qwen3-next-tiny")
+  app.add_option("-m,--model", o.model,
+                 "checkpoint folder (config.json, *.safetensors, tokenizer.json)");
+  app.add_option("--synthetic", o.synthetic,
+                 "random-weight model of a real shape: qwen3.5-0.8b, qwen3.5-2b, qwen3-next-tiny")
       ->excludes(app.get_option("--model"));
   app.add_option("-p,--prompt", o.prompt, "prompt text")
       ->capture_default_str()
       ->each([&o](const std::string&) { o.prompt_given = true; });
-  app.add_option("-f,--prompt-file,--file", o.prompt_file,
-                 "read the prompt text (UTF-8) from this file instead of --prompt (-: standard input)")
+  app.add_option(
+         "-f,--prompt-file,--file", o.prompt_file,
+         "read the prompt text (UTF-8) from this file instead of --prompt (-: standard input)")
       ->check(file_or_stdin());
-  app.add_option("--prompt-tokens", o.prompt_tokens, "synthetic models: random prompt of N tokens (default 512)")
+  app.add_option("--prompt-tokens", o.prompt_tokens,
+                 "synthetic models: random prompt of N tokens (default 512)")
       ->check(token_range(1));
   GenerateOptions& g = o.gen;
-  app.add_flag("--chat", o.chat, "the prompt as a user turn in the checkpoint's chat template (Jinja; ChatML if it has none)");
+  app.add_flag(
+      "--chat", o.chat,
+      "the prompt as a user turn in the checkpoint's chat template (Jinja; ChatML if it has none)");
   app.add_option("--system", o.system, "--chat: a system message before the prompt");
-  app.add_option("--chat-template", o.chat_template_file, "--chat: use this Jinja template file instead of the checkpoint's")
+  app.add_option("--chat-template", o.chat_template_file,
+                 "--chat: use this Jinja template file instead of the checkpoint's")
       ->check(CLI::ExistingFile);
-  app.add_flag("--no-think", o.no_think, "--chat: enable_thinking = false (Qwen3/3.5: answer without reasoning)");
-  app.add_option("-n,--max-tokens,--n-predict", g.max_tokens, "tokens to generate (--interactive: per reply, default 1024)")
+  app.add_flag("--no-think", o.no_think,
+               "--chat: enable_thinking = false (Qwen3/3.5: answer without reasoning)");
+  app.add_option("-n,--max-tokens,--n-predict", g.max_tokens,
+                 "tokens to generate (--interactive: per reply, default 1024)")
       ->capture_default_str()
       ->check(token_range(0))
       ->each([&o](const std::string&) { o.max_tokens_given = true; });
-  app.add_flag("-i,--interactive", o.interactive,
-               "a conversation: each line of input is a user turn in the chat template, each reply streamed; "
-               "the sequence stays in memory between turns (end a line with \\ to go on, /exit to stop)");
+  app.add_flag(
+      "-i,--interactive", o.interactive,
+      "a conversation: each line of input is a user turn in the chat template, each reply "
+      "streamed; "
+      "the sequence stays in memory between turns (end a line with \\ to go on, /exit to stop)");
   // Sampling: unless given here, what the checkpoint's generation_config.json says (greedy
   // where it has none or says do_sample false).
   auto& given = o.sampling_given;
-  app.add_option("--temperature,--temp", g.temperature, "0: greedy (default: the checkpoint's generation_config.json, else 0)")
+  app.add_option("--temperature,--temp", g.temperature,
+                 "0: greedy (default: the checkpoint's generation_config.json, else 0)")
       ->check(CLI::Range(0.0f, 1e6f))
       ->each([&given](const std::string&) { given.temperature = true; });
   app.add_option("--top-k", g.top_k, "0: off (default: the checkpoint's, else 0)")
@@ -122,54 +143,74 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_option("--top-p", g.top_p, "1: off (default: the checkpoint's, else 1)")
       ->check(CLI::Range(0.0f, 1.0f))
       ->each([&given](const std::string&) { given.top_p = true; });
-  app.add_option("--min-p", g.min_p, "0: off; drops tokens below min-p x the top token's probability (default: the "
+  app.add_option("--min-p", g.min_p,
+                 "0: off; drops tokens below min-p x the top token's probability (default: the "
                  "checkpoint's, else 0)")
       ->check(CLI::Range(0.0f, 1.0f))
       ->each([&given](const std::string&) { given.min_p = true; });
-  app.add_option("--repetition-penalty,--repeat-penalty", g.repetition_penalty,
-                 "> 1 discourages tokens of the prompt and output, as transformers' repetition_penalty "
-                 "(default: the checkpoint's, else 1: off)")
+  app.add_option(
+         "--repetition-penalty,--repeat-penalty", g.repetition_penalty,
+         "> 1 discourages tokens of the prompt and output, as transformers' repetition_penalty "
+         "(default: the checkpoint's, else 1: off)")
       ->check(CLI::Range(1e-3f, 1e3f))
       ->each([&given](const std::string&) { given.repetition_penalty = true; });
   app.add_option("--presence-penalty", g.presence_penalty,
-                 "subtracted from the logit of each token the output already holds, as vLLM's presence_penalty "
+                 "subtracted from the logit of each token the output already holds, as vLLM's "
+                 "presence_penalty "
                  "(0: off; Qwen suggests 0-2 against endless repetitions)")
       ->capture_default_str()
       ->check(CLI::Range(-2.0f, 2.0f));  // vLLM's range
-  app.add_option("-s,--seed", g.seed, "sampling seed (0 or more)")->capture_default_str()->check(non_negative());
+  app.add_option("-s,--seed", g.seed, "sampling seed (0 or more)")
+      ->capture_default_str()
+      ->check(non_negative());
   app.add_option("--stop", o.stop_strings,
-                 "end the reply where its text holds this string, which is not printed (repeatable; \\n, \\t "
-                 "and \\\\ are a newline, a tab and a backslash), as vLLM's stop and llama.cpp's --reverse-prompt")
+                 "end the reply where its text holds this string, which is not printed "
+                 "(repeatable; \\n, \\t "
+                 "and \\\\ are a newline, a tab and a backslash), as vLLM's stop and llama.cpp's "
+                 "--reverse-prompt")
       ->allow_extra_args(false);
-  app.add_flag("--ignore-eos", o.ignore_eos, "go on past the stop tokens (benchmarks: exactly --max-tokens)");
-  app.add_option("--la", g.la_strategy, "LA strategy: recurrent, fla, hanpu")->capture_default_str()->check(la_strategy_names());
+  app.add_flag("--ignore-eos", o.ignore_eos,
+               "go on past the stop tokens (benchmarks: exactly --max-tokens)");
+  app.add_option("--la", g.la_strategy, "LA strategy: recurrent, fla, hanpu")
+      ->capture_default_str()
+      ->check(la_strategy_names());
   app.add_option("--placement", g.attn_placement, "attention placement: balanced, uniform, layer")
       ->capture_default_str()
       ->check(placement_names());
-  app.add_option("--attn-products", g.attn_products,
-                 "attention prefill products: auto (bf16 on a bf16 KV cache where the CPU has the bf16 dot "
-                 "instruction), f32, bf16 (q, k, v and P rounded to bf16)")
+  app.add_option(
+         "--attn-products", g.attn_products,
+         "attention prefill products: auto (bf16 on a bf16 KV cache where the CPU has the bf16 dot "
+         "instruction), f32, bf16 (q, k, v and P rounded to bf16)")
       ->capture_default_str()
       ->check(attn_product_names());
-  app.add_option("-t,--threads", g.threads, "cores (0: all)")->capture_default_str()->check(thread_range());
-  app.add_option("--kv-cache", g.kv_cache, "KV-cache dtype: auto (the projections' dtype), f32, bf16, f16")
+  app.add_option("-t,--threads", g.threads, "cores (0: all)")
+      ->capture_default_str()
+      ->check(thread_range());
+  app.add_option("--kv-cache", g.kv_cache,
+                 "KV-cache dtype: auto (the projections' dtype), f32, bf16, f16")
       ->capture_default_str()
       ->check(storage_names());
   app.add_option("--prefill-chunk", g.prefill_chunk, "prompt tokens per forward call")
       ->capture_default_str()
       ->check(token_range(1));
-  app.add_option("--weights", o.weights, "hold projections as auto (the checkpoint's dtype; bf16 for --synthetic), f32, bf16, f16")
+  app.add_option(
+         "--weights", o.weights,
+         "hold projections as auto (the checkpoint's dtype; bf16 for --synthetic), f32, bf16, f16")
       ->capture_default_str()
       ->check(storage_names());
-  app.add_option("--save-state", g.save_state, "save the sequence (prompt + generated) to this file when done");
+  app.add_option("--save-state", g.save_state,
+                 "save the sequence (prompt + generated) to this file when done");
   app.add_option("--resume-state", g.resume_state,
-                 "continue a saved sequence: the prompt is appended after it (with --chat, as the conversation's next turn)");
+                 "continue a saved sequence: the prompt is appended after it (with --chat, as the "
+                 "conversation's next turn)");
   app.add_option("-c,--ctx-size", o.ctx_size,
-                 "context in tokens: the prompt must fit and the reply ends where it is full (0: unbounded; past "
+                 "context in tokens: the prompt must fit and the reply ends where it is full (0: "
+                 "unbounded; past "
                  "the model's trained context with a warning)")
       ->capture_default_str()
       ->check(token_range(0));
-  app.add_flag("--json", o.json, "stdout: one JSON object with the reply's text, timings and settings");
+  app.add_flag("--json", o.json,
+               "stdout: one JSON object with the reply's text, timings and settings");
   add_verbosity_flags(app, o.verbosity);
 }
 
@@ -178,22 +219,30 @@ namespace {
 // The flags that conflict with each other, before a model is loaded. 0 or the exit code.
 int check_run_flags(const RunOptions& o) {
   if (!o.prompt_file.empty() && (!o.synthetic.empty() || o.prompt_tokens > 0)) {
-    std::fprintf(stderr, "error: --prompt-file is text for a checkpoint's tokenizer; --synthetic and --prompt-tokens "
+    std::fprintf(stderr,
+                 "error: --prompt-file is text for a checkpoint's tokenizer; --synthetic and "
+                 "--prompt-tokens "
                  "take random token ids\n");
     return 2;
   }
   if (o.interactive && !o.synthetic.empty()) {
-    std::fprintf(stderr, "error: --interactive needs a model with a tokenizer; --synthetic models have none\n");
+    std::fprintf(
+        stderr,
+        "error: --interactive needs a model with a tokenizer; --synthetic models have none\n");
     return 2;
   }
   if (o.interactive && (!o.prompt_file.empty() || o.prompt_tokens > 0 || o.json)) {
-    std::fprintf(stderr, "error: --interactive takes its turns from the input: not with --prompt-file, "
+    std::fprintf(stderr,
+                 "error: --interactive takes its turns from the input: not with --prompt-file, "
                  "--prompt-tokens or --json\n");
     return 2;
   }
-  if (o.ctx_size > 0 && !o.gen.resume_state.empty()) {  // the saved sequence's length is known only to the run
-    std::fprintf(stderr, "error: -c/--ctx-size bounds a new sequence; with --resume-state the saved one's length "
-                 "is not known before the run\n");
+  if (o.ctx_size > 0 &&
+      !o.gen.resume_state.empty()) {  // the saved sequence's length is known only to the run
+    std::fprintf(
+        stderr,
+        "error: -c/--ctx-size bounds a new sequence; with --resume-state the saved one's length "
+        "is not known before the run\n");
     return 2;
   }
   return 0;
@@ -201,16 +250,20 @@ int check_run_flags(const RunOptions& o) {
 
 // The prompt's token ids: the text (with --chat, rendered by the template) tokenized, or
 // random ids for a model without a tokenizer. 0 or the exit code.
-int build_prompt(Engine& engine, const RunOptions& o, std::vector<int>* prompt, double* tokenize_ms) {
+int build_prompt(Engine& engine, const RunOptions& o, std::vector<int>* prompt,
+                 double* tokenize_ms) {
   Status st;
   if (!engine.has_tokenizer() || o.prompt_tokens > 0) {
     if (!o.prompt_file.empty()) {
-      std::fprintf(stderr, "error: --prompt-file needs a model with a tokenizer and no --prompt-tokens\n");
+      std::fprintf(stderr,
+                   "error: --prompt-file needs a model with a tokenizer and no --prompt-tokens\n");
       return 2;
     }
     if (o.prompt_given) {  // text cannot become ids without one: never random ids in its place
-      std::fprintf(stderr, "error: --prompt is text, and %s has no tokenizer (tokenizer.json or a GGUF's "
-                   "tokenizer); --prompt-tokens N runs N random ids\n", engine.info().name.c_str());
+      std::fprintf(stderr,
+                   "error: --prompt is text, and %s has no tokenizer (tokenizer.json or a GGUF's "
+                   "tokenizer); --prompt-tokens N runs N random ids\n",
+                   engine.info().name.c_str());
       return 2;
     }
     const int n = o.prompt_tokens > 0 ? o.prompt_tokens : 512;
@@ -235,12 +288,14 @@ int build_prompt(Engine& engine, const RunOptions& o, std::vector<int>* prompt, 
                    : engine.apply_chat_template(messages, co, &text);
     }
     if (st.ok()) {
-      note("chat template: {}{}\n", engine.chat_template_origin(), resumed ? " (continuing the saved conversation)" : "");
+      note("chat template: {}{}\n", engine.chat_template_origin(),
+           resumed ? " (continuing the saved conversation)" : "");
     }
   }
   const auto t0 = std::chrono::steady_clock::now();
   if (st.ok()) st = engine.tokenize(text, prompt);
-  *tokenize_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  *tokenize_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!st.ok()) {
     std::fprintf(stderr, "error: prompt: %s\n", st.message().c_str());
     return 2;
@@ -249,7 +304,8 @@ int build_prompt(Engine& engine, const RunOptions& o, std::vector<int>* prompt, 
     std::fprintf(stderr, "error: prompt: the text has no tokens\n");
     return 2;
   }
-  note("prompt: {} bytes, {} tokens (tokenized in {:.1f} ms)\n", text.size(), prompt->size(), *tokenize_ms);
+  note("prompt: {} bytes, {} tokens (tokenized in {:.1f} ms)\n", text.size(), prompt->size(),
+       *tokenize_ms);
   detail("{}\n--\n", text);  // what the model reads, before the reply
   return 0;
 }
@@ -260,7 +316,9 @@ int build_prompt(Engine& engine, const RunOptions& o, std::vector<int>* prompt, 
 int fit_context(const RunOptions& o, int64_t prompt_tokens, GenerateOptions* g) {
   if (o.ctx_size <= 0) return 0;
   if (prompt_tokens >= o.ctx_size) {
-    std::fprintf(stderr, "error: the prompt of %lld tokens leaves no room in a context of %d tokens (-c/--ctx-size)\n",
+    std::fprintf(stderr,
+                 "error: the prompt of %lld tokens leaves no room in a context of %d tokens "
+                 "(-c/--ctx-size)\n",
                  static_cast<long long>(prompt_tokens), o.ctx_size);
     return 2;
   }
@@ -277,7 +335,9 @@ int run_model(const RunOptions& o) {
   apply_verbosity(o.verbosity);
   if (const int rc = check_run_flags(o); rc != 0) return rc;  // before a model is built
   std::unique_ptr<Engine> engine;
-  if (const int rc = load_cli_engine(o.model, o.synthetic, o.gen.seed + 1, o.weights, &engine); rc != 0) return rc;
+  if (const int rc = load_cli_engine(o.model, o.synthetic, o.gen.seed + 1, o.weights, &engine);
+      rc != 0)
+    return rc;
   const bool tty = isatty(fileno(stderr)) != 0 && verbosity() != Verbosity::kQuiet;
   Status st;
   const EngineInfo info = engine->info();
@@ -291,7 +351,8 @@ int run_model(const RunOptions& o) {
   if (!o.sampling_given.repetition_penalty) g.repetition_penalty = defaults.repetition_penalty;
   note("{}\n", describe_sampling(g, o.sampling_given, info.sampling_origin));
   g.stop_at_eos = !o.ignore_eos;
-  for (const std::string& stop : o.stop_strings) g.stop_strings.push_back(model::unescape_stop_string(stop));
+  for (const std::string& stop : o.stop_strings)
+    g.stop_strings.push_back(model::unescape_stop_string(stop));
   if (!info.stop_tokens.empty()) detail("{}\n", describe_stop_tokens(*engine, info.stop_tokens));
   std::string kv_cache;
   st = engine->kv_cache_dtype(o.gen.kv_cache, &kv_cache);
@@ -331,7 +392,9 @@ int run_model(const RunOptions& o) {
     std::fflush(stdout);
   };
   const auto on_progress = [&](int64_t done, int64_t total) {
-    if (tty && total > o.gen.prefill_chunk) std::fprintf(stderr, "\rprefill %lld / %lld tokens", static_cast<long long>(done), static_cast<long long>(total));
+    if (tty && total > o.gen.prefill_chunk)
+      std::fprintf(stderr, "\rprefill %lld / %lld tokens", static_cast<long long>(done),
+                   static_cast<long long>(total));
     if (tty && total > o.gen.prefill_chunk && done == total) std::fprintf(stderr, "\n");
   };
   // Past the trained context RoPE positions are ones the model never saw: it runs, but the
@@ -339,9 +402,11 @@ int run_model(const RunOptions& o) {
   // for a resumed sequence, whose length only the state file tells.
   const auto warn_context = [&](int64_t tokens, const char* what) {
     if (info.max_positions > 0 && tokens > info.max_positions) {
-      std::fprintf(stderr, "warning: %s of %lld tokens is longer than the context the model was trained for "
-                   "(max_position_embeddings %lld); the text may degrade\n", what, static_cast<long long>(tokens),
-                   static_cast<long long>(info.max_positions));
+      std::fprintf(
+          stderr,
+          "warning: %s of %lld tokens is longer than the context the model was trained for "
+          "(max_position_embeddings %lld); the text may degrade\n",
+          what, static_cast<long long>(tokens), static_cast<long long>(info.max_positions));
     }
   };
   const int64_t planned = static_cast<int64_t>(prompt.size()) + g.max_tokens;
@@ -351,7 +416,8 @@ int run_model(const RunOptions& o) {
   // and when stderr goes to the same file (2>&1) the newline goes there, before the summary.
   if (!o.json && isatty(fileno(stdout))) std::printf("\n");
   std::fflush(stdout);
-  if (!o.json && !isatty(fileno(stdout)) && same_file(fileno(stdout), fileno(stderr)) && s.generated_tokens > 0)
+  if (!o.json && !isatty(fileno(stdout)) && same_file(fileno(stdout), fileno(stderr)) &&
+      s.generated_tokens > 0)
     note("\n");
   if (!st.ok()) {
     std::fprintf(stderr, "error: %s\n", st.message().c_str());
@@ -361,7 +427,8 @@ int run_model(const RunOptions& o) {
     warn_context(s.resumed_tokens + s.prompt_tokens + s.generated_tokens, "the resumed sequence");
   }
   const double prefill_tps = s.prompt_tokens / (s.prefill_ms / 1e3);
-  const auto decode_steps = static_cast<int64_t>(s.decode_step_ms.size());  // forward calls of the decode
+  const auto decode_steps =
+      static_cast<int64_t>(s.decode_step_ms.size());  // forward calls of the decode
   const double decode_tps = decode_steps > 0 ? decode_steps / (s.decode_ms / 1e3) : 0.0;
   const bool attn_bf16 = s.attn_bf16_products;  // the attention prefill's products (hanpu/attn.h)
   // The decode steps' forward calls, nearest-rank quantiles (0 with no step).
@@ -374,42 +441,66 @@ int run_model(const RunOptions& o) {
   };
   if (o.json) {
     auto split_json = [](const TimeSplit& t) {
-      return nlohmann::json{{"la_ms", t.la_ms},   {"attn_ms", t.attn_ms},           {"mlp_ms", t.mlp_ms},
-                            {"other_ms", t.other_ms}, {"la_kernel_ms", t.la_kernel_ms}, {"attn_kernel_ms", t.attn_kernel_ms}};
+      return nlohmann::json{{"la_ms", t.la_ms},
+                            {"attn_ms", t.attn_ms},
+                            {"mlp_ms", t.mlp_ms},
+                            {"other_ms", t.other_ms},
+                            {"la_kernel_ms", t.la_kernel_ms},
+                            {"attn_kernel_ms", t.attn_kernel_ms}};
     };
-    nlohmann::json j{{"model", info.name},           {"la", g.la_strategy},
+    nlohmann::json j{{"model", info.name},
+                     {"la", g.la_strategy},
                      {"text", reply},
-                     {"prompt_tokens", s.prompt_tokens}, {"generated_tokens", s.generated_tokens},
+                     {"prompt_tokens", s.prompt_tokens},
+                     {"generated_tokens", s.generated_tokens},
                      {"tokenize_ms", tokenize_ms},
-                     {"prefill_ms", s.prefill_ms},   {"prefill_tokens_per_s", prefill_tps},
-                     {"decode_ms", s.decode_ms},     {"decode_tokens_per_s", decode_tps},
-                     {"prefill_split", split_json(s.prefill_split)}, {"decode_split", split_json(s.decode_split)},
+                     {"prefill_ms", s.prefill_ms},
+                     {"prefill_tokens_per_s", prefill_tps},
+                     {"decode_ms", s.decode_ms},
+                     {"decode_tokens_per_s", decode_tps},
+                     {"prefill_split", split_json(s.prefill_split)},
+                     {"decode_split", split_json(s.decode_split)},
                      {"stop", s.stop_reason},
-                     {"weights", info.weight_dtype},  {"amx", info.weight_dtype == "bf16" && amx_bf16_in_use()},
-                     {"bf16_dot", info.weight_dtype == "bf16" && cpu::linear_uses_dot()}, {"kv_cache", s.kv_cache},
+                     {"weights", info.weight_dtype},
+                     {"amx", info.weight_dtype == "bf16" && amx_bf16_in_use()},
+                     {"bf16_dot", info.weight_dtype == "bf16" && cpu::linear_uses_dot()},
+                     {"kv_cache", s.kv_cache},
                      {"attn_bf16_products", attn_bf16},
-                     {"sampling", {{"temperature", decimal(g.temperature)}, {"top_k", g.top_k}, {"top_p", decimal(g.top_p)},
-                                   {"min_p", decimal(g.min_p)}, {"repetition_penalty", decimal(g.repetition_penalty)},
-                                   {"presence_penalty", decimal(g.presence_penalty)}, {"seed", g.seed},
-                                   {"defaults_from", info.sampling_origin}}},
+                     {"sampling",
+                      {{"temperature", decimal(g.temperature)},
+                       {"top_k", g.top_k},
+                       {"top_p", decimal(g.top_p)},
+                       {"min_p", decimal(g.min_p)},
+                       {"repetition_penalty", decimal(g.repetition_penalty)},
+                       {"presence_penalty", decimal(g.presence_penalty)},
+                       {"seed", g.seed},
+                       {"defaults_from", info.sampling_origin}}},
                      {"stop_tokens", info.stop_tokens},
-                     {"resumed_tokens", s.resumed_tokens}, {"saved_tokens", s.saved_tokens},
-                     {"decode_step_ms", {{"median", step_quantile(0.5)}, {"p90", step_quantile(0.9)},
-                                         {"max", step_quantile(1.0)}}}};
+                     {"resumed_tokens", s.resumed_tokens},
+                     {"saved_tokens", s.saved_tokens},
+                     {"decode_step_ms",
+                      {{"median", step_quantile(0.5)},
+                       {"p90", step_quantile(0.9)},
+                       {"max", step_quantile(1.0)}}}};
     // Invalid UTF-8 in a reply cut mid-character is replaced, never a thrown dump.
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
-  note("--\nprefill: {} tokens in {:.1f} ms = {:.1f} tokens/s  ({})\n", s.prompt_tokens, s.prefill_ms, prefill_tps,
+  note("--\nprefill: {} tokens in {:.1f} ms = {:.1f} tokens/s  ({})\n", s.prompt_tokens,
+       s.prefill_ms, prefill_tps,
        describe_split(s.prefill_split, s.prefill_split.total_ms(), "rest"));
-  note("decode:  {} tokens in {:.1f} ms = {:.1f} tokens/s  (stop: {}; LA strategy {}; KV cache {}{})\n",
-       s.generated_tokens, s.decode_ms, decode_tps, s.stop_reason, g.la_strategy, s.kv_cache,
-       attn_bf16 ? ", prefill attention on bf16 products" : "");
-  if (decode_steps > 0 && s.decode_ms > 0) {  // shares of decode_ms: what the forward calls leave is sampling
-    detail("         ({}; sampling and the rest {:.0f}%)\n", describe_split(s.decode_split, s.decode_ms, "norms and head"),
+  note(
+      "decode:  {} tokens in {:.1f} ms = {:.1f} tokens/s  (stop: {}; LA strategy {}; KV cache "
+      "{}{})\n",
+      s.generated_tokens, s.decode_ms, decode_tps, s.stop_reason, g.la_strategy, s.kv_cache,
+      attn_bf16 ? ", prefill attention on bf16 products" : "");
+  if (decode_steps > 0 &&
+      s.decode_ms > 0) {  // shares of decode_ms: what the forward calls leave is sampling
+    detail("         ({}; sampling and the rest {:.0f}%)\n",
+           describe_split(s.decode_split, s.decode_ms, "norms and head"),
            100 * (s.decode_ms - s.decode_split.total_ms()) / s.decode_ms);
-    detail("         (a step's forward call: median {:.2f} ms, p90 {:.2f} ms, max {:.2f} ms)\n", step_quantile(0.5),
-           step_quantile(0.9), step_quantile(1.0));
+    detail("         (a step's forward call: median {:.2f} ms, p90 {:.2f} ms, max {:.2f} ms)\n",
+           step_quantile(0.5), step_quantile(0.9), step_quantile(1.0));
   }
   if (s.resumed_tokens > 0) note("resumed: {} tokens from {}\n", s.resumed_tokens, g.resume_state);
   if (!g.save_state.empty()) note("saved:   {} tokens to {}\n", s.saved_tokens, g.save_state);

@@ -16,7 +16,7 @@ struct RunOptions {
   std::string synthetic;  // a synthetic model name
   std::string prompt = "Hybrid models interleave linear attention";
   std::string prompt_file;  // the prompt's text from this file instead (a long document)
-  int prompt_tokens = 0;  // synthetic: random prompt of this many tokens (default 512)
+  int prompt_tokens = 0;    // synthetic: random prompt of this many tokens (default 512)
   std::string weights = "auto";
   bool json = false;
   // --chat: the prompt becomes a user turn (after --system, if given) in the checkpoint's
@@ -30,7 +30,8 @@ struct RunOptions {
   // given, is the first turn, and --max-tokens bounds each reply (1024 unless given).
   bool interactive = false;
   bool prompt_given = false, max_tokens_given = false;
-  std::vector<std::string> stop_strings;  // --stop, as written (escapes turned into GenerateOptions::stop_strings)
+  std::vector<std::string>
+      stop_strings;  // --stop, as written (escapes turned into GenerateOptions::stop_strings)
   bool ignore_eos = false;
   int ctx_size = 0;  // -c: tokens of context (0: the model's trained context)
   VerbosityFlags verbosity;
@@ -42,7 +43,8 @@ struct RunOptions {
   // Sampling flags given on the command line; the others take the checkpoint's defaults
   // (Engine::default_generate_options), as transformers' generate(**kwargs) does.
   struct SamplingGiven {
-    bool temperature = false, top_k = false, top_p = false, min_p = false, repetition_penalty = false;
+    bool temperature = false, top_k = false, top_p = false, min_p = false,
+         repetition_penalty = false;
   } sampling_given;
 };
 

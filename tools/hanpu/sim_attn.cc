@@ -24,8 +24,9 @@ int run_sim_attn(const SimOptions& o) {
     }
   }
   if (!o.json) {
-    std::printf("%-7s %-5s %-8s %-15s %6s %5s %4s %11s %12s %9s %7s %9s %9s\n", "target", "op", "variant", "placement",
-                "T", "heads", "D", "latency_ms", "offchip_MiB", "stall_ms", "util%", "energy_mJ", "nmse_o");
+    std::printf("%-7s %-5s %-8s %-15s %6s %5s %4s %11s %12s %9s %7s %9s %9s\n", "target", "op",
+                "variant", "placement", "T", "heads", "D", "latency_ms", "offchip_MiB", "stall_ms",
+                "util%", "energy_mJ", "nmse_o");
   }
   const bool tty = isatty(fileno(stderr)) != 0;
   // Placement applies to steel only: dato and layer compute every block on a fixed dealing.
@@ -33,7 +34,8 @@ int run_sim_attn(const SimOptions& o) {
     return v == "steel" ? o.placement : std::vector<std::string>{"none"};
   };
   size_t total = 0;
-  for (const std::string& v : variants) total += o.heads.size() * o.seq.size() * placements_of(v).size();
+  for (const std::string& v : variants)
+    total += o.heads.size() * o.seq.size() * placements_of(v).size();
   size_t done = 0;
   for (int H : o.heads) {
     for (long T : o.seq) {
@@ -56,13 +58,16 @@ int run_sim_attn(const SimOptions& o) {
       for (const std::string& variant : variants) {
         for (const std::string& placement : placements_of(variant)) {
           if (tty) {
-            std::fprintf(stderr, "\r[%zu/%zu] %s %s, %d heads, T = %ld ...", ++done, total, variant.c_str(),
-                         placement.c_str(), H, T);
+            std::fprintf(stderr, "\r[%zu/%zu] %s %s, %d heads, T = %ld ...", ++done, total,
+                         variant.c_str(), placement.c_str(), H, T);
           }
           NpuAttnStats st;
           const Status status =
-              npu_attn_prefill(a, {.target = o.target, .variant = variant,
-                                   .placement = placement == "none" ? "sparsity-aware" : placement}, &st);
+              npu_attn_prefill(a,
+                               {.target = o.target,
+                                .variant = variant,
+                                .placement = placement == "none" ? "sparsity-aware" : placement},
+                               &st);
           if (!status.ok()) {
             std::fprintf(stderr, "%serror: %s\n", tty ? "\n" : "", status.message().c_str());
             return 2;
@@ -79,19 +84,30 @@ int run_sim_attn(const SimOptions& o) {
           }
           if (tty) std::fprintf(stderr, "\r\033[K");
           if (o.json) {
-            const nlohmann::json j = {{"target", st.target},         {"op", "attn"},
-                                      {"variant", variant},          {"placement", placement},
-                                      {"T", T},                      {"heads", H},
-                                      {"D", o.dim},                  {"latency_ms", st.latency_ms},
-                                      {"offchip_bytes", st.offchip_bytes}, {"stall_ms", st.stall_ms},
-                                      {"compute_util", st.compute_util},   {"energy_mj", st.energy_mj},
-                                      {"macs", st.macs},             {"nmse_o", err},
-                                      {"busy_tiles", st.busy_tiles}, {"tile_util", st.tile_util}, {"events", st.events}};
+            const nlohmann::json j = {{"target", st.target},
+                                      {"op", "attn"},
+                                      {"variant", variant},
+                                      {"placement", placement},
+                                      {"T", T},
+                                      {"heads", H},
+                                      {"D", o.dim},
+                                      {"latency_ms", st.latency_ms},
+                                      {"offchip_bytes", st.offchip_bytes},
+                                      {"stall_ms", st.stall_ms},
+                                      {"compute_util", st.compute_util},
+                                      {"energy_mj", st.energy_mj},
+                                      {"macs", st.macs},
+                                      {"nmse_o", err},
+                                      {"busy_tiles", st.busy_tiles},
+                                      {"tile_util", st.tile_util},
+                                      {"events", st.events}};
             std::printf("%s\n", j.dump().c_str());
           } else {
-            std::printf("%-7s %-5s %-8s %-15s %6ld %5d %4d %11.3f %12.2f %9.3f %6.1f%% %9.3f %9.2e\n",
-                        st.target.c_str(), "attn", variant.c_str(), placement.c_str(), T, H, o.dim, st.latency_ms,
-                        st.offchip_bytes / 1048576.0, st.stall_ms, 100 * st.compute_util, st.energy_mj, err);
+            std::printf(
+                "%-7s %-5s %-8s %-15s %6ld %5d %4d %11.3f %12.2f %9.3f %6.1f%% %9.3f %9.2e\n",
+                st.target.c_str(), "attn", variant.c_str(), placement.c_str(), T, H, o.dim,
+                st.latency_ms, st.offchip_bytes / 1048576.0, st.stall_ms, 100 * st.compute_util,
+                st.energy_mj, err);
           }
           std::fflush(stdout);
         }

@@ -75,31 +75,38 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
     variants += (variants.empty() ? "" : ", ") + std::string(v.name);
   std::string spatial;
   for (const auto& t : npu_spatial_targets()) spatial += (spatial.empty() ? "" : ", ") + t;
-  cmd.add_option("--op", o.op, "la (LA prefill, Ascend-class targets) or attn (STEEL attention, spatial targets)")
+  cmd.add_option("--op", o.op,
+                 "la (LA prefill, Ascend-class targets) or attn (STEEL attention, spatial targets)")
       ->capture_default_str();
   auto* target = cmd.add_option("--target", o.target,
-                                "NPU target: " + targets + " (--op la); " + spatial + " (--op attn, default xdna2); or a JSON file")
+                                "NPU target: " + targets + " (--op la); " + spatial +
+                                    " (--op attn, default xdna2); or a JSON file")
                      ->capture_default_str();
-  cmd.add_option("--placement", o.placement, "--op attn: query blocks on pipelines: uniform, sparsity-aware")
+  cmd.add_option("--placement", o.placement,
+                 "--op attn: query blocks on pipelines: uniform, sparsity-aware")
       ->capture_default_str();
-  cmd.add_option(
-         "--mech", o.mech,
-         "gdn and/or kda")
-      ->capture_default_str();
-  auto* heads = cmd.add_option("--heads", o.heads, "heads H (= HV)")->capture_default_str()->check(shape_range());
-  auto* seq = cmd.add_option("--seq", o.seq, "sequence lengths T")->capture_default_str()->check(token_range(1));
+  cmd.add_option("--mech", o.mech, "gdn and/or kda")->capture_default_str();
+  auto* heads = cmd.add_option("--heads", o.heads, "heads H (= HV)")
+                    ->capture_default_str()
+                    ->check(shape_range());
+  auto* seq = cmd.add_option("--seq", o.seq, "sequence lengths T")
+                  ->capture_default_str()
+                  ->check(token_range(1));
   std::string attn_variants;
-  for (const auto& v : npu_attn_variants()) attn_variants += (attn_variants.empty() ? "" : ", ") + v;
+  for (const auto& v : npu_attn_variants())
+    attn_variants += (attn_variants.empty() ? "" : ", ") + v;
   cmd.add_option("--variant", o.variant,
-                 "kernel variants: all (every non-ablation one), " + variants + " (--op la); " + attn_variants +
-                     " (--op attn)")
+                 "kernel variants: all (every non-ablation one), " + variants + " (--op la); " +
+                     attn_variants + " (--op attn)")
       ->capture_default_str();
   cmd.add_flag("--ablation", o.ablation,
                "the ablation steps fla, hanpu-fused, hanpu-reordered, hanpu (at T 1024, 16 heads "
                "unless --seq / --heads)")
       ->excludes("--variant");
-  auto* dim = cmd.add_option("--dim", o.dim, "head dim (LA: K = V, multiple of 16, <= 128; attn: 64)")->check(shape_range())
-                  ->capture_default_str();
+  auto* dim =
+      cmd.add_option("--dim", o.dim, "head dim (LA: K = V, multiple of 16, <= 128; attn: 64)")
+          ->check(shape_range())
+          ->capture_default_str();
   cmd.callback([&o, heads, seq, target, dim] {
     if (o.op == "attn") {  // STEEL's BERT shape unless told otherwise
       if (target->count() == 0) o.target = "xdna2";
@@ -112,7 +119,9 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
     if (heads->count() == 0) o.heads = {16};
     if (seq->count() == 0) o.seq = {1024};
   });
-  cmd.add_option("--chunk", o.chunk, "chunk size C: 16, 32, 64")->capture_default_str()->check(shape_range());
+  cmd.add_option("--chunk", o.chunk, "chunk size C: 16, 32, 64")
+      ->capture_default_str()
+      ->check(shape_range());
   cmd.add_flag("!--no-check", o.check, "skip the float64 reference check (faster)");
   cmd.add_flag("--json", o.json, "one JSON object per row on stdout");
 }

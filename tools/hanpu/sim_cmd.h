@@ -1,6 +1,7 @@
-// `hanpu sim`: LA prefill (or, with --op attn, fused attention) on a modelled NPU — every variant executed by the simulator on
-// seeded random inputs, its output checked against the CPU's fp32 recurrent kernel (nmse_o;
-// the tests check against float64), one row per run (table, or JSON lines with --json).
+// `hanpu sim`: LA prefill (or, with --op attn, fused attention) on a modelled NPU — every variant
+// executed by the simulator on seeded random inputs, its output checked against the CPU's fp32
+// recurrent kernel (nmse_o; the tests check against float64), one row per run (table, or JSON lines
+// with --json).
 #pragma once
 
 #include <string>
@@ -11,7 +12,7 @@
 namespace hanpu::cli {
 
 struct SimOptions {
-  std::string op = "la";  // la (Ascend-class targets) or attn (spatial targets)
+  std::string op = "la";               // la (Ascend-class targets) or attn (spatial targets)
   std::string target = "ascend-310p";  // attn: xdna2 unless given
   std::vector<std::string> placement = {"uniform", "sparsity-aware"};  // attn
   std::vector<std::string> mech = {"gdn"};
@@ -21,7 +22,7 @@ struct SimOptions {
   int dim = 128;  // K = V
   int chunk = 64;
   bool ablation = false;  // the ablation steps (fla -> +mapping -> +reordering -> +layout)
-  bool check = true;  // compare each run's outputs with the float64 reference
+  bool check = true;      // compare each run's outputs with the float64 reference
   bool json = false;
 };
 

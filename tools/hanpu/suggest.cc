@@ -30,7 +30,8 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 std::vector<std::string> subcommand_names(const CLI::App& app) {
   std::vector<std::string> names;
-  for (const CLI::App* s : app.get_subcommands([](const CLI::App*) { return true; })) names.push_back(s->get_name());
+  for (const CLI::App* s : app.get_subcommands([](const CLI::App*) { return true; }))
+    names.push_back(s->get_name());
   return names;
 }
 

@@ -24,12 +24,18 @@ struct PlacementEntry {
 };
 
 const std::array<PlacementEntry, 3> kPlacements = {{
-    {{"balanced", "fused; heavy and light query tiles paired so every core gets equal unmasked work (STEEL)"},
-     [](const cpu::AttnProblem& p, cpu::AttnRunContext& c) { cpu::attn_fused(p, c, true); }, true},
-    {{"uniform", "fused; each core a contiguous block of query tiles (causal: the last core works most)"},
-     [](const cpu::AttnProblem& p, cpu::AttnRunContext& c) { cpu::attn_fused(p, c, false); }, true},
-    {{"layer", "baseline; scores, softmax, P V as separate passes through a T x Tk matrix per head"},
-     &cpu::attn_layer, false},
+    {{"balanced",
+      "fused; heavy and light query tiles paired so every core gets equal unmasked work (STEEL)"},
+     [](const cpu::AttnProblem& p, cpu::AttnRunContext& c) { cpu::attn_fused(p, c, true); },
+     true},
+    {{"uniform",
+      "fused; each core a contiguous block of query tiles (causal: the last core works most)"},
+     [](const cpu::AttnProblem& p, cpu::AttnRunContext& c) { cpu::attn_fused(p, c, false); },
+     true},
+    {{"layer",
+      "baseline; scores, softmax, P V as separate passes through a T x Tk matrix per head"},
+     &cpu::attn_layer,
+     false},
 }};
 
 const PlacementEntry* find_placement(std::string_view name) {
@@ -43,8 +49,8 @@ const PlacementEntry* find_placement(std::string_view name) {
 // converted copies (and the output converted back after). Keys and values stay in their
 // storage dtype when the kernel widens them per tile (`widens_kv`); otherwise they are
 // converted too. The copies are O(T D) and charged to the meter.
-Status run_converted(const AttnArgs& a, cpu::AttnProblem p, cpu::AttnRunContext& ctx, Runner run, bool widens_kv,
-                     const char* who) {
+Status run_converted(const AttnArgs& a, cpu::AttnProblem p, cpu::AttnRunContext& ctx, Runner run,
+                     bool widens_kv, const char* who) {
   try {
     ScratchBuffer<float> q, k, v, o;
     auto convert = [&](const TensorView& t, ScratchBuffer<float>& dst) {
@@ -68,8 +74,10 @@ Status run_converted(const AttnArgs& a, cpu::AttnProblem p, cpu::AttnRunContext&
         *dst = ScratchBuffer<float>(static_cast<size_t>(p.Tk) * p.Hkv * p.D, ctx.meter);
         for (int64_t t = 0; t < p.Tk; ++t) {
           for (int hk = 0; hk < p.Hkv; ++hk) {
-            const auto* row = static_cast<const char*>(src) + p.kv_row(t, hk) * dtype_size(p.kv_dtype);
-            simd::load_f32(dst->data() + (t * p.Hkv + hk) * p.D, row, p.kv_dtype, static_cast<size_t>(p.D));
+            const auto* row =
+                static_cast<const char*>(src) + p.kv_row(t, hk) * dtype_size(p.kv_dtype);
+            simd::load_f32(dst->data() + (t * p.Hkv + hk) * p.D, row, p.kv_dtype,
+                           static_cast<size_t>(p.D));
           }
         }
       }
@@ -81,7 +89,8 @@ Status run_converted(const AttnArgs& a, cpu::AttnProblem p, cpu::AttnRunContext&
     }
     p.lse = static_cast<float*>(a.lse.data);
     run(p, ctx);
-    if (p.dtype != DType::kF32) simd::store_f32(a.o.data, p.dtype, p.o, static_cast<size_t>(a.o.numel()));
+    if (p.dtype != DType::kF32)
+      simd::store_f32(a.o.data, p.dtype, p.o, static_cast<size_t>(a.o.numel()));
   } catch (const std::bad_alloc&) {
     return Status::Error(fmt::format("{}: out of memory", who));
   }
@@ -92,7 +101,8 @@ Status resolve_tiles(const cpu::AttnProblem& p, AttnTiles asked, const char* who
   AttnTiles t = attn_tile_plan(p.D, p.group(), machine_l1d_bytes(), machine_l2_bytes());
   if (asked.q_rows != 0) t.q_rows = asked.q_rows;
   if (asked.kv_rows != 0) t.kv_rows = asked.kv_rows;
-  if (t.q_rows < 1 || t.q_rows > kAttnMaxTileRows || t.kv_rows < 1 || t.kv_rows > kAttnMaxTileRows) {
+  if (t.q_rows < 1 || t.q_rows > kAttnMaxTileRows || t.kv_rows < 1 ||
+      t.kv_rows > kAttnMaxTileRows) {
     return Status::Error(fmt::format("{}: tiles of {} query x {} key rows: each must be in [1, {}]",
                                      who, t.q_rows, t.kv_rows, kAttnMaxTileRows));
   }
@@ -102,8 +112,8 @@ Status resolve_tiles(const cpu::AttnProblem& p, AttnTiles asked, const char* who
 
 // Whether a fused prefill takes bf16 products (AttnProducts); an error where they were asked
 // for and cannot run.
-Status resolve_products(const cpu::AttnProblem& p, AttnProducts asked, const PlacementEntry& placement,
-                        const AttnTiles& tiles, bool* bf16) {
+Status resolve_products(const cpu::AttnProblem& p, AttnProducts asked,
+                        const PlacementEntry& placement, const AttnTiles& tiles, bool* bf16) {
   const char* why = nullptr;
   if (!simd::bf16_dot_usable()) {
     why = "this CPU has no bf16 dot instruction (AVX512-BF16), or HANPU_BF16_DOT=0";
@@ -113,18 +123,26 @@ Status resolve_products(const cpu::AttnProblem& p, AttnProducts asked, const Pla
     why = "key tiles must hold an even number of rows (bf16 pairs of keys)";
   }
   switch (asked) {
-    case AttnProducts::kF32: *bf16 = false; return Status::Ok();
-    case AttnProducts::kAuto: *bf16 = why == nullptr && attn_auto_bf16_products(p.kv_dtype); return Status::Ok();
-    case AttnProducts::kBf16: break;
+    case AttnProducts::kF32:
+      *bf16 = false;
+      return Status::Ok();
+    case AttnProducts::kAuto:
+      *bf16 = why == nullptr && attn_auto_bf16_products(p.kv_dtype);
+      return Status::Ok();
+    case AttnProducts::kBf16:
+      break;
   }
-  if (why != nullptr) return Status::Error(fmt::format("attn_prefill: bf16 products cannot run: {}", why));
+  if (why != nullptr)
+    return Status::Error(fmt::format("attn_prefill: bf16 products cannot run: {}", why));
   *bf16 = true;
   return Status::Ok();
 }
 
 }  // namespace
 
-bool attn_auto_bf16_products(DType kv_dtype) { return kv_dtype == DType::kBF16 && simd::bf16_dot_usable(); }
+bool attn_auto_bf16_products(DType kv_dtype) {
+  return kv_dtype == DType::kBF16 && simd::bf16_dot_usable();
+}
 
 std::span<const AttnPlacementInfo> attn_placements() {
   static const auto infos = [] {
@@ -139,8 +157,10 @@ Status attn_prefill(const AttnArgs& args, const AttnOptions& options, AttnStats*
   const PlacementEntry* placement = find_placement(options.placement);
   if (!placement) {
     std::string names;
-    for (const auto& e : kPlacements) names += fmt::format("{}{}", names.empty() ? "" : ", ", e.info.name);
-    return Status::Error(fmt::format("attn_prefill: unknown placement '{}' (one of: {})", options.placement, names));
+    for (const auto& e : kPlacements)
+      names += fmt::format("{}{}", names.empty() ? "" : ", ", e.info.name);
+    return Status::Error(
+        fmt::format("attn_prefill: unknown placement '{}' (one of: {})", options.placement, names));
   }
   cpu::AttnProblem p;
   HANPU_RETURN_IF_ERROR(cpu::validate_attn(args, "attn_prefill", &p));
@@ -149,8 +169,11 @@ Status attn_prefill(const AttnArgs& args, const AttnOptions& options, AttnStats*
   ctx.threads = options.threads > 0 ? options.threads : ThreadPool::default_threads();
   ctx.meter = &meter;
   HANPU_RETURN_IF_ERROR(resolve_tiles(p, options.tiles, "attn_prefill", &ctx.tiles));
-  HANPU_RETURN_IF_ERROR(resolve_products(p, options.products, *placement, ctx.tiles, &ctx.bf16_products));
-  if (p.T > 0) HANPU_RETURN_IF_ERROR(run_converted(args, p, ctx, placement->run, placement->widens_kv, "attn_prefill"));
+  HANPU_RETURN_IF_ERROR(
+      resolve_products(p, options.products, *placement, ctx.tiles, &ctx.bf16_products));
+  if (p.T > 0)
+    HANPU_RETURN_IF_ERROR(
+        run_converted(args, p, ctx, placement->run, placement->widens_kv, "attn_prefill"));
   if (stats) {
     stats->extra_bytes = meter.peak();
     stats->worker_busy_ms = ctx.busy_ms;
@@ -168,7 +191,8 @@ Status attn_decode(const AttnArgs& args, int threads, AttnStats* stats) {
   ctx.threads = threads > 0 ? threads : ThreadPool::default_threads();
   ctx.meter = &meter;
   HANPU_RETURN_IF_ERROR(resolve_tiles(p, {}, "attn_decode", &ctx.tiles));
-  if (p.T > 0) HANPU_RETURN_IF_ERROR(run_converted(args, p, ctx, &cpu::attn_split_keys, true, "attn_decode"));
+  if (p.T > 0)
+    HANPU_RETURN_IF_ERROR(run_converted(args, p, ctx, &cpu::attn_split_keys, true, "attn_decode"));
   if (stats) {
     stats->extra_bytes = meter.peak();
     stats->worker_busy_ms = ctx.busy_ms;

@@ -44,8 +44,9 @@ void attn_fused(const AttnProblem& p, AttnRunContext& ctx, bool balanced) {
   // speeds (equal on an idle machine), so a core slowed by other load is dealt less.
   SpeedBalancer speeds(pool);
   const TilePlacement place =
-      balanced ? place_tiles_balanced(p.Hkv, work, pool.size(), speeds.speeds(), kSharedTailFraction)
-               : place_tiles_uniform(p.Hkv, work, pool.size(), speeds.speeds(), kSharedTailFraction);
+      balanced
+          ? place_tiles_balanced(p.Hkv, work, pool.size(), speeds.speeds(), kSharedTailFraction)
+          : place_tiles_uniform(p.Hkv, work, pool.size(), speeds.speeds(), kSharedTailFraction);
   std::atomic<size_t> next_tail{0};
   std::vector<double> done(pool.size(), 0.0);
   // A core walks its units head by head; at each new head it packs that head's K and V rows
@@ -56,13 +57,17 @@ void attn_fused(const AttnProblem& p, AttnRunContext& ctx, bool balanced) {
   const std::vector<double> busy = pool.run_on_all([&](int w) {
     simd::ensure_flush_denormals();
     AttnWorkspace ws(p, ctx.tiles, ctx.meter, pairs);
-    const bool pack = 2 * p.Tk * p.D * static_cast<int64_t>(pairs ? sizeof(uint16_t) : sizeof(float)) <= kPackBytes;
+    const bool pack =
+        2 * p.Tk * p.D * static_cast<int64_t>(pairs ? sizeof(uint16_t) : sizeof(float)) <=
+        kPackBytes;
     const bool packs = pack && !place.per_core[w].empty();
     // fp32 rows [Tk x D] of K then V, or the dot path's tiles (ceil(Tk / kv_rows) of K, then of V).
     const int64_t pair_tiles = (p.Tk + ws.kv_rows - 1) / ws.kv_rows;
     const int64_t pair_words = pairs ? pair_tiles * kv_pair_tile_words(p.D, ws.kv_rows) : 0;
-    ScratchBuffer<float> packed(packs && !pairs ? 2 * static_cast<size_t>(p.Tk) * p.D : 0, ctx.meter);
-    ScratchBuffer<uint32_t> packed_pairs(packs && pairs ? 2 * static_cast<size_t>(pair_words) : 0, ctx.meter);
+    ScratchBuffer<float> packed(packs && !pairs ? 2 * static_cast<size_t>(p.Tk) * p.D : 0,
+                                ctx.meter);
+    ScratchBuffer<uint32_t> packed_pairs(packs && pairs ? 2 * static_cast<size_t>(pair_words) : 0,
+                                         ctx.meter);
     int packed_head = -1;
     int64_t packed_reach = 0;
     KvRows kv{};
@@ -104,7 +109,8 @@ void attn_fused(const AttnProblem& p, AttnRunContext& ctx, bool balanced) {
     // The shared tail: light units, claimed until none is left. The packed rows serve a unit
     // of the head they hold when they reach far enough; otherwise it copies its key tiles
     // (the dot path takes the packed tiles it finds and packs the rest itself).
-    for (size_t i = next_tail.fetch_add(1); i < place.shared_tail.size(); i = next_tail.fetch_add(1)) {
+    for (size_t i = next_tail.fetch_add(1); i < place.shared_tail.size();
+         i = next_tail.fetch_add(1)) {
       const TileUnit& u = place.shared_tail[i];
       const bool same_head = pack && u.head == packed_head;
       if (pairs) {

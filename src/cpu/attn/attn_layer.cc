@@ -25,10 +25,13 @@ void attn_layer(const AttnProblem& p, AttnRunContext& ctx) {
   // Rows and keys are cut in proportion to the cores' measured speeds (equal on an idle
   // machine), as the fused kernel's placements are.
   SpeedBalancer speeds(pool);
-  const std::vector<size_t> row_cut = proportional_cuts(std::vector<int64_t>(p.T, 1), speeds.speeds());
-  const std::vector<size_t> key_cut = proportional_cuts(std::vector<int64_t>(p.Tk, 1), speeds.speeds());
+  const std::vector<size_t> row_cut =
+      proportional_cuts(std::vector<int64_t>(p.T, 1), speeds.speeds());
+  const std::vector<size_t> key_cut =
+      proportional_cuts(std::vector<int64_t>(p.Tk, 1), speeds.speeds());
   auto rows_of = [&](int w) {
-    return std::pair<int64_t, int64_t>{static_cast<int64_t>(row_cut[w]), static_cast<int64_t>(row_cut[w + 1])};
+    return std::pair<int64_t, int64_t>{static_cast<int64_t>(row_cut[w]),
+                                       static_cast<int64_t>(row_cut[w + 1])};
   };
   auto add_busy = [&](const std::vector<double>& b) {
     for (int w = 0; w < P; ++w) ctx.busy_ms[w] += b[w];
@@ -38,15 +41,18 @@ void attn_layer(const AttnProblem& p, AttnRunContext& ctx) {
     if (h % G == 0) {
       add_busy(pool.run_on_all([&](int w) {
         simd::ensure_flush_denormals();
-        const int64_t j0 = static_cast<int64_t>(key_cut[w]), j1 = static_cast<int64_t>(key_cut[w + 1]);
-        simd::transpose(static_cast<const float*>(p.k) + p.kv_row(j0, hk), ldk, kt.data() + j0, p.Tk, static_cast<int>(j1 - j0), D);
+        const int64_t j0 = static_cast<int64_t>(key_cut[w]),
+                      j1 = static_cast<int64_t>(key_cut[w + 1]);
+        simd::transpose(static_cast<const float*>(p.k) + p.kv_row(j0, hk), ldk, kt.data() + j0,
+                        p.Tk, static_cast<int>(j1 - j0), D);
       }));
     }
     add_busy(pool.run_on_all([&](int w) {  // pass 1: scores (log2 units)
       simd::ensure_flush_denormals();
       const auto [i0, i1] = rows_of(w);
-      simd::gemm(static_cast<int>(i1 - i0), static_cast<int>(p.Tk), D, simd::row_major(p.q + p.q_row(i0, h), ldq),
-                 kt.data(), p.Tk, s.data() + i0 * p.Tk, p.Tk, p.scale * kLog2E, 0.0f);
+      simd::gemm(static_cast<int>(i1 - i0), static_cast<int>(p.Tk), D,
+                 simd::row_major(p.q + p.q_row(i0, h), ldq), kt.data(), p.Tk, s.data() + i0 * p.Tk,
+                 p.Tk, p.scale * kLog2E, 0.0f);
     }));
     add_busy(pool.run_on_all([&](int w) {  // pass 2: masked softmax rows
       simd::ensure_flush_denormals();
@@ -63,8 +69,10 @@ void attn_layer(const AttnProblem& p, AttnRunContext& ctx) {
     add_busy(pool.run_on_all([&](int w) {  // pass 3: O = P V
       simd::ensure_flush_denormals();
       const auto [i0, i1] = rows_of(w);
-      simd::gemm(static_cast<int>(i1 - i0), D, static_cast<int>(p.Tk), simd::row_major(s.data() + i0 * p.Tk, p.Tk),
-                 static_cast<const float*>(p.v) + p.kv_row(0, hk), ldk, p.o + p.q_row(i0, h), ldq, 1.0f, 0.0f);
+      simd::gemm(static_cast<int>(i1 - i0), D, static_cast<int>(p.Tk),
+                 simd::row_major(s.data() + i0 * p.Tk, p.Tk),
+                 static_cast<const float*>(p.v) + p.kv_row(0, hk), ldk, p.o + p.q_row(i0, h), ldq,
+                 1.0f, 0.0f);
     }));
   }
   std::vector<int64_t> rows(P);

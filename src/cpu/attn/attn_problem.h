@@ -26,12 +26,12 @@ struct AttnProblem {
   int64_t q_offset = 0;  // key position of query row 0
   int64_t window = 0;
   float scale = 1.0f;
-  const float* q = nullptr;  // [T, Hq, D]
-  const void* k = nullptr;   // Tk x Hkv rows of D in kv_dtype, at kv_row()
-  const void* v = nullptr;   // the same layout
+  const float* q = nullptr;           // [T, Hq, D]
+  const void* k = nullptr;            // Tk x Hkv rows of D in kv_dtype, at kv_row()
+  const void* v = nullptr;            // the same layout
   int64_t kv_ld = 0, kv_head_ld = 0;  // elements between keys, between kv heads (AttnArgs strides)
-  float* o = nullptr;        // [T, Hq, D]
-  float* lse = nullptr;      // [Hq, T] or null
+  float* o = nullptr;                 // [T, Hq, D]
+  float* lse = nullptr;               // [Hq, T] or null
 
   int group() const { return Hq / Hkv; }
   // Visible keys of query row i: [key_begin(i), key_end(i)), never empty for a valid call.
@@ -40,7 +40,9 @@ struct AttnProblem {
   }
   int64_t key_end(int64_t i) const { return mask == AttnMask::kNone ? Tk : q_offset + i + 1; }
   size_t q_row(int64_t t, int h) const { return (static_cast<size_t>(t) * Hq + h) * D; }
-  size_t kv_row(int64_t t, int hk) const { return static_cast<size_t>(t * kv_ld + hk * kv_head_ld); }
+  size_t kv_row(int64_t t, int hk) const {
+    return static_cast<size_t>(t * kv_ld + hk * kv_head_ld);
+  }
 };
 
 // Checks every argument (naming it) before anything is written; fills p's shape fields

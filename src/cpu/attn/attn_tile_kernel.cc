@@ -18,7 +18,9 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // Units with fewer query columns than this take the row-major path (key_loop_rows).
 constexpr int kRowPathMaxColumns = 16;
 
-ptrdiff_t padded_columns(int n) { return (n + 15) / 16 * 16 + 16; }  // + a line: fewer set conflicts
+ptrdiff_t padded_columns(int n) {
+  return (n + 15) / 16 * 16 + 16;
+}  // + a line: fewer set conflicts
 
 }  // namespace
 
@@ -67,7 +69,8 @@ bool key_loop_columns(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvR
   const ptrdiff_t ldq = ws.ldq;
   float* qt = ws.qt.data();
   for (int g = 0; g < G; ++g) {
-    simd::transpose(p.q + p.q_row(t0, hk * G + g), static_cast<ptrdiff_t>(p.Hq) * D, qt + g * r, ldq, r, D);
+    simd::transpose(p.q + p.q_row(t0, hk * G + g), static_cast<ptrdiff_t>(p.Hq) * D, qt + g * r,
+                    ldq, r, D);
   }
   simd::scale_rows(qt, ldq, qt, ldq, nullptr, p.scale * kLog2E, D, N);
   // Keys every row of the tile sees: no mask needed on a key tile inside [full_lo, full_hi).
@@ -109,8 +112,8 @@ bool key_loop_columns(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvR
 // their storage dtype (16-bit rows widened in registers), each exactly once, as a
 // memory-bound decode should: the scores as dot products along D (gemm_few_rows_bt: no K^T,
 // which cost a transpose pass per tile), P V on the few-row micro-kernel (gemm_few_rows.h).
-bool key_loop_rows(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows& kv, int64_t t0, int r,
-                   int64_t lo, int64_t hi) {
+bool key_loop_rows(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows& kv, int64_t t0,
+                   int r, int64_t lo, int64_t hi) {
   const int G = p.group(), D = p.D, N = G * r;
   const ptrdiff_t lds = ws.kv_rows + 16;
   float* qs = ws.qt.data();  // [N x D] scaled query rows
@@ -127,9 +130,11 @@ bool key_loop_rows(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows
     // the last key the call's rows can see: the caller's next call on this head continues
     // there (decode walks blocks of keys, all heads in each), and those lines wait in L2.
     const int64_t next0 = kb + kr;
-    const int64_t next = std::max<int64_t>(0, std::min<int64_t>(p.key_end(t0 + r - 1), next0 + ws.kv_rows) - next0);
+    const int64_t next =
+        std::max<int64_t>(0, std::min<int64_t>(p.key_end(t0 + r - 1), next0 + ws.kv_rows) - next0);
     const size_t row_bytes = D * dtype_size(kv.dtype);
-    const simd::RowsToFetch next_k{kv.k_row(next0), kv.ld * static_cast<ptrdiff_t>(dtype_size(kv.dtype)), row_bytes, next};
+    const simd::RowsToFetch next_k{
+        kv.k_row(next0), kv.ld * static_cast<ptrdiff_t>(dtype_size(kv.dtype)), row_bytes, next};
     const simd::RowsToFetch next_v{kv.v_row(next0), next_k.row_stride, row_bytes, next};
     simd::gemm_few_rows_bt(N, kr, D, qs, D, kv.k_row(kb), kv.dtype, kv.ld, s, lds, &next_k);
     for (int g = 0; g < G; ++g) {
@@ -164,8 +169,9 @@ KvRows kv_rows_in_place(const AttnProblem& p, int hk) {
                 static_cast<ptrdiff_t>(p.kv_ld), p.kv_dtype};
 }
 
-void attend_query_tile(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows& kv, int64_t t0,
-                       int r, int64_t key_lo, int64_t key_hi, const TileOut& out, const KvPairTiles* packed) {
+void attend_query_tile(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows& kv,
+                       int64_t t0, int r, int64_t key_lo, int64_t key_hi, const TileOut& out,
+                       const KvPairTiles* packed) {
   const int G = p.group(), D = p.D, N = G * r;
   float* m = ws.m.data();
   float* l = ws.l.data();
@@ -176,7 +182,7 @@ void attend_query_tile(const AttnProblem& p, AttnWorkspace& ws, int hk, const Kv
   const int64_t hi = std::min(key_hi, p.key_end(t0 + r - 1));
   bool any = false;
   if (lo < hi) {
-    any = ws.bf16_products           ? key_loop_pairs(p, ws, hk, kv, packed, t0, r, lo, hi)
+    any = ws.bf16_products         ? key_loop_pairs(p, ws, hk, kv, packed, t0, r, lo, hi)
           : N < kRowPathMaxColumns ? key_loop_rows(p, ws, hk, kv, t0, r, lo, hi)
                                    : key_loop_columns(p, ws, hk, kv, t0, r, lo, hi);
   }
@@ -188,8 +194,8 @@ void attend_query_tile(const AttnProblem& p, AttnWorkspace& ws, int hk, const Kv
     if (first) {
       for (int i = 0; i < r; ++i) std::fill_n(og + i * out.row_stride, D, 0.0f);
     } else {
-      simd::scale_rows(og, out.row_stride, ws.o.data() + static_cast<size_t>(g) * r * D, D, alpha + g * r,
-                       1.0f, r, D);
+      simd::scale_rows(og, out.row_stride, ws.o.data() + static_cast<size_t>(g) * r * D, D,
+                       alpha + g * r, 1.0f, r, D);
     }
     if (out.lse) {
       float* lse = out.lse + g * out.lse_head_stride;

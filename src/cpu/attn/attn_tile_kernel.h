@@ -13,12 +13,12 @@
 // one head sit Hkv x D floats apart (8 KiB for 32 heads of 64), every row in the same L1 set,
 // and the tiles the micro-kernel re-reads per register tile would evict each other. Prefill
 // packs each head's rows once per core (attn_fused.cc); otherwise a unit copies each key tile
-// (1/(2N) of its FLOPs). For the same reason the output rows accumulate in a dense [N x D] block and are
-// written to o once, normalised, at the end.
-// With bf16 products (AttnRunContext::bf16_products, a bf16 KV cache on a CPU with the bf16
-// dot instruction) both products run on it instead (attn_tile_pairs.cc, simd/attn_bf16_dot.h):
-// the key and value tiles as bf16 pairs (packed once per head and core, like the fp32 rows),
-// c Q and P rounded to bf16, the rest unchanged.
+// (1/(2N) of its FLOPs). For the same reason the output rows accumulate in a dense [N x D] block
+// and are written to o once, normalised, at the end. With bf16 products
+// (AttnRunContext::bf16_products, a bf16 KV cache on a CPU with the bf16 dot instruction) both
+// products run on it instead (attn_tile_pairs.cc, simd/attn_bf16_dot.h): the key and value tiles as
+// bf16 pairs (packed once per head and core, like the fp32 rows), c Q and P rounded to bf16, the
+// rest unchanged.
 #pragma once
 
 #include <cstdint>
@@ -29,11 +29,12 @@ namespace hanpu::cpu {
 
 struct AttnWorkspace {
   // bf16_products: also the pair buffers of the dot path (needs an even tiles.kv_rows).
-  AttnWorkspace(const AttnProblem& p, AttnTiles tiles, ScratchMeter* meter, bool bf16_products = false);
+  AttnWorkspace(const AttnProblem& p, AttnTiles tiles, ScratchMeter* meter,
+                bool bf16_products = false);
   int q_rows, kv_rows;
-  ptrdiff_t ldq;                   // leading dim of qt and s: group * q_rows, padded
-  ScratchBuffer<float> qt;         // [D x ldq] scaled Q^T, column g * r + i (empty with bf16 products)
-  ScratchBuffer<float> s;          // [kv_rows x ldq] scores, then probabilities
+  ptrdiff_t ldq;            // leading dim of qt and s: group * q_rows, padded
+  ScratchBuffer<float> qt;  // [D x ldq] scaled Q^T, column g * r + i (empty with bf16 products)
+  ScratchBuffer<float> s;   // [kv_rows x ldq] scores, then probabilities
   ScratchBuffer<float> m, l, aux;  // [ldq] running max (log2), sum, rescale factors
   ScratchBuffer<float> kv;         // [2 x kv_rows x D] the current K and V tiles, packed
   ScratchBuffer<float> o;          // [group x q_rows x D] output accumulators, row g * r + i
@@ -68,8 +69,12 @@ struct KvRows {
   bool dense_f32(int D) const { return dtype == DType::kF32 && ld == D; }
   const float* k_f32() const { return static_cast<const float*>(k); }
   // Row j of the keys / values, in the storage dtype.
-  const void* k_row(int64_t j) const { return static_cast<const char*>(k) + j * ld * dtype_size(dtype); }
-  const void* v_row(int64_t j) const { return static_cast<const char*>(v) + j * ld * dtype_size(dtype); }
+  const void* k_row(int64_t j) const {
+    return static_cast<const char*>(k) + j * ld * dtype_size(dtype);
+  }
+  const void* v_row(int64_t j) const {
+    return static_cast<const char*>(v) + j * ld * dtype_size(dtype);
+  }
   const float* v_f32() const { return static_cast<const float*>(v); }
 };
 KvRows kv_rows_in_place(const AttnProblem& p, int hk);
@@ -89,7 +94,8 @@ struct KvPairTiles {
 int64_t kv_pair_tile_words(int D, int kv_rows);
 // Packs keys [0, keys) of kv into k_out and v_out (ceil(keys / kv_rows) tiles each), widened
 // and rounded through ws.kv.
-void pack_kv_pair_tiles(const KvRows& kv, int64_t keys, int D, AttnWorkspace& ws, uint32_t* k_out, uint32_t* v_out);
+void pack_kv_pair_tiles(const KvRows& kv, int64_t keys, int D, AttnWorkspace& ws, uint32_t* k_out,
+                        uint32_t* v_out);
 
 // Query rows [t0, t0 + r) (r <= ws.q_rows) of kv head hk's query heads against the keys in
 // [key_lo, key_hi) that the mask leaves visible. Writes the normalised output rows and lse
@@ -97,15 +103,15 @@ void pack_kv_pair_tiles(const KvRows& kv, int64_t keys, int D, AttnWorkspace& ws
 // On a workspace with bf16 products every unit takes the dot path (the narrow ones at the
 // edges of a prefill too, so all rows are rounded alike), reading its key tiles from `packed`
 // where it holds them (else packing each tile).
-void attend_query_tile(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows& kv, int64_t t0,
-                       int r, int64_t key_lo, int64_t key_hi, const TileOut& out,
+void attend_query_tile(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows& kv,
+                       int64_t t0, int r, int64_t key_lo, int64_t key_hi, const TileOut& out,
                        const KvPairTiles* packed = nullptr);
 
 // The dot path's key loop (attn_tile_pairs.cc): as the fp32 column loop. Its key tiles start
 // at multiples of ws.kv_rows, so the caller's key_lo must be one (the fused prefill's is 0).
 // Leaves the running output in ws.o and m, l in ws.m, ws.l; returns whether any key tile ran.
-bool key_loop_pairs(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows& kv, const KvPairTiles* packed,
-                    int64_t t0, int r, int64_t lo, int64_t hi);
+bool key_loop_pairs(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows& kv,
+                    const KvPairTiles* packed, int64_t t0, int r, int64_t lo, int64_t hi);
 // -inf on the scores of keys [kb, kb + kr) that query rows t0 + i do not see (in ws.s).
 void mask_scores(const AttnProblem& p, AttnWorkspace& ws, int64_t t0, int r, int64_t kb, int kr);
 

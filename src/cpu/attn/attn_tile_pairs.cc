@@ -20,14 +20,16 @@ namespace {
 
 // Key tile [kb, kb + kr) of kv as pairs: K k-major into k_out ([D / 2 x kv_rows]), V as pairs
 // of rows into v_out ([kv_rows / 2 x D], a missing odd row zero), widened through ws.kv.
-void pack_tile(const KvRows& kv, int64_t kb, int kr, int D, AttnWorkspace& ws, uint32_t* k_out, uint32_t* v_out) {
+void pack_tile(const KvRows& kv, int64_t kb, int kr, int D, AttnWorkspace& ws, uint32_t* k_out,
+               uint32_t* v_out) {
   float* kc = ws.kv.data();
   float* vc = kc + static_cast<size_t>(ws.kv_rows) * D;
   copy_kv_rows(kv, kb, kr, D, kc, vc);
   simd::pack_bf16_pairs_transposed(kc, D, kr, D, 1.0f, k_out, ws.kv_rows);
   for (int q = 0; 2 * q < kr; ++q) {
-    simd::pack_bf16_row_pairs(vc + static_cast<size_t>(2 * q) * D, 2 * q + 1 < kr ? vc + static_cast<size_t>(2 * q + 1) * D : nullptr,
-                              D, v_out + static_cast<size_t>(q) * D);
+    simd::pack_bf16_row_pairs(vc + static_cast<size_t>(2 * q) * D,
+                              2 * q + 1 < kr ? vc + static_cast<size_t>(2 * q + 1) * D : nullptr, D,
+                              v_out + static_cast<size_t>(q) * D);
   }
 }
 
@@ -35,16 +37,18 @@ void pack_tile(const KvRows& kv, int64_t kb, int kr, int D, AttnWorkspace& ws, u
 
 int64_t kv_pair_tile_words(int D, int kv_rows) { return static_cast<int64_t>(D / 2) * kv_rows; }
 
-void pack_kv_pair_tiles(const KvRows& kv, int64_t keys, int D, AttnWorkspace& ws, uint32_t* k_out, uint32_t* v_out) {
+void pack_kv_pair_tiles(const KvRows& kv, int64_t keys, int D, AttnWorkspace& ws, uint32_t* k_out,
+                        uint32_t* v_out) {
   const int KT = ws.kv_rows;
   const int64_t words = kv_pair_tile_words(D, KT);
   for (int64_t kb = 0, t = 0; kb < keys; kb += KT, ++t) {
-    pack_tile(kv, kb, static_cast<int>(std::min<int64_t>(KT, keys - kb)), D, ws, k_out + t * words, v_out + t * words);
+    pack_tile(kv, kb, static_cast<int>(std::min<int64_t>(KT, keys - kb)), D, ws, k_out + t * words,
+              v_out + t * words);
   }
 }
 
-bool key_loop_pairs(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows& kv, const KvPairTiles* packed,
-                    int64_t t0, int r, int64_t lo, int64_t hi) {
+bool key_loop_pairs(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows& kv,
+                    const KvPairTiles* packed, int64_t t0, int r, int64_t lo, int64_t hi) {
   const int G = p.group(), D = p.D, N = G * r, KT = ws.kv_rows;
   const ptrdiff_t ldq = ws.ldq;
   const int64_t words = kv_pair_tile_words(D, KT);
@@ -52,8 +56,9 @@ bool key_loop_pairs(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRow
   uint32_t* pp = ws.p_pairs.data();
   float* s = ws.s.data();
   for (int g = 0; g < G; ++g) {
-    simd::pack_bf16_pairs_transposed(p.q + p.q_row(t0, hk * G + g), static_cast<ptrdiff_t>(p.Hq) * D, r, D,
-                                     p.scale * kLog2E, qt + g * r, ldq);
+    simd::pack_bf16_pairs_transposed(p.q + p.q_row(t0, hk * G + g),
+                                     static_cast<ptrdiff_t>(p.Hq) * D, r, D, p.scale * kLog2E,
+                                     qt + g * r, ldq);
   }
   // Keys every row of the tile sees: no mask needed on a key tile inside [full_lo, full_hi).
   const int64_t full_lo = p.key_begin(t0 + r - 1), full_hi = p.key_end(t0);
@@ -79,7 +84,8 @@ bool key_loop_pairs(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRow
     simd::online_softmax_columns(s, ldq, kr, N, ws.m.data(), ws.l.data(), ws.aux.data());
     const int pairs = (kr + 1) / 2;
     for (int q = 0; q < pairs; ++q) {
-      simd::pack_bf16_row_pairs(s + 2 * q * ldq, 2 * q + 1 < kr ? s + (2 * q + 1) * ldq : nullptr, N, pp + q * ldq);
+      simd::pack_bf16_row_pairs(s + 2 * q * ldq, 2 * q + 1 < kr ? s + (2 * q + 1) * ldq : nullptr,
+                                N, pp + q * ldq);
     }
     // An odd kr leaves the last value pair's second row to a key outside the tile's range
     // (a later key of a packed tile): P is 0 there, but 0 x a non-finite value is not, so
@@ -97,7 +103,8 @@ bool key_loop_pairs(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRow
       const float* scale = first ? nullptr : ws.aux.data() + g * r;
       simd::gemm_bf16_dot_pairs(r, D, whole, pp + g * r, ldq, vt, D, og, D, scale);
       if (v_odd != nullptr) {
-        simd::gemm_bf16_dot_pairs(r, D, 1, pp + whole * ldq + g * r, ldq, v_odd, D, og, D, nullptr, true);
+        simd::gemm_bf16_dot_pairs(r, D, 1, pp + whole * ldq + g * r, ldq, v_odd, D, og, D, nullptr,
+                                  true);
       }
     }
     first = false;

@@ -11,9 +11,12 @@ namespace hanpu {
 
 std::string_view attn_mask_name(AttnMask m) {
   switch (m) {
-    case AttnMask::kNone: return "none";
-    case AttnMask::kCausal: return "causal";
-    case AttnMask::kSliding: return "sliding";
+    case AttnMask::kNone:
+      return "none";
+    case AttnMask::kCausal:
+      return "causal";
+    case AttnMask::kSliding:
+      return "sliding";
   }
   return "?";
 }
@@ -27,9 +30,12 @@ std::optional<AttnMask> parse_attn_mask(std::string_view name) {
 
 std::string_view attn_products_name(AttnProducts p) {
   switch (p) {
-    case AttnProducts::kAuto: return "auto";
-    case AttnProducts::kF32: return "f32";
-    case AttnProducts::kBf16: return "bf16";
+    case AttnProducts::kAuto:
+      return "auto";
+    case AttnProducts::kF32:
+      return "f32";
+    case AttnProducts::kBf16:
+      return "bf16";
   }
   return "?";
 }
@@ -83,13 +89,15 @@ int64_t attn_visible_pairs(int64_t T, int64_t Tk, AttnMask mask, int64_t q_offse
   int64_t pairs = 0;
   for (int64_t i = 0; i < T; ++i) {
     const int64_t end = std::min(Tk, q_offset + i + 1);
-    const int64_t begin = mask == AttnMask::kSliding ? std::max<int64_t>(0, q_offset + i - window + 1) : 0;
+    const int64_t begin =
+        mask == AttnMask::kSliding ? std::max<int64_t>(0, q_offset + i - window + 1) : 0;
     pairs += std::max<int64_t>(0, end - begin);
   }
   return pairs;
 }
 
-double attn_flops(int64_t T, int64_t Tk, int Hq, int D, AttnMask mask, int64_t q_offset, int64_t window) {
+double attn_flops(int64_t T, int64_t Tk, int Hq, int D, AttnMask mask, int64_t q_offset,
+                  int64_t window) {
   return 4.0 * D * Hq * static_cast<double>(attn_visible_pairs(T, Tk, mask, q_offset, window));
 }
 

@@ -16,16 +16,21 @@ Status expect_data(const char* who, const char* name, const void* p, int64_t num
 
 // Rows of D elements at j ld + hk head_ld (j < Tk, hk < Hkv) must not overlap: one stride
 // nests the other, as in token-major [Tk, Hkv, D] or head-major [Hkv, capacity, D] storage.
-Status check_kv_strides(const char* who, int64_t Tk, int64_t Hkv, int64_t D, int64_t ld, int64_t head_ld) {
+Status check_kv_strides(const char* who, int64_t Tk, int64_t Hkv, int64_t D, int64_t ld,
+                        int64_t head_ld) {
   if (ld < 0 || head_ld < 0) {
-    return Status::Error(fmt::format("{}: kv strides must be >= 0 (0: contiguous), got kv_row_stride {} and "
-                                     "kv_head_stride {}", who, ld, head_ld));
+    return Status::Error(
+        fmt::format("{}: kv strides must be >= 0 (0: contiguous), got kv_row_stride {} and "
+                    "kv_head_stride {}",
+                    who, ld, head_ld));
   }
   const bool keys_outer = head_ld >= D && (Tk <= 1 || ld >= (Hkv - 1) * head_ld + D);
   const bool heads_outer = ld >= D && (Hkv <= 1 || head_ld >= (Tk - 1) * ld + D);
   if (Tk > 0 && !keys_outer && !heads_outer) {
-    return Status::Error(fmt::format("{}: k/v rows of D = {} overlap at kv_row_stride {} and kv_head_stride {} "
-                                     "(Tk = {}, Hkv = {})", who, D, ld, head_ld, Tk, Hkv));
+    return Status::Error(
+        fmt::format("{}: k/v rows of D = {} overlap at kv_row_stride {} and kv_head_stride {} "
+                    "(Tk = {}, Hkv = {})",
+                    who, D, ld, head_ld, Tk, Hkv));
   }
   return Status::Ok();
 }
@@ -44,15 +49,17 @@ Status validate_attn(const AttnArgs& a, const char* who, AttnProblem* p) {
   const int64_t Tk = a.k.shape[0], Hkv = a.k.shape[1];
   if (T < 0 || Tk < 0) return Status::Error(fmt::format("{}: negative token count", who));
   if (Hq < 1 || Hkv < 1) {
-    return Status::Error(fmt::format("{}: head counts must be >= 1, got Hq = {}, Hkv = {}", who, Hq, Hkv));
+    return Status::Error(
+        fmt::format("{}: head counts must be >= 1, got Hq = {}, Hkv = {}", who, Hq, Hkv));
   }
   if (Hq % Hkv != 0) {
     return Status::Error(fmt::format(
         "{}: query heads Hq = {} must be a multiple of key/value heads Hkv = {}", who, Hq, Hkv));
   }
   if (D < 16 || D > kAttnMaxHeadDim || D % 16 != 0) {
-    return Status::Error(fmt::format("{}: head dim D = {} is not supported (a multiple of 16 in [16, {}])",
-                                     who, D, kAttnMaxHeadDim));
+    return Status::Error(
+        fmt::format("{}: head dim D = {} is not supported (a multiple of 16 in [16, {}])", who, D,
+                    kAttnMaxHeadDim));
   }
   if (a.k.shape[2] != D) {
     return Status::Error(fmt::format("{}: k has shape {}, its head dim must equal q's D = {}", who,
@@ -67,12 +74,13 @@ Status validate_attn(const AttnArgs& a, const char* who, AttnProblem* p) {
                                      shape_str(a.o.shape), shape_str(a.q.shape)));
   }
   if (a.o.dtype != a.q.dtype) {
-    return Status::Error(fmt::format("{}: o has dtype {}, expected q's dtype {}", who, dtype_name(a.o.dtype),
-                                     dtype_name(a.q.dtype)));
+    return Status::Error(fmt::format("{}: o has dtype {}, expected q's dtype {}", who,
+                                     dtype_name(a.o.dtype), dtype_name(a.q.dtype)));
   }
   if (a.v.dtype != a.k.dtype) {
-    return Status::Error(fmt::format("{}: k has dtype {} and v has dtype {}: keys and values must share a dtype",
-                                     who, dtype_name(a.k.dtype), dtype_name(a.v.dtype)));
+    return Status::Error(
+        fmt::format("{}: k has dtype {} and v has dtype {}: keys and values must share a dtype",
+                    who, dtype_name(a.k.dtype), dtype_name(a.v.dtype)));
   }
   if (!a.lse.empty() || !a.lse.shape.empty()) {
     if (a.lse.shape != Shape{Hq, T}) {
@@ -80,7 +88,8 @@ Status validate_attn(const AttnArgs& a, const char* who, AttnProblem* p) {
                                        shape_str(a.lse.shape), shape_str(Shape{Hq, T})));
     }
     if (a.lse.dtype != DType::kF32) {
-      return Status::Error(fmt::format("{}: lse has dtype {}, expected f32", who, dtype_name(a.lse.dtype)));
+      return Status::Error(
+          fmt::format("{}: lse has dtype {}, expected f32", who, dtype_name(a.lse.dtype)));
     }
     HANPU_RETURN_IF_ERROR(expect_data(who, "lse", a.lse.data, Hq * T));
   }

@@ -25,8 +25,10 @@ size_t KvCache::row_bytes() const { return static_cast<size_t>(head_dim_) * dtyp
 Status KvCache::grow_to(int64_t cap, const char* who) {
   try {
     std::vector<uint8_t> nk(static_cast<size_t>(cap) * kv_heads_ * row_bytes()), nv(nk.size());
-    for (int h = 0; h < kv_heads_; ++h) {  // each head's block moves to its place in the larger buffer
-      const size_t to = static_cast<size_t>(h) * cap * row_bytes(), n = static_cast<size_t>(length_) * row_bytes();
+    for (int h = 0; h < kv_heads_;
+         ++h) {  // each head's block moves to its place in the larger buffer
+      const size_t to = static_cast<size_t>(h) * cap * row_bytes(),
+                   n = static_cast<size_t>(length_) * row_bytes();
       std::memcpy(nk.data() + to, k_.data() + row_offset(0, h), n);
       std::memcpy(nv.data() + to, v_.data() + row_offset(0, h), n);
     }
@@ -47,24 +49,27 @@ Status KvCache::reserve(int64_t tokens) {
 
 Status KvCache::append(const TensorView& k, const TensorView& v) {
   for (const auto& [name, t] : {std::pair{"k", &k}, std::pair{"v", &v}}) {
-    if (t->shape.size() != 3 || t->shape[1] != kv_heads_ || t->shape[2] != head_dim_ || t->shape[0] < 0) {
-      return Status::Error(fmt::format("KvCache::append: {} has shape {}, expected [n, {}, {}]", name,
-                                       shape_str(t->shape), kv_heads_, head_dim_));
+    if (t->shape.size() != 3 || t->shape[1] != kv_heads_ || t->shape[2] != head_dim_ ||
+        t->shape[0] < 0) {
+      return Status::Error(fmt::format("KvCache::append: {} has shape {}, expected [n, {}, {}]",
+                                       name, shape_str(t->shape), kv_heads_, head_dim_));
     }
     if (t->dtype != dtype_ && t->dtype != DType::kF32) {
-      return Status::Error(fmt::format("KvCache::append: {} has dtype {}, the cache holds {} (and takes f32 rows)",
-                                       name, dtype_name(t->dtype), dtype_name(dtype_)));
+      return Status::Error(
+          fmt::format("KvCache::append: {} has dtype {}, the cache holds {} (and takes f32 rows)",
+                      name, dtype_name(t->dtype), dtype_name(dtype_)));
     }
     if (t->shape[0] > 0 && t->data == nullptr) {
       return Status::Error(fmt::format("KvCache::append: {} has no data", name));
     }
   }
   if (k.dtype != v.dtype) {
-    return Status::Error(fmt::format("KvCache::append: k has dtype {} but v has {}", dtype_name(k.dtype),
-                                     dtype_name(v.dtype)));
+    return Status::Error(fmt::format("KvCache::append: k has dtype {} but v has {}",
+                                     dtype_name(k.dtype), dtype_name(v.dtype)));
   }
   if (k.shape[0] != v.shape[0]) {
-    return Status::Error(fmt::format("KvCache::append: k has {} tokens but v has {}", k.shape[0], v.shape[0]));
+    return Status::Error(
+        fmt::format("KvCache::append: k has {} tokens but v has {}", k.shape[0], v.shape[0]));
   }
   const int64_t n = k.shape[0];
   if (length_ + n > capacity_) {
@@ -83,7 +88,8 @@ Status KvCache::append(const TensorView& k, const TensorView& v) {
         if (k.dtype == dtype_) {
           std::memcpy(out, src, row_bytes());
         } else {  // fp32 rows into a 16-bit cache
-          simd::store_f32(out, dtype_, reinterpret_cast<const float*>(src), static_cast<size_t>(head_dim_));
+          simd::store_f32(out, dtype_, reinterpret_cast<const float*>(src),
+                          static_cast<size_t>(head_dim_));
         }
       }
     }
@@ -101,14 +107,18 @@ void KvCache::attn_kv(AttnArgs* args) const {
 
 Status KvCache::read_f32(int64_t t0, int64_t n, float* k_out, float* v_out) const {
   if (t0 < 0 || n < 0 || t0 + n > length_) {
-    return Status::Error(fmt::format("KvCache::read_f32: tokens [{}, {}) are not within the {} cached", t0, t0 + n,
-                                     length_));
+    return Status::Error(fmt::format(
+        "KvCache::read_f32: tokens [{}, {}) are not within the {} cached", t0, t0 + n, length_));
   }
   for (int64_t t = 0; t < n; ++t) {
     for (int h = 0; h < kv_heads_; ++h) {
       const size_t at = static_cast<size_t>(t * kv_heads_ + h) * head_dim_;
-      if (k_out) simd::load_f32(k_out + at, k_.data() + row_offset(t0 + t, h), dtype_, static_cast<size_t>(head_dim_));
-      if (v_out) simd::load_f32(v_out + at, v_.data() + row_offset(t0 + t, h), dtype_, static_cast<size_t>(head_dim_));
+      if (k_out)
+        simd::load_f32(k_out + at, k_.data() + row_offset(t0 + t, h), dtype_,
+                       static_cast<size_t>(head_dim_));
+      if (v_out)
+        simd::load_f32(v_out + at, v_.data() + row_offset(t0 + t, h), dtype_,
+                       static_cast<size_t>(head_dim_));
     }
   }
   return Status::Ok();
@@ -116,7 +126,8 @@ Status KvCache::read_f32(int64_t t0, int64_t n, float* k_out, float* v_out) cons
 
 Status KvCache::truncate(int64_t length) {
   if (length < 0 || length > length_) {
-    return Status::Error(fmt::format("KvCache::truncate: length {} is not in [0, {}]", length, length_));
+    return Status::Error(
+        fmt::format("KvCache::truncate: length {} is not in [0, {}]", length, length_));
   }
   length_ = length;
   return Status::Ok();

@@ -16,8 +16,10 @@ Status la_prefill(const LaArgs& args, const LaOptions& options, LaStats* stats) 
   const cpu::LaStrategyEntry* strategy = cpu::find_la_strategy(options.strategy);
   if (!strategy) {
     std::string names;
-    for (const auto& s : la_strategies()) names += fmt::format("{}{}", names.empty() ? "" : ", ", s.name);
-    return Status::Error(fmt::format("la_prefill: unknown strategy '{}' (one of: {})", options.strategy, names));
+    for (const auto& s : la_strategies())
+      names += fmt::format("{}{}", names.empty() ? "" : ", ", s.name);
+    return Status::Error(
+        fmt::format("la_prefill: unknown strategy '{}' (one of: {})", options.strategy, names));
   }
   cpu::LaProblem p;
   HANPU_RETURN_IF_ERROR(cpu::validate_la(args, options, &p));
@@ -29,7 +31,8 @@ Status la_prefill(const LaArgs& args, const LaOptions& options, LaStats* stats) 
   try {
     if (p.T > 0) strategy->run(p, ctx);
   } catch (const std::bad_alloc&) {
-    return Status::Error(fmt::format("la_prefill: out of memory in strategy '{}'", options.strategy));
+    return Status::Error(
+        fmt::format("la_prefill: out of memory in strategy '{}'", options.strategy));
   }
   // Empty sequences do no work: their final state is their initial state.
   for (int n = 0; n < p.N; ++n) {
@@ -57,14 +60,17 @@ std::string describe_la_schedule(const std::vector<int64_t>& seq_lens, int H, in
   p.N = static_cast<int>(seq_lens.size());
   p.cu = {0};
   for (int64_t l : seq_lens) p.cu.push_back(p.cu.back() + l);
-  std::string head = HV > H ? fmt::format("unit: q/k head h with its {} value heads (GVA)\n", HV / H) : "";
+  std::string head =
+      HV > H ? fmt::format("unit: q/k head h with its {} value heads (GVA)\n", HV / H) : "";
   int64_t longest = 0;
   for (int64_t l : seq_lens) longest = std::max(longest, l);
   const std::string phases =
       speed_balancing_enabled()
-          ? fmt::format("walked in phases of {} tokens at C = 64; between phases the units are re-dealt by "
-                        "the cores' measured speeds (this deal when they are equal; HANPU_BALANCE=0: always)\n",
-                        cpu::walk_phase_tokens(longest, 64))
+          ? fmt::format(
+                "walked in phases of {} tokens at C = 64; between phases the units are re-dealt by "
+                "the cores' measured speeds (this deal when they are equal; HANPU_BALANCE=0: "
+                "always)\n",
+                cpu::walk_phase_tokens(longest, 64))
           : "fixed deal (HANPU_BALANCE=0)\n";
   return head + cpu::schedule_groups_for(p, threads).describe() + phases;
 }

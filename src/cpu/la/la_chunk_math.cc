@@ -19,7 +19,9 @@ const char* at(const void* base, size_t elem, DType t) {
 }  // namespace
 
 ChunkWorkspace::ChunkWorkspace(int C_, int K_, int V_, ScratchMeter* meter)
-    : C(C_), K(K_), V(V_),
+    : C(C_),
+      K(K_),
+      V(V_),
       kq(2 * C_ * K_, meter),
       kq_gated(2 * C_ * K_, meter),
       kt(K_ * (C_ + 16), meter),
@@ -93,7 +95,8 @@ void load_chunk(const LaProblem& p, int64_t t0, int c, int hv, ChunkWorkspace& w
   load_chunk_gates(p, t0, hv, ws);
 }
 
-void bind_chunk_v_and_out(const LaProblem& p, int64_t t0, int hv, int c0, int c1, ChunkWorkspace& ws) {
+void bind_chunk_v_and_out(const LaProblem& p, int64_t t0, int hv, int c0, int c1,
+                          ChunkWorkspace& ws) {
   const int w = c1 - c0;
   ws.ldvn = w + 16;
   if (p.dtype == DType::kF32) {
@@ -120,10 +123,10 @@ void raw_kk_qk(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm) {
   simd::transpose(ws.k, ld, ws.kt.data(), ws.ldkt, c, K);  // the one transform: K^T, shared below
   for (int i0 = 0; i0 < c; i0 += kSubChunk) {
     const int i1 = std::min(c, i0 + kSubChunk);
-    gemm(i1 - i0, i1, K, simd::row_major(ws.k + i0 * ld, ld), ws.kt.data(), ws.ldkt, kk + i0 * C, C, 1.0f,
-         0.0f);
-    gemm(i1 - i0, i1, K, simd::row_major(ws.q + i0 * ld, ld), ws.kt.data(), ws.ldkt, qk + i0 * C, C, 1.0f,
-         0.0f);
+    gemm(i1 - i0, i1, K, simd::row_major(ws.k + i0 * ld, ld), ws.kt.data(), ws.ldkt, kk + i0 * C, C,
+         1.0f, 0.0f);
+    gemm(i1 - i0, i1, K, simd::row_major(ws.q + i0 * ld, ld), ws.kt.data(), ws.ldkt, qk + i0 * C, C,
+         1.0f, 0.0f);
   }
 }
 
@@ -159,7 +162,8 @@ void kda_block_products(ChunkWorkspace& ws, int K, int i0, int i1, int n, const 
   float* Qm = L + static_cast<size_t>(ws.c) * ws.C;
   const int C = ws.C;
   gemm(i1 - i0, n, K, simd::row_major(rows_k, K), ws.kt.data(), ws.ldkt, L + i0 * C, C, 1.0f, 0.0f);
-  gemm(i1 - i0, n, K, simd::row_major(rows_q, K), ws.kt.data(), ws.ldkt, Qm + i0 * C, C, 1.0f, 0.0f);
+  gemm(i1 - i0, n, K, simd::row_major(rows_q, K), ws.kt.data(), ws.ldkt, Qm + i0 * C, C, 1.0f,
+       0.0f);
 }
 
 void decayed_kk_qk_kda(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm) {
@@ -184,15 +188,16 @@ void decayed_kk_qk_kda(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm) {
       const int i1 = std::min(c, i0 + kSubChunk), r = i1 - i0;
       simd::decay_rows_forward(k + i0 * ld, q + i0 * ld, ld, a + i0 * K, K, r, rows, rows + r * K);
       if (i0 > 0) simd::decay_rows_backward(k, ld, a, a + i0 * K, K, i0, kd);
-      const bool whole =
-          simd::decay_rows_inverse(k + i0 * ld, ld, a + i0 * K, K, r, kd + i0 * K) >= kMinInverseDecay;
+      const bool whole = simd::decay_rows_inverse(k + i0 * ld, ld, a + i0 * K, K, r, kd + i0 * K) >=
+                         kMinInverseDecay;
       const int n = whole ? i1 : i0;  // columns from the micro-kernel
       if (n > 0) {
         simd::transpose(kd, K, ws.kt.data(), ws.ldkt, n, K);
         kda_block_products(ws, K, i0, i1, n, rows, rows + r * K, gemm);
       }
       if (!whole) {
-        simd::kda_diag_block(k + i0 * ld, q + i0 * ld, ld, a + i0 * K, K, r, L + i0 * C + i0, Qm + i0 * C + i0, C);
+        simd::kda_diag_block(k + i0 * ld, q + i0 * ld, ld, a + i0 * K, K, r, L + i0 * C + i0,
+                             Qm + i0 * C + i0, C);
       }
     }
   }
@@ -224,10 +229,11 @@ void state_products(const LaProblem& p, ChunkWorkspace& ws, const float* S, ptrd
   if (p.kda()) {  // exp(Gam) is per channel: it scales the operand rows, not the result
     for (int i = row_begin; i < row_end; ++i) {
       const float* src = i < c ? ws.k + i * ws.ldqk : ws.q + (i - c) * ws.ldqk;
-      simd::mul(ws.kq_gated.data() + i * K, src, ws.egam.data() + static_cast<size_t>(i % c) * K, K);
+      simd::mul(ws.kq_gated.data() + i * K, src, ws.egam.data() + static_cast<size_t>(i % c) * K,
+                K);
     }
-    gemm(row_end - row_begin, w, K, simd::row_major(ws.kq_gated.data() + row_begin * K, K), S + c0, lds,
-         out + static_cast<size_t>(row_begin) * w, w, 1.0f, 0.0f);
+    gemm(row_end - row_begin, w, K, simd::row_major(ws.kq_gated.data() + row_begin * K, K), S + c0,
+         lds, out + static_cast<size_t>(row_begin) * w, w, 1.0f, 0.0f);
     return;
   }
   // GDN: exp(Gam) scales the result rows later; the key and query rows are read in place.
@@ -271,7 +277,8 @@ void explicit_inverse_and_wy_operands(const LaProblem& p, ChunkWorkspace& ws, fl
   for (int i = 0; i < c; ++i) A[i * C + i] = 1.0f;
   solve_unit_lower(ws.kkqk.data(), C, c, A, C, c, gemm);  // against the identity
   if (p.kda()) {
-    for (int i = 0; i < c; ++i) simd::mul(kb + i * K, ws.k + i * ws.ldqk, ws.egam.data() + i * K, K);
+    for (int i = 0; i < c; ++i)
+      simd::mul(kb + i * K, ws.k + i * ws.ldqk, ws.egam.data() + i * K, K);
     simd::scale_rows(kb, K, kb, K, ws.beta.data(), 1.0f, c, K);
   } else {
     for (int i = 0; i < c; ++i) {
@@ -290,8 +297,8 @@ void chunk_outputs(const LaProblem& p, ChunkWorkspace& ws, int w, GemmFn gemm) {
     // Scaled Q S rows of this block, still in L1 when the product accumulates onto them.
     simd::scale_rows(ws.o + i0 * ws.ldo, ws.ldo, qs + static_cast<size_t>(i0) * w, w,
                      p.kda() ? nullptr : ws.egam.data() + i0, p.scale, i1 - i0, w);
-    gemm(i1 - i0, w, i1, simd::row_major(Qm + i0 * C, C), ws.vn.data(), ws.ldvn, ws.o + i0 * ws.ldo, ws.ldo,
-         1.0f, 1.0f);
+    gemm(i1 - i0, w, i1, simd::row_major(Qm + i0 * C, C), ws.vn.data(), ws.ldvn, ws.o + i0 * ws.ldo,
+         ws.ldo, 1.0f, 1.0f);
   }
 }
 
@@ -303,7 +310,8 @@ void update_state(const LaProblem& p, ChunkWorkspace& ws, float* S, ptrdiff_t ld
   if (p.kda()) {  // per-channel decay: rows of S scaled before the product
     const float* elast = ws.egam.data() + static_cast<size_t>(c - 1) * K;  // exp(Gam_last)
     simd::scale_rows(S + c0, lds, S + c0, lds, elast, 1.0f, K, w);
-    for (int i = 0; i < c; ++i) simd::mul(ws.kd.data() + i * K, k + i * ld, ws.etail.data() + i * K, K);
+    for (int i = 0; i < c; ++i)
+      simd::mul(ws.kd.data() + i * K, k + i * ld, ws.etail.data() + i * K, K);
     gemm(K, w, c, simd::transposed(ws.kd.data(), K), vn, ldvn, S + c0, lds, 1.0f, 1.0f);
   } else {
     const float glast = ws.gam[c - 1];
@@ -316,7 +324,8 @@ void update_state(const LaProblem& p, ChunkWorkspace& ws, float* S, ptrdiff_t ld
   }
 }
 
-void store_chunk_out(const LaProblem& p, int64_t t0, int hv, int c0, int c1, const ChunkWorkspace& ws) {
+void store_chunk_out(const LaProblem& p, int64_t t0, int hv, int c0, int c1,
+                     const ChunkWorkspace& ws) {
   if (p.dtype == DType::kF32) return;  // written in place
   const int w = c1 - c0;
   for (int i = 0; i < ws.c; ++i) {

@@ -26,25 +26,25 @@ enum class GemmMode { kPlanned, kRepacking };
 struct ChunkWorkspace {
   ChunkWorkspace(int C, int K, int V, ScratchMeter* meter);
   int C, K, V;
-  ScratchBuffer<float> kq;      // [2C x K]: rows [0,c) = k, rows [c,2c) = q
+  ScratchBuffer<float> kq;        // [2C x K]: rows [0,c) = k, rows [c,2c) = q
   ScratchBuffer<float> kq_gated;  // KDA: [2C x K] the same rows times exp(Gam) per channel
-  ScratchBuffer<float> kt;      // [K x C] K^T, leading dim ldkt
-  ScratchBuffer<float> gam;     // GDN [C]: inclusive in-chunk cumsum of g
-  ScratchBuffer<float> egam;    // GDN [C]: exp(Gam); KDA [C x K]: exp(Gam) per channel
-  ScratchBuffer<float> beta;    // [C]
-  ScratchBuffer<float> raw;     // GDN [2C x C]: K K^T then Q K^T lower blocks, not yet gated
-  ScratchBuffer<float> kkqk;    // [2C x C]: rows [0,c) = L (strict lower), [c,2c) = Qm (lower)
-  ScratchBuffer<float> ksqs;    // [2C x V]: K S0 (gated) rows then Q S0 (gated) rows
-  ScratchBuffer<float> vrow;    // [C x V]: v of the chunk, fp32
-  ScratchBuffer<float> vn;      // [C x V]: right-hand side, then Vn in place (leading dim ldvn)
-  ScratchBuffer<float> out;     // [C x V]: O
-  ScratchBuffer<float> kd;      // [C x K]: K scaled by exp(Gam_last - Gam)
-  ScratchBuffer<float> tmp;     // [2C x K] scratch for the KDA sub-chunk factors
-  ScratchBuffer<float> decay;   // KDA [C x K]: a = exp(g) per token and channel
-  ScratchBuffer<float> etail;   // KDA [C x K]: exp(Gam_last - Gam_i) per channel
+  ScratchBuffer<float> kt;        // [K x C] K^T, leading dim ldkt
+  ScratchBuffer<float> gam;       // GDN [C]: inclusive in-chunk cumsum of g
+  ScratchBuffer<float> egam;      // GDN [C]: exp(Gam); KDA [C x K]: exp(Gam) per channel
+  ScratchBuffer<float> beta;      // [C]
+  ScratchBuffer<float> raw;       // GDN [2C x C]: K K^T then Q K^T lower blocks, not yet gated
+  ScratchBuffer<float> kkqk;      // [2C x C]: rows [0,c) = L (strict lower), [c,2c) = Qm (lower)
+  ScratchBuffer<float> ksqs;      // [2C x V]: K S0 (gated) rows then Q S0 (gated) rows
+  ScratchBuffer<float> vrow;      // [C x V]: v of the chunk, fp32
+  ScratchBuffer<float> vn;        // [C x V]: right-hand side, then Vn in place (leading dim ldvn)
+  ScratchBuffer<float> out;       // [C x V]: O
+  ScratchBuffer<float> kd;        // [C x K]: K scaled by exp(Gam_last - Gam)
+  ScratchBuffer<float> tmp;       // [2C x K] scratch for the KDA sub-chunk factors
+  ScratchBuffer<float> decay;     // KDA [C x K]: a = exp(g) per token and channel
+  ScratchBuffer<float> etail;     // KDA [C x K]: exp(Gam_last - Gam_i) per channel
   // KDA computes every decay factor as a running product of a = exp(g) in (0, 1] — one exp
   // per (token, channel) and a multiply per use — instead of an exp of a cumsum difference.
-  int c = 0;                    // rows of the current chunk
+  int c = 0;  // rows of the current chunk
   // B operands of the micro-kernel get rows padded by one cache line: a power-of-two pitch
   // (256 B for K^T at C = 64, 512 B for Vn at V = 128) maps a B panel onto a few L1 sets.
   int ldkt = 0;
@@ -74,7 +74,8 @@ void load_chunk_gates(const LaProblem& p, int64_t t0, int hv, ChunkWorkspace& ws
 void load_chunk(const LaProblem& p, int64_t t0, int c, int hv, ChunkWorkspace& ws);
 // Binds the chunk's v rows (columns [c0, c1)) and its output rows: in place for fp32
 // storage, else v converted into ws.vrow and o staged in ws.out (leading dim c1 - c0).
-void bind_chunk_v_and_out(const LaProblem& p, int64_t t0, int hv, int c0, int c1, ChunkWorkspace& ws);
+void bind_chunk_v_and_out(const LaProblem& p, int64_t t0, int hv, int c0, int c1,
+                          ChunkWorkspace& ws);
 
 // GDN: K K^T and Q K^T (lower blocks, ungated) into ws.raw. They depend only on the q/k
 // head, so every value head of a GVA group can gate the same raw products.
@@ -88,8 +89,8 @@ void decayed_kk_qk(const LaProblem& p, ChunkWorkspace& ws, GemmFn gemm, bool raw
 // ksqs rows [row_begin, row_end) of [K; Q] S0 (rows [0,c) keys, [c,2c) queries) for state
 // columns [c0, c1) of S (leading dim lds). GDN applies exp(Gam) to the result later; KDA's is
 // per channel, so it scales the operand rows here.
-void state_products(const LaProblem& p, ChunkWorkspace& ws, const float* S, ptrdiff_t lds,
-                    int c0, int c1, GemmFn gemm, int row_begin, int row_end);
+void state_products(const LaProblem& p, ChunkWorkspace& ws, const float* S, ptrdiff_t lds, int c0,
+                    int c1, GemmFn gemm, int row_begin, int row_end);
 
 // vn = diag(beta) (V - [exp(Gam)] K S0)  (w = c1 - c0 columns)
 void gemm_first_rhs(const LaProblem& p, ChunkWorkspace& ws, int w);
@@ -113,6 +114,7 @@ void update_state(const LaProblem& p, ChunkWorkspace& ws, float* S, ptrdiff_t ld
 
 // Converts the staged output (columns [c0, c1)) into o rows [t0, t0 + c) of head hv when the
 // storage dtype is not fp32 (fp32 outputs were written in place).
-void store_chunk_out(const LaProblem& p, int64_t t0, int hv, int c0, int c1, const ChunkWorkspace& ws);
+void store_chunk_out(const LaProblem& p, int64_t t0, int hv, int c0, int c1,
+                     const ChunkWorkspace& ws);
 
 }  // namespace hanpu::cpu

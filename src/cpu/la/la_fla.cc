@@ -64,7 +64,8 @@ void run_fla(const LaProblem& p, LaRunContext& ctx) {
   add_busy(ctx.busy_ms, pool.run_on_all([&](int core) {
     simd::ensure_flush_denormals();
     ChunkWorkspace ws(C, K, V, ctx.meter);
-    ScratchBuffer<float> A(static_cast<size_t>(C) * C, ctx.meter), kb(static_cast<size_t>(C) * K, ctx.meter);
+    ScratchBuffer<float> A(static_cast<size_t>(C) * C, ctx.meter),
+        kb(static_cast<size_t>(C) * K, ctx.meter);
     for (int64_t it = core; it < items; it += P) {
       const ChunkRef& ch = chunks[it / HV];
       const int hv = static_cast<int>(it % HV), c = ch.c;
@@ -72,8 +73,10 @@ void run_fla(const LaProblem& p, LaRunContext& ctx) {
       bind_chunk_v_and_out(p, ch.t0, hv, 0, V, ws);
       decayed_kk_qk(p, ws, gemm);
       explicit_inverse_and_wy_operands(p, ws, A.data(), kb.data(), V, gemm);
-      gemm(c, K, c, simd::row_major(A.data(), C), kb.data(), K, row(W, ch.t0, hv, K), HV * K, 1.0f, 0.0f);
-      gemm(c, V, c, simd::row_major(A.data(), C), ws.out.data(), V, row(U, ch.t0, hv, V), HV * V, 1.0f, 0.0f);
+      gemm(c, K, c, simd::row_major(A.data(), C), kb.data(), K, row(W, ch.t0, hv, K), HV * K, 1.0f,
+           0.0f);
+      gemm(c, V, c, simd::row_major(A.data(), C), ws.out.data(), V, row(U, ch.t0, hv, V), HV * V,
+           1.0f, 0.0f);
     }
   }));
 
@@ -98,7 +101,8 @@ void run_fla(const LaProblem& p, LaRunContext& ctx) {
         for (int i = 0; i < ch.c; ++i) {
           std::copy_n(row(U, ch.t0 + i, hv, V) + c0, w, vn + static_cast<size_t>(i) * HV * V);
         }
-        gemm(ch.c, w, K, simd::row_major(row(W, ch.t0, hv, K), HV * K), S.data(), w, vn, HV * V, -1.0f, 1.0f);
+        gemm(ch.c, w, K, simd::row_major(row(W, ch.t0, hv, K), HV * K), S.data(), w, vn, HV * V,
+             -1.0f, 1.0f);
         update_state(p, ws, S.data(), w, 0, w, vn, HV * V, gemm);
       }
       write_final_state(p, work.seq, hv, c0, work.col_end, S.data());
@@ -117,7 +121,8 @@ void run_fla(const LaProblem& p, LaRunContext& ctx) {
       decayed_kk_qk(p, ws, gemm);
       const float* hs = h.data() + (static_cast<size_t>(ch.index) * HV + hv) * K * V;
       state_products(p, ws, hs, V, 0, V, gemm, c, 2 * c);
-      for (int i = 0; i < c; ++i) std::copy_n(row(Vn, ch.t0 + i, hv, V), V, ws.vn.data() + i * ws.ldvn);
+      for (int i = 0; i < c; ++i)
+        std::copy_n(row(Vn, ch.t0 + i, hv, V), V, ws.vn.data() + i * ws.ldvn);
       chunk_outputs(p, ws, V, gemm);
       store_chunk_out(p, ch.t0, hv, 0, V, ws);
     }

@@ -49,7 +49,8 @@ void chunk_fla_order(const LaProblem& p, ChunkWorkspace& ws, FlaOrderBuffers& fb
   // A = (I + L)^-1; W = A diag(beta exp(Gam)) K ; U = A diag(beta) V (into vn)
   explicit_inverse_and_wy_operands(p, ws, fb.A.data(), fb.kb.data(), w, gemm);
   gemm(c, K, c, simd::row_major(fb.A.data(), C), fb.kb.data(), K, fb.W.data(), K, 1.0f, 0.0f);
-  gemm(c, w, c, simd::row_major(fb.A.data(), C), ws.out.data(), w, ws.vn.data(), ws.ldvn, 1.0f, 0.0f);
+  gemm(c, w, c, simd::row_major(fb.A.data(), C), ws.out.data(), w, ws.vn.data(), ws.ldvn, 1.0f,
+       0.0f);
   gemm(c, w, K, simd::row_major(fb.W.data(), K), S, lds, ws.vn.data(), ws.ldvn, -1.0f, 1.0f);  // Vn
   // State-first: S_next = decay S + Kd^T Vn, while S (old) stays live for the output.
   std::copy_n(S, static_cast<size_t>(K) * lds, fb.S_next.data());
@@ -73,48 +74,54 @@ void run_hanpu(const LaProblem& p, LaRunContext& ctx, HanpuTechniques tech) {
   // Every item's states; each lives in the cache of the core walking its item in a phase.
   ScratchBuffer<float> states(items.size() * unit_state, ctx.meter);
   // S of item b, value head hv0 + i: [K x w], leading dim lds.
-  auto S = [&](size_t b, int i) { return states.data() + (b * group + i) * static_cast<size_t>(p.K) * lds; };
-  ctx.busy_ms = walk_in_phases(p, ctx.threads, items, 4 * unit_state, p.chunk, [&](int, LaWalker& walker) {
-    simd::ensure_flush_denormals();
-    ChunkWorkspace ws(p.chunk, p.K, p.V, ctx.meter);
-    std::optional<FlaOrderBuffers> fb;
-    if (!tech.reorder) fb.emplace(p.chunk, p.K, p.V, ctx.meter);
-    while (const std::optional<LaBatch> batch = walker.next()) {
-      const int n = batch->seq;
-      for (size_t b = batch->b0; b < batch->b1 && batch->first; ++b) {
-        for (int i = 0; i < group; ++i) {
-          read_initial_state(p, n, items[b].head * group + i, items[b].col_begin, items[b].col_end, S(b, i), lds);
-        }
-      }
-      // The batch's items in lockstep, chunk by chunk: neighbouring heads' rows arrive together.
-      for (int64_t t0 = batch->t_begin; t0 < batch->t_end; t0 += p.chunk) {
-        const int c = static_cast<int>(std::min<int64_t>(p.chunk, batch->t_end - t0));
-        for (size_t b = batch->b0; b < batch->b1; ++b) {
-          const HeadWork& work = items[b];
-          const int c0 = work.col_begin, c1 = work.col_end, w = c1 - c0;
-          const int hv0 = work.head * group;
-          load_chunk_rows(p, t0, c, hv0, ws);
-          const bool raw_ready = !p.kda();
-          if (raw_ready) raw_kk_qk(p, ws, gemm);
-          for (int i = 0; i < group; ++i) {
-            load_chunk_gates(p, t0, hv0 + i, ws);
-            bind_chunk_v_and_out(p, t0, hv0 + i, c0, c1, ws);
-            if (tech.reorder) {
-              chunk_reordered(p, ws, S(b, i), lds, w, gemm, raw_ready);
-            } else {
-              chunk_fla_order(p, ws, *fb, S(b, i), lds, w, gemm, raw_ready);
+  auto S = [&](size_t b, int i) {
+    return states.data() + (b * group + i) * static_cast<size_t>(p.K) * lds;
+  };
+  ctx.busy_ms =
+      walk_in_phases(p, ctx.threads, items, 4 * unit_state, p.chunk, [&](int, LaWalker& walker) {
+        simd::ensure_flush_denormals();
+        ChunkWorkspace ws(p.chunk, p.K, p.V, ctx.meter);
+        std::optional<FlaOrderBuffers> fb;
+        if (!tech.reorder) fb.emplace(p.chunk, p.K, p.V, ctx.meter);
+        while (const std::optional<LaBatch> batch = walker.next()) {
+          const int n = batch->seq;
+          for (size_t b = batch->b0; b < batch->b1 && batch->first; ++b) {
+            for (int i = 0; i < group; ++i) {
+              read_initial_state(p, n, items[b].head * group + i, items[b].col_begin,
+                                 items[b].col_end, S(b, i), lds);
             }
-            store_chunk_out(p, t0, hv0 + i, c0, c1, ws);
+          }
+          // The batch's items in lockstep, chunk by chunk: neighbouring heads' rows arrive
+          // together.
+          for (int64_t t0 = batch->t_begin; t0 < batch->t_end; t0 += p.chunk) {
+            const int c = static_cast<int>(std::min<int64_t>(p.chunk, batch->t_end - t0));
+            for (size_t b = batch->b0; b < batch->b1; ++b) {
+              const HeadWork& work = items[b];
+              const int c0 = work.col_begin, c1 = work.col_end, w = c1 - c0;
+              const int hv0 = work.head * group;
+              load_chunk_rows(p, t0, c, hv0, ws);
+              const bool raw_ready = !p.kda();
+              if (raw_ready) raw_kk_qk(p, ws, gemm);
+              for (int i = 0; i < group; ++i) {
+                load_chunk_gates(p, t0, hv0 + i, ws);
+                bind_chunk_v_and_out(p, t0, hv0 + i, c0, c1, ws);
+                if (tech.reorder) {
+                  chunk_reordered(p, ws, S(b, i), lds, w, gemm, raw_ready);
+                } else {
+                  chunk_fla_order(p, ws, *fb, S(b, i), lds, w, gemm, raw_ready);
+                }
+                store_chunk_out(p, t0, hv0 + i, c0, c1, ws);
+              }
+            }
+          }
+          for (size_t b = batch->b0; b < batch->b1 && batch->last; ++b) {
+            for (int i = 0; i < group; ++i) {
+              write_final_state(p, n, items[b].head * group + i, items[b].col_begin,
+                                items[b].col_end, S(b, i), lds);
+            }
           }
         }
-      }
-      for (size_t b = batch->b0; b < batch->b1 && batch->last; ++b) {
-        for (int i = 0; i < group; ++i) {
-          write_final_state(p, n, items[b].head * group + i, items[b].col_begin, items[b].col_end, S(b, i), lds);
-        }
-      }
-    }
-  });
+      });
 }
 
 }  // namespace hanpu::cpu

@@ -18,11 +18,11 @@ struct LaProblem {
   float scale = 1.0f;
   bool qk_l2norm = false;
   int chunk = 64;
-  const void* q = nullptr;   // [T, H, K]
-  const void* k = nullptr;   // [T, H, K]
-  const void* v = nullptr;   // [T, HV, V]
-  const float* g = nullptr;  // GDN [T, HV]; KDA [T, HV, K]
-  const float* beta = nullptr;  // [T, HV]
+  const void* q = nullptr;               // [T, H, K]
+  const void* k = nullptr;               // [T, H, K]
+  const void* v = nullptr;               // [T, HV, V]
+  const float* g = nullptr;              // GDN [T, HV]; KDA [T, HV, K]
+  const float* beta = nullptr;           // [T, HV]
   const float* initial_state = nullptr;  // [N, HV, K, V] or null (zeros)
   void* o = nullptr;                     // [T, HV, V]
   float* final_state = nullptr;          // [N, HV, K, V] or null
@@ -33,7 +33,9 @@ struct LaProblem {
   int64_t seq_len(int n) const { return cu[n + 1] - cu[n]; }
   std::vector<int64_t> seq_lens() const;
   // Element offsets of token t's row for a head.
-  size_t qk_offset(int64_t t, int hv) const { return (static_cast<size_t>(t) * H + qk_head(hv)) * K; }
+  size_t qk_offset(int64_t t, int hv) const {
+    return (static_cast<size_t>(t) * H + qk_head(hv)) * K;
+  }
   size_t v_offset(int64_t t, int hv) const { return (static_cast<size_t>(t) * HV + hv) * V; }
   size_t state_offset(int n, int hv) const { return (static_cast<size_t>(n) * HV + hv) * K * V; }
 };

@@ -33,8 +33,12 @@ void run_recurrent(const LaProblem& p, LaRunContext& ctx) {
   // not line-aligned (every vector access of the token loop would straddle two lines: 1.4x
   // slower at T = 4096) use a buffer.
   auto in_place = [&](size_t b) {
-    if (p.final_state == nullptr || items[b].col_begin != 0 || items[b].col_end != p.V) return false;
-    return reinterpret_cast<uintptr_t>(p.final_state + p.state_offset(items[b].seq, items[b].head)) % 64 == 0;
+    if (p.final_state == nullptr || items[b].col_begin != 0 || items[b].col_end != p.V)
+      return false;
+    return reinterpret_cast<uintptr_t>(p.final_state +
+                                       p.state_offset(items[b].seq, items[b].head)) %
+               64 ==
+           0;
   };
   size_t buffered = 0;
   std::vector<size_t> slot(items.size(), 0);
@@ -46,56 +50,62 @@ void run_recurrent(const LaProblem& p, LaRunContext& ctx) {
     return in_place(b) ? p.final_state + p.state_offset(items[b].seq, items[b].head)
                        : states.data() + slot[b] * static_cast<size_t>(unit_state);
   };
-  ctx.busy_ms = walk_in_phases(p, ctx.threads, items, 4 * unit_state, kTokenBlock, [&](int, LaWalker& walker) {
-    simd::ensure_flush_denormals();
-    ScratchBuffer<float> q(kTokenBlock * K, ctx.meter), k(kTokenBlock * K, ctx.meter);
-    ScratchBuffer<float> v(kTokenBlock * p.V, ctx.meter), o(kTokenBlock * p.V, ctx.meter);
-    ScratchBuffer<float> decay(kTokenBlock * (p.kda() ? K : 1), ctx.meter);
-    ScratchBuffer<float> beta(kTokenBlock, ctx.meter);
-    while (const std::optional<LaBatch> batch = walker.next()) {
-      const int sn = batch->seq;
-      for (size_t b = batch->b0; b < batch->b1 && batch->first; ++b) {
-        if (!in_place(b) || p.initial_state != p.final_state) {  // aliased: already in place
-          read_initial_state(p, sn, items[b].head, items[b].col_begin, items[b].col_end, S(b));
-        }
-      }
-      for (int64_t t0 = batch->t_begin; t0 < batch->t_end; t0 += kTokenBlock) {
-        const int n = static_cast<int>(std::min<int64_t>(kTokenBlock, batch->t_end - t0));
-        for (size_t b = batch->b0; b < batch->b1; ++b) {  // the batch's heads in lockstep, token block by block
-          const int c0 = items[b].col_begin, w = items[b].col_end - c0, hv = items[b].head;
-          for (int i = 0; i < n; ++i) {
-            const int64_t t = t0 + i;
-            float* kr = k.data() + i * K;
-            float* qr = q.data() + i * K;
-            simd::load_f32(kr, static_cast<const char*>(p.k) + p.qk_offset(t, hv) * es, p.dtype, K);
-            simd::load_f32(qr, static_cast<const char*>(p.q) + p.qk_offset(t, hv) * es, p.dtype, K);
-            if (p.qk_l2norm) {
-              simd::scale_copy(kr, kr, 1.0f / std::sqrt(simd::sum_squares(kr, K) + 1e-6f), K);
-              simd::scale_copy(qr, qr, 1.0f / std::sqrt(simd::sum_squares(qr, K) + 1e-6f), K);
-            }
-            simd::load_f32(v.data() + i * w, static_cast<const char*>(p.v) + (p.v_offset(t, hv) + c0) * es,
-                           p.dtype, w);
-            beta[i] = p.beta[t * p.HV + hv];
-            if (p.kda()) {
-              std::copy_n(p.g + (t * p.HV + hv) * K, K, decay.data() + i * K);
-            } else {
-              decay[i] = p.g[t * p.HV + hv];
+  ctx.busy_ms = walk_in_phases(
+      p, ctx.threads, items, 4 * unit_state, kTokenBlock, [&](int, LaWalker& walker) {
+        simd::ensure_flush_denormals();
+        ScratchBuffer<float> q(kTokenBlock * K, ctx.meter), k(kTokenBlock * K, ctx.meter);
+        ScratchBuffer<float> v(kTokenBlock * p.V, ctx.meter), o(kTokenBlock * p.V, ctx.meter);
+        ScratchBuffer<float> decay(kTokenBlock * (p.kda() ? K : 1), ctx.meter);
+        ScratchBuffer<float> beta(kTokenBlock, ctx.meter);
+        while (const std::optional<LaBatch> batch = walker.next()) {
+          const int sn = batch->seq;
+          for (size_t b = batch->b0; b < batch->b1 && batch->first; ++b) {
+            if (!in_place(b) || p.initial_state != p.final_state) {  // aliased: already in place
+              read_initial_state(p, sn, items[b].head, items[b].col_begin, items[b].col_end, S(b));
             }
           }
-          simd::exp_inplace(decay.data(), static_cast<size_t>(n) * (p.kda() ? K : 1));
-          simd::delta_rule_tokens(n, K, w, S(b), w, q.data(), k.data(), K, v.data(), w, decay.data(),
-                                  p.kda(), beta.data(), p.scale, o.data(), w);
-          for (int i = 0; i < n; ++i) {
-            simd::store_f32(static_cast<char*>(p.o) + (p.v_offset(t0 + i, hv) + c0) * es, p.dtype,
-                            o.data() + i * w, w);
+          for (int64_t t0 = batch->t_begin; t0 < batch->t_end; t0 += kTokenBlock) {
+            const int n = static_cast<int>(std::min<int64_t>(kTokenBlock, batch->t_end - t0));
+            for (size_t b = batch->b0; b < batch->b1;
+                 ++b) {  // the batch's heads in lockstep, token block by block
+              const int c0 = items[b].col_begin, w = items[b].col_end - c0, hv = items[b].head;
+              for (int i = 0; i < n; ++i) {
+                const int64_t t = t0 + i;
+                float* kr = k.data() + i * K;
+                float* qr = q.data() + i * K;
+                simd::load_f32(kr, static_cast<const char*>(p.k) + p.qk_offset(t, hv) * es, p.dtype,
+                               K);
+                simd::load_f32(qr, static_cast<const char*>(p.q) + p.qk_offset(t, hv) * es, p.dtype,
+                               K);
+                if (p.qk_l2norm) {
+                  simd::scale_copy(kr, kr, 1.0f / std::sqrt(simd::sum_squares(kr, K) + 1e-6f), K);
+                  simd::scale_copy(qr, qr, 1.0f / std::sqrt(simd::sum_squares(qr, K) + 1e-6f), K);
+                }
+                simd::load_f32(v.data() + i * w,
+                               static_cast<const char*>(p.v) + (p.v_offset(t, hv) + c0) * es,
+                               p.dtype, w);
+                beta[i] = p.beta[t * p.HV + hv];
+                if (p.kda()) {
+                  std::copy_n(p.g + (t * p.HV + hv) * K, K, decay.data() + i * K);
+                } else {
+                  decay[i] = p.g[t * p.HV + hv];
+                }
+              }
+              simd::exp_inplace(decay.data(), static_cast<size_t>(n) * (p.kda() ? K : 1));
+              simd::delta_rule_tokens(n, K, w, S(b), w, q.data(), k.data(), K, v.data(), w,
+                                      decay.data(), p.kda(), beta.data(), p.scale, o.data(), w);
+              for (int i = 0; i < n; ++i) {
+                simd::store_f32(static_cast<char*>(p.o) + (p.v_offset(t0 + i, hv) + c0) * es,
+                                p.dtype, o.data() + i * w, w);
+              }
+            }
+          }
+          for (size_t b = batch->b0; b < batch->b1 && batch->last; ++b) {
+            if (!in_place(b))
+              write_final_state(p, sn, items[b].head, items[b].col_begin, items[b].col_end, S(b));
           }
         }
-      }
-      for (size_t b = batch->b0; b < batch->b1 && batch->last; ++b) {
-        if (!in_place(b)) write_final_state(p, sn, items[b].head, items[b].col_begin, items[b].col_end, S(b));
-      }
-    }
-  });
+      });
 }
 
 }  // namespace hanpu::cpu

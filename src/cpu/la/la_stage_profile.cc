@@ -19,8 +19,8 @@ namespace hanpu {
 namespace {
 
 enum Stage { kLoad, kKkQk, kState, kMask, kRhs, kSolve, kOutputs, kUpdate, kStore, kStages };
-constexpr std::array<std::string_view, kStages> kStageNames = {"load",  "kk_qk",   "state",  "mask", "rhs",
-                                                               "solve", "outputs", "update", "store"};
+constexpr std::array<std::string_view, kStages> kStageNames = {
+    "load", "kk_qk", "state", "mask", "rhs", "solve", "outputs", "update", "store"};
 
 // Nominal multiply-adds per full chunk (c = C rows, all V columns): see LaStageTime::fmas.
 std::array<double, kStages> stage_fmas(const cpu::LaProblem& p) {
@@ -58,11 +58,14 @@ Status profile_la_chunk_stages(const LaArgs& args, int chunk_size, int heads, in
   options.chunk_size = chunk_size;
   cpu::LaProblem p;
   HANPU_RETURN_IF_ERROR(cpu::validate_la(args, options, &p));
-  if (p.N != 1) return Status::Error("profile_la_chunk_stages: one sequence only (cu_seqlens must be empty)");
+  if (p.N != 1)
+    return Status::Error("profile_la_chunk_stages: one sequence only (cu_seqlens must be empty)");
   if (heads < 1 || heads > p.HV) {
-    return Status::Error(fmt::format("profile_la_chunk_stages: heads {} is not in [1, HV = {}]", heads, p.HV));
+    return Status::Error(
+        fmt::format("profile_la_chunk_stages: heads {} is not in [1, HV = {}]", heads, p.HV));
   }
-  if (rounds < 1) return Status::Error(fmt::format("profile_la_chunk_stages: rounds {} < 1", rounds));
+  if (rounds < 1)
+    return Status::Error(fmt::format("profile_la_chunk_stages: rounds {} < 1", rounds));
   out->clear();
   if (p.T == 0) return Status::Ok();
 
@@ -74,7 +77,8 @@ Status profile_la_chunk_stages(const LaArgs& args, int chunk_size, int heads, in
   std::array<std::vector<double>, kStages> times;
   for (int round = 0; round < rounds; ++round) {
     for (int hv = 0; hv < heads; ++hv) {
-      cpu::read_initial_state(p, 0, hv, 0, p.V, states.data() + static_cast<size_t>(hv) * p.K * lds, lds);
+      cpu::read_initial_state(p, 0, hv, 0, p.V, states.data() + static_cast<size_t>(hv) * p.K * lds,
+                              lds);
     }
     for (int64_t t0 = 0; t0 < p.T; t0 += p.chunk) {
       const int c = static_cast<int>(std::min<int64_t>(p.chunk, p.T - t0));

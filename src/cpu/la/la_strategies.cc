@@ -23,7 +23,8 @@ constexpr LaStrategyEntry kStrategies[] = {
      &run_fla},
     {{"hanpu", "head-level mapping + fusion, GEMM-first chunk-first order, planned layouts", false},
      &run_hanpu_full},
-    {{"hanpu-fused", "ablation: head-level mapping + fusion only (FLA order, re-packed GEMMs)", true},
+    {{"hanpu-fused", "ablation: head-level mapping + fusion only (FLA order, re-packed GEMMs)",
+      true},
      &run_hanpu_fused},
     {{"hanpu-reorder", "ablation: + lifetime-aware reordering (re-packed GEMMs)", true},
      &run_hanpu_reorder},
@@ -51,7 +52,8 @@ void read_initial_state(const LaProblem& p, int n, int hv, int c0, int c1, float
   if (lds == 0) lds = w;
   for (int d = 0; d < p.K; ++d) {
     if (p.initial_state) {
-      const float* src = p.initial_state + p.state_offset(n, hv) + static_cast<size_t>(d) * p.V + c0;
+      const float* src =
+          p.initial_state + p.state_offset(n, hv) + static_cast<size_t>(d) * p.V + c0;
       std::copy_n(src, w, S + static_cast<size_t>(d) * lds);
     } else {
       std::fill_n(S + static_cast<size_t>(d) * lds, w, 0.0f);

@@ -20,7 +20,7 @@ struct LaStrategyEntry {
 
 // Which of HA-NPU's techniques the head-level kernel applies (the ablation steps).
 struct HanpuTechniques {
-  bool reorder = true;                     // GEMM-first + chunk-first in-place state update
+  bool reorder = true;                      // GEMM-first + chunk-first in-place state update
   GemmMode gemm_mode = GemmMode::kPlanned;  // layout plan (vs re-packing every product)
 };
 
@@ -45,7 +45,8 @@ inline constexpr int64_t kResidentStateBytes = int64_t{1} << 20;
 // Copies the columns [c0, c1) of (sequence n, head hv)'s initial state (or zeros) into
 // S [K x (c1 - c0)] with leading dim lds (default: c1 - c0), and back out to the final state.
 void read_initial_state(const LaProblem& p, int n, int hv, int c0, int c1, float* S, int lds = 0);
-void write_final_state(const LaProblem& p, int n, int hv, int c0, int c1, const float* S, int lds = 0);
+void write_final_state(const LaProblem& p, int n, int hv, int c0, int c1, const float* S,
+                       int lds = 0);
 
 // Resident states are stored with rows padded by this many floats: a power-of-two row pitch
 // (512 B for V = 128) maps a GEMM's B panel onto a few L1 sets and evicts it.

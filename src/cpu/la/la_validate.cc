@@ -44,31 +44,34 @@ Status expect_data(const char* name, const void* p, int64_t numel) {
 
 Status validate_la(const LaArgs& a, const LaOptions& opt, LaProblem* p) {
   if (a.q.shape.size() != 3) {
-    return Status::Error(fmt::format("la_prefill: q must be [T, H, K], got {}", shape_str(a.q.shape)));
+    return Status::Error(
+        fmt::format("la_prefill: q must be [T, H, K], got {}", shape_str(a.q.shape)));
   }
   if (a.v.shape.size() != 3) {
-    return Status::Error(fmt::format("la_prefill: v must be [T, HV, V], got {}", shape_str(a.v.shape)));
+    return Status::Error(
+        fmt::format("la_prefill: v must be [T, HV, V], got {}", shape_str(a.v.shape)));
   }
   const int64_t T = a.q.shape[0], H = a.q.shape[1], K = a.q.shape[2];
   const int64_t HV = a.v.shape[1], V = a.v.shape[2];
   if (T < 0) return Status::Error("la_prefill: T (q.shape[0]) is negative");
   if (H < 1 || HV < 1) {
-    return Status::Error(fmt::format("la_prefill: head counts must be >= 1, got H = {}, HV = {}", H, HV));
+    return Status::Error(
+        fmt::format("la_prefill: head counts must be >= 1, got H = {}, HV = {}", H, HV));
   }
   if (HV % H != 0) {
     return Status::Error(fmt::format(
         "la_prefill: value heads HV = {} must be a multiple of q/k heads H = {}", HV, H));
   }
   if (K < 1 || K > kLaMaxHeadDim || V < 1 || V > kLaMaxHeadDim) {
-    return Status::Error(fmt::format("la_prefill: K = {} and V = {} must be in [1, {}]", K, V,
-                                     kLaMaxHeadDim));
+    return Status::Error(
+        fmt::format("la_prefill: K = {} and V = {} must be in [1, {}]", K, V, kLaMaxHeadDim));
   }
   HANPU_RETURN_IF_ERROR(expect_shape("k", a.k.shape, {T, H, K}));
   HANPU_RETURN_IF_ERROR(expect_shape("v", a.v.shape, {T, HV, V}));
   HANPU_RETURN_IF_ERROR(expect_shape("o", a.o.shape, {T, HV, V}));
   const bool kda = a.mech == LaMech::kKda;
-  HANPU_RETURN_IF_ERROR(expect_shape(kda ? "g (KDA)" : "g (GDN)", a.g.shape,
-                                     kda ? Shape{T, HV, K} : Shape{T, HV}));
+  HANPU_RETURN_IF_ERROR(
+      expect_shape(kda ? "g (KDA)" : "g (GDN)", a.g.shape, kda ? Shape{T, HV, K} : Shape{T, HV}));
   HANPU_RETURN_IF_ERROR(expect_shape("beta", a.beta.shape, {T, HV}));
   HANPU_RETURN_IF_ERROR(expect_dtype("k", a.k.dtype, a.q.dtype));
   HANPU_RETURN_IF_ERROR(expect_dtype("v", a.v.dtype, a.q.dtype));
@@ -87,13 +90,14 @@ Status validate_la(const LaArgs& a, const LaOptions& opt, LaProblem* p) {
     }
     for (size_t i = 1; i < cu.size(); ++i) {
       if (cu[i] < cu[i - 1]) {
-        return Status::Error(fmt::format(
-            "la_prefill: cu_seqlens is not non-decreasing at index {} ({} < {})", i, cu[i], cu[i - 1]));
+        return Status::Error(
+            fmt::format("la_prefill: cu_seqlens is not non-decreasing at index {} ({} < {})", i,
+                        cu[i], cu[i - 1]));
       }
     }
     if (cu.back() != T) {
-      return Status::Error(fmt::format("la_prefill: cu_seqlens ends at {}, must end at T = {}",
-                                       cu.back(), T));
+      return Status::Error(
+          fmt::format("la_prefill: cu_seqlens ends at {}, must end at T = {}", cu.back(), T));
     }
   }
   const int64_t N = static_cast<int64_t>(cu.size()) - 1;
@@ -118,8 +122,8 @@ Status validate_la(const LaArgs& a, const LaOptions& opt, LaProblem* p) {
   bool chunk_ok = false;
   for (int c : kLaChunkSizes) chunk_ok |= (c == opt.chunk_size);
   if (!chunk_ok) {
-    return Status::Error(fmt::format("la_prefill: chunk_size = {} is not one of 16, 32, 64, 128",
-                                     opt.chunk_size));
+    return Status::Error(
+        fmt::format("la_prefill: chunk_size = {} is not one of 16, 32, 64, 128", opt.chunk_size));
   }
   if (opt.threads < 0) {
     return Status::Error(fmt::format("la_prefill: threads = {} must be >= 0", opt.threads));
@@ -131,9 +135,9 @@ Status validate_la(const LaArgs& a, const LaOptions& opt, LaProblem* p) {
   const int64_t gn = a.g.numel();
   if (const int64_t i = static_cast<int64_t>(simd::find_bad_gate(g, gn)); i < gn) {
     const int64_t per_tok = kda ? HV * K : HV;
-    return Status::Error(fmt::format(
-        "la_prefill: gate g[{}] (token {}, head {}) = {} must be finite and <= 0", i, i / per_tok,
-        (i % per_tok) / (kda ? K : 1), g[i]));
+    return Status::Error(
+        fmt::format("la_prefill: gate g[{}] (token {}, head {}) = {} must be finite and <= 0", i,
+                    i / per_tok, (i % per_tok) / (kda ? K : 1), g[i]));
   }
   const float* beta = static_cast<const float*>(a.beta.data);
   if (const int64_t i = static_cast<int64_t>(simd::find_non_finite(beta, a.beta.numel()));

@@ -13,11 +13,14 @@ namespace hanpu::cpu {
 
 std::vector<HeadWork> walk_order(const LaProblem& p, const HeadSchedule& sched) {
   std::vector<HeadWork> items;
-  for (const auto& core_items : sched.per_core) items.insert(items.end(), core_items.begin(), core_items.end());
+  for (const auto& core_items : sched.per_core)
+    items.insert(items.end(), core_items.begin(), core_items.end());
   const std::vector<int64_t> lens = p.seq_lens();
-  const bool varlen = std::any_of(lens.begin(), lens.end(), [&](int64_t l) { return l != lens[0]; });
+  const bool varlen =
+      std::any_of(lens.begin(), lens.end(), [&](int64_t l) { return l != lens[0]; });
   if (varlen) {  // lockstep batches need neighbours of one sequence
-    std::stable_sort(items.begin(), items.end(), [](const HeadWork& a, const HeadWork& b) { return a.seq < b.seq; });
+    std::stable_sort(items.begin(), items.end(),
+                     [](const HeadWork& a, const HeadWork& b) { return a.seq < b.seq; });
   }
   return items;
 }
@@ -33,11 +36,12 @@ namespace {
 // The walk's shared state: the current phase, its deal, and what each worker did in it.
 class PhasedWalk {
  public:
-  PhasedWalk(const LaProblem& p, int threads, std::span<const HeadWork> items, int64_t item_state_bytes,
-             int64_t quantum)
+  PhasedWalk(const LaProblem& p, int threads, std::span<const HeadWork> items,
+             int64_t item_state_bytes, int64_t quantum)
       : p_(p),
         items_(items),
-        lockstep_cap_(static_cast<size_t>(std::max<int64_t>(1, kResidentStateBytes / std::max<int64_t>(item_state_bytes, 1)))),
+        lockstep_cap_(static_cast<size_t>(
+            std::max<int64_t>(1, kResidentStateBytes / std::max<int64_t>(item_state_bytes, 1)))),
         balancer_(ThreadPool::shared(threads)),
         done_(threads, 0),
         phase_busy_(threads, 0.0),

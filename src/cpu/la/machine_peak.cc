@@ -19,7 +19,8 @@ namespace {
 
 // Best rate, GFLOP/s over all workers, of `repeats` runs of loop(iters) on every worker at
 // once; iters calibrated on one thread so that a run lasts about `ms`.
-double loop_peak_gflops(ThreadPool& pool, double (*loop)(int64_t), int64_t iters, double ms, int repeats) {
+double loop_peak_gflops(ThreadPool& pool, double (*loop)(int64_t), int64_t iters, double ms,
+                        int repeats) {
   for (;;) {
     Timer t;
     loop(iters);
@@ -54,14 +55,16 @@ bool amx_bf16_in_use() { return simd::amx_bf16_usable(); }
 
 FmaPeak measure_amx_peak(int threads, double ms, int repeats) {
   ThreadPool& pool = ThreadPool::shared(threads);
-  if (!simd::amx_bf16_usable()) return FmaPeak{0, 0, pool.size(), "no AMX bf16 tiles (or HANPU_AMX=0)"};
+  if (!simd::amx_bf16_usable())
+    return FmaPeak{0, 0, pool.size(), "no AMX bf16 tiles (or HANPU_AMX=0)"};
   const double best = loop_peak_gflops(pool, simd::amx_bf16_loop, 1 << 10, ms, repeats);
   return FmaPeak{best, best / pool.size(), pool.size(), "AMX bf16"};
 }
 
 FmaPeak measure_bf16_dot_peak(int threads, double ms, int repeats) {
   ThreadPool& pool = ThreadPool::shared(threads);
-  if (!simd::bf16_dot_usable()) return FmaPeak{0, 0, pool.size(), "no AVX512-BF16 (or HANPU_BF16_DOT=0)"};
+  if (!simd::bf16_dot_usable())
+    return FmaPeak{0, 0, pool.size(), "no AVX512-BF16 (or HANPU_BF16_DOT=0)"};
   const double best = loop_peak_gflops(pool, simd::bf16_dot_loop, 1 << 16, ms, repeats);
   return FmaPeak{best, best / pool.size(), pool.size(), "AVX512-BF16 dot"};
 }
@@ -80,7 +83,8 @@ double measure_gemm_gflops(int threads, double ms) {
       int64_t n = 0;
       while (local.ms() < ms) {
         for (int i = 0; i < 16; ++i) {
-          simd::gemm(kM, kN, kK, simd::row_major(a.data(), kK), b.data(), kN, c.data(), kN, 1.0f, 1.0f);
+          simd::gemm(kM, kN, kK, simd::row_major(a.data(), kK), b.data(), kN, c.data(), kN, 1.0f,
+                     1.0f);
         }
         n += 16;
       }
@@ -106,7 +110,8 @@ double MemoryReadProbe::read_gbps() {
   ThreadPool& pool = ThreadPool::shared(threads_);
   std::vector<float> sink(slices_.size());
   Timer t;
-  pool.run_on_all([&](int w) { sink[w] = simd::read_streams(slices_[w].data(), slices_[w].size()); });
+  pool.run_on_all(
+      [&](int w) { sink[w] = simd::read_streams(slices_[w].data(), slices_[w].size()); });
   const double ms = t.ms();
   size_t bytes = 0;
   for (const auto& s : slices_) bytes += s.size() * sizeof(float);

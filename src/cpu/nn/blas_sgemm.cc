@@ -27,7 +27,8 @@ Decision decide() {
   if (env_switched_off(EnvVar::kBlas)) return {false, "hanpu's micro-kernel (HANPU_BLAS=0)"};
 #ifdef HANPU_HAVE_OPENBLAS
   // OpenBLAS's x86 cores with AVX2 (or AVX-512) sgemm kernels, as its DYNAMIC_ARCH names them.
-  constexpr std::array<std::string_view, 5> kWide = {"Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids"};
+  constexpr std::array<std::string_view, 5> kWide = {"Haswell", "Zen", "SkylakeX", "Cooperlake",
+                                                     "SapphireRapids"};
   const std::string core = openblas_get_corename();
   for (std::string_view w : kWide) {
     if (core == w) {
@@ -55,12 +56,13 @@ bool blas_sgemm_in_use() { return decision().use && g_enabled.load(std::memory_o
 void blas_sgemm_enable(bool on) { g_enabled.store(on, std::memory_order_relaxed); }
 
 std::string blas_sgemm_describe() {
-  if (decision().use && !g_enabled.load(std::memory_order_relaxed)) return "hanpu's micro-kernel (OpenBLAS turned off)";
+  if (decision().use && !g_enabled.load(std::memory_order_relaxed))
+    return "hanpu's micro-kernel (OpenBLAS turned off)";
   return decision().why;
 }
 
-void blas_sgemm(int M, int N, int K, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-                int64_t ldc, float beta) {
+void blas_sgemm(int M, int N, int K, const float* a, int64_t lda, const float* b, int64_t ldb,
+                float* c, int64_t ldc, float beta) {
 #ifdef HANPU_HAVE_OPENBLAS
   if (M <= 0 || N <= 0) return;
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, a, static_cast<int>(lda), b,

@@ -27,8 +27,8 @@ std::string blas_sgemm_describe();
 // the calling thread only (hanpu's workers each call it for their own units; OpenBLAS's own
 // threads are turned off the first time, so they never compete with hanpu's pool).
 // Only valid where blas_sgemm_in_use().
-void blas_sgemm(int M, int N, int K, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-                int64_t ldc, float beta);
+void blas_sgemm(int M, int N, int K, const float* a, int64_t lda, const float* b, int64_t ldb,
+                float* c, int64_t ldc, float beta);
 
 // For side-by-side benches: turns the OpenBLAS path off, or on again where the decision
 // above allows it (not thread-safe against running projections: call between them).

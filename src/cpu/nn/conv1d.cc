@@ -10,8 +10,9 @@
 
 namespace hanpu::cpu {
 
-void causal_conv1d_silu(const float* x, int64_t T, int C, const float* w, int kc, std::vector<float>* state,
-                        const std::vector<ConvOutput>& outs, int threads) {
+void causal_conv1d_silu(const float* x, int64_t T, int C, const float* w, int kc,
+                        std::vector<float>* state, const std::vector<ConvOutput>& outs,
+                        int threads) {
   const int hist = kc - 1;
   const int64_t head = std::min<int64_t>(hist, T);  // output rows whose taps reach into the state
   // Their window: the state, then the first `head` inputs. The caller's buffer, named through
@@ -25,20 +26,23 @@ void causal_conv1d_silu(const float* x, int64_t T, int C, const float* w, int kc
   const int blocks = (C + kBlock - 1) / kBlock;
   // Blocks claimed by the cores (parallel_rows); a decode step's few thousand operations per
   // layer run on the caller instead of waking the pool. Depthwise: a block needs no other.
-  parallel_rows(threads, blocks, static_cast<int64_t>(hist + T) * kBlock * (kc + 1), [&](int64_t b0, int64_t b1) {
-    simd::ensure_flush_denormals();
-    for (int64_t b = b0; b < b1; ++b) {
-      const int c0 = static_cast<int>(b) * kBlock, c1 = std::min(C, c0 + kBlock);
-      for (const ConvOutput& o : outs) {
-        const int s0 = std::max(c0, o.first), s1 = std::min(c1, o.first + o.count);
-        if (s0 >= s1) continue;
-        float* dst = o.data + (s0 - o.first);
-        simd::causal_conv_silu(head_window.data(), C, w, C, kc, head, s0, s1, dst, o.ld);
-        // Row t >= hist reads inputs t - hist .. t: straight from x.
-        if (T > head) simd::causal_conv_silu(x, C, w, C, kc, T - head, s0, s1, dst + head * o.ld, o.ld);
-      }
-    }
-  });
+  parallel_rows(
+      threads, blocks, static_cast<int64_t>(hist + T) * kBlock * (kc + 1),
+      [&](int64_t b0, int64_t b1) {
+        simd::ensure_flush_denormals();
+        for (int64_t b = b0; b < b1; ++b) {
+          const int c0 = static_cast<int>(b) * kBlock, c1 = std::min(C, c0 + kBlock);
+          for (const ConvOutput& o : outs) {
+            const int s0 = std::max(c0, o.first), s1 = std::min(c1, o.first + o.count);
+            if (s0 >= s1) continue;
+            float* dst = o.data + (s0 - o.first);
+            simd::causal_conv_silu(head_window.data(), C, w, C, kc, head, s0, s1, dst, o.ld);
+            // Row t >= hist reads inputs t - hist .. t: straight from x.
+            if (T > head)
+              simd::causal_conv_silu(x, C, w, C, kc, T - head, s0, s1, dst + head * o.ld, o.ld);
+          }
+        }
+      });
   // The new state: inputs T .. T + hist - 1 of the sequence (state rows, then x rows), in
   // place: row j comes from position T + j > j, which ascending j has not overwritten yet.
   for (int j = 0; j < hist; ++j) {
@@ -54,7 +58,8 @@ void swiglu(const float* gate_up, int64_t rows, int I, float* out, int threads) 
   pool.run_on_all([&](int core) {
     simd::ensure_flush_denormals();
     for (int64_t r = core; r < rows; r += P) {
-      simd::silu_mul(gate_up + r * 2 * I, gate_up + r * 2 * I + I, out + r * I, static_cast<size_t>(I));
+      simd::silu_mul(gate_up + r * 2 * I, gate_up + r * 2 * I + I, out + r * I,
+                     static_cast<size_t>(I));
     }
   });
 }

@@ -18,8 +18,9 @@ struct ConvOutput {
 // `outs` (together they must cover [0, C); none may overlap x); `state` [kc - 1, C] holds
 // the inputs before row 0 and is replaced by the last kc - 1 inputs. Reads x in place: only
 // the first kc - 1 output rows, whose taps reach into the state, go through a small window.
-void causal_conv1d_silu(const float* x, int64_t T, int C, const float* w, int kc, std::vector<float>* state,
-                        const std::vector<ConvOutput>& outs, int threads);
+void causal_conv1d_silu(const float* x, int64_t T, int C, const float* w, int kc,
+                        std::vector<float>* state, const std::vector<ConvOutput>& outs,
+                        int threads);
 
 // out [rows, I] = silu(gate_up[:, :I]) * gate_up[:, I:] for gate_up [rows, 2I] (SwiGLU).
 void swiglu(const float* gate_up, int64_t rows, int I, float* out, int threads);

@@ -8,6 +8,8 @@ namespace hanpu::cpu {
 
 void exp_inplace(float* x, size_t n) { simd::exp_inplace(x, n); }
 
-void silu_mul(const float* gate, const float* up, float* out, size_t n) { simd::silu_mul(gate, up, out, n); }
+void silu_mul(const float* gate, const float* up, float* out, size_t n) {
+  simd::silu_mul(gate, up, out, n);
+}
 
 }  // namespace hanpu::cpu

@@ -42,9 +42,10 @@ PackedLinear PackedLinear::zeros(int in, int out, DType dtype) {
 
 size_t PackedLinear::index(int i, int o) const {
   if (pairs()) {
-    const int s = o / kPairStripCols, c = o % kPairStripCols, kt = i / kPairBlockDepth, k = i % kPairBlockDepth;
-    return strip_offset(s) + static_cast<size_t>(kt) * kPairBlockElems + (c / 16) * (kPairBlockElems / 2) +
-           (k / 2) * kPairStripCols + (c % 16) * 2 + (k % 2);
+    const int s = o / kPairStripCols, c = o % kPairStripCols, kt = i / kPairBlockDepth,
+              k = i % kPairBlockDepth;
+    return strip_offset(s) + static_cast<size_t>(kt) * kPairBlockElems +
+           (c / 16) * (kPairBlockElems / 2) + (k / 2) * kPairStripCols + (c % 16) * 2 + (k % 2);
   }
   const int p = o / kLinearPanel;
   return panel_offset(p) + static_cast<size_t>(i) * panel_cols(p) + (o - p * kLinearPanel);
@@ -69,9 +70,11 @@ void PackedLinear::clear_padding() {
   }
 }
 
-PackedLinear PackedLinear::from_rows(const float* w, int in, const std::vector<int>& rows, DType dtype) {
+PackedLinear PackedLinear::from_rows(const float* w, int in, const std::vector<int>& rows,
+                                     DType dtype) {
   return from_row_source(
-      in, static_cast<int>(rows.size()), [&](int o, float*) { return w + static_cast<size_t>(rows[o]) * in; }, dtype);
+      in, static_cast<int>(rows.size()),
+      [&](int o, float*) { return w + static_cast<size_t>(rows[o]) * in; }, dtype);
 }
 
 PackedLinear PackedLinear::from_row_source(int in, int out, const RowSource& row, DType dtype) {
@@ -91,7 +94,8 @@ PackedLinear PackedLinear::from_row_source(int in, int out, const RowSource& row
       for (int c = 0; c < n; ++c) srcs[c] = row(o0 + c, bufs.data() + static_cast<size_t>(c) * in);
       const auto src = [&](int c) { return srcs[c]; };
       if (dtype != DType::kF32) {
-        for (int c = 0; c < n; ++c) simd::store_f32(rows16.data() + static_cast<size_t>(c) * in, dtype, src(c), in);
+        for (int c = 0; c < n; ++c)
+          simd::store_f32(rows16.data() + static_cast<size_t>(c) * in, dtype, src(c), in);
       }
       const auto r16 = [&](int c, int i) { return rows16[static_cast<size_t>(c) * in + i]; };
       if (!l.pairs()) {  // panels: each reduction step's n columns are contiguous
@@ -112,7 +116,8 @@ PackedLinear PackedLinear::from_row_source(int in, int out, const RowSource& row
       // pair rows of two 16-column halves; padding columns and steps stay zero.
       uint16_t* dst = l.half.data() + l.strip_offset(static_cast<int>(g));
       for (int i0 = 0; i0 < in; i0 += 2, dst += 2 * 16) {
-        if (i0 % kPairBlockDepth == 0 && i0 > 0) dst += kPairBlockElems / 2;  // past the block's second half
+        if (i0 % kPairBlockDepth == 0 && i0 > 0)
+          dst += kPairBlockElems / 2;  // past the block's second half
         for (int c = 0; c < n; ++c) {
           uint16_t* pair = dst + (c / 16) * (kPairBlockElems / 2) + (c % 16) * 2;
           pair[0] = r16(c, i0);
@@ -126,13 +131,15 @@ PackedLinear PackedLinear::from_row_source(int in, int out, const RowSource& row
 
 std::pair<int64_t, int64_t> linear_row_range(int64_t T, int ranges, int range, int64_t granule) {
   const int64_t granules = (T + granule - 1) / granule;
-  return {std::min(T, granules * range / ranges * granule), std::min(T, granules * (range + 1) / ranges * granule)};
+  return {std::min(T, granules * range / ranges * granule),
+          std::min(T, granules * (range + 1) / ranges * granule)};
 }
 
 int linear_row_ranges(int64_t T, int panels, int cores) {
   constexpr int kUnitsPerCore = 4;
   const int64_t slabs = (T + kLinearRowSlab - 1) / kLinearRowSlab;
-  const int64_t wanted = (static_cast<int64_t>(kUnitsPerCore) * cores + panels - 1) / std::max(panels, 1);
+  const int64_t wanted =
+      (static_cast<int64_t>(kUnitsPerCore) * cores + panels - 1) / std::max(panels, 1);
   return static_cast<int>(std::clamp<int64_t>(wanted, 1, std::max<int64_t>(slabs, 1)));
 }
 
@@ -173,7 +180,8 @@ std::atomic<bool> g_dot_enabled{true};    // linear_dot_enable
 // The kernel of a unit of `rows` x `cols` of w, `blas` if OpenBLAS is in use.
 UnitKernel unit_kernel(const PackedLinear& w, int64_t rows, int cols, bool blas) {
   const bool blas_ok = blas && rows >= kBlasMinRows && cols >= kBlasMinCols;
-  if (w.pairs() && cols >= kPairsMinCols && g_pairs_enabled.load(std::memory_order_relaxed)) return UnitKernel::kPairs;
+  if (w.pairs() && cols >= kPairsMinCols && g_pairs_enabled.load(std::memory_order_relaxed))
+    return UnitKernel::kPairs;
   return blas_ok ? UnitKernel::kBlas : UnitKernel::kFma;
 }
 
@@ -204,7 +212,8 @@ size_t output_of(const std::vector<int>& first, int u) {
 void for_each_unit(int threads, int64_t T, const std::vector<LinearOut>& outs, int64_t granule,
                    const std::function<void(const LinearOut&, int, int64_t, int64_t)>& body) {
   std::vector<int> first_panel(outs.size() + 1, 0);  // panels of outs before j
-  for (size_t j = 0; j < outs.size(); ++j) first_panel[j + 1] = first_panel[j] + outs[j].w->panels();
+  for (size_t j = 0; j < outs.size(); ++j)
+    first_panel[j + 1] = first_panel[j] + outs[j].w->panels();
   const int panels = first_panel.back();
   const int ranges = T == 1 ? 1 : linear_row_ranges(T, panels, ThreadPool::shared(threads).size());
   claim_each(threads, panels * ranges, [&](int u) {
@@ -231,7 +240,9 @@ const uint16_t* x_as_tiles(const float* x, int64_t ldx, int64_t T, int in, int t
       for (int b = 0; b < kt; ++b) {  // each 32-wide piece of the row straight into its tile row
         uint16_t* dst = xb.data() + simd::amx_a_index(r, b * kPairBlockDepth, kt);
         const int valid = r < T ? std::clamp(in - b * kPairBlockDepth, 0, kPairBlockDepth) : 0;
-        if (valid > 0) simd::store_f32(dst, DType::kBF16, x + r * ldx + b * kPairBlockDepth, static_cast<size_t>(valid));
+        if (valid > 0)
+          simd::store_f32(dst, DType::kBF16, x + r * ldx + b * kPairBlockDepth,
+                          static_cast<size_t>(valid));
         std::fill(dst + valid, dst + kPairBlockDepth, uint16_t{0});
       }
     }
@@ -243,8 +254,9 @@ const uint16_t* x_as_tiles(const float* x, int64_t ldx, int64_t T, int in, int t
 // units reading the same copy (packed per unit, it was 6% of a prefill's pairs-kernel time
 // with 24 panels packing the same x), in `buf`, the caller's buffer kept between calls.
 template <class Word>
-const Word* x_packed_once(std::vector<Word>& buf, const float* x, int64_t ldx, int64_t T, int in, int threads,
-                          size_t words, int64_t mr, void (*pack)(const float*, int64_t, int64_t, int64_t, int, Word*)) {
+const Word* x_packed_once(std::vector<Word>& buf, const float* x, int64_t ldx, int64_t T, int in,
+                          int threads, size_t words, int64_t mr,
+                          void (*pack)(const float*, int64_t, int64_t, int64_t, int, Word*)) {
   buf.resize(words);
   parallel_rows(threads, (T + mr - 1) / mr, mr * in, [&](int64_t t0, int64_t t1) {
     pack(x, ldx, t0 * mr, std::min(T, t1 * mr), in, buf.data());
@@ -277,8 +289,9 @@ void dot_unit(const uint32_t* xd, const LinearOut& o, int p, int64_t r0, int64_t
   const int s0 = p * kStripsPerPanel;
   const int64_t tile = r0 / simd::gemm_bf16_dot_tile_rows();
   const int64_t tile_words = static_cast<int64_t>(simd::dot_packed_x_words(1, w.in));
-  simd::gemm_bf16_dot_packed(static_cast<int>(r1 - r0), xd + tile * tile_words, w.in, w.half.data() + w.strip_offset(s0),
-                             w.k_blocks(), 0, w.k_blocks(), std::min(kStripsPerPanel, w.strips() - s0), w.panel_cols(p),
+  simd::gemm_bf16_dot_packed(static_cast<int>(r1 - r0), xd + tile * tile_words, w.in,
+                             w.half.data() + w.strip_offset(s0), w.k_blocks(), 0, w.k_blocks(),
+                             std::min(kStripsPerPanel, w.strips() - s0), w.panel_cols(p),
                              o.y + r0 * o.ldy + p * kLinearPanel, o.ldy, false);
 }
 
@@ -302,7 +315,8 @@ void pairs_unit(const float* xp, const LinearOut& o, int p, int64_t r0, int64_t 
   const PackedLinear& w = *o.w;
   const int s0 = p * kStripsPerPanel;
   const int64_t tile = r0 / simd::gemm_bf16_pairs_tile_rows();
-  const int64_t tile_floats = static_cast<int64_t>(simd::pairs_packed_x_floats(1, w.in));  // one tile
+  const int64_t tile_floats =
+      static_cast<int64_t>(simd::pairs_packed_x_floats(1, w.in));  // one tile
   simd::gemm_bf16_pairs_packed(static_cast<int>(r1 - r0), xp + tile * tile_floats, w.in,
                                w.half.data() + w.strip_offset(s0), w.k_blocks(), 0, w.k_blocks(),
                                std::min(kStripsPerPanel, w.strips() - s0), w.panel_cols(p),
@@ -313,8 +327,8 @@ void pairs_unit(const float* xp, const LinearOut& o, int p, int64_t r0, int64_t 
 // 512-deep slices of panel p, 16-bit weights widened to one fp32 [512 x 256] block per
 // (unit, slice), each slice multiplied by OpenBLAS (`blas`, see blas_sgemm.h) or by the FMA
 // micro-kernel against 192-row slabs of x.
-void fma_unit(const float* x, int64_t ldx, const float* xp, const LinearOut& o, int p, int64_t r0, int64_t r1,
-              bool blas) {
+void fma_unit(const float* x, int64_t ldx, const float* xp, const LinearOut& o, int p, int64_t r0,
+              int64_t r1, bool blas) {
   const PackedLinear& w = *o.w;
   const int n = w.panel_cols(p);
   const UnitKernel kernel = unit_kernel(w, r1 - r0, n, blas);
@@ -332,23 +346,27 @@ void fma_unit(const float* x, int64_t ldx, const float* xp, const LinearOut& o, 
       const int strips = std::min(kStripsPerPanel, w.strips() - s0);
       ldb = static_cast<int64_t>(strips) * kPairStripCols;
       simd::widen_bf16_pairs(w.half.data() + w.strip_offset(s0), w.k_blocks(), k0 / kPairBlockDepth,
-                             (kd + kPairBlockDepth - 1) / kPairBlockDepth, strips, block.data(), ldb);
+                             (kd + kPairBlockDepth - 1) / kPairBlockDepth, strips, block.data(),
+                             ldb);
       b = block.data();
     } else {
       block.resize(static_cast<size_t>(kLinearDepth) * kLinearPanel);
-      simd::load_f32(block.data(), w.panel_16(p) + static_cast<size_t>(k0) * n, w.dtype, static_cast<size_t>(kd) * n);
+      simd::load_f32(block.data(), w.panel_16(p) + static_cast<size_t>(k0) * n, w.dtype,
+                     static_cast<size_t>(kd) * n);
       b = block.data();
     }
     const float beta = k0 == 0 ? 0.0f : 1.0f;
     float* y = o.y + p * kLinearPanel;
     // OpenBLAS packs and blocks the slice itself: all of the unit's rows in one call.
     if (kernel == UnitKernel::kBlas) {
-      blas_sgemm(static_cast<int>(r1 - r0), n, kd, x + r0 * ldx + k0, ldx, b, ldb, y + r0 * o.ldy, o.ldy, beta);
+      blas_sgemm(static_cast<int>(r1 - r0), n, kd, x + r0 * ldx + k0, ldx, b, ldb, y + r0 * o.ldy,
+                 o.ldy, beta);
       continue;
     }
     for (int64_t s = r0; s < r1; s += kLinearRowSlab) {
       const int rows = static_cast<int>(std::min(kLinearRowSlab, r1 - s));
-      simd::gemm(rows, n, kd, simd::row_major(x + s * ldx + k0, ldx), b, ldb, y + s * o.ldy, o.ldy, 1.0f, beta);
+      simd::gemm(rows, n, kd, simd::row_major(x + s * ldx + k0, ldx), b, ldb, y + s * o.ldy, o.ldy,
+                 1.0f, beta);
     }
   }
 }
@@ -369,10 +387,13 @@ void gemv_part(const float* x, const LinearOut& o, int part) {
   if (w.pairs()) {
     const int s0 = part * kGemvPartStrips;
     const int col0 = s0 * simd::kPairStripCols;
-    simd::gemv_bf16_pairs(x, w.in, w.half.data() + w.strip_offset(s0), w.k_blocks(), std::min(kGemvPartStrips, w.strips() - s0),
-                          std::min(kGemvPartStrips * simd::kPairStripCols, w.out - col0), o.y + col0);
+    simd::gemv_bf16_pairs(x, w.in, w.half.data() + w.strip_offset(s0), w.k_blocks(),
+                          std::min(kGemvPartStrips, w.strips() - s0),
+                          std::min(kGemvPartStrips * simd::kPairStripCols, w.out - col0),
+                          o.y + col0);
   } else {
-    simd::gemv_16(x, w.in, w.panel_16(part), w.dtype, w.panel_cols(part), o.y + part * kLinearPanel);
+    simd::gemv_16(x, w.in, w.panel_16(part), w.dtype, w.panel_cols(part),
+                  o.y + part * kLinearPanel);
   }
 }
 
@@ -402,7 +423,8 @@ Path path_of(const PackedLinear& w, int64_t T) {
 
 }  // namespace
 
-void linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<LinearOut>& outs, int threads) {
+void linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<LinearOut>& outs,
+                 int threads) {
   if (T <= 0 || outs.empty()) return;
   const Path path = path_of(*outs[0].w, T);
   const bool together = std::all_of(outs.begin(), outs.end(), [&](const LinearOut& o) {
@@ -417,15 +439,15 @@ void linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<Linea
       return gemv_all(x, outs, threads);
     case Path::kAmx: {
       const uint16_t* xb = x_as_tiles(x, ldx, T, outs[0].w->in, threads);
-      return for_each_unit(threads, T, outs, kAmxGranule, [&](const LinearOut& o, int p, int64_t r0, int64_t r1) {
-        amx_unit(xb, o, p, r0, r1);
-      });
+      return for_each_unit(
+          threads, T, outs, kAmxGranule,
+          [&](const LinearOut& o, int p, int64_t r0, int64_t r1) { amx_unit(xb, o, p, r0, r1); });
     }
     case Path::kDot: {
       const uint32_t* xd = x_as_dot_tiles(x, ldx, T, outs[0].w->in, threads);
-      return for_each_unit(threads, T, outs, dot_granule(), [&](const LinearOut& o, int p, int64_t r0, int64_t r1) {
-        dot_unit(xd, o, p, r0, r1);
-      });
+      return for_each_unit(
+          threads, T, outs, dot_granule(),
+          [&](const LinearOut& o, int p, int64_t r0, int64_t r1) { dot_unit(xd, o, p, r0, r1); });
     }
     case Path::kFma: {
       const bool blas = blas_sgemm_in_use();
@@ -443,18 +465,26 @@ void linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<Linea
 
 const char* linear_kernel_name(const PackedLinear& w, int64_t T, int threads) {
   switch (path_of(w, T)) {
-    case Path::kGemv: return "gemv";
-    case Path::kAmx: return "amx";
-    case Path::kDot: return "dot";
-    case Path::kFma: break;
+    case Path::kGemv:
+      return "gemv";
+    case Path::kAmx:
+      return "amx";
+    case Path::kDot:
+      return "dot";
+    case Path::kFma:
+      break;
   }
   // The kernel of the first unit (rows of units differ by at most one 32-row granule).
-  const int ranges = T == 1 ? 1 : linear_row_ranges(T, w.panels(), ThreadPool::shared(threads).size());
+  const int ranges =
+      T == 1 ? 1 : linear_row_ranges(T, w.panels(), ThreadPool::shared(threads).size());
   const auto [r0, r1] = linear_row_range(T, ranges, 0);
   switch (unit_kernel(w, r1 - r0, w.panel_cols(0), blas_sgemm_in_use())) {
-    case UnitKernel::kBlas: return "blas";
-    case UnitKernel::kPairs: return "pairs";
-    case UnitKernel::kFma: break;
+    case UnitKernel::kBlas:
+      return "blas";
+    case UnitKernel::kPairs:
+      return "pairs";
+    case UnitKernel::kFma:
+      break;
   }
   return "fma";
 }
@@ -462,11 +492,13 @@ const char* linear_kernel_name(const PackedLinear& w, int64_t T, int threads) {
 void linear_pairs_enable(bool on) { g_pairs_enabled.store(on, std::memory_order_relaxed); }
 void linear_dot_enable(bool on) { g_dot_enabled.store(on, std::memory_order_relaxed); }
 bool linear_uses_dot() {
-  return !simd::amx_bf16_usable() && simd::bf16_dot_usable() && g_dot_enabled.load(std::memory_order_relaxed);
+  return !simd::amx_bf16_usable() && simd::bf16_dot_usable() &&
+         g_dot_enabled.load(std::memory_order_relaxed);
 }
 bool linear_rounds_x_to_bf16() { return linear_uses_amx() || linear_uses_dot(); }
 
-void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy, int threads) {
+void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy,
+            int threads) {
   if (w.out > 0) linear_many(x, ldx, T, {LinearOut{&w, y, ldy}}, threads);
 }
 

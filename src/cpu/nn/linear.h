@@ -40,17 +40,19 @@
 namespace hanpu::cpu {
 
 inline constexpr int kLinearPanel = 256;  // output columns per panel (8 strips of the pairs layout)
-inline constexpr int kLinearDepth = 512;  // reduction slice: a [512 x 256] fp32 B block is 512 KB, in L2
+inline constexpr int kLinearDepth =
+    512;  // reduction slice: a [512 x 256] fp32 B block is 512 KB, in L2
 
 struct PackedLinear {
   int in = 0, out = 0;
   DType dtype = DType::kF32;
-  std::vector<float> data;      // fp32: panels back to back, panel p = [in, min(256, out - 256 p)]
-  std::vector<uint16_t> half;   // f16: the same panels in 16 bits; bf16: the pairs layout
+  std::vector<float> data;     // fp32: panels back to back, panel p = [in, min(256, out - 256 p)]
+  std::vector<uint16_t> half;  // f16: the same panels in 16 bits; bf16: the pairs layout
 
   // Builds the layout from W [out, in] rows (nn.Linear's weight): `rows[o]` is the source row
   // of output column o; values are rounded to `dtype` (nearest even).
-  static PackedLinear from_rows(const float* w, int in, const std::vector<int>& rows, DType dtype = DType::kF32);
+  static PackedLinear from_rows(const float* w, int in, const std::vector<int>& rows,
+                                DType dtype = DType::kF32);
   // The same from rows made on demand: row(o, buf) returns the `in` source values of output
   // column o, pointing into memory of its own or into buf[in], which it may fill. Called
   // once per column, from the pool's threads at once.
@@ -61,15 +63,21 @@ struct PackedLinear {
 
   bool pairs() const { return dtype == DType::kBF16; }
   int panels() const { return (out + kLinearPanel - 1) / kLinearPanel; }
-  int panel_cols(int p) const { return out - p * kLinearPanel < kLinearPanel ? out - p * kLinearPanel : kLinearPanel; }
+  int panel_cols(int p) const {
+    return out - p * kLinearPanel < kLinearPanel ? out - p * kLinearPanel : kLinearPanel;
+  }
   size_t panel_offset(int p) const { return static_cast<size_t>(p) * kLinearPanel * in; }
   const float* panel(int p) const { return data.data() + panel_offset(p); }
   const uint16_t* panel_16(int p) const { return half.data() + panel_offset(p); }
   // Pairs layout: reduction blocks per strip, strips, and where strip s starts.
   int k_blocks() const { return (in + simd::kPairBlockDepth - 1) / simd::kPairBlockDepth; }
   int strips() const { return (out + simd::kPairStripCols - 1) / simd::kPairStripCols; }
-  size_t strip_offset(int s) const { return static_cast<size_t>(s) * k_blocks() * simd::kPairBlockElems; }
-  int64_t bytes() const { return static_cast<int64_t>(data.size() * sizeof(float) + half.size() * sizeof(uint16_t)); }
+  size_t strip_offset(int s) const {
+    return static_cast<size_t>(s) * k_blocks() * simd::kPairBlockElems;
+  }
+  int64_t bytes() const {
+    return static_cast<int64_t>(data.size() * sizeof(float) + half.size() * sizeof(uint16_t));
+  }
   // Position of element (i, o) of W^T in `data` (fp32) or `half`.
   size_t index(int i, int o) const;
   // Element (i, o) of W^T, as stored (rounded to dtype).
@@ -80,7 +88,8 @@ struct PackedLinear {
   void clear_padding();
 };
 
-inline constexpr int64_t kLinearRowSlab = 192;  // rows of x per micro-kernel call (a multiple of 32)
+inline constexpr int64_t kLinearRowSlab =
+    192;  // rows of x per micro-kernel call (a multiple of 32)
 
 // Row ranges a panel is cut into so there are at least 4 units (panel, row range) per core
 // to claim, no more ranges than 192-row slabs. Example: T = 1024 (6 slabs), 4 panels,
@@ -92,7 +101,8 @@ int linear_row_ranges(int64_t T, int panels, int cores);
 // uses whole row blocks of its tiles, see linear.cc). Whole 192-row slabs, as before, cut
 // T = 512 into 192 + 320 rows: the core left with a 320-row unit at the end idled 11% of an
 // mlp.down.
-std::pair<int64_t, int64_t> linear_row_range(int64_t T, int ranges, int range, int64_t granule = 32);
+std::pair<int64_t, int64_t> linear_row_range(int64_t T, int ranges, int range,
+                                             int64_t granule = 32);
 
 // y[T, out] (leading dim ldy) = x[T, in] (leading dim ldx) W^T. Units (panel, row range)
 // are claimed by `threads` cores (0: the default pool) from a shared counter (with
@@ -101,12 +111,13 @@ std::pair<int64_t, int64_t> linear_row_range(int64_t T, int ranges, int range, i
 // over all its rows (blas_sgemm.h; 16 rows or more) or by the micro-kernel against every
 // 192-row slab of them, so the B block stays in L2 while x streams by; on the AMX path it walks its
 // strips, each against every 32-row block of its rows.
-void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy, int threads);
+void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy,
+            int threads);
 
 // The kernel linear() runs w's units on for T rows and `threads` cores (0: all), as `hanpu
-// bench linear` labels its rows: "gemv" (one row of 16-bit weights), "amx", "dot", "blas" (OpenBLAS,
-// blas_sgemm.h), "pairs" (bf16 weights on simd/gemm_bf16_pairs.h) or "fma" (fp32 and f16 on
-// the micro-kernel). Units of fewer rows or columns than OpenBLAS takes (see linear.cc) say
+// bench linear` labels its rows: "gemv" (one row of 16-bit weights), "amx", "dot", "blas"
+// (OpenBLAS, blas_sgemm.h), "pairs" (bf16 weights on simd/gemm_bf16_pairs.h) or "fma" (fp32 and f16
+// on the micro-kernel). Units of fewer rows or columns than OpenBLAS takes (see linear.cc) say
 // "pairs" or "fma".
 const char* linear_kernel_name(const PackedLinear& w, int64_t T, int threads = 0);
 
@@ -127,7 +138,8 @@ struct LinearOut {
   float* y;
   int64_t ldy;
 };
-void linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<LinearOut>& outs, int threads);
+void linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<LinearOut>& outs,
+                 int threads);
 
 // Whether linear() multiplies bf16 weights on the AMX tiles on this machine (see above).
 bool linear_uses_amx();

@@ -25,15 +25,16 @@ namespace hanpu::npu {
 
 namespace {
 
-constexpr int kDatoChunk = 32;    // q_chunk_size = kv_chunk_size in allo's attention example
-constexpr int kDatoColumns = 4;   // col_num in flash_attn.py
+constexpr int kDatoChunk = 32;   // q_chunk_size = kv_chunk_size in allo's attention example
+constexpr int kDatoColumns = 4;  // col_num in flash_attn.py
 
 float bf16(float x) { return bf16_bits_to_f32(f32_to_bf16_bits(x)); }
 
 // One query chunk of one head with DATO's bf16 arithmetic: per key chunk, scores in bf16, a
 // running max, P = exp(S - m) in bf16, the row sums and the output rescaled and summed in
 // bf16 once per chunk (within a chunk the kernels accumulate in fp32).
-void chunk_math(const AttnShape& s, const float* q, const float* k, const float* v, float* o, int h, int64_t qc) {
+void chunk_math(const AttnShape& s, const float* q, const float* k, const float* v, float* o, int h,
+                int64_t qc) {
   const int D = s.D;
   const int64_t HD = static_cast<int64_t>(s.H) * D;
   const int64_t r0 = qc * kDatoChunk, r1 = std::min(s.T, r0 + kDatoChunk);
@@ -74,13 +75,15 @@ struct DatoPipe {
 
 }  // namespace
 
-Status dato_attention(SpatialSim& sim, const AttnShape& s, const float* q, const float* k, const float* v,
-                      float* o) {
+Status dato_attention(SpatialSim& sim, const AttnShape& s, const float* q, const float* k,
+                      const float* v, float* o) {
   const SpatialMachine& m = sim.machine();
   if (m.compute_rows < 4 || m.columns < kDatoColumns) {
-    return Status::Error(fmt::format("{}: DATO's design needs {} columns of 4 compute rows", m.name, kDatoColumns));
+    return Status::Error(
+        fmt::format("{}: DATO's design needs {} columns of 4 compute rows", m.name, kDatoColumns));
   }
-  if (s.D != 64) return Status::Error(fmt::format("npu attn: D = {}: DATO's module is built for D = 64", s.D));
+  if (s.D != 64)
+    return Status::Error(fmt::format("npu attn: D = {}: DATO's module is built for D = 64", s.D));
   const int D = s.D, C = kDatoChunk;
   const int64_t qkv_chunk = static_cast<int64_t>(C) * D * 2, tile = static_cast<int64_t>(C) * C * 2;
   const int64_t NC = (s.T + C - 1) / C;  // query and key chunks
@@ -88,7 +91,8 @@ Status dato_attention(SpatialSim& sim, const AttnShape& s, const float* q, const
   for (int h = 0; h < s.H; ++h) {
     sim.launch();  // allo's module takes one head's Q, K, V, O per call
     std::vector<DatoPipe> pipes;
-    for (int c = 0; c < kDatoColumns; ++c) pipes.push_back({.qk = {c, 2}, .sm = {c, 3}, .pv = {c, 4}, .acc = {c, 5}});
+    for (int c = 0; c < kDatoColumns; ++c)
+      pipes.push_back({.qk = {c, 2}, .sm = {c, 3}, .pv = {c, 4}, .acc = {c, 5}});
     // Q distributed and O gathered through column 0's mem tile; K and V replicated to every
     // pipeline from columns 1 and 2's.
     int q_in = 0, o_out = 0, k_in = 0, k_bc = 0, v_in = 0, v_bc = 0;
@@ -110,7 +114,8 @@ Status dato_attention(SpatialSim& sim, const AttnShape& s, const float* q, const
       HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("weight{}", i), p.sm, {p.pv}, tile, 2, &p.weight));
       HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("pv{}", i), p.pv, {p.acc}, qkv_chunk, 2, &p.part));
       // Softmax (row 3) to accumulate (row 5) is not a neighbour: a stream each.
-      HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("rescale{}", i), p.sm, {p.acc}, C * 2, 2, &p.rescale));
+      HANPU_RETURN_IF_ERROR(
+          sim.fifo(fmt::format("rescale{}", i), p.sm, {p.acc}, C * 2, 2, &p.rescale));
       HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("sum{}", i), p.sm, {p.acc}, C * 2, 2, &p.sum));
       HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("o{}", i), p.acc, {{0, 1}}, qkv_chunk, 1, &p.o));
       HANPU_RETURN_IF_ERROR(sim.reserve(p.acc, qkv_chunk, "running output"));
@@ -129,11 +134,14 @@ Status dato_attention(SpatialSim& sim, const AttnShape& s, const float* q, const
         const int64_t vb = sim.forward(v_in, v_bc);
         for (size_t i = 0; i < pipes.size(); ++i) {
           DatoPipe& p = pipes[i];
-          const bool work = r * kDatoColumns + static_cast<int64_t>(i) < NC;  // idle past the last chunk
-          const int64_t qk = sim.compute(p.qk, work ? chunk_macs : 0, work ? chunk_vec : 0, 0, {kb});
+          const bool work =
+              r * kDatoColumns + static_cast<int64_t>(i) < NC;  // idle past the last chunk
+          const int64_t qk =
+              sim.compute(p.qk, work ? chunk_macs : 0, work ? chunk_vec : 0, 0, {kb});
           sim.release(k_bc, static_cast<int>(i), {qk});
           const int64_t sc = sim.put(p.score, {qk});
-          const int64_t sm = sim.compute(p.sm, 0, work ? 4 * chunk_vec : 0, work ? C * C + C : 0, {sc});
+          const int64_t sm =
+              sim.compute(p.sm, 0, work ? 4 * chunk_vec : 0, work ? C * C + C : 0, {sc});
           sim.release(p.score, 0, {sm});
           const int64_t wt = sim.put(p.weight, {sm});
           const int64_t rs = sim.put(p.rescale, {sm});
@@ -142,12 +150,14 @@ Status dato_attention(SpatialSim& sim, const AttnShape& s, const float* q, const
           sim.release(v_bc, static_cast<int>(i), {pv});
           const int64_t part = sim.put(p.part, {pv});
           // Rescale the running output (C x D), add the product (C x D), bf16 throughout.
-          const int64_t acc = sim.compute(p.acc, 0, work ? 2 * static_cast<int64_t>(C) * D * 2 : 0, 0, {part, rs});
+          const int64_t acc =
+              sim.compute(p.acc, 0, work ? 2 * static_cast<int64_t>(C) * D * 2 : 0, 0, {part, rs});
           sim.release(p.part, 0, {acc});
           sim.release(p.rescale, 0, {acc});
           if (j == NC - 1) {
             const int64_t sum = sim.put(p.sum, {sm});
-            const int64_t fin = sim.compute(p.acc, 0, work ? static_cast<int64_t>(C) * D * 2 : 0, 0, {acc, sum});
+            const int64_t fin =
+                sim.compute(p.acc, 0, work ? static_cast<int64_t>(C) * D * 2 : 0, 0, {acc, sum});
             sim.release(p.sum, 0, {fin});
             sim.release(p.q, 0, {qk});
             o_put[i] = sim.put(p.o, {fin});

@@ -12,7 +12,8 @@ inline float dot_lanes(const float* a, const float* b, int n) {
   for (; d + 8 <= n; d += 8) {
     for (int l = 0; l < 8; ++l) part[l] += a[d + l] * b[d + l];
   }
-  float sum = ((part[0] + part[4]) + (part[1] + part[5])) + ((part[2] + part[6]) + (part[3] + part[7]));
+  float sum =
+      ((part[0] + part[4]) + (part[1] + part[5])) + ((part[2] + part[6]) + (part[3] + part[7]));
   for (; d < n; ++d) sum += a[d] * b[d];
   return sum;
 }

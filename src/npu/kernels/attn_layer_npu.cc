@@ -59,7 +59,8 @@ struct Column {
 
 constexpr int kWorkersPerColumn = 2;
 
-Status columns(SpatialSim& sim, const std::string& kernel, int ins, int64_t tile, std::vector<Column>* cols) {
+Status columns(SpatialSim& sim, const std::string& kernel, int ins, int64_t tile,
+               std::vector<Column>* cols) {
   const SpatialMachine& m = sim.machine();
   cols->assign(static_cast<size_t>(m.columns), Column{});
   for (int c = 0; c < m.columns; ++c) {
@@ -67,27 +68,31 @@ Status columns(SpatialSim& sim, const std::string& kernel, int ins, int64_t tile
     col.to.resize(static_cast<size_t>(ins));
     for (int i = 0; i < ins; ++i) {
       int id = 0;
-      HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("{}.in{}.c{}", kernel, i, c), {c, 0}, {{c, 1}}, tile, 2, &id));
+      HANPU_RETURN_IF_ERROR(
+          sim.fifo(fmt::format("{}.in{}.c{}", kernel, i, c), {c, 0}, {{c, 1}}, tile, 2, &id));
       col.in.push_back(id);
       for (int w = 0; w < kWorkersPerColumn; ++w) {
-        HANPU_RETURN_IF_ERROR(
-            sim.fifo(fmt::format("{}.in{}.c{}.w{}", kernel, i, c, w), {c, 1}, {{c, 2 + w}}, tile, 2, &id));
+        HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("{}.in{}.c{}.w{}", kernel, i, c, w), {c, 1},
+                                       {{c, 2 + w}}, tile, 2, &id));
         col.to[static_cast<size_t>(i)].push_back(id);
       }
     }
     for (int w = 0; w < kWorkersPerColumn; ++w) {
       int id = 0;
-      HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("{}.out.c{}.w{}", kernel, c, w), {c, 2 + w}, {{c, 1}}, tile, 2, &id));
+      HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("{}.out.c{}.w{}", kernel, c, w), {c, 2 + w},
+                                     {{c, 1}}, tile, 2, &id));
       col.from.push_back(id);
     }
-    HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("{}.out.c{}", kernel, c), {c, 1}, {{c, 0}}, tile, 2, &col.out));
+    HANPU_RETURN_IF_ERROR(
+        sim.fifo(fmt::format("{}.out.c{}", kernel, c), {c, 1}, {{c, 0}}, tile, 2, &col.out));
   }
   return Status::Ok();
 }
 
 // Brings a tile of input stream `i` from DRAM to worker w of column c; returns its arrival.
 int64_t fetch(SpatialSim& sim, const Column& col, int i, int w, const std::vector<int64_t>& after) {
-  return sim.forward(col.in[static_cast<size_t>(i)], col.to[static_cast<size_t>(i)][static_cast<size_t>(w)], after);
+  return sim.forward(col.in[static_cast<size_t>(i)],
+                     col.to[static_cast<size_t>(i)][static_cast<size_t>(w)], after);
 }
 
 // Sends worker w's result tile to DRAM once `after` are done (the shim takes it at once).
@@ -98,7 +103,8 @@ void store(SpatialSim& sim, const Column& col, int w, const std::vector<int64_t>
 
 // A 64 x 64 x 64 product on worker w of column c from one tile of each input stream, both
 // released after it; returns the product's event.
-int64_t product(SpatialSim& sim, const Column& col, int c, int w, double macs, int64_t vector_bytes) {
+int64_t product(SpatialSim& sim, const Column& col, int c, int w, double macs,
+                int64_t vector_bytes) {
   const int64_t a = fetch(sim, col, 0, w, {}), b = fetch(sim, col, 1, w, {});
   const int64_t mm = sim.compute({c, 2 + w}, macs, vector_bytes, 0, {a, b});
   sim.release(col.to[0][static_cast<size_t>(w)], 0, {mm});
@@ -108,10 +114,13 @@ int64_t product(SpatialSim& sim, const Column& col, int c, int w, double macs, i
 
 }  // namespace
 
-Status layer_attention(SpatialSim& sim, const AttnShape& s, const float* q, const float* k, const float* v, float* o) {
+Status layer_attention(SpatialSim& sim, const AttnShape& s, const float* q, const float* k,
+                       const float* v, float* o) {
   const SpatialMachine& m = sim.machine();
-  if (m.compute_rows < kWorkersPerColumn) return Status::Error(fmt::format("{}: too few compute rows", m.name));
-  if (s.D != kSteelTile) return Status::Error(fmt::format("npu attn: D = {}: the tiles are 64 x 64 (D = 64)", s.D));
+  if (m.compute_rows < kWorkersPerColumn)
+    return Status::Error(fmt::format("{}: too few compute rows", m.name));
+  if (s.D != kSteelTile)
+    return Status::Error(fmt::format("npu attn: D = {}: the tiles are 64 x 64 (D = 64)", s.D));
   const int64_t tile = static_cast<int64_t>(kSteelTile) * kSteelTile * 2;
   const int64_t NB = (s.T + kSteelTile - 1) / kSteelTile;
   const double tile_macs = static_cast<double>(kSteelTile) * kSteelTile * kSteelTile;

@@ -20,7 +20,8 @@ float bf16(float x) { return bf16_bits_to_f32(f32_to_bf16_bits(x)); }
 // The pipeline's arithmetic for one (head, query block): per key block, S = Q K^T scaled by
 // log2(e)/sqrt(D) (folded), masked, a running row max; P = exp2(S - m) rounded to bf16;
 // O = O 2^(m_old - m) + P V; at the end O / l.
-void block_math(const AttnShape& s, const float* q, const float* k, const float* v, float* o, int h, int64_t qb) {
+void block_math(const AttnShape& s, const float* q, const float* k, const float* v, float* o, int h,
+                int64_t qb) {
   const int D = s.D;
   const int64_t HD = static_cast<int64_t>(s.H) * D;
   const int64_t r0 = qb * kSteelTile, r1 = std::min(s.T, r0 + kSteelTile);
@@ -62,13 +63,16 @@ struct Pipe {
 
 }  // namespace
 
-Status steel_attention(SpatialSim& sim, const AttnShape& s, const std::string& placement, const float* q,
-                       const float* k, const float* v, float* o) {
+Status steel_attention(SpatialSim& sim, const AttnShape& s, const std::string& placement,
+                       const float* q, const float* k, const float* v, float* o) {
   const SpatialMachine& m = sim.machine();
-  if (m.compute_rows < 3) return Status::Error(fmt::format("{}: STEEL needs 3 compute rows per pipeline", m.name));
-  if (s.D != kSteelTile) return Status::Error(fmt::format("npu attn: D = {}: STEEL's tiles are 64 x 64 (D = 64)", s.D));
+  if (m.compute_rows < 3)
+    return Status::Error(fmt::format("{}: STEEL needs 3 compute rows per pipeline", m.name));
+  if (s.D != kSteelTile)
+    return Status::Error(fmt::format("npu attn: D = {}: STEEL's tiles are 64 x 64 (D = 64)", s.D));
   if (placement != "uniform" && placement != "sparsity-aware") {
-    return Status::Error(fmt::format("npu attn: unknown placement '{}' (uniform, sparsity-aware)", placement));
+    return Status::Error(
+        fmt::format("npu attn: unknown placement '{}' (uniform, sparsity-aware)", placement));
   }
   // STEEL's layout (§IV-B, §V-C): one pipeline down each column on compute rows 2-4, and
   // with a fourth compute row one more along it for every three columns (10 pipelines on
@@ -77,11 +81,12 @@ Status steel_attention(SpatialSim& sim, const AttnShape& s, const std::string& p
   std::vector<Pipe> pipes;
   for (int c = 0; c < m.columns; ++c) pipes.push_back({.qk = {c, 2}, .sm = {c, 3}, .pv = {c, 4}});
   if (m.compute_rows >= 4) {
-    for (int c = 0; c + 2 < m.columns; c += 3) pipes.push_back({.qk = {c, 5}, .sm = {c + 1, 5}, .pv = {c + 2, 5}});
+    for (int c = 0; c + 2 < m.columns; c += 3)
+      pipes.push_back({.qk = {c, 5}, .sm = {c + 1, 5}, .pv = {c + 2, 5}});
   }
   const int P = static_cast<int>(pipes.size());
   const int64_t tile = static_cast<int64_t>(kSteelTile) * kSteelTile * 2;  // a 64 x 64 bf16 tile
-  const int64_t NB = (s.T + kSteelTile - 1) / kSteelTile;                 // query and key blocks
+  const int64_t NB = (s.T + kSteelTile - 1) / kSteelTile;                  // query and key blocks
   // Q is split and O joined through a mem tile per group of pipelines: a group's mem tile
   // sends its members' Q and O to DRAM (members + 1 output channels), so a group has at
   // most (channels - 1) members (two groups of 5 on XDNA2, as STEEL). K and V are broadcast
@@ -94,10 +99,10 @@ Status steel_attention(SpatialSim& sim, const AttnShape& s, const std::string& p
   int k_in = 0, k_bc = 0, v_in = 0, v_bc = 0;
   for (int g = 0; g < groups; ++g) {
     const int members = std::min(per_group, P - g * per_group);
-    HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("q{}.in", g), {group_col(g), 0}, {{group_col(g), 1}}, tile * members, 2,
-                                   &q_in[g]));
-    HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("o{}.out", g), {group_col(g), 1}, {{group_col(g), 0}}, tile * members, 1,
-                                   &o_out[g]));
+    HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("q{}.in", g), {group_col(g), 0}, {{group_col(g), 1}},
+                                   tile * members, 2, &q_in[g]));
+    HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("o{}.out", g), {group_col(g), 1},
+                                   {{group_col(g), 0}}, tile * members, 1, &o_out[g]));
   }
   std::vector<TileId> qk_tiles, pv_tiles;
   for (const Pipe& p : pipes) {
@@ -124,17 +129,22 @@ Status steel_attention(SpatialSim& sim, const AttnShape& s, const std::string& p
     TileId pm{-1, 1};
     for (int d = 0; d < m.columns && pm.col < 0; ++d) {
       for (const int c : {p.sm.col - d, p.sm.col + d}) {
-        if (pm.col < 0 && sim.free_dma({c, 1}, true) > 0 && sim.free_dma({c, 1}, false) > 0) pm.col = c;
+        if (pm.col < 0 && sim.free_dma({c, 1}, true) > 0 && sim.free_dma({c, 1}, false) > 0)
+          pm.col = c;
       }
     }
     if (pm.col < 0) {
-      return Status::Error(fmt::format("{}: no mem tile has a channel left each way to swizzle pipeline {}'s P "
-                                       "({} pipelines)", m.name, i, P));
+      return Status::Error(
+          fmt::format("{}: no mem tile has a channel left each way to swizzle pipeline {}'s P "
+                      "({} pipelines)",
+                      m.name, i, P));
     }
     HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("p{}.in", i), p.sm, {pm}, tile, 2, &p.pin));
     HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("p{}.out", i), pm, {p.pv}, tile, 2, &p.pout));
-    HANPU_RETURN_IF_ERROR(sim.fifo(fmt::format("s{}", i), p.sm, {p.pv}, 4 * kSteelTile * 2, 2, &p.scale));
-    HANPU_RETURN_IF_ERROR(sim.reserve(p.pv, static_cast<int64_t>(kSteelTile) * kSteelTile * 4, "O accumulator"));
+    HANPU_RETURN_IF_ERROR(
+        sim.fifo(fmt::format("s{}", i), p.sm, {p.pv}, 4 * kSteelTile * 2, 2, &p.scale));
+    HANPU_RETURN_IF_ERROR(
+        sim.reserve(p.pv, static_cast<int64_t>(kSteelTile) * kSteelTile * 4, "O accumulator"));
   }
   // Query blocks per pipeline, in waves: pipeline i's w-th block.
   const int64_t waves = (NB + P - 1) / P;
@@ -163,18 +173,21 @@ Status steel_attention(SpatialSim& sim, const AttnShape& s, const std::string& p
           const int64_t qk = sim.compute(p.qk, work ? tile_macs : 0, work ? tile_vec : 0, 0, {kb});
           sim.release(k_bc, i, {qk});
           const int64_t a = sim.put(p.a, {qk});
-          const int64_t sm = sim.compute(p.sm, 0, work ? 3 * tile_vec : 0, work ? kSteelTile * kSteelTile : 0, {a});
+          const int64_t sm = sim.compute(p.sm, 0, work ? 3 * tile_vec : 0,
+                                         work ? kSteelTile * kSteelTile : 0, {a});
           sim.release(p.a, 0, {sm});
           const int64_t pin = sim.put(p.pin, {sm});
           const int64_t sc = sim.put(p.scale, {sm});
           const int64_t pout = sim.put(p.pout, {pin});
           sim.release(p.pin, 0, {pout});
-          const int64_t pv = sim.compute(p.pv, work ? tile_macs : 0, work ? 2 * tile_vec : 0, 0, {pout, vb, sc});
+          const int64_t pv =
+              sim.compute(p.pv, work ? tile_macs : 0, work ? 2 * tile_vec : 0, 0, {pout, vb, sc});
           sim.release(p.pout, 0, {pv});
           sim.release(p.scale, 0, {pv});
           sim.release(v_bc, i, {pv});
           if (j == NB - 1) {
-            const int64_t fin = sim.compute(p.pv, 0, b >= 0 ? tile_vec : 0, 0, {pv});  // O / l (an idle pipeline: nothing)
+            const int64_t fin = sim.compute(p.pv, 0, b >= 0 ? tile_vec : 0, 0,
+                                            {pv});  // O / l (an idle pipeline: nothing)
             sim.release(p.q, 0, {qk});
             o_put[static_cast<size_t>(i)] = sim.put(p.o, {fin});
           }
@@ -184,7 +197,8 @@ Status steel_attention(SpatialSim& sim, const AttnShape& s, const std::string& p
       for (int g = 0; g < groups; ++g) {
         std::vector<int64_t> members;
         for (int i = 0; i < P; ++i) {
-          if (pipes[static_cast<size_t>(i)].group == g) members.push_back(o_put[static_cast<size_t>(i)]);
+          if (pipes[static_cast<size_t>(i)].group == g)
+            members.push_back(o_put[static_cast<size_t>(i)]);
         }
         const int64_t out = sim.put(o_out[g], members);
         for (Pipe& p : pipes) {

@@ -12,7 +12,8 @@ namespace hanpu::npu {
 Status CoreOps::stage_to_l1(Tile* ub, const std::string& name, Tile** l1) {
   Tile* half = ub;
   if (!ub->fp16) {
-    HANPU_RETURN_IF_ERROR(alloc(Buf::kUB, ub->rows, ub->cols, true, ub->layout, name + "_f16", &half));
+    HANPU_RETURN_IF_ERROR(
+        alloc(Buf::kUB, ub->rows, ub->cols, true, ub->layout, name + "_f16", &half));
     HANPU_RETURN_IF_ERROR(sim_.vector({ub}, {half}, matrix_bytes(ub->rows, ub->cols, false), false,
                                       [&] { half->v = ub->v; }));
   }
@@ -38,7 +39,8 @@ Status CoreOps::from_l0c(Tile* l0c, const std::string& name, Tile** ub) {
   return Status::Ok();
 }
 
-Status CoreOps::gates(const GdnGm& gm, int64_t t0, int c, int h, Tile** beta, Tile** gam, Tile** egam) {
+Status CoreOps::gates(const GdnGm& gm, int64_t t0, int c, int h, Tile** beta, Tile** gam,
+                      Tile** egam) {
   Tile* g = nullptr;
   HANPU_RETURN_IF_ERROR(alloc(Buf::kUB, c, 1, false, Layout::kND, "g", &g));
   HANPU_RETURN_IF_ERROR(alloc(Buf::kUB, c, 1, false, Layout::kND, "beta", beta));
@@ -59,7 +61,8 @@ Status CoreOps::gates(const GdnGm& gm, int64_t t0, int c, int h, Tile** beta, Ti
   return Status::Ok();
 }
 
-Status CoreOps::kda_gates(const GdnGm& gm, int64_t t0, int c, int h, Tile** beta, Tile** gam, Tile** elast) {
+Status CoreOps::kda_gates(const GdnGm& gm, int64_t t0, int c, int h, Tile** beta, Tile** gam,
+                          Tile** elast) {
   const int K = gm.K;
   HANPU_RETURN_IF_ERROR(alloc(Buf::kUB, c, 1, false, Layout::kND, "beta", beta));
   HANPU_RETURN_IF_ERROR(sim_.load(*beta, {gm.beta, t0, c, h, 1}));
@@ -87,15 +90,18 @@ Status CoreOps::decay_masks(Tile* kk, Tile* qk, const Tile* beta, const Tile* ga
   std::vector<Tile*> in = io;
   in.push_back(gm);
   if (kk != nullptr) in.push_back(b);
-  return sim_.vector(in, io, static_cast<int64_t>(io.size()) * matrix_bytes(c, c, false) * 2, true, [&] {
-    for (int i = 0; i < c; ++i) {
-      for (int j = 0; j < c; ++j) {
-        const float d = j <= i ? std::exp(gm->v[i] - gm->v[j]) : 0.0f;
-        if (kk != nullptr) kk->at(i, j) = j < i ? b->v[i] * kk->at(i, j) * d : 0.0f;
-        if (qk != nullptr) qk->at(i, j) = j <= i ? scale * qk->at(i, j) * d : 0.0f;
-      }
-    }
-  });
+  return sim_.vector(in, io, static_cast<int64_t>(io.size()) * matrix_bytes(c, c, false) * 2, true,
+                     [&] {
+                       for (int i = 0; i < c; ++i) {
+                         for (int j = 0; j < c; ++j) {
+                           const float d = j <= i ? std::exp(gm->v[i] - gm->v[j]) : 0.0f;
+                           if (kk != nullptr)
+                             kk->at(i, j) = j < i ? b->v[i] * kk->at(i, j) * d : 0.0f;
+                           if (qk != nullptr)
+                             qk->at(i, j) = j <= i ? scale * qk->at(i, j) * d : 0.0f;
+                         }
+                       }
+                     });
 }
 
 Status CoreOps::unit_lower_inverse(Tile* L, const std::string& name, Tile** ainv) {
@@ -183,14 +189,15 @@ Status CoreOps::kda_intra(Tile* Ku, Tile* Qu, Tile* gam, Tile** Lout, Tile** Qmo
     HANPU_RETURN_IF_ERROR(from_l0c(Qc, "Qblk", &Qb));
     HANPU_RETURN_IF_ERROR(to_layout(Lb, Layout::kND));
     HANPU_RETURN_IF_ERROR(to_layout(Qb, Layout::kND));
-    HANPU_RETURN_IF_ERROR(sim_.vector({Lb, Qb}, {L, Qm}, 2 * matrix_bytes(n, r0, false), false, [&] {
-      for (int i = 0; i < n; ++i) {
-        for (int j = 0; j < r0; ++j) {
-          L->at(r0 + i, j) = Lb->at(i, j);
-          Qm->at(r0 + i, j) = Qb->at(i, j);
-        }
-      }
-    }));
+    HANPU_RETURN_IF_ERROR(
+        sim_.vector({Lb, Qb}, {L, Qm}, 2 * matrix_bytes(n, r0, false), false, [&] {
+          for (int i = 0; i < n; ++i) {
+            for (int j = 0; j < r0; ++j) {
+              L->at(r0 + i, j) = Lb->at(i, j);
+              Qm->at(r0 + i, j) = Qb->at(i, j);
+            }
+          }
+        }));
     free({Lb, Qb});
   }
   // Diagonal blocks: sum_d k_id k_jd exp(gam_id - gam_jd), j <= i inside each block.

@@ -29,7 +29,8 @@ class CoreOps {
   int core() const { return core_; }
   NpuSim& sim() { return sim_; }
 
-  Status alloc(Buf b, int rows, int cols, bool fp16, Layout l, const std::string& name, Tile** out) {
+  Status alloc(Buf b, int rows, int cols, bool fp16, Layout l, const std::string& name,
+               Tile** out) {
     return sim_.alloc(core_, b, rows, cols, fp16, l, name, out);
   }
   void free(std::initializer_list<Tile*> tiles) {
@@ -53,7 +54,8 @@ class CoreOps {
   // KDA's gates of chunk rows [t0, t0 + c) of head h, per key channel: gam [c x K] fp32 =
   // inclusive cumsum of g down the rows, and elast [K x 1] = exp(gam_last) (the state's
   // per-row decay). beta [c x 1].
-  Status kda_gates(const GdnGm& gm, int64_t t0, int c, int h, Tile** beta, Tile** gam, Tile** elast);
+  Status kda_gates(const GdnGm& gm, int64_t t0, int c, int h, Tile** beta, Tile** gam,
+                   Tile** elast);
   // Rows [r0, r0 + rows) of a dense [c x K] UB tile scaled per element by f(i, d), as an fp16
   // dense tile (they are cube operands); f reads `gam`, the chunk's [c x K] gates.
   Status channel_scaled(Tile* src, Tile* gam, int r0, int rows, const std::string& name,

@@ -40,7 +40,8 @@ Status recurrence(CoreOps& op, const GdnGm& gm, const FlaScratch& x, int h) {
 }
 
 // Launch 3, one (chunk, head): o = scale exp(gam) Q h + Qm Vn.
-Status outputs(CoreOps& op, const GdnGm& gm, const FlaScratch& x, int h, int64_t n, int64_t t0, int c) {
+Status outputs(CoreOps& op, const GdnGm& gm, const FlaScratch& x, int h, int64_t n, int64_t t0,
+               int c) {
   NpuSim& sim = op.sim();
   const int K = gm.K, V = gm.V;
   Tile *Qc, *Kc, *H1, *Vn1, *gam;
@@ -56,7 +57,8 @@ Status outputs(CoreOps& op, const GdnGm& gm, const FlaScratch& x, int h, int64_t
 
 }  // namespace
 
-Status fla_flow(NpuSim& sim, const GdnGm& gm, const std::vector<int>& heads, bool one_launch, bool starts_launch) {
+Status fla_flow(NpuSim& sim, const GdnGm& gm, const std::vector<int>& heads, bool one_launch,
+                bool starts_launch) {
   const int P = sim.machine().cores;
   const int64_t NT = chunks_of(gm);
   const bool all = static_cast<int>(heads.size()) == gm.H;
@@ -80,7 +82,8 @@ Status fla_flow(NpuSim& sim, const GdnGm& gm, const std::vector<int>& heads, boo
     for (int h : heads) {
       CoreOps op(sim, static_cast<int>(unit++ % P));
       const int64_t t0 = n * gm.chunk;
-      HANPU_RETURN_IF_ERROR(wy_prepare(op, gm, x.wy, h, t0, static_cast<int>(std::min<int64_t>(gm.chunk, gm.T - t0))));
+      HANPU_RETURN_IF_ERROR(wy_prepare(op, gm, x.wy, h, t0,
+                                       static_cast<int>(std::min<int64_t>(gm.chunk, gm.T - t0))));
     }
   }
   HANPU_RETURN_IF_ERROR(next_phase());
@@ -94,7 +97,8 @@ Status fla_flow(NpuSim& sim, const GdnGm& gm, const std::vector<int>& heads, boo
     for (int h : heads) {
       CoreOps op(sim, static_cast<int>(unit++ % P));
       const int64_t t0 = n * gm.chunk;
-      HANPU_RETURN_IF_ERROR(outputs(op, gm, x, h, n, t0, static_cast<int>(std::min<int64_t>(gm.chunk, gm.T - t0))));
+      HANPU_RETURN_IF_ERROR(
+          outputs(op, gm, x, h, n, t0, static_cast<int>(std::min<int64_t>(gm.chunk, gm.T - t0))));
     }
   }
   return Status::Ok();
@@ -110,7 +114,11 @@ std::vector<int> all_heads(const GdnGm& gm) {
 
 }  // namespace
 
-Status gdn_fla(NpuSim& sim, const GdnGm& gm) { return fla_flow(sim, gm, all_heads(gm), false, true); }
-Status gdn_fla_mega(NpuSim& sim, const GdnGm& gm) { return fla_flow(sim, gm, all_heads(gm), true, true); }
+Status gdn_fla(NpuSim& sim, const GdnGm& gm) {
+  return fla_flow(sim, gm, all_heads(gm), false, true);
+}
+Status gdn_fla_mega(NpuSim& sim, const GdnGm& gm) {
+  return fla_flow(sim, gm, all_heads(gm), true, true);
+}
 
 }  // namespace hanpu::npu

@@ -18,7 +18,8 @@ struct QlaGm {
 
 // Launch 2, one (segment, head): the local state B (from zero) and the transition M of the
 // segment's chunks, M <- (exp(gam_last) I - Kd^T W) M per chunk.
-Status local_walk(CoreOps& op, const GdnGm& gm, const QlaGm& x, int h, int seg, int64_t n0, int64_t n1) {
+Status local_walk(CoreOps& op, const GdnGm& gm, const QlaGm& x, int h, int seg, int64_t n0,
+                  int64_t n1) {
   NpuSim& sim = op.sim();
   const int K = gm.K, V = gm.V;
   Tile *B, *M;
@@ -103,14 +104,15 @@ Status combine(CoreOps& op, const GdnGm& gm, const QlaGm& x, int h, int segs) {
 
 // Launch 4 (or the only walk with one segment), one (segment, head): from the segment's true
 // state, each chunk's o = scale exp(gam) Q S + Qm Vn with the state advanced in the walk.
-Status output_walk(CoreOps& op, const GdnGm& gm, const QlaGm& x, int h, int seg, int64_t n0, int64_t n1,
-                   bool last_writes_state) {
+Status output_walk(CoreOps& op, const GdnGm& gm, const QlaGm& x, int h, int seg, int64_t n0,
+                   int64_t n1, bool last_writes_state) {
   NpuSim& sim = op.sim();
   const int K = gm.K, V = gm.V;
   Tile* S;
   if (x.hseg != nullptr) {
     HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, K, V, false, Layout::kND, "S", &S));
-    HANPU_RETURN_IF_ERROR(sim.load(S, {x.hseg, (static_cast<int64_t>(seg) * gm.H + h) * K, K, 0, V}));
+    HANPU_RETURN_IF_ERROR(
+        sim.load(S, {x.hseg, (static_cast<int64_t>(seg) * gm.H + h) * K, K, 0, V}));
   } else {
     HANPU_RETURN_IF_ERROR(wy_initial_state(op, gm, h, &S));
   }
@@ -138,7 +140,8 @@ Status gdn_flashqla(NpuSim& sim, const GdnGm& gm) {
   const int P = sim.machine().cores, H = gm.H, K = gm.K, V = gm.V;
   const int64_t NT = (gm.T + gm.chunk - 1) / gm.chunk;
   // Segments so that segments x heads gives every core two units, capped by the chunks.
-  const int segs = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(NT, (2 * P + H - 1) / H)));
+  const int segs =
+      static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(NT, (2 * P + H - 1) / H)));
   QlaGm x;
   x.wy = wy_workspace(sim, gm, "qla");
   x.m = x.b = x.hseg = nullptr;
@@ -156,8 +159,8 @@ Status gdn_flashqla(NpuSim& sim, const GdnGm& gm) {
     for (int h = 0; h < H; ++h, ++unit) {
       CoreOps op(sim, static_cast<int>(unit % P));
       const int64_t t0 = n * gm.chunk;
-      HANPU_RETURN_IF_ERROR(
-          wy_prepare(op, gm, x.wy, h, t0, static_cast<int>(std::min<int64_t>(gm.chunk, gm.T - t0))));
+      HANPU_RETURN_IF_ERROR(wy_prepare(op, gm, x.wy, h, t0,
+                                       static_cast<int>(std::min<int64_t>(gm.chunk, gm.T - t0))));
     }
   }
   if (segs > 1) {

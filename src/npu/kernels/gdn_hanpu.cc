@@ -27,15 +27,23 @@ struct ChunkIn {
 
 class FusedHead {
  public:
-  FusedHead(CoreOps& op, const GdnGm& gm, const plan::HeadPart& part, const plan::LayoutPlan& layouts,
-            const GdnTechniques& tech)
-      : op_(op), sim_(op.sim()), gm_(gm), h_(part.head), c0_(part.col_begin), w_(part.col_end - part.col_begin),
-        plan_(layouts), tech_(tech) {}
+  FusedHead(CoreOps& op, const GdnGm& gm, const plan::HeadPart& part,
+            const plan::LayoutPlan& layouts, const GdnTechniques& tech)
+      : op_(op),
+        sim_(op.sim()),
+        gm_(gm),
+        h_(part.head),
+        c0_(part.col_begin),
+        w_(part.col_end - part.col_begin),
+        plan_(layouts),
+        tech_(tech) {}
 
   Status run() {
     HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, gm_.K, w_, false, state_layout(), "S", &S_));
-    if (gm_.state0 != nullptr) {  // MTE2 converts to fractals on the way if the plan keeps S blocked
-      HANPU_RETURN_IF_ERROR(sim_.load(S_, {gm_.state0, static_cast<int64_t>(h_) * gm_.K, gm_.K, c0_, w_}));
+    if (gm_.state0 !=
+        nullptr) {  // MTE2 converts to fractals on the way if the plan keeps S blocked
+      HANPU_RETURN_IF_ERROR(
+          sim_.load(S_, {gm_.state0, static_cast<int64_t>(h_) * gm_.K, gm_.K, c0_, w_}));
     } else {
       HANPU_RETURN_IF_ERROR(sim_.vector({}, {S_}, matrix_bytes(gm_.K, w_, false), false, [] {}));
     }
@@ -46,12 +54,14 @@ class FusedHead {
       ChunkIn next;
       if (cur.t0 + cur.c < gm_.T) HANPU_RETURN_IF_ERROR(load(cur.t0 + cur.c, &next));
       HANPU_RETURN_IF_ERROR(!tech_.reorder ? chunk_state_first(cur)
-                                           : gm_.kda ? chunk_reordered_kda(cur) : chunk_reordered(cur));
+                            : gm_.kda      ? chunk_reordered_kda(cur)
+                                           : chunk_reordered(cur));
       cur = next;
     }
     if (gm_.state1 != nullptr) {
       HANPU_RETURN_IF_ERROR(op_.to_layout(S_, Layout::kND));  // GM takes dense rows
-      HANPU_RETURN_IF_ERROR(sim_.store({gm_.state1, static_cast<int64_t>(h_) * gm_.K, gm_.K, c0_, w_}, S_));
+      HANPU_RETURN_IF_ERROR(
+          sim_.store({gm_.state1, static_cast<int64_t>(h_) * gm_.K, gm_.K, c0_, w_}, S_));
     }
     op_.free({S_, S16_});
     return Status::Ok();
@@ -72,14 +82,17 @@ class FusedHead {
     // v arrives in the layout its chain works in (MTE2's Nd2Nz copy is free of vector time).
     const Layout vl = tech_.reorder ? layout(plan::Chain::kRhs) : Layout::kND;
     HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, c, w_, true, vl, "v", &in->v));
-    HANPU_RETURN_IF_ERROR(sim_.load(in->v, {gm_.v, t0, c, static_cast<int64_t>(h_) * gm_.V + c0_, w_}));
-    if (gm_.kda) return Status::Ok();  // KDA's [c x K] gates are made at the chunk's start (UB space)
+    HANPU_RETURN_IF_ERROR(
+        sim_.load(in->v, {gm_.v, t0, c, static_cast<int64_t>(h_) * gm_.V + c0_, w_}));
+    if (gm_.kda)
+      return Status::Ok();  // KDA's [c x K] gates are made at the chunk's start (UB space)
     return op_.gates(gm_, t0, c, h_, &in->beta, &in->gam, &in->egam);
   }
 
   // The GEMM-first group: K and Q go to L0A once and serve K S0, Q S0 (when `with_state`),
   // K K^T and Q K^T.
-  Status gemm_group(const ChunkIn& in, bool with_state, Tile** KS, Tile** QS, Tile** KK, Tile** QK) {
+  Status gemm_group(const ChunkIn& in, bool with_state, Tile** KS, Tile** QS, Tile** KK,
+                    Tile** QK) {
     const int c = in.c;
     Tile *Ka, *Qa, *Sb, *KTb;
     HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0A, in.k, false, "K", &Ka));
@@ -108,14 +121,16 @@ class FusedHead {
   }
 
   // C = A B on the cube from a UB matrix A (staged to L1 as fp16 fractals) and an L1 B.
-  Status product(Tile* a_ub, Tile* b_l1, const std::string& name, int rows, int cols, Tile** out_ub) {
+  Status product(Tile* a_ub, Tile* b_l1, const std::string& name, int rows, int cols,
+                 Tile** out_ub) {
     Tile* A1;
     HANPU_RETURN_IF_ERROR(op_.stage_to_l1(a_ub, name + ".a", &A1));
     HANPU_RETURN_IF_ERROR(product_l1(A1, b_l1, name, rows, cols, out_ub));
     op_.free({A1});
     return Status::Ok();
   }
-  Status product_l1(Tile* a_l1, Tile* b_l1, const std::string& name, int rows, int cols, Tile** out_ub) {
+  Status product_l1(Tile* a_l1, Tile* b_l1, const std::string& name, int rows, int cols,
+                    Tile** out_ub) {
     Tile *Aa, *Bb, *C;
     HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0A, a_l1, false, name + ".a", &Aa));
     HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0B, b_l1, false, name + ".b", &Bb));
@@ -166,7 +181,8 @@ class FusedHead {
     }));
     op_.free({O, QS});
     HANPU_RETURN_IF_ERROR(op_.to_layout(o16, Layout::kND));
-    HANPU_RETURN_IF_ERROR(sim_.store({gm_.o, in.t0, c, static_cast<int64_t>(h_) * gm_.V + c0_, w_}, o16));
+    HANPU_RETURN_IF_ERROR(
+        sim_.store({gm_.o, in.t0, c, static_cast<int64_t>(h_) * gm_.V + c0_, w_}, o16));
     op_.free({o16});
     return Status::Ok();
   }
@@ -178,16 +194,18 @@ class FusedHead {
     HANPU_RETURN_IF_ERROR(op_.to_layout(dS, S->layout));
     if (gm_.kda) {
       Tile* elast = in.elast;
-      HANPU_RETURN_IF_ERROR(sim_.vector({S, dS, elast}, {S}, 3 * matrix_bytes(gm_.K, w_, false), true, [&] {
-        for (int d = 0; d < gm_.K; ++d) {
-          for (int j = 0; j < w_; ++j) S->at(d, j) = elast->v[d] * S->at(d, j) + dS->at(d, j);
-        }
-      }));
+      HANPU_RETURN_IF_ERROR(
+          sim_.vector({S, dS, elast}, {S}, 3 * matrix_bytes(gm_.K, w_, false), true, [&] {
+            for (int d = 0; d < gm_.K; ++d) {
+              for (int j = 0; j < w_; ++j) S->at(d, j) = elast->v[d] * S->at(d, j) + dS->at(d, j);
+            }
+          }));
     } else {
       const float decay = std::exp(in.gam->v[in.c - 1]);
-      HANPU_RETURN_IF_ERROR(sim_.vector({S, dS}, {S}, 3 * matrix_bytes(gm_.K, w_, false), false, [&] {
-        for (size_t i = 0; i < S->v.size(); ++i) S->v[i] = decay * S->v[i] + dS->v[i];
-      }));
+      HANPU_RETURN_IF_ERROR(
+          sim_.vector({S, dS}, {S}, 3 * matrix_bytes(gm_.K, w_, false), false, [&] {
+            for (size_t i = 0; i < S->v.size(); ++i) S->v[i] = decay * S->v[i] + dS->v[i];
+          }));
     }
     op_.free({dS, S16_});
     return op_.stage_to_l1(S, "S16", &S16_);
@@ -211,7 +229,8 @@ class FusedHead {
     op_.free({Qm});
     HANPU_RETURN_IF_ERROR(output(in, O, QS, layout(plan::Chain::kOutput)));
     // KDA's kd chain is not planned yet (the DP's chain costs are GDN's): dense rows.
-    HANPU_RETURN_IF_ERROR(state_delta(in, Vn1, gm_.kda ? Layout::kND : layout(plan::Chain::kKd), &dS));
+    HANPU_RETURN_IF_ERROR(
+        state_delta(in, Vn1, gm_.kda ? Layout::kND : layout(plan::Chain::kKd), &dS));
     op_.free({Vn1});
     HANPU_RETURN_IF_ERROR(commit_state(in, dS));
     release(in);
@@ -219,12 +238,16 @@ class FusedHead {
   }
 
   // Spill slot `slot` of this head's GM scratch: row offset of the slot (each K rows high).
-  int64_t spill_row(int slot) const { return static_cast<int64_t>(slot) * std::max(gm_.K, gm_.chunk); }
+  int64_t spill_row(int slot) const {
+    return static_cast<int64_t>(slot) * std::max(gm_.K, gm_.chunk);
+  }
   // Writes a UB tile to the head's GM scratch (counted as spill) and frees it.
   Status spill_out(Tile*& t, int slot) {
-    if (spill_ == nullptr) spill_ = sim_.gm("spill", 2 * spill_row(1), std::max(gm_.chunk, w_), false, true);
+    if (spill_ == nullptr)
+      spill_ = sim_.gm("spill", 2 * spill_row(1), std::max(gm_.chunk, w_), false, true);
     HANPU_RETURN_IF_ERROR(op_.to_layout(t, Layout::kND));
-    HANPU_RETURN_IF_ERROR(sim_.store({spill_, spill_row(slot), t->rows, 0, t->cols}, t, /*spill=*/true));
+    HANPU_RETURN_IF_ERROR(
+        sim_.store({spill_, spill_row(slot), t->rows, 0, t->cols}, t, /*spill=*/true));
     op_.free({t});
     t = nullptr;
     return Status::Ok();
@@ -270,11 +293,12 @@ class FusedHead {
     const Layout rl = layout(plan::Chain::kRhs);
     HANPU_RETURN_IF_ERROR(op_.to_layout(KS, rl));
     Tile* v = in.v;
-    HANPU_RETURN_IF_ERROR(sim_.vector({v, KS, beta}, {KS}, 3 * matrix_bytes(c, w_, false), true, [&] {
-      for (int i = 0; i < c; ++i) {
-        for (int j = 0; j < w_; ++j) KS->at(i, j) = beta->v[i] * (v->at(i, j) - KS->at(i, j));
-      }
-    }));
+    HANPU_RETURN_IF_ERROR(
+        sim_.vector({v, KS, beta}, {KS}, 3 * matrix_bytes(c, w_, false), true, [&] {
+          for (int i = 0; i < c; ++i) {
+            for (int j = 0; j < w_; ++j) KS->at(i, j) = beta->v[i] * (v->at(i, j) - KS->at(i, j));
+          }
+        }));
     return solve_output_update(in, L, KS, Qm, QS);
   }
 
@@ -292,11 +316,13 @@ class FusedHead {
     const Layout rl = layout(plan::Chain::kRhs);
     HANPU_RETURN_IF_ERROR(op_.to_layout(KS, rl));
     Tile *v = in.v, *beta = in.beta, *egam = in.egam;
-    HANPU_RETURN_IF_ERROR(sim_.vector({v, KS, beta, egam}, {KS}, 3 * matrix_bytes(c, w_, false), true, [&] {
-      for (int i = 0; i < c; ++i) {
-        for (int j = 0; j < w_; ++j) KS->at(i, j) = beta->v[i] * (v->at(i, j) - egam->v[i] * KS->at(i, j));
-      }
-    }));
+    HANPU_RETURN_IF_ERROR(
+        sim_.vector({v, KS, beta, egam}, {KS}, 3 * matrix_bytes(c, w_, false), true, [&] {
+          for (int i = 0; i < c; ++i) {
+            for (int j = 0; j < w_; ++j)
+              KS->at(i, j) = beta->v[i] * (v->at(i, j) - egam->v[i] * KS->at(i, j));
+          }
+        }));
     return solve_output_update(in, L, KS, Qm, QS);
   }
 
@@ -341,17 +367,19 @@ class FusedHead {
     Tile *beta = in.beta, *egam = in.egam, *v = in.v;
     Tile* gam = in.gam;
     if (kda) {
-      HANPU_RETURN_IF_ERROR(sim_.vector({kb, beta, gam}, {kb}, 3 * matrix_bytes(c, K, true), true, [&] {
-        for (int i = 0; i < c; ++i) {
-          for (int j = 0; j < K; ++j) kb->at(i, j) *= beta->v[i] * std::exp(gam->at(i, j));
-        }
-      }));
+      HANPU_RETURN_IF_ERROR(
+          sim_.vector({kb, beta, gam}, {kb}, 3 * matrix_bytes(c, K, true), true, [&] {
+            for (int i = 0; i < c; ++i) {
+              for (int j = 0; j < K; ++j) kb->at(i, j) *= beta->v[i] * std::exp(gam->at(i, j));
+            }
+          }));
     } else {
-      HANPU_RETURN_IF_ERROR(sim_.vector({kb, beta, egam}, {kb}, 2 * matrix_bytes(c, K, true), true, [&] {
-        for (int i = 0; i < c; ++i) {
-          for (int j = 0; j < K; ++j) kb->at(i, j) *= beta->v[i] * egam->v[i];
-        }
-      }));
+      HANPU_RETURN_IF_ERROR(
+          sim_.vector({kb, beta, egam}, {kb}, 2 * matrix_bytes(c, K, true), true, [&] {
+            for (int i = 0; i < c; ++i) {
+              for (int j = 0; j < K; ++j) kb->at(i, j) *= beta->v[i] * egam->v[i];
+            }
+          }));
     }
     HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, c, w_, true, Layout::kND, "vb", &vb));
     HANPU_RETURN_IF_ERROR(sim_.vector({v, beta}, {vb}, 2 * matrix_bytes(c, w_, true), true, [&] {
@@ -413,12 +441,15 @@ class FusedHead {
           const int n = std::min(slice, K - r0);
           Tile* part;
           HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, n, w_, false, Layout::kND, "S0 slice", &part));
-          HANPU_RETURN_IF_ERROR(sim_.load(part, {spill_, spill_row(1) + r0, n, 0, w_}, /*spill=*/true));
-          HANPU_RETURN_IF_ERROR(sim_.vector({part, dS}, {S1}, 3 * matrix_bytes(n, w_, false), false, [&] {
-            for (int i = 0; i < n; ++i) {
-              for (int j = 0; j < w_; ++j) S1->at(r0 + i, j) = decay[r0 + i] * part->at(i, j) + dS->at(r0 + i, j);
-            }
-          }));
+          HANPU_RETURN_IF_ERROR(
+              sim_.load(part, {spill_, spill_row(1) + r0, n, 0, w_}, /*spill=*/true));
+          HANPU_RETURN_IF_ERROR(
+              sim_.vector({part, dS}, {S1}, 3 * matrix_bytes(n, w_, false), false, [&] {
+                for (int i = 0; i < n; ++i) {
+                  for (int j = 0; j < w_; ++j)
+                    S1->at(r0 + i, j) = decay[r0 + i] * part->at(i, j) + dS->at(r0 + i, j);
+                }
+              }));
           op_.free({part});
         }
       }
@@ -481,8 +512,8 @@ plan::TargetDesc plan_target(const NpuMachine& m) {
 namespace {
 
 // Runs every core's head parts of `sched` (tiers I and II) in the current launch.
-Status run_parts(NpuSim& sim, const GdnGm& gm, const plan::CoreSchedule& sched, const plan::LayoutPlan& layouts,
-                 const GdnTechniques& tech) {
+Status run_parts(NpuSim& sim, const GdnGm& gm, const plan::CoreSchedule& sched,
+                 const plan::LayoutPlan& layouts, const GdnTechniques& tech) {
   for (int core = 0; core < static_cast<int>(sched.per_core.size()); ++core) {
     for (const plan::HeadPart& part : sched.per_core[core]) {
       CoreOps op(sim, core);
@@ -495,13 +526,15 @@ Status run_parts(NpuSim& sim, const GdnGm& gm, const plan::CoreSchedule& sched, 
 
 plan::PartCost part_cost(const NpuMachine& m, const GdnGm& shape, const plan::LayoutPlan& layouts) {
   const plan::TargetDesc t = plan_target(m);
-  return [=](int w) { return plan::chunk_part_cycles(shape.kda, shape.chunk, shape.K, w, layouts, t); };
+  return [=](int w) {
+    return plan::chunk_part_cycles(shape.kda, shape.chunk, shape.K, w, layouts, t);
+  };
 }
 
 // Runs `sched` in one launch: every core's head parts (tiers I and II), then the
 // chunk-split heads (tier III) over all cores after a cross-core sync.
-Status run_schedule(NpuSim& sim, const GdnGm& gm, const plan::CoreSchedule& sched, const plan::LayoutPlan& layouts,
-                    const GdnTechniques& tech) {
+Status run_schedule(NpuSim& sim, const GdnGm& gm, const plan::CoreSchedule& sched,
+                    const plan::LayoutPlan& layouts, const GdnTechniques& tech) {
   sim.launch();
   HANPU_RETURN_IF_ERROR(run_parts(sim, gm, sched, layouts, tech));
   if (sched.chunk_split_heads.empty()) return Status::Ok();
@@ -510,8 +543,9 @@ Status run_schedule(NpuSim& sim, const GdnGm& gm, const plan::CoreSchedule& sche
 
 // Cycles of the whole kernel under `sched` over the sequence's first `chunks` chunks, on
 // zero inputs (timing does not depend on values).
-double probe_run(const NpuMachine& m, const GdnGm& shape, int64_t chunks, const plan::CoreSchedule& sched,
-                 const plan::LayoutPlan& layouts, const GdnTechniques& tech) {
+double probe_run(const NpuMachine& m, const GdnGm& shape, int64_t chunks,
+                 const plan::CoreSchedule& sched, const plan::LayoutPlan& layouts,
+                 const GdnTechniques& tech) {
   NpuSim sim(m);
   GdnGm g;
   g.kda = shape.kda;
@@ -530,7 +564,8 @@ double probe_run(const NpuMachine& m, const GdnGm& shape, int64_t chunks, const 
   g.beta = sim.gm("beta", g.T, g.H, false);
   if (shape.state0 != nullptr) g.state0 = sim.gm("state0", HK, g.V, false);
   if (shape.state1 != nullptr) g.state1 = sim.gm("state1", HK, g.V, false);
-  if (!run_schedule(sim, g, sched, layouts, tech).ok()) return std::numeric_limits<double>::infinity();
+  if (!run_schedule(sim, g, sched, layouts, tech).ok())
+    return std::numeric_limits<double>::infinity();
   return sim.finish().latency_cycles;
 }
 
@@ -549,9 +584,10 @@ double probe(const NpuMachine& m, const GdnGm& shape, const plan::CoreSchedule& 
 
 }  // namespace
 
-plan::CoreSchedule fused_schedule(const NpuMachine& m, const GdnGm& shape, const plan::LayoutPlan& layouts,
-                                  const GdnTechniques& tech) {
-  plan::CoreSchedule s = plan::schedule_heads(shape.H, shape.V, m.cores, 16, part_cost(m, shape, layouts));
+plan::CoreSchedule fused_schedule(const NpuMachine& m, const GdnGm& shape,
+                                  const plan::LayoutPlan& layouts, const GdnTechniques& tech) {
+  plan::CoreSchedule s =
+      plan::schedule_heads(shape.H, shape.V, m.cores, 16, part_cost(m, shape, layouts));
   const int R = shape.H % m.cores;
   if (R == 0) return s;
   plan::CoreSchedule split = s;
@@ -562,9 +598,11 @@ plan::CoreSchedule fused_schedule(const NpuMachine& m, const GdnGm& shape, const
   // the chunk-split tail moves its intermediates through GM, costing traffic and energy.
   constexpr double kMargin = 0.01;
   if (cut < keep * (1 - kMargin)) {
-    plan::chunk_split_tail(&s, shape.H - R, shape.H,
-                           fmt::format("the kernel runs {:.0f} cycles so against {:.0f} with tiers I/II only (runs "
-                                       "on the target's model over 4 and 12 chunks, extrapolated)", cut, keep));
+    plan::chunk_split_tail(
+        &s, shape.H - R, shape.H,
+        fmt::format("the kernel runs {:.0f} cycles so against {:.0f} with tiers I/II only (runs "
+                    "on the target's model over 4 and 12 chunks, extrapolated)",
+                    cut, keep));
   }
   return s;
 }
@@ -572,8 +610,9 @@ plan::CoreSchedule fused_schedule(const NpuMachine& m, const GdnGm& shape, const
 Status gdn_fused(NpuSim& sim, const GdnGm& gm, const GdnTechniques& tech) {
   const NpuMachine& m = sim.machine();
   const plan::TargetDesc t = plan_target(m);
-  const plan::LayoutPlan layouts = tech.plan_layout ? plan::plan_layouts(gm.chunk, gm.K, gm.V, t)
-                                                    : plan::uniform_plan(plan::Layout::kDense, gm.chunk, gm.K, gm.V, t);
+  const plan::LayoutPlan layouts =
+      tech.plan_layout ? plan::plan_layouts(gm.chunk, gm.K, gm.V, t)
+                       : plan::uniform_plan(plan::Layout::kDense, gm.chunk, gm.K, gm.V, t);
   // Whole heads per core; the tail heads split by value columns when that balances the
   // cores better than it repeats the work every part redoes, or chunk-split (tier III).
   return run_schedule(sim, gm, fused_schedule(m, gm, layouts, tech), layouts, tech);

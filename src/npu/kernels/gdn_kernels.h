@@ -1,5 +1,5 @@
-// GDN and KDA prefill kernels on the simulated Ascend-class NPU (every variant runs both), listed once (the table drives the
-// tests, `hanpu sim` and its --variant values).
+// GDN and KDA prefill kernels on the simulated Ascend-class NPU (every variant runs both), listed
+// once (the table drives the tests, `hanpu sim` and its --variant values).
 #pragma once
 
 #include <span>
@@ -32,8 +32,8 @@ Status gdn_fused(NpuSim& sim, const GdnGm& gm, const GdnTechniques& tech);
 // with it — both schedules run on the target's model over the first chunks (`shape` gives
 // T, H, K, V, chunk, kda and whether states are read or written; its tensors are unused).
 plan::TargetDesc plan_target(const NpuMachine& m);
-plan::CoreSchedule fused_schedule(const NpuMachine& m, const GdnGm& shape, const plan::LayoutPlan& layouts,
-                                  const GdnTechniques& tech);
+plan::CoreSchedule fused_schedule(const NpuMachine& m, const GdnGm& shape,
+                                  const plan::LayoutPlan& layouts, const GdnTechniques& tech);
 std::span<const GdnVariant> gdn_variants();
 
 // FlashQLA's flow (segment-parallel): launch 1 the WY form per (chunk, head) to GM as FLA's;
@@ -64,6 +64,7 @@ Status gdn_fla_mega(NpuSim& sim, const GdnGm& gm);
 // FLA's three phases for `heads` only, over all cores: phases meet by launches or, with
 // `one_launch`, by cross-core syncs; the first phase starts with a launch or, without
 // `starts_launch`, a sync inside the running launch (the fused kernel's chunk-split tier).
-Status fla_flow(NpuSim& sim, const GdnGm& gm, const std::vector<int>& heads, bool one_launch, bool starts_launch);
+Status fla_flow(NpuSim& sim, const GdnGm& gm, const std::vector<int>& heads, bool one_launch,
+                bool starts_launch);
 
 }  // namespace hanpu::npu

@@ -5,17 +5,27 @@ namespace hanpu::npu {
 
 std::span<const GdnVariant> gdn_variants() {
   static const GdnVariant kVariants[] = {
-      {"vllm-ascend", "vLLM-Ascend's native path: one framework operator per launch, every intermediate through GM",
+      {"vllm-ascend",
+       "vLLM-Ascend's native path: one framework operator per launch, every intermediate through "
+       "GM",
        &gdn_vllm_ascend},
-      {"fla", "FLA's chunk-head-chunk flow: three launches, every intermediate through GM", &gdn_fla},
-      {"fla-mega", "the same flow in one launch (FLA + MegaKernel), cores meeting through GM flags", &gdn_fla_mega},
+      {"fla", "FLA's chunk-head-chunk flow: three launches, every intermediate through GM",
+       &gdn_fla},
+      {"fla-mega", "the same flow in one launch (FLA + MegaKernel), cores meeting through GM flags",
+       &gdn_fla_mega},
       {"hanpu-fused", "+ head-level mapping and fusion (FLA's operator order, dense layouts)",
-       [](NpuSim& sim, const GdnGm& gm) { return gdn_fused(sim, gm, {.reorder = false, .plan_layout = false}); },
+       [](NpuSim& sim, const GdnGm& gm) {
+         return gdn_fused(sim, gm, {.reorder = false, .plan_layout = false});
+       },
        true},
       {"hanpu-reordered", "+ lifetime-aware reordering (chunk-first, GEMM-first; dense layouts)",
-       [](NpuSim& sim, const GdnGm& gm) { return gdn_fused(sim, gm, {.reorder = true, .plan_layout = false}); },
+       [](NpuSim& sim, const GdnGm& gm) {
+         return gdn_fused(sim, gm, {.reorder = true, .plan_layout = false});
+       },
        true},
-      {"flashqla", "FlashQLA's flow: WY form to GM, segment-parallel local states, a short combine, fused outputs",
+      {"flashqla",
+       "FlashQLA's flow: WY form to GM, segment-parallel local states, a short combine, fused "
+       "outputs",
        &gdn_flashqla},
       {"hanpu", "HA-NPU: + the planner's layouts (all three techniques)", &gdn_hanpu},
   };

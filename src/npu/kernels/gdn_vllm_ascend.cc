@@ -48,21 +48,24 @@ Status gm_matmul(CoreOps& op, const GmBlock& a, bool trans_a, const GmBlock& b, 
 }
 
 // A vector operator from GM to GM: inputs loaded dense into UB, `fn` over them, outputs stored.
-Status gm_vector(CoreOps& op, const std::vector<GmBlock>& in, const std::vector<GmBlock>& out, bool row_op,
-                 const std::function<void(const std::vector<Tile*>&, const std::vector<Tile*>&)>& fn) {
+Status gm_vector(
+    CoreOps& op, const std::vector<GmBlock>& in, const std::vector<GmBlock>& out, bool row_op,
+    const std::function<void(const std::vector<Tile*>&, const std::vector<Tile*>&)>& fn) {
   NpuSim& sim = op.sim();
   std::vector<Tile*> ti, to;
   int64_t bytes = 0;
   for (const GmBlock& b : in) {
     Tile* t;
-    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, b.rows, b.cols, b.t->fp16, Layout::kND, b.t->name, &t));
+    HANPU_RETURN_IF_ERROR(
+        op.alloc(Buf::kUB, b.rows, b.cols, b.t->fp16, Layout::kND, b.t->name, &t));
     HANPU_RETURN_IF_ERROR(sim.load(t, b));
     bytes += matrix_bytes(b.rows, b.cols, false);
     ti.push_back(t);
   }
   for (const GmBlock& b : out) {
     Tile* t;
-    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, b.rows, b.cols, b.t->fp16, Layout::kND, b.t->name, &t));
+    HANPU_RETURN_IF_ERROR(
+        op.alloc(Buf::kUB, b.rows, b.cols, b.t->fp16, Layout::kND, b.t->name, &t));
     bytes += matrix_bytes(b.rows, b.cols, false);
     to.push_back(t);
   }
@@ -77,9 +80,12 @@ Status gm_vector(CoreOps& op, const std::vector<GmBlock>& in, const std::vector<
 
 Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
   const int H = gm.H, K = gm.K, V = gm.V, C = gm.chunk;
-  const int64_t T = gm.T, NT = (T + C - 1) / C, HK = static_cast<int64_t>(H) * K, HV = static_cast<int64_t>(H) * V;
+  const int64_t T = gm.T, NT = (T + C - 1) / C, HK = static_cast<int64_t>(H) * K,
+                HV = static_cast<int64_t>(H) * V;
   Scratch x;
-  const auto ws = [&](const char* n, int64_t r, int64_t c, bool f16) { return sim.gm(n, r, c, f16, true); };
+  const auto ws = [&](const char* n, int64_t r, int64_t c, bool f16) {
+    return sim.gm(n, r, c, f16, true);
+  };
   // KDA (its gate per key channel) runs the same chain with the decay inside the intra-chunk
   // products: one operator forms both decayed K K^T and Q K^T (sub-chunk blocks, as FLA's
   // intra kernel), and the decays elsewhere are per channel.
@@ -112,8 +118,8 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
   HANPU_RETURN_IF_ERROR(launch_op(sim, units, [&](CoreOps& op, int64_t u) {
     const int64_t n = u / H, t0 = n * C;
     const int h = static_cast<int>(u % H), c = rows(n);
-    return gm_vector(op, {{gm.g, t0, c, h * int64_t{GW}, GW}}, {{x.gam, t0, c, h * int64_t{GW}, GW}}, false,
-                     [&](auto& in, auto& out) {
+    return gm_vector(op, {{gm.g, t0, c, h * int64_t{GW}, GW}},
+                     {{x.gam, t0, c, h * int64_t{GW}, GW}}, false, [&](auto& in, auto& out) {
                        for (int d = 0; d < GW; ++d) {
                          float run = 0;
                          for (int i = 0; i < c; ++i) out[0]->at(i, d) = run += in[0]->at(i, d);
@@ -159,19 +165,22 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
       return gm_vector(op, {{x.kk, t0, c, h * int64_t{C}, c}, {gm.beta, t0, c, h, 1}},
                        {{x.L, t0, c, h * int64_t{C}, c}}, true, [&](auto& in, auto& out) {
                          for (int i = 0; i < c; ++i) {
-                           for (int j = 0; j < c; ++j) out[0]->at(i, j) = j < i ? in[1]->v[i] * in[0]->at(i, j) : 0.0f;
+                           for (int j = 0; j < c; ++j)
+                             out[0]->at(i, j) = j < i ? in[1]->v[i] * in[0]->at(i, j) : 0.0f;
                          }
                        });
     }
-    return gm_vector(op, {{x.kk, t0, c, h * int64_t{C}, c}, {gm.beta, t0, c, h, 1}, {x.gam, t0, c, h, 1}},
-                     {{x.L, t0, c, h * int64_t{C}, c}}, true, [&](auto& in, auto& out) {
-                       for (int i = 0; i < c; ++i) {
-                         for (int j = 0; j < c; ++j) {
-                           out[0]->at(i, j) =
-                               j < i ? in[1]->v[i] * in[0]->at(i, j) * std::exp(in[2]->v[i] - in[2]->v[j]) : 0.0f;
-                         }
-                       }
-                     });
+    return gm_vector(
+        op, {{x.kk, t0, c, h * int64_t{C}, c}, {gm.beta, t0, c, h, 1}, {x.gam, t0, c, h, 1}},
+        {{x.L, t0, c, h * int64_t{C}, c}}, true, [&](auto& in, auto& out) {
+          for (int i = 0; i < c; ++i) {
+            for (int j = 0; j < c; ++j) {
+              out[0]->at(i, j) =
+                  j < i ? in[1]->v[i] * in[0]->at(i, j) * std::exp(in[2]->v[i] - in[2]->v[j])
+                        : 0.0f;
+            }
+          }
+        });
   }));
   HANPU_RETURN_IF_ERROR(launch_op(sim, units, [&](CoreOps& op, int64_t u) {
     const int64_t n = u / H, t0 = n * C;
@@ -188,14 +197,17 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
     const int64_t n = u / H, t0 = n * C;
     const int h = static_cast<int>(u % H), c = rows(n);
     return gm_vector(op,
-                     {{gm.k, t0, c, h * int64_t{K}, K}, {gm.v, t0, c, h * int64_t{V}, V}, {gm.beta, t0, c, h, 1},
+                     {{gm.k, t0, c, h * int64_t{K}, K},
+                      {gm.v, t0, c, h * int64_t{V}, V},
+                      {gm.beta, t0, c, h, 1},
                       {x.gam, t0, c, h * int64_t{GW}, GW}},
                      {{x.kb, t0, c, h * int64_t{K}, K}, {x.vb, t0, c, h * int64_t{V}, V}}, true,
                      [&](auto& in, auto& out) {
                        for (int i = 0; i < c; ++i) {
                          const float b = in[2]->v[i];
                          for (int j = 0; j < K; ++j) {
-                           out[0]->at(i, j) = b * std::exp(in[3]->at(i, kda ? j : 0)) * in[0]->at(i, j);
+                           out[0]->at(i, j) =
+                               b * std::exp(in[3]->at(i, kda ? j : 0)) * in[0]->at(i, j);
                          }
                          for (int j = 0; j < V; ++j) out[1]->at(i, j) = b * in[1]->at(i, j);
                        }
@@ -204,7 +216,8 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
   HANPU_RETURN_IF_ERROR(launch_op(sim, units, [&](CoreOps& op, int64_t u) {
     const int64_t n = u / H, t0 = n * C;
     const int h = static_cast<int>(u % H), c = rows(n);
-    HANPU_RETURN_IF_ERROR(gm_matmul(op, {x.A, t0, c, h * int64_t{C}, c}, false, {x.kb, t0, c, h * int64_t{K}, K},
+    HANPU_RETURN_IF_ERROR(gm_matmul(op, {x.A, t0, c, h * int64_t{C}, c}, false,
+                                    {x.kb, t0, c, h * int64_t{K}, K},
                                     {x.w, t0, c, h * int64_t{K}, K}));
     return gm_matmul(op, {x.A, t0, c, h * int64_t{C}, c}, false, {x.vb, t0, c, h * int64_t{V}, V},
                      {x.u, t0, c, h * int64_t{V}, V});
@@ -214,7 +227,8 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
   HANPU_RETURN_IF_ERROR(launch_op(sim, H, [&](CoreOps& op, int64_t h) {
     const GmBlock dst{x.S, h * K, K, 0, V};
     if (gm.state0 != nullptr) {
-      return gm_vector(op, {{gm.state0, h * K, K, 0, V}}, {dst}, false, [](auto& in, auto& out) { out[0]->v = in[0]->v; });
+      return gm_vector(op, {{gm.state0, h * K, K, 0, V}}, {dst}, false,
+                       [](auto& in, auto& out) { out[0]->v = in[0]->v; });
     }
     return gm_vector(op, {}, {dst}, false, [](auto&, auto&) {});
   }));
@@ -226,35 +240,42 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
                        [](auto& in, auto& out) { out[0]->v = in[0]->v; });
     }));
     HANPU_RETURN_IF_ERROR(launch_op(sim, H, [&](CoreOps& op, int64_t h) {  // W S
-      return gm_matmul(op, {x.w, t0, c, h * K, K}, false, {x.h, (n * H + h) * K, K, 0, V}, {x.ws, t0, c, h * V, V});
+      return gm_matmul(op, {x.w, t0, c, h * K, K}, false, {x.h, (n * H + h) * K, K, 0, V},
+                       {x.ws, t0, c, h * V, V});
     }));
     HANPU_RETURN_IF_ERROR(launch_op(sim, H, [&](CoreOps& op, int64_t h) {  // Vn = U - W S
-      return gm_vector(op, {{x.u, t0, c, h * V, V}, {x.ws, t0, c, h * V, V}}, {{x.vn, t0, c, h * V, V}}, false,
-                       [](auto& in, auto& out) {
-                         for (size_t i = 0; i < out[0]->v.size(); ++i) out[0]->v[i] = in[0]->v[i] - in[1]->v[i];
+      return gm_vector(op, {{x.u, t0, c, h * V, V}, {x.ws, t0, c, h * V, V}},
+                       {{x.vn, t0, c, h * V, V}}, false, [](auto& in, auto& out) {
+                         for (size_t i = 0; i < out[0]->v.size(); ++i)
+                           out[0]->v[i] = in[0]->v[i] - in[1]->v[i];
                        });
     }));
-    HANPU_RETURN_IF_ERROR(launch_op(sim, H, [&](CoreOps& op, int64_t h) {  // kd = exp(gam_last - gam) o k
-      return gm_vector(op, {{gm.k, t0, c, h * K, K}, {x.gam, t0, c, h * GW, GW}}, {{x.kd, t0, c, h * K, K}}, true,
-                       [&](auto& in, auto& out) {
-                         const Tile* g = in[1];
-                         for (int i = 0; i < c; ++i) {
-                           for (int j = 0; j < K; ++j) {
-                             const int d = kda ? j : 0;
-                             out[0]->at(i, j) = std::exp(g->at(c - 1, d) - g->at(i, d)) * in[0]->at(i, j);
-                           }
-                         }
-                       });
-    }));
+    HANPU_RETURN_IF_ERROR(
+        launch_op(sim, H, [&](CoreOps& op, int64_t h) {  // kd = exp(gam_last - gam) o k
+          return gm_vector(op, {{gm.k, t0, c, h * K, K}, {x.gam, t0, c, h * GW, GW}},
+                           {{x.kd, t0, c, h * K, K}}, true, [&](auto& in, auto& out) {
+                             const Tile* g = in[1];
+                             for (int i = 0; i < c; ++i) {
+                               for (int j = 0; j < K; ++j) {
+                                 const int d = kda ? j : 0;
+                                 out[0]->at(i, j) =
+                                     std::exp(g->at(c - 1, d) - g->at(i, d)) * in[0]->at(i, j);
+                               }
+                             }
+                           });
+        }));
     HANPU_RETURN_IF_ERROR(launch_op(sim, H, [&](CoreOps& op, int64_t h) {  // dS = kd^T Vn
-      return gm_matmul(op, {x.kd, t0, c, h * K, K}, true, {x.vn, t0, c, h * V, V}, {x.ds, h * K, K, 0, V});
+      return gm_matmul(op, {x.kd, t0, c, h * K, K}, true, {x.vn, t0, c, h * V, V},
+                       {x.ds, h * K, K, 0, V});
     }));
     HANPU_RETURN_IF_ERROR(launch_op(sim, H, [&](CoreOps& op, int64_t h) {  // S = decay S + dS
-      return gm_vector(op, {{x.S, h * K, K, 0, V}, {x.ds, h * K, K, 0, V}, {x.gam, t0, c, h * GW, GW}},
+      return gm_vector(op,
+                       {{x.S, h * K, K, 0, V}, {x.ds, h * K, K, 0, V}, {x.gam, t0, c, h * GW, GW}},
                        {{x.S, h * K, K, 0, V}}, kda, [&](auto& in, auto& out) {
                          for (int r = 0; r < K; ++r) {  // KDA: a decay per state row
                            const float d = std::exp(in[2]->at(c - 1, kda ? r : 0));
-                           for (int j = 0; j < V; ++j) out[0]->at(r, j) = d * in[0]->at(r, j) + in[1]->at(r, j);
+                           for (int j = 0; j < V; ++j)
+                             out[0]->at(r, j) = d * in[0]->at(r, j) + in[1]->at(r, j);
                          }
                        });
     }));
@@ -274,7 +295,8 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
       const int h = static_cast<int>(u % H), c = rows(n);
       return gm_vector(op, {{gm.q, t0, c, h * int64_t{K}, K}, {x.gam, t0, c, h * int64_t{K}, K}},
                        {{x.qg, t0, c, h * int64_t{K}, K}}, false, [&](auto& in, auto& out) {
-                         for (size_t i = 0; i < out[0]->v.size(); ++i) out[0]->v[i] = in[0]->v[i] * std::exp(in[1]->v[i]);
+                         for (size_t i = 0; i < out[0]->v.size(); ++i)
+                           out[0]->v[i] = in[0]->v[i] * std::exp(in[1]->v[i]);
                        });
     }
     const int64_t n = u / H, t0 = n * C;
@@ -299,19 +321,21 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
     const int64_t n = u / H, t0 = n * C;
     const int h = static_cast<int>(u % H), c = rows(n);
     if (kda) {
-      return gm_vector(op, {{x.qk, t0, c, h * int64_t{C}, c}}, {{x.qm, t0, c, h * int64_t{C}, c}}, true,
-                       [&](auto& in, auto& out) {
+      return gm_vector(op, {{x.qk, t0, c, h * int64_t{C}, c}}, {{x.qm, t0, c, h * int64_t{C}, c}},
+                       true, [&](auto& in, auto& out) {
                          for (int i = 0; i < c; ++i) {
-                           for (int j = 0; j < c; ++j) out[0]->at(i, j) = j <= i ? scale * in[0]->at(i, j) : 0.0f;
+                           for (int j = 0; j < c; ++j)
+                             out[0]->at(i, j) = j <= i ? scale * in[0]->at(i, j) : 0.0f;
                          }
                        });
     }
-    return gm_vector(op, {{x.qk, t0, c, h * int64_t{C}, c}, {x.gam, t0, c, h, 1}}, {{x.qm, t0, c, h * int64_t{C}, c}},
-                     true, [&](auto& in, auto& out) {
+    return gm_vector(op, {{x.qk, t0, c, h * int64_t{C}, c}, {x.gam, t0, c, h, 1}},
+                     {{x.qm, t0, c, h * int64_t{C}, c}}, true, [&](auto& in, auto& out) {
                        for (int i = 0; i < c; ++i) {
                          for (int j = 0; j < c; ++j) {
-                           out[0]->at(i, j) =
-                               j <= i ? scale * in[0]->at(i, j) * std::exp(in[1]->v[i] - in[1]->v[j]) : 0.0f;
+                           out[0]->at(i, j) = j <= i ? scale * in[0]->at(i, j) *
+                                                           std::exp(in[1]->v[i] - in[1]->v[j])
+                                                     : 0.0f;
                          }
                        }
                      });
@@ -319,7 +343,8 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
   HANPU_RETURN_IF_ERROR(launch_op(sim, units, [&](CoreOps& op, int64_t u) {
     const int64_t n = u / H, t0 = n * C;
     const int h = static_cast<int>(u % H), c = rows(n);
-    HANPU_RETURN_IF_ERROR(gm_matmul(op, {kda ? x.qg : gm.q, t0, c, h * int64_t{K}, K}, false, {x.h, (n * H + h) * K, K, 0, V},
+    HANPU_RETURN_IF_ERROR(gm_matmul(op, {kda ? x.qg : gm.q, t0, c, h * int64_t{K}, K}, false,
+                                    {x.h, (n * H + h) * K, K, 0, V},
                                     {x.qh, t0, c, h * int64_t{V}, V}));
     return gm_matmul(op, {x.qm, t0, c, h * int64_t{C}, c}, false, {x.vn, t0, c, h * int64_t{V}, V},
                      {x.ov, t0, c, h * int64_t{V}, V});
@@ -330,16 +355,19 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
     if (kda) {  // exp(gam) is already in Q h
       return gm_vector(op, {{x.ov, t0, c, h * int64_t{V}, V}, {x.qh, t0, c, h * int64_t{V}, V}},
                        {{gm.o, t0, c, h * int64_t{V}, V}}, false, [&](auto& in, auto& out) {
-                         for (size_t i = 0; i < out[0]->v.size(); ++i) out[0]->v[i] = in[0]->v[i] + scale * in[1]->v[i];
+                         for (size_t i = 0; i < out[0]->v.size(); ++i)
+                           out[0]->v[i] = in[0]->v[i] + scale * in[1]->v[i];
                        });
     }
-    return gm_vector(op, {{x.ov, t0, c, h * int64_t{V}, V}, {x.qh, t0, c, h * int64_t{V}, V}, {x.gam, t0, c, h, 1}},
-                     {{gm.o, t0, c, h * int64_t{V}, V}}, true, [&](auto& in, auto& out) {
-                       for (int i = 0; i < c; ++i) {
-                         const float e = scale * std::exp(in[2]->v[i]);
-                         for (int j = 0; j < V; ++j) out[0]->at(i, j) = in[0]->at(i, j) + e * in[1]->at(i, j);
-                       }
-                     });
+    return gm_vector(
+        op,
+        {{x.ov, t0, c, h * int64_t{V}, V}, {x.qh, t0, c, h * int64_t{V}, V}, {x.gam, t0, c, h, 1}},
+        {{gm.o, t0, c, h * int64_t{V}, V}}, true, [&](auto& in, auto& out) {
+          for (int i = 0; i < c; ++i) {
+            const float e = scale * std::exp(in[2]->v[i]);
+            for (int j = 0; j < V; ++j) out[0]->at(i, j) = in[0]->at(i, j) + e * in[1]->at(i, j);
+          }
+        });
   });
 }
 

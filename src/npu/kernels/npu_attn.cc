@@ -18,15 +18,19 @@ std::vector<std::string> npu_spatial_targets() { return npu::spatial_machine_nam
 
 Status npu_attn_prefill(const AttnArgs& a, const NpuAttnOptions& opt, NpuAttnStats* stats) {
   const auto shape_of = [](const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); };
-  if (a.q.shape.size() != 3 || a.q.shape != a.k.shape || a.q.shape != a.v.shape || a.o.shape != a.q.shape) {
-    return Status::Error(fmt::format("npu attn: q {}, k {}, v {}, o {} must all be [T, H, D] of one shape",
-                                     shape_of(a.q.shape), shape_of(a.k.shape), shape_of(a.v.shape), shape_of(a.o.shape)));
+  if (a.q.shape.size() != 3 || a.q.shape != a.k.shape || a.q.shape != a.v.shape ||
+      a.o.shape != a.q.shape) {
+    return Status::Error(fmt::format(
+        "npu attn: q {}, k {}, v {}, o {} must all be [T, H, D] of one shape", shape_of(a.q.shape),
+        shape_of(a.k.shape), shape_of(a.v.shape), shape_of(a.o.shape)));
   }
   const int64_t T = a.q.shape[0];
   const int H = static_cast<int>(a.q.shape[1]), D = static_cast<int>(a.q.shape[2]);
-  if (T < 1 || H < 1) return Status::Error(fmt::format("npu attn: T {} and H {} must be >= 1", T, H));
+  if (T < 1 || H < 1)
+    return Status::Error(fmt::format("npu attn: T {} and H {} must be >= 1", T, H));
   if (a.mask == AttnMask::kSliding || (a.q_offset && *a.q_offset != 0)) {
-    return Status::Error("npu attn: masks none and causal without a query offset only (the STEEL dataflow)");
+    return Status::Error(
+        "npu attn: masks none and causal without a query offset only (the STEEL dataflow)");
   }
   if (a.scale && !std::isfinite(*a.scale)) return Status::Error("npu attn: scale must be finite");
   if (a.kv_row_stride != 0 || a.kv_head_stride != 0) {
@@ -45,10 +49,12 @@ Status npu_attn_prefill(const AttnArgs& a, const NpuAttnOptions& opt, NpuAttnSta
     const double events = per * H * blocks * blocks;
     constexpr double kMaxEvents = 64e6;
     if (events > kMaxEvents) {
-      return Status::Error(fmt::format(
-          "npu attn: {} at T = {} with {} heads would record ~{:.0f} M events on the model (~{:.1f} GiB); the limit is "
-          "{:.0f} M: use fewer heads (each head runs the same program, one after another) or a shorter T",
-          opt.variant, T, H, events / 1e6, events * 135 / (1 << 30), kMaxEvents / 1e6));
+      return Status::Error(
+          fmt::format("npu attn: {} at T = {} with {} heads would record ~{:.0f} M events on the "
+                      "model (~{:.1f} GiB); the limit is "
+                      "{:.0f} M: use fewer heads (each head runs the same program, one after "
+                      "another) or a shorter T",
+                      opt.variant, T, H, events / 1e6, events * 135 / (1 << 30), kMaxEvents / 1e6));
     }
   }
   npu::SpatialMachine m;
@@ -69,7 +75,8 @@ Status npu_attn_prefill(const AttnArgs& a, const NpuAttnOptions& opt, NpuAttnSta
   }
   npu::SpatialSim sim(m);
   if (opt.variant == "steel") {
-    HANPU_RETURN_IF_ERROR(npu::steel_attention(sim, s, opt.placement, q.data(), k.data(), v.data(), o.data()));
+    HANPU_RETURN_IF_ERROR(
+        npu::steel_attention(sim, s, opt.placement, q.data(), k.data(), v.data(), o.data()));
   } else if (opt.variant == "dato") {  // placement does not apply: fixed dealing, nothing skipped
     HANPU_RETURN_IF_ERROR(npu::dato_attention(sim, s, q.data(), k.data(), v.data(), o.data()));
   } else {  // layer: placement does not apply (every block is computed)

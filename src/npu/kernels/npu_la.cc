@@ -17,50 +17,57 @@ namespace hanpu {
 namespace {
 
 Status validate(const LaArgs& a, const NpuLaOptions& o, int64_t* T, int* H, int* K, int* V) {
-  if (a.q.shape.size() != 3 || a.k.shape != a.q.shape || a.v.shape.size() != 3 || a.o.shape != a.v.shape) {
-    return Status::Error(fmt::format("npu: q {} and k {} must be [T, H, K], v {} and o {} [T, HV, V]",
-                                     shape_str(a.q.shape), shape_str(a.k.shape), shape_str(a.v.shape),
-                                     shape_str(a.o.shape)));
+  if (a.q.shape.size() != 3 || a.k.shape != a.q.shape || a.v.shape.size() != 3 ||
+      a.o.shape != a.v.shape) {
+    return Status::Error(fmt::format(
+        "npu: q {} and k {} must be [T, H, K], v {} and o {} [T, HV, V]", shape_str(a.q.shape),
+        shape_str(a.k.shape), shape_str(a.v.shape), shape_str(a.o.shape)));
   }
   *T = a.q.shape[0];
   *H = static_cast<int>(a.q.shape[1]);
   *K = static_cast<int>(a.q.shape[2]);
   *V = static_cast<int>(a.v.shape[2]);
   if (a.v.shape[0] != *T || a.v.shape[1] != *H) {
-    return Status::Error(fmt::format("npu: v {} must be [T, H, V] with T {} and H {} (GVA: not yet)",
-                                     shape_str(a.v.shape), *T, *H));
+    return Status::Error(
+        fmt::format("npu: v {} must be [T, H, V] with T {} and H {} (GVA: not yet)",
+                    shape_str(a.v.shape), *T, *H));
   }
   if (*T < 1 || *H < 1) return Status::Error("npu: T and H must be >= 1");
   for (const auto& [name, d] : {std::pair{"K", *K}, std::pair{"V", *V}}) {
     if (d < 16 || d > 128 || d % 16 != 0) {
-      return Status::Error(fmt::format("npu: {} = {} must be a multiple of 16 in [16, 128]", name, d));
+      return Status::Error(
+          fmt::format("npu: {} = {} must be a multiple of 16 in [16, 128]", name, d));
     }
   }
   const Shape gshape = a.mech == LaMech::kKda ? Shape{*T, *H, *K} : Shape{*T, *H};
   if (a.g.shape != gshape || a.g.dtype != DType::kF32 || a.beta.shape != Shape{*T, *H} ||
       a.beta.dtype != DType::kF32) {
-    return Status::Error(fmt::format("npu: g {} must be f32 {} and beta {} f32 [{}, {}]", shape_str(a.g.shape),
-                                     shape_str(gshape), shape_str(a.beta.shape), *T, *H));
+    return Status::Error(fmt::format("npu: g {} must be f32 {} and beta {} f32 [{}, {}]",
+                                     shape_str(a.g.shape), shape_str(gshape),
+                                     shape_str(a.beta.shape), *T, *H));
   }
-  if (!a.cu_seqlens.empty() && !(a.cu_seqlens.size() == 2 && a.cu_seqlens[0] == 0 && a.cu_seqlens[1] == *T)) {
+  if (!a.cu_seqlens.empty() &&
+      !(a.cu_seqlens.size() == 2 && a.cu_seqlens[0] == 0 && a.cu_seqlens[1] == *T)) {
     return Status::Error("npu: varlen batches (cu_seqlens) are not supported yet");
   }
   if (a.qk_l2norm) return Status::Error("npu: in-kernel q/k L2 norm is not supported yet");
   const Shape st{1, *H, *K, *V};
-  if (!a.initial_state.empty() && (a.initial_state.shape != st || a.initial_state.dtype != DType::kF32)) {
-    return Status::Error(fmt::format("npu: initial_state {} must be f32 {}", shape_str(a.initial_state.shape),
-                                     shape_str(st)));
+  if (!a.initial_state.empty() &&
+      (a.initial_state.shape != st || a.initial_state.dtype != DType::kF32)) {
+    return Status::Error(fmt::format("npu: initial_state {} must be f32 {}",
+                                     shape_str(a.initial_state.shape), shape_str(st)));
   }
   if (!a.final_state.empty() && (a.final_state.shape != st || a.final_state.dtype != DType::kF32)) {
-    return Status::Error(fmt::format("npu: final_state {} must be f32 {}", shape_str(a.final_state.shape),
-                                     shape_str(st)));
+    return Status::Error(fmt::format("npu: final_state {} must be f32 {}",
+                                     shape_str(a.final_state.shape), shape_str(st)));
   }
   if (o.chunk_size != 16 && o.chunk_size != 32 && o.chunk_size != 64) {
     return Status::Error(fmt::format("npu: chunk_size {} must be 16, 32 or 64", o.chunk_size));
   }
   for (int64_t i = 0; i < shape_numel(gshape); ++i) {
     const float g = static_cast<const float*>(a.g.data)[i];
-    if (!std::isfinite(g) || g > 0) return Status::Error(fmt::format("npu: g[{}] = {} must be finite and <= 0", i, g));
+    if (!std::isfinite(g) || g > 0)
+      return Status::Error(fmt::format("npu: g[{}] = {} must be finite and <= 0", i, g));
   }
   return Status::Ok();
 }
@@ -76,51 +83,67 @@ void fill(npu::GmTensor* t, const void* data, DType dt) {
 
 std::vector<NpuVariantInfo> npu_la_variants() {
   std::vector<NpuVariantInfo> out;
-  for (const npu::GdnVariant& v : npu::gdn_variants()) out.push_back({v.name, v.summary, v.ablation_only});
+  for (const npu::GdnVariant& v : npu::gdn_variants())
+    out.push_back({v.name, v.summary, v.ablation_only});
   return out;
 }
 
 std::vector<std::string> npu_targets() { return npu::npu_machine_names(); }
 
-Status describe_npu_plan(const std::string& target, LaMech mech, int heads, int64_t seq, int dim, int chunk,
-                         std::string* out) {
+Status describe_npu_plan(const std::string& target, LaMech mech, int heads, int64_t seq, int dim,
+                         int chunk, std::string* out) {
   const bool kda = mech == LaMech::kKda;
-  if (heads < 1 || seq < 1 || dim < 16 || dim > 128 || dim % 16 != 0 || (chunk != 16 && chunk != 32 && chunk != 64)) {
-    return Status::Error(fmt::format("plan: heads {} and seq {} must be >= 1, dim {} a multiple of 16 in [16, 128], "
-                                     "chunk {} 16, 32 or 64", heads, seq, dim, chunk));
+  if (heads < 1 || seq < 1 || dim < 16 || dim > 128 || dim % 16 != 0 ||
+      (chunk != 16 && chunk != 32 && chunk != 64)) {
+    return Status::Error(
+        fmt::format("plan: heads {} and seq {} must be >= 1, dim {} a multiple of 16 in [16, 128], "
+                    "chunk {} 16, 32 or 64",
+                    heads, seq, dim, chunk));
   }
   npu::NpuMachine m;
   HANPU_RETURN_IF_ERROR(npu::load_npu_machine(target, &m));
   const plan::TargetDesc t = npu::plan_target(m);
   std::ostringstream os;
-  os << fmt::format("# {} ({} cores, UB {} KiB), {}, {} heads, T = {}, C = {}, K = V = {}\n", m.name, m.cores,
-                    t.ub_bytes / 1024, kda ? "KDA" : "GDN", heads, seq, chunk, dim);
+  os << fmt::format("# {} ({} cores, UB {} KiB), {}, {} heads, T = {}, C = {}, K = V = {}\n",
+                    m.name, m.cores, t.ub_bytes / 1024, kda ? "KDA" : "GDN", heads, seq, chunk,
+                    dim);
   const plan::ChunkGraph fla = plan::chunk_fla_order(kda, chunk, dim, dim);
   const plan::ChunkGraph ha = plan::reorder(fla);
   for (const plan::ChunkGraph* g : {&fla, &ha}) {
-    os << fmt::format("\noperator order ({}): ", g->order == "fla" ? "FLA's default" : "after lifetime-aware reordering");
+    os << fmt::format("\noperator order ({}): ",
+                      g->order == "fla" ? "FLA's default" : "after lifetime-aware reordering");
     for (size_t i = 0; i < g->ops.size(); ++i) os << (i ? " -> " : "") << g->ops[i].name;
     const int64_t peak = plan::peak_live_bytes(*g);
-    os << fmt::format("\n  predicted peak of live tensors {:.1f} KiB ({} the UB), state versions live at once: {}\n",
-                      peak / 1024.0, peak > t.ub_bytes ? "exceeds" : "fits", plan::max_live_state_versions(*g));
+    os << fmt::format(
+        "\n  predicted peak of live tensors {:.1f} KiB ({} the UB), state versions live at once: "
+        "{}\n",
+        peak / 1024.0, peak > t.ub_bytes ? "exceeds" : "fits", plan::max_live_state_versions(*g));
   }
   const plan::LayoutPlan lp = plan::plan_layouts(chunk, dim, dim, t);
   const auto costs = plan::gdn_chain_costs(chunk, dim, dim);
-  os << "\nlayout plan (dynamic programme over the chunk's vector chains; cube operands are always blocked):\n";
+  os << "\nlayout plan (dynamic programme over the chunk's vector chains; cube operands are always "
+        "blocked):\n";
   for (int i = 0; i < plan::kNumChains; ++i) {
     const plan::Layout l = costs[i].state_chain ? lp.state : lp.chain[i];
-    const char* sites = l == plan::Layout::kDense
-                            ? "transforms at entry (from the cube) and exit (to the cube)"
-                            : (costs[i].transform_out < 0 ? "one transform at exit (GM takes dense rows)" : "no transforms");
-    os << fmt::format("  {:<14} {:<8} {}\n", plan::chain_name(static_cast<plan::Chain>(i)), plan::layout_name(l), sites);
+    const char* sites =
+        l == plan::Layout::kDense
+            ? "transforms at entry (from the cube) and exit (to the cube)"
+            : (costs[i].transform_out < 0 ? "one transform at exit (GM takes dense rows)"
+                                          : "no transforms");
+    os << fmt::format("  {:<14} {:<8} {}\n", plan::chain_name(static_cast<plan::Chain>(i)),
+                      plan::layout_name(l), sites);
   }
   os << fmt::format("  state in UB across chunks: {}\n", plan::layout_name(lp.state));
-  os << fmt::format("  vector + transform cycles per chunk: plan {:.0f}, all dense {:.0f}, all blocked {:.0f}\n",
-                    lp.cycles_per_chunk, plan::uniform_plan(plan::Layout::kDense, chunk, dim, dim, t).cycles_per_chunk,
-                    plan::uniform_plan(plan::Layout::kBlocked, chunk, dim, dim, t).cycles_per_chunk);
+  os << fmt::format(
+      "  vector + transform cycles per chunk: plan {:.0f}, all dense {:.0f}, all blocked {:.0f}\n",
+      lp.cycles_per_chunk,
+      plan::uniform_plan(plan::Layout::kDense, chunk, dim, dim, t).cycles_per_chunk,
+      plan::uniform_plan(plan::Layout::kBlocked, chunk, dim, dim, t).cycles_per_chunk);
   if (kda) {
-    os << "  KDA: masks+inverse and kd run on dense rows in the kernel (its intra-chunk products are\n"
-          "  formed from rows scaled per channel); the plan above applies to rhs, output and state\n";
+    os << "  KDA: masks+inverse and kd run on dense rows in the kernel (its intra-chunk products "
+          "are\n"
+          "  formed from rows scaled per channel); the plan above applies to rhs, output and "
+          "state\n";
   }
   npu::GdnGm shape;  // no tensors: the schedule's probes make their own
   shape.kda = kda;
@@ -131,9 +154,11 @@ Status describe_npu_plan(const std::string& target, LaMech mech, int heads, int6
   shape.scale = 1.0f / std::sqrt(static_cast<float>(dim));
   const plan::CoreSchedule sched = npu::fused_schedule(m, shape, lp, {});
   const double whole = plan::chunk_part_cycles(kda, chunk, dim, dim, lp, t);
-  os << fmt::format("\ncore schedule (modelled cycles per chunk: whole head {:.0f}, 16 columns {:.0f}", whole,
-                    plan::chunk_part_cycles(kda, chunk, dim, 16, lp, t));
-  if (sched.chunk_split == 0) os << fmt::format("; busiest core {:.2f} heads' worth", sched.makespan / whole);
+  os << fmt::format(
+      "\ncore schedule (modelled cycles per chunk: whole head {:.0f}, 16 columns {:.0f}", whole,
+      plan::chunk_part_cycles(kda, chunk, dim, 16, lp, t));
+  if (sched.chunk_split == 0)
+    os << fmt::format("; busiest core {:.2f} heads' worth", sched.makespan / whole);
   os << "): " << sched.describe();
   *out = os.str();
   return Status::Ok();
@@ -149,7 +174,8 @@ Status npu_la_prefill(const LaArgs& a, const NpuLaOptions& o, NpuLaStats* stats)
     if (v.name == o.variant) variant = &v;
     names += (names.empty() ? "" : ", ") + std::string(v.name);
   }
-  if (variant == nullptr) return Status::Error(fmt::format("npu: unknown variant '{}' (one of: {})", o.variant, names));
+  if (variant == nullptr)
+    return Status::Error(fmt::format("npu: unknown variant '{}' (one of: {})", o.variant, names));
   npu::NpuMachine m;
   HANPU_RETURN_IF_ERROR(npu::load_npu_machine(o.target, &m));
   npu::NpuSim sim(m);
@@ -182,7 +208,8 @@ Status npu_la_prefill(const LaArgs& a, const NpuLaOptions& o, NpuLaStats* stats)
   // Outputs only after the whole run succeeded: an error leaves the caller's tensors untouched.
   for (size_t i = 0; i < gm.o->v.size(); ++i) store_from_f32(a.o.data, a.o.dtype, i, gm.o->v[i]);
   if (gm.state1 != nullptr) {
-    for (size_t i = 0; i < gm.state1->v.size(); ++i) static_cast<float*>(a.final_state.data)[i] = gm.state1->v[i];
+    for (size_t i = 0; i < gm.state1->v.size(); ++i)
+      static_cast<float*>(a.final_state.data)[i] = gm.state1->v[i];
   }
   if (stats != nullptr) {
     NpuLaStats r;
@@ -194,7 +221,8 @@ Status npu_la_prefill(const LaArgs& a, const NpuLaOptions& o, NpuLaStats* stats)
     r.l1_l0_bytes = s.l1_l0_bytes;
     r.spill_bytes = s.spill_bytes;
     r.gm_workspace_bytes = s.gm_workspace_bytes;
-    for (int b = 0; b < npu::kNumBufs; ++b) r.peak_bytes[npu::buf_name(static_cast<npu::Buf>(b))] = s.peak_bytes[b];
+    for (int b = 0; b < npu::kNumBufs; ++b)
+      r.peak_bytes[npu::buf_name(static_cast<npu::Buf>(b))] = s.peak_bytes[b];
     r.cube_macs = s.cube_macs;
     r.cube_util = s.cube_util;
     r.vector_util = s.vector_util;

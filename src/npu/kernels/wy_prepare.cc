@@ -5,13 +5,15 @@
 
 namespace hanpu::npu {
 
-WyGm wy_workspace(NpuSim& sim, const GdnGm& gm, const std::string& prefix, const std::vector<int>& heads) {
+WyGm wy_workspace(NpuSim& sim, const GdnGm& gm, const std::string& prefix,
+                  const std::vector<int>& heads) {
   WyGm x;
   int64_t S = gm.H;
   if (!heads.empty()) {
     S = static_cast<int64_t>(heads.size());
     x.slot.assign(static_cast<size_t>(gm.H), -1);
-    for (size_t i = 0; i < heads.size(); ++i) x.slot[static_cast<size_t>(heads[i])] = static_cast<int>(i);
+    for (size_t i = 0; i < heads.size(); ++i)
+      x.slot[static_cast<size_t>(heads[i])] = static_cast<int>(i);
   }
   x.w = sim.gm(prefix + ".w", gm.T, S * gm.K, true, true);
   x.u = sim.gm(prefix + ".u", gm.T, S * gm.V, true, true);
@@ -23,8 +25,8 @@ WyGm wy_workspace(NpuSim& sim, const GdnGm& gm, const std::string& prefix, const
 namespace {
 
 // W = A kb and U = A vb on the cube from UB's A, kb, vb (freed), stored to GM as dense rows.
-Status wy_products(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c, Tile* Ainv, Tile* kb,
-                   Tile* vb) {
+Status wy_products(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c,
+                   Tile* Ainv, Tile* kb, Tile* vb) {
   NpuSim& sim = op.sim();
   const int K = gm.K, V = gm.V;
   Tile *A1, *kb1, *vb1, *Aa, *kbB, *vbB, *W, *U, *Wu, *Uu;
@@ -81,7 +83,8 @@ Status wy_prepare_kda(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_
   HANPU_RETURN_IF_ERROR(op.kda_masks(L, Qm, beta, gm.scale));
   Tile* qm16;  // Aqk in q's dtype, as FLA keeps it
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, c, true, Layout::kND, "Aqk", &qm16));
-  HANPU_RETURN_IF_ERROR(sim.vector({Qm}, {qm16}, matrix_bytes(c, c, false), false, [&] { qm16->v = Qm->v; }));
+  HANPU_RETURN_IF_ERROR(
+      sim.vector({Qm}, {qm16}, matrix_bytes(c, c, false), false, [&] { qm16->v = Qm->v; }));
   HANPU_RETURN_IF_ERROR(sim.store({x.aqk, t0, c, x.at(h) * gm.chunk, c}, qm16));
   op.free({Qm, qm16});
   HANPU_RETURN_IF_ERROR(op.unit_lower_inverse(L, "Ainv", &Ainv));

@@ -21,7 +21,8 @@ struct WyGm {
 };
 // The WY intermediates of a flow in GM, named `prefix`.w etc. (counted as workspace), for
 // `heads` (empty: all of gm's heads; otherwise only those get a slot).
-WyGm wy_workspace(NpuSim& sim, const GdnGm& gm, const std::string& prefix, const std::vector<int>& heads = {});
+WyGm wy_workspace(NpuSim& sim, const GdnGm& gm, const std::string& prefix,
+                  const std::vector<int>& heads = {});
 Status wy_prepare(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c);
 
 }  // namespace hanpu::npu

@@ -14,7 +14,8 @@ Status wy_advance(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0
   if (h_out != nullptr) {
     Tile* h16;
     HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, K, V, true, Layout::kND, "h", &h16));
-    HANPU_RETURN_IF_ERROR(sim.vector({S}, {h16}, matrix_bytes(K, V, false), false, [&] { h16->v = S->v; }));
+    HANPU_RETURN_IF_ERROR(
+        sim.vector({S}, {h16}, matrix_bytes(K, V, false), false, [&] { h16->v = S->v; }));
     HANPU_RETURN_IF_ERROR(sim.store(*h_out, h16));
     HANPU_RETURN_IF_ERROR(sim.relayout(h16, Layout::kNZ));
     HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, K, V, true, Layout::kNZ, "h", &S16));
@@ -87,17 +88,20 @@ Status wy_advance(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0
 Status wy_initial_state(CoreOps& op, const GdnGm& gm, int h, Tile** S) {
   const int K = gm.K, V = gm.V;
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, K, V, false, Layout::kND, "S", S));
-  if (gm.state0 != nullptr) return op.sim().load(*S, {gm.state0, static_cast<int64_t>(h) * K, K, 0, V});
+  if (gm.state0 != nullptr)
+    return op.sim().load(*S, {gm.state0, static_cast<int64_t>(h) * K, K, 0, V});
   return op.sim().vector({}, {*S}, matrix_bytes(K, V, false), false, [] {});
 }
 
-Status wy_load_gam(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c, Tile** gam) {
+Status wy_load_gam(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c,
+                   Tile** gam) {
   const int w = gm.kda ? gm.K : 1;
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, w, false, Layout::kND, "gam", gam));
   return op.sim().load(*gam, {x.gam, t0, c, x.at(h) * w, w});
 }
 
-Status wy_output_operands(CoreOps& op, const GdnGm& gm, int h, int64_t t0, int c, Tile** q, Tile** k) {
+Status wy_output_operands(CoreOps& op, const GdnGm& gm, int h, int64_t t0, int c, Tile** q,
+                          Tile** k) {
   NpuSim& sim = op.sim();
   const int K = gm.K;
   if (gm.kda) {
@@ -115,13 +119,13 @@ namespace {
 
 // KDA's output: Qg = Q o exp(gam) against S, Aqk (already decayed, masked and scaled) from
 // GM against Vn; o = Aqk Vn + scale Qg S.
-Status wy_output_kda(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c, Tile* qu, Tile* s16,
-                     Tile* vn1, Tile* gam) {
+Status wy_output_kda(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c,
+                     Tile* qu, Tile* s16, Tile* vn1, Tile* gam) {
   NpuSim& sim = op.sim();
   const int V = gm.V;
   Tile *Qg, *Qg1, *Qa, *Sb, *QS, *QSu, *Am, *Am1, *Ama, *Vnb, *O, *Ou, *o16;
-  HANPU_RETURN_IF_ERROR(op.channel_scaled(qu, gam, 0, c, "qg", [&](int i, int d) { return std::exp(gam->at(i, d)); },
-                                          &Qg));
+  HANPU_RETURN_IF_ERROR(op.channel_scaled(
+      qu, gam, 0, c, "qg", [&](int i, int d) { return std::exp(gam->at(i, d)); }, &Qg));
   op.free({qu, gam});
   HANPU_RETURN_IF_ERROR(op.stage_to_l1(Qg, "qg", &Qg1));
   op.free({Qg});
@@ -156,8 +160,8 @@ Status wy_output_kda(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t
 
 }  // namespace
 
-Status wy_output(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c, Tile* q1, Tile* k1,
-                 Tile* s16, Tile* vn1, Tile* gam) {
+Status wy_output(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c, Tile* q1,
+                 Tile* k1, Tile* s16, Tile* vn1, Tile* gam) {
   if (gm.kda) return wy_output_kda(op, gm, x, h, t0, c, q1, s16, vn1, gam);
   NpuSim& sim = op.sim();
   const int V = gm.V;

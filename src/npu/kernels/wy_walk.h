@@ -25,15 +25,17 @@ Status wy_initial_state(CoreOps& op, const GdnGm& gm, int h, Tile** S);
 
 // The operands wy_output reads from gm.q / gm.k: GDN, q and k in L1 (fp16 NZ); KDA, q as
 // dense UB rows (scaled per channel before the cube sees it) and no k (Aqk comes from GM).
-Status wy_output_operands(CoreOps& op, const GdnGm& gm, int h, int64_t t0, int c, Tile** q, Tile** k);
+Status wy_output_operands(CoreOps& op, const GdnGm& gm, int h, int64_t t0, int c, Tile** q,
+                          Tile** k);
 
 // o = scale exp(gam) Q S + Qm Vn for one (chunk, head) and stored to gm.o: Q K^T masked into
 // Qm, Q S against the chunk's input state (KDA: (Q o exp(gam)) S and Qm = Aqk from x.aqk).
 // Takes q, k (from wy_output_operands), the state s16 (fp16, L1), Vn (fp16, L1) and gam (UB)
 // and frees them.
-Status wy_output(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c, Tile* q, Tile* k,
-                 Tile* s16, Tile* vn1, Tile* gam);
+Status wy_output(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c, Tile* q,
+                 Tile* k, Tile* s16, Tile* vn1, Tile* gam);
 // gam of one (chunk, head) from the WY form into UB ([c x 1], KDA [c x K]).
-Status wy_load_gam(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c, Tile** gam);
+Status wy_load_gam(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c,
+                   Tile** gam);
 
 }  // namespace hanpu::npu

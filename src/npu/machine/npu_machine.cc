@@ -27,7 +27,9 @@ constexpr const char* kPathNames[kNumPaths] = {"GM->L1",  "GM->UB",  "UB->GM",  
 
 const char* buf_name(Buf b) { return kBufNames[static_cast<int>(b)]; }
 const char* path_name(Path p) { return kPathNames[static_cast<int>(p)]; }
-bool path_touches_gm(Path p) { return p == Path::kGmToL1 || p == Path::kGmToUb || p == Path::kUbToGm; }
+bool path_touches_gm(Path p) {
+  return p == Path::kGmToL1 || p == Path::kGmToUb || p == Path::kUbToGm;
+}
 
 std::vector<std::string> npu_machine_names() { return fields::builtin_names("ascend"); }
 
@@ -35,11 +37,13 @@ Status parse_npu_machine(const std::string& text, const std::string& src, NpuMac
   nlohmann::json j;
   HANPU_RETURN_IF_ERROR(parse_json(text, src, &j));
   if (!j.is_object()) return Status::Error(fmt::format("{}: not a JSON object", src));
-  if (j.contains("kind") && !j["kind"].is_string()) return Status::Error(fmt::format("{}: kind must be a string", src));
+  if (j.contains("kind") && !j["kind"].is_string())
+    return Status::Error(fmt::format("{}: kind must be a string", src));
   if (const std::string kind = fields::kind_of(j); kind != "ascend") {
-    return Status::Error(fmt::format("{}: a target of kind '{}', not an Ascend-class one (the LA kernels run on "
-                                     "Ascend-class targets: {})",
-                                     src, kind, fmt::join(npu_machine_names(), ", ")));
+    return Status::Error(
+        fmt::format("{}: a target of kind '{}', not an Ascend-class one (the LA kernels run on "
+                    "Ascend-class targets: {})",
+                    src, kind, fmt::join(npu_machine_names(), ", ")));
   }
   NpuMachine m;
   HANPU_RETURN_IF_ERROR(fields::name_and_summary(j, src, &m.name, &m.summary));
@@ -73,9 +77,12 @@ Status parse_npu_machine(const std::string& text, const std::string& src, NpuMac
   m.cube_startup_cycles = static_cast<int>(cs);
   const nlohmann::json* vec = nullptr;
   HANPU_RETURN_IF_ERROR(object(j, src, "vector", &vec));
-  HANPU_RETURN_IF_ERROR(positive(*vec, src + ": vector", "bytes_per_cycle", &m.vector_bytes_per_cycle));
-  HANPU_RETURN_IF_ERROR(non_negative(*vec, src + ": vector", "startup_cycles", &m.vector_startup_cycles));
-  HANPU_RETURN_IF_ERROR(positive(*vec, src + ": vector", "nz_row_op_factor", &m.vector_nz_row_op_factor));
+  HANPU_RETURN_IF_ERROR(
+      positive(*vec, src + ": vector", "bytes_per_cycle", &m.vector_bytes_per_cycle));
+  HANPU_RETURN_IF_ERROR(
+      non_negative(*vec, src + ": vector", "startup_cycles", &m.vector_startup_cycles));
+  HANPU_RETURN_IF_ERROR(
+      positive(*vec, src + ": vector", "nz_row_op_factor", &m.vector_nz_row_op_factor));
   const nlohmann::json* paths = nullptr;
   HANPU_RETURN_IF_ERROR(object(j, src, "paths_gbps", &paths));
   for (int p = 0; p < kNumPaths; ++p) {
@@ -83,8 +90,10 @@ Status parse_npu_machine(const std::string& text, const std::string& src, NpuMac
   }
   const nlohmann::json* lat = nullptr;
   HANPU_RETURN_IF_ERROR(object(j, src, "dma_latency_cycles", &lat));
-  HANPU_RETURN_IF_ERROR(non_negative(*lat, src + ": dma_latency_cycles", "GM", &m.gm_latency_cycles));
-  HANPU_RETURN_IF_ERROR(non_negative(*lat, src + ": dma_latency_cycles", "local", &m.local_latency_cycles));
+  HANPU_RETURN_IF_ERROR(
+      non_negative(*lat, src + ": dma_latency_cycles", "GM", &m.gm_latency_cycles));
+  HANPU_RETURN_IF_ERROR(
+      non_negative(*lat, src + ": dma_latency_cycles", "local", &m.local_latency_cycles));
   HANPU_RETURN_IF_ERROR(positive(j, src, "gm_gbps", &m.gm_gbps));
   const nlohmann::json* e = nullptr;
   HANPU_RETURN_IF_ERROR(object(j, src, "energy_pj", &e));
@@ -97,14 +106,17 @@ Status parse_npu_machine(const std::string& text, const std::string& src, NpuMac
   HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "vector_byte", &m.energy.vector_byte));
   HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "static_w", &m.energy.static_w));
   HANPU_RETURN_IF_ERROR(fields::sources(
-      j, src, {"cores", "clock_ghz", "buffers", "cube", "vector", "paths_gbps", "gm_gbps", "energy_pj"}, &m.sources));
+      j, src,
+      {"cores", "clock_ghz", "buffers", "cube", "vector", "paths_gbps", "gm_gbps", "energy_pj"},
+      &m.sources));
   *out = std::move(m);
   return Status::Ok();
 }
 
 Status load_npu_machine(const std::string& name_or_path, NpuMachine* out) {
   std::string text, source;
-  HANPU_RETURN_IF_ERROR(fields::target_text(name_or_path, "NPU target", npu_machine_names(), &text, &source));
+  HANPU_RETURN_IF_ERROR(
+      fields::target_text(name_or_path, "NPU target", npu_machine_names(), &text, &source));
   return parse_npu_machine(text, source, out);
 }
 

@@ -19,7 +19,16 @@ inline constexpr int kNumBufs = 5;
 const char* buf_name(Buf b);
 
 // The data paths a transfer engine can take. GM paths share the chip's GM bandwidth.
-enum class Path : uint8_t { kGmToL1, kGmToUb, kUbToGm, kUbToL1, kL1ToL0A, kL1ToL0B, kL0CToUb, kL1ToUb };
+enum class Path : uint8_t {
+  kGmToL1,
+  kGmToUb,
+  kUbToGm,
+  kUbToL1,
+  kL1ToL0A,
+  kL1ToL0B,
+  kL0CToUb,
+  kL1ToUb
+};
 inline constexpr int kNumPaths = 8;
 const char* path_name(Path p);  // "GM->L1", ...
 bool path_touches_gm(Path p);

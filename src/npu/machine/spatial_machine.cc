@@ -17,7 +17,8 @@ using fields::positive;
 
 namespace {
 
-Status count(const nlohmann::json& j, const std::string& where, const char* key, int lo, int hi, int* out) {
+Status count(const nlohmann::json& j, const std::string& where, const char* key, int lo, int hi,
+             int* out) {
   int64_t v = 0;
   HANPU_RETURN_IF_ERROR(integer(j, where, key, lo, hi, &v));
   *out = static_cast<int>(v);
@@ -33,8 +34,9 @@ Status parse_spatial_machine(const std::string& text, const std::string& src, Sp
   HANPU_RETURN_IF_ERROR(parse_json(text, src, &j));
   if (!j.is_object()) return Status::Error(fmt::format("{}: not a JSON object", src));
   if (!j.contains("kind") || !j["kind"].is_string() || j["kind"].get<std::string>() != "spatial") {
-    return Status::Error(fmt::format("{}: kind must be \"spatial\" for a spatial (XDNA-class) target (built-in: {})",
-                                     src, fmt::join(spatial_machine_names(), ", ")));
+    return Status::Error(
+        fmt::format("{}: kind must be \"spatial\" for a spatial (XDNA-class) target (built-in: {})",
+                    src, fmt::join(spatial_machine_names(), ", ")));
   }
   SpatialMachine m;
   HANPU_RETURN_IF_ERROR(fields::name_and_summary(j, src, &m.name, &m.summary));
@@ -67,8 +69,10 @@ Status parse_spatial_machine(const std::string& text, const std::string& src, Sp
   HANPU_RETURN_IF_ERROR(count(j, src, "fifo_depth", 1, 16, &m.fifo_depth));
   HANPU_RETURN_IF_ERROR(positive(j, src, "dram_gbps", &m.dram_gbps));
   HANPU_RETURN_IF_ERROR(object(j, src, "dma_latency_cycles", &lat));
-  HANPU_RETURN_IF_ERROR(non_negative(*lat, src + ": dma_latency_cycles", "dram", &m.dram_latency_cycles));
-  HANPU_RETURN_IF_ERROR(non_negative(*lat, src + ": dma_latency_cycles", "stream", &m.stream_latency_cycles));
+  HANPU_RETURN_IF_ERROR(
+      non_negative(*lat, src + ": dma_latency_cycles", "dram", &m.dram_latency_cycles));
+  HANPU_RETURN_IF_ERROR(
+      non_negative(*lat, src + ": dma_latency_cycles", "stream", &m.stream_latency_cycles));
   HANPU_RETURN_IF_ERROR(object(j, src, "energy_pj", &e));
   const std::string ew = src + ": energy_pj";
   HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "dram_byte", &m.energy.dram_byte));
@@ -78,17 +82,19 @@ Status parse_spatial_machine(const std::string& text, const std::string& src, Sp
   HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "bf16_mac", &m.energy.bf16_mac));
   HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "vector_byte", &m.energy.vector_byte));
   HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "static_w", &m.energy.static_w));
-  HANPU_RETURN_IF_ERROR(fields::sources(j, src,
-                                        {"columns", "compute_rows", "clock_ghz", "compute_tile", "mem_tile", "shim_tile",
-                                         "stream_bytes_per_cycle", "fifo_depth", "dram_gbps", "energy_pj"},
-                                        &m.sources));
+  HANPU_RETURN_IF_ERROR(fields::sources(
+      j, src,
+      {"columns", "compute_rows", "clock_ghz", "compute_tile", "mem_tile", "shim_tile",
+       "stream_bytes_per_cycle", "fifo_depth", "dram_gbps", "energy_pj"},
+      &m.sources));
   *out = std::move(m);
   return Status::Ok();
 }
 
 Status load_spatial_machine(const std::string& name_or_path, SpatialMachine* out) {
   std::string text, source;
-  HANPU_RETURN_IF_ERROR(fields::target_text(name_or_path, "spatial target", spatial_machine_names(), &text, &source));
+  HANPU_RETURN_IF_ERROR(
+      fields::target_text(name_or_path, "spatial target", spatial_machine_names(), &text, &source));
   return parse_spatial_machine(text, source, out);
 }
 

@@ -15,7 +15,8 @@
 namespace hanpu::npu {
 
 struct SpatialEnergy {  // picojoules
-  double dram_byte = 0, memtile_byte = 0, local_byte = 0, stream_byte = 0, bf16_mac = 0, vector_byte = 0;
+  double dram_byte = 0, memtile_byte = 0, local_byte = 0, stream_byte = 0, bf16_mac = 0,
+         vector_byte = 0;
   double static_w = 0;  // watts while the kernel runs
 };
 
@@ -48,6 +49,7 @@ struct SpatialMachine {
 std::vector<std::string> spatial_machine_names();
 // A built-in spatial target by name, or a JSON file path; errors name the file and the field.
 Status load_spatial_machine(const std::string& name_or_path, SpatialMachine* out);
-Status parse_spatial_machine(const std::string& json_text, const std::string& source, SpatialMachine* out);
+Status parse_spatial_machine(const std::string& json_text, const std::string& source,
+                             SpatialMachine* out);
 
 }  // namespace hanpu::npu

@@ -5,8 +5,8 @@
 
 namespace hanpu::npu {
 
-Replay replay(const std::vector<Event>& events, int queues, const std::vector<double>& epoch_overhead,
-              double shared_bytes_per_cycle) {
+Replay replay(const std::vector<Event>& events, int queues,
+              const std::vector<double>& epoch_overhead, double shared_bytes_per_cycle) {
   Replay r;
   const size_t n = events.size();
   r.finish.assign(n, -1.0);
@@ -27,7 +27,8 @@ Replay replay(const std::vector<Event>& events, int queues, const std::vector<do
   // overhead[e]: what starting epoch e costs after e - 1 ends (a launch, or nothing for a
   // cross-core sync, whose flag traffic is events of its own).
   std::vector<double> overhead(epochs + 1, 0.0);
-  for (int e = 1; e < epochs && e - 1 < static_cast<int>(epoch_overhead.size()); ++e) overhead[e] = epoch_overhead[e - 1];
+  for (int e = 1; e < epochs && e - 1 < static_cast<int>(epoch_overhead.size()); ++e)
+    overhead[e] = epoch_overhead[e - 1];
   int open_epoch = 0;
   while (open_epoch < epochs && left[open_epoch] == 0) {
     epoch_start[open_epoch + 1] = epoch_start[open_epoch] + overhead[open_epoch + 1];
@@ -77,7 +78,8 @@ Replay replay(const std::vector<Event>& events, int queues, const std::vector<do
     epoch_end[ev.epoch] = std::max(epoch_end[ev.epoch], end);
     if (--left[ev.epoch] == 0 && ev.epoch == open_epoch) {
       while (open_epoch < epochs && left[open_epoch] == 0) {
-        epoch_start[open_epoch + 1] = std::max(epoch_end[open_epoch], epoch_start[open_epoch]) + overhead[open_epoch + 1];
+        epoch_start[open_epoch + 1] =
+            std::max(epoch_end[open_epoch], epoch_start[open_epoch]) + overhead[open_epoch + 1];
         ++open_epoch;
       }
     }

@@ -23,12 +23,12 @@ struct Event {
 
 struct Replay {
   std::vector<double> start, finish;  // per event
-  std::vector<double> busy;        // per queue: summed event time
-  double latency_cycles = 0;       // when the last event (or the first launch) is done
+  std::vector<double> busy;           // per queue: summed event time
+  double latency_cycles = 0;          // when the last event (or the first launch) is done
 };
 
 // `epoch_overhead[e]`: what starting epoch e + 1 costs after epoch e ends.
-Replay replay(const std::vector<Event>& events, int queues, const std::vector<double>& epoch_overhead,
-              double shared_bytes_per_cycle);
+Replay replay(const std::vector<Event>& events, int queues,
+              const std::vector<double>& epoch_overhead, double shared_bytes_per_cycle);
 
 }  // namespace hanpu::npu

@@ -29,13 +29,17 @@ int64_t align_up(int64_t x, int a) { return (x + a - 1) / a * a; }
 Engine engine_of(Path p) {
   switch (p) {
     case Path::kGmToL1:
-    case Path::kGmToUb: return Engine::kMte2;
+    case Path::kGmToUb:
+      return Engine::kMte2;
     case Path::kUbToGm:
-    case Path::kUbToL1: return Engine::kMte3;
+    case Path::kUbToL1:
+      return Engine::kMte3;
     case Path::kL1ToL0A:
     case Path::kL1ToL0B:
-    case Path::kL1ToUb: return Engine::kMte1;
-    case Path::kL0CToUb: return Engine::kVector;  // 310P: L0C -> UB goes through the vector unit
+    case Path::kL1ToUb:
+      return Engine::kMte1;
+    case Path::kL0CToUb:
+      return Engine::kVector;  // 310P: L0C -> UB goes through the vector unit
   }
   return Engine::kMte2;
 }
@@ -83,7 +87,8 @@ NpuSim::NpuSim(const NpuMachine& machine) : m_(machine) {
 
 NpuSim::~NpuSim() = default;
 
-GmTensor* NpuSim::gm(const std::string& name, int64_t rows, int64_t cols, bool fp16, bool workspace) {
+GmTensor* NpuSim::gm(const std::string& name, int64_t rows, int64_t cols, bool fp16,
+                     bool workspace) {
   if (workspace) stats_.gm_workspace_bytes += rows * cols * (fp16 ? 2 : 4);
   GmTensor& t = gm_.emplace_back();
   t.name = name;
@@ -94,8 +99,8 @@ GmTensor* NpuSim::gm(const std::string& name, int64_t rows, int64_t cols, bool f
   return &t;
 }
 
-Status NpuSim::alloc(int core, Buf buf, int rows, int cols, bool fp16, Layout layout, const std::string& name,
-                     Tile** out) {
+Status NpuSim::alloc(int core, Buf buf, int rows, int cols, bool fp16, Layout layout,
+                     const std::string& name, Tile** out) {
   Arena& a = *arenas_[static_cast<size_t>(core) * kNumBufs + static_cast<int>(buf)];
   // Fractal operands occupy whole 16 x 16 fractals.
   const int r = layout == Layout::kNZ ? (rows + 15) / 16 * 16 : rows;
@@ -103,9 +108,9 @@ Status NpuSim::alloc(int core, Buf buf, int rows, int cols, bool fp16, Layout la
   const int64_t bytes = align_up(matrix_bytes(r, c, fp16), a.align);
   int64_t offset = 0;
   if (!a.take(bytes, &offset)) {
-    return Status::Error(fmt::format("core {}: {} cannot hold {} ({} x {} {}, {} B): {} of {} B in use", core,
-                                     buf_name(buf), name, rows, cols, fp16 ? "fp16" : "fp32", bytes, a.live,
-                                     a.capacity));
+    return Status::Error(fmt::format(
+        "core {}: {} cannot hold {} ({} x {} {}, {} B): {} of {} B in use", core, buf_name(buf),
+        name, rows, cols, fp16 ? "fp16" : "fp32", bytes, a.live, a.capacity));
   }
   Tile& t = tiles_.emplace_back();
   t.core = core;
@@ -174,13 +179,14 @@ void NpuSim::account_transfer(Path p, int64_t bytes, bool spill) {
 
 Status NpuSim::load(Tile* dst, const GmBlock& src, bool spill) {
   if (dst->buf != Buf::kL1 && dst->buf != Buf::kUB) {
-    return Status::Error(fmt::format("load into {}: GM reaches only L1 and UB", buf_name(dst->buf)));
+    return Status::Error(
+        fmt::format("load into {}: GM reaches only L1 and UB", buf_name(dst->buf)));
   }
   if (src.rows != dst->rows || src.cols != dst->cols || src.row0 < 0 || src.col0 < 0 ||
       src.row0 + src.rows > src.t->rows || src.col0 + src.cols > src.t->cols) {
-    return Status::Error(fmt::format("load {} [{} x {}] from {} rows {}+{} cols {}+{}: shapes or bounds differ",
-                                     dst->name, dst->rows, dst->cols, src.t->name, src.row0, src.rows, src.col0,
-                                     src.cols));
+    return Status::Error(fmt::format(
+        "load {} [{} x {}] from {} rows {}+{} cols {}+{}: shapes or bounds differ", dst->name,
+        dst->rows, dst->cols, src.t->name, src.row0, src.rows, src.col0, src.cols));
   }
   for (int r = 0; r < src.rows; ++r) {
     const float* row = src.t->v.data() + (src.row0 + r) * src.t->cols + src.col0;
@@ -190,8 +196,8 @@ Status NpuSim::load(Tile* dst, const GmBlock& src, bool spill) {
   const Path p = dst->buf == Buf::kL1 ? Path::kGmToL1 : Path::kGmToUb;
   const int64_t bytes = matrix_bytes(src.rows, src.cols, src.t->fp16);
   account_transfer(p, bytes, spill);
-  record(dst->core, engine_of(p), bytes / m_.path_bytes_per_cycle(p), m_.gm_latency_cycles, bytes, {}, {dst},
-         {src.t});
+  record(dst->core, engine_of(p), bytes / m_.path_bytes_per_cycle(p), m_.gm_latency_cycles, bytes,
+         {}, {dst}, {src.t});
   return Status::Ok();
 }
 
@@ -201,7 +207,8 @@ Status NpuSim::store(const GmBlock& dst, Tile* src, bool spill) {
   }
   if (dst.rows != src->rows || dst.cols != src->cols || dst.row0 + dst.rows > dst.t->rows ||
       dst.col0 + dst.cols > dst.t->cols) {
-    return Status::Error(fmt::format("store {} into {}: shapes or bounds differ", src->name, dst.t->name));
+    return Status::Error(
+        fmt::format("store {} into {}: shapes or bounds differ", src->name, dst.t->name));
   }
   for (int r = 0; r < dst.rows; ++r) {
     float* row = dst.t->v.data() + (dst.row0 + r) * dst.t->cols + dst.col0;
@@ -210,8 +217,8 @@ Status NpuSim::store(const GmBlock& dst, Tile* src, bool spill) {
   }
   const int64_t bytes = matrix_bytes(dst.rows, dst.cols, dst.t->fp16);
   account_transfer(Path::kUbToGm, bytes, spill);
-  record(src->core, Engine::kMte3, bytes / m_.path_bytes_per_cycle(Path::kUbToGm), m_.gm_latency_cycles, bytes,
-         {src}, {}, {}, dst.t);
+  record(src->core, Engine::kMte3, bytes / m_.path_bytes_per_cycle(Path::kUbToGm),
+         m_.gm_latency_cycles, bytes, {src}, {}, {}, dst.t);
   return Status::Ok();
 }
 
@@ -228,22 +235,25 @@ Status NpuSim::move(Tile* dst, Tile* src, bool transpose) {
   } else if (src->buf == Buf::kL0C && dst->buf == Buf::kUB) {
     p = Path::kL0CToUb;
   } else {
-    return Status::Error(fmt::format("move {} -> {}: no such path", buf_name(src->buf), buf_name(dst->buf)));
+    return Status::Error(
+        fmt::format("move {} -> {}: no such path", buf_name(src->buf), buf_name(dst->buf)));
   }
   const int rows = transpose ? src->cols : src->rows, cols = transpose ? src->rows : src->cols;
   if (dst->rows != rows || dst->cols != cols || src->core != dst->core) {
-    return Status::Error(fmt::format("move {} [{} x {}] -> {} [{} x {}]{}: shapes differ", src->name, src->rows,
-                                     src->cols, dst->name, dst->rows, dst->cols, transpose ? " transposed" : ""));
+    return Status::Error(fmt::format("move {} [{} x {}] -> {} [{} x {}]{}: shapes differ",
+                                     src->name, src->rows, src->cols, dst->name, dst->rows,
+                                     dst->cols, transpose ? " transposed" : ""));
   }
   if (src->layout != dst->layout) {
     // Only the L0 loads reorder data (between the NZ family's fractal orders); every other
     // path copies bytes as they are, so a layout change is a separate relayout.
     if (dst->buf != Buf::kL0A && dst->buf != Buf::kL0B) {
-      return Status::Error(fmt::format("move {} -> {}: layouts differ ({} vs {}); relayout first", src->name,
-                                       dst->name, src->layout == Layout::kNZ ? "NZ" : "ND",
-                                       dst->layout == Layout::kNZ ? "NZ" : "ND"));
+      return Status::Error(fmt::format(
+          "move {} -> {}: layouts differ ({} vs {}); relayout first", src->name, dst->name,
+          src->layout == Layout::kNZ ? "NZ" : "ND", dst->layout == Layout::kNZ ? "NZ" : "ND"));
     }
-    if (src->layout == Layout::kND) return Status::Error(fmt::format("move {}: the cube's L0 takes NZ tiles", src->name));
+    if (src->layout == Layout::kND)
+      return Status::Error(fmt::format("move {}: the cube's L0 takes NZ tiles", src->name));
   }
   if (transpose) {
     for (int r = 0; r < rows; ++r) {
@@ -255,26 +265,29 @@ Status NpuSim::move(Tile* dst, Tile* src, bool transpose) {
   if (dst->fp16 && !src->fp16) round_f16(dst->v.data(), dst->v.size());
   const int64_t bytes = matrix_bytes(rows, cols, src->fp16);
   account_transfer(p, bytes, false);
-  record(src->core, engine_of(p), bytes / m_.path_bytes_per_cycle(p), m_.local_latency_cycles, 0, {src}, {dst});
+  record(src->core, engine_of(p), bytes / m_.path_bytes_per_cycle(p), m_.local_latency_cycles, 0,
+         {src}, {dst});
   return Status::Ok();
 }
 
 Status NpuSim::mmad(Tile* c, Tile* a, Tile* b, bool accumulate) {
   if (a->buf != Buf::kL0A || b->buf != Buf::kL0B || c->buf != Buf::kL0C) {
-    return Status::Error(fmt::format("mmad {} = {} x {}: operands must sit in L0A, L0B and L0C", c->name, a->name,
-                                     b->name));
+    return Status::Error(fmt::format("mmad {} = {} x {}: operands must sit in L0A, L0B and L0C",
+                                     c->name, a->name, b->name));
   }
   if (a->layout != Layout::kNZ || b->layout != Layout::kNZ || !a->fp16 || !b->fp16 || c->fp16) {
-    return Status::Error(fmt::format("mmad {} = {} x {}: the cube takes fp16 NZ operands into fp32", c->name,
-                                     a->name, b->name));
+    return Status::Error(fmt::format("mmad {} = {} x {}: the cube takes fp16 NZ operands into fp32",
+                                     c->name, a->name, b->name));
   }
   if (a->cols != b->rows || c->rows != a->rows || c->cols != b->cols) {
-    return Status::Error(fmt::format("mmad {} [{} x {}] = {} [{} x {}] x {} [{} x {}]: shapes differ", c->name,
-                                     c->rows, c->cols, a->name, a->rows, a->cols, b->name, b->rows, b->cols));
+    return Status::Error(
+        fmt::format("mmad {} [{} x {}] = {} [{} x {}] x {} [{} x {}]: shapes differ", c->name,
+                    c->rows, c->cols, a->name, a->rows, a->cols, b->name, b->rows, b->cols));
   }
-  simd::gemm(a->rows, b->cols, a->cols, simd::row_major(a->v.data(), a->cols), b->v.data(), b->cols, c->v.data(),
-             c->cols, 1.0f, accumulate ? 1.0f : 0.0f);
-  const int64_t fm = (a->rows + m_.cube_m - 1) / m_.cube_m, fk = (a->cols + m_.cube_k - 1) / m_.cube_k,
+  simd::gemm(a->rows, b->cols, a->cols, simd::row_major(a->v.data(), a->cols), b->v.data(), b->cols,
+             c->v.data(), c->cols, 1.0f, accumulate ? 1.0f : 0.0f);
+  const int64_t fm = (a->rows + m_.cube_m - 1) / m_.cube_m,
+                fk = (a->cols + m_.cube_k - 1) / m_.cube_k,
                 fn = (b->cols + m_.cube_n - 1) / m_.cube_n;
   stats_.cube_macs += fm * fk * fn * static_cast<int64_t>(m_.cube_macs_per_cycle());
   const double cycles = static_cast<double>(fm * fk * fn);
@@ -286,8 +299,8 @@ Status NpuSim::mmad(Tile* c, Tile* a, Tile* b, bool accumulate) {
   return Status::Ok();
 }
 
-Status NpuSim::vector(const std::vector<Tile*>& in, const std::vector<Tile*>& out, int64_t bytes, bool row_op,
-                      const std::function<void()>& fn) {
+Status NpuSim::vector(const std::vector<Tile*>& in, const std::vector<Tile*>& out, int64_t bytes,
+                      bool row_op, const std::function<void()>& fn) {
   // Element order must agree: every matrix operand (more than one column) in one layout; a
   // [rows x 1] column of per-row scalars broadcasts in either.
   const Tile* first = nullptr;
@@ -296,19 +309,23 @@ Status NpuSim::vector(const std::vector<Tile*>& in, const std::vector<Tile*>& ou
       if (t->cols == 1) continue;
       if (first == nullptr) first = t;
       if (t->layout != first->layout) {
-        return Status::Error(fmt::format("vector op on {} ({}) and {} ({}): layouts differ", first->name,
-                                         first->layout == Layout::kNZ ? "NZ" : "ND", t->name,
-                                         t->layout == Layout::kNZ ? "NZ" : "ND"));
+        return Status::Error(fmt::format("vector op on {} ({}) and {} ({}): layouts differ",
+                                         first->name, first->layout == Layout::kNZ ? "NZ" : "ND",
+                                         t->name, t->layout == Layout::kNZ ? "NZ" : "ND"));
       }
     }
   }
   bool nz = false;
   for (const Tile* t : in) {
-    if (t->buf != Buf::kUB) return Status::Error(fmt::format("vector op reads {} in {}: UB only", t->name, buf_name(t->buf)));
+    if (t->buf != Buf::kUB)
+      return Status::Error(
+          fmt::format("vector op reads {} in {}: UB only", t->name, buf_name(t->buf)));
     nz |= t->layout == Layout::kNZ;
   }
   for (const Tile* t : out) {
-    if (t->buf != Buf::kUB) return Status::Error(fmt::format("vector op writes {} in {}: UB only", t->name, buf_name(t->buf)));
+    if (t->buf != Buf::kUB)
+      return Status::Error(
+          fmt::format("vector op writes {} in {}: UB only", t->name, buf_name(t->buf)));
     nz |= t->layout == Layout::kNZ;
   }
   fn();
@@ -318,7 +335,8 @@ Status NpuSim::vector(const std::vector<Tile*>& in, const std::vector<Tile*>& ou
   const double factor = row_op && nz ? m_.vector_nz_row_op_factor : 1.0;
   vector_bytes_ += static_cast<double>(bytes);
   record((in.empty() ? out.front() : in.front())->core, Engine::kVector,
-         factor * static_cast<double>(bytes) / m_.vector_bytes_per_cycle, m_.vector_startup_cycles, 0, in, out);
+         factor * static_cast<double>(bytes) / m_.vector_bytes_per_cycle, m_.vector_startup_cycles,
+         0, in, out);
   return Status::Ok();
 }
 
@@ -378,8 +396,10 @@ SimStats NpuSim::finish() {
     return b == Buf::kL1 ? e.l1_byte : b == Buf::kUB ? e.ub_byte : e.l0_byte;
   };
   double pj = 0;
-  const Buf src[kNumPaths] = {Buf::kL1, Buf::kUB, Buf::kUB, Buf::kUB, Buf::kL1, Buf::kL1, Buf::kL0C, Buf::kL1};
-  const Buf dst[kNumPaths] = {Buf::kL1, Buf::kUB, Buf::kUB, Buf::kL1, Buf::kL0A, Buf::kL0B, Buf::kUB, Buf::kUB};
+  const Buf src[kNumPaths] = {Buf::kL1, Buf::kUB, Buf::kUB,  Buf::kUB,
+                              Buf::kL1, Buf::kL1, Buf::kL0C, Buf::kL1};
+  const Buf dst[kNumPaths] = {Buf::kL1,  Buf::kUB,  Buf::kUB, Buf::kL1,
+                              Buf::kL0A, Buf::kL0B, Buf::kUB, Buf::kUB};
   for (int p = 0; p < kNumPaths; ++p) {
     const double b = static_cast<double>(s.path_bytes[p]);
     if (path_touches_gm(static_cast<Path>(p))) {

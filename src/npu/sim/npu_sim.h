@@ -47,7 +47,7 @@ struct Tile {
   bool fp16 = false;  // else fp32
   Layout layout = Layout::kND;
   int64_t offset = 0, bytes = 0;
-  std::vector<float> v;  // row-major values
+  std::vector<float> v;                    // row-major values
   int64_t last_write = -1, last_use = -1;  // instruction ids
   std::string name;
   float& at(int r, int c) { return v[static_cast<size_t>(r) * cols + c]; }
@@ -76,15 +76,16 @@ struct GmBlock {
 struct SimStats {
   double latency_cycles = 0, latency_ms = 0;
   int64_t gm_read_bytes = 0, gm_write_bytes = 0;
-  int64_t l1_l0_bytes = 0;   // L1 -> L0A / L0B
-  int64_t spill_bytes = 0;   // transfers a kernel marked as spill or reload (both directions)
-  int64_t gm_workspace_bytes = 0;  // GM the kernel's intermediates occupy (FLA's W, U, h, Vn; spill slots)
+  int64_t l1_l0_bytes = 0;  // L1 -> L0A / L0B
+  int64_t spill_bytes = 0;  // transfers a kernel marked as spill or reload (both directions)
+  int64_t gm_workspace_bytes =
+      0;  // GM the kernel's intermediates occupy (FLA's W, U, h, Vn; spill slots)
   int64_t path_bytes[kNumPaths] = {};
-  int64_t peak_bytes[kNumBufs] = {};  // the largest peak of any core
-  int64_t cube_macs = 0;              // fractal-padded MACs the cube executed
+  int64_t peak_bytes[kNumBufs] = {};            // the largest peak of any core
+  int64_t cube_macs = 0;                        // fractal-padded MACs the cube executed
   double engine_busy_cycles[kNumEngines] = {};  // summed over cores
-  double cube_util = 0;    // executed MACs / (cores x cube peak x latency)
-  double vector_util = 0;  // vector busy / (cores x latency)
+  double cube_util = 0;                         // executed MACs / (cores x cube peak x latency)
+  double vector_util = 0;                       // vector busy / (cores x latency)
   double energy_mj = 0;
   int64_t instructions = 0;
   int launches = 0;
@@ -101,11 +102,13 @@ class NpuSim {
 
   // A GM tensor. `workspace`: an intermediate the kernel materialises (counted in
   // SimStats::gm_workspace_bytes, the device memory a variant needs beyond inputs and outputs).
-  GmTensor* gm(const std::string& name, int64_t rows, int64_t cols, bool fp16, bool workspace = false);
+  GmTensor* gm(const std::string& name, int64_t rows, int64_t cols, bool fp16,
+               bool workspace = false);
 
   // A tile in `buf` of `core`; an error names the buffer, its use and the request when it
   // does not fit. Tiles live until free().
-  Status alloc(int core, Buf buf, int rows, int cols, bool fp16, Layout layout, const std::string& name, Tile** out);
+  Status alloc(int core, Buf buf, int rows, int cols, bool fp16, Layout layout,
+               const std::string& name, Tile** out);
   void free(Tile* t);
   // Whether tiles of these byte sizes, allocated in order, would fit in `buf` of `core` now
   // (nothing is allocated): kernels that spill decide with it before a step, not after a
@@ -124,8 +127,8 @@ class NpuSim {
   Status mmad(Tile* c, Tile* a, Tile* b, bool accumulate);
   // A vector-unit pass over `bytes` bytes that reads `in` and writes `out` (UB tiles only);
   // `fn` does the arithmetic on the tiles' values. Row-wise ops on NZ tiles run slower.
-  Status vector(const std::vector<Tile*>& in, const std::vector<Tile*>& out, int64_t bytes, bool row_op,
-                const std::function<void()>& fn);
+  Status vector(const std::vector<Tile*>& in, const std::vector<Tile*>& out, int64_t bytes,
+                bool row_op, const std::function<void()>& fn);
   // Re-lays a UB tile out (ND <-> NZ) with the vector unit: one read and one write pass.
   Status relayout(Tile* t, Layout to);
   // A kernel launch boundary: nothing after it starts before everything before it is done,

@@ -10,7 +10,9 @@ namespace hanpu::npu {
 
 namespace {
 
-const char* tile_kind(TileId t) { return t.row == 0 ? "shim tile" : t.row == 1 ? "mem tile" : "compute tile"; }
+const char* tile_kind(TileId t) {
+  return t.row == 0 ? "shim tile" : t.row == 1 ? "mem tile" : "compute tile";
+}
 
 }  // namespace
 
@@ -37,8 +39,8 @@ int SpatialSim::core_queue(TileId t) const { return t.col * m_.compute_rows + (t
 
 Status SpatialSim::check_tile(TileId t) const {
   if (t.col < 0 || t.col >= m_.columns || t.row < 0 || t.row >= rows_) {
-    return Status::Error(fmt::format("{}: no tile ({}, {}) in {} columns x {} rows", m_.name, t.col, t.row, m_.columns,
-                                     rows_));
+    return Status::Error(fmt::format("{}: no tile ({}, {}) in {} columns x {} rows", m_.name, t.col,
+                                     t.row, m_.columns, rows_));
   }
   return Status::Ok();
 }
@@ -49,8 +51,8 @@ Status SpatialSim::reserve(TileId t, int64_t bytes, const std::string& what) {
   const int64_t cap = t.row == 1 ? m_.memtile_bytes : m_.local_bytes;
   int64_t& held = held_[static_cast<size_t>(tile_index(t))];
   if (held + bytes > cap) {
-    return Status::Error(fmt::format("{} ({}, {}) cannot hold {} ({} B): {} of {} B already held", tile_kind(t), t.col,
-                                     t.row, what, bytes, held, cap));
+    return Status::Error(fmt::format("{} ({}, {}) cannot hold {} ({} B): {} of {} B already held",
+                                     tile_kind(t), t.col, t.row, what, bytes, held, cap));
   }
   held += bytes;
   return Status::Ok();
@@ -67,17 +69,19 @@ int SpatialSim::free_dma(TileId t, bool out) const {
   return dma_channels(t, out) - (out ? dma_out_ : dma_in_)[static_cast<size_t>(tile_index(t))];
 }
 
-Status SpatialSim::fifo(const std::string& name, TileId producer, const std::vector<TileId>& consumers, int64_t bytes,
-                        int depth, int* id) {
+Status SpatialSim::fifo(const std::string& name, TileId producer,
+                        const std::vector<TileId>& consumers, int64_t bytes, int depth, int* id) {
   HANPU_RETURN_IF_ERROR(check_tile(producer));
   if (consumers.empty() || bytes <= 0 || depth < 1) {
-    return Status::Error(fmt::format("fifo '{}': needs a consumer, bytes > 0 and depth >= 1", name));
+    return Status::Error(
+        fmt::format("fifo '{}': needs a consumer, bytes > 0 and depth >= 1", name));
   }
   const auto take = [&](TileId t, bool out) -> Status {
     int& used = (out ? dma_out_ : dma_in_)[static_cast<size_t>(tile_index(t))];
     if (used + 1 > dma_channels(t, out)) {
-      return Status::Error(fmt::format("fifo '{}': {} ({}, {}) needs {} of its {} {} DMA channels", name, tile_kind(t),
-                                       t.col, t.row, used + 1, dma_channels(t, out), out ? "output" : "input"));
+      return Status::Error(fmt::format("fifo '{}': {} ({}, {}) needs {} of its {} {} DMA channels",
+                                       name, tile_kind(t), t.col, t.row, used + 1,
+                                       dma_channels(t, out), out ? "output" : "input"));
     }
     ++used;
     return Status::Ok();
@@ -87,8 +91,9 @@ Status SpatialSim::fifo(const std::string& name, TileId producer, const std::vec
   // channel and no stream (mlir-aie's shared-memory ObjectFIFO). An AIE-ML core reaches its
   // own memory and those north, south and west of it (mlir-aie AIE2TargetModel::getMem*),
   // so any two tiles side by side or one above the other have a memory both can use.
-  const bool shared = consumers.size() == 1 && producer.row >= 2 && consumers[0].row >= 2 &&
-                      std::abs(producer.col - consumers[0].col) + std::abs(producer.row - consumers[0].row) == 1;
+  const bool shared =
+      consumers.size() == 1 && producer.row >= 2 && consumers[0].row >= 2 &&
+      std::abs(producer.col - consumers[0].col) + std::abs(producer.row - consumers[0].row) == 1;
   HANPU_RETURN_IF_ERROR(reserve(producer, bytes * depth, "fifo '" + name + "' (producer)"));
   if (!shared) {
     HANPU_RETURN_IF_ERROR(take(producer, true));
@@ -146,7 +151,7 @@ int64_t SpatialSim::put(int id, const std::vector<int64_t>& after) {
   for (const TileId& c : f.consumers) offchip += c.row == 0 ? f.bytes : 0;
   send.shared_bytes = offchip;
   offchip_ += offchip;
-  if (!f.shared) {  // a shared-memory hand-over moves no bytes: the consumer reads in place
+  if (!f.shared) {       // a shared-memory hand-over moves no bytes: the consumer reads in place
     stream_ += f.bytes;  // one stream feeds every consumer of a broadcast
     const auto count_level = [&](TileId t) {
       if (t.row == 1) memtile_bytes_ += f.bytes;
@@ -201,7 +206,8 @@ int64_t SpatialSim::compute(TileId t, double macs, int64_t vector_bytes, int64_t
   e.epoch = epoch_;
   e.queue = core_queue(t);
   e.deps = after;
-  e.cycles = macs / m_.bf16_macs_per_cycle + static_cast<double>(vector_bytes) / m_.vector_bytes_per_cycle +
+  e.cycles = macs / m_.bf16_macs_per_cycle +
+             static_cast<double>(vector_bytes) / m_.vector_bytes_per_cycle +
              static_cast<double>(exps) / m_.exp_per_cycle;
   macs_ += macs;
   vector_bytes_ += vector_bytes;
@@ -218,9 +224,10 @@ Status SpatialSim::finish(SpatialStats* out) {
     if (k < f.depth) continue;
     for (size_t c = 0; c < f.releases.size(); ++c) {
       if (f.releases[c].size() <= static_cast<size_t>(k - f.depth)) {
-        return Status::Error(fmt::format("fifo '{}': object {} is put, but consumer {} never released object {} "
-                                         "(depth {}): the program would deadlock",
-                                         f.name, k, c, k - f.depth, f.depth));
+        return Status::Error(
+            fmt::format("fifo '{}': object {} is put, but consumer {} never released object {} "
+                        "(depth {}): the program would deadlock",
+                        f.name, k, c, k - f.depth, f.depth));
       }
       events_[puts_[i].first].deps.push_back(f.releases[c][k - f.depth]);
     }
@@ -228,8 +235,10 @@ Status SpatialSim::finish(SpatialStats* out) {
   const Replay r = replay(events_, queues_, epoch_overhead_, m_.dram_gbps / m_.clock_ghz);
   for (size_t i = 0; i < r.finish.size(); ++i) {
     if (r.finish[i] < 0) {
-      return Status::Error(fmt::format("{}: the program deadlocks (event {} of {} never runs: a FIFO's consumers "
-                                       "and producer wait on each other)", m_.name, i, r.finish.size()));
+      return Status::Error(
+          fmt::format("{}: the program deadlocks (event {} of {} never runs: a FIFO's consumers "
+                      "and producer wait on each other)",
+                      m_.name, i, r.finish.size()));
     }
   }
   s.events = static_cast<int64_t>(events_.size());
@@ -261,9 +270,11 @@ Status SpatialSim::finish(SpatialStats* out) {
   }
   s.compute_util = s.latency_cycles > 0 ? busy / (m_.compute_tiles() * s.latency_cycles) : 0;
   const SpatialEnergy& e = m_.energy;
-  const double pj = static_cast<double>(offchip_) * e.dram_byte + static_cast<double>(stream_) * e.stream_byte +
-                    static_cast<double>(memtile_bytes_) * e.memtile_byte + static_cast<double>(local_bytes_) * e.local_byte +
-                    macs_ * e.bf16_mac + static_cast<double>(vector_bytes_) * e.vector_byte;
+  const double pj = static_cast<double>(offchip_) * e.dram_byte +
+                    static_cast<double>(stream_) * e.stream_byte +
+                    static_cast<double>(memtile_bytes_) * e.memtile_byte +
+                    static_cast<double>(local_bytes_) * e.local_byte + macs_ * e.bf16_mac +
+                    static_cast<double>(vector_bytes_) * e.vector_byte;
   s.energy_mj = pj * 1e-9 + e.static_w * s.latency_ms;
   *out = std::move(s);
   return Status::Ok();

@@ -29,12 +29,12 @@ struct TileId {
 
 struct SpatialStats {
   double latency_cycles = 0, latency_ms = 0;
-  int64_t offchip_bytes = 0;            // DRAM read + written through the shims
-  int64_t stream_bytes = 0;             // bytes moved through FIFO hops
-  double stall_cycles = 0;              // producers waiting on consumers to release (summed)
+  int64_t offchip_bytes = 0;  // DRAM read + written through the shims
+  int64_t stream_bytes = 0;   // bytes moved through FIFO hops
+  double stall_cycles = 0;    // producers waiting on consumers to release (summed)
   double stall_ms = 0;
-  double compute_util = 0;              // busy compute-core time / (compute tiles x latency)
-  std::vector<double> tile_util;        // per compute tile, column-major (col * rows + row - 2)
+  double compute_util = 0;        // busy compute-core time / (compute tiles x latency)
+  std::vector<double> tile_util;  // per compute tile, column-major (col * rows + row - 2)
   double macs = 0;
   double energy_mj = 0;
   int64_t events = 0;
@@ -58,8 +58,8 @@ class SpatialSim {
   int free_dma(TileId t, bool out) const;
 
   // An ObjectFIFO of `depth` objects of `bytes` each from `producer` to `consumers`.
-  Status fifo(const std::string& name, TileId producer, const std::vector<TileId>& consumers, int64_t bytes,
-              int depth, int* id);
+  Status fifo(const std::string& name, TileId producer, const std::vector<TileId>& consumers,
+              int64_t bytes, int depth, int* id);
   // The producer's next object, once `after` are done and every consumer released the object
   // `depth` before it: streamed to all consumers at once (from DRAM when the producer is a
   // shim, to DRAM when a consumer is). Returns the event at which it is in every consumer.
@@ -74,7 +74,8 @@ class SpatialSim {
   int64_t release(int fifo, int c, const std::vector<int64_t>& after);
 
   // Work on a compute tile's core, once `after` are done: bf16 MACs, vector bytes, exps.
-  int64_t compute(TileId t, double macs, int64_t vector_bytes, int64_t exps, const std::vector<int64_t>& after);
+  int64_t compute(TileId t, double macs, int64_t vector_bytes, int64_t exps,
+                  const std::vector<int64_t>& after);
 
   // Replays the program; an error when it cannot complete (a release never recorded, or
   // producers and consumers waiting on each other).
@@ -87,13 +88,13 @@ class SpatialSim {
     std::vector<TileId> consumers;
     int64_t bytes = 0;
     int depth = 2;
-    bool shared = false;  // neighbouring compute tiles: one buffer pool, no DMA
-    int queue = 0;                                // the producer's DMA channel (its in-order queue)
-    std::vector<int> release_queue;               // per consumer on a mem or shim tile (else -1)
-    int arrival_queue = 0;                        // objects arriving, a latency after their send
-    int request_queue = 0;                        // DRAM reads requested ahead of their sends
-    std::vector<int64_t> sends, puts;             // per object: its send, its arrival
-    std::vector<std::vector<int64_t>> releases;   // per consumer, event per object
+    bool shared = false;               // neighbouring compute tiles: one buffer pool, no DMA
+    int queue = 0;                     // the producer's DMA channel (its in-order queue)
+    std::vector<int> release_queue;    // per consumer on a mem or shim tile (else -1)
+    int arrival_queue = 0;             // objects arriving, a latency after their send
+    int request_queue = 0;             // DRAM reads requested ahead of their sends
+    std::vector<int64_t> sends, puts;  // per object: its send, its arrival
+    std::vector<std::vector<int64_t>> releases;  // per consumer, event per object
   };
   int tile_index(TileId t) const;  // all tiles, column-major
   Status check_tile(TileId t) const;
@@ -102,15 +103,16 @@ class SpatialSim {
 
   const SpatialMachine& m_;
   int rows_ = 0;
-  std::vector<int64_t> held_;             // bytes reserved per tile
-  std::vector<int> dma_in_, dma_out_;     // channels taken per tile
-  int queues_ = 0;                        // core queues first, then one per FIFO producer channel
+  std::vector<int64_t> held_;          // bytes reserved per tile
+  std::vector<int> dma_in_, dma_out_;  // channels taken per tile
+  int queues_ = 0;                     // core queues first, then one per FIFO producer channel
   std::vector<Fifo> fifos_;
   std::vector<Event> events_;
   int epoch_ = 0;
   std::vector<double> epoch_overhead_;
-  std::vector<std::pair<int64_t, std::vector<int64_t>>> puts_;  // send event, its `after` (stall time)
-  std::vector<std::pair<int, int>> put_of_;                      // per put: (fifo, object index)
+  std::vector<std::pair<int64_t, std::vector<int64_t>>>
+      puts_;                                 // send event, its `after` (stall time)
+  std::vector<std::pair<int, int>> put_of_;  // per put: (fifo, object index)
   double macs_ = 0;
   int64_t vector_bytes_ = 0, offchip_ = 0, stream_ = 0, local_bytes_ = 0, memtile_bytes_ = 0;
 };

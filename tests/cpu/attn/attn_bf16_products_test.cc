@@ -27,11 +27,14 @@ float round_bf16(float x) { return bf16_bits_to_f32(f32_to_bf16_bits(x)); }
 // The reference on the values the dot path multiplies (see the file comment).
 ref::AttnRefResult mirrored_reference(AttnData& d) {
   const AttnCase& c = d.cs;
-  const float scale = c.scale ? *c.scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.D)));
+  const float scale =
+      c.scale ? *c.scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.D)));
   const float fold = scale * kLog2E;
   AttnArgs a = d.args();
-  std::vector<float> q(static_cast<size_t>(a.q.numel())), k(static_cast<size_t>(a.k.numel())), v(k.size());
-  for (size_t i = 0; i < q.size(); ++i) q[i] = round_bf16(load_as_f32(d.q.data(), c.dtype, i) * fold) / fold;
+  std::vector<float> q(static_cast<size_t>(a.q.numel())), k(static_cast<size_t>(a.k.numel())),
+      v(k.size());
+  for (size_t i = 0; i < q.size(); ++i)
+    q[i] = round_bf16(load_as_f32(d.q.data(), c.dtype, i) * fold) / fold;
   for (size_t i = 0; i < k.size(); ++i) {
     k[i] = round_bf16(load_as_f32(d.k.data(), c.kv_dtype(), i));
     v[i] = round_bf16(load_as_f32(d.v.data(), c.kv_dtype(), i));
@@ -52,34 +55,98 @@ std::vector<AttnCase> cases() {
   };
   for (AttnMask mask : {AttnMask::kNone, AttnMask::kCausal, AttnMask::kSliding}) {
     const int64_t w = 37;
-    for (int64_t T : {17, 64, 100, 333}) add({.T = T, .Tk = T, .Hq = 4, .Hkv = 2, .D = 64, .mask = mask, .window = w});
+    for (int64_t T : {17, 64, 100, 333})
+      add({.T = T, .Tk = T, .Hq = 4, .Hkv = 2, .D = 64, .mask = mask, .window = w});
     for (auto [hq, hkv] : {std::pair{2, 2}, std::pair{8, 2}, std::pair{8, 1}}) {
       add({.T = 100, .Tk = 100, .Hq = hq, .Hkv = hkv, .D = 128, .mask = mask, .window = w});
     }
-    for (int D : {16, 48, 80, 144, 256}) add({.T = 65, .Tk = 65, .Hq = 2, .Hkv = 1, .D = D, .mask = mask, .window = w});
+    for (int D : {16, 48, 80, 144, 256})
+      add({.T = 65, .Tk = 65, .Hq = 2, .Hkv = 1, .D = D, .mask = mask, .window = w});
     // Continuing a cache, at an even and an odd offset, and keys past the queries.
     add({.T = 100, .Tk = 300, .Hq = 4, .Hkv = 1, .D = 64, .mask = mask, .window = w});
     add({.T = 99, .Tk = 300, .Hq = 4, .Hkv = 1, .D = 64, .mask = mask, .window = w});
-    add({.T = 17, .Tk = 1000, .Hq = 2, .Hkv = 2, .D = 64, .mask = mask, .q_offset = 501, .window = w});
+    add({.T = 17,
+         .Tk = 1000,
+         .Hq = 2,
+         .Hkv = 2,
+         .D = 64,
+         .mask = mask,
+         .q_offset = 501,
+         .window = w});
     // Odd query tiles and small or uneven key tiles: odd key counts at every tile's end.
-    add({.T = 100, .Tk = 100, .Hq = 4, .Hkv = 2, .D = 64, .mask = mask, .window = w, .tiles = {7, 6}});
-    add({.T = 130, .Tk = 200, .Hq = 3, .Hkv = 1, .D = 32, .mask = mask, .window = 1, .tiles = {16, 2}});
-    add({.T = 61, .Tk = 61, .Hq = 8, .Hkv = 2, .D = 256, .mask = mask, .window = w, .tiles = {5, 128}});
+    add({.T = 100,
+         .Tk = 100,
+         .Hq = 4,
+         .Hkv = 2,
+         .D = 64,
+         .mask = mask,
+         .window = w,
+         .tiles = {7, 6}});
+    add({.T = 130,
+         .Tk = 200,
+         .Hq = 3,
+         .Hkv = 1,
+         .D = 32,
+         .mask = mask,
+         .window = 1,
+         .tiles = {16, 2}});
+    add({.T = 61,
+         .Tk = 61,
+         .Hq = 8,
+         .Hkv = 2,
+         .D = 256,
+         .mask = mask,
+         .window = w,
+         .tiles = {5, 128}});
     // Peaky softmax (scale 1 at D = 64: scores of std 8): a key in the wrong place shows.
-    add({.T = 300, .Tk = 300, .Hq = 2, .Hkv = 1, .D = 64, .mask = mask, .window = w, .scale = 1.0f});
+    add({.T = 300,
+         .Tk = 300,
+         .Hq = 2,
+         .Hkv = 1,
+         .D = 64,
+         .mask = mask,
+         .window = w,
+         .scale = 1.0f});
     // bf16 queries and outputs; and keys and values stored wider, rounded by the kernel.
-    add({.dtype = DType::kBF16, .T = 200, .Tk = 200, .Hq = 4, .Hkv = 1, .D = 128, .mask = mask, .window = w});
-    add({.kv = DType::kF32, .T = 150, .Tk = 150, .Hq = 4, .Hkv = 2, .D = 64, .mask = mask, .window = w});
-    add({.kv = DType::kF16, .T = 150, .Tk = 150, .Hq = 4, .Hkv = 2, .D = 64, .mask = mask, .window = w});
+    add({.dtype = DType::kBF16,
+         .T = 200,
+         .Tk = 200,
+         .Hq = 4,
+         .Hkv = 1,
+         .D = 128,
+         .mask = mask,
+         .window = w});
+    add({.kv = DType::kF32,
+         .T = 150,
+         .Tk = 150,
+         .Hq = 4,
+         .Hkv = 2,
+         .D = 64,
+         .mask = mask,
+         .window = w});
+    add({.kv = DType::kF16,
+         .T = 150,
+         .Tk = 150,
+         .Hq = 4,
+         .Hkv = 2,
+         .D = 64,
+         .mask = mask,
+         .window = w});
   }
-  add({.T = 1000, .Tk = 1000, .Hq = 8, .Hkv = 2, .D = 256, .mask = AttnMask::kCausal});  // the Qwen3.5 heads
+  add({.T = 1000,
+       .Tk = 1000,
+       .Hq = 8,
+       .Hkv = 2,
+       .D = 256,
+       .mask = AttnMask::kCausal});  // the Qwen3.5 heads
   return out;
 }
 
 class AttnBf16Products : public ::testing::TestWithParam<AttnCase> {
  protected:
   void SetUp() override {
-    if (!simd::bf16_dot_usable()) GTEST_SKIP() << "this CPU has no AVX512-BF16 (or HANPU_BF16_DOT=0)";
+    if (!simd::bf16_dot_usable())
+      GTEST_SKIP() << "this CPU has no AVX512-BF16 (or HANPU_BF16_DOT=0)";
   }
 };
 
@@ -91,7 +158,8 @@ TEST_P(AttnBf16Products, FusedPlacementsMatchTheReferenceOfTheRoundedOperands) {
   for (size_t i = 0; i < d.v.size() / dtype_size(c.kv_dtype()); ++i) {
     vmax = std::max(vmax, std::abs(double{round_bf16(load_as_f32(d.v.data(), c.kv_dtype(), i))}));
   }
-  const double bound = (c.dtype == DType::kBF16 ? 2.0 : 1.0) * std::ldexp(vmax, -9) * 1.01 + 1e-6 * vmax;
+  const double bound =
+      (c.dtype == DType::kBF16 ? 2.0 : 1.0) * std::ldexp(vmax, -9) * 1.01 + 1e-6 * vmax;
   // Rounding to bf16 costs an NMSE of about 2.5e-6 (gemm_bf16_dot_test.cc), and for random
   // values the error of o = sum w v over o's own size is that of one rounded term: ~2.5e-6 from
   // P, as much again when o is stored in bf16. A key lost or counted twice among n costs ~1/n.
@@ -115,8 +183,10 @@ TEST_P(AttnBf16Products, FusedPlacementsMatchTheReferenceOfTheRoundedOperands) {
         worst = std::isnan(e) ? INFINITY : std::max(worst, e);
       }
       EXPECT_LE(worst, bound) << placement << " on " << threads << " threads: max |o - ref|";
-      EXPECT_LE(nmse(want.o, got), nmse_bound) << placement << " on " << threads << " threads: output NMSE";
-      EXPECT_LE(nmse(want.lse, d.lse_as_double()), 1e-10) << placement << " on " << threads << " threads: lse NMSE";
+      EXPECT_LE(nmse(want.o, got), nmse_bound)
+          << placement << " on " << threads << " threads: output NMSE";
+      EXPECT_LE(nmse(want.lse, d.lse_as_double()), 1e-10)
+          << placement << " on " << threads << " threads: lse NMSE";
     }
   }
 }
@@ -128,11 +198,19 @@ INSTANTIATE_TEST_SUITE_P(Sweep, AttnBf16Products, ::testing::ValuesIn(cases()));
 // is not finite: 0 x inf is NaN, so the dot path must not multiply it at all.
 TEST(AttnBf16ProductsEdges, KeysAUnitDoesNotSeeNeverReachItsOutput) {
   if (!simd::bf16_dot_usable()) GTEST_SKIP() << "this CPU has no AVX512-BF16 (or HANPU_BF16_DOT=0)";
-  const AttnCase c{.kv = DType::kBF16, .T = 20, .Tk = 20, .Hq = 2, .Hkv = 1, .D = 32, .mask = AttnMask::kCausal,
-                   .tiles = {7, 64}, .seed = 9300};
+  const AttnCase c{.kv = DType::kBF16,
+                   .T = 20,
+                   .Tk = 20,
+                   .Hq = 2,
+                   .Hkv = 1,
+                   .D = 32,
+                   .mask = AttnMask::kCausal,
+                   .tiles = {7, 64},
+                   .seed = 9300};
   for (float bad : {INFINITY, NAN}) {
     AttnData d = make_attn_data(c);
-    for (int dd = 0; dd < c.D; ++dd) store_from_f32(d.v.data(), DType::kBF16, 7 * c.D + dd, bad);  // key 7, kv head 0
+    for (int dd = 0; dd < c.D; ++dd)
+      store_from_f32(d.v.data(), DType::kBF16, 7 * c.D + dd, bad);  // key 7, kv head 0
     for (const char* placement : {"balanced", "uniform"}) {
       d.poison();
       AttnOptions opt;
@@ -143,7 +221,8 @@ TEST(AttnBf16ProductsEdges, KeysAUnitDoesNotSeeNeverReachItsOutput) {
       const std::vector<double> got = d.o_as_double();
       for (int64_t t = 0; t < 7; ++t) {  // rows 0..6 see keys 0..6 only
         for (int64_t i = t * c.Hq * c.D; i < (t + 1) * c.Hq * c.D; ++i) {
-          ASSERT_TRUE(std::isfinite(got[i])) << placement << ": row " << t << " took key 7's value " << bad;
+          ASSERT_TRUE(std::isfinite(got[i]))
+              << placement << ": row " << t << " took key 7's value " << bad;
         }
       }
     }
@@ -159,17 +238,20 @@ TEST(AttnBf16ProductsEdges, AutoPicksThemForABf16CacheAndAskingWhereTheyCannotRu
   EXPECT_FALSE(parse_attn_products("fp8").has_value());
   const bool usable = simd::bf16_dot_usable();
   for (DType kv : {DType::kF32, DType::kF16, DType::kBF16}) {
-    AttnData d = make_attn_data({.kv = kv, .T = 40, .Tk = 40, .Hq = 2, .Hkv = 1, .D = 32, .seed = 9400});
+    AttnData d =
+        make_attn_data({.kv = kv, .T = 40, .Tk = 40, .Hq = 2, .Hkv = 1, .D = 32, .seed = 9400});
     for (AttnProducts products : {AttnProducts::kAuto, AttnProducts::kF32}) {
       AttnOptions opt;
       opt.products = products;
       AttnStats stats;
       ASSERT_TRUE(attn_prefill(d.args(), opt, &stats).ok());
-      EXPECT_EQ(stats.bf16_products, usable && kv == DType::kBF16 && products == AttnProducts::kAuto)
+      EXPECT_EQ(stats.bf16_products,
+                usable && kv == DType::kBF16 && products == AttnProducts::kAuto)
           << dtype_name(kv) << " " << attn_products_name(products);
     }
   }
-  AttnData d = make_attn_data({.kv = DType::kBF16, .T = 40, .Tk = 40, .Hq = 2, .Hkv = 1, .D = 32, .seed = 9401});
+  AttnData d = make_attn_data(
+      {.kv = DType::kBF16, .T = 40, .Tk = 40, .Hq = 2, .Hkv = 1, .D = 32, .seed = 9401});
   auto fails = [&](AttnOptions opt, const std::string& why) {
     d.poison();
     opt.products = AttnProducts::kBf16;

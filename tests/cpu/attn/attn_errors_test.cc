@@ -21,24 +21,58 @@ TEST(AttnErrors, BadInputsAreRejectedByNameWithoutWriting) {
   const BadCase cases[] = {
       {"k/v shape mismatch", [](AttnArgs& a, AttnOptions&) { a.v.shape[0] -= 1; }, "v has shape"},
       {"o shape", [](AttnArgs& a, AttnOptions&) { a.o.shape[1] = 3; }, "o has shape"},
-      {"Hq % Hkv", [](AttnArgs& a, AttnOptions&) {
+      {"Hq % Hkv",
+       [](AttnArgs& a, AttnOptions&) {
          a.q.shape[1] = a.o.shape[1] = 3;
          a.k.shape[1] = a.v.shape[1] = 2;
-       }, "multiple of key/value heads"},
-      {"D not multiple of 16", [](AttnArgs& a, AttnOptions&) { a.q.shape[2] = a.k.shape[2] = a.v.shape[2] = a.o.shape[2] = 100; }, "head dim D = 100"},
-      {"D too large", [](AttnArgs& a, AttnOptions&) { a.q.shape[2] = a.k.shape[2] = a.v.shape[2] = a.o.shape[2] = 272; }, "head dim D = 272"},
-      {"k head dim", [](AttnArgs& a, AttnOptions&) { a.k.shape[2] = 32; a.v.shape[2] = 32; }, "k has shape"},
-      {"rank", [](AttnArgs& a, AttnOptions&) { a.q.shape = {64, 128}; }, "q must have 3 dims"},
-      {"window 0", [](AttnArgs& a, AttnOptions&) { a.mask = AttnMask::kSliding; a.window = 0; }, "window = 0"},
-      {"NaN scale", [](AttnArgs& a, AttnOptions&) { a.scale = std::numeric_limits<float>::quiet_NaN(); }, "not finite"},
-      {"inf scale", [](AttnArgs& a, AttnOptions&) { a.scale = std::numeric_limits<float>::infinity(); }, "not finite"},
+       },
+       "multiple of key/value heads"},
+      {"D not multiple of 16",
+       [](AttnArgs& a, AttnOptions&) {
+         a.q.shape[2] = a.k.shape[2] = a.v.shape[2] = a.o.shape[2] = 100;
+       },
+       "head dim D = 100"},
+      {"D too large",
+       [](AttnArgs& a, AttnOptions&) {
+         a.q.shape[2] = a.k.shape[2] = a.v.shape[2] = a.o.shape[2] = 272;
+       },
+       "head dim D = 272"},
+      {"k head dim",
+       [](AttnArgs& a, AttnOptions&) {
+         a.k.shape[2] = 32;
+         a.v.shape[2] = 32;
+       },
+       "k has shape"},
+      {"rank",
+       [](AttnArgs& a, AttnOptions&) {
+         a.q.shape = {64, 128};
+       },
+       "q must have 3 dims"},
+      {"window 0",
+       [](AttnArgs& a, AttnOptions&) {
+         a.mask = AttnMask::kSliding;
+         a.window = 0;
+       },
+       "window = 0"},
+      {"NaN scale",
+       [](AttnArgs& a, AttnOptions&) { a.scale = std::numeric_limits<float>::quiet_NaN(); },
+       "not finite"},
+      {"inf scale",
+       [](AttnArgs& a, AttnOptions&) { a.scale = std::numeric_limits<float>::infinity(); },
+       "not finite"},
       {"q_offset past keys", [](AttnArgs& a, AttnOptions&) { a.q_offset = 10; }, "q_offset"},
       {"negative q_offset", [](AttnArgs& a, AttnOptions&) { a.q_offset = -1; }, "q_offset"},
-      {"lse shape", [](AttnArgs& a, AttnOptions&) { a.lse.shape = {64, 2}; }, "lse has shape"},
+      {"lse shape",
+       [](AttnArgs& a, AttnOptions&) {
+         a.lse.shape = {64, 2};
+       },
+       "lse has shape"},
       {"lse dtype", [](AttnArgs& a, AttnOptions&) { a.lse.dtype = DType::kF16; }, "lse has dtype"},
-      {"dtype mismatch", [](AttnArgs& a, AttnOptions&) { a.k.dtype = DType::kBF16; }, "k has dtype"},
+      {"dtype mismatch", [](AttnArgs& a, AttnOptions&) { a.k.dtype = DType::kBF16; },
+       "k has dtype"},
       {"missing data", [](AttnArgs& a, AttnOptions&) { a.v.data = nullptr; }, "v has no data"},
-      {"unknown placement", [](AttnArgs&, AttnOptions& o) { o.placement = "diagonal"; }, "unknown placement 'diagonal'"},
+      {"unknown placement", [](AttnArgs&, AttnOptions& o) { o.placement = "diagonal"; },
+       "unknown placement 'diagonal'"},
       {"bad tiles", [](AttnArgs&, AttnOptions& o) { o.tiles.q_rows = 100000; }, "tiles"},
   };
   for (const BadCase& bc : cases) {
@@ -52,8 +86,10 @@ TEST(AttnErrors, BadInputsAreRejectedByNameWithoutWriting) {
     const Status st = attn_prefill(a, opt);
     ASSERT_FALSE(st.ok()) << bc.name;
     EXPECT_NE(st.message().find(bc.expect), std::string::npos) << bc.name << ": " << st.message();
-    EXPECT_EQ(0, std::memcmp(o_before.data(), d.o.data(), o_before.size())) << bc.name << " wrote o";
-    EXPECT_EQ(0, std::memcmp(lse_before.data(), d.lse.data(), lse_before.size() * 4)) << bc.name << " wrote lse";
+    EXPECT_EQ(0, std::memcmp(o_before.data(), d.o.data(), o_before.size()))
+        << bc.name << " wrote o";
+    EXPECT_EQ(0, std::memcmp(lse_before.data(), d.lse.data(), lse_before.size() * 4))
+        << bc.name << " wrote lse";
     if (bc.name != "unknown placement" && bc.name != "bad tiles") {
       const Status sd = attn_decode(a);
       EXPECT_FALSE(sd.ok()) << bc.name << " (decode)";

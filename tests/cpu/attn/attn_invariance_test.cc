@@ -27,8 +27,22 @@ AttnData run(const AttnCase& c, const std::string& placement, int threads) {
 TEST(AttnInvariance, UniformAndBalancedAndThreadCountsAreBitIdentical) {
   const AttnCase cases[] = {
       {.T = 1000, .Tk = 1000, .Hq = 4, .Hkv = 2, .D = 64, .mask = AttnMask::kCausal, .seed = 71},
-      {.T = 333, .Tk = 500, .Hq = 8, .Hkv = 2, .D = 128, .mask = AttnMask::kSliding, .window = 50, .seed = 72},
-      {.dtype = DType::kBF16, .T = 257, .Tk = 257, .Hq = 2, .Hkv = 1, .D = 256, .mask = AttnMask::kNone, .seed = 73},
+      {.T = 333,
+       .Tk = 500,
+       .Hq = 8,
+       .Hkv = 2,
+       .D = 128,
+       .mask = AttnMask::kSliding,
+       .window = 50,
+       .seed = 72},
+      {.dtype = DType::kBF16,
+       .T = 257,
+       .Tk = 257,
+       .Hq = 2,
+       .Hkv = 1,
+       .D = 256,
+       .mask = AttnMask::kNone,
+       .seed = 73},
   };
   for (const AttnCase& c : cases) {
     const AttnData base = run(c, "balanced", 2);
@@ -44,15 +58,22 @@ TEST(AttnInvariance, UniformAndBalancedAndThreadCountsAreBitIdentical) {
 }
 
 // Copies rows [t0, t0 + n) of a [T, H, D] storage buffer.
-std::vector<uint8_t> rows_of(const std::vector<uint8_t>& x, int64_t t0, int64_t n, int H, int D, DType dt) {
+std::vector<uint8_t> rows_of(const std::vector<uint8_t>& x, int64_t t0, int64_t n, int H, int D,
+                             DType dt) {
   const size_t row = static_cast<size_t>(H) * D * dtype_size(dt);
   return {x.begin() + t0 * row, x.begin() + (t0 + n) * row};
 }
 
 TEST(AttnInvariance, DecodeEqualsLastRowsOfPrefillAndContinuedPrefillEqualsOnePrefill) {
   for (DType dt : {DType::kF32, DType::kF16}) {
-    const AttnCase full{.dtype = dt, .T = 700, .Tk = 700, .Hq = 8, .Hkv = 2, .D = 128,
-                        .mask = AttnMask::kCausal, .seed = 80};
+    const AttnCase full{.dtype = dt,
+                        .T = 700,
+                        .Tk = 700,
+                        .Hq = 8,
+                        .Hkv = 2,
+                        .D = 128,
+                        .mask = AttnMask::kCausal,
+                        .seed = 80};
     const AttnData whole = run(full, "balanced", 2);
     for (int64_t tail : {1, 3, 200}) {  // decode of 1 and 3 rows; a 200-row continued prefill
       AttnData part = make_attn_data(full);
@@ -70,7 +91,8 @@ TEST(AttnInvariance, DecodeEqualsLastRowsOfPrefillAndContinuedPrefillEqualsOnePr
                       all_o.begin() + (t + 1) * full.Hq * full.D);
       }
       for (int h = 0; h < full.Hq; ++h) {
-        for (int64_t t = full.T - tail; t < full.T; ++t) want_lse.push_back(whole.lse[h * full.T + t]);
+        for (int64_t t = full.T - tail; t < full.T; ++t)
+          want_lse.push_back(whole.lse[h * full.T + t]);
       }
       // Different key splits round differently: equal to fp32 accuracy, not bit for bit
       // (f16 outputs: both sides rounded to f16, so a rounding step apart at most).

@@ -20,14 +20,17 @@ namespace {
 
 // The token-major [Tk, Hkv, D] rows of `src` copied head-major: head h's rows at
 // (h capacity + t) D, capacity = Tk + pad; the pad rows hold NaN.
-std::vector<uint8_t> head_major(const std::vector<uint8_t>& src, DType dt, int64_t Tk, int Hkv, int D, int64_t pad) {
+std::vector<uint8_t> head_major(const std::vector<uint8_t>& src, DType dt, int64_t Tk, int Hkv,
+                                int D, int64_t pad) {
   const size_t es = dtype_size(dt), row = static_cast<size_t>(D) * es;
   const int64_t cap = Tk + pad;
   std::vector<uint8_t> out(static_cast<size_t>(cap) * Hkv * row);
-  for (size_t i = 0; i < out.size() / es; ++i) store_from_f32(out.data(), dt, i, std::numeric_limits<float>::quiet_NaN());
+  for (size_t i = 0; i < out.size() / es; ++i)
+    store_from_f32(out.data(), dt, i, std::numeric_limits<float>::quiet_NaN());
   for (int64_t t = 0; t < Tk; ++t) {
     for (int h = 0; h < Hkv; ++h) {
-      std::memcpy(out.data() + (static_cast<size_t>(h) * cap + t) * row, src.data() + (t * Hkv + h) * row, row);
+      std::memcpy(out.data() + (static_cast<size_t>(h) * cap + t) * row,
+                  src.data() + (t * Hkv + h) * row, row);
     }
   }
   return out;
@@ -77,22 +80,51 @@ void expect_same_through_strides(const AttnCase& c, const KernelRun& run) {
 }
 
 TEST(AttnKvStrides, HeadMajorRowsGiveTheTokenMajorResult) {
-  std::vector<KernelRun> runs = {{"balanced", AttnProducts::kF32}, {"uniform", AttnProducts::kF32},
-                           {"layer", AttnProducts::kF32}, {nullptr, AttnProducts::kAuto}};
+  std::vector<KernelRun> runs = {{"balanced", AttnProducts::kF32},
+                                 {"uniform", AttnProducts::kF32},
+                                 {"layer", AttnProducts::kF32},
+                                 {nullptr, AttnProducts::kAuto}};
   if (simd::bf16_dot_usable()) runs.push_back({"balanced", AttnProducts::kBf16});
   const std::vector<AttnCase> cases = {
       {.T = 77, .Tk = 77, .Hq = 8, .Hkv = 2, .D = 64, .seed = 301},
-      {.dtype = DType::kF32, .kv = DType::kBF16, .T = 45, .Tk = 130, .Hq = 6, .Hkv = 3, .D = 48, .seed = 302},
-      {.dtype = DType::kF32, .kv = DType::kF16, .T = 33, .Tk = 33, .Hq = 4, .Hkv = 1, .D = 32, .seed = 303},
-      {.dtype = DType::kBF16, .T = 20, .Tk = 200, .Hq = 4, .Hkv = 2, .D = 128, .mask = AttnMask::kSliding,
-       .window = 50, .seed = 304},
+      {.dtype = DType::kF32,
+       .kv = DType::kBF16,
+       .T = 45,
+       .Tk = 130,
+       .Hq = 6,
+       .Hkv = 3,
+       .D = 48,
+       .seed = 302},
+      {.dtype = DType::kF32,
+       .kv = DType::kF16,
+       .T = 33,
+       .Tk = 33,
+       .Hq = 4,
+       .Hkv = 1,
+       .D = 32,
+       .seed = 303},
+      {.dtype = DType::kBF16,
+       .T = 20,
+       .Tk = 200,
+       .Hq = 4,
+       .Hkv = 2,
+       .D = 128,
+       .mask = AttnMask::kSliding,
+       .window = 50,
+       .seed = 304},
   };
   for (const AttnCase& c : cases) {
     for (const KernelRun& r : runs) expect_same_through_strides(c, r);
   }
   // Decode shapes: one and three query rows against a long cache.
   for (int64_t T : {1, 3}) {
-    const AttnCase c{.dtype = DType::kF32, .kv = DType::kBF16, .T = T, .Tk = 1000, .Hq = 8, .Hkv = 2, .D = 256,
+    const AttnCase c{.dtype = DType::kF32,
+                     .kv = DType::kBF16,
+                     .T = T,
+                     .Tk = 1000,
+                     .Hq = 8,
+                     .Hkv = 2,
+                     .D = 256,
                      .seed = static_cast<uint64_t>(310 + T)};
     expect_same_through_strides(c, {nullptr, AttnProducts::kAuto});
     expect_same_through_strides(c, {"balanced", AttnProducts::kF32});
@@ -119,11 +151,12 @@ TEST(AttnKvStrides, OverlappingOrNegativeStridesAreRefusedAndWriteNothing) {
     }
   };
   expect_refused(32, 32, "k/v rows of D = 32 overlap at kv_row_stride 32 and kv_head_stride 32");
-  expect_refused(16, 0, "overlap");            // keys half a row apart
-  expect_refused(64, 8 * 32 - 1, "overlap");   // head blocks one element short of the keys they hold
+  expect_refused(16, 0, "overlap");           // keys half a row apart
+  expect_refused(64, 8 * 32 - 1, "overlap");  // head blocks one element short of the keys they hold
   expect_refused(-64, 0, "kv strides must be >= 0");
   // The tightest layouts of both kinds are fine.
-  for (auto [row, head] : {std::pair<int64_t, int64_t>{64, 32}, std::pair<int64_t, int64_t>{32, 8 * 32}}) {
+  for (auto [row, head] :
+       {std::pair<int64_t, int64_t>{64, 32}, std::pair<int64_t, int64_t>{32, 8 * 32}}) {
     AttnArgs a = d.args();
     std::vector<float> k(2 * 8 * 32, 0.5f), v(k.size(), 0.25f);
     a.k.data = k.data();

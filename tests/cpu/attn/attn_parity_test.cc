@@ -1,8 +1,9 @@
 // Every attention placement and decode against the float64 reference, on fresh random inputs
 // over the sweep of the issue: T/Tk in {1, 17, 64, 100, 1000, 2048}, GQA ratios 1/2/4/8,
 // head dims 16..256, the three masks (with query offsets and windows), f32/f16/bf16 (also
-// 16-bit keys/values under fp32 queries), odd tile sizes. NMSE of the outputs and of the log-sum-exp.
-// All with fp32 products (AttnProducts::kF32); the bf16 ones: attn_bf16_products_test.cc.
+// 16-bit keys/values under fp32 queries), odd tile sizes. NMSE of the outputs and of the
+// log-sum-exp. All with fp32 products (AttnProducts::kF32); the bf16 ones:
+// attn_bf16_products_test.cc.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -36,22 +37,72 @@ std::vector<AttnCase> parity_cases() {
     // A prefill continuing a cache (default offset Tk - T), and an explicit offset with keys
     // past the queries.
     add({.T = 100, .Tk = 300, .Hq = 4, .Hkv = 1, .D = 64, .mask = mask, .window = w});
-    add({.T = 17, .Tk = 1000, .Hq = 2, .Hkv = 2, .D = 64, .mask = mask, .q_offset = 500, .window = w});
+    add({.T = 17,
+         .Tk = 1000,
+         .Hq = 2,
+         .Hkv = 2,
+         .D = 64,
+         .mask = mask,
+         .q_offset = 500,
+         .window = w});
     add({.T = 1, .Tk = 2048, .Hq = 8, .Hkv = 2, .D = 128, .mask = mask, .window = w});
     // Odd tiles: masks and partial tiles at every boundary.
-    add({.T = 100, .Tk = 100, .Hq = 4, .Hkv = 2, .D = 64, .mask = mask, .window = w, .tiles = {7, 5}});
-    add({.T = 130, .Tk = 200, .Hq = 3, .Hkv = 1, .D = 32, .mask = mask, .window = 1, .tiles = {16, 33}});
+    add({.T = 100,
+         .Tk = 100,
+         .Hq = 4,
+         .Hkv = 2,
+         .D = 64,
+         .mask = mask,
+         .window = w,
+         .tiles = {7, 5}});
+    add({.T = 130,
+         .Tk = 200,
+         .Hq = 3,
+         .Hkv = 1,
+         .D = 32,
+         .mask = mask,
+         .window = 1,
+         .tiles = {16, 33}});
     // Peaky softmax (scale 1 at D = 64: scores of std 8).
-    add({.T = 300, .Tk = 300, .Hq = 2, .Hkv = 1, .D = 64, .mask = mask, .window = w, .scale = 1.0f});
+    add({.T = 300,
+         .Tk = 300,
+         .Hq = 2,
+         .Hkv = 1,
+         .D = 64,
+         .mask = mask,
+         .window = w,
+         .scale = 1.0f});
     // Storage dtypes.
     for (DType dt : {DType::kF16, DType::kBF16}) {
-      add({.dtype = dt, .T = 200, .Tk = 200, .Hq = 4, .Hkv = 1, .D = 128, .mask = mask, .window = w});
-      add({.dtype = dt, .T = 1000, .Tk = 1000, .Hq = 2, .Hkv = 2, .D = 64, .mask = mask, .window = 100});
+      add({.dtype = dt,
+           .T = 200,
+           .Tk = 200,
+           .Hq = 4,
+           .Hkv = 1,
+           .D = 128,
+           .mask = mask,
+           .window = w});
+      add({.dtype = dt,
+           .T = 1000,
+           .Tk = 1000,
+           .Hq = 2,
+           .Hkv = 2,
+           .D = 64,
+           .mask = mask,
+           .window = 100});
       // A 16-bit KV cache under fp32 queries: keys and values widened tile by tile (in the
       // decode row path, in the prefill packs and in the unpacked tile copies).
       add({.kv = dt, .T = 100, .Tk = 300, .Hq = 4, .Hkv = 1, .D = 64, .mask = mask, .window = w});
       add({.kv = dt, .T = 1, .Tk = 2048, .Hq = 8, .Hkv = 2, .D = 256, .mask = mask, .window = 300});
-      add({.kv = dt, .T = 3, .Tk = 777, .Hq = 6, .Hkv = 3, .D = 80, .mask = mask, .window = w, .tiles = {7, 33}});
+      add({.kv = dt,
+           .T = 3,
+           .Tk = 777,
+           .Hq = 6,
+           .Hkv = 3,
+           .D = 80,
+           .mask = mask,
+           .window = w,
+           .tiles = {7, 33}});
     }
   }
   add({.T = 64, .Tk = 64, .Hq = 2, .Hkv = 1, .D = 64, .mask = AttnMask::kSliding, .window = 1});
@@ -61,7 +112,8 @@ std::vector<AttnCase> parity_cases() {
 
 class AttnParity : public ::testing::TestWithParam<AttnCase> {};
 
-void expect_close(const AttnCase& c, const ref::AttnRefResult& want, const AttnData& d, const std::string& who) {
+void expect_close(const AttnCase& c, const ref::AttnRefResult& want, const AttnData& d,
+                  const std::string& who) {
   const double e_o = nmse(want.o, d.o_as_double());
   const double e_lse = nmse(want.lse, d.lse_as_double());
   EXPECT_LE(e_o, attn_nmse_bound(c)) << who << ": output NMSE " << e_o;

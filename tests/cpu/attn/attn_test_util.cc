@@ -10,8 +10,8 @@
 namespace hanpu::test {
 
 std::string AttnCase::describe() const {
-  std::string s = fmt::format("{} T={} Tk={} Hq={} Hkv={} D={} mask={}", dtype_name(dtype), T, Tk, Hq,
-                              Hkv, D, attn_mask_name(mask));
+  std::string s = fmt::format("{} T={} Tk={} Hq={} Hkv={} D={} mask={}", dtype_name(dtype), T, Tk,
+                              Hq, Hkv, D, attn_mask_name(mask));
   if (kv) s += fmt::format(" kv={}", dtype_name(*kv));
   if (q_offset) s += fmt::format(" q_offset={}", *q_offset);
   if (mask == AttnMask::kSliding) s += fmt::format(" window={}", window);
@@ -25,14 +25,18 @@ AttnData make_attn_data(const AttnCase& c) {
   d.cs = c;
   Rng rng(c.seed);
   const size_t es = dtype_size(c.dtype), kes = dtype_size(c.kv_dtype());
-  const size_t nq = static_cast<size_t>(c.T) * c.Hq * c.D, nk = static_cast<size_t>(c.Tk) * c.Hkv * c.D;
+  const size_t nq = static_cast<size_t>(c.T) * c.Hq * c.D,
+               nk = static_cast<size_t>(c.Tk) * c.Hkv * c.D;
   d.q.resize(nq * es);
   d.o.resize(nq * es);
   d.k.resize(nk * kes);
   d.v.resize(nk * kes);
-  for (size_t i = 0; i < nq; ++i) store_from_f32(d.q.data(), c.dtype, i, static_cast<float>(rng.normal()));
-  for (size_t i = 0; i < nk; ++i) store_from_f32(d.k.data(), c.kv_dtype(), i, static_cast<float>(rng.normal()));
-  for (size_t i = 0; i < nk; ++i) store_from_f32(d.v.data(), c.kv_dtype(), i, static_cast<float>(rng.normal()));
+  for (size_t i = 0; i < nq; ++i)
+    store_from_f32(d.q.data(), c.dtype, i, static_cast<float>(rng.normal()));
+  for (size_t i = 0; i < nk; ++i)
+    store_from_f32(d.k.data(), c.kv_dtype(), i, static_cast<float>(rng.normal()));
+  for (size_t i = 0; i < nk; ++i)
+    store_from_f32(d.v.data(), c.kv_dtype(), i, static_cast<float>(rng.normal()));
   d.lse.resize(static_cast<size_t>(c.Hq) * c.T);
   return d;
 }
@@ -53,7 +57,8 @@ AttnArgs AttnData::args() {
 
 void AttnData::poison() {
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  for (size_t i = 0; i < o.size() / dtype_size(cs.dtype); ++i) store_from_f32(o.data(), cs.dtype, i, nan);
+  for (size_t i = 0; i < o.size() / dtype_size(cs.dtype); ++i)
+    store_from_f32(o.data(), cs.dtype, i, nan);
   std::fill(lse.begin(), lse.end(), nan);
 }
 

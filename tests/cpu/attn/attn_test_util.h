@@ -14,8 +14,8 @@
 namespace hanpu::test {
 
 struct AttnCase {
-  DType dtype = DType::kF32;                // q and o
-  std::optional<DType> kv = std::nullopt;   // k and v (unset: dtype), e.g. a 16-bit KV cache
+  DType dtype = DType::kF32;               // q and o
+  std::optional<DType> kv = std::nullopt;  // k and v (unset: dtype), e.g. a 16-bit KV cache
   int64_t T = 64, Tk = 64;
   int Hq = 2, Hkv = 1, D = 64;
   AttnMask mask = AttnMask::kCausal;

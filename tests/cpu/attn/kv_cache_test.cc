@@ -32,18 +32,22 @@ void expect_rows(const KvCache& cache, const uint8_t* want_k, const uint8_t* wan
       for (int d = 0; d < D; ++d) {
         const size_t token_major = static_cast<size_t>((t * H + h) * D + d);
         const size_t in_place = static_cast<size_t>(t * a.kv_row_stride + h * a.kv_head_stride + d);
-        const float wk = load_as_f32(want_k, dt, token_major), wv = load_as_f32(want_v, dt, token_major);
+        const float wk = load_as_f32(want_k, dt, token_major),
+                    wv = load_as_f32(want_v, dt, token_major);
         ASSERT_EQ(k[token_major], wk) << "read_f32 k " << t << "," << h << "," << d;
         ASSERT_EQ(v[token_major], wv) << "read_f32 v " << t << "," << h << "," << d;
-        ASSERT_EQ(load_as_f32(a.k.data, dt, in_place), wk) << "attn_kv k " << t << "," << h << "," << d;
-        ASSERT_EQ(load_as_f32(a.v.data, dt, in_place), wv) << "attn_kv v " << t << "," << h << "," << d;
+        ASSERT_EQ(load_as_f32(a.k.data, dt, in_place), wk)
+            << "attn_kv k " << t << "," << h << "," << d;
+        ASSERT_EQ(load_as_f32(a.v.data, dt, in_place), wv)
+            << "attn_kv v " << t << "," << h << "," << d;
       }
     }
   }
 }
 
 TEST(KvCache, AppendsGrowByDoublingAndReadBack) {
-  const AttnCase c{.dtype = DType::kBF16, .T = 1000, .Tk = 1000, .Hq = 4, .Hkv = 2, .D = 64, .seed = 91};
+  const AttnCase c{
+      .dtype = DType::kBF16, .T = 1000, .Tk = 1000, .Hq = 4, .Hkv = 2, .D = 64, .seed = 91};
   const AttnData d = make_attn_data(c);
   KvCache cache(2, 64, DType::kBF16, 16);
   const size_t row = 2 * 64 * 2;
@@ -56,11 +60,13 @@ TEST(KvCache, AppendsGrowByDoublingAndReadBack) {
   }
   ASSERT_EQ(cache.length(), 1000);
   EXPECT_EQ(cache.capacity(), 1024);
-  EXPECT_EQ(cache.growths(), 3);  // 16 -> 128 (109 tokens) -> 512 -> 1024: doubling, a jump per append
+  EXPECT_EQ(cache.growths(),
+            3);  // 16 -> 128 (109 tokens) -> 512 -> 1024: doubling, a jump per append
   expect_rows(cache, d.k.data(), d.v.data(), 1000);
   std::vector<float> out(4 * row, -1.0f);
   const Status past = cache.read_f32(998, 3, out.data(), nullptr);
-  EXPECT_NE(past.message().find("tokens [998, 1001) are not within the 1000 cached"), std::string::npos)
+  EXPECT_NE(past.message().find("tokens [998, 1001) are not within the 1000 cached"),
+            std::string::npos)
       << past.message();
   EXPECT_FALSE(cache.read_f32(-1, 1, out.data(), nullptr).ok());
   EXPECT_EQ(out[0], -1.0f) << "a refused read writes nothing";
@@ -72,7 +78,8 @@ TEST(KvCache, AppendsGrowByDoublingAndReadBack) {
 // reserve: one reallocation that keeps the rows, none while appends fit, a no-op when the
 // room is there, and doubling again past it.
 TEST(KvCache, ReserveMakesRoomOnceAndKeepsTheRows) {
-  const AttnCase c{.dtype = DType::kF16, .T = 300, .Tk = 300, .Hq = 2, .Hkv = 1, .D = 32, .seed = 92};
+  const AttnCase c{
+      .dtype = DType::kF16, .T = 300, .Tk = 300, .Hq = 2, .Hkv = 1, .D = 32, .seed = 92};
   const AttnData d = make_attn_data(c);
   KvCache cache(1, 32, DType::kF16, 16);
   const size_t row = 32 * 2;
@@ -101,10 +108,16 @@ TEST(KvCache, Fp32RowsAreRoundedIntoASixteenBitCache) {
     std::vector<float> k(5 * 3 * 48), v(k.size());
     for (float& x : k) x = static_cast<float>(rng.normal());
     for (float& x : v) x = static_cast<float>(rng.normal());
-    ASSERT_TRUE(cache.append({k.data(), DType::kF32, {2, 3, 48}}, {v.data(), DType::kF32, {2, 3, 48}}).ok());
-    ASSERT_TRUE(cache.append({k.data() + 2 * 144, DType::kF32, {3, 3, 48}}, {v.data() + 2 * 144, DType::kF32, {3, 3, 48}}).ok());
+    ASSERT_TRUE(
+        cache.append({k.data(), DType::kF32, {2, 3, 48}}, {v.data(), DType::kF32, {2, 3, 48}})
+            .ok());
+    ASSERT_TRUE(cache
+                    .append({k.data() + 2 * 144, DType::kF32, {3, 3, 48}},
+                            {v.data() + 2 * 144, DType::kF32, {3, 3, 48}})
+                    .ok());
     ASSERT_EQ(cache.length(), 5);
-    std::vector<uint8_t> want_k(k.size() * 2), want_v(v.size() * 2);  // rounded by the reference's rule
+    std::vector<uint8_t> want_k(k.size() * 2),
+        want_v(v.size() * 2);  // rounded by the reference's rule
     for (size_t i = 0; i < k.size(); ++i) {
       store_from_f32(want_k.data(), dt, i, k[i]);
       store_from_f32(want_v.data(), dt, i, v[i]);
@@ -133,12 +146,14 @@ TEST(KvCache, BadAppendsAreRejectedAndChangeNothing) {
   std::vector<uint16_t> h(3 * 2 * 64);
   const Status mixed = half.append(good, {h.data(), DType::kBF16, {3, 2, 64}});
   ASSERT_FALSE(mixed.ok());
-  EXPECT_NE(mixed.message().find("k has dtype f32 but v has bf16"), std::string::npos) << mixed.message();
+  EXPECT_NE(mixed.message().find("k has dtype f32 but v has bf16"), std::string::npos)
+      << mixed.message();
   EXPECT_EQ(half.length(), 0);
 }
 
 TEST(KvCache, DecodeLoopOverTheCacheEqualsOnePrefill) {
-  const AttnCase c{.T = 40, .Tk = 40, .Hq = 8, .Hkv = 2, .D = 128, .mask = AttnMask::kCausal, .seed = 92};
+  const AttnCase c{
+      .T = 40, .Tk = 40, .Hq = 8, .Hkv = 2, .D = 128, .mask = AttnMask::kCausal, .seed = 92};
   AttnData whole = make_attn_data(c);
   whole.poison();
   ASSERT_TRUE(attn_prefill(whole.args()).ok());

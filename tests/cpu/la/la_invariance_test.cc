@@ -22,8 +22,8 @@ Status run(LaData& d, const std::string& strategy, int chunk = 64, int threads =
 class LaInvariance : public ::testing::TestWithParam<LaMech> {};
 
 TEST_P(LaInvariance, ChunkSizeDoesNotChangeTheResult) {
-  LaData d = make_la_data({.mech = GetParam(), .seq_lens = {333}, .H = 2, .HV = 4, .K = 64, .V = 100,
-                           .seed = 7});
+  LaData d = make_la_data(
+      {.mech = GetParam(), .seq_lens = {333}, .H = 2, .HV = 4, .K = 64, .V = 100, .seed = 7});
   const ref::LaRefResult want = ref::la_recurrent(d.args());
   for (const char* s : {"hanpu", "fla"}) {
     for (int C : kLaChunkSizes) {
@@ -39,7 +39,8 @@ TEST_P(LaInvariance, AFinalStateInTheInitialStatesBufferIsUpdatedInPlace) {
   // (updated in place) and column pieces (3 heads on 2 cores: buffered), one and several
   // phases (T = 1, 700); the separate-buffer run above takes the buffered path throughout.
   for (const int64_t T : {int64_t{1}, int64_t{700}}) {
-    LaData d = make_la_data({.mech = GetParam(), .seq_lens = {T, 5}, .H = 3, .HV = 3, .K = 32, .V = 48, .seed = 9});
+    LaData d = make_la_data(
+        {.mech = GetParam(), .seq_lens = {T, 5}, .H = 3, .HV = 3, .K = 32, .V = 48, .seed = 9});
     for (const LaStrategyInfo& s : la_strategies()) {
       ASSERT_TRUE(run(d, std::string(s.name), 16, 2).ok());
       const std::vector<uint8_t> o_separate = d.o;
@@ -56,15 +57,16 @@ TEST_P(LaInvariance, AFinalStateInTheInitialStatesBufferIsUpdatedInPlace) {
       d.poison();
       ASSERT_TRUE(la_prefill(args, opt).ok());
       EXPECT_EQ(d.o, o_separate) << s.name << " T=" << T;
-      EXPECT_EQ(0, std::memcmp(state.data(), s_separate.data(), state.size() * 4)) << s.name << " T=" << T;
+      EXPECT_EQ(0, std::memcmp(state.data(), s_separate.data(), state.size() * 4))
+          << s.name << " T=" << T;
     }
   }
 }
 
 TEST_P(LaInvariance, ThreadCountGivesBitIdenticalResults) {
   // Column splits and core assignment change who computes a column, never how.
-  LaData d = make_la_data({.mech = GetParam(), .seq_lens = {150}, .H = 3, .HV = 3, .K = 64, .V = 100,
-                           .seed = 8});
+  LaData d = make_la_data(
+      {.mech = GetParam(), .seq_lens = {150}, .H = 3, .HV = 3, .K = 64, .V = 100, .seed = 8});
   for (const LaStrategyInfo& s : la_strategies()) {
     ASSERT_TRUE(run(d, std::string(s.name), 64, 1).ok());
     const std::vector<uint8_t> o1 = d.o;
@@ -72,13 +74,15 @@ TEST_P(LaInvariance, ThreadCountGivesBitIdenticalResults) {
     for (int threads : {2, 3, 5}) {
       ASSERT_TRUE(run(d, std::string(s.name), 64, threads).ok());
       EXPECT_EQ(d.o, o1) << s.name << " threads=" << threads;
-      EXPECT_EQ(0, std::memcmp(d.s1.data(), s1.data(), s1.size() * 4)) << s.name << " threads=" << threads;
+      EXPECT_EQ(0, std::memcmp(d.s1.data(), s1.data(), s1.size() * 4))
+          << s.name << " threads=" << threads;
     }
   }
 }
 
 TEST_P(LaInvariance, SplitPrefillEqualsOnePrefill) {
-  const LaCase whole{.mech = GetParam(), .seq_lens = {500}, .H = 2, .HV = 2, .K = 64, .V = 64, .seed = 9};
+  const LaCase whole{
+      .mech = GetParam(), .seq_lens = {500}, .H = 2, .HV = 2, .K = 64, .V = 64, .seed = 9};
   LaData d = make_la_data(whole);
   ASSERT_TRUE(run(d, "hanpu").ok());
   const std::vector<double> o_whole = d.o_as_double();
@@ -96,7 +100,8 @@ TEST_P(LaInvariance, SplitPrefillEqualsOnePrefill) {
     a.o.data = d.o.data() + t0 * d.cs.HV * d.cs.V * es;
     a.g.data = d.g.data() + t0 * d.cs.HV * (GetParam() == LaMech::kKda ? d.cs.K : 1);
     a.beta.data = d.beta.data() + t0 * d.cs.HV;
-    for (auto* s : {&a.q.shape, &a.k.shape, &a.v.shape, &a.g.shape, &a.beta.shape, &a.o.shape}) (*s)[0] = n;
+    for (auto* s : {&a.q.shape, &a.k.shape, &a.v.shape, &a.g.shape, &a.beta.shape, &a.o.shape})
+      (*s)[0] = n;
     a.initial_state.data = s0;
     a.final_state.data = s1;
     return a;
@@ -113,7 +118,8 @@ TEST_P(LaInvariance, SplitPrefillEqualsOnePrefill) {
 
 TEST_P(LaInvariance, DecodeStepsEqualOnePrefill) {
   const int64_t T = 70;
-  LaData d = make_la_data({.mech = GetParam(), .seq_lens = {T}, .H = 1, .HV = 2, .K = 64, .V = 64, .seed = 10});
+  LaData d = make_la_data(
+      {.mech = GetParam(), .seq_lens = {T}, .H = 1, .HV = 2, .K = 64, .V = 64, .seed = 10});
   ASSERT_TRUE(run(d, "hanpu").ok());
   const std::vector<double> o_prefill = d.o_as_double();
   std::vector<double> s_prefill(d.s1.begin(), d.s1.end());
@@ -128,7 +134,8 @@ TEST_P(LaInvariance, DecodeStepsEqualOnePrefill) {
     a.o.data = d.o.data() + t * d.cs.HV * d.cs.V * 4;
     a.g.data = d.g.data() + t * d.cs.HV * (kda ? d.cs.K : 1);
     a.beta.data = d.beta.data() + t * d.cs.HV;
-    for (auto* s : {&a.q.shape, &a.k.shape, &a.v.shape, &a.g.shape, &a.beta.shape, &a.o.shape}) (*s)[0] = 1;
+    for (auto* s : {&a.q.shape, &a.k.shape, &a.v.shape, &a.g.shape, &a.beta.shape, &a.o.shape})
+      (*s)[0] = 1;
     std::vector<float> next(state.size());
     a.initial_state.data = state.data();
     a.final_state.data = next.data();

@@ -31,24 +31,70 @@ std::vector<LaCase> parity_cases() {
     add({.mech = mech, .seq_lens = {40}, .H = 1, .HV = 2, .K = 256, .V = 256});
     // Varlen batches with length-1 and non-multiple-of-C sequences, with and without state.
     add({.mech = mech, .seq_lens = {1, 63, 64, 130, 7, 200}, .H = 2, .HV = 4, .K = 64, .V = 64});
-    add({.mech = mech, .seq_lens = {5, 1, 129}, .H = 1, .HV = 3, .K = 100, .V = 128,
+    add({.mech = mech,
+         .seq_lens = {5, 1, 129},
+         .H = 1,
+         .HV = 3,
+         .K = 100,
+         .V = 128,
          .initial_state = false});
     // Gates from very strong decay to none.
-    add({.mech = mech, .seq_lens = {300}, .H = 2, .HV = 2, .K = 64, .V = 64, .gates = Gates::kStrong});
-    add({.mech = mech, .seq_lens = {200, 45}, .H = 2, .HV = 2, .K = 100, .V = 64, .gates = Gates::kModerate});
-    add({.mech = mech, .seq_lens = {300}, .H = 2, .HV = 2, .K = 64, .V = 64, .gates = Gates::kZero});
+    add({.mech = mech,
+         .seq_lens = {300},
+         .H = 2,
+         .HV = 2,
+         .K = 64,
+         .V = 64,
+         .gates = Gates::kStrong});
+    add({.mech = mech,
+         .seq_lens = {200, 45},
+         .H = 2,
+         .HV = 2,
+         .K = 100,
+         .V = 64,
+         .gates = Gates::kModerate});
+    add({.mech = mech,
+         .seq_lens = {300},
+         .H = 2,
+         .HV = 2,
+         .K = 64,
+         .V = 64,
+         .gates = Gates::kZero});
     // Storage dtypes.
     for (DType dt : {DType::kF16, DType::kBF16}) {
       add({.mech = mech, .dtype = dt, .seq_lens = {200}, .H = 2, .HV = 4, .K = 128, .V = 128});
-      add({.mech = mech, .dtype = dt, .seq_lens = {3, 64, 77}, .H = 1, .HV = 2, .K = 100, .V = 64,
+      add({.mech = mech,
+           .dtype = dt,
+           .seq_lens = {3, 64, 77},
+           .H = 1,
+           .HV = 2,
+           .K = 100,
+           .V = 64,
            .gates = Gates::kStrong});
     }
     // In-kernel L2 norm, and unnormalised q/k (looser bound, see nmse_bound).
-    add({.mech = mech, .seq_lens = {150}, .H = 2, .HV = 4, .K = 64, .V = 64, .l2norm_in_kernel = true});
-    add({.mech = mech, .seq_lens = {150}, .H = 2, .HV = 4, .K = 64, .V = 64, .normalized_qk = false});
+    add({.mech = mech,
+         .seq_lens = {150},
+         .H = 2,
+         .HV = 4,
+         .K = 64,
+         .V = 64,
+         .l2norm_in_kernel = true});
+    add({.mech = mech,
+         .seq_lens = {150},
+         .H = 2,
+         .HV = 4,
+         .K = 64,
+         .V = 64,
+         .normalized_qk = false});
     // Long sequences, K = V = 128.
-    add({.mech = mech, .dtype = mech == LaMech::kGdn ? DType::kF32 : DType::kBF16,
-         .seq_lens = {4096}, .H = 1, .HV = 2, .K = 128, .V = 128});
+    add({.mech = mech,
+         .dtype = mech == LaMech::kGdn ? DType::kF32 : DType::kBF16,
+         .seq_lens = {4096},
+         .H = 1,
+         .HV = 2,
+         .K = 128,
+         .V = 128});
   }
   return cases;
 }

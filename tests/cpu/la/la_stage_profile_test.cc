@@ -16,7 +16,14 @@ using test::LaCase;
 TEST(LaStageProfile, OutputsAreHanpusAndStagesAreNamed) {
   for (LaMech mech : {LaMech::kGdn, LaMech::kKda}) {
     for (DType dt : {DType::kF32, DType::kBF16}) {
-      const LaCase c{.mech = mech, .dtype = dt, .seq_lens = {150}, .H = 2, .HV = 4, .K = 64, .V = 48, .seed = 77};
+      const LaCase c{.mech = mech,
+                     .dtype = dt,
+                     .seq_lens = {150},
+                     .H = 2,
+                     .HV = 4,
+                     .K = 64,
+                     .V = 48,
+                     .seed = 77};
       test::LaData ref = test::make_la_data(c);
       LaOptions opt;
       opt.strategy = "hanpu";
@@ -35,12 +42,15 @@ TEST(LaStageProfile, OutputsAreHanpusAndStagesAreNamed) {
       }
       const std::vector<std::string> want =
           mech == LaMech::kGdn
-              ? std::vector<std::string>{"load", "kk_qk", "state", "mask", "rhs", "solve", "outputs", "update", "store"}
-              : std::vector<std::string>{"load", "state", "mask", "rhs", "solve", "outputs", "update", "store"};
+              ? std::vector<std::string>{"load",  "kk_qk",   "state",  "mask", "rhs",
+                                         "solve", "outputs", "update", "store"}
+              : std::vector<std::string>{"load",  "state",   "mask",   "rhs",
+                                         "solve", "outputs", "update", "store"};
       EXPECT_EQ(names, want);
       for (const LaStageTime& s : stages) {
         const bool product = s.stage == "state" || s.stage == "solve" || s.stage == "outputs" ||
-                             s.stage == "update" || s.stage == (mech == LaMech::kGdn ? "kk_qk" : "mask");
+                             s.stage == "update" ||
+                             s.stage == (mech == LaMech::kGdn ? "kk_qk" : "mask");
         EXPECT_EQ(s.fmas > 0, product) << s.stage;
       }
     }

@@ -31,7 +31,8 @@ LaData make_la_data(const LaCase& c) {
   d.T = d.cu.back();
   const int64_t N = static_cast<int64_t>(c.seq_lens.size());
   const size_t es = dtype_size(c.dtype);
-  const size_t nqk = static_cast<size_t>(d.T) * c.H * c.K, nv = static_cast<size_t>(d.T) * c.HV * c.V;
+  const size_t nqk = static_cast<size_t>(d.T) * c.H * c.K,
+               nv = static_cast<size_t>(d.T) * c.HV * c.V;
   d.q.resize(nqk * es);
   d.k.resize(nqk * es);
   d.v.resize(nv * es);
@@ -46,17 +47,19 @@ LaData make_la_data(const LaCase& c) {
       }
       // Normalised rows as models feed them; otherwise norms spread over [0.3, 1.2] (and
       // [2, 8] when the kernel is asked to normalise).
-      const double target = c.normalized_qk ? 1.0
+      const double target = c.normalized_qk      ? 1.0
                             : c.l2norm_in_kernel ? rng.uniform(2.0, 8.0)
                                                  : rng.uniform(0.3, 1.2);
       for (int j = 0; j < c.K; ++j) {
-        store_from_f32(buf.data(), c.dtype, r * c.K + j, static_cast<float>(row[j] * target / std::sqrt(ss)));
+        store_from_f32(buf.data(), c.dtype, r * c.K + j,
+                       static_cast<float>(row[j] * target / std::sqrt(ss)));
       }
     }
   };
   fill_qk(d.q);
   fill_qk(d.k);
-  for (size_t i = 0; i < nv; ++i) store_from_f32(d.v.data(), c.dtype, i, static_cast<float>(rng.normal()));
+  for (size_t i = 0; i < nv; ++i)
+    store_from_f32(d.v.data(), c.dtype, i, static_cast<float>(rng.normal()));
   const size_t ng = static_cast<size_t>(d.T) * c.HV * (c.mech == LaMech::kKda ? c.K : 1);
   d.g.resize(ng);
   for (float& g : d.g) {
@@ -66,9 +69,15 @@ LaData make_la_data(const LaCase& c) {
         g = static_cast<float>(-std::log1p(std::exp(-x)) / 16.0);
         break;
       }
-      case Gates::kModerate: g = static_cast<float>(rng.uniform(-1.5, -0.5)); break;
-      case Gates::kStrong: g = static_cast<float>(rng.uniform(-20.0, 0.0)); break;
-      case Gates::kZero: g = 0.0f; break;
+      case Gates::kModerate:
+        g = static_cast<float>(rng.uniform(-1.5, -0.5));
+        break;
+      case Gates::kStrong:
+        g = static_cast<float>(rng.uniform(-20.0, 0.0));
+        break;
+      case Gates::kZero:
+        g = 0.0f;
+        break;
     }
   }
   d.beta.resize(static_cast<size_t>(d.T) * c.HV);
@@ -92,7 +101,8 @@ LaArgs LaData::args() {
   a.g = cs.mech == LaMech::kKda ? TensorView{g.data(), DType::kF32, {T, cs.HV, cs.K}}
                                 : TensorView{g.data(), DType::kF32, {T, cs.HV}};
   a.beta = TensorView{beta.data(), DType::kF32, {T, cs.HV}};
-  if (cs.initial_state) a.initial_state = TensorView{s0.data(), DType::kF32, {N, cs.HV, cs.K, cs.V}};
+  if (cs.initial_state)
+    a.initial_state = TensorView{s0.data(), DType::kF32, {N, cs.HV, cs.K, cs.V}};
   a.o = MutTensorView{o.data(), cs.dtype, {T, cs.HV, cs.V}};
   a.final_state = MutTensorView{s1.data(), DType::kF32, {N, cs.HV, cs.K, cs.V}};
   if (N > 1) a.cu_seqlens = cu;
@@ -102,7 +112,8 @@ LaArgs LaData::args() {
 
 void LaData::poison() {
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  for (size_t i = 0; i < o.size() / dtype_size(cs.dtype); ++i) store_from_f32(o.data(), cs.dtype, i, nan);
+  for (size_t i = 0; i < o.size() / dtype_size(cs.dtype); ++i)
+    store_from_f32(o.data(), cs.dtype, i, nan);
   std::fill(s1.begin(), s1.end(), nan);
 }
 
@@ -126,8 +137,12 @@ static double nmse_impl(const std::vector<double>& ref, const std::vector<T>& x)
   return num / den;
 }
 
-double nmse(const std::vector<double>& ref, const std::vector<double>& x) { return nmse_impl(ref, x); }
-double nmse(const std::vector<double>& ref, const std::vector<float>& x) { return nmse_impl(ref, x); }
+double nmse(const std::vector<double>& ref, const std::vector<double>& x) {
+  return nmse_impl(ref, x);
+}
+double nmse(const std::vector<double>& ref, const std::vector<float>& x) {
+  return nmse_impl(ref, x);
+}
 
 double nmse_bound(const LaCase& c) {
   const double base = c.dtype == DType::kF32 ? 1e-10 : 1e-5;

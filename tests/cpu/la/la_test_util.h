@@ -23,7 +23,7 @@ struct LaCase {
   int H = 1, HV = 1, K = 64, V = 64;
   bool initial_state = true;
   Gates gates = Gates::kMild;
-  bool normalized_qk = true;   // inputs L2-normalised as models feed them
+  bool normalized_qk = true;  // inputs L2-normalised as models feed them
   bool l2norm_in_kernel = false;
   uint64_t seed = 1;
   std::string describe() const;
@@ -39,8 +39,8 @@ struct LaData {
   std::vector<uint8_t> q, k, v, o;  // storage dtype
   std::vector<float> g, beta, s0, s1;
   std::vector<int64_t> cu;
-  LaArgs args();                     // views over the buffers (o, final_state included)
-  void poison();                     // NaN into o and s1
+  LaArgs args();  // views over the buffers (o, final_state included)
+  void poison();  // NaN into o and s1
   std::vector<double> o_as_double() const;
 };
 

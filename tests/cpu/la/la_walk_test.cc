@@ -103,8 +103,13 @@ class LaWalkResults : public ::testing::TestWithParam<LaMech> {};
 
 TEST_P(LaWalkResults, OutputsDoNotDependOnWhichCoreWalkedAPhase) {
   // Long enough for several phases; varlen with a 1-token and a chunk-sized sequence.
-  LaData d = make_la_data({.mech = GetParam(), .seq_lens = {700, 64, 1, 300}, .H = 2, .HV = 6, .K = 32,
-                           .V = 48, .seed = 21});
+  LaData d = make_la_data({.mech = GetParam(),
+                           .seq_lens = {700, 64, 1, 300},
+                           .H = 2,
+                           .HV = 6,
+                           .K = 32,
+                           .V = 48,
+                           .seed = 21});
   const ref::LaRefResult want = ref::la_recurrent(d.args());
   for (const char* strategy : {"hanpu", "recurrent"}) {
     std::vector<uint8_t> o_equal;

@@ -22,16 +22,25 @@ class LinearDtype : public ::testing::TestWithParam<DType> {};
 TEST_P(LinearDtype, MatchesDoubleOnOddShapes) {
   // Against the product of the weights as stored (rounded to the dtype): only the fp32
   // accumulation differs, so the bound is tight for 16-bit weights too; T = 1 takes the
-  // 16-bit GEMV path, T > 1 the AMX tiles, the dot kernel or (bf16) the pairs kernel and the widened blocks:
-  // {300, 40, 2100} has nine panels, so one 300-row unit each: OpenBLAS's size for f32 / f16.
+  // 16-bit GEMV path, T > 1 the AMX tiles, the dot kernel or (bf16) the pairs kernel and the
+  // widened blocks: {300, 40, 2100} has nine panels, so one 300-row unit each: OpenBLAS's size for
+  // f32 / f16.
   const DType dtype = GetParam();
   Rng rng(11);
   struct Shape {
     int64_t T;
     int in, out;
   };
-  for (const Shape s : {Shape{1, 1, 1}, {3, 17, 5}, {7, 100, 300}, {200, 513, 257}, {33, 1100, 16}, {1, 64, 1000}, {1000, 70, 40},
-                       {40, 96, 1300}, {1, 130, 4100}, {300, 40, 2100}}) {
+  for (const Shape s : {Shape{1, 1, 1},
+                        {3, 17, 5},
+                        {7, 100, 300},
+                        {200, 513, 257},
+                        {33, 1100, 16},
+                        {1, 64, 1000},
+                        {1000, 70, 40},
+                        {40, 96, 1300},
+                        {1, 130, 4100},
+                        {300, 40, 2100}}) {
     std::vector<float> w(static_cast<size_t>(s.out) * s.in);
     for (float& x : w) x = static_cast<float>(rng.normal());
     // Output columns from a permutation of W's rows, as the Qwen3-Next regrouping does.
@@ -42,15 +51,16 @@ TEST_P(LinearDtype, MatchesDoubleOnOddShapes) {
     // Exact for the panels; the bf16 pairs layout pads to whole 32 x 32 blocks.
     const auto padded = [](int n) { return static_cast<int64_t>((n + 31) / 32 * 32); };
     ASSERT_EQ(p.bytes(), dtype == DType::kBF16 ? padded(s.in) * padded(s.out) * 2
-                                               : static_cast<int64_t>(s.in) * s.out * static_cast<int64_t>(dtype_size(dtype)));
+                                               : static_cast<int64_t>(s.in) * s.out *
+                                                     static_cast<int64_t>(dtype_size(dtype)));
     const int64_t ldx = s.in + 3, ldy = s.out + 2;
     std::vector<float> x(s.T * ldx);
     for (float& v : x) v = static_cast<float>(rng.normal());
     for (int threads : {1, 2}) {
       std::vector<float> y(s.T * ldy, NAN);
       linear(x.data(), ldx, s.T, p, y.data(), ldy, threads);
-      // The AMX tiles and the dot kernel multiply x rounded to bf16: the tight bound holds against the
-      // product of the rounded x, and the rounding itself costs a bounded NMSE (bf16 keeps 8
+      // The AMX tiles and the dot kernel multiply x rounded to bf16: the tight bound holds against
+      // the product of the rounded x, and the rounding itself costs a bounded NMSE (bf16 keeps 8
       // mantissa bits: ~3e-6 expected).
       const bool rounds_x = dtype == DType::kBF16 && s.T > 1 && linear_rounds_x_to_bf16();
       double err = 0, ref = 0, err_x = 0;
@@ -60,7 +70,9 @@ TEST_P(LinearDtype, MatchesDoubleOnOddShapes) {
           for (int i = 0; i < s.in; ++i) {
             const float xi = x[t * ldx + i];
             acc += static_cast<double>(xi) * p.at(i, o);
-            acc_rounded += static_cast<double>(rounds_x ? bf16_bits_to_f32(f32_to_bf16_bits(xi)) : xi) * p.at(i, o);
+            acc_rounded +=
+                static_cast<double>(rounds_x ? bf16_bits_to_f32(f32_to_bf16_bits(xi)) : xi) *
+                p.at(i, o);
           }
           const float got = y[t * ldy + o];
           ASSERT_TRUE(std::isfinite(got));
@@ -68,12 +80,16 @@ TEST_P(LinearDtype, MatchesDoubleOnOddShapes) {
           err_x += (got - acc) * (got - acc);
           ref += acc * acc;
           const float src = w[static_cast<size_t>(rows[o]) * s.in + (o == 0 ? 0 : s.in - 1)];
-          EXPECT_NEAR(p.at(o == 0 ? 0 : s.in - 1, o), src, dtype == DType::kF32 ? 0.0 : 0.01 * std::abs(src) + 1e-6);
+          EXPECT_NEAR(p.at(o == 0 ? 0 : s.in - 1, o), src,
+                      dtype == DType::kF32 ? 0.0 : 0.01 * std::abs(src) + 1e-6);
         }
-        for (int64_t o = s.out; o < ldy; ++o) ASSERT_TRUE(std::isnan(y[t * ldy + o])) << "wrote past its row";
+        for (int64_t o = s.out; o < ldy; ++o)
+          ASSERT_TRUE(std::isnan(y[t * ldy + o])) << "wrote past its row";
       }
-      EXPECT_LE(err / std::max(ref, 1e-30), 1e-12) << "T=" << s.T << " in=" << s.in << " out=" << s.out;
-      EXPECT_LE(err_x / std::max(ref, 1e-30), rounds_x ? 1e-5 : 1e-12) << "T=" << s.T << " in=" << s.in;
+      EXPECT_LE(err / std::max(ref, 1e-30), 1e-12)
+          << "T=" << s.T << " in=" << s.in << " out=" << s.out;
+      EXPECT_LE(err_x / std::max(ref, 1e-30), rounds_x ? 1e-5 : 1e-12)
+          << "T=" << s.T << " in=" << s.in;
     }
   }
 }
@@ -105,7 +121,8 @@ TEST(Linear, ManyProjectionsOfOneInputEqualOneCallEach) {
         outs.push_back({&ws[j], many[j].data(), ws[j].out});
       }
       linear_many(x.data(), in, T, outs, 2);
-      for (size_t j = 0; j < ws.size(); ++j) EXPECT_EQ(one[j], many[j]) << dtype_name(dt) << " T=" << T << " j=" << j;
+      for (size_t j = 0; j < ws.size(); ++j)
+        EXPECT_EQ(one[j], many[j]) << dtype_name(dt) << " T=" << T << " j=" << j;
     }
   }
   // Mixed: a different input size and dtype in the same set.
@@ -132,7 +149,8 @@ TEST(Linear, RowRangesGiveEveryCoreSeveralUnits) {
 }
 
 TEST(Linear, RowRangesCoverTheRowsEvenlyInWholeGranules) {
-  EXPECT_EQ(linear_row_range(512, 2, 0), (std::pair<int64_t, int64_t>{0, 256}));  // whole slabs gave 192 + 320
+  EXPECT_EQ(linear_row_range(512, 2, 0),
+            (std::pair<int64_t, int64_t>{0, 256}));  // whole slabs gave 192 + 320
   EXPECT_EQ(linear_row_range(512, 2, 1), (std::pair<int64_t, int64_t>{256, 512}));
   // Granules of 32 (AMX) and of the pairs kernel's row blocks (8 tiles of 6 or 12 rows).
   for (int64_t granule : {32, 48, 96}) {
@@ -145,14 +163,16 @@ TEST(Linear, RowRangesCoverTheRowsEvenlyInWholeGranules) {
             const auto [b, e] = linear_row_range(T, ranges, r, granule);
             ASSERT_EQ(b, next) << "T " << T << " ranges " << ranges;
             ASSERT_EQ(b % granule, 0);
-            ASSERT_GT(e, b) << "empty range, T " << T << " ranges " << ranges << " granule " << granule;
+            ASSERT_GT(e, b) << "empty range, T " << T << " ranges " << ranges << " granule "
+                            << granule;
             smallest = std::min(smallest, e - b);
             largest = std::max(largest, e - b);
             next = e;
           }
           EXPECT_EQ(next, T);
           EXPECT_GE(smallest, std::min<int64_t>(T, 96));
-          EXPECT_LE(largest - smallest, granule + (T % granule ? granule : 0)) << "T " << T << " ranges " << ranges;
+          EXPECT_LE(largest - smallest, granule + (T % granule ? granule : 0))
+              << "T " << T << " ranges " << ranges;
         }
       }
     }
@@ -178,7 +198,8 @@ TEST_P(LinearDtype, FromRowsPlacesEveryWeightRoundedOnce) {
         uint32_t bits = 0;  // room for any dtype
         store_from_f32(&bits, dtype, 0, src);
         const float want = load_as_f32(&bits, dtype, 0);
-        ASSERT_EQ(p.at(i, o), want) << "in " << in << " out " << out << " at (" << i << ", " << o << ")";
+        ASSERT_EQ(p.at(i, o), want)
+            << "in " << in << " out " << out << " at (" << i << ", " << o << ")";
         placed[p.index(i, o)] = true;
       }
     }
@@ -209,7 +230,8 @@ TEST(Conv1d, CarriesTheStateAcrossCalls) {
       double acc = 0;
       for (int j = 0; j < kc; ++j) {
         const int i = t + j - (kc - 1);  // input row; < 0: the state
-        acc += static_cast<double>(w[j * C + c]) * (i < 0 ? s0[(kc - 1 + i) * C + c] : x[i * C + c]);
+        acc +=
+            static_cast<double>(w[j * C + c]) * (i < 0 ? s0[(kc - 1 + i) * C + c] : x[i * C + c]);
       }
       want[t * C + c] = acc / (1 + std::exp(-acc));
     }
@@ -219,14 +241,19 @@ TEST(Conv1d, CarriesTheStateAcrossCalls) {
     int t0 = 0;
     for (int n : split) {  // channels 0..9 -> a, 10..29 -> b, 30..36 -> c
       causal_conv1d_silu(x.data() + t0 * C, n, C, w.data(), kc, &state,
-                         {{0, 10, a.data() + t0 * 10, 10}, {10, 20, b.data() + t0 * 20, 20}, {30, 7, c.data() + t0 * 7, 7}},
+                         {{0, 10, a.data() + t0 * 10, 10},
+                          {10, 20, b.data() + t0 * 20, 20},
+                          {30, 7, c.data() + t0 * 7, 7}},
                          n % 2 + 1);
       t0 += n;
     }
     for (int t = 0; t < T; ++t) {
       for (int ch = 0; ch < C; ++ch) {
-        const float got = ch < 10 ? a[t * 10 + ch] : ch < 30 ? b[t * 20 + ch - 10] : c[t * 7 + ch - 30];
-        ASSERT_NEAR(got, want[t * C + ch], 1e-5 * (1 + std::abs(want[t * C + ch]))) << "t=" << t << " c=" << ch;
+        const float got = ch < 10   ? a[t * 10 + ch]
+                          : ch < 30 ? b[t * 20 + ch - 10]
+                                    : c[t * 7 + ch - 30];
+        ASSERT_NEAR(got, want[t * C + ch], 1e-5 * (1 + std::abs(want[t * C + ch])))
+            << "t=" << t << " c=" << ch;
       }
     }
     EXPECT_EQ(std::vector<float>(x.end() - (kc - 1) * C, x.end()), state);

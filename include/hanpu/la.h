@@ -79,7 +79,7 @@ double la_flops(int64_t T, int HV, int K, int V);
 // Where one core's time goes inside hanpu's fused chunk: every operator of the chunk timed
 // on its own (a wall clock around each), over `rounds` passes through the sequence's chunks
 // for value heads 0 .. heads-1 in lockstep (as a core walks its units), on the calling
-// thread. Whole-run times on a shared machine drift by 10-30% between runs; a stage's
+// thread. Whole-run times on a shared machine drift from run to run; a stage's
 // minimum over thousands of calls does not, which is what makes a kernel change measurable.
 // One sequence (no cu_seqlens); writes o like la_prefill (final_state is left alone).
 struct LaStageTime {

@@ -1,7 +1,7 @@
 // The element-wise pieces of a Qwen3.5 / Qwen3-Next layer, in fp32 as transformers computes
 // them (each names its source). Rows run in parallel on `threads` cores (parallel_rows: a
-// prefill's norms over [T, hidden] are ~4% of its time when left on one core while the
-// other waits); within a row, plain loops or the SIMD activation ops.
+// prefill's norms over [T, hidden] are a visible share of its time when left on one core
+// while the others wait); within a row, plain loops or the SIMD activation ops.
 #pragma once
 
 #include <cstddef>
@@ -38,8 +38,8 @@ double log_softmax_at(float* logits, int n, int id);
 
 // At least n floats of buf, which keeps its memory from call to call (buf is a thread_local of
 // the caller): a 1024-token prefill step allocates ~100 MB of activations per layer, and a
-// fresh std::vector costs a zero-fill and the page faults of its first touch every time
-// (~5% of prefill). The contents are garbage on entry.
+// fresh std::vector costs a zero-fill and the page faults of its first touch every time.
+// The contents are garbage on entry.
 inline float* reuse_buffer(std::vector<float>& buf, size_t n) {
   if (buf.size() < n) buf.resize(n);
   return buf.data();

@@ -121,7 +121,7 @@ void Sampler::filter(const std::vector<float>& logits) {
     return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
   };
   // Candidates: the top-k ids, or every id. A small k is selected through a heap of k (one
-  // comparison for most ids: 0.5 ms over a 248k vocabulary), a large one by nth_element.
+  // comparison for most ids), a large one by nth_element.
   candidates_.resize(n);
   std::iota(candidates_.begin(), candidates_.end(), 0);
   const bool top_k = p_.top_k > 0 && p_.top_k < n;

@@ -3,8 +3,8 @@
 // hanpu's schedules deal equal work to every core, which is optimal only when the cores run
 // at the same speed. They often do not: a big.LITTLE edge board mixes fast and slow cores, and
 // on a shared machine one core can run at half speed for seconds because a neighbour loads
-// its sibling (seen on the 2-vCPU development VM: 44 ms vs 77 ms for the same 8 heads on the
-// two cores, for 20 runs in a row). With a static split the fast core then idles while the
+// its sibling (docs/performance.md, "Design measurements": speed-balanced dealing). With a
+// static split the fast core then idles while the
 // slow one finishes. A SpeedBalancer measures each worker's rate (work done per busy second)
 // on one phase of a job and cuts the next phase's work list in proportion; the pool keeps the
 // rates between jobs, so the first phase of the next call starts from them too.

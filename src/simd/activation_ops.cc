@@ -37,8 +37,8 @@ void CausalConvSilu(const float* in, ptrdiff_t ld_in, const float* w, int C, int
   // order and the taps ([kc, c1 - c0], 4 KB for a 256-channel block) stay in L1. Walking one
   // vector of channels down all rows instead kept the taps in registers but touched a new
   // line, rows C floats apart, on every load: the prefill's rows are 24 KB apart, so each
-  // load missed the TLB and the prefetchers, and the convolution took 8.6% of a 4096-token
-  // prefill of the 0.8B model (perf) for ~0.2% of its FLOPs.
+  // load missed the TLB and the prefetchers, and the convolution took a share of a long
+  // prefill (perf) many times its share of the FLOPs.
   for (int64_t t = 0; t < T; ++t) {
     const float* src = in + t * ld_in;
     float* dst = out + t * ld_out;

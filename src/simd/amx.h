@@ -1,7 +1,7 @@
 // The CPU's matrix unit for 16-bit weights: Intel AMX (TMUL) bf16 tiles on x86 cores that
 // have them (Sapphire Rapids and later). A TDPBF16PS multiplies a 16 x 32 bf16 tile by a
-// 32 x 16 one into a 16 x 16 fp32 accumulator; on the development machine a core sustains
-// ~2.3 TFLOP/s this way against ~0.15 TFLOP/s of fp32 FMAs (docs/performance.md). It is the
+// 32 x 16 one into a 16 x 16 fp32 accumulator, an order of magnitude more multiply-adds per
+// cycle than fp32 FMAs (`hanpu info` measures both; docs/performance.md). It is the
 // CPU's counterpart of an NPU's cube unit: 16-bit inputs, exact products, fp32 sums.
 //
 // Operand layouts (hanpu's "pairs" layout, shared with the decode GEMV, the FMA-core prefill

@@ -27,7 +27,7 @@ constexpr int kHalfRowPairs = kPairHalfCols;  // 32-bit lanes per row of a 16-co
 // x W for `streams` strips (one sequential stream each) into out (32 floats per strip), with
 // the sums in registers for the whole reduction: 2 vectors per strip on AVX-512, so four
 // streams hold 8 accumulators (keeping them in an L1 array instead cost a load and a store
-// per two FMAs and ran ~5% below the panel GEMV it replaced).
+// per two FMAs and ran below the panel GEMV it replaced).
 template <int kStreams>
 HWY_INLINE void GemvStrips(const float* x, int in, const uint16_t* const* strips, int kt_blocks,
                            float* out) {
@@ -49,9 +49,9 @@ HWY_INLINE void GemvStrips(const float* x, int in, const uint16_t* const* strips
     }
     const int64_t block = static_cast<int64_t>(kt) * kPairBlockElems;
     // Half by half, so every strip is read in ascending address order. Rows of the two halves
-    // interleaved (line r, then line r + 16, then r + 1, ...) held a 2-core Zen 3 VM's decode
-    // GEMV to 5-10 GB/s against the 14-20 GB/s it reads in order (hand-timed 64 MB GEMV
-    // alternated with the DRAM probe): its prefetchers did not follow the +16 / -15 line strides.
+    // interleaved (line r, then line r + 16, then r + 1, ...) held a decode GEMV to about half
+    // the rate it reads in order (docs/performance.md, "Design measurements"): the hardware
+    // prefetchers did not follow the +16 / -15 line strides.
     for (int h = 0; h < 2; ++h) {
       for (int r = 0; r < kPairRows; ++r) {
         const VF xe = hn::Set(d, xb[2 * r]), xo = hn::Set(d, xb[2 * r + 1]);

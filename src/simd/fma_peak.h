@@ -15,8 +15,7 @@ double fma_loop(int64_t iterations);
 // The sum of x[0, n), read as kReadStreams equal parts walked in lockstep with plain vector
 // loads into independent accumulators: the access pattern that gets the most out of DRAM
 // per core. One sequential stream, or masked loads into one dependent chain, read at half
-// the rate on a Zen 3 VM (7.8-10 against ~21 GB/s on two cores), which made decode look
-// faster than "the bound".
+// the rate on an AVX2 VM, which made decode look faster than "the bound".
 inline constexpr int kReadStreams = 8;
 float read_streams(const float* x, size_t n);
 

@@ -116,8 +116,8 @@ HWY_INLINE void Tile(const float* HWY_RESTRICT a, ptrdiff_t ars, ptrdiff_t acs,
 // accumulators, one B load and one broadcast per FMA row. On the two-vector tile such a
 // remainder leaves the second vector's FMAs all masked: the 16-column diagonal blocks of the
 // LA chunk (K K^T, Q K^T at N = 16 and 48) spent a sixth of their FMAs on nothing. In a
-// per-stage rdtsc count of the GDN chunk (T 4096, HV 16, 2 threads, 3 runs each way) those
-// products fell from 19.2-21.5% to 18.5-19.0% of the chunk's cycles.
+// per-stage cycle count of the GDN chunk (`hanpu bench la --stages`) those products' share of
+// the chunk's cycles fell.
 #if (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3) || HWY_ARCH_ARM_A64
 constexpr int kMR1 = 16;
 #else

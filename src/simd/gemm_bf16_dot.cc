@@ -26,9 +26,8 @@ namespace {
 // Rows of the register tile: 2 x kMR accumulators + the two weight vectors of a pair row
 // fit the 32 vector registers with room to spare, the x pair arriving as the instruction's
 // embedded broadcast from memory (no register). 14 rows (30 registers) measured the same as
-// 12 on a Zen 4 core (throwaway harness, 256-column units of depth 1024 / 3584, 96-2048 rows:
-// 206-227 against 199-229 GFLOP/s over two runs each), so the smaller tile stays: fewer rows
-// in the edge tiles.
+// 12 (docs/performance.md, "Design measurements"), so the smaller tile stays: fewer rows in
+// the edge tiles.
 constexpr int kMR = 12;
 // The loop nest of the pairs kernel (simd/pairs_loop_nest.h), whose L1/L2 sizing carries over:
 // per slice of 8 blocks a row tile's x is 12 rows x 256 steps of bf16 (6 KB, L1) and a

@@ -3,7 +3,7 @@
 // (AMD Zen 4 and later, Intel Cooper Lake): x rounded to bf16, the weights read as stored in
 // the pairs layout (simd/amx.h), whose 32-bit lanes already are the pairs the instruction
 // takes, exact products, fp32 sums. It does twice the multiply-adds of an fp32 FMA per
-// instruction at the same rate (a Zen 4 core: 234 against 117 GFLOP/s, docs/performance.md).
+// instruction at the same rate (`hanpu info` measures both).
 //
 // Numerics: those of the AMX path (amx.h): x is rounded to bf16 (round to nearest even,
 // relative error <= 2^-9 per element), the rest is fp32. Subnormal inputs count as zero.

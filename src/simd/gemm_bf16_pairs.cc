@@ -39,11 +39,11 @@ constexpr int kTileCols = kNL >= kPairHalfCols ? kPairStripCols : kPairHalfCols;
 constexpr int kTileVecs = kTileCols / kNL;
 // Accumulators take what the weights (kTileVecs) and a broadcast leave, keeping one register
 // spare for the 0xffff0000 mask: 6 rows x 2 vectors on AVX2 (GCC 12 still reloads the mask
-// from the stack every step there, a load only; 5- and 4-row tiles were 4-13% slower).
+// from the stack every step there, a load only; 5- and 4-row tiles were slower).
 constexpr int kMR = std::clamp((kVectorRegisters - kTileVecs - 2) / kTileVecs, 1, 12);
 
 // Loop nest: simd/pairs_loop_nest.h. Weights kPrefetchBlocks blocks ahead are prefetched: at
-// depth 3584 a row block's first tile finds them in L3, not L2 (10-20% faster there).
+// depth 3584 a row block's first tile finds them in L3, not L2 (faster there).
 constexpr int kSliceBlocks = 8;
 constexpr int kPrefetchBlocks = 2;
 constexpr int kRowBlock = 8 * kMR;

@@ -19,8 +19,8 @@ using VF = hn::Vec<DF>;
 
 // Register tiles sized to the target's vector registers. x86 before AVX-512 has 16: a 4 x 4
 // tile (16 accumulators, plus the B vectors and a broadcast) spilled 5 accumulators to the
-// stack, and their store-to-load round trips paced the loop at ~1.8x the FMA bound even in
-// L1. 4 x 3 fits (12 + 3 + 1) and ran 1.3-1.5x faster (docs/performance.md, 2026-12-01).
+// stack, and their store-to-load round trips paced the loop well above the FMA bound even in
+// L1. 4 x 3 fits (12 + 3 + 1) and ran faster (docs/performance.md, "Design measurements").
 constexpr int kVectorRegisters = (HWY_ARCH_X86 && HWY_TARGET >= HWY_AVX2) ? 16 : 32;
 constexpr int kRows = 4;                                  // rows of A per register tile
 constexpr int kVectors = kVectorRegisters >= 32 ? 4 : 3;  // vectors of B per register tile (P V)

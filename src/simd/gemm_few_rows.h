@@ -15,10 +15,10 @@ namespace hanpu::simd {
 
 // Rows of a later tile for a product to pull into cache while it computes: `rows` rows of
 // `row_bytes` bytes, `row_stride` bytes apart from `first`. The product spreads the lines
-// over its inner loop, a few per step. Decode attention computed ~5 us on a tile and then
-// waited on the next one's misses (2.6x slower from DRAM than from L3 on a Zen 3 VM); a
-// burst of prefetches before each tile filled the core's miss buffers and stalled it the
-// same, no faster than none. Spread, the cold case ran 1.2-1.35x faster (docs/performance.md).
+// over its inner loop, a few per step. Decode attention computed a tile and then waited on
+// the next one's misses (far slower from DRAM than from L3); a burst of prefetches before
+// each tile filled the core's miss buffers and stalled it the same, no faster than none.
+// Spread, the cold case ran faster (docs/performance.md, "Design measurements").
 struct RowsToFetch {
   const void* first = nullptr;
   ptrdiff_t row_stride = 0;

@@ -53,7 +53,7 @@ void Gemv16T(const float* x, int in, const uint16_t* w, int n, float* y) {
     const int full = cols / NL * NL;  // whole vectors; the rest through WidenTail
     for (int j = 0; j < cols; ++j) acc[j] = 0.0f;
     // Four streams a quarter of the rows apart: one sequential stream per core left DRAM
-    // idle between misses (decode went from ~7 to ~11 tokens/s, docs/performance.md).
+    // idle between misses (docs/performance.md, "Design measurements").
     const int q = in / 4;
     for (int i = 0; i < q; ++i) {
       const VF x0 = hn::Set(d, x[i]), x1 = hn::Set(d, x[i + q]), x2 = hn::Set(d, x[i + 2 * q]),

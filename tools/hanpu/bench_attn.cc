@@ -317,7 +317,7 @@ int run_bench_attn(const BenchAttnOptions& o) {
         if (o.json) std::fprintf(stderr, "[%s] decode L=%ld\n", s.name.c_str(), L);
         // A decode call takes well under a millisecond at short caches: each timed run is a
         // batch of calls filling ~20 ms (one call timed alone, between FMA-peak probes, moved
-        // by 15% from run to run on the shared VM), and its time is per call.
+        // too much from run to run on a shared machine), and its time is per call.
         const auto t0 = std::chrono::steady_clock::now();
         if (const Status st = attn_decode(args, o.threads, nullptr); !st.ok()) {
           std::fprintf(stderr, "error: %s\n", st.message().c_str());

@@ -57,7 +57,7 @@ class PeakRss {
 
 // The per-step probe reads 64 MiB (2x the last-level cache of the VMs measured here, a
 // tenth of a 0.8B step's bytes) just before each decode step: the machine's DRAM rate drifts
-// by 30% within a minute (neighbours on a shared host), so each step is set against the rate
+// within a minute on a shared host, so each step is set against the rate
 // read next to it rather than one measured at the start.
 constexpr size_t kStepProbeBytes = size_t{64} << 20;
 

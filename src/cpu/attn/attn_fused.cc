@@ -25,7 +25,7 @@ int64_t unit_reach(const AttnProblem& p, const TileUnit& u, int BQ) {
 }
 
 // Share of the work left to a shared tail that every core claims from once its own units
-// are done (tile_placement.h): enough to absorb a core running ~10-20% slow during a call,
+// are done (tile_placement.h): enough to absorb a core running somewhat slow during a call,
 // small enough that the placement still decides almost all of it.
 constexpr double kSharedTailFraction = 0.1;
 

@@ -64,10 +64,9 @@ int64_t machine_l2_bytes() {
 //   - N = 64 for D <= 128, 128 for larger D. A key tile feeds N query columns (N / 2 FLOPs
 //     per byte of K/V moved: ample for L2 and DRAM) and Q^T stays within 32 KiB, next to the
 //     key rows it is multiplied with in L1; at D = 256 a K/V tile is 64 KiB and the larger
-//     N amortises it. Measured (2 cores, T = 4096, balanced, 3 runs each): 32 heads of 64,
-//     N = 64 gave 52-53% of peak against 48-49% at 128 and 44-45% at 256 (at T = 8192 64 and
-//     128 were within noise); 8/2 heads of 256
-//     showed no reliable difference between N = 64, 128 and 256. Smaller tiles also waste
+//     N amortises it. Measured (docs/performance.md, "Design measurements"): with 32 heads of
+//     64, N = 64 was ahead of 128 and 256; with 8/2 heads of 256 there was no reliable
+//     difference. Smaller tiles also waste
 //     less on the causal diagonal and give the balanced placement more units. At least 16
 //     rows per head.
 //   - Q^T + O (2 N D floats) must fit half of L2, with the streamed K/V tiles beside them:

@@ -4,8 +4,8 @@
 // Why a library here: a projection is a big plain GEMM, the job a BLAS is made for. hanpu's
 // own micro-kernel (simd/gemm.h) reads its B operand unpacked, which suits the LA chunk's
 // planned 16-128-row operands; on a projection's [512 x 256] weight blocks OpenBLAS's packed
-// kernels ran 1.17-1.30x faster on an AVX2 Zen 3 core (`hanpu bench linear --fma-gemm both`,
-// docs/performance.md "On an AVX2 core without a matrix unit"). Used only where OpenBLAS runs
+// kernels ran faster on an AVX2 core (`hanpu bench linear --fma-gemm both`;
+// docs/performance.md, "Design measurements"). Used only where OpenBLAS runs
 // kernels of AVX2 or wider: Debian's 0.3.21 takes cores it does not know for Prescott (SSE3)
 // and is then several times slower than hanpu's kernel.
 #pragma once

@@ -151,8 +151,8 @@ constexpr int kStripsPerPanel = kLinearPanel / kPairStripCols;
 constexpr int64_t kAmxGranule = 32;  // rows of an AMX A tile block (x_as_tiles)
 
 // Units smaller than these stay on the micro-kernel where OpenBLAS is in use: there its packing
-// outweighs the product (`hanpu bench linear` on a Zen 3 VM: bf16 mlp.down at T 4, 1.76 ms against
-// 1.41, ahead from T 16; the 16-column gdn.in_b at T 1024, 0.83 ms against 0.55).
+// outweighs the product (`hanpu bench linear` on an AVX2 core: the micro-kernel ahead below 16
+// rows and on 16-column projections; docs/performance.md, "Design measurements").
 constexpr int64_t kBlasMinRows = 16;
 constexpr int kBlasMinCols = 64;
 
@@ -168,8 +168,8 @@ constexpr int kBlasMinCols = 64;
 // Against the fallback without OpenBLAS (widened blocks on the fp32 micro-kernel): 1.35-1.53x.
 // Narrower bf16 units (the 16-column gdn.in_b / in_a) stay on the fp32 micro-kernel: a unit
 // of one 16-column group reads a whole packed row tile of x per 16 columns it computes
-// (`hanpu bench linear --proj gdn.in_b --fma-gemm both` with this limit at 16, three runs:
-// 0.13-0.18 ms against 0.18-0.27 at T 128, 1.0-1.5 against 2.2-3.4 at T 2048).
+// (`hanpu bench linear --proj gdn.in_b --fma-gemm both` with this limit at 16 was slower at
+// every T; docs/performance.md, "Design measurements").
 constexpr int kPairsMinCols = 64;
 
 enum class UnitKernel { kBlas, kPairs, kFma };
@@ -251,8 +251,8 @@ const uint16_t* x_as_tiles(const float* x, int64_t ldx, int64_t T, int in, int t
 }
 
 // x packed once per call for a kernel that reads it in row tiles of `mr` rows, every panel's
-// units reading the same copy (packed per unit, it was 6% of a prefill's pairs-kernel time
-// with 24 panels packing the same x), in `buf`, the caller's buffer kept between calls.
+// units reading the same copy (packed per unit, 24 panels packed the same x over again), in
+// `buf`, the caller's buffer kept between calls.
 template <class Word>
 const Word* x_packed_once(std::vector<Word>& buf, const float* x, int64_t ldx, int64_t T, int in,
                           int threads, size_t words, int64_t mr,
@@ -374,9 +374,9 @@ void fma_unit(const float* x, int64_t ldx, const float* xp, const LinearOut& o, 
 // Decode: one row, 16-bit weights widened in registers, each weight read once. A bf16 unit
 // is a group of kGemvPartStrips strips (128 columns, the streams GemvPairs reads at once)
 // rather than a whole 256-column panel: the [3584 x 1024] mlp.down has 4 panels of 1.8 MB,
-// so with panels as units the core that took the last one read alone for its last ~100 us.
-// (Measured in alternation on a Zen 3 VM: 1-2% faster than panels on the four decode shapes
-// timed; 2-strip parts, two streams a call, were 25% slower.)
+// so with panels as units the core that took the last one read alone at the end. (Measured
+// in alternation: docs/performance.md, "Design measurements"; 2-strip parts, two streams a
+// call, were slower.)
 constexpr int kGemvPartStrips = simd::kGemvPairStreams;
 int gemv_parts(const PackedLinear& w) {
   return w.pairs() ? (w.strips() + kGemvPartStrips - 1) / kGemvPartStrips : w.panels();

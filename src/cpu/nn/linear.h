@@ -9,7 +9,7 @@
 //     a prefill multiplies it directly on bf16 tiles (x rounded to bf16, exact products,
 //     fp32 sums: what PyTorch's and llama.cpp's bf16 matmuls do); without AMX (or with
 //     HANPU_AMX=0) on cores with AVX512-BF16, the same numerics on its dot instruction
-//     (simd/gemm_bf16_dot.h, 1.9-2.0x the pairs kernel on a Zen 4 core); on cores with
+//     (simd/gemm_bf16_dot.h, twice the multiply-adds an instruction); on cores with
 //     neither (or HANPU_BF16_DOT=0) hanpu's pairs kernel widens them in registers
 //     (simd/gemm_bf16_pairs.h; panels narrower than 64 columns are widened to fp32 blocks for
 //     the FMA micro-kernel); decode widens in registers. One layout for all, so the weights
@@ -23,8 +23,8 @@
 // workers (its threads off): 1.3-1.5x hanpu's fp32 micro-kernel on the 0.8B's shapes on an
 // AVX2 Zen 3 core (docs/performance.md "On an AVX2 core without a matrix unit"). bf16 weights
 // do not go to OpenBLAS: the pairs kernel, which needs neither a widened copy nor OpenBLAS's
-// packing, ran 1.01-1.15x its speed on the same shapes (linear.cc). Where OpenBLAS detects an
-// old core (Prescott on the Sapphire-Rapids-class VM, 3-5x slower) or HANPU_BLAS=0, hanpu's
+// packing, was at least as fast on the same shapes (linear.cc). Where OpenBLAS detects an
+// old core (it takes cores it does not know for Prescott, SSE3 only) or HANPU_BLAS=0, hanpu's
 // kernels run everything (blas_sgemm.h decides).
 #pragma once
 
@@ -99,8 +99,8 @@ int linear_row_ranges(int64_t T, int panels, int cores);
 // Rows [first, second) of range `range` of `ranges`: T cut as evenly as whole granules of
 // `granule` rows allow (32: the AMX tiles' row blocks; the FMA path with the pairs kernel
 // uses whole row blocks of its tiles, see linear.cc). Whole 192-row slabs, as before, cut
-// T = 512 into 192 + 320 rows: the core left with a 320-row unit at the end idled 11% of an
-// mlp.down.
+// T = 512 into 192 + 320 rows, and the core left with the 320-row unit at the end kept the
+// other idle.
 std::pair<int64_t, int64_t> linear_row_range(int64_t T, int ranges, int range,
                                              int64_t granule = 32);
 

@@ -6,8 +6,9 @@
 // Worker 0 is the thread that calls run_on_all; workers 1..n-1 are the pool's own threads.
 // Between jobs they spin for a short while before they sleep: a decode step hands the pool
 // some 160 small jobs a token, and waking a sleeping thread (and waiting to be woken) costs
-// tens of microseconds a job on a VM (docs/performance.md, "Design measurements"). The spin yields the core often, so a busy
-// machine loses little to it; HANPU_SPIN_US sets its length (0: never spin).
+// tens of microseconds a job on a VM (docs/performance.md, "Design measurements"). The spin yields
+// the core often, so a busy machine loses little to it; HANPU_SPIN_US sets its length (0: never
+// spin).
 #pragma once
 
 #include <atomic>

@@ -3,6 +3,7 @@
 // heads, D = 256, causal, T 512..8K), then decode against caches of 1K..32K keys. GFLOP/s
 // count only unmasked work (attn_flops); % of the FMA peak measured at start.
 #include "bench_attn.h"
+#include "bench_report.h"
 #include "flag_checks.h"
 
 #include <algorithm>
@@ -56,7 +57,7 @@ AttnArgs make_args(Buffers& b, DType dt, int64_t T, int64_t Tk, const AttnShape&
 struct Row {
   std::string placement, mask, dtype, products, group;
   int64_t T, Tk;
-  int Hq, Hkv, D, threads;
+  int Hq, Hkv, D;
   AttnTiles tiles;
   Timing tm;
   double gflops, pct_peak, gbps;
@@ -78,40 +79,59 @@ Status time_attn(int repeats, int threads, const std::function<Status(AttnStats*
       tm);
 }
 
-void print_row(const Row& r, bool json) {
-  if (json) {
-    nlohmann::json j = {{"placement", r.placement},
-                        {"T", r.T},
-                        {"Tk", r.Tk},
-                        {"Hq", r.Hq},
-                        {"Hkv", r.Hkv},
-                        {"D", r.D},
-                        {"mask", r.mask},
-                        {"dtype", r.dtype},
-                        {"threads", r.threads},
-                        {"products", r.products},
-                        {"median_ms", r.tm.median_ms},
-                        {"gflops", r.gflops},
-                        {"pct_peak", r.pct_peak},
-                        {"imbalance", r.tm.imbalance},
-                        {"extra_bytes", r.tm.extra_bytes},
-                        {"q_tile", r.tiles.q_rows},
-                        {"kv_tile", r.tiles.kv_rows},
-                        {"kv_gbps", r.gbps},
-                        {"peak_gflops", r.tm.peak_gflops},
-                        {"group", r.group}};
-    std::printf("%s\n", j.dump().c_str());
-  } else {
-    std::printf(
-        "%-10s %-7s %-4s %-4s %6lld %6lld %3d %3d %4d %7s %9.2f %8.1f %6.1f%% %6.3f %11s  %s\n",
-        r.placement.c_str(), r.mask.c_str(), r.dtype.c_str(), r.products.c_str(),
-        static_cast<long long>(r.T), static_cast<long long>(r.Tk), r.Hq, r.Hkv, r.D,
-        fmt::format("{}x{}", r.tiles.q_rows, r.tiles.kv_rows).c_str(), r.tm.median_ms, r.gflops,
-        r.pct_peak, r.tm.imbalance, human_bytes(r.tm.extra_bytes).c_str(),
-        r.group == "decode" ? fmt::format("decode, K/V read at {:.1f} GB/s", r.gbps).c_str()
-                            : r.group.c_str());
+// The report's columns: llama-bench's markdown table by default (bench_report.h).
+std::vector<ReportColumn> attn_columns() {
+  return {{"placement", "placement"},
+          {"mask", "mask"},
+          {"dtype", "dtype"},
+          {"products", "products"},
+          {"T", "T"},
+          {"Tk", "Tk"},
+          {"Hq", "Hq"},
+          {"Hkv", "Hkv"},
+          {"D", "D"},
+          {"threads", "threads"},
+          {"tiles", "tiles"},
+          {"ms", "median ms ± sd"},
+          {"gflops_text", "GFLOP/s"},
+          {"pct_peak_text", "% peak"},
+          {"imbalance_text", "imbalance"},
+          {"extra_mem", "extra mem"},
+          {"group_text", "group"}};
+}
+
+void report_row(BenchReport& report, const Row& r) {
+  nlohmann::json j = {{"placement", r.placement},
+                      {"T", r.T},
+                      {"Tk", r.Tk},
+                      {"Hq", r.Hq},
+                      {"Hkv", r.Hkv},
+                      {"D", r.D},
+                      {"mask", r.mask},
+                      {"dtype", r.dtype},
+                      {"products", r.products},
+                      {"median_ms", r.tm.median_ms},
+                      {"stddev_ms", stddev_of(r.tm.run_ms)},
+                      {"gflops", r.gflops},
+                      {"pct_peak", r.pct_peak},
+                      {"imbalance", r.tm.imbalance},
+                      {"extra_bytes", r.tm.extra_bytes},
+                      {"q_tile", r.tiles.q_rows},
+                      {"kv_tile", r.tiles.kv_rows},
+                      {"kv_gbps", r.gbps},
+                      {"peak_gflops", r.tm.peak_gflops},
+                      {"group", r.group}};
+  if (report.tabular()) {
+    j["tiles"] = fmt::format("{}x{}", r.tiles.q_rows, r.tiles.kv_rows);
+    j["ms"] = with_stddev(r.tm.median_ms, stddev_of(r.tm.run_ms), 3);
+    j["gflops_text"] = fmt::format("{:.1f}", r.gflops);
+    j["pct_peak_text"] = fmt::format("{:.1f}%", r.pct_peak);
+    j["imbalance_text"] = fmt::format("{:.3f}", r.tm.imbalance);
+    j["extra_mem"] = human_bytes(r.tm.extra_bytes);
+    j["group_text"] =
+        r.group == "decode" ? fmt::format("decode, K/V read at {:.1f} GB/s", r.gbps) : r.group;
   }
-  std::fflush(stdout);
+  report.add(std::move(j));
 }
 
 }  // namespace
@@ -159,7 +179,7 @@ void add_bench_attn_options(CLI::App& cmd, BenchAttnOptions& o) {
   cmd.add_option("--repeats", o.repeats, "timed runs per row (median reported)")
       ->capture_default_str()
       ->check(repeat_range());
-  cmd.add_flag("--json", o.json, "one JSON object per row on stdout (progress on stderr)");
+  add_report_flags(cmd, o.report);
 }
 
 int run_bench_attn(const BenchAttnOptions& o) {
@@ -214,8 +234,9 @@ int run_bench_attn(const BenchAttnOptions& o) {
     shapes.push_back({"qwen3.5", 8, 2, 256,
                       o.seq.empty() ? std::vector<long>{512, 1024, 2048, 4096, 8192} : o.seq});
   }
-  FILE* info = o.json ? stderr : stdout;
+  FILE* info = stderr;  // stdout holds the table (or the JSON)
   const FmaPeak peak = print_machine_header(info, o.threads);
+  BenchReport report(o.report.format(), attn_columns(), peak.threads);
   for (const auto& s : shapes) {
     std::fprintf(
         info,
@@ -238,11 +259,6 @@ int run_bench_attn(const BenchAttnOptions& o) {
       "pass 100%%: "
       "the dot instruction does twice an FMA's multiply-adds); layer runs up to T = %ld\n",
       o.repeats, o.layer_max_seq);
-  if (!o.json) {
-    std::printf("%-10s %-7s %-4s %-4s %6s %6s %3s %3s %4s %7s %9s %8s %7s %6s %11s  %s\n",
-                "placement", "mask", "dtype", "prod", "T", "Tk", "Hq", "Hkv", "D", "tiles",
-                "median_ms", "GFLOP/s", "%peak", "imbal", "extra_mem", "group");
-  }
   std::mt19937 rng(7);
   for (const AttnShape& s : shapes) {
     for (DType dt : dtypes) {
@@ -270,7 +286,7 @@ int run_bench_attn(const BenchAttnOptions& o) {
               for (int kt : o.kv_tile) variants.push_back({placement, AttnTiles{qt, kt}, pr});
           }
         }
-        if (o.json) std::fprintf(stderr, "[%s] T=%ld\n", s.name.c_str(), T);
+        std::fprintf(stderr, "[%s] T=%ld\n", s.name.c_str(), T);
         std::vector<AttnTiles> used(variants.size());
         std::vector<char> bf16_ran(variants.size(), 0);
         std::vector<TimedRun> runs;
@@ -296,10 +312,9 @@ int run_bench_attn(const BenchAttnOptions& o) {
           const Timing& tm = tms[i];
           const double gflops =
               attn_flops(T, T, s.Hq, s.D, *mask, 0, o.window) / tm.median_ms / 1e6;
-          print_row({variants[i].placement, o.mask, std::string(dtype_name(dt)),
-                     bf16_ran[i] ? "bf16" : "f32", "prefill", T, T, s.Hq, s.Hkv, s.D, peak.threads,
-                     used[i], tm, gflops, 100 * gflops / tm.peak_gflops, 0.0},
-                    o.json);
+          report_row(report, {variants[i].placement, o.mask, std::string(dtype_name(dt)),
+                              bf16_ran[i] ? "bf16" : "f32", "prefill", T, T, s.Hq, s.Hkv, s.D,
+                              used[i], tm, gflops, 100 * gflops / tm.peak_gflops, 0.0});
         }
       }
       if (!o.decode) continue;
@@ -314,7 +329,7 @@ int run_bench_attn(const BenchAttnOptions& o) {
         args.kv_row_stride =
             s.D;  // the keys and values laid out as a KvCache holds them: head-major
         args.kv_head_stride = L * s.D;
-        if (o.json) std::fprintf(stderr, "[%s] decode L=%ld\n", s.name.c_str(), L);
+        std::fprintf(stderr, "[%s] decode L=%ld\n", s.name.c_str(), L);
         // A decode call takes well under a millisecond at short caches: each timed run is a
         // batch of calls filling ~20 ms (one call timed alone, between FMA-peak probes, moved
         // too much from run to run on a shared machine), and its time is per call.
@@ -342,14 +357,14 @@ int run_bench_attn(const BenchAttnOptions& o) {
           return 1;
         }
         tm.median_ms /= calls;
+        for (double& ms : tm.run_ms) ms /= calls;
         const double flops = attn_flops(1, L, s.Hq, s.D, *mask, L - 1, o.window);
         const double kv_bytes =
             2.0 * static_cast<double>(L) * s.Hkv * s.D * static_cast<double>(dtype_size(dt));
         const double gflops = flops / tm.median_ms / 1e6;
-        print_row({"split-keys", o.mask, std::string(dtype_name(dt)), "f32", "decode", 1, L, s.Hq,
-                   s.Hkv, s.D, peak.threads, used, tm, gflops, 100 * gflops / tm.peak_gflops,
-                   kv_bytes / tm.median_ms / 1e6},
-                  o.json);
+        report_row(report, {"split-keys", o.mask, std::string(dtype_name(dt)), "f32", "decode", 1,
+                            L, s.Hq, s.Hkv, s.D, used, tm, gflops, 100 * gflops / tm.peak_gflops,
+                            kv_bytes / tm.median_ms / 1e6});
       }
     }
   }

@@ -1,10 +1,12 @@
-// `hanpu bench attn`: the fused attention benchmark (table, or JSON lines with --json).
+// `hanpu bench attn`: the fused attention benchmark (a markdown table, or -o csv|json|jsonl).
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
+
+#include "bench_report.h"
 
 namespace hanpu::cli {
 
@@ -24,7 +26,7 @@ struct BenchAttnOptions {
   std::vector<int> q_tile = {0}, kv_tile = {0};  // 0: heuristic; several: every pair, interleaved
   int threads = 0;
   int repeats = 3;
-  bool json = false;
+  ReportFlags report;  // -o md|csv|json|jsonl, --json
 };
 
 void add_bench_attn_options(CLI::App& cmd, BenchAttnOptions& o);

@@ -1,6 +1,8 @@
 // `hanpu bench e2e` (see bench_e2e.h). Each model is built once (seeded random weights);
 // every row prefills a fresh random prompt of T tokens and then decodes decode_tokens more.
 #include "bench_e2e.h"
+#include "bench_report.h"
+#include "parallel/thread_pool.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -9,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "bench_util.h"
@@ -100,7 +103,7 @@ void add_bench_e2e_options(CLI::App& cmd, BenchE2eOptions& o) {
   cmd.add_option("--repeats", o.repeats, "runs per row (median)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
-  cmd.add_flag("--json", o.json, "one JSON object per row on stdout (progress on stderr)");
+  add_report_flags(cmd, o.report);
 }
 
 int run_bench_e2e(const BenchE2eOptions& o) {
@@ -117,7 +120,27 @@ int run_bench_e2e(const BenchE2eOptions& o) {
       return 2;
     }
   }
-  FILE* info = o.json ? stderr : stdout;
+  // stdout holds the table (or the JSON); the machine and model notes go to stderr.
+  FILE* info = stderr;
+  const int threads = o.threads > 0 ? o.threads : ThreadPool::default_threads();
+  BenchReport report(o.report.format(),
+                     {{"model", "model"},
+                      {"size", "size"},
+                      {"params", "params"},
+                      {"la", "la"},
+                      {"kv_cache", "kv"},
+                      {"threads", "threads"},
+                      {"test", "test"},
+                      {"t_s", "t/s"},
+                      {"pct_bound", "%bound"},
+                      {"pct_all", "%all"},
+                      {"la_pct", "LA%"},
+                      {"attn_pct", "attn%"},
+                      {"mlp_pct", "MLP%"},
+                      {"la_kernel_pct", "LAkern%"},
+                      {"attn_kernel_pct", "ATkern%"},
+                      {"peak_rss", "peak RSS"}},
+                     threads);
   print_machine_header(info, o.threads);
   PeakRss rss;
   rss.bank();
@@ -139,11 +162,6 @@ int run_bench_e2e(const BenchE2eOptions& o) {
       "# prefill of a random prompt of T tokens, then %d decoded tokens (greedy); median of %d; "
       "peak RSS is the process's, so far\n",
       o.decode_tokens, o.repeats);
-  if (!o.json) {
-    std::printf("%-16s %-10s %-4s %6s %10s %11s %10s %7s %6s %9s %6s %6s %6s %8s %8s %9s\n",
-                "model", "la", "kv", "T", "prefill_ms", "prefill_t/s", "decode_t/s", "%bound",
-                "%all", "mem_GB/s", "LA%", "attn%", "MLP%", "LAkern%", "ATkern%", "peak_RSS");
-  }
   const std::vector<std::string> synthetic_names = Engine::synthetic_models();
   for (const std::string& model : o.model) {
     // A synthetic model's name, or a checkpoint (folder or .gguf) read as `hanpu run` reads it:
@@ -188,7 +206,7 @@ int run_bench_e2e(const BenchE2eOptions& o) {
     }
     for (long T : o.seq) {
       for (const std::string& la : o.la) {
-        if (o.json) std::fprintf(stderr, "[%s] %s T=%ld\n", name.c_str(), la.c_str(), T);
+        std::fprintf(stderr, "[%s] %s T=%ld\n", name.c_str(), la.c_str(), T);
         // Repeats of every KV dtype alternate, so a slow spell of the machine falls on all.
         std::vector<std::vector<GenerateStats>> runs_of(kvs.size());
         std::vector<std::vector<std::vector<double>>> gbps_of(
@@ -254,6 +272,8 @@ int run_bench_e2e(const BenchE2eOptions& o) {
             }
           }
           const double decode_tps = median(dec);
+          std::vector<double> pre;  // each run's prefill rate
+          for (const GenerateStats& r : runs) pre.push_back(T / (r.prefill_ms / 1e3));
           const double pct_bound = pct.empty() ? 0.0 : median(pct);
           const double pct_bound_all = pct_all.empty() ? 0.0 : median(pct_all);
           const double mem_gbps = probes.empty() ? 0.0 : median(probes);
@@ -267,19 +287,25 @@ int run_bench_e2e(const BenchE2eOptions& o) {
           double all_bytes = 0;  // a step's, the mean over the steps
           for (int k = 0; k < steps; ++k)
             all_bytes += step_bytes_with_state(ei, kv_bytes[ki], T, k) / steps;
-          if (o.json) {
+          if (!report.tabular()) {
             nlohmann::json j{{"model", name},
                              {"la", la},
                              {"T", T},
-                             {"threads", o.threads},
                              {"prefill_ms", s.prefill_ms},
                              {"prefill_tokens_per_s", prefill_tps},
+                             {"prefill_tokens_per_s_mean", mean_of(pre)},
+                             {"prefill_tokens_per_s_stddev", stddev_of(pre)},
                              {"decode_tokens_per_s", decode_tps},
+                             {"decode_tokens_per_s_mean", mean_of(dec)},
+                             {"decode_tokens_per_s_stddev", stddev_of(dec)},
+                             {"decode_tokens", o.decode_tokens},
+                             {"repeats", o.repeats},
                              {"la_share", sp.la_ms / part},
                              {"attn_share", sp.attn_ms / part},
                              {"mlp_share", sp.mlp_ms / part},
                              {"peak_rss_bytes", peak_rss},
                              {"parameters", ei.parameters},
+                             {"weight_bytes", ei.weight_bytes},
                              {"la_kernel_share", sp.la_kernel_ms / part},
                              {"attn_kernel_share", sp.attn_kernel_ms / part},
                              {"decode_pct_of_bound", pct_bound},
@@ -294,15 +320,32 @@ int run_bench_e2e(const BenchE2eOptions& o) {
                                               cpu::linear_uses_dot()},  // or the dot instruction
                              {"attn_bf16_products",
                               attn_auto_bf16_products(*parse_dtype(kvs[ki]))}};  // hanpu/attn.h
-            std::printf("%s\n", j.dump().c_str());
+            report.add(std::move(j));
           } else {
-            std::printf(
-                "%-16s %-10s %-4s %6ld %10.1f %11.1f %10.2f %6.0f%% %5.0f%% %9.1f %5.1f%% %5.1f%% "
-                "%5.1f%% %7.1f%% %7.1f%% %9s\n",
-                name.c_str(), la.c_str(), kvs[ki].c_str(), T, s.prefill_ms, prefill_tps, decode_tps,
-                pct_bound, pct_bound_all, mem_gbps, 100 * sp.la_ms / part, 100 * sp.attn_ms / part,
-                100 * sp.mlp_ms / part, 100 * sp.la_kernel_ms / part,
-                100 * sp.attn_kernel_ms / part, human_bytes(peak_rss).c_str());
+            // llama-bench's rows: the prompt (pp T) and the tokens decoded after it (tg N @ d T),
+            // each mean ± standard deviation over the repeats.
+            const nlohmann::json common{{"model", name},
+                                        {"size", human_bytes(ei.weight_bytes)},
+                                        {"params", fmt::format("{:.2f} B", ei.parameters / 1e9)},
+                                        {"la", la},
+                                        {"kv_cache", kvs[ki]},
+                                        {"peak_rss", human_bytes(peak_rss)}};
+            nlohmann::json pp = common, tg = common;
+            pp["test"] = fmt::format("pp{}", T);
+            pp["t_s"] = with_stddev(mean_of(pre), stddev_of(pre));
+            pp["la_pct"] = fmt::format("{:.1f}", 100 * sp.la_ms / part);
+            pp["attn_pct"] = fmt::format("{:.1f}", 100 * sp.attn_ms / part);
+            pp["mlp_pct"] = fmt::format("{:.1f}", 100 * sp.mlp_ms / part);
+            pp["la_kernel_pct"] = fmt::format("{:.1f}", 100 * sp.la_kernel_ms / part);
+            pp["attn_kernel_pct"] = fmt::format("{:.1f}", 100 * sp.attn_kernel_ms / part);
+            report.add(std::move(pp));
+            if (steps > 0) {
+              tg["test"] = fmt::format("tg{} @ d{}", o.decode_tokens, T);
+              tg["t_s"] = with_stddev(mean_of(dec), stddev_of(dec));
+              tg["pct_bound"] = fmt::format("{:.0f}", pct_bound);
+              tg["pct_all"] = fmt::format("{:.0f}", pct_bound_all);
+              report.add(std::move(tg));
+            }
           }
           std::fflush(stdout);
         }

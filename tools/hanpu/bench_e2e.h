@@ -7,6 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "bench_report.h"
+
 namespace hanpu::cli {
 
 struct BenchE2eOptions {
@@ -18,7 +20,7 @@ struct BenchE2eOptions {
   std::vector<std::string> kv_cache = {"auto"};  // KV-cache dtypes (auto: the weights' dtype)
   int threads = 0;
   int repeats = 1;
-  bool json = false;
+  ReportFlags report;  // -o md|csv|json|jsonl, --json
 };
 
 void add_bench_e2e_options(CLI::App& cmd, BenchE2eOptions& o);

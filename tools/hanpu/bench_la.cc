@@ -2,6 +2,7 @@
 // one process and prints median ms, GFLOP/s by the one shared FLOP formula (la_flops), % of
 // the FMA peak measured at start, per-core imbalance and the scratch memory each strategy held.
 #include "bench_la.h"
+#include "bench_report.h"
 #include "flag_checks.h"
 
 #include "bench_la_stages.h"
@@ -13,6 +14,7 @@
 #include <cstdio>
 #include <random>
 
+#include <fmt/format.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -26,39 +28,57 @@ namespace {
 struct Row {
   std::string mech, strategy, dtype;
   int64_t T;
-  int H, HV, K, V, threads;
-  double median_ms, gflops, pct_peak, imbalance;
+  int H, HV, K, V;
+  double median_ms, stddev_ms, gflops, pct_peak, imbalance;
   int64_t extra_bytes;
   std::string group;   // "sweep" or "ablation"
   double peak_gflops;  // the FMA peak measured beside this row's runs
 };
 
-void print_row(const Row& r, bool json) {
-  if (json) {
-    nlohmann::json j = {{"mech", r.mech},
-                        {"strategy", r.strategy},
-                        {"dtype", r.dtype},
-                        {"T", r.T},
-                        {"H", r.H},
-                        {"HV", r.HV},
-                        {"K", r.K},
-                        {"V", r.V},
-                        {"threads", r.threads},
-                        {"median_ms", r.median_ms},
-                        {"gflops", r.gflops},
-                        {"pct_peak", r.pct_peak},
-                        {"imbalance", r.imbalance},
-                        {"extra_bytes", r.extra_bytes},
-                        {"group", r.group},
-                        {"peak_gflops", r.peak_gflops}};
-    std::printf("%s\n", j.dump().c_str());
-  } else {
-    std::printf("%-4s %-14s %-5s %6lld %3d %3d %4d %4d %9.2f %8.1f %6.1f%% %6.3f %11s  %s\n",
-                r.mech.c_str(), r.strategy.c_str(), r.dtype.c_str(), static_cast<long long>(r.T),
-                r.H, r.HV, r.K, r.V, r.median_ms, r.gflops, r.pct_peak, r.imbalance,
-                human_bytes(r.extra_bytes).c_str(), r.group.c_str());
+// The report's columns: llama-bench's markdown table by default (bench_report.h).
+std::vector<ReportColumn> la_columns() {
+  return {{"mech", "mech"},
+          {"strategy", "strategy"},
+          {"dtype", "dtype"},
+          {"T", "T"},
+          {"H", "H"},
+          {"HV", "HV"},
+          {"K", "K"},
+          {"V", "V"},
+          {"threads", "threads"},
+          {"ms", "median ms ± sd"},
+          {"gflops_text", "GFLOP/s"},
+          {"pct_peak_text", "% peak"},
+          {"imbalance_text", "imbalance"},
+          {"extra_mem", "extra mem"},
+          {"group", "group"}};
+}
+
+void report_row(BenchReport& report, const Row& r) {
+  nlohmann::json j = {{"mech", r.mech},
+                      {"strategy", r.strategy},
+                      {"dtype", r.dtype},
+                      {"T", r.T},
+                      {"H", r.H},
+                      {"HV", r.HV},
+                      {"K", r.K},
+                      {"V", r.V},
+                      {"median_ms", r.median_ms},
+                      {"stddev_ms", r.stddev_ms},
+                      {"gflops", r.gflops},
+                      {"pct_peak", r.pct_peak},
+                      {"imbalance", r.imbalance},
+                      {"extra_bytes", r.extra_bytes},
+                      {"group", r.group},
+                      {"peak_gflops", r.peak_gflops}};
+  if (report.tabular()) {
+    j["ms"] = with_stddev(r.median_ms, r.stddev_ms);
+    j["gflops_text"] = fmt::format("{:.1f}", r.gflops);
+    j["pct_peak_text"] = fmt::format("{:.1f}%", r.pct_peak);
+    j["imbalance_text"] = fmt::format("{:.3f}", r.imbalance);
+    j["extra_mem"] = human_bytes(r.extra_bytes);
   }
-  std::fflush(stdout);
+  report.add(std::move(j));
 }
 
 }  // namespace
@@ -96,7 +116,7 @@ void add_bench_la_options(CLI::App& cmd, BenchLaOptions& o) {
                  "value heads the --stages profile walks in lockstep")
       ->capture_default_str()
       ->check(shape_range());
-  cmd.add_flag("--json", o.json, "one JSON object per row on stdout (progress on stderr)");
+  add_report_flags(cmd, o.report);
 }
 
 int run_bench_la(const BenchLaOptions& o) {
@@ -132,8 +152,9 @@ int run_bench_la(const BenchLaOptions& o) {
     return 2;
   }
   if (o.stages) return run_bench_la_stages(o, mechs, dtypes);
-  FILE* info = o.json ? stderr : stdout;
+  FILE* info = stderr;  // stdout holds the table (or the JSON)
   const FmaPeak peak = print_machine_header(info, o.threads);
+  BenchReport report(o.report.format(), la_columns(), peak.threads);
   std::fprintf(
       info,
       "# FLOPs per (token, value head) = 2 (3KV + 65K + 64V) for every strategy; "
@@ -141,11 +162,6 @@ int run_bench_la(const BenchLaOptions& o) {
       "then reverse order, per round); %%peak against the FMA peak re-measured after each run "
       "(median)\n",
       o.repeats);
-  if (!o.json) {
-    std::printf("%-4s %-14s %-5s %6s %3s %3s %4s %4s %9s %8s %7s %6s %11s  %s\n", "mech",
-                "strategy", "dtype", "T", "H", "HV", "K", "V", "median_ms", "GFLOP/s", "%peak",
-                "imbal", "extra_mem", "group");
-  }
   struct Job {
     LaMech mech;
     DType dt;
@@ -174,10 +190,8 @@ int run_bench_la(const BenchLaOptions& o) {
            jobs[g1].HV == first.HV && jobs[g1].T == first.T && jobs[g1].group == first.group) {
       ++g1;
     }
-    if (o.json)
-      std::fprintf(stderr, "[%zu-%zu/%zu] %s T=%ld HV=%d\n", done + 1, done + (g1 - g0),
-                   jobs.size(), std::string(la_mech_name(first.mech)).c_str(), (long)first.T,
-                   first.HV);
+    std::fprintf(stderr, "[%zu-%zu/%zu] %s T=%ld HV=%d\n", done + 1, done + (g1 - g0), jobs.size(),
+                 std::string(la_mech_name(first.mech)).c_str(), (long)first.T, first.HV);
     LaBenchInputs in =
         make_la_bench_inputs(first.mech, first.dt, first.T, o.heads, first.HV, o.dim, 42);
     const LaArgs args = la_bench_args(first.mech, first.dt, first.T, o.heads, first.HV, o.dim, in);
@@ -201,11 +215,11 @@ int run_bench_la(const BenchLaOptions& o) {
       const Job& j = jobs[k];
       const Timing& tm = tms[k - g0];
       const double gflops = la_flops(j.T, j.HV, o.dim, o.dim) / tm.median_ms / 1e6;
-      print_row(
-          Row{std::string(la_mech_name(j.mech)), j.strategy, std::string(dtype_name(j.dt)), j.T,
-              o.heads, j.HV, o.dim, o.dim, peak.threads, tm.median_ms, gflops,
-              100 * gflops / tm.peak_gflops, tm.imbalance, tm.extra_bytes, j.group, tm.peak_gflops},
-          o.json);
+      report_row(report,
+                 Row{std::string(la_mech_name(j.mech)), j.strategy, std::string(dtype_name(j.dt)),
+                     j.T, o.heads, j.HV, o.dim, o.dim, tm.median_ms, stddev_of(tm.run_ms), gflops,
+                     100 * gflops / tm.peak_gflops, tm.imbalance, tm.extra_bytes, j.group,
+                     tm.peak_gflops});
     }
     done += g1 - g0;
     g0 = g1;

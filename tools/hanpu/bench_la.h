@@ -1,10 +1,12 @@
-// `hanpu bench la`: the LA prefill benchmark (table, or JSON lines with --json).
+// `hanpu bench la`: the LA prefill benchmark (a markdown table, or -o csv|json|jsonl).
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
+
+#include "bench_report.h"
 
 namespace hanpu::cli {
 
@@ -24,7 +26,7 @@ struct BenchLaOptions {
   bool ablation = true;  // add the Figure-18 style ablation rows (T = 1024, HV = 16)
   bool stages = false;   // profile hanpu's chunk operators on one core instead (bench_la_stages.h)
   int stage_heads = 8;   // value heads walked in lockstep by the profile
-  bool json = false;
+  ReportFlags report;    // -o md|csv|json|jsonl, --json
 };
 
 void add_bench_la_options(CLI::App& cmd, BenchLaOptions& o);

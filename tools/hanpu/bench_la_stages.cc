@@ -1,12 +1,14 @@
 // `hanpu bench la --stages`: where one core's time goes inside hanpu's fused chunk, operator
 // by operator (profile_la_chunk_stages), for each (mech, dtype, HV, T) of the sweep.
 #include "bench_la_stages.h"
+#include "bench_report.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "bench_util.h"
@@ -17,8 +19,20 @@ namespace hanpu::cli {
 
 int run_bench_la_stages(const BenchLaOptions& o, const std::vector<LaMech>& mechs,
                         const std::vector<DType>& dtypes) {
-  FILE* info = o.json ? stderr : stdout;
+  FILE* info = stderr;  // stdout holds the table (or the JSON)
   print_machine_header(info, 1);
+  BenchReport report(o.report.format(),
+                     {{"mech", "mech"},
+                      {"dtype", "dtype"},
+                      {"T", "T"},
+                      {"HV", "HV"},
+                      {"stage", "stage"},
+                      {"min_us_text", "min us"},
+                      {"median_us_text", "median us"},
+                      {"share_text", "share"},
+                      {"gflops_text", "GFLOP/s"},
+                      {"pct_peak_text", "% peak"}},
+                     1);
   // The stages' minima come from the machine's quietest moments, so their yardstick is the
   // FMA loop's best of many short runs on this thread (the header's probe is 5 x 100 ms).
   const FmaPeak peak = measure_fma_peak(1, 10, 60);
@@ -31,10 +45,6 @@ int run_bench_la_stages(const BenchLaOptions& o, const std::vector<LaMech>& mech
       "median's share of the chunk, GFLOP/s and %% of the one-core FMA peak from the minimum and "
       "the operator's nominal multiply-adds\n",
       o.repeats, o.stage_heads - 1);
-  if (!o.json) {
-    std::printf("%-4s %-5s %6s %3s %-8s %9s %9s %6s %8s %7s\n", "mech", "dtype", "T", "HV", "stage",
-                "min_us", "median_us", "share", "GFLOP/s", "%peak");
-  }
   for (LaMech m : mechs) {
     for (DType dt : dtypes) {
       for (int hv : o.hv) {
@@ -54,27 +64,27 @@ int run_bench_la_stages(const BenchLaOptions& o, const std::vector<LaMech>& mech
             const double gflops = s.fmas > 0 ? 2 * s.fmas / s.min_us / 1e3 : 0;
             const double pct = 100 * gflops / peak.per_core_gflops;
             const double share = 100 * s.median_us / total;
-            if (o.json) {
-              nlohmann::json j = {{"mech", la_mech_name(m)},
-                                  {"dtype", dtype_name(dt)},
-                                  {"T", T},
-                                  {"H", o.heads},
-                                  {"HV", hv},
-                                  {"K", o.dim},
-                                  {"V", o.dim},
-                                  {"stage", s.stage},
-                                  {"min_us", s.min_us},
-                                  {"median_us", s.median_us},
-                                  {"share", share},
-                                  {"gflops", gflops},
-                                  {"pct_peak", pct}};
-              std::printf("%s\n", j.dump().c_str());
-            } else {
-              std::printf("%-4s %-5s %6ld %3d %-8s %9.2f %9.2f %5.1f%% %8.1f %6.1f%%\n",
-                          std::string(la_mech_name(m)).c_str(), std::string(dtype_name(dt)).c_str(),
-                          T, hv, std::string(s.stage).c_str(), s.min_us, s.median_us, share, gflops,
-                          pct);
+            nlohmann::json j = {{"mech", la_mech_name(m)},
+                                {"dtype", dtype_name(dt)},
+                                {"T", T},
+                                {"H", o.heads},
+                                {"HV", hv},
+                                {"K", o.dim},
+                                {"V", o.dim},
+                                {"stage", s.stage},
+                                {"min_us", s.min_us},
+                                {"median_us", s.median_us},
+                                {"share", share},
+                                {"gflops", gflops},
+                                {"pct_peak", pct}};
+            if (report.tabular()) {
+              j["min_us_text"] = fmt::format("{:.2f}", s.min_us);
+              j["median_us_text"] = fmt::format("{:.2f}", s.median_us);
+              j["share_text"] = fmt::format("{:.1f}%", share);
+              j["gflops_text"] = fmt::format("{:.1f}", gflops);
+              j["pct_peak_text"] = fmt::format("{:.1f}%", pct);
             }
+            report.add(std::move(j));
           }
           std::fflush(stdout);
         }

@@ -7,6 +7,7 @@
 // side by side (interleaved rounds). This is the check behind the choice of GEMM in
 // src/cpu/nn/linear.h. GFLOP/s = 2 T in out / time.
 #include "bench_linear.h"
+#include "bench_report.h"
 #include "flag_checks.h"
 
 #include <algorithm>
@@ -65,28 +66,43 @@ struct Row {
   double gflops, pct_peak, weight_gbps;
 };
 
-void print_row(const Row& r, bool json) {
-  if (json) {
-    nlohmann::json j = {{"proj", r.proj},
-                        {"impl", r.impl},
-                        {"unit", r.unit},
-                        {"weights", r.weights},
-                        {"in", r.in},
-                        {"out", r.out},
-                        {"T", r.T},
-                        {"median_ms", r.tm.median_ms},
-                        {"gflops", r.gflops},
-                        {"pct_peak", r.pct_peak},
-                        {"weight_gbps", r.weight_gbps},
-                        {"peak_gflops", r.tm.peak_gflops}};
-    std::printf("%s\n", j.dump().c_str());
-    std::fflush(stdout);
-    return;
+// The report's columns: llama-bench's markdown table by default (bench_report.h).
+std::vector<ReportColumn> linear_columns() {
+  return {{"proj", "proj"},
+          {"impl", "impl"},
+          {"unit", "unit"},
+          {"weights", "weights"},
+          {"in", "in"},
+          {"out", "out"},
+          {"T", "T"},
+          {"threads", "threads"},
+          {"ms", "median ms ± sd"},
+          {"gflops_text", "GFLOP/s"},
+          {"pct_peak_text", "% peak"},
+          {"weight_gbps_text", "weight GB/s"}};
+}
+
+void report_row(BenchReport& report, const Row& r) {
+  nlohmann::json j = {{"proj", r.proj},
+                      {"impl", r.impl},
+                      {"unit", r.unit},
+                      {"weights", r.weights},
+                      {"in", r.in},
+                      {"out", r.out},
+                      {"T", r.T},
+                      {"median_ms", r.tm.median_ms},
+                      {"stddev_ms", stddev_of(r.tm.run_ms)},
+                      {"gflops", r.gflops},
+                      {"pct_peak", r.pct_peak},
+                      {"weight_gbps", r.weight_gbps},
+                      {"peak_gflops", r.tm.peak_gflops}};
+  if (report.tabular()) {
+    j["ms"] = with_stddev(r.tm.median_ms, stddev_of(r.tm.run_ms), 3);
+    j["gflops_text"] = fmt::format("{:.1f}", r.gflops);
+    j["pct_peak_text"] = fmt::format("{:.1f}%", r.pct_peak);
+    j["weight_gbps_text"] = fmt::format("{:.1f}", r.weight_gbps);
   }
-  std::printf("%-12s %-9s %-4s %-5s %5d %6d %5ld %9.3f %8.1f %6.1f%% %8.1f\n", r.proj.c_str(),
-              r.impl.c_str(), r.unit.c_str(), r.weights.c_str(), r.in, r.out, r.T, r.tm.median_ms,
-              r.gflops, r.pct_peak, r.weight_gbps);
-  std::fflush(stdout);
+  report.add(std::move(j));
 }
 
 }  // namespace
@@ -116,7 +132,7 @@ void add_bench_linear_options(CLI::App& cmd, BenchLinearOptions& o) {
   cmd.add_option("--repeats", o.repeats, "timed runs per row (median reported)")
       ->capture_default_str()
       ->check(repeat_range());
-  cmd.add_flag("--json", o.json, "one JSON object per row on stdout (progress on stderr)");
+  add_report_flags(cmd, o.report);
 }
 
 int run_bench_linear(const BenchLinearOptions& o) {
@@ -138,9 +154,10 @@ int run_bench_linear(const BenchLinearOptions& o) {
     std::fprintf(stderr, "error: --repeats %d: must be >= 1\n", o.repeats);
     return 2;
   }
-  FILE* info = o.json ? stderr : stdout;
+  FILE* info = stderr;  // stdout holds the table (or the JSON)
   const FmaPeak peak = print_machine_header(info, o.threads);
   const int threads = peak.threads;
+  BenchReport report(o.report.format(), linear_columns(), threads);
 #ifdef HANPU_HAVE_OPENBLAS
   const bool openblas = o.openblas;
   if (openblas) openblas_set_num_threads(threads);
@@ -167,10 +184,6 @@ int run_bench_linear(const BenchLinearOptions& o) {
       "after each run; amx, "
       "dot: the AMX tile or bf16 dot peak above); weight_GB/s = weight bytes / time\n",
       o.model.c_str(), o.repeats);
-  if (!o.json) {
-    std::printf("%-12s %-9s %-4s %-5s %5s %6s %5s %9s %8s %7s %8s\n", "proj", "impl", "unit", "wts",
-                "in", "out", "T", "median_ms", "GFLOP/s", "%peak", "wGB/s");
-  }
   // The FMA path's GEMMs per row: OpenBLAS on or off, hanpu's dot and pairs kernels (bf16)
   // on or off. "blas" turns both off so that bf16 units reach OpenBLAS too. Rows whose
   // kernel is the same as an earlier row's are dropped below.
@@ -259,7 +272,7 @@ int run_bench_linear(const BenchLinearOptions& o) {
                          }});
       }
 #endif
-      if (o.json) std::fprintf(stderr, "[%s] T=%ld\n", p.name.c_str(), T);
+      std::fprintf(stderr, "[%s] T=%ld\n", p.name.c_str(), T);
       std::vector<TimedRun> runs;
       for (const Candidate& c : cands) {
         runs.push_back([&c](std::vector<double>&, int64_t&) {
@@ -281,14 +294,13 @@ int run_bench_linear(const BenchLinearOptions& o) {
         const double gflops = flops / tm.median_ms / 1e6;
         const double wbytes =
             static_cast<double>(p.in) * p.out * static_cast<double>(dtype_size(c.wt));
-        print_row(
-            {p.name, c.impl, c.unit, std::string(dtype_name(c.wt)), p.in, p.out, T, tm, gflops,
-             100 * gflops /
-                 (c.unit == "amx"   ? amx.gflops
-                  : c.unit == "dot" ? dot.gflops
-                                    : tm.peak_gflops),
-             wbytes / tm.median_ms / 1e6},
-            o.json);
+        report_row(report, {p.name, c.impl, c.unit, std::string(dtype_name(c.wt)), p.in, p.out, T,
+                            tm, gflops,
+                            100 * gflops /
+                                (c.unit == "amx"   ? amx.gflops
+                                 : c.unit == "dot" ? dot.gflops
+                                                   : tm.peak_gflops),
+                            wbytes / tm.median_ms / 1e6});
       }
     }
   }

@@ -8,6 +8,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "bench_report.h"
+
 namespace hanpu::cli {
 
 struct BenchLinearOptions {
@@ -20,8 +22,8 @@ struct BenchLinearOptions {
       "both";  // auto, hanpu or both: the FMA path's GEMM (see cpu/nn/blas_sgemm.h)
   int threads = 0;
   int repeats = 5;
-  bool cold = false;  // evict the caches before each timed call
-  bool json = false;
+  bool cold = false;   // evict the caches before each timed call
+  ReportFlags report;  // -o md|csv|json|jsonl, --json
 };
 
 void add_bench_linear_options(CLI::App& cmd, BenchLinearOptions& o);

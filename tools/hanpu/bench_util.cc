@@ -92,6 +92,7 @@ Status time_runs_interleaved(int repeats, int threads, const std::vector<TimedRu
   }
   for (size_t i = 0; i < n; ++i) {
     (*out)[i].median_ms = median(ms[i]);
+    (*out)[i].run_ms = ms[i];
     (*out)[i].peak_gflops = median(peaks[i]);
   }
   return Status::Ok();

@@ -23,9 +23,10 @@ FmaPeak print_machine_header(FILE* out, int threads);
 
 struct Timing {
   double median_ms = 0;
-  double peak_gflops = 0;   // median of the FMA peaks measured right after each timed run
-  double imbalance = 1.0;   // max / mean of the workers' busy time (last run)
-  int64_t extra_bytes = 0;  // peak over the runs
+  std::vector<double> run_ms;  // every timed run, in order (for the standard deviation)
+  double peak_gflops = 0;      // median of the FMA peaks measured right after each timed run
+  double imbalance = 1.0;      // max / mean of the workers' busy time (last run)
+  int64_t extra_bytes = 0;     // peak over the runs
 };
 
 // One warm-up, then `repeats` timed calls of run(busy_ms, extra_bytes); the first error stops.

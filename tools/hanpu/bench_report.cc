@@ -20,14 +20,16 @@ std::optional<ReportFormat> parse_report_format(const std::string& name) {
 }
 
 ReportFormat ReportFlags::format() const {
-  return json ? ReportFormat::kJsonl : parse_report_format(output).value_or(ReportFormat::kMarkdown);
+  return json ? ReportFormat::kJsonl
+              : parse_report_format(output).value_or(ReportFormat::kMarkdown);
 }
 
 void add_report_flags(CLI::App& app, ReportFlags& flags) {
-  auto* output = app.add_option("-o,--output", flags.output,
-                                "md (a markdown table), csv, json (one object), jsonl (an object a row)")
-                     ->capture_default_str()
-                     ->check(CLI::IsMember({"md", "csv", "json", "jsonl"}));
+  auto* output =
+      app.add_option("-o,--output", flags.output,
+                     "md (a markdown table), csv, json (one object), jsonl (an object a row)")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"md", "csv", "json", "jsonl"}));
   app.add_flag("--json", flags.json, "the same as -o jsonl (progress on stderr)")->excludes(output);
 }
 
@@ -73,7 +75,8 @@ void BenchReport::add(nlohmann::json row) {
   row["threads"] = threads_;
   switch (format_) {
     case ReportFormat::kJsonl:
-      std::printf("%s\n", row.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+      std::printf("%s\n",
+                  row.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
       break;
     case ReportFormat::kJson:
       rows_.push_back(std::move(row));
@@ -100,7 +103,8 @@ void BenchReport::add(nlohmann::json row) {
         header_done_ = true;
       }
       std::vector<std::string> cells;
-      for (const ReportColumn& c : columns_) cells.push_back(row.contains(c.key) ? cell(row[c.key]) : "");
+      for (const ReportColumn& c : columns_)
+        cells.push_back(row.contains(c.key) ? cell(row[c.key]) : "");
       line(cells);
       break;
     }
@@ -112,7 +116,8 @@ void BenchReport::finish() {
   if (finished_) return;
   finished_ = true;
   if (format_ != ReportFormat::kJson) return;
-  const nlohmann::json all{{"build_commit", HANPU_COMMIT}, {"cpu", cpu_}, {"threads", threads_}, {"rows", rows_}};
+  const nlohmann::json all{
+      {"build_commit", HANPU_COMMIT}, {"cpu", cpu_}, {"threads", threads_}, {"rows", rows_}};
   std::printf("%s\n", all.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   std::fflush(stdout);
 }

@@ -46,7 +46,9 @@ class BenchReport {
   void finish();
   // Markdown or csv: a table of the declared columns (a benchmark may print a row per test
   // there, as llama-bench does, and one object per configuration in json).
-  bool tabular() const { return format_ == ReportFormat::kMarkdown || format_ == ReportFormat::kCsv; }
+  bool tabular() const {
+    return format_ == ReportFormat::kMarkdown || format_ == ReportFormat::kCsv;
+  }
 
  private:
   ReportFormat format_;

@@ -69,7 +69,10 @@ enum class AttnProducts : uint8_t { kAuto, kF32, kBf16 };
 std::string_view attn_products_name(AttnProducts p);  // "auto", "f32", "bf16"
 // What kAuto picks for keys and values stored in kv_dtype on this machine (in a fused
 // placement with even key tiles, as the heuristic's are): whether they are bf16 products.
+// HANPU_ATTN_PRODUCTS=f32 makes it fp32.
 bool attn_auto_bf16_products(DType kv_dtype);
+// Whether bf16 products can run here at all (the CPU has the bf16 dot instruction).
+bool attn_bf16_products_usable();
 std::optional<AttnProducts> parse_attn_products(std::string_view name);
 
 struct AttnOptions {

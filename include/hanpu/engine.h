@@ -49,6 +49,10 @@ struct ModelRunOptions {
   // cache where the CPU has the bf16 dot instruction, else fp32), "f32", or "bf16" (an error
   // up front without the instruction). Decode's attention is fp32 (memory-bound).
   std::string attn_products = "auto";
+  // The projections' kernel, any of projection_kernels() (hanpu/machine.h): "auto" (the
+  // HANPU_PROJECTION environment variable where set, else the fastest this CPU has), or the
+  // fastest one allowed: "amx", "dot", "pairs", "blas", "fma" (an error where this CPU lacks it).
+  std::string projection = "auto";
 };
 
 struct GenerateOptions : ModelRunOptions {

@@ -22,6 +22,14 @@ FmaPeak measure_fma_peak(int threads, double ms = 100, int repeats = 5);
 // the OS granted them, HANPU_AMX is not 0).
 bool amx_bf16_in_use();
 
+// The kernels a model's projections can run on (ModelRunOptions::projection, `--projection`,
+// HANPU_PROJECTION), "auto" first, then fastest first; `usable`: on this CPU and build.
+struct ProjectionKernelSummary {
+  std::string name, summary;
+  bool usable = false;
+};
+std::vector<ProjectionKernelSummary> projection_kernel_summaries();
+
 // The same for the AMX bf16 tiles (a register-only tile-product loop on every worker), or
 // gflops 0 where the machine has none or HANPU_AMX=0 (simd_target then says why).
 FmaPeak measure_amx_peak(int threads, double ms = 100, int repeats = 5);

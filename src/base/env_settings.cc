@@ -16,11 +16,11 @@ constexpr EnvVarInfo kVars[] = {
      "microseconds a pool thread spins for the next job before it sleeps (default 500; 0-1000000)"},
     {EnvVar::kBalance, "HANPU_BALANCE",
      "0: deal LA heads equally instead of by each core's measured speed"},
-    {EnvVar::kAmx, "HANPU_AMX", "0: keep bf16 projections off the AMX tiles"},
-    {EnvVar::kBf16Dot, "HANPU_BF16_DOT",
-     "0: keep bf16 projections and attention products off the AVX512-BF16 dot instruction"},
-    {EnvVar::kBlas, "HANPU_BLAS",
-     "0: run f32/f16 projections on hanpu's micro-kernel instead of OpenBLAS"},
+    {EnvVar::kProjection, "HANPU_PROJECTION",
+     "the projections' fastest kernel where a run says auto: amx, dot, pairs, blas or fma"},
+    {EnvVar::kAttnProducts, "HANPU_ATTN_PRODUCTS",
+     "f32: the attention prefill's products in fp32 where a run says auto (default: bf16 on a "
+     "bf16 KV cache where the CPU has the dot instruction)"},
 };
 
 }  // namespace

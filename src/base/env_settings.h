@@ -7,7 +7,7 @@
 
 namespace hanpu {
 
-enum class EnvVar { kThreads, kPin, kSpinUs, kBalance, kAmx, kBf16Dot, kBlas };
+enum class EnvVar { kThreads, kPin, kSpinUs, kBalance, kProjection, kAttnProducts };
 
 struct EnvVarInfo {
   EnvVar var;

@@ -27,10 +27,11 @@ Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* 
   float* v = reuse_buffer(v_buf, static_cast<size_t>(T) * Hkv * D);
   if (R == T) {  // one call for the three: x is packed once
     cpu::linear_many(x, hidden, T, {{&w.q, qg, Hq * 2 * D}, {&w.k, k, Hkv * D}, {&w.v, v, Hkv * D}},
-                     opt.threads);
+                     opt.threads, opt.projection);
   } else {
-    cpu::linear_many(x, hidden, T, {{&w.k, k, Hkv * D}, {&w.v, v, Hkv * D}}, opt.threads);
-    cpu::linear(x + r0 * hidden, hidden, R, w.q, qg, Hq * 2 * D, opt.threads);
+    cpu::linear_many(x, hidden, T, {{&w.k, k, Hkv * D}, {&w.v, v, Hkv * D}}, opt.threads,
+                     opt.projection);
+    cpu::linear(x + r0 * hidden, hidden, R, w.q, qg, Hq * 2 * D, opt.threads, opt.projection);
   }
   rms_norm_zero_centred(qg, 2 * D, R * Hq, D, w.q_norm.data(), c.rms_eps, q, D, opt.threads);
   rms_norm_zero_centred(k, D, T * Hkv, D, w.k_norm.data(), c.rms_eps, k, D, opt.threads);
@@ -66,7 +67,7 @@ Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* 
       }
     }
   });
-  cpu::linear(o, Hq * D, R, w.o, out, hidden, opt.threads);
+  cpu::linear(o, Hq * D, R, w.o, out, hidden, opt.threads, opt.projection);
   return Status::Ok();
 }
 

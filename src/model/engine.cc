@@ -1,5 +1,7 @@
 // The public Engine (include/hanpu/engine.h) over model::Model, Tokenizer and Sampler.
 #include "hanpu/engine.h"
+#include "cpu/nn/projection_kernels.h"
+#include "base/env_settings.h"
 
 #include <unistd.h>
 
@@ -245,14 +247,40 @@ Status resolve_attn_products(const std::string& name, DType kv_dtype, AttnProduc
   const std::optional<AttnProducts> p = parse_attn_products(name);
   if (!p)
     return Status::Error(fmt::format("attention products '{}' are not auto, f32 or bf16", name));
-  if (*p == AttnProducts::kBf16 && !attn_auto_bf16_products(DType::kBF16)) {
+  if (*p == AttnProducts::kBf16 && !attn_bf16_products_usable()) {
     return Status::Error(
-        "attention products bf16: this CPU has no bf16 dot instruction (AVX512-BF16), or "
-        "HANPU_BF16_DOT=0");
+        "attention products bf16: this CPU has no bf16 dot instruction (AVX512-BF16)");
   }
   *out = *p;
   *bf16 =
       *p == AttnProducts::kBf16 || (*p == AttnProducts::kAuto && attn_auto_bf16_products(kv_dtype));
+  return Status::Ok();
+}
+
+// ModelRunOptions::projection: a kernel of the table that this CPU has; "auto" takes
+// HANPU_PROJECTION, which is checked the same way (a typo there is an error, not ignored).
+Status resolve_projection(const std::string& name, cpu::ProjectionKernel* out) {
+  std::string asked = name, where = "projection";
+  if (name == "auto") {
+    const char* env = env_text(EnvVar::kProjection);
+    if (env == nullptr) {
+      *out = cpu::ProjectionKernel::kAuto;
+      return Status::Ok();
+    }
+    asked = env;
+    where = "HANPU_PROJECTION";
+  }
+  const std::optional<cpu::ProjectionKernel> k = cpu::parse_projection_kernel(asked);
+  std::string names, usable;
+  for (const cpu::ProjectionKernelInfo& i : cpu::projection_kernels()) {
+    names += (names.empty() ? "" : ", ") + std::string(i.name);
+    if (i.usable()) usable += (usable.empty() ? "" : ", ") + std::string(i.name);
+  }
+  if (!k) return Status::Error(fmt::format("{} '{}' is not one of {}", where, asked, names));
+  if (!cpu::projection_kernel_info(*k).usable())
+    return Status::Error(fmt::format(
+        "{} '{}': this CPU (or build) does not have it; usable here: {}", where, asked, usable));
+  *out = *k;
   return Status::Ok();
 }
 
@@ -263,6 +291,7 @@ Status Engine::resolve_run(const ModelRunOptions& o, model::ForwardOptions* forw
   forward->la_strategy = o.la_strategy;
   forward->attn_placement = o.attn_placement;
   forward->threads = o.threads;
+  HANPU_RETURN_IF_ERROR(resolve_projection(o.projection, &forward->projection));
   HANPU_RETURN_IF_ERROR(kv_cache_dtype(o.kv_cache, kv_name));
   *kv_dtype = *parse_dtype(*kv_name);
   return resolve_attn_products(o.attn_products, *kv_dtype, &forward->attn_products, bf16_products);

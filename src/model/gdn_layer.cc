@@ -26,7 +26,7 @@ Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int6
   float* a = reuse_buffer(a_buf, static_cast<size_t>(T) * HV);
   cpu::linear_many(x, hidden, T,
                    {{&w.qkv, mixed, C}, {&w.z, z, HV * V}, {&w.b, b, HV}, {&w.a, a, HV}},
-                   opt.threads);
+                   opt.threads, opt.projection);
   // The LA kernel takes contiguous q, k [T, H, K] and v [T, HV, V]: the convolution writes
   // its output channels straight into them.
   float* q = reuse_buffer(q_buf, static_cast<size_t>(T) * H * K);
@@ -64,7 +64,7 @@ Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int6
   const int64_t r0 = T - out_rows;
   float* o_out = o + r0 * HV * V;
   gated_rms_norm(o_out, z + r0 * HV * V, out_rows * HV, V, w.norm.data(), c.rms_eps, opt.threads);
-  cpu::linear(o_out, HV * V, out_rows, w.out, out, hidden, opt.threads);
+  cpu::linear(o_out, HV * V, out_rows, w.out, out, hidden, opt.threads, opt.projection);
   return Status::Ok();
 }
 

@@ -31,11 +31,12 @@ Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* 
                        float* out, double* kernel_ms);
 
 // SwiGLU MLP of intermediate size `inter`.
-void mlp_layer(const MlpWeights& w, int inter, const float* x, int64_t T, int threads, float* out);
+void mlp_layer(const MlpWeights& w, int inter, const float* x, int64_t T, const ForwardOptions& opt,
+               float* out);
 
 // Qwen3-Next sparse MoE: softmax router, top-k (renormalised if the config says so), experts
 // run on the tokens routed to them, plus the sigmoid-gated shared expert.
-void moe_layer(const ModelConfig& c, const MoeWeights& w, const float* x, int64_t T, int threads,
-               float* out);
+void moe_layer(const ModelConfig& c, const MoeWeights& w, const float* x, int64_t T,
+               const ForwardOptions& opt, float* out);
 
 }  // namespace hanpu::model

@@ -10,21 +10,22 @@
 
 namespace hanpu::model {
 
-void mlp_layer(const MlpWeights& w, int inter, const float* x, int64_t T, int threads, float* out) {
+void mlp_layer(const MlpWeights& w, int inter, const float* x, int64_t T, const ForwardOptions& opt,
+               float* out) {
   const int hidden = w.gate_up.in;
   thread_local std::vector<float> gu_buf, h_buf;
   float* gu = reuse_buffer(gu_buf, static_cast<size_t>(T) * 2 * inter);
   float* h = reuse_buffer(h_buf, static_cast<size_t>(T) * inter);
-  cpu::linear(x, hidden, T, w.gate_up, gu, 2 * inter, threads);
-  cpu::swiglu(gu, T, inter, h, threads);
-  cpu::linear(h, inter, T, w.down, out, hidden, threads);
+  cpu::linear(x, hidden, T, w.gate_up, gu, 2 * inter, opt.threads, opt.projection);
+  cpu::swiglu(gu, T, inter, h, opt.threads);
+  cpu::linear(h, inter, T, w.down, out, hidden, opt.threads, opt.projection);
 }
 
-void moe_layer(const ModelConfig& c, const MoeWeights& w, const float* x, int64_t T, int threads,
-               float* out) {
+void moe_layer(const ModelConfig& c, const MoeWeights& w, const float* x, int64_t T,
+               const ForwardOptions& opt, float* out) {
   const int E = c.num_experts, top = c.experts_per_token, hidden = c.hidden;
   std::vector<float> logits(static_cast<size_t>(T) * E);
-  cpu::linear(x, hidden, T, w.router, logits.data(), E, threads);
+  cpu::linear(x, hidden, T, w.router, logits.data(), E, opt.threads, opt.projection);
   // Per expert: the tokens routed to it and their weights.
   std::vector<std::vector<int64_t>> tokens(E);
   std::vector<std::vector<float>> weights(E);
@@ -56,7 +57,7 @@ void moe_layer(const ModelConfig& c, const MoeWeights& w, const float* x, int64_
     ys.resize(xs.size());
     for (int64_t i = 0; i < n; ++i)
       std::copy_n(x + tokens[e][i] * hidden, hidden, xs.begin() + i * hidden);
-    mlp_layer(w.experts[e], c.moe_intermediate, xs.data(), n, threads, ys.data());
+    mlp_layer(w.experts[e], c.moe_intermediate, xs.data(), n, opt, ys.data());
     for (int64_t i = 0; i < n; ++i) {
       float* o = out + tokens[e][i] * hidden;
       const float wt = weights[e][i];
@@ -65,8 +66,8 @@ void moe_layer(const ModelConfig& c, const MoeWeights& w, const float* x, int64_
   }
   if (w.shared_gate.in > 0) {
     std::vector<float> shared(static_cast<size_t>(T) * hidden), gate(static_cast<size_t>(T));
-    mlp_layer(w.shared, c.shared_expert_intermediate, x, T, threads, shared.data());
-    cpu::linear(x, hidden, T, w.shared_gate, gate.data(), 1, threads);
+    mlp_layer(w.shared, c.shared_expert_intermediate, x, T, opt, shared.data());
+    cpu::linear(x, hidden, T, w.shared_gate, gate.data(), 1, opt.threads, opt.projection);
     for (int64_t t = 0; t < T; ++t) {
       const float s = sigmoid(gate[t]);
       for (int j = 0; j < hidden; ++j) out[t * hidden + j] += s * shared[t * hidden + j];

@@ -101,9 +101,9 @@ Status Model::run_layers(const int* tokens, int64_t n, int64_t out_from, Sequenc
                               xn + at, opt.threads);
     prof.other_ms += sw.lap_ms();
     if (lw.moe) {
-      moe_layer(c, lw.moe_w, xn + at, n - r0, opt.threads, block + at);
+      moe_layer(c, lw.moe_w, xn + at, n - r0, opt, block + at);
     } else {
-      mlp_layer(lw.mlp, c.intermediate, xn + at, n - r0, opt.threads, block + at);
+      mlp_layer(lw.mlp, c.intermediate, xn + at, n - r0, opt, block + at);
     }
     prof.mlp_ms += sw.lap_ms();
   }
@@ -128,7 +128,8 @@ Status Model::forward(const int* tokens, int64_t n, SequenceState* state, const 
   rms_norm_zero_centred(h + (n - 1) * c.hidden, c.hidden, 1, c.hidden, weights_.final_norm.data(),
                         c.rms_eps, xn, c.hidden);
   logits->resize(c.vocab);
-  cpu::linear(xn, c.hidden, 1, weights_.lm_head, logits->data(), c.vocab, opt.threads);
+  cpu::linear(xn, c.hidden, 1, weights_.lm_head, logits->data(), c.vocab, opt.threads,
+              opt.projection);
   if (profile != nullptr) profile->other_ms += sw.lap_ms();
   return Status::Ok();
 }
@@ -161,7 +162,7 @@ Status Model::score(const int* tokens, int64_t n, int64_t from, const int* next,
     const int64_t rows = std::min(kHeadRows, n - r0);
     rms_norm_zero_centred(h + r0 * c.hidden, c.hidden, rows, c.hidden, weights_.final_norm.data(),
                           c.rms_eps, xn, c.hidden, opt.threads);
-    cpu::linear(xn, c.hidden, rows, weights_.lm_head, logits, c.vocab, opt.threads);
+    cpu::linear(xn, c.hidden, rows, weights_.lm_head, logits, c.vocab, opt.threads, opt.projection);
     parallel_rows(opt.threads, rows, c.vocab, [&](int64_t q0, int64_t q1) {
       for (int64_t q = q0; q < q1; ++q) {
         const int64_t t = r0 + q;

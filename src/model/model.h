@@ -15,6 +15,7 @@
 
 #include "base/aligned_vector.h"
 
+#include "cpu/nn/projection_kernels.h"
 #include "hanpu/attn.h"
 #include "hanpu/kv_cache.h"
 #include "hanpu/status.h"
@@ -30,6 +31,9 @@ struct ForwardOptions {
   std::string attn_placement = "balanced";
   AttnProducts attn_products = AttnProducts::kAuto;  // the attention prefill's (hanpu/attn.h)
   int threads = 0;                                   // 0: HANPU_THREADS or every core
+  // The projections' fastest kernel (cpu/nn/projection_kernels.h; kAuto: HANPU_PROJECTION or
+  // the fastest this CPU has).
+  cpu::ProjectionKernel projection = cpu::ProjectionKernel::kAuto;
 };
 
 // Per-sequence state: what decode needs from everything before it.

@@ -28,8 +28,8 @@ inline constexpr int kPairHalfElems = kPairBlockElems / 2;
 inline constexpr int kPairRows = kPairBlockDepth / 2;
 
 // True when this process can run AMX bf16 tiles: the CPU reports AMX-TILE and AMX-BF16, the
-// OS enabled the tile state, it granted this process permission (Linux arch_prctl), and the
-// environment does not say HANPU_AMX=0. Checked once.
+// OS enabled the tile state and it granted this process permission (Linux arch_prctl).
+// Checked once. Whether projections use them is cpu/nn/projection_kernels.h's choice.
 bool amx_bf16_usable();
 
 inline constexpr int kPairTileRows = 16;

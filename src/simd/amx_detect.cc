@@ -1,7 +1,6 @@
 // Whether the AMX bf16 tiles may be used (see amx.h). Compiled without the AMX flags: this
 // runs on every machine, the kernels only where it says yes.
 #include "simd/amx.h"
-#include "base/env_settings.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -17,7 +16,6 @@ namespace hanpu::simd {
 namespace {
 
 bool detect() {
-  if (env_switched_off(EnvVar::kAmx)) return false;
 #if defined(__x86_64__) && defined(HANPU_HAVE_AMX_KERNELS)
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;

@@ -3,7 +3,6 @@
 // ISA, so no inline function it instantiates (std::min, ...) can carry AVX-512 code into the
 // rest of the binary through the linker's choice of one copy.
 #include "simd/gemm_bf16_dot.h"
-#include "base/env_settings.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -162,7 +161,6 @@ HANPU_DOT_TARGET double DotLoop(int64_t iterations) {
 }
 
 bool detect() {
-  if (env_switched_off(EnvVar::kBf16Dot)) return false;
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !((ecx >> 27) & 1)) return false;  // OSXSAVE
   unsigned xcr0_lo = 0, xcr0_hi = 0;

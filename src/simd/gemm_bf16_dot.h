@@ -19,8 +19,7 @@
 namespace hanpu::simd {
 
 // True when this process may run the kernel: an x86 CPU with AVX512-F and AVX512-BF16 whose
-// OS saves the 512-bit state, a compiler that built it, and no HANPU_BF16_DOT=0 in the
-// environment. Checked once.
+// OS saves the 512-bit state, and a compiler that built it. Checked once.
 bool bf16_dot_usable();
 
 // Register tile: rows x 32 columns (one strip: two 16-column halves, a vector each).

@@ -175,7 +175,7 @@ namespace {
 // is where a model's prefill reaches the fused attention prefill, and on a bf16 KV cache its
 // bf16 products where the CPU has them (hanpu/attn.h). Prefilling 200 tokens must then give
 // the logits of prefilling 150 and decoding 50 (fp32 products) up to the bf16 rounding of q
-// and P, a small fraction of the logits' spread; with HANPU_BF16_DOT=0 (the ctest entry
+// and P, a small fraction of the logits' spread; with HANPU_ATTN_PRODUCTS=f32 (the ctest entry
 // model_test_without_bf16_dot) to fp32 noise.
 TEST(Forward, SyntheticPrefillThroughFusedAttentionEqualsPrefillAndDecode) {
   const auto config = synthetic_model_config("qwen3-next-tiny");

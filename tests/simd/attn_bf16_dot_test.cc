@@ -20,7 +20,7 @@ namespace {
 class AttnBf16Dot : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!bf16_dot_usable()) GTEST_SKIP() << "this CPU has no AVX512-BF16 (or HANPU_BF16_DOT=0)";
+    if (!bf16_dot_usable()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
   }
 };
 

@@ -205,8 +205,7 @@ int run_bench_attn(const BenchAttnOptions& o) {
   if (std::count(products.begin(), products.end(), AttnProducts::kBf16) > 0 &&
       !simd::bf16_dot_usable()) {
     std::fprintf(stderr,
-                 "error: --products bf16: this CPU has no bf16 dot instruction (AVX512-BF16), or "
-                 "HANPU_BF16_DOT=0\n");
+                 "error: --products bf16: this CPU has no bf16 dot instruction (AVX512-BF16)\n");
     return 2;
   }
   if (o.repeats < 1) {

@@ -97,6 +97,10 @@ void add_bench_e2e_options(CLI::App& cmd, BenchE2eOptions& o) {
                  "alternately")
       ->capture_default_str()
       ->check(storage_names());
+  cmd.add_option("--projection", o.projection,
+                 "projection kernel: auto, amx, dot, pairs, blas, fma")
+      ->capture_default_str()
+      ->check(projection_names());
   cmd.add_option("-t,--threads", o.threads, "cores (0: all)")
       ->capture_default_str()
       ->check(thread_range());
@@ -163,6 +167,8 @@ int run_bench_e2e(const BenchE2eOptions& o) {
       "peak RSS is the process's, so far\n",
       o.decode_tokens, o.repeats);
   const std::vector<std::string> synthetic_names = Engine::synthetic_models();
+  const cpu::ProjectionKernel ceiling =
+      cpu::parse_projection_kernel(o.projection).value_or(cpu::ProjectionKernel::kAuto);
   for (const std::string& model : o.model) {
     // A synthetic model's name, or a checkpoint (folder or .gguf) read as `hanpu run` reads it:
     // the prompts are random token ids either way.
@@ -218,6 +224,7 @@ int run_bench_e2e(const BenchE2eOptions& o) {
             GenerateOptions g;
             g.la_strategy = la;
             g.threads = o.threads;
+            g.projection = o.projection;
             g.max_tokens = o.decode_tokens;
             g.stop_at_eos = false;
             g.kv_cache = kvs[ki];
@@ -288,38 +295,40 @@ int run_bench_e2e(const BenchE2eOptions& o) {
           for (int k = 0; k < steps; ++k)
             all_bytes += step_bytes_with_state(ei, kv_bytes[ki], T, k) / steps;
           if (!report.tabular()) {
-            nlohmann::json j{{"model", name},
-                             {"la", la},
-                             {"T", T},
-                             {"prefill_ms", s.prefill_ms},
-                             {"prefill_tokens_per_s", prefill_tps},
-                             {"prefill_tokens_per_s_mean", mean_of(pre)},
-                             {"prefill_tokens_per_s_stddev", stddev_of(pre)},
-                             {"decode_tokens_per_s", decode_tps},
-                             {"decode_tokens_per_s_mean", mean_of(dec)},
-                             {"decode_tokens_per_s_stddev", stddev_of(dec)},
-                             {"decode_tokens", o.decode_tokens},
-                             {"repeats", o.repeats},
-                             {"la_share", sp.la_ms / part},
-                             {"attn_share", sp.attn_ms / part},
-                             {"mlp_share", sp.mlp_ms / part},
-                             {"peak_rss_bytes", peak_rss},
-                             {"parameters", ei.parameters},
-                             {"weight_bytes", ei.weight_bytes},
-                             {"la_kernel_share", sp.la_kernel_ms / part},
-                             {"attn_kernel_share", sp.attn_kernel_ms / part},
-                             {"decode_pct_of_bound", pct_bound},
-                             {"decode_pct_of_bound_with_state", pct_bound_all},
-                             {"decode_bytes_per_token_with_state", all_bytes},
-                             {"memory_gbps", mem_gbps},
-                             {"weights", ei.weight_dtype},
-                             {"kv_cache", kvs[ki]},
-                             {"amx", ei.weight_dtype == "bf16" &&
-                                         amx_bf16_in_use()},  // prefill projections on the tiles
-                             {"bf16_dot", ei.weight_dtype == "bf16" &&
-                                              cpu::linear_uses_dot()},  // or the dot instruction
-                             {"attn_bf16_products",
-                              attn_auto_bf16_products(*parse_dtype(kvs[ki]))}};  // hanpu/attn.h
+            nlohmann::json j{
+                {"model", name},
+                {"la", la},
+                {"T", T},
+                {"prefill_ms", s.prefill_ms},
+                {"prefill_tokens_per_s", prefill_tps},
+                {"prefill_tokens_per_s_mean", mean_of(pre)},
+                {"prefill_tokens_per_s_stddev", stddev_of(pre)},
+                {"decode_tokens_per_s", decode_tps},
+                {"decode_tokens_per_s_mean", mean_of(dec)},
+                {"decode_tokens_per_s_stddev", stddev_of(dec)},
+                {"decode_tokens", o.decode_tokens},
+                {"repeats", o.repeats},
+                {"la_share", sp.la_ms / part},
+                {"attn_share", sp.attn_ms / part},
+                {"mlp_share", sp.mlp_ms / part},
+                {"peak_rss_bytes", peak_rss},
+                {"parameters", ei.parameters},
+                {"weight_bytes", ei.weight_bytes},
+                {"la_kernel_share", sp.la_kernel_ms / part},
+                {"attn_kernel_share", sp.attn_kernel_ms / part},
+                {"decode_pct_of_bound", pct_bound},
+                {"decode_pct_of_bound_with_state", pct_bound_all},
+                {"decode_bytes_per_token_with_state", all_bytes},
+                {"memory_gbps", mem_gbps},
+                {"weights", ei.weight_dtype},
+                {"kv_cache", kvs[ki]},
+                {"projection", o.projection},
+                {"amx", ei.weight_dtype == "bf16" &&
+                            cpu::linear_uses_amx(ceiling)},  // prefill projections on the tiles
+                {"bf16_dot", ei.weight_dtype == "bf16" &&
+                                 cpu::linear_uses_dot(ceiling)},  // or the dot instruction
+                {"attn_bf16_products",
+                 attn_auto_bf16_products(*parse_dtype(kvs[ki]))}};  // hanpu/attn.h
             report.add(std::move(j));
           } else {
             // llama-bench's rows: the prompt (pp T) and the tokens decoded after it (tg N @ d T),

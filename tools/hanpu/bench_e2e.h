@@ -18,6 +18,7 @@ struct BenchE2eOptions {
   int decode_tokens = 16;
   std::string weights = "auto";                  // synthetic: bf16
   std::vector<std::string> kv_cache = {"auto"};  // KV-cache dtypes (auto: the weights' dtype)
+  std::string projection = "auto";  // the projections' kernel (ModelRunOptions::projection)
   int threads = 0;
   int repeats = 1;
   ReportFlags report;  // -o md|csv|json|jsonl, --json

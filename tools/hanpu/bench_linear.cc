@@ -118,10 +118,9 @@ void add_bench_linear_options(CLI::App& cmd, BenchLinearOptions& o) {
   cmd.add_flag("!--no-openblas", o.openblas,
                "skip the whole-matrix OpenBLAS rows (f32, its own threads)");
   cmd.add_option(
-         "--fma-gemm", o.fma_gemm,
-         "the GEMM of hanpu's FMA path (no matrix unit): auto (as a prefill picks), hanpu (its "
-         "kernels: dot or pairs for bf16, the micro-kernel for f32 and f16), "
-         "both (all side by side: dot, pairs and OpenBLAS with bf16 weights widened for it)")
+         "--projection", o.projection,
+         "projection kernels side by side: all (every one this CPU has), or names of `hanpu "
+         "info`'s list (auto, amx, dot, pairs, blas, fma)")
       ->capture_default_str();
   cmd.add_flag("--cold", o.cold,
                "evict the caches before every timed call (weights and x from DRAM, as in a model's "
@@ -184,25 +183,28 @@ int run_bench_linear(const BenchLinearOptions& o) {
       "after each run; amx, "
       "dot: the AMX tile or bf16 dot peak above); weight_GB/s = weight bytes / time\n",
       o.model.c_str(), o.repeats);
-  // The FMA path's GEMMs per row: OpenBLAS on or off, hanpu's dot and pairs kernels (bf16)
-  // on or off. "blas" turns both off so that bf16 units reach OpenBLAS too. Rows whose
-  // kernel is the same as an earlier row's are dropped below.
-  struct Gemms {
-    bool blas, pairs, dot;
-  };
-  cpu::blas_sgemm_enable(true);
-  const bool blas_ok = cpu::blas_sgemm_in_use();
-  std::vector<Gemms> gemms;
-  if (o.fma_gemm == "both") {
-    gemms = {{false, true, true}, {false, true, false}};
-    if (blas_ok) gemms.push_back({true, false, false});
-  } else if (o.fma_gemm == "auto") {
-    gemms = {{blas_ok, true, true}};
-  } else if (o.fma_gemm == "hanpu") {
-    gemms = {{false, true, true}};
-  } else {
-    std::fprintf(stderr, "error: --fma-gemm %s: not auto, hanpu or both\n", o.fma_gemm.c_str());
-    return 2;
+  // The kernels to time: each a ceiling (projection_kernels.h); rows whose unit repeats an
+  // earlier row's are dropped below.
+  std::vector<cpu::ProjectionKernel> kernels;
+  for (const std::string& name : o.projection) {
+    if (name == "all") {
+      for (const cpu::ProjectionKernelInfo& k : cpu::projection_kernels()) {
+        if (k.kernel != cpu::ProjectionKernel::kAuto && k.usable()) kernels.push_back(k.kernel);
+      }
+      continue;
+    }
+    const auto k = cpu::parse_projection_kernel(name);
+    if (!k) {
+      std::fprintf(stderr, "error: --projection %s: not all, auto, amx, dot, pairs, blas or fma\n",
+                   name.c_str());
+      return 2;
+    }
+    if (!cpu::projection_kernel_info(*k).usable()) {
+      std::fprintf(stderr, "error: --projection %s: this CPU (or build) does not have it\n",
+                   name.c_str());
+      return 2;
+    }
+    kernels.push_back(*k);
   }
   std::fprintf(info, "# FMA-path GEMM (unit blas / pairs / fma): %s\n",
                cpu::blas_sgemm_describe().c_str());
@@ -243,21 +245,15 @@ int run_bench_linear(const BenchLinearOptions& o) {
       for (DType wt : dtypes) {
         packed.push_back(cpu::PackedLinear::from_rows(w.data(), p.in, rows, wt));
         const cpu::PackedLinear* pw = &packed.back();
-        for (const Gemms g : gemms) {
-          cpu::blas_sgemm_enable(g.blas);
-          cpu::linear_pairs_enable(g.pairs);
-          cpu::linear_dot_enable(g.dot);
-          const std::string unit = cpu::linear_kernel_name(*pw, T, threads);
+        for (const cpu::ProjectionKernel kernel : kernels) {
+          const std::string unit = cpu::linear_kernel_name(*pw, T, threads, kernel);
           // The GEMM choice is moot on the AMX tiles, the GEMV and units OpenBLAS does not take.
           if (std::any_of(cands.begin(), cands.end(),
                           [&](const Candidate& c) { return c.wt == wt && c.unit == unit; })) {
             continue;
           }
-          cands.push_back({"hanpu", unit, wt, [&, pw, g] {
-                             cpu::blas_sgemm_enable(g.blas);
-                             cpu::linear_pairs_enable(g.pairs);
-                             cpu::linear_dot_enable(g.dot);
-                             cpu::linear(x.data(), p.in, T, *pw, y.data(), p.out, threads);
+          cands.push_back({"hanpu", unit, wt, [&, pw, kernel] {
+                             cpu::linear(x.data(), p.in, T, *pw, y.data(), p.out, threads, kernel);
                            }});
         }
       }
@@ -284,9 +280,6 @@ int run_bench_linear(const BenchLinearOptions& o) {
       const bool ok =
           time_side_by_side(o.repeats, threads, runs, &timings,
                             o.cold ? std::function<void()>(evict_caches) : std::function<void()>());
-      cpu::blas_sgemm_enable(true);
-      cpu::linear_pairs_enable(true);
-      cpu::linear_dot_enable(true);
       if (!ok) return 1;
       for (size_t i = 0; i < cands.size(); ++i) {
         const Candidate& c = cands[i];

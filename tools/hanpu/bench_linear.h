@@ -18,8 +18,9 @@ struct BenchLinearOptions {
   std::vector<long> seq = {1, 1024};   // rows T of x (1: the decode GEMV; 1024: a prefill call)
   std::vector<std::string> weights = {"bf16", "f32"};
   bool openblas = true;  // also time cblas_sgemm (f32 weights) when built with it
-  std::string fma_gemm =
-      "both";  // auto, hanpu or both: the FMA path's GEMM (see cpu/nn/blas_sgemm.h)
+  // Projection kernels timed side by side (cpu/nn/projection_kernels.h); "all": every one
+  // this CPU has. Rows that would run the same kernel as an earlier one are dropped.
+  std::vector<std::string> projection = {"all"};
   int threads = 0;
   int repeats = 5;
   bool cold = false;   // evict the caches before each timed call

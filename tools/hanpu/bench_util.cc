@@ -36,7 +36,7 @@ FmaPeak print_machine_header(FILE* out, int threads) {
     std::fprintf(out,
                  "# matrix unit: AMX bf16 tiles, measured peak %.1f GFLOP/s (%.1f per core): bf16 "
                  "projections "
-                 "of a prefill run on them (HANPU_AMX=0: on the FMA micro-kernel)\n",
+                 "of a prefill run on them (--projection / HANPU_PROJECTION chooses another)\n",
                  amx.gflops, amx.per_core_gflops);
   } else if (const FmaPeak dot = measure_bf16_dot_peak(threads); dot.gflops > 0) {
     std::fprintf(
@@ -44,7 +44,7 @@ FmaPeak print_machine_header(FILE* out, int threads) {
         "# matrix unit: none (%s); bf16 dot instruction (AVX512-BF16), measured peak %.1f GFLOP/s "
         "(%.1f "
         "per core): bf16 projections of a prefill run on hanpu's dot kernel, x rounded to bf16 "
-        "(HANPU_BF16_DOT=0: on the pairs kernel), f32 and f16 on %s\n",
+        "(--projection pairs: on the pairs kernel), f32 and f16 on %s\n",
         amx.simd_target.c_str(), dot.gflops, dot.per_core_gflops,
         cpu::blas_sgemm_describe().c_str());
   } else {

@@ -67,7 +67,7 @@ int load_cli_engine(const std::string& model, const std::string& synthetic, uint
   }
   const EngineInfo info = engine->info();
   // The bf16 unit a prefill's bf16 projections run on, if the CPU has one.
-  const char* bf16_unit = amx_bf16_in_use()        ? "the AMX bf16 tiles"
+  const char* bf16_unit = cpu::linear_uses_amx()   ? "the AMX bf16 tiles"
                           : cpu::linear_uses_dot() ? "the bf16 dot instruction (AVX512-BF16)"
                                                    : nullptr;
   const std::string unit_note =

@@ -6,6 +6,7 @@
 
 #include "hanpu/attn.h"
 #include "hanpu/la.h"
+#include "hanpu/machine.h"
 
 namespace hanpu::cli {
 
@@ -40,6 +41,7 @@ CLI::Validator placement_names() { return CLI::IsMember(names_of(attn_placements
 CLI::Validator storage_names() {
   return CLI::IsMember(std::vector<std::string>{"auto", "f32", "bf16", "f16"});
 }
+CLI::Validator projection_names() { return CLI::IsMember(names_of(projection_kernel_summaries())); }
 CLI::Validator attn_product_names() {
   return CLI::IsMember(std::vector<std::string>{"auto", "f32", "bf16"});
 }

@@ -31,6 +31,7 @@ CLI::Validator file_or_stdin();
 CLI::Validator la_strategy_names();
 CLI::Validator placement_names();
 CLI::Validator storage_names();
+CLI::Validator projection_names();  // projection_kernel_summaries (hanpu/machine.h)
 CLI::Validator attn_product_names();
 
 }  // namespace hanpu::cli

@@ -5,12 +5,12 @@
 
 #include "base/env_settings.h"
 #include "cpu/nn/blas_sgemm.h"
+#include "cpu/nn/linear.h"
+#include "cpu/nn/projection_kernels.h"
 #include "flag_checks.h"
 #include "hanpu/attn.h"
 #include "hanpu/machine.h"
 #include "simd/gemm.h"
-#include "simd/gemm_bf16_dot.h"
-#include "simd/gemm_bf16_pairs.h"
 
 namespace hanpu::cli {
 
@@ -30,35 +30,38 @@ int run_info(const InfoOptions& o) {
                 amx.per_core_gflops);
   } else {
     std::printf("matrix unit: none (%s)\n", amx.simd_target.c_str());
-    const hanpu::FmaPeak dot = hanpu::measure_bf16_dot_peak(o.threads);
-    if (dot.gflops > 0) {
-      std::printf("bf16 dot instruction (AVX512-BF16): %.1f GFLOP/s (%.1f per core)\n", dot.gflops,
-                  dot.per_core_gflops);
-      std::printf(
-          "projections of a prefill: bf16 on hanpu's dot kernel (%d x 32 register tile, x rounded "
-          "to bf16; "
-          "HANPU_BF16_DOT=0: the pairs kernel), f32 and f16 on %s\n",
-          hanpu::simd::gemm_bf16_dot_tile_rows(), hanpu::cpu::blas_sgemm_describe().c_str());
-    } else {
-      std::printf(
-          "projections of a prefill: bf16 on hanpu's pairs kernel (%d x %d register tile), f32 and "
-          "f16 on %s\n",
-          hanpu::simd::gemm_bf16_pairs_tile_rows(), hanpu::simd::gemm_bf16_pairs_tile_cols(),
-          hanpu::cpu::blas_sgemm_describe().c_str());
-    }
+  }
+  const hanpu::FmaPeak dot = hanpu::measure_bf16_dot_peak(o.threads);
+  if (dot.gflops > 0) {
+    std::printf("bf16 dot instruction (AVX512-BF16): %.1f GFLOP/s (%.1f per core)\n", dot.gflops,
+                dot.per_core_gflops);
+  }
+  std::printf("OpenBLAS: %s\n", cpu::blas_sgemm_describe().c_str());
+  // The projection kernels' table (--projection, HANPU_PROJECTION): what this CPU has, and
+  // what auto picks for bf16 weights in a prefill.
+  const cpu::ProjectionKernel ceiling = cpu::projection_kernel_from_env();
+  std::printf("projection kernels (--projection; auto here: bf16 prefill on %s):\n",
+              cpu::linear_uses_amx(ceiling)                                            ? "amx"
+              : cpu::linear_uses_dot(ceiling)                                          ? "dot"
+              : cpu::projection_kernel_allowed(ceiling, cpu::ProjectionKernel::kPairs) ? "pairs"
+              : cpu::projection_kernel_allowed(ceiling, cpu::ProjectionKernel::kBlas)  ? "blas"
+                                                                                       : "fma");
+  for (const cpu::ProjectionKernelInfo& k : cpu::projection_kernels()) {
+    std::printf("  %-6s %-8s %s\n", std::string(k.name).c_str(), k.usable() ? "usable" : "-",
+                std::string(k.summary).c_str());
   }
   // The attention prefill's products on a bf16 KV cache (hanpu/attn.h), as AttnProducts::kAuto
   // picks them.
   std::printf("attention prefill on a bf16 KV cache: %s\n",
-              hanpu::attn_auto_bf16_products(hanpu::DType::kBF16)
-                  ? "bf16 products on the dot instruction (q and P rounded to bf16, fp32 sums; "
-                    "HANPU_BF16_DOT=0: fp32)"
-                  : "fp32 products (no bf16 dot instruction here, or HANPU_BF16_DOT=0)");
+              attn_auto_bf16_products(DType::kBF16)
+                  ? "bf16 products on the dot instruction (q and P rounded to bf16, fp32 sums)"
+              : attn_bf16_products_usable() ? "fp32 products (HANPU_ATTN_PRODUCTS=f32)"
+                                            : "fp32 products (no bf16 dot instruction here)");
   // The environment as hanpu reads it (base/env_settings.h): every variable, set or not.
   std::printf("environment:\n");
   for (const EnvVarInfo& v : env_vars()) {
     const char* text = env_text(v.var);
-    std::printf("  %-15s %-8s %s\n", v.name, text ? text : "(unset)", v.meaning);
+    std::printf("  %-19s %-8s %s\n", v.name, text ? text : "(unset)", v.meaning);
   }
   return 0;
 }

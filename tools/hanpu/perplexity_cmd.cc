@@ -39,6 +39,10 @@ void add_perplexity_options(CLI::App& app, PerplexityCmdOptions& o) {
   app.add_option("--attn-products", r.attn_products, "attention prefill products: auto, f32, bf16")
       ->capture_default_str()
       ->check(attn_product_names());
+  app.add_option("--projection", r.projection,
+                 "projection kernel: auto, amx, dot, pairs, blas, fma")
+      ->capture_default_str()
+      ->check(projection_names());
   app.add_option("-t,--threads", r.threads, "cores (0: all)")
       ->capture_default_str()
       ->check(thread_range());

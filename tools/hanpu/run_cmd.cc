@@ -183,6 +183,12 @@ void add_run_options(CLI::App& app, RunOptions& o) {
          "instruction), f32, bf16 (q, k, v and P rounded to bf16)")
       ->capture_default_str()
       ->check(attn_product_names());
+  app.add_option("--projection", g.projection,
+                 "projection kernel: auto (HANPU_PROJECTION, else the fastest here), amx, dot, "
+                 "pairs, blas, fma "
+                 "(`hanpu info` lists what this CPU has)")
+      ->capture_default_str()
+      ->check(projection_names());
   app.add_option("-t,--threads", g.threads, "cores (0: all)")
       ->capture_default_str()
       ->check(thread_range());
@@ -440,6 +446,8 @@ int run_model(const RunOptions& o) {
     return steps_ms[std::clamp<size_t>(rank, 1, steps_ms.size()) - 1];
   };
   if (o.json) {
+    const cpu::ProjectionKernel ceiling =
+        cpu::parse_projection_kernel(g.projection).value_or(cpu::ProjectionKernel::kAuto);
     auto split_json = [](const TimeSplit& t) {
       return nlohmann::json{{"la_ms", t.la_ms},
                             {"attn_ms", t.attn_ms},
@@ -462,8 +470,9 @@ int run_model(const RunOptions& o) {
                      {"decode_split", split_json(s.decode_split)},
                      {"stop", s.stop_reason},
                      {"weights", info.weight_dtype},
-                     {"amx", info.weight_dtype == "bf16" && amx_bf16_in_use()},
-                     {"bf16_dot", info.weight_dtype == "bf16" && cpu::linear_uses_dot()},
+                     {"projection", g.projection},
+                     {"amx", info.weight_dtype == "bf16" && cpu::linear_uses_amx(ceiling)},
+                     {"bf16_dot", info.weight_dtype == "bf16" && cpu::linear_uses_dot(ceiling)},
                      {"kv_cache", s.kv_cache},
                      {"attn_bf16_products", attn_bf16},
                      {"sampling",

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "base/env_settings.h"
 #include "cpu/attn/attn_kernels.h"
 #include "parallel/thread_pool.h"
 #include "simd/gemm_bf16_dot.h"
@@ -116,7 +117,7 @@ Status resolve_products(const cpu::AttnProblem& p, AttnProducts asked,
                         const PlacementEntry& placement, const AttnTiles& tiles, bool* bf16) {
   const char* why = nullptr;
   if (!simd::bf16_dot_usable()) {
-    why = "this CPU has no bf16 dot instruction (AVX512-BF16), or HANPU_BF16_DOT=0";
+    why = "this CPU has no bf16 dot instruction (AVX512-BF16)";
   } else if (!placement.widens_kv) {
     why = "the layer placement is fp32 only";
   } else if (tiles.kv_rows % 2 != 0) {
@@ -140,8 +141,15 @@ Status resolve_products(const cpu::AttnProblem& p, AttnProducts asked,
 
 }  // namespace
 
+bool attn_bf16_products_usable() { return simd::bf16_dot_usable(); }
+
 bool attn_auto_bf16_products(DType kv_dtype) {
-  return kv_dtype == DType::kBF16 && simd::bf16_dot_usable();
+  // HANPU_ATTN_PRODUCTS=f32 makes auto mean fp32 (read once: every attention call asks).
+  static const bool env_f32 = [] {
+    const char* text = env_text(EnvVar::kAttnProducts);
+    return text != nullptr && std::string_view(text) == "f32";
+  }();
+  return kv_dtype == DType::kBF16 && attn_bf16_products_usable() && !env_f32;
 }
 
 std::span<const AttnPlacementInfo> attn_placements() {

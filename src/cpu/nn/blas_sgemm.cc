@@ -1,6 +1,5 @@
 // OpenBLAS's sgemm behind hanpu's pool (see blas_sgemm.h).
 #include "cpu/nn/blas_sgemm.h"
-#include "base/env_settings.h"
 
 #include <array>
 #include <atomic>
@@ -24,7 +23,6 @@ struct Decision {
 };
 
 Decision decide() {
-  if (env_switched_off(EnvVar::kBlas)) return {false, "hanpu's micro-kernel (HANPU_BLAS=0)"};
 #ifdef HANPU_HAVE_OPENBLAS
   // OpenBLAS's x86 cores with AVX2 (or AVX-512) sgemm kernels, as its DYNAMIC_ARCH names them.
   constexpr std::array<std::string_view, 5> kWide = {"Haswell", "Zen", "SkylakeX", "Cooperlake",
@@ -47,19 +45,11 @@ const Decision& decision() {
   return d;
 }
 
-std::atomic<bool> g_enabled{true};
-
 }  // namespace
 
-bool blas_sgemm_in_use() { return decision().use && g_enabled.load(std::memory_order_relaxed); }
+bool blas_sgemm_in_use() { return decision().use; }
 
-void blas_sgemm_enable(bool on) { g_enabled.store(on, std::memory_order_relaxed); }
-
-std::string blas_sgemm_describe() {
-  if (decision().use && !g_enabled.load(std::memory_order_relaxed))
-    return "hanpu's micro-kernel (OpenBLAS turned off)";
-  return decision().why;
-}
+std::string blas_sgemm_describe() { return decision().why; }
 
 void blas_sgemm(int M, int N, int K, const float* a, int64_t lda, const float* b, int64_t ldb,
                 float* c, int64_t ldc, float beta) {

@@ -16,7 +16,8 @@
 namespace hanpu::cpu {
 
 // Whether the FMA path's projections run on OpenBLAS: built with it, its core is one with
-// AVX2-or-wider kernels, and HANPU_BLAS is not 0. Decided once per process.
+// AVX2-or-wider kernels. Decided once per process; whether projections use it is
+// projection_kernels.h's choice.
 bool blas_sgemm_in_use();
 
 // What blas_sgemm_in_use() decided, with the reason: e.g. "OpenBLAS sgemm (Zen kernels)" or
@@ -29,10 +30,6 @@ std::string blas_sgemm_describe();
 // Only valid where blas_sgemm_in_use().
 void blas_sgemm(int M, int N, int K, const float* a, int64_t lda, const float* b, int64_t ldb,
                 float* c, int64_t ldc, float beta);
-
-// For side-by-side benches: turns the OpenBLAS path off, or on again where the decision
-// above allows it (not thread-safe against running projections: call between them).
-void blas_sgemm_enable(bool on);
 
 // For the bench's whole-matrix OpenBLAS rows: OpenBLAS's own thread count (set it back to 1
 // before hanpu's workers call blas_sgemm again).

@@ -143,7 +143,9 @@ int linear_row_ranges(int64_t T, int panels, int cores) {
   return static_cast<int>(std::clamp<int64_t>(wanted, 1, std::max<int64_t>(slabs, 1)));
 }
 
-bool linear_uses_amx() { return simd::amx_bf16_usable(); }
+bool linear_uses_amx(ProjectionKernel ceiling) {
+  return projection_kernel_allowed(ceiling, ProjectionKernel::kAmx);
+}
 
 namespace {
 
@@ -163,26 +165,27 @@ constexpr int kBlasMinCols = 64;
 // called in turn, median of the time ratios at depth 1024 / 3584: 64 rows 1.15x / 1.15x, 128
 // rows 1.06-1.07x / 1.06-1.09x, 256 rows 1.01-1.06x / 1.03-1.04x, 512 rows 1.07x / 1.02-1.04x,
 // 2048 rows 1.05-1.12x / 1.02-1.07x; on both cores with the caches evicted before each call
-// (`hanpu bench linear --cold --fma-gemm both`, T 512) 1.04x summed over the projections, and
+// (`hanpu bench linear --cold --projection all`, T 512) 1.04x summed over the projections, and
 // whole 0.8B prefills (x packed once per call, below) 1.07-1.22x in four alternated pairs.
 // Against the fallback without OpenBLAS (widened blocks on the fp32 micro-kernel): 1.35-1.53x.
 // Narrower bf16 units (the 16-column gdn.in_b / in_a) stay on the fp32 micro-kernel: a unit
 // of one 16-column group reads a whole packed row tile of x per 16 columns it computes
-// (`hanpu bench linear --proj gdn.in_b --fma-gemm both` with this limit at 16 was slower at
+// (`hanpu bench linear --proj gdn.in_b --projection all` with this limit at 16 was slower at
 // every T; docs/performance.md, "Design measurements").
 constexpr int kPairsMinCols = 64;
 
 enum class UnitKernel { kBlas, kPairs, kFma };
 
-std::atomic<bool> g_pairs_enabled{true};  // linear_pairs_enable
-std::atomic<bool> g_dot_enabled{true};    // linear_dot_enable
-
-// The kernel of a unit of `rows` x `cols` of w, `blas` if OpenBLAS is in use.
-UnitKernel unit_kernel(const PackedLinear& w, int64_t rows, int cols, bool blas) {
-  const bool blas_ok = blas && rows >= kBlasMinRows && cols >= kBlasMinCols;
-  if (w.pairs() && cols >= kPairsMinCols && g_pairs_enabled.load(std::memory_order_relaxed))
+// The kernel of a unit of `rows` x `cols` of w on the FMA path, under the ceiling `ceiling`
+// (projection_kernels.h): the pairs kernel for wide enough bf16 panels, OpenBLAS for units it
+// takes, else the micro-kernel.
+UnitKernel unit_kernel(const PackedLinear& w, int64_t rows, int cols, ProjectionKernel ceiling) {
+  if (w.pairs() && cols >= kPairsMinCols &&
+      projection_kernel_allowed(ceiling, ProjectionKernel::kPairs))
     return UnitKernel::kPairs;
-  return blas_ok ? UnitKernel::kBlas : UnitKernel::kFma;
+  const bool blas = projection_kernel_allowed(ceiling, ProjectionKernel::kBlas);
+  return blas && rows >= kBlasMinRows && cols >= kBlasMinCols ? UnitKernel::kBlas
+                                                              : UnitKernel::kFma;
 }
 
 // Runs fn(u) for every unit u in [0, units) on the pool. Units are claimed from a shared
@@ -325,13 +328,13 @@ void pairs_unit(const float* xp, const LinearOut& o, int p, int64_t r0, int64_t 
 
 // Without a matrix unit: bf16 units on pairs_unit where unit_kernel says so; otherwise
 // 512-deep slices of panel p, 16-bit weights widened to one fp32 [512 x 256] block per
-// (unit, slice), each slice multiplied by OpenBLAS (`blas`, see blas_sgemm.h) or by the FMA
-// micro-kernel against 192-row slabs of x.
+// (unit, slice), each slice multiplied by OpenBLAS (where the ceiling allows, blas_sgemm.h) or by
+// the FMA micro-kernel against 192-row slabs of x.
 void fma_unit(const float* x, int64_t ldx, const float* xp, const LinearOut& o, int p, int64_t r0,
-              int64_t r1, bool blas) {
+              int64_t r1, ProjectionKernel ceiling) {
   const PackedLinear& w = *o.w;
   const int n = w.panel_cols(p);
-  const UnitKernel kernel = unit_kernel(w, r1 - r0, n, blas);
+  const UnitKernel kernel = unit_kernel(w, r1 - r0, n, ceiling);
   if (kernel == UnitKernel::kPairs) return pairs_unit(xp, o, p, r0, r1);
   thread_local std::vector<float> block;
   for (int k0 = 0; k0 < w.in; k0 += kLinearDepth) {
@@ -410,28 +413,29 @@ void gemv_all(const float* x, const std::vector<LinearOut>& outs, int threads) {
 // else the FMA path (pairs kernel, OpenBLAS or micro-kernel per unit, unit_kernel). The dot
 // kernel against the pairs kernel on a Zen 4 VM (docs/performance.md, "Prefill on the bf16 dot
 // instruction"): 1.86-1.97x on every 0.8B projection at T 512 and 2048 in `hanpu bench linear
-// --fma-gemm both`, whole 0.8B prefills 1.72-1.84x; OpenBLAS on widened blocks was slower
+// --projection all`, whole 0.8B prefills 1.72-1.84x; OpenBLAS on widened blocks was slower
 // than both. It rounds x to bf16 as the AMX tiles do.
 enum class Path { kGemv, kAmx, kDot, kFma };
 
-Path path_of(const PackedLinear& w, int64_t T) {
+Path path_of(const PackedLinear& w, int64_t T, ProjectionKernel ceiling) {
   if (w.dtype != DType::kF32 && T == 1) return Path::kGemv;
-  if (w.pairs() && linear_uses_amx()) return Path::kAmx;
-  if (w.pairs() && linear_uses_dot()) return Path::kDot;
+  if (w.pairs() && linear_uses_amx(ceiling)) return Path::kAmx;
+  if (w.pairs() && linear_uses_dot(ceiling)) return Path::kDot;
   return Path::kFma;
 }
 
 }  // namespace
 
 void linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<LinearOut>& outs,
-                 int threads) {
+                 int threads, ProjectionKernel ceiling) {
   if (T <= 0 || outs.empty()) return;
-  const Path path = path_of(*outs[0].w, T);
+  ceiling = resolve_projection_kernel(ceiling);
+  const Path path = path_of(*outs[0].w, T, ceiling);
   const bool together = std::all_of(outs.begin(), outs.end(), [&](const LinearOut& o) {
-    return o.w->in == outs[0].w->in && path_of(*o.w, T) == path;
+    return o.w->in == outs[0].w->in && path_of(*o.w, T, ceiling) == path;
   });
   if (!together) {  // different inputs sizes or kernels: one call each
-    for (const LinearOut& o : outs) linear_many(x, ldx, T, {o}, threads);
+    for (const LinearOut& o : outs) linear_many(x, ldx, T, {o}, threads, ceiling);
     return;
   }
   switch (path) {
@@ -450,21 +454,22 @@ void linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<Linea
           [&](const LinearOut& o, int p, int64_t r0, int64_t r1) { dot_unit(xd, o, p, r0, r1); });
     }
     case Path::kFma: {
-      const bool blas = blas_sgemm_in_use();
       const bool pairs = std::any_of(outs.begin(), outs.end(), [&](const LinearOut& o) {
-        return unit_kernel(*o.w, T, o.w->panel_cols(0), blas) == UnitKernel::kPairs;
+        return unit_kernel(*o.w, T, o.w->panel_cols(0), ceiling) == UnitKernel::kPairs;
       });
       const float* xp = pairs ? x_as_pairs_tiles(x, ldx, T, outs[0].w->in, threads) : nullptr;
       return for_each_unit(threads, T, outs, pairs ? pairs_granule() : kAmxGranule,
                            [&](const LinearOut& o, int p, int64_t r0, int64_t r1) {
-                             fma_unit(x, ldx, xp, o, p, r0, r1, blas);
+                             fma_unit(x, ldx, xp, o, p, r0, r1, ceiling);
                            });
     }
   }
 }
 
-const char* linear_kernel_name(const PackedLinear& w, int64_t T, int threads) {
-  switch (path_of(w, T)) {
+const char* linear_kernel_name(const PackedLinear& w, int64_t T, int threads,
+                               ProjectionKernel ceiling) {
+  ceiling = resolve_projection_kernel(ceiling);
+  switch (path_of(w, T, ceiling)) {
     case Path::kGemv:
       return "gemv";
     case Path::kAmx:
@@ -478,7 +483,7 @@ const char* linear_kernel_name(const PackedLinear& w, int64_t T, int threads) {
   const int ranges =
       T == 1 ? 1 : linear_row_ranges(T, w.panels(), ThreadPool::shared(threads).size());
   const auto [r0, r1] = linear_row_range(T, ranges, 0);
-  switch (unit_kernel(w, r1 - r0, w.panel_cols(0), blas_sgemm_in_use())) {
+  switch (unit_kernel(w, r1 - r0, w.panel_cols(0), ceiling)) {
     case UnitKernel::kBlas:
       return "blas";
     case UnitKernel::kPairs:
@@ -489,17 +494,16 @@ const char* linear_kernel_name(const PackedLinear& w, int64_t T, int threads) {
   return "fma";
 }
 
-void linear_pairs_enable(bool on) { g_pairs_enabled.store(on, std::memory_order_relaxed); }
-void linear_dot_enable(bool on) { g_dot_enabled.store(on, std::memory_order_relaxed); }
-bool linear_uses_dot() {
-  return !simd::amx_bf16_usable() && simd::bf16_dot_usable() &&
-         g_dot_enabled.load(std::memory_order_relaxed);
+bool linear_uses_dot(ProjectionKernel ceiling) {
+  return !linear_uses_amx(ceiling) && projection_kernel_allowed(ceiling, ProjectionKernel::kDot);
 }
-bool linear_rounds_x_to_bf16() { return linear_uses_amx() || linear_uses_dot(); }
+bool linear_rounds_x_to_bf16(ProjectionKernel ceiling) {
+  return linear_uses_amx(ceiling) || linear_uses_dot(ceiling);
+}
 
 void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy,
-            int threads) {
-  if (w.out > 0) linear_many(x, ldx, T, {LinearOut{&w, y, ldy}}, threads);
+            int threads, ProjectionKernel ceiling) {
+  if (w.out > 0) linear_many(x, ldx, T, {LinearOut{&w, y, ldy}}, threads, ceiling);
 }
 
 }  // namespace hanpu::cpu

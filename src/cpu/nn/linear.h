@@ -8,9 +8,9 @@
 //     a run of 32-deep blocks whose rows hold (w[2r][c], w[2r+1][c]) pairs. On cores with AMX
 //     a prefill multiplies it directly on bf16 tiles (x rounded to bf16, exact products,
 //     fp32 sums: what PyTorch's and llama.cpp's bf16 matmuls do); without AMX (or with
-//     HANPU_AMX=0) on cores with AVX512-BF16, the same numerics on its dot instruction
-//     (simd/gemm_bf16_dot.h, twice the multiply-adds an instruction); on cores with
-//     neither (or HANPU_BF16_DOT=0) hanpu's pairs kernel widens them in registers
+//     a ceiling below amx, projection_kernels.h) on cores with AVX512-BF16, the same numerics on
+//     its dot instruction (simd/gemm_bf16_dot.h, twice the multiply-adds an instruction); on cores
+//     with neither (or a ceiling below dot) hanpu's pairs kernel widens them in registers
 //     (simd/gemm_bf16_pairs.h; panels narrower than 64 columns are widened to fp32 blocks for
 //     the FMA micro-kernel); decode widens in registers. One layout for all, so the weights
 //     are held once.
@@ -24,7 +24,7 @@
 // AVX2 Zen 3 core (docs/performance.md "On an AVX2 core without a matrix unit"). bf16 weights
 // do not go to OpenBLAS: the pairs kernel, which needs neither a widened copy nor OpenBLAS's
 // packing, was at least as fast on the same shapes (linear.cc). Where OpenBLAS detects an
-// old core (it takes cores it does not know for Prescott, SSE3 only) or HANPU_BLAS=0, hanpu's
+// old core (it takes cores it does not know for Prescott, SSE3 only) or the ceiling is fma, hanpu's
 // kernels run everything (blas_sgemm.h decides).
 #pragma once
 
@@ -34,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "cpu/nn/projection_kernels.h"
 #include "hanpu/dtype.h"
 #include "simd/amx.h"
 
@@ -111,23 +112,18 @@ std::pair<int64_t, int64_t> linear_row_range(int64_t T, int ranges, int range,
 // over all its rows (blas_sgemm.h; 16 rows or more) or by the micro-kernel against every
 // 192-row slab of them, so the B block stays in L2 while x streams by; on the AMX path it walks its
 // strips, each against every 32-row block of its rows.
+// `ceiling`: the fastest kernel the call may use (projection_kernels.h; kAuto: HANPU_PROJECTION,
+// else the fastest this CPU has).
 void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy,
-            int threads);
+            int threads, ProjectionKernel ceiling = ProjectionKernel::kAuto);
 
 // The kernel linear() runs w's units on for T rows and `threads` cores (0: all), as `hanpu
 // bench linear` labels its rows: "gemv" (one row of 16-bit weights), "amx", "dot", "blas"
 // (OpenBLAS, blas_sgemm.h), "pairs" (bf16 weights on simd/gemm_bf16_pairs.h) or "fma" (fp32 and f16
 // on the micro-kernel). Units of fewer rows or columns than OpenBLAS takes (see linear.cc) say
 // "pairs" or "fma".
-const char* linear_kernel_name(const PackedLinear& w, int64_t T, int threads = 0);
-
-// For side-by-side benches: turns the pairs kernel off (bf16 units then take OpenBLAS where
-// it is in use, else the FMA micro-kernel on widened blocks) or on again (the default). Not
-// thread-safe against running projections: call between them.
-void linear_pairs_enable(bool on);
-// The same for the bf16 dot kernel (off: bf16 units take the pairs kernel, or OpenBLAS or
-// the micro-kernel as linear_pairs_enable says).
-void linear_dot_enable(bool on);
+const char* linear_kernel_name(const PackedLinear& w, int64_t T, int threads = 0,
+                               ProjectionKernel ceiling = ProjectionKernel::kAuto);
 
 // Several projections of the same x (a GDN layer's qkv, z, b and a): one pass rounding x
 // to bf16 for the tiles, one pool dispatch whose units span them all (so the 16-column ones
@@ -139,15 +135,15 @@ struct LinearOut {
   int64_t ldy;
 };
 void linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<LinearOut>& outs,
-                 int threads);
+                 int threads, ProjectionKernel ceiling = ProjectionKernel::kAuto);
 
 // Whether linear() multiplies bf16 weights on the AMX tiles on this machine (see above).
-bool linear_uses_amx();
+bool linear_uses_amx(ProjectionKernel ceiling = ProjectionKernel::kAuto);
 // Whether it multiplies them with the bf16 dot instruction instead (AVX512-BF16, no usable
-// AMX tiles, not turned off by HANPU_BF16_DOT=0 or linear_dot_enable).
-bool linear_uses_dot();
+// AMX tiles under the ceiling, not below dot).
+bool linear_uses_dot(ProjectionKernel ceiling = ProjectionKernel::kAuto);
 // Whether a prefill (T > 1) of bf16 weights rounds x to bf16 on this machine: on the AMX
 // tiles or the dot kernel (simd/gemm_bf16_dot.h), not on the pairs kernel.
-bool linear_rounds_x_to_bf16();
+bool linear_rounds_x_to_bf16(ProjectionKernel ceiling = ProjectionKernel::kAuto);
 
 }  // namespace hanpu::cpu

@@ -145,8 +145,7 @@ std::vector<AttnCase> cases() {
 class AttnBf16Products : public ::testing::TestWithParam<AttnCase> {
  protected:
   void SetUp() override {
-    if (!simd::bf16_dot_usable())
-      GTEST_SKIP() << "this CPU has no AVX512-BF16 (or HANPU_BF16_DOT=0)";
+    if (!simd::bf16_dot_usable()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
   }
 };
 
@@ -197,7 +196,7 @@ INSTANTIATE_TEST_SUITE_P(Sweep, AttnBf16Products, ::testing::ValuesIn(cases()));
 // query tiles: the first ends at key 6, which pairs with key 7) must weigh nothing, even when it
 // is not finite: 0 x inf is NaN, so the dot path must not multiply it at all.
 TEST(AttnBf16ProductsEdges, KeysAUnitDoesNotSeeNeverReachItsOutput) {
-  if (!simd::bf16_dot_usable()) GTEST_SKIP() << "this CPU has no AVX512-BF16 (or HANPU_BF16_DOT=0)";
+  if (!simd::bf16_dot_usable()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
   const AttnCase c{.kv = DType::kBF16,
                    .T = 20,
                    .Tk = 20,

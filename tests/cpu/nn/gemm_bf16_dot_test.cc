@@ -13,8 +13,7 @@ namespace {
 class GemmBf16Dot : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!simd::bf16_dot_usable())
-      GTEST_SKIP() << "this CPU has no AVX512-BF16 (or HANPU_BF16_DOT=0)";
+    if (!simd::bf16_dot_usable()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
   }
 };
 

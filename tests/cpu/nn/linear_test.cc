@@ -1,5 +1,6 @@
-// The projection (fp32 and f16 panels, bf16 pairs; AMX where the machine has it, and the
-// same binary run with HANPU_AMX=0 by CTest for the FMA path) against a double-precision
+// The projection (fp32 and f16 panels, bf16 pairs) on every kernel of the table this machine
+// has (projection_kernels.h: AMX, the dot instruction, the pairs kernel, OpenBLAS, the FMA
+// micro-kernel) against a double-precision
 // product: odd shapes (panels narrower than 256, depth slices not multiples of 512, six panels
 // with a short last one, padded
 // pairs blocks), strided x and y, 1 and 2 threads, poisoned outputs; short convolution and
@@ -7,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <numeric>
 #include <vector>
 
@@ -56,42 +59,105 @@ TEST_P(LinearDtype, MatchesDoubleOnOddShapes) {
     const int64_t ldx = s.in + 3, ldy = s.out + 2;
     std::vector<float> x(s.T * ldx);
     for (float& v : x) v = static_cast<float>(rng.normal());
-    for (int threads : {1, 2}) {
-      std::vector<float> y(s.T * ldy, NAN);
-      linear(x.data(), ldx, s.T, p, y.data(), ldy, threads);
-      // The AMX tiles and the dot kernel multiply x rounded to bf16: the tight bound holds against
-      // the product of the rounded x, and the rounding itself costs a bounded NMSE (bf16 keeps 8
-      // mantissa bits: ~3e-6 expected).
-      const bool rounds_x = dtype == DType::kBF16 && s.T > 1 && linear_rounds_x_to_bf16();
-      double err = 0, ref = 0, err_x = 0;
-      for (int64_t t = 0; t < s.T; ++t) {
-        for (int o = 0; o < s.out; ++o) {
-          double acc = 0, acc_rounded = 0;
-          for (int i = 0; i < s.in; ++i) {
-            const float xi = x[t * ldx + i];
-            acc += static_cast<double>(xi) * p.at(i, o);
-            acc_rounded +=
-                static_cast<double>(rounds_x ? bf16_bits_to_f32(f32_to_bf16_bits(xi)) : xi) *
-                p.at(i, o);
-          }
-          const float got = y[t * ldy + o];
-          ASSERT_TRUE(std::isfinite(got));
-          err += (got - acc_rounded) * (got - acc_rounded);
-          err_x += (got - acc) * (got - acc);
-          ref += acc * acc;
-          const float src = w[static_cast<size_t>(rows[o]) * s.in + (o == 0 ? 0 : s.in - 1)];
-          EXPECT_NEAR(p.at(o == 0 ? 0 : s.in - 1, o), src,
-                      dtype == DType::kF32 ? 0.0 : 0.01 * std::abs(src) + 1e-6);
+    // The double products, once per shape: of x as given and of x rounded to bf16.
+    std::vector<double> exact(static_cast<size_t>(s.T) * s.out), rounded(exact.size());
+    for (int64_t t = 0; t < s.T; ++t) {
+      for (int o = 0; o < s.out; ++o) {
+        double acc = 0, acc_rounded = 0;
+        for (int i = 0; i < s.in; ++i) {
+          const float xi = x[t * ldx + i];
+          acc += static_cast<double>(xi) * p.at(i, o);
+          acc_rounded += static_cast<double>(bf16_bits_to_f32(f32_to_bf16_bits(xi))) * p.at(i, o);
         }
-        for (int64_t o = s.out; o < ldy; ++o)
-          ASSERT_TRUE(std::isnan(y[t * ldy + o])) << "wrote past its row";
+        exact[t * s.out + o] = acc;
+        rounded[t * s.out + o] = acc_rounded;
+        const float src = w[static_cast<size_t>(rows[o]) * s.in + (o == 0 ? 0 : s.in - 1)];
+        EXPECT_NEAR(p.at(o == 0 ? 0 : s.in - 1, o), src,
+                    dtype == DType::kF32 ? 0.0 : 0.01 * std::abs(src) + 1e-6);
       }
-      EXPECT_LE(err / std::max(ref, 1e-30), 1e-12)
-          << "T=" << s.T << " in=" << s.in << " out=" << s.out;
-      EXPECT_LE(err_x / std::max(ref, 1e-30), rounds_x ? 1e-5 : 1e-12)
-          << "T=" << s.T << " in=" << s.in;
+    }
+    // Every projection kernel of the table this CPU has (projection_kernels.h), 1 and 2 threads.
+    for (const ProjectionKernelInfo& kernel : projection_kernels()) {
+      if (!kernel.usable()) continue;
+      for (int threads : {1, 2}) {
+        std::vector<float> y(s.T * ldy, NAN);
+        linear(x.data(), ldx, s.T, p, y.data(), ldy, threads, kernel.kernel);
+        // The AMX tiles and the dot kernel multiply x rounded to bf16: the tight bound holds
+        // against the product of the rounded x, and the rounding itself costs a bounded NMSE
+        // (bf16 keeps 8 mantissa bits: ~3e-6 expected).
+        const bool rounds_x =
+            dtype == DType::kBF16 && s.T > 1 && linear_rounds_x_to_bf16(kernel.kernel);
+        double err = 0, ref = 0, err_x = 0;
+        for (int64_t t = 0; t < s.T; ++t) {
+          for (int o = 0; o < s.out; ++o) {
+            const double want = rounds_x ? rounded[t * s.out + o] : exact[t * s.out + o];
+            const float got = y[t * ldy + o];
+            ASSERT_TRUE(std::isfinite(got)) << kernel.name;
+            err += (got - want) * (got - want);
+            err_x += (got - exact[t * s.out + o]) * (got - exact[t * s.out + o]);
+            ref += exact[t * s.out + o] * exact[t * s.out + o];
+          }
+          for (int64_t o = s.out; o < ldy; ++o)
+            ASSERT_TRUE(std::isnan(y[t * ldy + o])) << "wrote past its row (" << kernel.name << ")";
+        }
+        EXPECT_LE(err / std::max(ref, 1e-30), 1e-12)
+            << kernel.name << " T=" << s.T << " in=" << s.in << " out=" << s.out << " threads "
+            << threads;
+        EXPECT_LE(err_x / std::max(ref, 1e-30), rounds_x ? 1e-5 : 1e-12)
+            << kernel.name << " T=" << s.T << " in=" << s.in;
+      }
     }
   }
+}
+
+// HANPU_PROJECTION=fma (the ctest entry cpu_nn_test_env_projection) makes auto the micro-kernel
+// for every projection; unset, auto is the fastest kernel this CPU has.
+TEST(EnvProjection, TheEnvironmentSetsWhatAutoMeans) {
+  const char* env = std::getenv("HANPU_PROJECTION");
+  const std::vector<float> w(64 * 256, 0.5f);
+  std::vector<int> rows(256);
+  std::iota(rows.begin(), rows.end(), 0);
+  const PackedLinear bf16 = PackedLinear::from_rows(w.data(), 64, rows, DType::kBF16);
+  if (env != nullptr && std::string(env) == "fma") {
+    EXPECT_EQ(projection_kernel_from_env(), ProjectionKernel::kFma);
+    EXPECT_STREQ(linear_kernel_name(bf16, 64, 1), "fma");
+    EXPECT_FALSE(linear_rounds_x_to_bf16());
+  } else if (env == nullptr) {
+    EXPECT_EQ(projection_kernel_from_env(), ProjectionKernel::kAuto);
+    const char* fastest = linear_uses_amx() ? "amx" : linear_uses_dot() ? "dot" : "pairs";
+    EXPECT_STREQ(linear_kernel_name(bf16, 64, 1), fastest);
+  }
+  EXPECT_STREQ(linear_kernel_name(bf16, 64, 1, ProjectionKernel::kPairs), "pairs");
+  EXPECT_STREQ(linear_kernel_name(bf16, 64, 1, ProjectionKernel::kFma), "fma");
+}
+
+// The table drives the choice: each kernel a ceiling, in order, and auto the fastest usable.
+TEST(ProjectionKernels, TheTableNamesEachKernelOnceAndAutoIsTheFastestUsable) {
+  const auto table = projection_kernels();
+  ASSERT_EQ(table.size(), 6u);
+  EXPECT_EQ(table[0].name, "auto");
+  for (size_t i = 0; i < table.size(); ++i) {
+    EXPECT_EQ(static_cast<size_t>(table[i].kernel), i);
+    EXPECT_EQ(parse_projection_kernel(table[i].name), table[i].kernel);
+    EXPECT_EQ(&projection_kernel_info(table[i].kernel), &table[i]);
+  }
+  EXPECT_FALSE(parse_projection_kernel("AMX").has_value());
+  EXPECT_FALSE(parse_projection_kernel("").has_value());
+  EXPECT_TRUE(projection_kernel_info(ProjectionKernel::kFma).usable());
+  EXPECT_TRUE(projection_kernel_info(ProjectionKernel::kPairs).usable());
+  // Under a ceiling, nothing above it; the fma ceiling allows the micro-kernel alone.
+  for (const ProjectionKernelInfo& k : table) {
+    EXPECT_EQ(projection_kernel_allowed(ProjectionKernel::kFma, k.kernel),
+              k.kernel == ProjectionKernel::kFma)
+        << k.name;
+    if (k.kernel != ProjectionKernel::kAuto)
+      EXPECT_EQ(projection_kernel_allowed(ProjectionKernel::kAmx, k.kernel), k.usable()) << k.name;
+  }
+  EXPECT_FALSE(projection_kernel_allowed(ProjectionKernel::kPairs, ProjectionKernel::kDot));
+  EXPECT_FALSE(linear_uses_amx(ProjectionKernel::kDot));
+  EXPECT_FALSE(linear_rounds_x_to_bf16(ProjectionKernel::kPairs));
+  EXPECT_EQ(linear_uses_dot(ProjectionKernel::kDot),
+            projection_kernel_info(ProjectionKernel::kDot).usable());
 }
 
 TEST(Linear, ManyProjectionsOfOneInputEqualOneCallEach) {

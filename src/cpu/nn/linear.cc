@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cpu/nn/blas_sgemm.h"
+#include "simd/amx.h"
 #include "parallel/parallel_rows.h"
 #include "parallel/speed_balance.h"
 #include "parallel/thread_pool.h"
@@ -141,6 +142,14 @@ int linear_row_ranges(int64_t T, int panels, int cores) {
   const int64_t wanted =
       (static_cast<int64_t>(kUnitsPerCore) * cores + panels - 1) / std::max(panels, 1);
   return static_cast<int>(std::clamp<int64_t>(wanted, 1, std::max<int64_t>(slabs, 1)));
+}
+
+int PackedLinear::k_blocks() const {
+  return (in + simd::kPairBlockDepth - 1) / simd::kPairBlockDepth;
+}
+int PackedLinear::strips() const { return (out + simd::kPairStripCols - 1) / simd::kPairStripCols; }
+size_t PackedLinear::strip_offset(int s) const {
+  return static_cast<size_t>(s) * k_blocks() * simd::kPairBlockElems;
 }
 
 bool linear_uses_amx(ProjectionKernel ceiling) {

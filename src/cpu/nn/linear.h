@@ -36,7 +36,6 @@
 
 #include "cpu/nn/projection_kernels.h"
 #include "hanpu/dtype.h"
-#include "simd/amx.h"
 
 namespace hanpu::cpu {
 
@@ -71,11 +70,10 @@ struct PackedLinear {
   const float* panel(int p) const { return data.data() + panel_offset(p); }
   const uint16_t* panel_16(int p) const { return half.data() + panel_offset(p); }
   // Pairs layout: reduction blocks per strip, strips, and where strip s starts.
-  int k_blocks() const { return (in + simd::kPairBlockDepth - 1) / simd::kPairBlockDepth; }
-  int strips() const { return (out + simd::kPairStripCols - 1) / simd::kPairStripCols; }
-  size_t strip_offset(int s) const {
-    return static_cast<size_t>(s) * k_blocks() * simd::kPairBlockElems;
-  }
+  // (simd/amx.h's block sizes; defined in linear.cc, so users of this header need no simd/).
+  int k_blocks() const;
+  int strips() const;
+  size_t strip_offset(int s) const;
   int64_t bytes() const {
     return static_cast<int64_t>(data.size() * sizeof(float) + half.size() * sizeof(uint16_t));
   }

@@ -41,7 +41,22 @@ CLI::Validator placement_names() { return CLI::IsMember(names_of(attn_placements
 CLI::Validator storage_names() {
   return CLI::IsMember(std::vector<std::string>{"auto", "f32", "bf16", "f16"});
 }
-CLI::Validator projection_names() { return CLI::IsMember(names_of(projection_kernel_summaries())); }
+CLI::Validator projection_names() {
+  return CLI::Validator(
+      [](std::string& v) {
+        std::string names, usable;
+        for (const ProjectionKernelSummary& k : projection_kernel_summaries()) {
+          if (k.name == v) {
+            return k.usable ? std::string()
+                            : v + ": this CPU (or build) does not have it (`hanpu info` lists what "
+                                  "it has)";
+          }
+          names += (names.empty() ? "" : ", ") + k.name;
+        }
+        return v + " is not one of " + names;
+      },
+      "KERNEL");
+}
 CLI::Validator attn_product_names() {
   return CLI::IsMember(std::vector<std::string>{"auto", "f32", "bf16"});
 }

@@ -46,7 +46,14 @@ std::string cpu_model_name() {
 }
 
 BenchReport::BenchReport(ReportFormat format, std::vector<ReportColumn> columns, int threads)
-    : format_(format), columns_(std::move(columns)), threads_(threads), cpu_(cpu_model_name()) {}
+    : format_(format), columns_(std::move(columns)), threads_(threads), cpu_(cpu_model_name()) {
+  // csv carries the build and the CPU on every row; markdown names them under the table, as
+  // llama-bench does.
+  if (format_ == ReportFormat::kCsv) {
+    columns_.push_back({"build_commit", "build_commit"});
+    columns_.push_back({"cpu", "cpu"});
+  }
+}
 
 BenchReport::~BenchReport() { finish(); }
 
@@ -115,6 +122,10 @@ void BenchReport::add(nlohmann::json row) {
 void BenchReport::finish() {
   if (finished_) return;
   finished_ = true;
+  if (format_ == ReportFormat::kMarkdown && header_done_) {
+    std::printf("\nbuild: %s, CPU: %s, %d threads\n", HANPU_COMMIT, cpu_.c_str(), threads_);
+    std::fflush(stdout);
+  }
   if (format_ != ReportFormat::kJson) return;
   const nlohmann::json all{
       {"build_commit", HANPU_COMMIT}, {"cpu", cpu_}, {"threads", threads_}, {"rows", rows_}};

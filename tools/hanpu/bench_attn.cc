@@ -81,23 +81,21 @@ Status time_attn(int repeats, int threads, const std::function<Status(AttnStats*
 
 // The report's columns: llama-bench's markdown table by default (bench_report.h).
 std::vector<ReportColumn> attn_columns() {
-  return {{"placement", "placement"},
-          {"mask", "mask"},
-          {"dtype", "dtype"},
-          {"products", "products"},
-          {"T", "T"},
-          {"Tk", "Tk"},
-          {"Hq", "Hq"},
-          {"Hkv", "Hkv"},
-          {"D", "D"},
-          {"threads", "threads"},
-          {"tiles", "tiles"},
-          {"ms", "median ms ± sd"},
-          {"gflops_text", "GFLOP/s"},
-          {"pct_peak_text", "% peak"},
-          {"imbalance_text", "imbalance"},
-          {"extra_mem", "extra mem"},
-          {"group_text", "group"}};
+  std::vector<ReportColumn> c = {{"placement", "placement"},
+                                 {"mask", "mask"},
+                                 {"dtype", "dtype"},
+                                 {"products", "products"},
+                                 {"T", "T"},
+                                 {"Tk", "Tk"},
+                                 {"Hq", "Hq"},
+                                 {"Hkv", "Hkv"},
+                                 {"D", "D"},
+                                 {"threads", "threads"},
+                                 {"tiles", "tiles"}};
+  for (const ReportColumn& t : timing_columns()) c.push_back(t);
+  c.insert(c.end(),
+           {{"imbalance_text", "imbalance"}, {"extra_mem", "extra mem"}, {"group_text", "group"}});
+  return c;
 }
 
 void report_row(BenchReport& report, const Row& r) {
@@ -110,22 +108,16 @@ void report_row(BenchReport& report, const Row& r) {
                       {"mask", r.mask},
                       {"dtype", r.dtype},
                       {"products", r.products},
-                      {"median_ms", r.tm.median_ms},
-                      {"stddev_ms", stddev_of(r.tm.run_ms)},
-                      {"gflops", r.gflops},
-                      {"pct_peak", r.pct_peak},
                       {"imbalance", r.tm.imbalance},
                       {"extra_bytes", r.tm.extra_bytes},
                       {"q_tile", r.tiles.q_rows},
                       {"kv_tile", r.tiles.kv_rows},
                       {"kv_gbps", r.gbps},
-                      {"peak_gflops", r.tm.peak_gflops},
                       {"group", r.group}};
+  add_timing(j, r.tm.median_ms, stddev_of(r.tm.run_ms), r.gflops, r.pct_peak, r.tm.peak_gflops,
+             report.tabular(), 3);
   if (report.tabular()) {
     j["tiles"] = fmt::format("{}x{}", r.tiles.q_rows, r.tiles.kv_rows);
-    j["ms"] = with_stddev(r.tm.median_ms, stddev_of(r.tm.run_ms), 3);
-    j["gflops_text"] = fmt::format("{:.1f}", r.gflops);
-    j["pct_peak_text"] = fmt::format("{:.1f}%", r.pct_peak);
     j["imbalance_text"] = fmt::format("{:.3f}", r.tm.imbalance);
     j["extra_mem"] = human_bytes(r.tm.extra_bytes);
     j["group_text"] =

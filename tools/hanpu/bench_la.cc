@@ -37,21 +37,19 @@ struct Row {
 
 // The report's columns: llama-bench's markdown table by default (bench_report.h).
 std::vector<ReportColumn> la_columns() {
-  return {{"mech", "mech"},
-          {"strategy", "strategy"},
-          {"dtype", "dtype"},
-          {"T", "T"},
-          {"H", "H"},
-          {"HV", "HV"},
-          {"K", "K"},
-          {"V", "V"},
-          {"threads", "threads"},
-          {"ms", "median ms ± sd"},
-          {"gflops_text", "GFLOP/s"},
-          {"pct_peak_text", "% peak"},
-          {"imbalance_text", "imbalance"},
-          {"extra_mem", "extra mem"},
-          {"group", "group"}};
+  std::vector<ReportColumn> c = {{"mech", "mech"},
+                                 {"strategy", "strategy"},
+                                 {"dtype", "dtype"},
+                                 {"T", "T"},
+                                 {"H", "H"},
+                                 {"HV", "HV"},
+                                 {"K", "K"},
+                                 {"V", "V"},
+                                 {"threads", "threads"}};
+  for (const ReportColumn& t : timing_columns()) c.push_back(t);
+  c.insert(c.end(),
+           {{"imbalance_text", "imbalance"}, {"extra_mem", "extra mem"}, {"group", "group"}});
+  return c;
 }
 
 void report_row(BenchReport& report, const Row& r) {
@@ -63,18 +61,11 @@ void report_row(BenchReport& report, const Row& r) {
                       {"HV", r.HV},
                       {"K", r.K},
                       {"V", r.V},
-                      {"median_ms", r.median_ms},
-                      {"stddev_ms", r.stddev_ms},
-                      {"gflops", r.gflops},
-                      {"pct_peak", r.pct_peak},
                       {"imbalance", r.imbalance},
                       {"extra_bytes", r.extra_bytes},
-                      {"group", r.group},
-                      {"peak_gflops", r.peak_gflops}};
+                      {"group", r.group}};
+  add_timing(j, r.median_ms, r.stddev_ms, r.gflops, r.pct_peak, r.peak_gflops, report.tabular());
   if (report.tabular()) {
-    j["ms"] = with_stddev(r.median_ms, r.stddev_ms);
-    j["gflops_text"] = fmt::format("{:.1f}", r.gflops);
-    j["pct_peak_text"] = fmt::format("{:.1f}%", r.pct_peak);
     j["imbalance_text"] = fmt::format("{:.3f}", r.imbalance);
     j["extra_mem"] = human_bytes(r.extra_bytes);
   }

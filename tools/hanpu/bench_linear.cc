@@ -68,38 +68,21 @@ struct Row {
 
 // The report's columns: llama-bench's markdown table by default (bench_report.h).
 std::vector<ReportColumn> linear_columns() {
-  return {{"proj", "proj"},
-          {"impl", "impl"},
-          {"unit", "unit"},
-          {"weights", "weights"},
-          {"in", "in"},
-          {"out", "out"},
-          {"T", "T"},
-          {"threads", "threads"},
-          {"ms", "median ms ± sd"},
-          {"gflops_text", "GFLOP/s"},
-          {"pct_peak_text", "% peak"},
-          {"weight_gbps_text", "weight GB/s"}};
+  std::vector<ReportColumn> c = {
+      {"proj", "proj"}, {"impl", "impl"}, {"unit", "unit"}, {"weights", "weights"},
+      {"in", "in"},     {"out", "out"},   {"T", "T"},       {"threads", "threads"}};
+  for (const ReportColumn& t : timing_columns()) c.push_back(t);
+  c.push_back({"weight_gbps_text", "weight GB/s"});
+  return c;
 }
 
 void report_row(BenchReport& report, const Row& r) {
-  nlohmann::json j = {{"proj", r.proj},
-                      {"impl", r.impl},
-                      {"unit", r.unit},
-                      {"weights", r.weights},
-                      {"in", r.in},
-                      {"out", r.out},
-                      {"T", r.T},
-                      {"median_ms", r.tm.median_ms},
-                      {"stddev_ms", stddev_of(r.tm.run_ms)},
-                      {"gflops", r.gflops},
-                      {"pct_peak", r.pct_peak},
-                      {"weight_gbps", r.weight_gbps},
-                      {"peak_gflops", r.tm.peak_gflops}};
+  nlohmann::json j = {
+      {"proj", r.proj}, {"impl", r.impl}, {"unit", r.unit}, {"weights", r.weights},
+      {"in", r.in},     {"out", r.out},   {"T", r.T},       {"weight_gbps", r.weight_gbps}};
+  add_timing(j, r.tm.median_ms, stddev_of(r.tm.run_ms), r.gflops, r.pct_peak, r.tm.peak_gflops,
+             report.tabular(), 3);
   if (report.tabular()) {
-    j["ms"] = with_stddev(r.tm.median_ms, stddev_of(r.tm.run_ms), 3);
-    j["gflops_text"] = fmt::format("{:.1f}", r.gflops);
-    j["pct_peak_text"] = fmt::format("{:.1f}%", r.pct_peak);
     j["weight_gbps_text"] = fmt::format("{:.1f}", r.weight_gbps);
   }
   report.add(std::move(j));

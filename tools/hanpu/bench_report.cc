@@ -148,6 +148,24 @@ double stddev_of(const std::vector<double>& v) {
   return std::sqrt(s / static_cast<double>(v.size() - 1));
 }
 
+void add_timing(nlohmann::json& row, double median_ms, double stddev_ms, double gflops,
+                double pct_peak, double peak_gflops, bool tabular, int decimals) {
+  row["median_ms"] = median_ms;
+  row["stddev_ms"] = stddev_ms;
+  row["gflops"] = gflops;
+  row["pct_peak"] = pct_peak;
+  row["peak_gflops"] = peak_gflops;
+  if (tabular) {
+    row["ms"] = with_stddev(median_ms, stddev_ms, decimals);
+    row["gflops_text"] = fmt::format("{:.1f}", gflops);
+    row["pct_peak_text"] = fmt::format("{:.1f}%", pct_peak);
+  }
+}
+
+std::vector<ReportColumn> timing_columns() {
+  return {{"ms", "median ms ± sd"}, {"gflops_text", "GFLOP/s"}, {"pct_peak_text", "% peak"}};
+}
+
 std::string with_stddev(double mean, double stddev, int decimals) {
   return fmt::format("{:.{}f} ± {:.{}f}", mean, decimals, stddev, decimals);
 }

@@ -59,6 +59,13 @@ class BenchReport {
   nlohmann::json rows_ = nlohmann::json::array();
 };
 
+// A kernel benchmark's timing of a row: median_ms, stddev_ms, gflops, pct_peak and peak_gflops
+// in every format, and the table's "median ms ± sd", "GFLOP/s" and "% peak" cells
+// (timing_columns) when `tabular`.
+void add_timing(nlohmann::json& row, double median_ms, double stddev_ms, double gflops,
+                double pct_peak, double peak_gflops, bool tabular, int decimals = 2);
+std::vector<ReportColumn> timing_columns();
+
 // "123.45 ± 6.78": a rate with its standard deviation over the runs, as llama-bench prints it.
 std::string with_stddev(double mean, double stddev, int decimals = 2);
 // Mean and sample standard deviation of v (0 for fewer than 2 values).

@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""Writes the test vectors hanpu's GGUF block decoders are checked against, bit for bit.
+
+For each supported block type: random blocks (seeded) with their scales drawn to include zero,
+the largest and smallest normal and subnormal f16 values and both signs, decoded by the `gguf`
+Python package's `gguf.quants.dequantize` (the reference llama.cpp's own tooling uses). Each
+type gets tests/fixtures/quant/<type>.blocks (the raw blocks, as a GGUF stores them) and
+<type>.f32 (the decoded values, little-endian float32). CI does not run this.
+
+    pip install numpy gguf
+    python3 scripts/make_quant_vectors.py
+"""
+import pathlib
+
+import numpy as np
+from gguf import GGMLQuantizationType, GGML_QUANT_SIZES
+from gguf.quants import dequantize
+
+TYPES = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0"]
+BLOCKS = 64
+# f16 scales worth covering: zero (both signs), the extremes of the range, subnormals, ordinary.
+SPECIAL_SCALES = np.array([0.0, -0.0, 65504.0, -65504.0, 6.1035e-05, 5.96e-08, -5.96e-08, 1.0, -1.0, 0.5],
+                          dtype=np.float16)
+
+
+def scales(rng, n):
+    """n f16 scales: the special ones first, then random normal values of every magnitude."""
+    out = rng.standard_normal(n).astype(np.float32) * np.float32(10.0) ** rng.integers(-6, 4, n)
+    out = np.clip(out, -65504, 65504).astype(np.float16)
+    k = min(n, len(SPECIAL_SCALES))
+    out[:k] = SPECIAL_SCALES[:k]
+    return out
+
+
+def main():
+    out_dir = pathlib.Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "quant"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(20261203)
+    for name in TYPES:
+        qtype = GGMLQuantizationType[name]
+        block_elems, block_bytes = GGML_QUANT_SIZES[qtype]
+        blocks = rng.integers(0, 256, size=(BLOCKS, block_bytes), dtype=np.uint8)
+        # Every type here starts with an f16 scale d; Q4_1 and Q5_1 follow it with an f16 min m.
+        blocks[:, 0:2] = scales(rng, BLOCKS).view(np.uint8).reshape(BLOCKS, 2)
+        if name in ("Q4_1", "Q5_1"):
+            blocks[:, 2:4] = scales(rng, BLOCKS)[::-1].copy().view(np.uint8).reshape(BLOCKS, 2)
+        values = dequantize(blocks.reshape(-1), qtype).astype("<f4")
+        assert values.size == BLOCKS * block_elems and np.all(np.isfinite(values))
+        (out_dir / f"{name.lower()}.blocks").write_bytes(blocks.tobytes())
+        (out_dir / f"{name.lower()}.f32").write_bytes(values.tobytes())
+        print(f"{name}: {BLOCKS} blocks of {block_elems} values ({block_bytes} bytes each)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+// GGUF block decoding against the `gguf` Python package's dequantize, bit for bit, on the
+// committed vectors (tests/fixtures/quant, scripts/make_quant_vectors.py: random blocks with
+// zero, extreme and subnormal f16 scales); NaN and infinite scales found by block.
+#include "cpu/nn/quant_blocks.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace hanpu::cpu {
+namespace {
+
+std::vector<uint8_t> read_fixture(const std::string& name) {
+  std::ifstream in(std::string(HANPU_FIXTURES_DIR) + "/quant/" + name, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+TEST(QuantBlocks, EveryTypeDecodesBitForBitAsTheGgufPackage) {
+  for (const QuantTypeInfo& t : quant_types()) {
+    const std::vector<uint8_t> blocks = read_fixture(lower(t.name) + ".blocks");
+    const std::vector<uint8_t> want = read_fixture(lower(t.name) + ".f32");
+    ASSERT_FALSE(blocks.empty()) << t.name << ": fixture missing";
+    ASSERT_EQ(blocks.size() % static_cast<size_t>(t.bytes), 0u) << t.name;
+    const size_t n = blocks.size() / static_cast<size_t>(t.bytes);
+    ASSERT_EQ(want.size(), n * kQuantBlockElems * sizeof(float)) << t.name;
+    // Poisoned, with one value past the end that must stay untouched.
+    std::vector<float> got(n * kQuantBlockElems + 1, NAN);
+    dequantize_blocks(t.type, blocks.data(), n, got.data());
+    ASSERT_TRUE(std::isnan(got.back())) << t.name << ": wrote past the end";
+    size_t differ = 0, first = 0;
+    for (size_t i = 0; i < n * kQuantBlockElems; ++i) {
+      uint32_t a, b;
+      std::memcpy(&a, &got[i], 4);
+      std::memcpy(&b, want.data() + 4 * i, 4);
+      if (a != b && differ++ == 0) first = i;
+    }
+    float first_want;
+    std::memcpy(&first_want, want.data() + 4 * first, 4);
+    EXPECT_EQ(differ, 0u) << t.name << ": first at value " << first << " (block "
+                          << first / kQuantBlockElems << "): " << got[first] << " against "
+                          << first_want;
+    EXPECT_EQ(first_block_with_bad_scale(t.type, blocks.data(), n), n) << t.name;
+  }
+}
+
+TEST(QuantBlocks, NanAndInfiniteScalesAreFoundByBlock) {
+  for (const QuantTypeInfo& t : quant_types()) {
+    std::vector<uint8_t> blocks(static_cast<size_t>(t.bytes) * 5, 0x11);
+    for (size_t b = 0; b < 5; ++b) {  // d = 1.0 (f16 0x3c00) in every block
+      blocks[b * t.bytes] = 0x00;
+      blocks[b * t.bytes + 1] = 0x3c;
+      if (t.type == QuantType::kQ4_1 || t.type == QuantType::kQ5_1) {
+        blocks[b * t.bytes + 2] = 0x00;
+        blocks[b * t.bytes + 3] = 0x3c;
+      }
+    }
+    EXPECT_EQ(first_block_with_bad_scale(t.type, blocks.data(), 5), 5u) << t.name;
+    for (const uint16_t bad :
+         {uint16_t{0x7e00}, uint16_t{0x7c00}, uint16_t{0xfc00}}) {  // NaN, +inf, -inf
+      std::vector<uint8_t> b = blocks;
+      std::memcpy(&b[3 * t.bytes], &bad, 2);
+      EXPECT_EQ(first_block_with_bad_scale(t.type, b.data(), 5), 3u) << t.name << " d " << bad;
+      if (t.type == QuantType::kQ4_1 || t.type == QuantType::kQ5_1) {
+        std::vector<uint8_t> m = blocks;
+        std::memcpy(&m[2 * t.bytes + 2], &bad, 2);
+        EXPECT_EQ(first_block_with_bad_scale(t.type, m.data(), 5), 2u) << t.name << " m " << bad;
+      }
+    }
+  }
+}
+
+TEST(QuantBlocks, TheTableMatchesGgufsTypeIds) {
+  EXPECT_EQ(quant_type_of_ggml(2), QuantType::kQ4_0);
+  EXPECT_EQ(quant_type_of_ggml(8), QuantType::kQ8_0);
+  EXPECT_FALSE(quant_type_of_ggml(0).has_value());   // F32
+  EXPECT_FALSE(quant_type_of_ggml(12).has_value());  // Q4_K: not yet
+  for (const QuantTypeInfo& t : quant_types()) {
+    EXPECT_EQ(&quant_type_info(t.type), &t);
+    EXPECT_EQ(quant_type_of_ggml(t.ggml_type), t.type);
+  }
+}
+
+}  // namespace
+}  // namespace hanpu::cpu

@@ -16,7 +16,7 @@ import numpy as np
 from gguf import GGMLQuantizationType, GGML_QUANT_SIZES
 from gguf.quants import dequantize
 
-TYPES = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0"]
+TYPES = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q6_K"]
 BLOCKS = 64
 # f16 scales worth covering: zero (both signs), the extremes of the range, subnormals, ordinary.
 SPECIAL_SCALES = np.array([0.0, -0.0, 65504.0, -65504.0, 6.1035e-05, 5.96e-08, -5.96e-08, 1.0, -1.0, 0.5],
@@ -40,9 +40,11 @@ def main():
         qtype = GGMLQuantizationType[name]
         block_elems, block_bytes = GGML_QUANT_SIZES[qtype]
         blocks = rng.integers(0, 256, size=(BLOCKS, block_bytes), dtype=np.uint8)
-        # Every type here starts with an f16 scale d; Q4_1 and Q5_1 follow it with an f16 min m.
-        blocks[:, 0:2] = scales(rng, BLOCKS).view(np.uint8).reshape(BLOCKS, 2)
-        if name in ("Q4_1", "Q5_1"):
+        # The f16 super-scales: d first in every type but Q6_K (last two bytes); Q4_1, Q5_1 and
+        # Q4_K follow d with an f16 min (dmin). The 6- and 8-bit sub-scales of the K types stay random.
+        d_at = block_bytes - 2 if name == "Q6_K" else 0
+        blocks[:, d_at:d_at + 2] = scales(rng, BLOCKS).view(np.uint8).reshape(BLOCKS, 2)
+        if name in ("Q4_1", "Q5_1", "Q4_K"):
             blocks[:, 2:4] = scales(rng, BLOCKS)[::-1].copy().view(np.uint8).reshape(BLOCKS, 2)
         values = dequantize(blocks.reshape(-1), qtype).astype("<f4")
         assert values.size == BLOCKS * block_elems and np.all(np.isfinite(values))

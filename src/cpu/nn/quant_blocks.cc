@@ -12,10 +12,14 @@ namespace hanpu::cpu {
 
 namespace {
 
+constexpr int kBlock = 32;   // values per block of the 32-value types
+constexpr int kSuper = 256;  // values per block of the K types (ggml's QK_K)
+
 constexpr QuantTypeInfo kTypes[] = {
-    {QuantType::kQ4_0, "Q4_0", 2, 18}, {QuantType::kQ4_1, "Q4_1", 3, 20},
-    {QuantType::kQ5_0, "Q5_0", 6, 22}, {QuantType::kQ5_1, "Q5_1", 7, 24},
-    {QuantType::kQ8_0, "Q8_0", 8, 34},
+    {QuantType::kQ4_0, "Q4_0", 2, kBlock, 18},   {QuantType::kQ4_1, "Q4_1", 3, kBlock, 20},
+    {QuantType::kQ5_0, "Q5_0", 6, kBlock, 22},   {QuantType::kQ5_1, "Q5_1", 7, kBlock, 24},
+    {QuantType::kQ8_0, "Q8_0", 8, kBlock, 34},   {QuantType::kQ4_K, "Q4_K", 12, kSuper, 144},
+    {QuantType::kQ6_K, "Q6_K", 14, kSuper, 210},
 };
 
 float half_at(const uint8_t* p) {
@@ -24,7 +28,25 @@ float half_at(const uint8_t* p) {
   return f16_bits_to_f32(h);
 }
 
-bool has_min(QuantType t) { return t == QuantType::kQ4_1 || t == QuantType::kQ5_1; }
+bool has_min(QuantType t) {
+  return t == QuantType::kQ4_1 || t == QuantType::kQ5_1 || t == QuantType::kQ4_K;
+}
+
+// Where a block's f16 super-scale d is: first, except in Q6_K (last).
+int d_offset(QuantType t) { return t == QuantType::kQ6_K ? 208 : 0; }
+
+// Q4_K's 12 scale bytes hold 8 six-bit scales and 8 six-bit mins: bytes 0-3 the low 6 bits of
+// scales 0-3 (their top 2 bits: the high bits of scales 4-7), bytes 4-7 likewise for mins 0-3,
+// bytes 8-11 the low 4 bits of scales 4-7 (low half) and of mins 4-7 (high half).
+void q4k_scale_min(const uint8_t* s, int j, int* sc, int* m) {
+  if (j < 4) {
+    *sc = s[j] & 0x3F;
+    *m = s[j + 4] & 0x3F;
+  } else {
+    *sc = (s[j + 4] & 0x0F) | ((s[j - 4] >> 2) & 0x30);
+    *m = (s[j + 4] >> 4) | ((s[j] >> 2) & 0x30);
+  }
+}
 
 // Value j's nibble (0..15) of the 16 bytes at `qs`.
 int nibble(const uint8_t* qs, int j) { return j < 16 ? qs[j] & 0x0F : qs[j - 16] >> 4; }
@@ -37,16 +59,14 @@ float scaled(float d, float q) {
 }
 
 void decode_block(QuantType t, const uint8_t* b, float* x) {
-  const float d = half_at(b);
+  const float d = half_at(b + d_offset(t));
   switch (t) {
     case QuantType::kQ4_0:
-      for (int j = 0; j < kQuantBlockElems; ++j)
-        x[j] = scaled(d, static_cast<float>(nibble(b + 2, j) - 8));
+      for (int j = 0; j < kBlock; ++j) x[j] = scaled(d, static_cast<float>(nibble(b + 2, j) - 8));
       return;
     case QuantType::kQ4_1: {
       const float m = half_at(b + 2);
-      for (int j = 0; j < kQuantBlockElems; ++j)
-        x[j] = scaled(d, static_cast<float>(nibble(b + 4, j))) + m;
+      for (int j = 0; j < kBlock; ++j) x[j] = scaled(d, static_cast<float>(nibble(b + 4, j))) + m;
       return;
     }
     case QuantType::kQ5_0:
@@ -57,16 +77,46 @@ void decode_block(QuantType t, const uint8_t* b, float* x) {
       std::memcpy(&qh, qh_at, sizeof(qh));
       const uint8_t* qs = qh_at + 4;
       const float m = min ? half_at(b + 2) : 0.0f;
-      for (int j = 0; j < kQuantBlockElems; ++j) {
+      for (int j = 0; j < kBlock; ++j) {
         const int q = nibble(qs, j) | static_cast<int>(((qh >> j) & 1u) << 4);
         x[j] = min ? scaled(d, static_cast<float>(q)) + m : scaled(d, static_cast<float>(q - 16));
       }
       return;
     }
     case QuantType::kQ8_0:
-      for (int j = 0; j < kQuantBlockElems; ++j)
+      for (int j = 0; j < kBlock; ++j)
         x[j] = scaled(d, static_cast<float>(static_cast<int8_t>(b[2 + j])));
       return;
+    case QuantType::kQ4_K: {
+      // Sub-block 2g takes the low nibbles of qs bytes 32g..32g+31, sub-block 2g+1 their high
+      // nibbles; each has its own scale and min, multiplied by d and dmin in f32 first.
+      const float dmin = half_at(b + 2);
+      const uint8_t* qs = b + 16;
+      for (int sub = 0; sub < 8; ++sub) {
+        int sc, m;
+        q4k_scale_min(b + 4, sub, &sc, &m);
+        const float ds = d * static_cast<float>(sc), dm = dmin * static_cast<float>(m);
+        const uint8_t* q = qs + 32 * (sub / 2);
+        const int shift = 4 * (sub % 2);
+        for (int j = 0; j < 32; ++j)
+          x[32 * sub + j] = scaled(ds, static_cast<float>((q[j] >> shift) & 0x0F)) - dm;
+      }
+      return;
+    }
+    case QuantType::kQ6_K: {
+      // Value i of half h = i / 128 (r = i % 128): its low 4 bits are nibble r / 64 of ql byte
+      // 64h + r % 64, its high 2 bits pair r / 32 of qh byte 32h + r % 32; its scale is i / 16.
+      const uint8_t *ql = b, *qh = b + 128;
+      const auto* sc = reinterpret_cast<const int8_t*>(b + 192);
+      for (int i = 0; i < kSuper; ++i) {
+        const int h = i / 128, r = i % 128;
+        const int lo = (ql[64 * h + r % 64] >> (4 * (r / 64))) & 0x0F;
+        const int hi = (qh[32 * h + r % 32] >> (2 * (r / 32))) & 0x03;
+        const float ds = d * static_cast<float>(sc[i / 16]);
+        x[i] = scaled(ds, static_cast<float>((lo | (hi << 4)) - 32));
+      }
+      return;
+    }
   }
 }
 
@@ -84,15 +134,18 @@ std::optional<QuantType> quant_type_of_ggml(uint32_t ggml_type) {
 }
 
 void dequantize_blocks(QuantType t, const uint8_t* src, size_t blocks, float* dst) {
-  const size_t bytes = static_cast<size_t>(quant_type_info(t).bytes);
-  for (size_t i = 0; i < blocks; ++i) decode_block(t, src + i * bytes, dst + i * kQuantBlockElems);
+  const QuantTypeInfo& info = quant_type_info(t);
+  const size_t bytes = static_cast<size_t>(info.bytes),
+               elems = static_cast<size_t>(info.block_elems);
+  for (size_t i = 0; i < blocks; ++i) decode_block(t, src + i * bytes, dst + i * elems);
 }
 
 size_t first_block_with_bad_scale(QuantType t, const uint8_t* src, size_t blocks) {
   const size_t bytes = static_cast<size_t>(quant_type_info(t).bytes);
   for (size_t i = 0; i < blocks; ++i) {
     const uint8_t* b = src + i * bytes;
-    if (!std::isfinite(half_at(b)) || (has_min(t) && !std::isfinite(half_at(b + 2)))) return i;
+    if (!std::isfinite(half_at(b + d_offset(t))) || (has_min(t) && !std::isfinite(half_at(b + 2))))
+      return i;
   }
   return blocks;
 }

@@ -1,5 +1,5 @@
 // GGUF's quantized block formats, as ggml defines them (ggml-common.h): each block holds
-// kQuantBlockElems values of a row in `bytes` bytes, an f16 scale d first. This file decodes
+// `block_elems` values of a row in `bytes` bytes. This file decodes
 // them one block at a time in plain scalar code: the reference the quantized GEMV and GEMM
 // kernels (and the loader's checks) are measured against. The decoded values are bit for bit
 // those of the `gguf` Python package's dequantize (tests/fixtures/quant,
@@ -9,8 +9,13 @@
 //   Q5_0: d, 4 bytes of 5th bits, nibbles;  x = d (q - 16),       q in [0, 31]
 //   Q5_1: d, m, 4 bytes of 5th bits, nibbles; x = d q + m
 //   Q8_0: d, 32 int8;                        x = d q
-// Nibbles: byte j holds value j in its low half and value j + 16 in its high half; the 5th
-// bits: bit j of the little-endian 32-bit word is value j's.
+//   Q4_K: 256 values: d, dmin, 12 bytes of 6-bit scales and mins for 8 sub-blocks of 32, then
+//         128 bytes of nibbles;            x = (d sc) q - (dmin m)
+//   Q6_K: 256 values: 128 bytes of low nibbles, 64 of 2-bit highs, 16 int8 scales for 16
+//         sub-blocks of 16, then d;        x = (d sc) (q - 32),  q in [0, 63]
+// In the 32-value types byte j holds value j in its low half and value j + 16 in its high half,
+// and bit j of the little-endian 32-bit word of 5th bits is value j's. The K types' layouts are
+// spelled out in quant_blocks.cc.
 #pragma once
 
 #include <cstddef>
@@ -21,15 +26,14 @@
 
 namespace hanpu::cpu {
 
-enum class QuantType { kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0 };
-
-inline constexpr int kQuantBlockElems = 32;  // values per block of every type here
+enum class QuantType { kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ4_K, kQ6_K };
 
 struct QuantTypeInfo {
   QuantType type;
   std::string_view name;  // as GGUF tools print it: "Q4_0"
   uint32_t ggml_type;     // the tensor type id in a GGUF file
-  int bytes;              // per block of kQuantBlockElems values
+  int block_elems;        // values per block: 32, or 256 for the K types
+  int bytes;              // per block
 };
 
 std::span<const QuantTypeInfo> quant_types();
@@ -37,7 +41,7 @@ const QuantTypeInfo& quant_type_info(QuantType t);
 // The type of a GGUF tensor type id, if it is one of these.
 std::optional<QuantType> quant_type_of_ggml(uint32_t ggml_type);
 
-// Decodes `blocks` whole blocks at `src` into blocks * kQuantBlockElems floats at `dst`.
+// Decodes `blocks` whole blocks at `src` into blocks * block_elems floats at `dst`.
 void dequantize_blocks(QuantType t, const uint8_t* src, size_t blocks, float* dst);
 
 // Whether every scale (and min) of the blocks is finite: a NaN or an infinity there would

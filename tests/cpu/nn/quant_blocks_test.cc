@@ -1,4 +1,5 @@
-// GGUF block decoding against the `gguf` Python package's dequantize, bit for bit, on the
+// GGUF block decoding (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K) against the `gguf` Python
+// package's dequantize, bit for bit, on the
 // committed vectors (tests/fixtures/quant, scripts/make_quant_vectors.py: random blocks with
 // zero, extreme and subnormal f16 scales); NaN and infinite scales found by block.
 #include "cpu/nn/quant_blocks.h"
@@ -33,13 +34,13 @@ TEST(QuantBlocks, EveryTypeDecodesBitForBitAsTheGgufPackage) {
     ASSERT_FALSE(blocks.empty()) << t.name << ": fixture missing";
     ASSERT_EQ(blocks.size() % static_cast<size_t>(t.bytes), 0u) << t.name;
     const size_t n = blocks.size() / static_cast<size_t>(t.bytes);
-    ASSERT_EQ(want.size(), n * kQuantBlockElems * sizeof(float)) << t.name;
+    ASSERT_EQ(want.size(), n * static_cast<size_t>(t.block_elems) * sizeof(float)) << t.name;
     // Poisoned, with one value past the end that must stay untouched.
-    std::vector<float> got(n * kQuantBlockElems + 1, NAN);
+    std::vector<float> got(n * static_cast<size_t>(t.block_elems) + 1, NAN);
     dequantize_blocks(t.type, blocks.data(), n, got.data());
     ASSERT_TRUE(std::isnan(got.back())) << t.name << ": wrote past the end";
     size_t differ = 0, first = 0;
-    for (size_t i = 0; i < n * kQuantBlockElems; ++i) {
+    for (size_t i = 0; i < n * static_cast<size_t>(t.block_elems); ++i) {
       uint32_t a, b;
       std::memcpy(&a, &got[i], 4);
       std::memcpy(&b, want.data() + 4 * i, 4);
@@ -48,8 +49,8 @@ TEST(QuantBlocks, EveryTypeDecodesBitForBitAsTheGgufPackage) {
     float first_want;
     std::memcpy(&first_want, want.data() + 4 * first, 4);
     EXPECT_EQ(differ, 0u) << t.name << ": first at value " << first << " (block "
-                          << first / kQuantBlockElems << "): " << got[first] << " against "
-                          << first_want;
+                          << first / static_cast<size_t>(t.block_elems) << "): " << got[first]
+                          << " against " << first_want;
     EXPECT_EQ(first_block_with_bad_scale(t.type, blocks.data(), n), n) << t.name;
   }
 }
@@ -57,10 +58,13 @@ TEST(QuantBlocks, EveryTypeDecodesBitForBitAsTheGgufPackage) {
 TEST(QuantBlocks, NanAndInfiniteScalesAreFoundByBlock) {
   for (const QuantTypeInfo& t : quant_types()) {
     std::vector<uint8_t> blocks(static_cast<size_t>(t.bytes) * 5, 0x11);
+    const bool has_min =
+        t.type == QuantType::kQ4_1 || t.type == QuantType::kQ5_1 || t.type == QuantType::kQ4_K;
+    const int d_at = t.type == QuantType::kQ6_K ? t.bytes - 2 : 0;
     for (size_t b = 0; b < 5; ++b) {  // d = 1.0 (f16 0x3c00) in every block
-      blocks[b * t.bytes] = 0x00;
-      blocks[b * t.bytes + 1] = 0x3c;
-      if (t.type == QuantType::kQ4_1 || t.type == QuantType::kQ5_1) {
+      blocks[b * t.bytes + d_at] = 0x00;
+      blocks[b * t.bytes + d_at + 1] = 0x3c;
+      if (has_min) {
         blocks[b * t.bytes + 2] = 0x00;
         blocks[b * t.bytes + 3] = 0x3c;
       }
@@ -69,9 +73,9 @@ TEST(QuantBlocks, NanAndInfiniteScalesAreFoundByBlock) {
     for (const uint16_t bad :
          {uint16_t{0x7e00}, uint16_t{0x7c00}, uint16_t{0xfc00}}) {  // NaN, +inf, -inf
       std::vector<uint8_t> b = blocks;
-      std::memcpy(&b[3 * t.bytes], &bad, 2);
+      std::memcpy(&b[3 * t.bytes + d_at], &bad, 2);
       EXPECT_EQ(first_block_with_bad_scale(t.type, b.data(), 5), 3u) << t.name << " d " << bad;
-      if (t.type == QuantType::kQ4_1 || t.type == QuantType::kQ5_1) {
+      if (has_min) {
         std::vector<uint8_t> m = blocks;
         std::memcpy(&m[2 * t.bytes + 2], &bad, 2);
         EXPECT_EQ(first_block_with_bad_scale(t.type, m.data(), 5), 2u) << t.name << " m " << bad;
@@ -83,8 +87,10 @@ TEST(QuantBlocks, NanAndInfiniteScalesAreFoundByBlock) {
 TEST(QuantBlocks, TheTableMatchesGgufsTypeIds) {
   EXPECT_EQ(quant_type_of_ggml(2), QuantType::kQ4_0);
   EXPECT_EQ(quant_type_of_ggml(8), QuantType::kQ8_0);
-  EXPECT_FALSE(quant_type_of_ggml(0).has_value());   // F32
-  EXPECT_FALSE(quant_type_of_ggml(12).has_value());  // Q4_K: not yet
+  EXPECT_FALSE(quant_type_of_ggml(0).has_value());  // F32
+  EXPECT_EQ(quant_type_of_ggml(12), QuantType::kQ4_K);
+  EXPECT_EQ(quant_type_of_ggml(14), QuantType::kQ6_K);
+  EXPECT_FALSE(quant_type_of_ggml(13).has_value());  // Q5_K: not yet
   for (const QuantTypeInfo& t : quant_types()) {
     EXPECT_EQ(&quant_type_info(t.type), &t);
     EXPECT_EQ(quant_type_of_ggml(t.ggml_type), t.type);

@@ -16,7 +16,10 @@ import numpy as np
 from gguf import GGMLQuantizationType, GGML_QUANT_SIZES
 from gguf.quants import dequantize
 
-TYPES = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q6_K"]
+TYPES = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q6_K", "Q2_K", "Q3_K", "Q5_K", "IQ4_NL", "IQ4_XS"]
+# Where each type keeps its f16 super-scale d and, where it has one, its f16 min (dmin).
+D_AT = {"Q6_K": 208, "Q3_K": 108, "Q2_K": 80}
+MIN_AT = {"Q4_1": 2, "Q5_1": 2, "Q4_K": 2, "Q5_K": 2, "Q2_K": 82}
 BLOCKS = 64
 # f16 scales worth covering: zero (both signs), the extremes of the range, subnormals, ordinary.
 SPECIAL_SCALES = np.array([0.0, -0.0, 65504.0, -65504.0, 6.1035e-05, 5.96e-08, -5.96e-08, 1.0, -1.0, 0.5],
@@ -40,12 +43,13 @@ def main():
         qtype = GGMLQuantizationType[name]
         block_elems, block_bytes = GGML_QUANT_SIZES[qtype]
         blocks = rng.integers(0, 256, size=(BLOCKS, block_bytes), dtype=np.uint8)
-        # The f16 super-scales: d first in every type but Q6_K (last two bytes); Q4_1, Q5_1 and
-        # Q4_K follow d with an f16 min (dmin). The 6- and 8-bit sub-scales of the K types stay random.
-        d_at = block_bytes - 2 if name == "Q6_K" else 0
+        # The f16 super-scales (D_AT, MIN_AT) drawn as above; the sub-scales of the K and IQ
+        # types stay random bytes.
+        d_at = D_AT.get(name, 0)
         blocks[:, d_at:d_at + 2] = scales(rng, BLOCKS).view(np.uint8).reshape(BLOCKS, 2)
-        if name in ("Q4_1", "Q5_1", "Q4_K"):
-            blocks[:, 2:4] = scales(rng, BLOCKS)[::-1].copy().view(np.uint8).reshape(BLOCKS, 2)
+        if name in MIN_AT:
+            m_at = MIN_AT[name]
+            blocks[:, m_at:m_at + 2] = scales(rng, BLOCKS)[::-1].copy().view(np.uint8).reshape(BLOCKS, 2)
         values = dequantize(blocks.reshape(-1), qtype).astype("<f4")
         assert values.size == BLOCKS * block_elems and np.all(np.isfinite(values))
         (out_dir / f"{name.lower()}.blocks").write_bytes(blocks.tobytes())

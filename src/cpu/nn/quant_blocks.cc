@@ -16,11 +16,17 @@ constexpr int kBlock = 32;   // values per block of the 32-value types
 constexpr int kSuper = 256;  // values per block of the K types (ggml's QK_K)
 
 constexpr QuantTypeInfo kTypes[] = {
-    {QuantType::kQ4_0, "Q4_0", 2, kBlock, 18},   {QuantType::kQ4_1, "Q4_1", 3, kBlock, 20},
-    {QuantType::kQ5_0, "Q5_0", 6, kBlock, 22},   {QuantType::kQ5_1, "Q5_1", 7, kBlock, 24},
-    {QuantType::kQ8_0, "Q8_0", 8, kBlock, 34},   {QuantType::kQ4_K, "Q4_K", 12, kSuper, 144},
-    {QuantType::kQ6_K, "Q6_K", 14, kSuper, 210},
+    {QuantType::kQ4_0, "Q4_0", 2, kBlock, 18},      {QuantType::kQ4_1, "Q4_1", 3, kBlock, 20},
+    {QuantType::kQ5_0, "Q5_0", 6, kBlock, 22},      {QuantType::kQ5_1, "Q5_1", 7, kBlock, 24},
+    {QuantType::kQ8_0, "Q8_0", 8, kBlock, 34},      {QuantType::kQ4_K, "Q4_K", 12, kSuper, 144},
+    {QuantType::kQ6_K, "Q6_K", 14, kSuper, 210},    {QuantType::kQ2_K, "Q2_K", 10, kSuper, 84},
+    {QuantType::kQ3_K, "Q3_K", 11, kSuper, 110},    {QuantType::kQ5_K, "Q5_K", 13, kSuper, 176},
+    {QuantType::kIQ4_NL, "IQ4_NL", 20, kBlock, 18}, {QuantType::kIQ4_XS, "IQ4_XS", 23, kSuper, 136},
 };
+
+// IQ4_NL's and IQ4_XS's 16 levels (ggml's kvalues_iq4nl): a non-uniform 4-bit grid.
+constexpr int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                   1,    13,   25,  38,  53,  69,  89,  113};
 
 float half_at(const uint8_t* p) {
   uint16_t h;
@@ -28,12 +34,41 @@ float half_at(const uint8_t* p) {
   return f16_bits_to_f32(h);
 }
 
-bool has_min(QuantType t) {
-  return t == QuantType::kQ4_1 || t == QuantType::kQ5_1 || t == QuantType::kQ4_K;
+// Where a block's f16 super-scale d is, and its f16 min (dmin) where the type has one (-1).
+int d_offset(QuantType t) {
+  switch (t) {
+    case QuantType::kQ6_K:
+      return 208;
+    case QuantType::kQ3_K:
+      return 108;
+    case QuantType::kQ2_K:
+      return 80;
+    default:
+      return 0;
+  }
+}
+int min_offset(QuantType t) {
+  switch (t) {
+    case QuantType::kQ4_1:
+    case QuantType::kQ5_1:
+    case QuantType::kQ4_K:
+    case QuantType::kQ5_K:
+      return 2;
+    case QuantType::kQ2_K:
+      return 82;
+    default:
+      return -1;
+  }
 }
 
-// Where a block's f16 super-scale d is: first, except in Q6_K (last).
-int d_offset(QuantType t) { return t == QuantType::kQ6_K ? 208 : 0; }
+// Value i (of 256) of a plane of 2-bit fields (Q2_K's and Q3_K's 64 bytes): byte 32g + j holds
+// values 128g + 32k + j in its bit pairs k = 0..3.
+int two_bits(const uint8_t* q, int i) {
+  return (q[32 * (i / 128) + i % 32] >> (2 * ((i % 128) / 32))) & 3;
+}
+// Value i's bit in a 32-byte plane of single bits (Q3_K's hmask, Q5_K's qh): bit i / 32 of byte i
+// % 32.
+int one_bit(const uint8_t* q, int i) { return (q[i % 32] >> (i / 32)) & 1; }
 
 // Q4_K's 12 scale bytes hold 8 six-bit scales and 8 six-bit mins: bytes 0-3 the low 6 bits of
 // scales 0-3 (their top 2 bits: the high bits of scales 4-7), bytes 4-7 likewise for mins 0-3,
@@ -117,6 +152,70 @@ void decode_block(QuantType t, const uint8_t* b, float* x) {
       }
       return;
     }
+    case QuantType::kQ5_K: {
+      // Q4_K's scales, mins and nibbles, with a 5th bit per value from the 32 bytes of qh.
+      const float dmin = half_at(b + 2);
+      const uint8_t *qh = b + 16, *qs = b + 48;
+      for (int sub = 0; sub < 8; ++sub) {
+        int sc, m;
+        q4k_scale_min(b + 4, sub, &sc, &m);
+        const float ds = d * static_cast<float>(sc), dm = dmin * static_cast<float>(m);
+        for (int j = 0; j < 32; ++j) {
+          const int i = 32 * sub + j;
+          const int q =
+              ((qs[32 * (sub / 2) + j] >> (4 * (sub % 2))) & 0x0F) | (one_bit(qh, i) << 4);
+          x[i] = scaled(ds, static_cast<float>(q)) - dm;
+        }
+      }
+      return;
+    }
+    case QuantType::kQ3_K: {
+      // 16 six-bit scales (offset 32): the low 4 bits are nibble s / 8 of byte s % 8, the high 2
+      // bits pair s / 4 of byte 8 + s % 4. A value is its 2 low bits, less 4 where its hmask
+      // bit is clear.
+      const uint8_t *hmask = b, *qs = b + 32, *sb = b + 96;
+      for (int i = 0; i < kSuper; ++i) {
+        const int s = i / 16;
+        const int scale = (((sb[s % 8] >> (4 * (s / 8))) & 0x0F) |
+                           (((sb[8 + s % 4] >> (2 * (s / 4))) & 3) << 4)) -
+                          32;
+        const float dl = d * static_cast<float>(scale);
+        x[i] = scaled(dl, static_cast<float>(two_bits(qs, i) - (one_bit(hmask, i) ? 0 : 4)));
+      }
+      return;
+    }
+    case QuantType::kQ2_K: {
+      // 16 sub-blocks of 16: byte s of the first 16 holds sub-block s's 4-bit scale (low) and
+      // min (high).
+      const float dmin = half_at(b + 82);
+      const uint8_t* qs = b + 16;
+      for (int i = 0; i < kSuper; ++i) {
+        const int s = i / 16;
+        const float dl = d * static_cast<float>(b[s] & 0x0F),
+                    ml = dmin * static_cast<float>(b[s] >> 4);
+        x[i] = scaled(dl, static_cast<float>(two_bits(qs, i))) - ml;
+      }
+      return;
+    }
+    case QuantType::kIQ4_NL:
+      for (int j = 0; j < kBlock; ++j)
+        x[j] = scaled(d, static_cast<float>(kIq4Levels[nibble(b + 2, j)]));
+      return;
+    case QuantType::kIQ4_XS: {
+      // 8 sub-blocks of 32 with six-bit scales (offset 32): low 4 bits nibble ib % 2 of byte
+      // 4 + ib / 2, high 2 bits pair ib of the 16-bit word at byte 2. Sub-block ib's values are
+      // the 16 bytes at 8 + 16 ib, low nibbles first, mapped through the IQ4 levels.
+      uint16_t high;
+      std::memcpy(&high, b + 2, sizeof(high));
+      for (int ib = 0; ib < 8; ++ib) {
+        const int scale =
+            (((b[4 + ib / 2] >> (4 * (ib % 2))) & 0x0F) | (((high >> (2 * ib)) & 3) << 4)) - 32;
+        const float dl = d * static_cast<float>(scale);
+        for (int j = 0; j < 32; ++j)
+          x[32 * ib + j] = scaled(dl, static_cast<float>(kIq4Levels[nibble(b + 8 + 16 * ib, j)]));
+      }
+      return;
+    }
   }
 }
 
@@ -144,7 +243,8 @@ size_t first_block_with_bad_scale(QuantType t, const uint8_t* src, size_t blocks
   const size_t bytes = static_cast<size_t>(quant_type_info(t).bytes);
   for (size_t i = 0; i < blocks; ++i) {
     const uint8_t* b = src + i * bytes;
-    if (!std::isfinite(half_at(b + d_offset(t))) || (has_min(t) && !std::isfinite(half_at(b + 2))))
+    const int m = min_offset(t);
+    if (!std::isfinite(half_at(b + d_offset(t))) || (m >= 0 && !std::isfinite(half_at(b + m))))
       return i;
   }
   return blocks;

@@ -13,6 +13,10 @@
 //         128 bytes of nibbles;            x = (d sc) q - (dmin m)
 //   Q6_K: 256 values: 128 bytes of low nibbles, 64 of 2-bit highs, 16 int8 scales for 16
 //         sub-blocks of 16, then d;        x = (d sc) (q - 32),  q in [0, 63]
+//   Q5_K: Q4_K with a 5th bit per value;   Q2_K: 4-bit scales and mins, 2-bit values;
+//   Q3_K: 6-bit scales, 3-bit values (2 bits and a mask bit);
+//   IQ4_NL (32 values) and IQ4_XS (256, 6-bit sub-scales): 4-bit indices into a fixed
+//         non-uniform grid of 16 levels, x = d (sc) level[q]
 // In the 32-value types byte j holds value j in its low half and value j + 16 in its high half,
 // and bit j of the little-endian 32-bit word of 5th bits is value j's. The K types' layouts are
 // spelled out in quant_blocks.cc.
@@ -26,7 +30,20 @@
 
 namespace hanpu::cpu {
 
-enum class QuantType { kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ4_K, kQ6_K };
+enum class QuantType {
+  kQ4_0,
+  kQ4_1,
+  kQ5_0,
+  kQ5_1,
+  kQ8_0,
+  kQ4_K,
+  kQ6_K,
+  kQ2_K,
+  kQ3_K,
+  kQ5_K,
+  kIQ4_NL,
+  kIQ4_XS
+};
 
 struct QuantTypeInfo {
   QuantType type;

@@ -1,7 +1,7 @@
-// GGUF block decoding (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K) against the `gguf` Python
-// package's dequantize, bit for bit, on the
-// committed vectors (tests/fixtures/quant, scripts/make_quant_vectors.py: random blocks with
-// zero, extreme and subnormal f16 scales); NaN and infinite scales found by block.
+// GGUF block decoding (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K, IQ4_NL, IQ4_XS) against the `gguf`
+// Python package's dequantize, bit for bit, on the committed vectors (tests/fixtures/quant,
+// scripts/make_quant_vectors.py: random blocks with zero, extreme and subnormal f16 scales); NaN
+// and infinite scales found by block.
 #include "cpu/nn/quant_blocks.h"
 
 #include <gtest/gtest.h>
@@ -58,15 +58,21 @@ TEST(QuantBlocks, EveryTypeDecodesBitForBitAsTheGgufPackage) {
 TEST(QuantBlocks, NanAndInfiniteScalesAreFoundByBlock) {
   for (const QuantTypeInfo& t : quant_types()) {
     std::vector<uint8_t> blocks(static_cast<size_t>(t.bytes) * 5, 0x11);
-    const bool has_min =
-        t.type == QuantType::kQ4_1 || t.type == QuantType::kQ5_1 || t.type == QuantType::kQ4_K;
-    const int d_at = t.type == QuantType::kQ6_K ? t.bytes - 2 : 0;
+    // Where the f16 d and dmin are (quant_blocks.h's layouts).
+    const int d_at = t.type == QuantType::kQ6_K   ? 208
+                     : t.type == QuantType::kQ3_K ? 108
+                     : t.type == QuantType::kQ2_K ? 80
+                                                  : 0;
+    const int m_at = t.type == QuantType::kQ2_K ? 82 : 2;
+    const bool has_min = t.type == QuantType::kQ4_1 || t.type == QuantType::kQ5_1 ||
+                         t.type == QuantType::kQ4_K || t.type == QuantType::kQ5_K ||
+                         t.type == QuantType::kQ2_K;
     for (size_t b = 0; b < 5; ++b) {  // d = 1.0 (f16 0x3c00) in every block
       blocks[b * t.bytes + d_at] = 0x00;
       blocks[b * t.bytes + d_at + 1] = 0x3c;
       if (has_min) {
-        blocks[b * t.bytes + 2] = 0x00;
-        blocks[b * t.bytes + 3] = 0x3c;
+        blocks[b * t.bytes + m_at] = 0x00;
+        blocks[b * t.bytes + m_at + 1] = 0x3c;
       }
     }
     EXPECT_EQ(first_block_with_bad_scale(t.type, blocks.data(), 5), 5u) << t.name;
@@ -77,7 +83,7 @@ TEST(QuantBlocks, NanAndInfiniteScalesAreFoundByBlock) {
       EXPECT_EQ(first_block_with_bad_scale(t.type, b.data(), 5), 3u) << t.name << " d " << bad;
       if (has_min) {
         std::vector<uint8_t> m = blocks;
-        std::memcpy(&m[2 * t.bytes + 2], &bad, 2);
+        std::memcpy(&m[2 * t.bytes + m_at], &bad, 2);
         EXPECT_EQ(first_block_with_bad_scale(t.type, m.data(), 5), 2u) << t.name << " m " << bad;
       }
     }
@@ -90,7 +96,9 @@ TEST(QuantBlocks, TheTableMatchesGgufsTypeIds) {
   EXPECT_FALSE(quant_type_of_ggml(0).has_value());  // F32
   EXPECT_EQ(quant_type_of_ggml(12), QuantType::kQ4_K);
   EXPECT_EQ(quant_type_of_ggml(14), QuantType::kQ6_K);
-  EXPECT_FALSE(quant_type_of_ggml(13).has_value());  // Q5_K: not yet
+  EXPECT_EQ(quant_type_of_ggml(23), QuantType::kIQ4_XS);
+  EXPECT_FALSE(quant_type_of_ggml(15).has_value());  // Q8_K: activations only
+  EXPECT_FALSE(quant_type_of_ggml(16).has_value());  // IQ2_XXS: not supported
   for (const QuantTypeInfo& t : quant_types()) {
     EXPECT_EQ(&quant_type_info(t.type), &t);
     EXPECT_EQ(quant_type_of_ggml(t.ggml_type), t.type);

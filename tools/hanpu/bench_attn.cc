@@ -81,21 +81,9 @@ Status time_attn(int repeats, int threads, const std::function<Status(AttnStats*
 
 // The report's columns: llama-bench's markdown table by default (bench_report.h).
 std::vector<ReportColumn> attn_columns() {
-  std::vector<ReportColumn> c = {{"placement", "placement"},
-                                 {"mask", "mask"},
-                                 {"dtype", "dtype"},
-                                 {"products", "products"},
-                                 {"T", "T"},
-                                 {"Tk", "Tk"},
-                                 {"Hq", "Hq"},
-                                 {"Hkv", "Hkv"},
-                                 {"D", "D"},
-                                 {"threads", "threads"},
-                                 {"tiles", "tiles"}};
-  for (const ReportColumn& t : timing_columns()) c.push_back(t);
-  c.insert(c.end(),
-           {{"imbalance_text", "imbalance"}, {"extra_mem", "extra mem"}, {"group_text", "group"}});
-  return c;
+  return kernel_columns(
+      {"placement", "mask", "dtype", "products", "T", "Tk", "Hq", "Hkv", "D", "threads", "tiles"},
+      {{"imbalance_text", "imbalance"}, {"extra_mem", "extra mem"}, {"group_text", "group"}});
 }
 
 void report_row(BenchReport& report, const Row& r) {
@@ -165,13 +153,7 @@ void add_bench_attn_options(CLI::App& cmd, BenchAttnOptions& o) {
                  "key rows per tile (0: heuristic); several: each, side by side")
       ->check(shape_range(0))
       ->capture_default_str();
-  cmd.add_option("--threads", o.threads, "worker threads (0: HANPU_THREADS or all cores)")
-      ->capture_default_str()
-      ->check(thread_range());
-  cmd.add_option("--repeats", o.repeats, "timed runs per row (median reported)")
-      ->capture_default_str()
-      ->check(repeat_range());
-  add_report_flags(cmd, o.report);
+  add_kernel_bench_flags(cmd, o.threads, o.repeats, o.report);
 }
 
 int run_bench_attn(const BenchAttnOptions& o) {

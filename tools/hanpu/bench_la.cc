@@ -37,19 +37,9 @@ struct Row {
 
 // The report's columns: llama-bench's markdown table by default (bench_report.h).
 std::vector<ReportColumn> la_columns() {
-  std::vector<ReportColumn> c = {{"mech", "mech"},
-                                 {"strategy", "strategy"},
-                                 {"dtype", "dtype"},
-                                 {"T", "T"},
-                                 {"H", "H"},
-                                 {"HV", "HV"},
-                                 {"K", "K"},
-                                 {"V", "V"},
-                                 {"threads", "threads"}};
-  for (const ReportColumn& t : timing_columns()) c.push_back(t);
-  c.insert(c.end(),
-           {{"imbalance_text", "imbalance"}, {"extra_mem", "extra mem"}, {"group", "group"}});
-  return c;
+  return kernel_columns(
+      {"mech", "strategy", "dtype", "T", "H", "HV", "K", "V", "threads"},
+      {{"imbalance_text", "imbalance"}, {"extra_mem", "extra mem"}, {"group", "group"}});
 }
 
 void report_row(BenchReport& report, const Row& r) {
@@ -90,12 +80,7 @@ void add_bench_la_options(CLI::App& cmd, BenchLaOptions& o) {
   cmd.add_option("--dim", o.dim, "head dim K = V (<= 256)")
       ->capture_default_str()
       ->check(shape_range());
-  cmd.add_option("--threads", o.threads, "worker threads (0: HANPU_THREADS or all cores)")
-      ->capture_default_str()
-      ->check(thread_range());
-  cmd.add_option("--repeats", o.repeats, "timed runs per row (median reported)")
-      ->capture_default_str()
-      ->check(repeat_range());
+  add_kernel_bench_flags(cmd, o.threads, o.repeats, o.report);
   cmd.add_option("--chunk", o.chunk, "chunk size C: 16, 32, 64, 128")
       ->capture_default_str()
       ->check(shape_range());
@@ -107,7 +92,6 @@ void add_bench_la_options(CLI::App& cmd, BenchLaOptions& o) {
                  "value heads the --stages profile walks in lockstep")
       ->capture_default_str()
       ->check(shape_range());
-  add_report_flags(cmd, o.report);
 }
 
 int run_bench_la(const BenchLaOptions& o) {

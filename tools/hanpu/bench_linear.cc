@@ -68,12 +68,8 @@ struct Row {
 
 // The report's columns: llama-bench's markdown table by default (bench_report.h).
 std::vector<ReportColumn> linear_columns() {
-  std::vector<ReportColumn> c = {
-      {"proj", "proj"}, {"impl", "impl"}, {"unit", "unit"}, {"weights", "weights"},
-      {"in", "in"},     {"out", "out"},   {"T", "T"},       {"threads", "threads"}};
-  for (const ReportColumn& t : timing_columns()) c.push_back(t);
-  c.push_back({"weight_gbps_text", "weight GB/s"});
-  return c;
+  return kernel_columns({"proj", "impl", "unit", "weights", "in", "out", "T", "threads"},
+                        {{"weight_gbps_text", "weight GB/s"}});
 }
 
 void report_row(BenchReport& report, const Row& r) {
@@ -108,13 +104,7 @@ void add_bench_linear_options(CLI::App& cmd, BenchLinearOptions& o) {
   cmd.add_flag("--cold", o.cold,
                "evict the caches before every timed call (weights and x from DRAM, as in a model's "
                "prefill)");
-  cmd.add_option("--threads", o.threads, "worker threads (0: HANPU_THREADS or all cores)")
-      ->capture_default_str()
-      ->check(thread_range());
-  cmd.add_option("--repeats", o.repeats, "timed runs per row (median reported)")
-      ->capture_default_str()
-      ->check(repeat_range());
-  add_report_flags(cmd, o.report);
+  add_kernel_bench_flags(cmd, o.threads, o.repeats, o.report);
 }
 
 int run_bench_linear(const BenchLinearOptions& o) {

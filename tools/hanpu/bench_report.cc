@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "flag_checks.h"
 #include "hanpu/version.h"
 
 namespace hanpu::cli {
@@ -31,6 +32,16 @@ void add_report_flags(CLI::App& app, ReportFlags& flags) {
           ->capture_default_str()
           ->check(CLI::IsMember({"md", "csv", "json", "jsonl"}));
   app.add_flag("--json", flags.json, "the same as -o jsonl (progress on stderr)")->excludes(output);
+}
+
+void add_kernel_bench_flags(CLI::App& app, int& threads, int& repeats, ReportFlags& report) {
+  app.add_option("--threads", threads, "worker threads (0: HANPU_THREADS or all cores)")
+      ->capture_default_str()
+      ->check(thread_range());
+  app.add_option("--repeats", repeats, "timed runs per row (median reported)")
+      ->capture_default_str()
+      ->check(repeat_range());
+  add_report_flags(app, report);
 }
 
 std::string cpu_model_name() {
@@ -160,6 +171,20 @@ void add_timing(nlohmann::json& row, double median_ms, double stddev_ms, double 
     row["gflops_text"] = fmt::format("{:.1f}", gflops);
     row["pct_peak_text"] = fmt::format("{:.1f}%", pct_peak);
   }
+}
+
+std::vector<ReportColumn> columns_named(std::initializer_list<const char*> keys) {
+  std::vector<ReportColumn> out;
+  for (const char* k : keys) out.push_back({k, k});
+  return out;
+}
+
+std::vector<ReportColumn> kernel_columns(std::initializer_list<const char*> leading,
+                                         const std::vector<ReportColumn>& trailing) {
+  std::vector<ReportColumn> out = columns_named(leading);
+  for (const ReportColumn& t : timing_columns()) out.push_back(t);
+  out.insert(out.end(), trailing.begin(), trailing.end());
+  return out;
 }
 
 std::vector<ReportColumn> timing_columns() {

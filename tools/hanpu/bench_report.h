@@ -4,6 +4,7 @@
 // a row is a JSON object holding at least those keys (json/jsonl print all of its keys).
 #pragma once
 
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +25,8 @@ struct ReportFlags {
   ReportFormat format() const;  // after parsing
 };
 void add_report_flags(CLI::App& app, ReportFlags& flags);
+// What the kernel benchmarks (la, attn, linear) share: --threads, --repeats and the report flags.
+void add_kernel_bench_flags(CLI::App& app, int& threads, int& repeats, ReportFlags& report);
 
 // The CPU's model name (/proc/cpuinfo; "unknown" elsewhere).
 std::string cpu_model_name();
@@ -65,6 +68,12 @@ class BenchReport {
 void add_timing(nlohmann::json& row, double median_ms, double stddev_ms, double gflops,
                 double pct_peak, double peak_gflops, bool tabular, int decimals = 2);
 std::vector<ReportColumn> timing_columns();
+
+// Columns whose header is their key.
+std::vector<ReportColumn> columns_named(std::initializer_list<const char*> keys);
+// A kernel benchmark's table: `leading` (header = key), the timing cells, then `trailing`.
+std::vector<ReportColumn> kernel_columns(std::initializer_list<const char*> leading,
+                                         const std::vector<ReportColumn>& trailing);
 
 // "123.45 ± 6.78": a rate with its standard deviation over the runs, as llama-bench prints it.
 std::string with_stddev(double mean, double stddev, int decimals = 2);

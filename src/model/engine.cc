@@ -260,28 +260,15 @@ Status resolve_attn_products(const std::string& name, DType kv_dtype, AttnProduc
 // ModelRunOptions::projection: a kernel of the table that this CPU has; "auto" takes
 // HANPU_PROJECTION, which is checked the same way (a typo there is an error, not ignored).
 Status resolve_projection(const std::string& name, cpu::ProjectionKernel* out) {
-  std::string asked = name, where = "projection";
-  if (name == "auto") {
-    const char* env = env_text(EnvVar::kProjection);
-    if (env == nullptr) {
-      *out = cpu::ProjectionKernel::kAuto;
-      return Status::Ok();
-    }
-    asked = env;
-    where = "HANPU_PROJECTION";
+  if (name != "auto") {
+    const Status st = cpu::parse_usable_projection_kernel(name, out);
+    return st.ok() ? st : Status::Error("projection " + st.message());
   }
-  const std::optional<cpu::ProjectionKernel> k = cpu::parse_projection_kernel(asked);
-  std::string names, usable;
-  for (const cpu::ProjectionKernelInfo& i : cpu::projection_kernels()) {
-    names += (names.empty() ? "" : ", ") + std::string(i.name);
-    if (i.usable()) usable += (usable.empty() ? "" : ", ") + std::string(i.name);
-  }
-  if (!k) return Status::Error(fmt::format("{} '{}' is not one of {}", where, asked, names));
-  if (!cpu::projection_kernel_info(*k).usable())
-    return Status::Error(fmt::format(
-        "{} '{}': this CPU (or build) does not have it; usable here: {}", where, asked, usable));
-  *out = *k;
-  return Status::Ok();
+  const char* env = env_text(EnvVar::kProjection);
+  *out = cpu::ProjectionKernel::kAuto;
+  if (env == nullptr) return Status::Ok();
+  const Status st = cpu::parse_usable_projection_kernel(env, out);
+  return st.ok() ? st : Status::Error("HANPU_PROJECTION " + st.message());
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "hanpu/attn.h"
 #include "hanpu/la.h"
+#include "cpu/nn/projection_kernels.h"
 #include "hanpu/machine.h"
 
 namespace hanpu::cli {
@@ -44,16 +45,9 @@ CLI::Validator storage_names() {
 CLI::Validator projection_names() {
   return CLI::Validator(
       [](std::string& v) {
-        std::string names, usable;
-        for (const ProjectionKernelSummary& k : projection_kernel_summaries()) {
-          if (k.name == v) {
-            return k.usable ? std::string()
-                            : v + ": this CPU (or build) does not have it (`hanpu info` lists what "
-                                  "it has)";
-          }
-          names += (names.empty() ? "" : ", ") + k.name;
-        }
-        return v + " is not one of " + names;
+        cpu::ProjectionKernel k;
+        const Status st = cpu::parse_usable_projection_kernel(v, &k);
+        return st.ok() ? std::string() : st.message();
       },
       "KERNEL");
 }

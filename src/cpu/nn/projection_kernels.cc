@@ -1,6 +1,8 @@
 // The projection kernels' table (see projection_kernels.h).
 #include "cpu/nn/projection_kernels.h"
 
+#include <string>
+
 #include "base/env_settings.h"
 #include "cpu/nn/blas_sgemm.h"
 #include "hanpu/machine.h"
@@ -44,6 +46,21 @@ std::optional<ProjectionKernel> parse_projection_kernel(std::string_view name) {
     if (k.name == name) return k.kernel;
   }
   return std::nullopt;
+}
+
+Status parse_usable_projection_kernel(std::string_view name, ProjectionKernel* out) {
+  std::string names, usable;
+  for (const ProjectionKernelInfo& k : kKernels) {
+    names += (names.empty() ? "" : ", ") + std::string(k.name);
+    if (k.usable()) usable += (usable.empty() ? "" : ", ") + std::string(k.name);
+  }
+  const std::optional<ProjectionKernel> k = parse_projection_kernel(name);
+  if (!k) return Status::Error(std::string(name) + " is not one of " + names);
+  if (!projection_kernel_info(*k).usable())
+    return Status::Error(std::string(name) +
+                         ": this CPU (or build) does not have it; usable here: " + usable);
+  *out = *k;
+  return Status::Ok();
 }
 
 ProjectionKernel projection_kernel_from_env() {

@@ -14,6 +14,8 @@
 #include <span>
 #include <string_view>
 
+#include "hanpu/status.h"
+
 namespace hanpu::cpu {
 
 enum class ProjectionKernel { kAuto, kAmx, kDot, kPairs, kBlas, kFma };
@@ -29,6 +31,10 @@ struct ProjectionKernelInfo {
 std::span<const ProjectionKernelInfo> projection_kernels();
 const ProjectionKernelInfo& projection_kernel_info(ProjectionKernel k);
 std::optional<ProjectionKernel> parse_projection_kernel(std::string_view name);
+// A kernel named by a user (a flag, ModelRunOptions::projection, HANPU_PROJECTION): the table's
+// kernel, or an error naming `name` and what is wrong: not one of the table's names, or a
+// kernel this CPU (or build) lacks, with the usable ones listed.
+Status parse_usable_projection_kernel(std::string_view name, ProjectionKernel* out);
 
 // What kAuto means in this process: HANPU_PROJECTION where it names a kernel, else kAuto.
 ProjectionKernel projection_kernel_from_env();

@@ -135,31 +135,53 @@ Status read_value(Cursor& c, uint32_t type, int depth, GgufValue* out) {
   }
 }
 
-const char* ggml_type_name(uint32_t t) {
+// Names of the ggml types hanpu does not load, for the error that refuses them.
+const char* unsupported_ggml_type_name(uint32_t t) {
   switch (t) {
-    case 2:
-      return "Q4_0";
-    case 3:
-      return "Q4_1";
-    case 6:
-      return "Q5_0";
-    case 7:
-      return "Q5_1";
-    case 8:
-      return "Q8_0";
-    case 10:
-      return "Q2_K";
-    case 11:
-      return "Q3_K";
-    case 12:
-      return "Q4_K";
-    case 13:
-      return "Q5_K";
-    case 14:
-      return "Q6_K";
+    case 9:
+      return "Q8_1";
+    case 15:
+      return "Q8_K";
+    case 16:
+      return "IQ2_XXS";
+    case 17:
+      return "IQ2_XS";
+    case 18:
+      return "IQ3_XXS";
+    case 19:
+      return "IQ1_S";
+    case 21:
+      return "IQ3_S";
+    case 22:
+      return "IQ2_S";
+    case 24:
+      return "I8";
+    case 25:
+      return "I16";
+    case 26:
+      return "I32";
+    case 27:
+      return "I64";
+    case 28:
+      return "F64";
+    case 29:
+      return "IQ1_M";
+    case 34:
+      return "TQ1_0";
+    case 35:
+      return "TQ2_0";
+    case 39:
+      return "MXFP4";
     default:
       return nullptr;
   }
+}
+
+// "F32, F16, BF16, Q4_0, ...": every tensor type hanpu loads.
+std::string supported_types() {
+  std::string s = "F32, F16, BF16";
+  for (const QuantTypeInfo& q : quant_types()) s += fmt::format(", {}", q.name);
+  return s;
 }
 
 struct Info {
@@ -238,22 +260,33 @@ Status parse_gguf(const uint8_t* bytes, size_t size, const std::string& file,
       return Status::Error(fmt::format("{}: tensor '{}': {}", file, t.name, what));
     };
     StoredTensor st;
-    if (t.type == 0)
+    if (t.type == 0) {
       st.dtype = DType::kF32;
-    else if (t.type == 1)
+    } else if (t.type == 1) {
       st.dtype = DType::kF16;
-    else if (t.type == 30)
+    } else if (t.type == 30) {
       st.dtype = DType::kBF16;
-    else if (const char* q = ggml_type_name(t.type))
-      return bad(fmt::format("type {} is quantised; hanpu loads F32, F16 and BF16", q));
-    else
-      return bad(fmt::format("ggml type {} is not supported (F32, F16, BF16)", t.type));
+    } else if (std::optional<QuantType> q = quant_type_of_ggml(t.type)) {
+      st.quant = q;
+    } else {
+      const char* name = unsupported_ggml_type_name(t.type);
+      return bad(fmt::format("type {} is not supported; hanpu loads {}",
+                             name ? std::string(name) : fmt::format("id {}", t.type),
+                             supported_types()));
+    }
     const std::optional<uint64_t> counted = checked_numel(t.ne);
     if (!counted) return bad("absurdly large shape");
     const uint64_t numel = *counted;
     for (auto it = t.ne.rbegin(); it != t.ne.rend(); ++it)
       st.shape.push_back(static_cast<int64_t>(*it));
-    const uint64_t bytes_needed = numel * dtype_size(st.dtype);
+    if (st.quant) {
+      const QuantTypeInfo& q = quant_type_info(*st.quant);
+      if (t.ne[0] % static_cast<uint64_t>(q.block_elems) != 0) {
+        return bad(fmt::format("rows of {} values are not whole {} blocks of {}", t.ne[0],
+                               q.name, q.block_elems));
+      }
+    }
+    const uint64_t bytes_needed = stored_bytes(st, numel);
     if (t.offset % alignment != 0)
       return bad(
           fmt::format("offset {} is not a multiple of the alignment {}", t.offset, alignment));
@@ -264,6 +297,16 @@ Status parse_gguf(const uint8_t* bytes, size_t size, const std::string& file,
     }
     st.data = bytes + data_start + t.offset;
     st.file_offset = data_start + t.offset;
+    if (st.quant) {
+      const QuantTypeInfo& q = quant_type_info(*st.quant);
+      const uint64_t blocks = numel / static_cast<uint64_t>(q.block_elems);
+      const size_t b = first_block_with_bad_scale(*st.quant, st.data, blocks);
+      if (b < blocks) {
+        return bad(fmt::format("{} block {} (row {}, file offset {}) has a NaN or infinite scale",
+                               q.name, b, b * q.block_elems / t.ne[0],
+                               st.file_offset + b * static_cast<uint64_t>(q.bytes)));
+      }
+    }
     st.file = file;
     // A zero-size tensor holds no bytes and so overlaps nothing, wherever its offset points.
     if (bytes_needed > 0) ranges.push_back({t.offset, t.offset + bytes_needed, &t.name});

@@ -1,4 +1,5 @@
-// GGUF checkpoints (llama.cpp's format), F32/F16/BF16 tensors, architectures `qwen35` and
+// GGUF checkpoints (llama.cpp's format), F32/F16/BF16 tensors and the block types of
+// base/quant_blocks.h in any mix, architectures `qwen35` and
 // `qwen3next`. Layout: "GGUF", u32 version (2 or 3), u64 tensor count, u64 metadata count,
 // metadata (key string, u32 type, value), tensor infos (name, u32 n_dims, u64 ne[n_dims]
 // innermost first, u32 ggml type, u64 offset into the data section), then the data section at
@@ -39,8 +40,10 @@ inline constexpr uint64_t kGgufMaxArray = 1u << 26;
 // Validates the header of a whole GGUF file held in `bytes`; fills `meta` and adds the
 // tensors to `store` under their GGUF names (shape reversed to row-major, outermost first).
 // Errors name the file and the byte offset: truncation, bad magic or version, absurd counts
-// or lengths, unknown value types, tensor types other than F32/F16/BF16 (quantised types are
-// named), data ranges past the end or overlapping. Nothing is added on error.
+// or lengths, unknown value types, tensor types hanpu does not load (named, with the list it
+// does), rows that are not whole blocks of their type, blocks whose scale is NaN or infinite
+// (named by block, row and offset), data ranges past the end or overlapping. Nothing is added
+// on error.
 Status parse_gguf(const uint8_t* bytes, size_t size, const std::string& file, GgufMetadata* meta,
                   WeightStore* store);
 

@@ -85,7 +85,19 @@ void stored_to_f32(const StoredTensor& t, float* out) {
   stored_to_f32(t, 0, shape_numel(t.shape), out);
 }
 
+uint64_t stored_bytes(const StoredTensor& t, uint64_t numel) {
+  if (!t.quant) return numel * dtype_size(t.dtype);
+  const QuantTypeInfo& q = quant_type_info(*t.quant);
+  return numel / static_cast<uint64_t>(q.block_elems) * static_cast<uint64_t>(q.bytes);
+}
+
 void stored_to_f32(const StoredTensor& t, int64_t first, int64_t n, float* out) {
+  if (t.quant) {
+    const QuantTypeInfo& q = quant_type_info(*t.quant);
+    dequantize_blocks(*t.quant, t.data + stored_bytes(t, static_cast<uint64_t>(first)),
+                      static_cast<size_t>(n / q.block_elems), out);
+    return;
+  }
   if (t.dtype == DType::kF32) {
     std::memcpy(out, t.data + 4 * first,
                 static_cast<size_t>(n) * sizeof(float));  // data may be unaligned

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/quant_blocks.h"
 #include "hanpu/dtype.h"
 #include "hanpu/status.h"
 #include "hanpu/tensor.h"
@@ -18,7 +19,8 @@
 namespace hanpu::model {
 
 struct StoredTensor {
-  DType dtype = DType::kF32;
+  DType dtype = DType::kF32;       // of a plain tensor
+  std::optional<QuantType> quant;  // set for a GGUF block type: each row a run of whole blocks
   Shape shape;
   const uint8_t* data = nullptr;
   uint64_t file_offset = 0;  // of the first byte, for error messages
@@ -52,9 +54,14 @@ class WeightStore {
 // dimension cannot hide a huge one.
 std::optional<uint64_t> checked_numel(const std::vector<uint64_t>& dims);
 
-// Copies a stored tensor into fp32 (any supported dtype), `out` sized numel.
+// Bytes of `numel` values of `t`'s type (quantized: numel / block_elems whole blocks; the
+// loader checked that rows hold whole blocks).
+uint64_t stored_bytes(const StoredTensor& t, uint64_t numel);
+
+// Copies a stored tensor into fp32 (any supported dtype or block type), `out` sized numel.
 void stored_to_f32(const StoredTensor& t, float* out);
-// The same for elements [first, first + n) of it.
+// The same for elements [first, first + n) of it (a quantized tensor's blocks are decoded
+// whole, so first and n must be multiples of its block size, as whole rows are).
 void stored_to_f32(const StoredTensor& t, int64_t first, int64_t n, float* out);
 // Index of the first non-finite value of x[n], or n. (simd::find_non_finite does the same
 // with Highway; the checkpoint readers stay free of the kernels so the fuzzers build alone.)

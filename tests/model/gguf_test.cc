@@ -121,6 +121,44 @@ TEST(Gguf, GoodHeaderParses) {
   EXPECT_EQ(store.find("b")->dtype, DType::kBF16);
 }
 
+// Every block type of base/quant_blocks.h loads, in one file (a per-tensor mix), as rows of
+// whole blocks; stored_to_f32 decodes them as dequantize_blocks does.
+TEST(Gguf, QuantizedTensorsOfEveryTypeLoadAsBlocks) {
+  std::vector<TensorSpec> specs;
+  uint64_t offset = 0;
+  for (const QuantTypeInfo& q : quant_types()) {
+    specs.push_back({std::string(q.name), {static_cast<uint64_t>(q.block_elems), 2},
+                     q.ggml_type, offset});
+    offset += (2 * q.bytes + 31) / 32 * 32;
+  }
+  auto f = make_gguf(specs, offset);
+  const size_t data = f.size() - offset;
+  std::mt19937 rng(7);
+  for (size_t i = data; i < f.size(); ++i) f[i] = static_cast<uint8_t>(rng());
+  // Finite f16 scales: clear each block's bytes the decoder reads as scales' top exponent bits
+  // by making every byte small (f16 with exponent < 31 needs byte 1 of the scale < 0x7c).
+  for (size_t i = data; i < f.size(); ++i) f[i] &= 0x3f;
+  GgufMetadata meta;
+  WeightStore store;
+  const Status st = parse_gguf(f.data(), f.size(), "q.gguf", &meta, &store);
+  ASSERT_TRUE(st.ok()) << st.message();
+  for (const QuantTypeInfo& q : quant_types()) {
+    const StoredTensor* t = store.find(std::string(q.name));
+    ASSERT_NE(t, nullptr) << q.name;
+    ASSERT_TRUE(t->quant.has_value());
+    EXPECT_EQ(*t->quant, q.type);
+    EXPECT_EQ(t->shape, (Shape{2, q.block_elems}));
+    std::vector<float> got(2 * q.block_elems, std::nanf("")), want(2 * q.block_elems);
+    stored_to_f32(*t, got.data());
+    dequantize_blocks(q.type, t->data, 2, want.data());
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << q.name << " " << i;
+    // The second row alone, as the weight converters read rows.
+    stored_to_f32(*t, q.block_elems, q.block_elems, got.data());
+    for (int i = 0; i < q.block_elems; ++i)
+      ASSERT_EQ(got[i], want[q.block_elems + i]) << q.name << " " << i;
+  }
+}
+
 TEST(Gguf, MalformedHeadersAreRefusedByName) {
   struct Case {
     const char* what;
@@ -161,16 +199,45 @@ TEST(Gguf, MalformedHeadersAreRefusedByName) {
          return f;
        },
        "runs past the end"},
-      {"quantised",
+      // Q4_K blocks hold 256 values: a row of 32 is not a whole block.
+      {"row not whole blocks",
        [] {
-         return make_gguf({{"a", {32}, 12, 0}}, 64);
+         return make_gguf({{"a", {32, 2}, 12, 0}}, 512);
        },
-       "Q4_K"},
+       "rows of 32 values are not whole Q4_K blocks of 256"},
+      {"unsupported type named",
+       [] {
+         return make_gguf({{"a", {256}, 16, 0}}, 512);
+       },
+       "type IQ2_XXS is not supported; hanpu loads F32, F16, BF16, Q4_0"},
       {"unknown type",
        [] {
          return make_gguf({{"a", {32}, 99, 0}}, 64);
        },
-       "ggml type 99"},
+       "type id 99 is not supported"},
+      // Two Q8_0 rows of 64 values: 4 blocks of 34 bytes, 136 bytes; the data holds 128.
+      {"blocks past the end",
+       [] {
+         return make_gguf({{"a", {64, 2}, 8, 0}}, 128);
+       },
+       "data [0, 136) runs past the end"},
+      // Block 3 of two Q8_0 rows (row 1) has an f16 NaN scale.
+      {"NaN scale",
+       [] {
+         auto f = make_gguf({{"a", {64, 2}, 8, 0}}, 160);
+         const size_t block3 = f.size() - 160 + 3 * 34;
+         f[block3] = 0x00;
+         f[block3 + 1] = 0x7e;
+         return f;
+       },
+       "Q8_0 block 3 (row 1, file offset"},
+      {"infinite scale",
+       [] {
+         auto f = make_gguf({{"a", {32}, 8, 0}}, 64);
+         f[f.size() - 64 + 1] = 0x7c;
+         return f;
+       },
+       "Q8_0 block 0 (row 0"},
       {"past the end",
        [] {
          return make_gguf({{"a", {100}, 0, 0}}, 64);

@@ -2,7 +2,7 @@
 // Python package's dequantize, bit for bit, on the committed vectors (tests/fixtures/quant,
 // scripts/make_quant_vectors.py: random blocks with zero, extreme and subnormal f16 scales); NaN
 // and infinite scales found by block.
-#include "cpu/nn/quant_blocks.h"
+#include "base/quant_blocks.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace hanpu::cpu {
+namespace hanpu {
 namespace {
 
 std::vector<uint8_t> read_fixture(const std::string& name) {
@@ -106,4 +106,4 @@ TEST(QuantBlocks, TheTableMatchesGgufsTypeIds) {
 }
 
 }  // namespace
-}  // namespace hanpu::cpu
+}  // namespace hanpu

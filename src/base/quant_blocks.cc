@@ -1,14 +1,14 @@
 // GGUF block decoding (see quant_blocks.h). Plain scalar code on purpose: it is the reference
 // the vectorised quantized kernels are tested against, and it must round as numpy does, one
 // f32 multiply (then one add for the types with a min), never a fused multiply-add.
-#include "cpu/nn/quant_blocks.h"
+#include "base/quant_blocks.h"
 
 #include <cmath>
 #include <cstring>
 
 #include "hanpu/dtype.h"
 
-namespace hanpu::cpu {
+namespace hanpu {
 
 namespace {
 
@@ -250,4 +250,4 @@ size_t first_block_with_bad_scale(QuantType t, const uint8_t* src, size_t blocks
   return blocks;
 }
 
-}  // namespace hanpu::cpu
+}  // namespace hanpu

@@ -28,7 +28,7 @@
 #include <span>
 #include <string_view>
 
-namespace hanpu::cpu {
+namespace hanpu {
 
 enum class QuantType {
   kQ4_0,
@@ -65,4 +65,4 @@ void dequantize_blocks(QuantType t, const uint8_t* src, size_t blocks, float* ds
 // poison every value of its block. Returns the index of the first bad block, or `blocks`.
 size_t first_block_with_bad_scale(QuantType t, const uint8_t* src, size_t blocks);
 
-}  // namespace hanpu::cpu
+}  // namespace hanpu

@@ -282,8 +282,8 @@ Status parse_gguf(const uint8_t* bytes, size_t size, const std::string& file,
     if (st.quant) {
       const QuantTypeInfo& q = quant_type_info(*st.quant);
       if (t.ne[0] % static_cast<uint64_t>(q.block_elems) != 0) {
-        return bad(fmt::format("rows of {} values are not whole {} blocks of {}", t.ne[0],
-                               q.name, q.block_elems));
+        return bad(fmt::format("rows of {} values are not whole {} blocks of {}", t.ne[0], q.name,
+                               q.block_elems));
       }
     }
     const uint64_t bytes_needed = stored_bytes(st, numel);

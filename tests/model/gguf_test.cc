@@ -127,8 +127,8 @@ TEST(Gguf, QuantizedTensorsOfEveryTypeLoadAsBlocks) {
   std::vector<TensorSpec> specs;
   uint64_t offset = 0;
   for (const QuantTypeInfo& q : quant_types()) {
-    specs.push_back({std::string(q.name), {static_cast<uint64_t>(q.block_elems), 2},
-                     q.ggml_type, offset});
+    specs.push_back(
+        {std::string(q.name), {static_cast<uint64_t>(q.block_elems), 2}, q.ggml_type, offset});
     offset += (2 * q.bytes + 31) / 32 * 32;
   }
   auto f = make_gguf(specs, offset);

@@ -1,0 +1,92 @@
+// Activation quantization, the scalar kernel and the dispatch (see quant_dot.h).
+#include "simd/quant_dot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace hanpu::simd {
+
+void quantize_acts(const float* x, int64_t ldx, int64_t rows, int in, const int32_t* order,
+                   QuantActs* a) {
+  a->in = in;
+  a->units = quant_units(in);
+  a->rows = rows;
+  const int padded = a->units * kQuantUnit;
+  a->q.assign(static_cast<size_t>(rows) * padded, 0);
+  a->dlane.assign(static_cast<size_t>(rows) * a->units * 64, 0.0f);
+  a->dsum.assign(static_cast<size_t>(rows) * a->units * kQuantGroups, 0.0f);
+  float block[32];
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * ldx;
+    int8_t* q = a->q.data() + r * padded;
+    float* dlane = a->dlane.data() + r * a->units * 64;
+    float* dsum = a->dsum.data() + r * a->units * kQuantGroups;
+    for (int b0 = 0; b0 < in; b0 += 32) {
+      const int n = std::min(32, in - b0);
+      float amax = 0;
+      bool finite = true;
+      for (int j = 0; j < 32; ++j) {
+        block[j] = j < n ? (order ? xr[order[b0 + j]] : xr[b0 + j]) : 0.0f;
+        finite = finite && std::isfinite(block[j]);
+        amax = std::max(amax, std::fabs(block[j]));
+      }
+      float d = finite ? amax / 127 : std::numeric_limits<float>::quiet_NaN();
+      const float id = d > 0 ? 1 / d : 0.0f;
+      int sum[2] = {0, 0};
+      for (int j = 0; j < 32; ++j) {
+        const int v = finite ? static_cast<int>(std::nearbyint(block[j] * id)) : 0;
+        q[b0 + j] = static_cast<int8_t>(v);
+        sum[j / 16] += v;
+      }
+      // Block b0 / 32 of unit u is lanes 8 (b0 / 32 % 8) .. + 7 of the unit's 64, groups
+      // 2 (b0 / 32 % 8) and + 1.
+      const int u = b0 / kQuantUnit, k = (b0 % kQuantUnit) / 32;
+      for (int l = 0; l < 8; ++l) dlane[u * 64 + 8 * k + l] = d;
+      dsum[u * kQuantGroups + 2 * k] = d * static_cast<float>(sum[0]);
+      dsum[u * kQuantGroups + 2 * k + 1] = d * static_cast<float>(sum[1]);
+    }
+  }
+}
+
+void quant_gemm_scalar(QuantType t, const uint8_t* rows, size_t row_bytes, int n,
+                       const QuantActs& a, int64_t r0, int64_t r1, float* y, int64_t ldy) {
+  QuantUnit unit;
+  for (int o = 0; o < n; ++o) {
+    const uint8_t* row = rows + static_cast<size_t>(o) * row_bytes;
+    for (int64_t r = r0; r < r1; ++r) y[r * ldy + o] = 0;
+    for (int u = 0; u < a.units; ++u) {
+      unpack_unit(t, row, a.in, u, &unit);
+      for (int64_t r = r0; r < r1; ++r) {
+        const int8_t* q = a.q_row(r) + u * kQuantUnit;
+        const float* dlane = a.dlane_row(r) + u * 64;
+        const float* dsum = a.dsum_row(r) + u * kQuantGroups;
+        float acc = 0;
+        for (int g = 0; g < kQuantGroups; ++g) {
+          int32_t isum = 0;
+          for (int i = 16 * g; i < 16 * g + 16; ++i) isum += unit.code[i] * q[i];
+          acc += unit.scale[g] * dlane[4 * g] * static_cast<float>(isum) - unit.offset[g] * dsum[g];
+        }
+        y[r * ldy + o] += acc;
+      }
+    }
+  }
+}
+
+QuantKernel quant_kernel_default() {
+  return quant_vnni_usable() ? QuantKernel::kVnni : QuantKernel::kScalar;
+}
+
+const char* quant_kernel_name(QuantKernel k) { return k == QuantKernel::kVnni ? "vnni" : "scalar"; }
+
+void quant_gemm(QuantType t, const uint8_t* rows, size_t row_bytes, int n, const QuantActs& a,
+                int64_t r0, int64_t r1, float* y, int64_t ldy, QuantKernel k) {
+  if (k == QuantKernel::kVnni && quant_vnni_usable()) {
+    quant_gemm_vnni(t, rows, row_bytes, n, a, r0, r1, y, ldy);
+  } else {
+    quant_gemm_scalar(t, rows, row_bytes, n, a, r0, r1, y, ldy);
+  }
+}
+
+}  // namespace hanpu::simd

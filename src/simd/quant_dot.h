@@ -1,0 +1,67 @@
+// Products of GGUF-quantized weight rows with activations quantized to int8, the multiply of
+// every quantized projection (cpu/nn/quant_linear.h), decode and prefill alike.
+//
+// Activations are quantized per block of 32 values (scale = max |x| / 127, values rounded to
+// nearest), as llama.cpp's Q8_0 activation blocks are, with two differences that cost nothing
+// in bandwidth: the scale stays f32 (llama.cpp rounds it to f16) and one block size serves
+// every weight type (llama.cpp uses 256-value Q8_K blocks for its K types), because the
+// kernels multiply per group of 16 (simd/quant_unpack.h) and a finer activation scale only
+// lowers the error. Per group the kernels keep the activations' scale and scale times their
+// sum, so a weight offset (a min, or a signed type's shift) costs one multiply-add per group:
+//   sum_i w_i a_i = sum_g [scale_g da_g (sum_i code_i q_i) - offset_g (da_g sum_i q_i)].
+// The integer sums are exact (|code| <= 255, |q| <= 127, 16 terms); the f32 ones round.
+//
+// Kernels: "vnni" (AVX512-VNNI vpdpbusd on 64 codes at a time, chosen at run time) and
+// "scalar" (any CPU; the reference the others are tested against). Highway 1.0.3, the
+// Debian version the build uses, has no 8-bit dot-product operation (it arrived in 1.2), so
+// the VNNI kernel is written with intrinsics in a function compiled for that ISA only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "base/quant_blocks.h"
+#include "simd/quant_unpack.h"
+
+namespace hanpu::simd {
+
+// Rows of x quantized for the kernels, each padded with zeros to whole 256-value units.
+struct QuantActs {
+  int in = 0, units = 0;
+  int64_t rows = 0;
+  std::vector<int8_t> q;     // [rows][units * 256]
+  std::vector<float> dlane;  // [rows][units * 64]: the scale of the block of each vpdpbusd lane
+  std::vector<float> dsum;   // [rows][units * 16]: scale times the sum of each group's q
+  const int8_t* q_row(int64_t r) const { return q.data() + r * units * kQuantUnit; }
+  const float* dlane_row(int64_t r) const { return dlane.data() + r * units * 64; }
+  const float* dsum_row(int64_t r) const { return dsum.data() + r * units * kQuantGroups; }
+};
+
+// Quantizes rows [0, rows) of x (leading dim ldx, `in` values each) into `a`. With `order`
+// (in entries), element i of a row is x[order[i]] (a permutation of the input columns). A row
+// holding a NaN or an infinity gets a NaN scale in its blocks, so every output it reaches is
+// NaN, never a finite wrong number.
+void quantize_acts(const float* x, int64_t ldx, int64_t rows, int in, const int32_t* order,
+                   QuantActs* a);
+
+enum class QuantKernel { kScalar, kVnni };
+
+// Whether this CPU runs the VNNI kernel (AVX512-VNNI and AVX512-BW).
+bool quant_vnni_usable();
+// The fastest kernel this CPU has.
+QuantKernel quant_kernel_default();
+const char* quant_kernel_name(QuantKernel k);
+
+// y[r][o] (leading dim ldy) = sum_i w_o[i] a_r[i] for weight rows o in [0, n) of type t (row o
+// at rows + o * row_bytes, `a.in` values) and activation rows r in [r0, r1) of `a`.
+void quant_gemm(QuantType t, const uint8_t* rows, size_t row_bytes, int n, const QuantActs& a,
+                int64_t r0, int64_t r1, float* y, int64_t ldy, QuantKernel k);
+
+// The kernels by name (quant_gemm dispatches to them).
+void quant_gemm_scalar(QuantType t, const uint8_t* rows, size_t row_bytes, int n,
+                       const QuantActs& a, int64_t r0, int64_t r1, float* y, int64_t ldy);
+void quant_gemm_vnni(QuantType t, const uint8_t* rows, size_t row_bytes, int n, const QuantActs& a,
+                     int64_t r0, int64_t r1, float* y, int64_t ldy);
+
+}  // namespace hanpu::simd

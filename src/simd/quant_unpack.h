@@ -1,0 +1,35 @@
+// GGUF blocks (base/quant_blocks.h) in the one form every quantized dot kernel multiplies:
+// 256 values of a row as unsigned 8-bit codes with a scale and an offset per group of 16,
+//   w_i = scale[i / 16] * code_i - offset[i / 16],
+// so the integer part of a dot product is always u8 codes times the int8 activations (the
+// operand order of x86's vpdpbusd / vpmaddubsw) whatever the type: a signed type is shifted
+// up (Q8_0: code = q + 128, offset = 128 d), a type with a min puts it in the offset. Groups
+// of 16 are the finest any type scales (Q2_K, Q3_K, Q6_K); the 32-value types give both of a
+// block's groups its scale.
+#pragma once
+
+#include <cstdint>
+
+#include "base/quant_blocks.h"
+
+namespace hanpu::simd {
+
+inline constexpr int kQuantUnit = 256;  // values per unpacked unit
+inline constexpr int kQuantGroup = 16;  // values per scale
+inline constexpr int kQuantGroups = kQuantUnit / kQuantGroup;
+
+struct QuantUnit {
+  alignas(64) uint8_t code[kQuantUnit];
+  alignas(64) float scale[kQuantGroups];
+  alignas(64) float offset[kQuantGroups];
+};
+
+// Units in a row of `in` values (the last one partly past the row's end for a 32-value type).
+inline int quant_units(int in) { return (in + kQuantUnit - 1) / kQuantUnit; }
+
+// Unit u (values 256 u .. 256 u + 255) of a row of `in` values stored as blocks of type t at
+// `row`. Values past the row's end get code 0, scale 0 and offset 0. Plain scalar code: the
+// reference of the vector unpackers, and the path of types without one.
+void unpack_unit(QuantType t, const uint8_t* row, int in, int u, QuantUnit* out);
+
+}  // namespace hanpu::simd

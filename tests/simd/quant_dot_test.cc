@@ -1,0 +1,203 @@
+// The quantized dot kernels (simd/quant_dot.h) against float64 references: unpacked units
+// against base/quant_blocks.h's decoder, activation quantization against its definition, and
+// every kernel this CPU has (the scalar one always) against the float64 sum of the decoded
+// weights times the quantized activations, on fresh random blocks of every type, odd row
+// counts, rows that end inside a unit, and NaN-poisoned outputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "base/quant_blocks.h"
+#include "base/rng.h"
+#include "hanpu/dtype.h"
+#include "simd/quant_dot.h"
+
+namespace hanpu::simd {
+namespace {
+
+// Byte offsets of each type's f16 scale fields (d, and dmin where the type has one).
+std::vector<int> scale_fields(QuantType t) {
+  switch (t) {
+    case QuantType::kQ4_1:
+    case QuantType::kQ5_1:
+    case QuantType::kQ4_K:
+    case QuantType::kQ5_K:
+      return {0, 2};
+    case QuantType::kQ6_K:
+      return {208};
+    case QuantType::kQ2_K:
+      return {80, 82};
+    case QuantType::kQ3_K:
+      return {108};
+    default:
+      return {0};
+  }
+}
+
+// `rows` rows of `in` values of random blocks of type t, with finite random scales.
+std::vector<uint8_t> random_rows(QuantType t, int rows, int in, Rng& rng) {
+  const QuantTypeInfo& q = quant_type_info(t);
+  const size_t blocks = static_cast<size_t>(rows) * (in / q.block_elems);
+  std::vector<uint8_t> b(blocks * q.bytes);
+  for (uint8_t& x : b) x = static_cast<uint8_t>(rng.next());
+  for (size_t i = 0; i < blocks; ++i) {
+    for (int off : scale_fields(t)) {
+      const uint16_t h = f32_to_f16_bits(static_cast<float>(rng.uniform(-0.02, 0.02)));
+      std::memcpy(b.data() + i * q.bytes + off, &h, 2);
+    }
+  }
+  return b;
+}
+
+// Row lengths: whole units, and for the 32-value types rows ending inside a unit.
+std::vector<int> row_lengths(QuantType t) {
+  if (quant_type_info(t).block_elems == 256) return {256, 768};
+  return {32, 256, 352, 800};
+}
+
+TEST(QuantUnpack, UnitsDecodeAsTheBlockDecoderDoes) {
+  Rng rng(11);
+  for (const QuantTypeInfo& info : quant_types()) {
+    for (int in : row_lengths(info.type)) {
+      const auto row = random_rows(info.type, 1, in, rng);
+      std::vector<float> want(in);
+      dequantize_blocks(info.type, row.data(), in / info.block_elems, want.data());
+      QuantUnit unit;
+      for (int u = 0; u < quant_units(in); ++u) {
+        unpack_unit(info.type, row.data(), in, u, &unit);
+        for (int j = 0; j < kQuantUnit; ++j) {
+          const int i = u * kQuantUnit + j;
+          const double s = unit.scale[j / 16], o = unit.offset[j / 16];
+          const double got = s * unit.code[j] - o;
+          if (i >= in) {
+            ASSERT_EQ(got, 0.0) << info.name;
+            continue;
+          }
+          // The decoder rounds d * sub-scale, then the product, then the min: within two f32
+          // roundings of the parts' magnitudes.
+          const double bound = 2 * std::ldexp(std::abs(s * unit.code[j]) + std::abs(o), -23);
+          ASSERT_NEAR(got, want[i], bound) << info.name << " in " << in << " value " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(QuantActs, BlocksHoldRoundedValuesScalesAndSums) {
+  Rng rng(5);
+  const int in = 300;  // 9 whole blocks and a 12-value one, 2 units
+  const int64_t rows = 3, ldx = in + 5;
+  std::vector<float> x(rows * ldx);
+  for (float& v : x) v = static_cast<float>(rng.normal() * 3);
+  std::vector<int32_t> order(in);
+  for (int i = 0; i < in; ++i) order[i] = in - 1 - i;
+  for (const int32_t* ord :
+       {static_cast<const int32_t*>(nullptr), static_cast<const int32_t*>(order.data())}) {
+    QuantActs a;
+    quantize_acts(x.data(), ldx, rows, in, ord, &a);
+    ASSERT_EQ(a.units, 2);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int b = 0; b < 2 * 8; ++b) {
+        const float d = a.dlane_row(r)[(b / 8) * 64 + (b % 8) * 8];
+        double amax = 0;
+        int sum[2] = {0, 0};
+        for (int j = 0; j < 32; ++j) {
+          const int i = 32 * b + j;
+          const double xi = i < in ? x[r * ldx + (ord ? ord[i] : i)] : 0.0;
+          amax = std::max(amax, std::abs(xi));
+          const int q = a.q_row(r)[i];
+          sum[j / 16] += q;
+          ASSERT_LE(std::abs(q * double(d) - xi), 0.5001 * d) << r << " " << i;
+        }
+        ASSERT_NEAR(d, amax / 127, 1e-6 * amax);
+        for (int g = 0; g < 2; ++g)
+          ASSERT_EQ(a.dsum_row(r)[2 * b + g], d * static_cast<float>(sum[g]));
+      }
+    }
+  }
+}
+
+std::vector<QuantKernel> kernels() {
+  std::vector<QuantKernel> k = {QuantKernel::kScalar};
+  if (quant_vnni_usable()) k.push_back(QuantKernel::kVnni);
+  return k;
+}
+
+TEST(QuantGemm, EveryKernelMatchesFloat64WithinTheDerivedBound) {
+  Rng rng(17);
+  for (QuantKernel kernel : kernels()) {
+    for (const QuantTypeInfo& info : quant_types()) {
+      for (int in : row_lengths(info.type)) {
+        const int n = 7;
+        const int64_t T = 6, ldy = n + 3;
+        const size_t row_bytes = static_cast<size_t>(in / info.block_elems) * info.bytes;
+        const auto w = random_rows(info.type, n, in, rng);
+        std::vector<float> x(T * in);
+        for (float& v : x) v = static_cast<float>(rng.normal());
+        QuantActs a;
+        quantize_acts(x.data(), in, T, in, nullptr, &a);
+        std::vector<float> y(T * ldy, std::numeric_limits<float>::quiet_NaN());
+        const int64_t r0 = 1, r1 = T;  // row 0 is left alone
+        quant_gemm(info.type, w.data(), row_bytes, n, a, r0, r1, y.data(), ldy, kernel);
+        std::vector<float> wd(in);
+        for (int o = 0; o < n; ++o) {
+          dequantize_blocks(info.type, w.data() + o * row_bytes, in / info.block_elems, wd.data());
+          QuantUnit unit;
+          for (int64_t r = 0; r < T; ++r) {
+            if (r < r0) {
+              ASSERT_TRUE(std::isnan(y[r * ldy + o]));
+              continue;
+            }
+            double ref = 0, mag = 0;
+            for (int i = 0; i < in; ++i) {
+              const double da = a.dlane_row(r)[(i / 256) * 64 + (i % 256) / 4];
+              const double act = da * a.q_row(r)[i];
+              ref += double(wd[i]) * act;
+              if (i % 256 == 0)
+                unpack_unit(info.type, w.data() + o * row_bytes, in, i / 256, &unit);
+              const int j = i % 256;
+              mag += (std::abs(double(unit.scale[j / 16]) * unit.code[j]) +
+                      std::abs(double(unit.offset[j / 16]))) *
+                     std::abs(act);
+            }
+            // f32 error: each group's scale product and multiply-add round once, the decoder
+            // rounds its parts once or twice, and the sums of at most G group terms (G = in /
+            // 16, fewer in lanes) round once per addition; all are relative to the magnitudes
+            // of the parts, sum |scale code| |a| + |offset| |a| (mag), not to |ref|, because
+            // the offset is subtracted after the products are summed.
+            const double groups = std::ceil(in / 16.0);
+            const double bound = (groups + 8) * std::ldexp(mag, -23);
+            const float got = y[r * ldy + o];
+            ASSERT_TRUE(std::isfinite(got)) << info.name;
+            ASSERT_NEAR(got, ref, bound) << quant_kernel_name(kernel) << " " << info.name << " in "
+                                         << in << " row " << o << " x row " << r;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(QuantGemm, NonFiniteActivationsGiveNaN) {
+  Rng rng(2);
+  for (QuantKernel kernel : kernels()) {
+    for (float bad :
+         {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+      const int in = 256, n = 3;
+      const auto w = random_rows(QuantType::kQ4_K, n, in, rng);
+      std::vector<float> x(in, 0.5f);
+      x[77] = bad;
+      QuantActs a;
+      quantize_acts(x.data(), in, 1, in, nullptr, &a);
+      std::vector<float> y(n, 0.0f);
+      quant_gemm(QuantType::kQ4_K, w.data(), 144, n, a, 0, 1, y.data(), n, kernel);
+      for (float v : y) EXPECT_TRUE(std::isnan(v)) << quant_kernel_name(kernel) << " " << v;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hanpu::simd

@@ -188,8 +188,11 @@ EngineInfo Engine::info() const {
   i.vocab = c.vocab;
   const model::ModelWeights& w = impl_->model->weights();
   i.weight_bytes = w.bytes();
-  i.weight_dtype = std::string(dtype_name(w.lm_head.dtype));
-  const int64_t embed = static_cast<int64_t>(w.embed.size() * sizeof(float));
+  i.weight_dtype = w.lm_head.quant ? std::string(quant_type_info(*w.lm_head.quant).name)
+                                   : std::string(dtype_name(w.lm_head.dtype));
+  // A token reads one row of an untied table.
+  const int64_t embed =
+      static_cast<int64_t>(w.embed.size() * sizeof(float)) + w.embed_blocks.bytes();
   i.decode_bytes_per_token = i.weight_bytes - embed;
   for (const model::LayerWeights& l : w.layers) {  // a token reads only its routed experts
     if (!l.moe || l.moe_w.experts.empty()) continue;
@@ -228,7 +231,9 @@ std::string Engine::token_text(int id) const {
 
 Status Engine::kv_cache_dtype(const std::string& kv_cache, std::string* resolved) const {
   if (kv_cache == "auto") {
-    *resolved = std::string(dtype_name(impl_->model->weights().lm_head.dtype));
+    // The weights' dtype; bf16 for quantized weights (half the bytes of f32 per cached row).
+    const cpu::PackedLinear& head = impl_->model->weights().lm_head;
+    *resolved = head.quant ? "bf16" : std::string(dtype_name(head.dtype));
     return Status::Ok();
   }
   if (!parse_dtype(kv_cache))

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "cpu/nn/quant_linear.h"
 #include "model/weight_table.h"
 
 namespace hanpu::model {
@@ -30,7 +31,8 @@ namespace {
 
 class GgufConverter {
  public:
-  GgufConverter(const ModelConfig& c, const WeightStore& s, DType dt) : c_(c), s_(s), dt_(dt) {
+  GgufConverter(const ModelConfig& c, const WeightStore& s, DType dt, bool keep_blocks)
+      : c_(c), s_(s), dt_(dt), keep_blocks_(keep_blocks) {
     order_ = HeadOrder{c.la_key_heads, c.la_value_heads,
                        c.arch == Arch::kQwen35 && c.la_key_heads != c.la_value_heads};
   }
@@ -44,6 +46,12 @@ class GgufConverter {
     return Status::Ok();
   }
   Status linear(const std::string& name, int out, int in, const std::vector<int>& rows, Linear* l) {
+    const StoredTensor* t = nullptr;
+    HANPU_RETURN_IF_ERROR(s_.get(name, {out, in}, &t));
+    if (t->quant && keep_blocks_) {  // kept in its blocks (cpu/nn/quant_linear.h)
+      *l = cpu::quant_linear_from_rows(*t->quant, t->data, in, rows);
+      return Status::Ok();
+    }
     std::vector<float>& w = scratch_[0];
     HANPU_RETURN_IF_ERROR(f32(name, {out, in}, &w));
     *l = Linear::from_rows(w.data(), in, rows, dt_);
@@ -51,6 +59,16 @@ class GgufConverter {
   }
   Status linear(const std::string& name, int out, int in, Linear* l) {
     return linear(name, out, in, iota(out), l);
+  }
+  // An untied embedding table: kept in its blocks (a token decodes its row) or in f32.
+  Status embedding(const std::string& name, int vocab, int hidden, ModelWeights* w) {
+    const StoredTensor* t = nullptr;
+    HANPU_RETURN_IF_ERROR(s_.get(name, {vocab, hidden}, &t));
+    if (t->quant && keep_blocks_) {
+      w->embed_blocks = cpu::quant_linear_from_rows(*t->quant, t->data, hidden, iota(vocab));
+      return Status::Ok();
+    }
+    return f32(name, {vocab, hidden}, &w->embed);
   }
   static std::vector<int> iota(int n, int first = 0) {
     std::vector<int> r(n);
@@ -66,6 +84,21 @@ class GgufConverter {
     return r;
   }
   Status mlp(const std::string& b, const char* suffix, int inter, MlpWeights* m) {
+    const std::string gate = fmt::format("{}ffn_gate{}.weight", b, suffix),
+                      up = fmt::format("{}ffn_up{}.weight", b, suffix);
+    const StoredTensor *tg = nullptr, *tu = nullptr;
+    HANPU_RETURN_IF_ERROR(s_.get(gate, {inter, c_.hidden}, &tg));
+    HANPU_RETURN_IF_ERROR(s_.get(up, {inter, c_.hidden}, &tu));
+    if (keep_blocks_ && tg->quant &&
+        tg->quant == tu->quant) {  // one projection of both tensors' rows
+      Linear g = cpu::quant_linear_from_rows(*tg->quant, tg->data, c_.hidden, iota(inter));
+      const Linear u = cpu::quant_linear_from_rows(*tu->quant, tu->data, c_.hidden, iota(inter));
+      g.qblocks.insert(g.qblocks.end(), u.qblocks.begin(), u.qblocks.end());
+      g.out = 2 * inter;
+      m->gate_up = std::move(g);
+      return linear(fmt::format("{}ffn_down{}.weight", b, suffix), c_.hidden, inter, &m->down);
+    }
+    // Plain tensors, or a mix of gate and up types: widened to the compute layout.
     std::vector<float>&g = scratch_[0], &u = scratch_[1];
     HANPU_RETURN_IF_ERROR(
         f32(fmt::format("{}ffn_gate{}.weight", b, suffix), {inter, c_.hidden}, &g));
@@ -94,15 +127,27 @@ class GgufConverter {
       HANPU_RETURN_IF_ERROR(linear(b + "ssm_ba.weight", 2 * HV, hidden, rb, &w->b));
       HANPU_RETURN_IF_ERROR(linear(b + "ssm_ba.weight", 2 * HV, hidden, ra, &w->a));
     }
-    std::vector<float> out;  // [hidden, HV V]: value heads are its input columns
-    HANPU_RETURN_IF_ERROR(f32(b + "ssm_out.weight", {hidden, HV * V}, &out));
     const std::vector<int> cols = v_rows(V);
-    std::vector<float> w_hf(out.size());  // the same matrix with its columns in HF order
-    for (int o = 0; o < hidden; ++o) {
-      for (int i = 0; i < HV * V; ++i)
-        w_hf[static_cast<size_t>(o) * HV * V + i] = out[static_cast<size_t>(o) * HV * V + cols[i]];
+    const StoredTensor* t_out = nullptr;
+    HANPU_RETURN_IF_ERROR(s_.get(b + "ssm_out.weight", {hidden, HV * V}, &t_out));
+    if (t_out->quant && keep_blocks_) {
+      // Its columns stay in GGUF's head order: the kernel reads x through the permutation
+      // (GGUF column cols[i] is HF column i).
+      w->out = cpu::quant_linear_from_rows(*t_out->quant, t_out->data, HV * V, iota(hidden));
+      w->out.x_order.assign(cols.size(), 0);
+      for (size_t i = 0; i < cols.size(); ++i) w->out.x_order[cols[i]] = static_cast<int32_t>(i);
+      if (!order_.tiled) w->out.x_order.clear();  // the identity
+    } else {
+      std::vector<float> out;  // [hidden, HV V]: value heads are its input columns
+      HANPU_RETURN_IF_ERROR(f32(b + "ssm_out.weight", {hidden, HV * V}, &out));
+      std::vector<float> w_hf(out.size());  // the same matrix with its columns in HF order
+      for (int o = 0; o < hidden; ++o) {
+        for (int i = 0; i < HV * V; ++i)
+          w_hf[static_cast<size_t>(o) * HV * V + i] =
+              out[static_cast<size_t>(o) * HV * V + cols[i]];
+      }
+      w->out = Linear::from_rows(w_hf.data(), HV * V, iota(hidden), dt_);
     }
-    w->out = Linear::from_rows(w_hf.data(), HV * V, iota(hidden), dt_);
     std::vector<float> conv;  // [channels, kernel] -> tap-major, V channels back in HF order
     HANPU_RETURN_IF_ERROR(f32(b + "ssm_conv1d.weight", {C, c_.conv_kernel}, &conv));
     w->conv.resize(conv.size());
@@ -159,7 +204,8 @@ class GgufConverter {
  private:
   const ModelConfig& c_;
   const WeightStore& s_;
-  DType dt_;  // storage of the projections
+  DType dt_;          // storage of the projections
+  bool keep_blocks_;  // quantized projections stay in their blocks
   HeadOrder order_;
   // fp32 copies of the tensor being converted, kept between tensors: fresh ones of up to
   // hundreds of MB each would cost their page faults and zeroing again every time.
@@ -169,17 +215,17 @@ class GgufConverter {
 }  // namespace
 
 Status convert_gguf_weights(const ModelConfig& c, const WeightStore& store, DType weights,
-                            ModelWeights* out, const LoadProgress& progress) {
+                            bool widen, ModelWeights* out, const LoadProgress& progress) {
   // Every tensor the config implies, checked before the first is converted or allocated.
   HANPU_RETURN_IF_ERROR(check_weight_table(gguf_weight_table(c), store));
-  GgufConverter cv(c, store, weights);
+  GgufConverter cv(c, store, weights, !widen);
   ModelWeights w;
   HANPU_RETURN_IF_ERROR(cv.norm("output_norm.weight", c.hidden, &w.final_norm));
   if (c.tie_embeddings) {
     HANPU_RETURN_IF_ERROR(
-        load_tied_embedding(store, "token_embd.weight", c.vocab, c.hidden, weights, &w));
+        load_tied_embedding(store, "token_embd.weight", c.vocab, c.hidden, weights, &w, widen));
   } else {
-    HANPU_RETURN_IF_ERROR(cv.f32("token_embd.weight", {c.vocab, c.hidden}, &w.embed));
+    HANPU_RETURN_IF_ERROR(cv.embedding("token_embd.weight", c.vocab, c.hidden, &w));
     HANPU_RETURN_IF_ERROR(cv.linear("output.weight", c.vocab, c.hidden, &w.lm_head));
   }
   w.layers.resize(c.layers);

@@ -13,7 +13,9 @@
 
 namespace hanpu::model {
 
+// Quantized projections keep their blocks unless `widen` (then they are decoded into
+// `weights` like plain ones: the reference a quantized run is compared with).
 Status convert_gguf_weights(const ModelConfig& config, const WeightStore& store, DType weights,
-                            ModelWeights* out, const LoadProgress& progress = nullptr);
+                            bool widen, ModelWeights* out, const LoadProgress& progress = nullptr);
 
 }  // namespace hanpu::model

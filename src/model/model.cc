@@ -200,8 +200,12 @@ Status load_model(const std::string& dir, const LoadOptions& options, std::uniqu
     HANPU_RETURN_IF_ERROR(gguf_model_config(meta, store, g, &config));
     ModelWeights weights;
     const StoredTensor* embed = store.find("token_embd.weight");
-    HANPU_RETURN_IF_ERROR(convert_gguf_weights(
-        config, store, options.weights.value_or(embed->dtype), &weights, options.progress));
+    // A quantized GGUF keeps its blocks unless the caller asks for a dtype; what it stores
+    // plainly (or in a mix the kernels do not take, gguf_model.cc) is held in bf16.
+    const DType plain = embed->quant ? DType::kBF16 : embed->dtype;
+    HANPU_RETURN_IF_ERROR(convert_gguf_weights(config, store, options.weights.value_or(plain),
+                                               options.weights.has_value(), &weights,
+                                               options.progress));
     if (extras != nullptr) {
       extras->tokenizer.emplace();
       HANPU_RETURN_IF_ERROR(gguf_tokenizer(meta, g, &*extras->tokenizer));

@@ -89,7 +89,8 @@ class Model {
 };
 
 // How to hold the weights: projections in fp32, bf16 or f16; unset = the checkpoint's own
-// dtype (that of its embedding table). Norms and gates stay fp32, and so does the embedding
+// dtype (that of its embedding table), and for a quantized GGUF its blocks as stored (set, the
+// blocks are decoded into that dtype). Norms and gates stay fp32, and so does the embedding
 // table unless a tied head holds it exactly (load_tied_embedding).
 struct LoadOptions {
   std::optional<DType> weights;

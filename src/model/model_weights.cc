@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "base/rng.h"
+#include "cpu/nn/quant_linear.h"
 #include "model/weight_table.h"
 
 namespace hanpu::model {
@@ -150,6 +151,7 @@ namespace {
 template <class OnLinear, class OnVector>
 void walk(const ModelWeights& w, OnLinear lin, OnVector vec) {
   vec(w.embed);
+  lin(w.embed_blocks);
   vec(w.final_norm);
   lin(w.lm_head);
   const auto mlp = [&](const MlpWeights& m) {
@@ -198,13 +200,20 @@ void ModelWeights::embedding_row(int token, float* out) const {
     std::copy_n(embed.data() + static_cast<int64_t>(token) * lm_head.in, lm_head.in, out);
     return;
   }
+  if (embed_blocks.quant) return cpu::quant_linear_row(embed_blocks, token, out);
+  if (lm_head.quant) return cpu::quant_linear_row(lm_head, token, out);
   for (int i = 0; i < lm_head.in; ++i) out[i] = lm_head.at(i, token);
 }
 
 Status load_tied_embedding(const WeightStore& store, const std::string& name, int vocab, int hidden,
-                           DType weights, ModelWeights* w) {
+                           DType weights, ModelWeights* w, bool widen) {
   const StoredTensor* t = nullptr;
   HANPU_RETURN_IF_ERROR(store.get(name, {vocab, hidden}, &t));
+  if (t->quant && !widen) {  // the head multiplies the blocks; the embedding decodes a token's row
+    w->embed.clear();
+    w->lm_head = cpu::quant_linear_from_rows(*t->quant, t->data, hidden, iota_rows(vocab));
+    return Status::Ok();
+  }
   if (weights != DType::kF32 &&
       weights != t->dtype) {  // the head rounds the table: keep it in fp32
     HANPU_RETURN_IF_ERROR(store.get_f32(name, {vocab, hidden}, &w->embed));

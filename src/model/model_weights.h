@@ -59,6 +59,7 @@ struct LayerWeights {
 
 struct ModelWeights {
   std::vector<float> embed;  // [vocab, hidden]; empty where the tied lm_head holds it (below)
+  Linear embed_blocks;       // an untied quantized table, row t = token t's (else empty)
   std::vector<float> final_norm;
   Linear lm_head;  // [hidden -> vocab] (a transposed copy of embed when tied)
   std::vector<LayerWeights> layers;
@@ -75,8 +76,10 @@ struct ModelWeights {
 // keeps one copy of its largest tensor and never makes an fp32 table of it (a bf16 0.8B:
 // 1 GB less in memory, and at the peak of loading). Otherwise `embed` gets the fp32 table and
 // the head is packed, rounded, from it.
+// A quantized table keeps its blocks (the head multiplies them, the embedding decodes a
+// token's row) unless `widen`.
 Status load_tied_embedding(const WeightStore& store, const std::string& name, int vocab, int hidden,
-                           DType weights, ModelWeights* w);
+                           DType weights, ModelWeights* w, bool widen = false);
 
 // Called after each layer's weights are ready: (layers done, layers in all).
 using LoadProgress = std::function<void(int, int)>;

@@ -442,7 +442,7 @@ TEST(Gguf, RandomCorruptionOfTheFixtureNeverCrashes) {
     ModelConfig c;  // a header that parses must still convert or fail cleanly
     if (gguf_model_config(meta, store, "fuzz", &c).ok()) {
       ModelWeights w;
-      (void)convert_gguf_weights(c, store, DType::kF32, &w);
+      (void)convert_gguf_weights(c, store, DType::kF32, false, &w);
     }
   }
 }

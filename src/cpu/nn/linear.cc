@@ -9,6 +9,7 @@
 
 #include "cpu/nn/blas_sgemm.h"
 #include "simd/amx.h"
+#include "cpu/nn/quant_linear.h"
 #include "parallel/parallel_rows.h"
 #include "parallel/speed_balance.h"
 #include "parallel/thread_pool.h"
@@ -438,6 +439,15 @@ Path path_of(const PackedLinear& w, int64_t T, ProjectionKernel ceiling) {
 void linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<LinearOut>& outs,
                  int threads, ProjectionKernel ceiling) {
   if (T <= 0 || outs.empty()) return;
+  if (std::any_of(outs.begin(), outs.end(), [](const LinearOut& o) { return o.w->quant; })) {
+    for (const LinearOut& o : outs) {  // each quantizes x for itself (its own x_order)
+      if (o.w->quant)
+        quant_linear(x, ldx, T, *o.w, o.y, o.ldy, threads);
+      else
+        linear_many(x, ldx, T, {o}, threads, ceiling);
+    }
+    return;
+  }
   ceiling = resolve_projection_kernel(ceiling);
   const Path path = path_of(*outs[0].w, T, ceiling);
   const bool together = std::all_of(outs.begin(), outs.end(), [&](const LinearOut& o) {
@@ -477,6 +487,7 @@ void linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<Linea
 
 const char* linear_kernel_name(const PackedLinear& w, int64_t T, int threads,
                                ProjectionKernel ceiling) {
+  if (w.quant) return quant_linear_kernel_name();
   ceiling = resolve_projection_kernel(ceiling);
   switch (path_of(w, T, ceiling)) {
     case Path::kGemv:

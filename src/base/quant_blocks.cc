@@ -3,6 +3,8 @@
 // f32 multiply (then one add for the types with a min), never a fused multiply-add.
 #include "base/quant_blocks.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 
@@ -231,6 +233,25 @@ std::optional<QuantType> quant_type_of_ggml(uint32_t ggml_type) {
   }
   return std::nullopt;
 }
+
+std::optional<QuantType> parse_quant_type(std::string_view name) {
+  for (const QuantTypeInfo& i : kTypes) {
+    if (i.name.size() == name.size() &&
+        std::equal(name.begin(), name.end(), i.name.begin(),
+                   [](char a, char b) { return std::toupper(static_cast<unsigned char>(a)) == b; }))
+      return i.type;
+  }
+  return std::nullopt;
+}
+
+std::string quant_type_names() {
+  std::string s;
+  for (const QuantTypeInfo& i : kTypes) s += (s.empty() ? "" : ", ") + std::string(i.name);
+  return s;
+}
+
+int quant_scale_offset(QuantType t) { return d_offset(t); }
+int quant_min_offset(QuantType t) { return min_offset(t); }
 
 void dequantize_blocks(QuantType t, const uint8_t* src, size_t blocks, float* dst) {
   const QuantTypeInfo& info = quant_type_info(t);

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace hanpu {
@@ -57,6 +58,16 @@ std::span<const QuantTypeInfo> quant_types();
 const QuantTypeInfo& quant_type_info(QuantType t);
 // The type of a GGUF tensor type id, if it is one of these.
 std::optional<QuantType> quant_type_of_ggml(uint32_t ggml_type);
+
+// The type named `name` ("Q4_K", case-insensitive), if it is one of these.
+std::optional<QuantType> parse_quant_type(std::string_view name);
+
+// "Q4_0, Q4_1, ...": every type's name, for messages.
+std::string quant_type_names();
+
+// Byte offsets in a block of its f16 scale d and of its f16 min (-1: the type has none).
+int quant_scale_offset(QuantType t);
+int quant_min_offset(QuantType t);
 
 // Decodes `blocks` whole blocks at `src` into blocks * block_elems floats at `dst`.
 void dequantize_blocks(QuantType t, const uint8_t* src, size_t blocks, float* dst);

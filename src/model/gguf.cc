@@ -177,13 +177,6 @@ const char* unsupported_ggml_type_name(uint32_t t) {
   }
 }
 
-// "F32, F16, BF16, Q4_0, ...": every tensor type hanpu loads.
-std::string supported_types() {
-  std::string s = "F32, F16, BF16";
-  for (const QuantTypeInfo& q : quant_types()) s += fmt::format(", {}", q.name);
-  return s;
-}
-
 struct Info {
   std::string name;
   std::vector<uint64_t> ne;
@@ -272,7 +265,7 @@ Status parse_gguf(const uint8_t* bytes, size_t size, const std::string& file,
       const char* name = unsupported_ggml_type_name(t.type);
       return bad(fmt::format("type {} is not supported; hanpu loads {}",
                              name ? std::string(name) : fmt::format("id {}", t.type),
-                             supported_types()));
+                             "F32, F16, BF16, " + quant_type_names()));
     }
     const std::optional<uint64_t> counted = checked_numel(t.ne);
     if (!counted) return bad("absurdly large shape");
@@ -336,8 +329,10 @@ Status parse_gguf(const uint8_t* bytes, size_t size, const std::string& file,
 Status load_gguf(const std::string& path, GgufMetadata* meta, WeightStore* store) {
   MappedFile f;
   HANPU_RETURN_IF_ERROR(MappedFile::open(path, &f));
-  const MappedFile& kept = store->keep(std::move(f));
-  return parse_gguf(kept.data(), kept.size(), path, meta, store);
+  const std::shared_ptr<const MappedFile> kept = store->keep(std::move(f));
+  HANPU_RETURN_IF_ERROR(parse_gguf(kept->data(), kept->size(), path, meta, store));
+  store->set_owner(path, kept);
+  return Status::Ok();
 }
 
 const std::string* gguf_string(const GgufMetadata& meta, const std::string& key) {

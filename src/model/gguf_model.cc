@@ -49,7 +49,7 @@ class GgufConverter {
     const StoredTensor* t = nullptr;
     HANPU_RETURN_IF_ERROR(s_.get(name, {out, in}, &t));
     if (t->quant && keep_blocks_) {  // kept in its blocks (cpu/nn/quant_linear.h)
-      *l = cpu::quant_linear_from_rows(*t->quant, t->data, in, rows);
+      *l = cpu::quant_linear_from_rows(*t->quant, t->data, in, rows, t->owner);
       return Status::Ok();
     }
     std::vector<float>& w = scratch_[0];
@@ -65,7 +65,8 @@ class GgufConverter {
     const StoredTensor* t = nullptr;
     HANPU_RETURN_IF_ERROR(s_.get(name, {vocab, hidden}, &t));
     if (t->quant && keep_blocks_) {
-      w->embed_blocks = cpu::quant_linear_from_rows(*t->quant, t->data, hidden, iota(vocab));
+      w->embed_blocks =
+          cpu::quant_linear_from_rows(*t->quant, t->data, hidden, iota(vocab), t->owner);
       return Status::Ok();
     }
     return f32(name, {vocab, hidden}, &w->embed);
@@ -91,11 +92,9 @@ class GgufConverter {
     HANPU_RETURN_IF_ERROR(s_.get(up, {inter, c_.hidden}, &tu));
     if (keep_blocks_ && tg->quant &&
         tg->quant == tu->quant) {  // one projection of both tensors' rows
-      Linear g = cpu::quant_linear_from_rows(*tg->quant, tg->data, c_.hidden, iota(inter));
-      const Linear u = cpu::quant_linear_from_rows(*tu->quant, tu->data, c_.hidden, iota(inter));
-      g.qblocks.insert(g.qblocks.end(), u.qblocks.begin(), u.qblocks.end());
-      g.out = 2 * inter;
-      m->gate_up = std::move(g);
+      m->gate_up = cpu::quant_linear_concat(
+          cpu::quant_linear_from_rows(*tg->quant, tg->data, c_.hidden, iota(inter), tg->owner),
+          cpu::quant_linear_from_rows(*tu->quant, tu->data, c_.hidden, iota(inter), tu->owner));
       return linear(fmt::format("{}ffn_down{}.weight", b, suffix), c_.hidden, inter, &m->down);
     }
     // Plain tensors, or a mix of gate and up types: widened to the compute layout.
@@ -133,7 +132,8 @@ class GgufConverter {
     if (t_out->quant && keep_blocks_) {
       // Its columns stay in GGUF's head order: the kernel reads x through the permutation
       // (GGUF column cols[i] is HF column i).
-      w->out = cpu::quant_linear_from_rows(*t_out->quant, t_out->data, HV * V, iota(hidden));
+      w->out = cpu::quant_linear_from_rows(*t_out->quant, t_out->data, HV * V, iota(hidden),
+                                           t_out->owner);
       w->out.x_order.assign(cols.size(), 0);
       for (size_t i = 0; i < cols.size(); ++i) w->out.x_order[cols[i]] = static_cast<int32_t>(i);
       if (!order_.tiled) w->out.x_order.clear();  // the identity

@@ -211,7 +211,8 @@ Status load_tied_embedding(const WeightStore& store, const std::string& name, in
   HANPU_RETURN_IF_ERROR(store.get(name, {vocab, hidden}, &t));
   if (t->quant && !widen) {  // the head multiplies the blocks; the embedding decodes a token's row
     w->embed.clear();
-    w->lm_head = cpu::quant_linear_from_rows(*t->quant, t->data, hidden, iota_rows(vocab));
+    w->lm_head =
+        cpu::quant_linear_from_rows(*t->quant, t->data, hidden, iota_rows(vocab), t->owner);
     return Status::Ok();
   }
   if (weights != DType::kF32 &&

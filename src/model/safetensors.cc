@@ -148,8 +148,8 @@ namespace {
 Status load_one(const std::string& path, WeightStore* store) {
   MappedFile f;
   HANPU_RETURN_IF_ERROR(MappedFile::open(path, &f));
-  const MappedFile& kept = store->keep(std::move(f));
-  return parse_safetensors(kept.data(), kept.size(), path, store);
+  const std::shared_ptr<const MappedFile> kept = store->keep(std::move(f));
+  return parse_safetensors(kept->data(), kept->size(), path, store);
 }
 
 Status load_index(const fs::path& index_path, WeightStore* store) {

@@ -26,9 +26,15 @@ const float* f16_table() {
 
 }  // namespace
 
-const MappedFile& WeightStore::keep(MappedFile file) {
-  files_.push_back(std::make_unique<MappedFile>(std::move(file)));
-  return *files_.back();
+std::shared_ptr<const MappedFile> WeightStore::keep(MappedFile file) {
+  files_.push_back(std::make_shared<const MappedFile>(std::move(file)));
+  return files_.back();
+}
+
+void WeightStore::set_owner(const std::string& file, const std::shared_ptr<const void>& owner) {
+  for (auto& [name, t] : tensors_) {
+    if (t.file == file && !t.owner) t.owner = owner;
+  }
 }
 
 Status WeightStore::add(const std::string& name, StoredTensor t) {

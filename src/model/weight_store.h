@@ -25,12 +25,18 @@ struct StoredTensor {
   const uint8_t* data = nullptr;
   uint64_t file_offset = 0;  // of the first byte, for error messages
   std::string file;
+  // Keeps `data` mapped for whoever holds it past the store (quantized projections point
+  // into the file rather than copy it); null for bytes the caller owns (parse_gguf's).
+  std::shared_ptr<const void> owner;
 };
 
 class WeightStore {
  public:
-  // Keeps a mapped file alive as long as the store (tensors point into it).
-  const MappedFile& keep(MappedFile file);
+  // Keeps a mapped file alive as long as the store (tensors point into it), and as long as
+  // any holder of the returned pointer.
+  std::shared_ptr<const MappedFile> keep(MappedFile file);
+  // Sets the owner of every tensor of `file` (by name) that has none.
+  void set_owner(const std::string& file, const std::shared_ptr<const void>& owner);
   // Adds a tensor; a second tensor of the same name is an error.
   Status add(const std::string& name, StoredTensor t);
 
@@ -44,7 +50,7 @@ class WeightStore {
   const std::map<std::string, StoredTensor>& tensors() const { return tensors_; }
 
  private:
-  std::vector<std::unique_ptr<MappedFile>> files_;
+  std::vector<std::shared_ptr<const MappedFile>> files_;
   std::map<std::string, StoredTensor> tensors_;
 };
 

@@ -50,11 +50,11 @@ void quantize_acts(const float* x, int64_t ldx, int64_t rows, int in, const int3
   }
 }
 
-void quant_gemm_scalar(QuantType t, const uint8_t* rows, size_t row_bytes, int n,
-                       const QuantActs& a, int64_t r0, int64_t r1, float* y, int64_t ldy) {
+void quant_gemm_scalar(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a,
+                       int64_t r0, int64_t r1, float* y, int64_t ldy) {
   QuantUnit unit;
   for (int o = 0; o < n; ++o) {
-    const uint8_t* row = rows + static_cast<size_t>(o) * row_bytes;
+    const uint8_t* row = rows[o];
     for (int64_t r = r0; r < r1; ++r) y[r * ldy + o] = 0;
     for (int u = 0; u < a.units; ++u) {
       unpack_unit(t, row, a.in, u, &unit);
@@ -74,18 +74,28 @@ void quant_gemm_scalar(QuantType t, const uint8_t* rows, size_t row_bytes, int n
   }
 }
 
+void dequantize_row(QuantType t, const uint8_t* row, int in, float* out) {
+  if (quant_vnni_usable()) return dequantize_row_vnni(t, row, in, out);
+  QuantUnit unit;
+  for (int u = 0; u < quant_units(in); ++u) {
+    unpack_unit(t, row, in, u, &unit);
+    for (int j = 0; j < kQuantUnit && u * kQuantUnit + j < in; ++j)
+      out[u * kQuantUnit + j] = std::fma(unit.scale[j / 16], unit.code[j], -unit.offset[j / 16]);
+  }
+}
+
 QuantKernel quant_kernel_default() {
   return quant_vnni_usable() ? QuantKernel::kVnni : QuantKernel::kScalar;
 }
 
 const char* quant_kernel_name(QuantKernel k) { return k == QuantKernel::kVnni ? "vnni" : "scalar"; }
 
-void quant_gemm(QuantType t, const uint8_t* rows, size_t row_bytes, int n, const QuantActs& a,
-                int64_t r0, int64_t r1, float* y, int64_t ldy, QuantKernel k) {
+void quant_gemm(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a, int64_t r0,
+                int64_t r1, float* y, int64_t ldy, QuantKernel k) {
   if (k == QuantKernel::kVnni && quant_vnni_usable()) {
-    quant_gemm_vnni(t, rows, row_bytes, n, a, r0, r1, y, ldy);
+    quant_gemm_vnni(t, rows, n, a, r0, r1, y, ldy);
   } else {
-    quant_gemm_scalar(t, rows, row_bytes, n, a, r0, r1, y, ldy);
+    quant_gemm_scalar(t, rows, n, a, r0, r1, y, ldy);
   }
 }
 

@@ -54,14 +54,20 @@ QuantKernel quant_kernel_default();
 const char* quant_kernel_name(QuantKernel k);
 
 // y[r][o] (leading dim ldy) = sum_i w_o[i] a_r[i] for weight rows o in [0, n) of type t (row o
-// at rows + o * row_bytes, `a.in` values) and activation rows r in [r0, r1) of `a`.
-void quant_gemm(QuantType t, const uint8_t* rows, size_t row_bytes, int n, const QuantActs& a,
-                int64_t r0, int64_t r1, float* y, int64_t ldy, QuantKernel k);
+// at rows[o], `a.in` values) and activation rows r in [r0, r1) of `a`.
+void quant_gemm(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a, int64_t r0,
+                int64_t r1, float* y, int64_t ldy, QuantKernel k);
+
+// A row of `in` values of type t decoded to f32 (scale * code - offset per value: one
+// rounding, where base/quant_blocks.h's reference rounds the product and the difference
+// apart), on the VNNI unpackers where usable: how a prefill widens weights for the matrix unit.
+void dequantize_row(QuantType t, const uint8_t* row, int in, float* out);
+void dequantize_row_vnni(QuantType t, const uint8_t* row, int in, float* out);
 
 // The kernels by name (quant_gemm dispatches to them).
-void quant_gemm_scalar(QuantType t, const uint8_t* rows, size_t row_bytes, int n,
-                       const QuantActs& a, int64_t r0, int64_t r1, float* y, int64_t ldy);
-void quant_gemm_vnni(QuantType t, const uint8_t* rows, size_t row_bytes, int n, const QuantActs& a,
-                     int64_t r0, int64_t r1, float* y, int64_t ldy);
+void quant_gemm_scalar(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a,
+                       int64_t r0, int64_t r1, float* y, int64_t ldy);
+void quant_gemm_vnni(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a, int64_t r0,
+                     int64_t r1, float* y, int64_t ldy);
 
 }  // namespace hanpu::simd

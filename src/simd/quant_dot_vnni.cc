@@ -15,6 +15,8 @@
 #endif
 #include <immintrin.h>
 #define HANPU_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c")))
+#define HANPU_VNNI_INLINE \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c"), always_inline)) inline
 #define HANPU_HAVE_VNNI 1
 #endif
 
@@ -42,13 +44,14 @@ struct Unit {
   __m512 offset;
 };
 
-float half_at(const uint8_t* p) {
+// F16C's conversion, inline (a call out to the scalar one would spill every vector register).
+HANPU_VNNI_INLINE float half_at(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, sizeof(h));
-  return f16_bits_to_f32(h);
+  return _cvtsh_ss(h);
 }
 
-HANPU_VNNI_TARGET inline void spread_scales(__m512 scale, Unit* u) {
+HANPU_VNNI_INLINE void spread_scales(__m512 scale, Unit* u) {
   for (int k = 0; k < 4; ++k) {
     const __m512i idx = _mm512_add_epi32(
         _mm512_set1_epi32(4 * k),
@@ -58,42 +61,58 @@ HANPU_VNNI_TARGET inline void spread_scales(__m512 scale, Unit* u) {
   }
 }
 
-HANPU_VNNI_TARGET inline void from_scalar(const QuantUnit& s, Unit* u) {
+HANPU_VNNI_INLINE void from_scalar(const QuantUnit& s, Unit* u) {
   for (int k = 0; k < 4; ++k) u->code[k] = _mm512_load_si512(s.code + 64 * k);
   spread_scales(_mm512_load_ps(s.scale), u);
   u->offset = _mm512_load_ps(s.offset);
 }
 
-HANPU_VNNI_TARGET inline __m512i join(__m256i lo, __m256i hi) {
+HANPU_VNNI_INLINE __m512i join(__m256i lo, __m256i hi) {
   return _mm512_inserti64x4(_mm512_zextsi256_si512(lo), hi, 1);
 }
 
-HANPU_VNNI_TARGET void unpack_q4_k(const uint8_t* b, Unit* u) {
+// Lane l of the spread vectors takes element idx[l] of a 16-float vector of per-group values.
+HANPU_VNNI_INLINE __m512i lane_groups(int k) {
+  return _mm512_add_epi32(
+      _mm512_set1_epi32(4 * k),
+      _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                        2));
+}
+
+HANPU_VNNI_INLINE void unpack_q4_k(const uint8_t* b, Unit* u) {
   const __m256i mask = _mm256_set1_epi8(0x0F);
   for (int k = 0; k < 4; ++k) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 + 32 * k));
     u->code[k] = join(_mm256_and_si256(v, mask), _mm256_and_si256(_mm256_srli_epi16(v, 4), mask));
   }
-  alignas(64) float scale[16], offset[16];
-  const float d = half_at(b), dmin = half_at(b + 2);
-  const uint8_t* s = b + 4;
-  for (int j = 0; j < 8; ++j) {
-    int sc, m;
-    if (j < 4) {
-      sc = s[j] & 0x3F;
-      m = s[j + 4] & 0x3F;
-    } else {
-      sc = (s[j + 4] & 0x0F) | ((s[j - 4] >> 2) & 0x30);
-      m = (s[j + 4] >> 4) | ((s[j] >> 2) & 0x30);
-    }
-    scale[2 * j] = scale[2 * j + 1] = d * static_cast<float>(sc);
-    offset[2 * j] = offset[2 * j + 1] = dmin * static_cast<float>(m);
-  }
-  spread_scales(_mm512_load_ps(scale), u);
-  u->offset = _mm512_load_ps(offset);
+  // The 12 scale bytes as 8 six-bit scales then 8 six-bit mins (ggml's kmask shuffle on three
+  // 32-bit words), widened to 16 floats: sc 0..7 times d, m 0..7 times dmin.
+  uint32_t w[4];
+  std::memcpy(w, b + 4, 12);
+  constexpr uint32_t kLow6 = 0x3f3f3f3f, kLow4 = 0x0f0f0f0f, kTop2 = 0x03030303;
+  w[3] = ((w[2] >> 4) & kLow4) | (((w[1] >> 6) & kTop2) << 4);
+  const uint32_t m03 = w[1] & kLow6;
+  w[1] = (w[2] & kLow4) | (((w[0] >> 6) & kTop2) << 4);
+  w[2] = m03;
+  w[0] &= kLow6;
+  const __m512 sm = _mm512_cvtepi32_ps(
+      _mm512_cvtepu8_epi32(_mm_set_epi32(static_cast<int>(w[3]), static_cast<int>(w[2]),
+                                         static_cast<int>(w[1]), static_cast<int>(w[0]))));
+  const __m512 ddmin =
+      _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(half_at(b)), _mm512_set1_ps(half_at(b + 2)));
+  const __m512 v = _mm512_mul_ps(sm, ddmin);  // lanes 0-7: d sc, 8-15: dmin m
+  // Lane l of vector k covers group 4k + l / 4, sub-block 2k + l / 8.
+  for (int k = 0; k < 4; ++k)
+    u->scale_lane[k] = _mm512_permutexvar_ps(_mm512_srli_epi32(lane_groups(k), 1), v);
+  u->offset = _mm512_permutexvar_ps(
+      _mm512_add_epi32(
+          _mm512_set1_epi32(8),
+          _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                            1)),
+      v);
 }
 
-HANPU_VNNI_TARGET void unpack_q6_k(const uint8_t* b, Unit* u) {
+HANPU_VNNI_INLINE void unpack_q6_k(const uint8_t* b, Unit* u) {
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   const __m256i low2 = _mm256_set1_epi8(0x03);
   for (int k = 0; k < 4; ++k) {
@@ -115,16 +134,21 @@ HANPU_VNNI_TARGET void unpack_q6_k(const uint8_t* b, Unit* u) {
 
 // The f16 scales of 8 consecutive 32-value blocks (`bytes` apart), each spread over its two
 // groups.
-HANPU_VNNI_TARGET __m512 block_scales(const uint8_t* b, int bytes) {
-  alignas(16) uint16_t h[8];
+HANPU_VNNI_INLINE __m512 block_scales(const uint8_t* b, int bytes) {
+  // Read as eight 16-bit inserts (not stores then a vector load, which would stall on
+  // store forwarding).
+  uint16_t h[8];
   for (int j = 0; j < 8; ++j) std::memcpy(&h[j], b + j * bytes, 2);
-  const __m256 d8 = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
+  const __m256 d8 = _mm256_cvtph_ps(_mm_setr_epi16(
+      static_cast<int16_t>(h[0]), static_cast<int16_t>(h[1]), static_cast<int16_t>(h[2]),
+      static_cast<int16_t>(h[3]), static_cast<int16_t>(h[4]), static_cast<int16_t>(h[5]),
+      static_cast<int16_t>(h[6]), static_cast<int16_t>(h[7])));
   const __m512i pair =
       _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 1);
   return _mm512_permutexvar_ps(pair, _mm512_zextps256_ps512(d8));
 }
 
-HANPU_VNNI_TARGET void unpack_q8_0(const uint8_t* b, Unit* u) {
+HANPU_VNNI_INLINE void unpack_q8_0(const uint8_t* b, Unit* u) {
   const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
   for (int k = 0; k < 4; ++k) {
     const uint8_t* b0 = b + 34 * (2 * k);
@@ -137,7 +161,7 @@ HANPU_VNNI_TARGET void unpack_q8_0(const uint8_t* b, Unit* u) {
   u->offset = _mm512_mul_ps(_mm512_set1_ps(128.0f), scale);
 }
 
-HANPU_VNNI_TARGET void unpack_q4_0(const uint8_t* b, Unit* u) {
+HANPU_VNNI_INLINE void unpack_q4_0(const uint8_t* b, Unit* u) {
   const __m128i mask = _mm_set1_epi8(0x0F);
   for (int k = 0; k < 4; ++k) {
     __m512i c = _mm512_setzero_si512();
@@ -154,70 +178,175 @@ HANPU_VNNI_TARGET void unpack_q4_0(const uint8_t* b, Unit* u) {
   u->offset = _mm512_mul_ps(_mm512_set1_ps(8.0f), scale);
 }
 
-HANPU_VNNI_TARGET float hsum(__m512 v) { return _mm512_reduce_add_ps(v); }
-
-HANPU_VNNI_TARGET void unpack(QuantType t, const uint8_t* row, int in, int u, QuantUnit* scratch,
-                              Unit* out) {
-  const QuantTypeInfo& info = quant_type_info(t);
-  const bool whole = (u + 1) * kQuantUnit <= in;
-  const uint8_t* at = row + static_cast<size_t>(u) * (kQuantUnit / info.block_elems) * info.bytes;
-  if (whole) {
-    switch (t) {
-      case QuantType::kQ4_K:
-        return unpack_q4_k(at, out);
-      case QuantType::kQ6_K:
-        return unpack_q6_k(at, out);
-      case QuantType::kQ8_0:
-        return unpack_q8_0(at, out);
-      case QuantType::kQ4_0:
-        return unpack_q4_0(at, out);
-      default:
-        break;
+// Unit u of a row of type T into registers: in registers for the common types, else
+// through the scalar unpacker.
+template <QuantType T>
+HANPU_VNNI_INLINE void unpack(const uint8_t* row, int in, int u, QuantUnit* scratch, Unit* out) {
+  constexpr bool kVector = T == QuantType::kQ4_K || T == QuantType::kQ6_K ||
+                           T == QuantType::kQ8_0 || T == QuantType::kQ4_0;
+  if constexpr (kVector) {
+    constexpr int kBytes = T == QuantType::kQ4_K   ? 144
+                           : T == QuantType::kQ6_K ? 210
+                           : T == QuantType::kQ8_0 ? 8 * 34
+                                                   : 8 * 18;
+    if ((u + 1) * kQuantUnit <= in) {
+      const uint8_t* at = row + static_cast<size_t>(u) * kBytes;
+      if constexpr (T == QuantType::kQ4_K) return unpack_q4_k(at, out);
+      if constexpr (T == QuantType::kQ6_K) return unpack_q6_k(at, out);
+      if constexpr (T == QuantType::kQ8_0) return unpack_q8_0(at, out);
+      if constexpr (T == QuantType::kQ4_0) return unpack_q4_0(at, out);
     }
   }
-  unpack_unit(t, row, in, u, scratch);
+  unpack_unit(T, row, in, u, scratch);
   from_scalar(*scratch, out);
+}
+
+// Bytes of a 256-value unit of type T (8 blocks of a 32-value type).
+template <QuantType T>
+constexpr int kUnitBytes = T == QuantType::kQ4_0     ? 8 * 18
+                           : T == QuantType::kQ4_1   ? 8 * 20
+                           : T == QuantType::kQ5_0   ? 8 * 22
+                           : T == QuantType::kQ5_1   ? 8 * 24
+                           : T == QuantType::kQ8_0   ? 8 * 34
+                           : T == QuantType::kQ4_K   ? 144
+                           : T == QuantType::kQ6_K   ? 210
+                           : T == QuantType::kQ2_K   ? 84
+                           : T == QuantType::kQ3_K   ? 110
+                           : T == QuantType::kQ5_K   ? 176
+                           : T == QuantType::kIQ4_NL ? 8 * 18
+                                                     : 136;
+constexpr int kPrefetchBytes = 2048;
+
+// Weight rows [0, n) times activation rows [r0, r0 + R): each unit unpacked once for the R
+// rows, whose sums stay in registers (R is a template parameter so the accumulators are).
+template <QuantType T, int R>
+HANPU_VNNI_TARGET void rows_times_acts(const uint8_t* const* rows, int n, const QuantActs& a,
+                                       int64_t r0, float* y, int64_t ldy) {
+  alignas(64) QuantUnit scratch;
+  for (int o = 0; o < n; ++o) {
+    const uint8_t* row = rows[o];
+    __m512 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    for (int u = 0; u < a.units; ++u) {
+      // The weights stream from DRAM once (decode): ask for the lines kPrefetchBytes ahead,
+      // beyond what the hardware prefetcher runs ahead of one core's demand.
+      const uint8_t* ahead = row + (u + 1) * kUnitBytes<T> + kPrefetchBytes;
+      for (int l = 0; l < kUnitBytes<T>; l += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(ahead + l), _MM_HINT_T0);
+      Unit w;
+      unpack<T>(row, a.in, u, &scratch, &w);
+      for (int r = 0; r < R; ++r) {
+        const int8_t* q = a.q_row(r0 + r) + u * kQuantUnit;
+        const float* dlane = a.dlane_row(r0 + r) + u * 64;
+        for (int k = 0; k < 4; ++k) {
+          const __m512i isum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.code[k],
+                                                   _mm512_loadu_si512(q + 64 * k));
+          const __m512 f = _mm512_mul_ps(_mm512_loadu_ps(dlane + 16 * k), w.scale_lane[k]);
+          acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), f, acc[r]);
+        }
+        acc[r] = _mm512_fnmadd_ps(w.offset, _mm512_loadu_ps(a.dsum_row(r0 + r) + u * kQuantGroups),
+                                  acc[r]);
+      }
+    }
+    for (int r = 0; r < R; ++r) y[(r0 + r) * ldy + o] = _mm512_reduce_add_ps(acc[r]);
+  }
+}
+
+template <QuantType T>
+HANPU_VNNI_TARGET void gemm_of_type(const uint8_t* const* rows, int n, const QuantActs& a,
+                                    int64_t r0, int64_t r1, float* y, int64_t ldy) {
+  int64_t r = r0;
+  for (; r + 4 <= r1; r += 4) rows_times_acts<T, 4>(rows, n, a, r, y, ldy);
+  switch (r1 - r) {
+    case 3:
+      return rows_times_acts<T, 3>(rows, n, a, r, y, ldy);
+    case 2:
+      return rows_times_acts<T, 2>(rows, n, a, r, y, ldy);
+    case 1:
+      return rows_times_acts<T, 1>(rows, n, a, r, y, ldy);
+    default:
+      return;
+  }
+}
+
+template <QuantType T>
+HANPU_VNNI_TARGET void dequantize_of_type(const uint8_t* row, int in, float* out) {
+  alignas(64) QuantUnit scratch;
+  alignas(64) float tail[kQuantUnit];
+  for (int u = 0; u < quant_units(in); ++u) {
+    Unit w;
+    unpack<T>(row, in, u, &scratch, &w);
+    const bool whole = (u + 1) * kQuantUnit <= in;
+    float* dst = whole ? out + u * kQuantUnit : tail;
+    for (int k = 0; k < 4; ++k) {
+      // Lane l of scale_lane[k] holds the scale of values 64 k + 4 l .. + 3; a 16-value group
+      // g = 4 k + j takes lane 4 j.
+      for (int j = 0; j < 4; ++j) {
+        const __m512 code =
+            _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(w.code[k], j)));
+        const __m512 scale = _mm512_permutexvar_ps(_mm512_set1_epi32(4 * j), w.scale_lane[k]);
+        const __m512 offset = _mm512_permutexvar_ps(_mm512_set1_epi32(4 * k + j), w.offset);
+        _mm512_storeu_ps(dst + 64 * k + 16 * j, _mm512_fmsub_ps(scale, code, offset));
+      }
+    }
+    if (!whole) std::memcpy(out + u * kQuantUnit, tail, sizeof(float) * (in - u * kQuantUnit));
+  }
 }
 
 }  // namespace
 
-HANPU_VNNI_TARGET void quant_gemm_vnni(QuantType t, const uint8_t* rows, size_t row_bytes, int n,
-                                       const QuantActs& a, int64_t r0, int64_t r1, float* y,
-                                       int64_t ldy) {
-  alignas(64) QuantUnit scratch;
-  for (int o = 0; o < n; ++o) {
-    const uint8_t* row = rows + static_cast<size_t>(o) * row_bytes;
-    for (int64_t t0 = r0; t0 < r1; t0 += kTileRows) {
-      const int tr = static_cast<int>(std::min<int64_t>(kTileRows, r1 - t0));
-      __m512 acc[kTileRows], accm[kTileRows];
-      for (int r = 0; r < kTileRows; ++r) acc[r] = accm[r] = _mm512_setzero_ps();
-      for (int u = 0; u < a.units; ++u) {
-        Unit w;
-        unpack(t, row, a.in, u, &scratch, &w);
-        for (int r = 0; r < tr; ++r) {
-          const int8_t* q = a.q_row(t0 + r) + u * kQuantUnit;
-          const float* dlane = a.dlane_row(t0 + r) + u * 64;
-          for (int k = 0; k < 4; ++k) {
-            const __m512i isum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.code[k],
-                                                     _mm512_loadu_si512(q + 64 * k));
-            const __m512 f = _mm512_mul_ps(_mm512_loadu_ps(dlane + 16 * k), w.scale_lane[k]);
-            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), f, acc[r]);
-          }
-          accm[r] = _mm512_fmadd_ps(
-              w.offset, _mm512_loadu_ps(a.dsum_row(t0 + r) + u * kQuantGroups), accm[r]);
-        }
-      }
-      for (int r = 0; r < tr; ++r) y[(t0 + r) * ldy + o] = hsum(acc[r]) - hsum(accm[r]);
-    }
+void dequantize_row_vnni(QuantType t, const uint8_t* row, int in, float* out) {
+  switch (t) {
+#define HANPU_CASE(T) \
+  case QuantType::T:  \
+    return dequantize_of_type<QuantType::T>(row, in, out);
+    HANPU_CASE(kQ4_0)
+    HANPU_CASE(kQ4_1)
+    HANPU_CASE(kQ5_0)
+    HANPU_CASE(kQ5_1)
+    HANPU_CASE(kQ8_0)
+    HANPU_CASE(kQ4_K)
+    HANPU_CASE(kQ6_K)
+    HANPU_CASE(kQ2_K)
+    HANPU_CASE(kQ3_K)
+    HANPU_CASE(kQ5_K)
+    HANPU_CASE(kIQ4_NL)
+    HANPU_CASE(kIQ4_XS)
+#undef HANPU_CASE
+  }
+}
+
+void quant_gemm_vnni(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a, int64_t r0,
+                     int64_t r1, float* y, int64_t ldy) {
+  switch (t) {
+#define HANPU_CASE(T) \
+  case QuantType::T:  \
+    return gemm_of_type<QuantType::T>(rows, n, a, r0, r1, y, ldy);
+    HANPU_CASE(kQ4_0)
+    HANPU_CASE(kQ4_1)
+    HANPU_CASE(kQ5_0)
+    HANPU_CASE(kQ5_1)
+    HANPU_CASE(kQ8_0)
+    HANPU_CASE(kQ4_K)
+    HANPU_CASE(kQ6_K)
+    HANPU_CASE(kQ2_K)
+    HANPU_CASE(kQ3_K)
+    HANPU_CASE(kQ5_K)
+    HANPU_CASE(kIQ4_NL)
+    HANPU_CASE(kIQ4_XS)
+#undef HANPU_CASE
   }
 }
 
 #else
 
 bool quant_vnni_usable() { return false; }
-void quant_gemm_vnni(QuantType t, const uint8_t* rows, size_t row_bytes, int n, const QuantActs& a,
-                     int64_t r0, int64_t r1, float* y, int64_t ldy) {
-  quant_gemm_scalar(t, rows, row_bytes, n, a, r0, r1, y, ldy);
+void dequantize_row_vnni(QuantType t, const uint8_t* row, int in, float* out) {
+  dequantize_row(t, row, in, out);
+}
+void quant_gemm_vnni(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a, int64_t r0,
+                     int64_t r1, float* y, int64_t ldy) {
+  quant_gemm_scalar(t, rows, n, a, r0, r1, y, ldy);
 }
 
 #endif

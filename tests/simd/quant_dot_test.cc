@@ -18,25 +18,6 @@
 namespace hanpu::simd {
 namespace {
 
-// Byte offsets of each type's f16 scale fields (d, and dmin where the type has one).
-std::vector<int> scale_fields(QuantType t) {
-  switch (t) {
-    case QuantType::kQ4_1:
-    case QuantType::kQ5_1:
-    case QuantType::kQ4_K:
-    case QuantType::kQ5_K:
-      return {0, 2};
-    case QuantType::kQ6_K:
-      return {208};
-    case QuantType::kQ2_K:
-      return {80, 82};
-    case QuantType::kQ3_K:
-      return {108};
-    default:
-      return {0};
-  }
-}
-
 // `rows` rows of `in` values of random blocks of type t, with finite random scales.
 std::vector<uint8_t> random_rows(QuantType t, int rows, int in, Rng& rng) {
   const QuantTypeInfo& q = quant_type_info(t);
@@ -44,7 +25,8 @@ std::vector<uint8_t> random_rows(QuantType t, int rows, int in, Rng& rng) {
   std::vector<uint8_t> b(blocks * q.bytes);
   for (uint8_t& x : b) x = static_cast<uint8_t>(rng.next());
   for (size_t i = 0; i < blocks; ++i) {
-    for (int off : scale_fields(t)) {
+    for (int off : {quant_scale_offset(t), quant_min_offset(t)}) {
+      if (off < 0) continue;
       const uint16_t h = f32_to_f16_bits(static_cast<float>(rng.uniform(-0.02, 0.02)));
       std::memcpy(b.data() + i * q.bytes + off, &h, 2);
     }
@@ -81,6 +63,28 @@ TEST(QuantUnpack, UnitsDecodeAsTheBlockDecoderDoes) {
           const double bound = 2 * std::ldexp(std::abs(s * unit.code[j]) + std::abs(o), -23);
           ASSERT_NEAR(got, want[i], bound) << info.name << " in " << in << " value " << i;
         }
+      }
+    }
+  }
+}
+
+// The fast row decoder (how a prefill widens weights) gives the reference decoder's values
+// within the two roundings the reference makes apart (one here).
+TEST(QuantUnpack, RowDecoderMatchesTheBlockDecoder) {
+  Rng rng(23);
+  for (const QuantTypeInfo& info : quant_types()) {
+    for (int in : row_lengths(info.type)) {
+      const auto row = random_rows(info.type, 1, in, rng);
+      std::vector<float> want(in), got(in + 1, 7.0f);
+      dequantize_blocks(info.type, row.data(), in / info.block_elems, want.data());
+      dequantize_row(info.type, row.data(), in, got.data());
+      ASSERT_EQ(got[in], 7.0f) << "wrote past the row";
+      QuantUnit unit;
+      for (int i = 0; i < in; ++i) {
+        if (i % 256 == 0) unpack_unit(info.type, row.data(), in, i / 256, &unit);
+        const double mag = std::abs(double(unit.scale[i % 256 / 16]) * unit.code[i % 256]) +
+                           std::abs(double(unit.offset[i % 256 / 16]));
+        ASSERT_NEAR(got[i], want[i], 3 * std::ldexp(mag, -24)) << info.name << " " << i;
       }
     }
   }
@@ -141,10 +145,14 @@ TEST(QuantGemm, EveryKernelMatchesFloat64WithinTheDerivedBound) {
         quantize_acts(x.data(), in, T, in, nullptr, &a);
         std::vector<float> y(T * ldy, std::numeric_limits<float>::quiet_NaN());
         const int64_t r0 = 1, r1 = T;  // row 0 is left alone
-        quant_gemm(info.type, w.data(), row_bytes, n, a, r0, r1, y.data(), ldy, kernel);
+        // Rows through the pointer table in reverse: output o is stored row n - 1 - o.
+        std::vector<const uint8_t*> ptrs(n);
+        for (int o = 0; o < n; ++o) ptrs[o] = w.data() + (n - 1 - o) * row_bytes;
+        quant_gemm(info.type, ptrs.data(), n, a, r0, r1, y.data(), ldy, kernel);
         std::vector<float> wd(in);
         for (int o = 0; o < n; ++o) {
-          dequantize_blocks(info.type, w.data() + o * row_bytes, in / info.block_elems, wd.data());
+          const uint8_t* row = ptrs[o];
+          dequantize_blocks(info.type, row, in / info.block_elems, wd.data());
           QuantUnit unit;
           for (int64_t r = 0; r < T; ++r) {
             if (r < r0) {
@@ -186,14 +194,15 @@ TEST(QuantGemm, NonFiniteActivationsGiveNaN) {
   for (QuantKernel kernel : kernels()) {
     for (float bad :
          {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
-      const int in = 256, n = 3;
+      constexpr int in = 256, n = 3;
       const auto w = random_rows(QuantType::kQ4_K, n, in, rng);
       std::vector<float> x(in, 0.5f);
       x[77] = bad;
       QuantActs a;
       quantize_acts(x.data(), in, 1, in, nullptr, &a);
       std::vector<float> y(n, 0.0f);
-      quant_gemm(QuantType::kQ4_K, w.data(), 144, n, a, 0, 1, y.data(), n, kernel);
+      const uint8_t* ptrs[n] = {w.data(), w.data() + 144, w.data() + 288};
+      quant_gemm(QuantType::kQ4_K, ptrs, n, a, 0, 1, y.data(), n, kernel);
       for (float v : y) EXPECT_TRUE(std::isnan(v)) << quant_kernel_name(kernel) << " " << v;
     }
   }

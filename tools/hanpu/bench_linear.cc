@@ -20,6 +20,7 @@
 #include "bench_util.h"
 #include "cpu/nn/blas_sgemm.h"
 #include "cpu/nn/linear.h"
+#include "cpu/nn/quant_linear.h"
 #include "model/synthetic_models.h"
 #include "parallel/thread_pool.h"
 
@@ -93,7 +94,10 @@ void add_bench_linear_options(CLI::App& cmd, BenchLinearOptions& o) {
   cmd.add_option("--seq", o.seq, "rows T of x (1 = decode)")
       ->capture_default_str()
       ->check(token_range(1));
-  cmd.add_option("--weights", o.weights, "weight dtypes: bf16, f16, f32")->capture_default_str();
+  cmd.add_option("--weights", o.weights,
+                 "weight dtypes: bf16, f16, f32, or GGUF block types (q4_k, q8_0, ...; random "
+                 "blocks)")
+      ->capture_default_str();
   cmd.add_flag("!--no-openblas", o.openblas,
                "skip the whole-matrix OpenBLAS rows (f32, its own threads)");
   cmd.add_option(
@@ -114,8 +118,26 @@ int run_bench_linear(const BenchLinearOptions& o) {
                  fmt::format("{}", fmt::join(model::synthetic_model_names(), ", ")).c_str());
     return 2;
   }
-  std::vector<DType> dtypes;
-  if (!parse_all(o.weights, parse_dtype, "--weights", "bf16, f16 or f32", dtypes)) return 2;
+  // Each --weights entry: a dtype, or a GGUF block type.
+  struct WeightKind {
+    DType dtype = DType::kF32;
+    std::optional<QuantType> quant;
+    std::string name() const {
+      return quant ? std::string(quant_type_info(*quant).name) : std::string(dtype_name(dtype));
+    }
+  };
+  std::vector<WeightKind> dtypes;
+  for (const std::string& name : o.weights) {
+    if (const auto d = parse_dtype(name)) {
+      dtypes.push_back({*d, std::nullopt});
+    } else if (const auto q = parse_quant_type(name)) {
+      dtypes.push_back({DType::kF32, q});
+    } else {
+      std::fprintf(stderr, "error: --weights %s: not bf16, f16, f32 or a GGUF block type (%s)\n",
+                   name.c_str(), quant_type_names().c_str());
+      return 2;
+    }
+  }
   for (long T : o.seq) {
     if (T < 1) {
       std::fprintf(stderr, "error: --seq %ld: rows must be >= 1\n", T);
@@ -208,31 +230,37 @@ int run_bench_linear(const BenchLinearOptions& o) {
       const double flops = 2.0 * static_cast<double>(T) * p.in * p.out;
       // Rows timed side by side (interleaved rounds): each (weights dtype, FMA-path GEMM).
       struct Candidate {
-        std::string impl, unit;
-        DType wt;
+        std::string impl, unit, weights;
+        int64_t weight_bytes;
         std::function<void()> call;
       };
       std::vector<Candidate> cands;
       std::vector<cpu::PackedLinear> packed;
       packed.reserve(dtypes.size());
-      for (DType wt : dtypes) {
-        packed.push_back(cpu::PackedLinear::from_rows(w.data(), p.in, rows, wt));
+      for (const WeightKind& wt : dtypes) {
+        if (wt.quant && p.in % quant_type_info(*wt.quant).block_elems != 0) continue;
+        packed.push_back(wt.quant ? cpu::random_quant_linear(*wt.quant, p.in, p.out, 11)
+                                  : cpu::PackedLinear::from_rows(w.data(), p.in, rows, wt.dtype));
         const cpu::PackedLinear* pw = &packed.back();
+        const int64_t bytes = wt.quant ? pw->bytes()
+                                       : static_cast<int64_t>(p.in) * p.out *
+                                             static_cast<int64_t>(dtype_size(wt.dtype));
         for (const cpu::ProjectionKernel kernel : kernels) {
           const std::string unit = cpu::linear_kernel_name(*pw, T, threads, kernel);
           // The GEMM choice is moot on the AMX tiles, the GEMV and units OpenBLAS does not take.
-          if (std::any_of(cands.begin(), cands.end(),
-                          [&](const Candidate& c) { return c.wt == wt && c.unit == unit; })) {
+          if (std::any_of(cands.begin(), cands.end(), [&](const Candidate& c) {
+                return c.weights == wt.name() && c.unit == unit;
+              })) {
             continue;
           }
-          cands.push_back({"hanpu", unit, wt, [&, pw, kernel] {
+          cands.push_back({"hanpu", unit, wt.name(), bytes, [&, pw, kernel] {
                              cpu::linear(x.data(), p.in, T, *pw, y.data(), p.out, threads, kernel);
                            }});
         }
       }
 #ifdef HANPU_HAVE_OPENBLAS
       if (openblas) {  // OpenBLAS as a user calls it: the whole product on its own threads
-        cands.push_back({"openblas", "fma", DType::kF32, [&] {
+        cands.push_back({"openblas", "fma", "f32", static_cast<int64_t>(p.in) * p.out * 4, [&] {
                            cpu::blas_set_own_threads(threads);
                            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(T),
                                        p.out, p.in, 1.0f, x.data(), p.in, w.data(), p.in, 0.0f,
@@ -258,10 +286,8 @@ int run_bench_linear(const BenchLinearOptions& o) {
         const Candidate& c = cands[i];
         const Timing& tm = timings[i];
         const double gflops = flops / tm.median_ms / 1e6;
-        const double wbytes =
-            static_cast<double>(p.in) * p.out * static_cast<double>(dtype_size(c.wt));
-        report_row(report, {p.name, c.impl, c.unit, std::string(dtype_name(c.wt)), p.in, p.out, T,
-                            tm, gflops,
+        const double wbytes = static_cast<double>(c.weight_bytes);
+        report_row(report, {p.name, c.impl, c.unit, c.weights, p.in, p.out, T, tm, gflops,
                             100 * gflops /
                                 (c.unit == "amx"   ? amx.gflops
                                  : c.unit == "dot" ? dot.gflops

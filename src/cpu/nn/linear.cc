@@ -487,7 +487,7 @@ void linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<Linea
 
 const char* linear_kernel_name(const PackedLinear& w, int64_t T, int threads,
                                ProjectionKernel ceiling) {
-  if (w.quant) return quant_linear_kernel_name();
+  if (w.quant) return quant_prefill_widens(T) ? "widen+amx" : quant_linear_kernel_name();
   ceiling = resolve_projection_kernel(ceiling);
   switch (path_of(w, T, ceiling)) {
     case Path::kGemv:

@@ -31,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -51,12 +52,14 @@ struct PackedLinear {
   DType dtype = DType::kF32;
   std::vector<float> data;     // fp32: panels back to back, panel p = [in, min(256, out - 256 p)]
   std::vector<uint16_t> half;  // f16: the same panels in 16 bits; bf16: the pairs layout
-  // Quantized (cpu/nn/quant_linear.h): GGUF blocks as the checkpoint stores them, output
-  // column o being row o of W (`qrow_bytes` apart); `x_order`, where set, permutes the input
-  // (kernel input i is x[x_order[i]]). `dtype`, `data` and `half` are then unused.
+  // Quantized (cpu/nn/quant_linear.h): GGUF blocks where the checkpoint stores them (its
+  // mapping, kept alive by `qowner`), never copied: output column o is the row of W at
+  // qrows[o], `qrow_bytes` long; `x_order`, where set, permutes the input (kernel input i is
+  // x[x_order[i]]). `dtype`, `data` and `half` are then unused.
   std::optional<QuantType> quant;
-  std::vector<uint8_t> qblocks;
+  std::vector<const uint8_t*> qrows;
   size_t qrow_bytes = 0;
+  std::shared_ptr<const void> qowner;
   std::vector<int32_t> x_order;
 
   // Builds the layout from W [out, in] rows (nn.Linear's weight): `rows[o]` is the source row
@@ -86,7 +89,7 @@ struct PackedLinear {
   size_t strip_offset(int s) const;
   int64_t bytes() const {
     return static_cast<int64_t>(data.size() * sizeof(float) + half.size() * sizeof(uint16_t) +
-                                qblocks.size());
+                                qrows.size() * qrow_bytes);
   }
   // Position of element (i, o) of W^T in `data` (fp32) or `half`.
   size_t index(int i, int o) const;

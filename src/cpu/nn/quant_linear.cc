@@ -3,30 +3,110 @@
 
 #include <cstring>
 
+#include "base/rng.h"
+#include "hanpu/dtype.h"
 #include "parallel/parallel_rows.h"
 #include "simd/quant_dot.h"
 
 namespace hanpu::cpu {
 
 PackedLinear quant_linear_from_rows(QuantType t, const uint8_t* data, int in,
-                                    const std::vector<int>& rows) {
+                                    const std::vector<int>& rows,
+                                    std::shared_ptr<const void> owner) {
   const QuantTypeInfo& info = quant_type_info(t);
   PackedLinear w;
   w.in = in;
   w.out = static_cast<int>(rows.size());
   w.quant = t;
   w.qrow_bytes = static_cast<size_t>(in / info.block_elems) * info.bytes;
-  w.qblocks.resize(w.qrow_bytes * rows.size());
-  for (size_t o = 0; o < rows.size(); ++o) {
-    std::memcpy(w.qblocks.data() + o * w.qrow_bytes,
-                data + static_cast<size_t>(rows[o]) * w.qrow_bytes, w.qrow_bytes);
+  w.qrows.resize(rows.size());
+  if (!owner) {  // nothing keeps `data` alive: hold a copy of the rows
+    auto copy = std::make_shared<std::vector<uint8_t>>(w.qrow_bytes * rows.size());
+    for (size_t o = 0; o < rows.size(); ++o) {
+      std::memcpy(copy->data() + o * w.qrow_bytes,
+                  data + static_cast<size_t>(rows[o]) * w.qrow_bytes, w.qrow_bytes);
+      w.qrows[o] = copy->data() + o * w.qrow_bytes;
+    }
+    w.qowner = std::move(copy);
+    return w;
+  }
+  for (size_t o = 0; o < rows.size(); ++o)
+    w.qrows[o] = data + static_cast<size_t>(rows[o]) * w.qrow_bytes;
+  w.qowner = std::move(owner);
+  return w;
+}
+
+PackedLinear quant_linear_concat(const PackedLinear& a, const PackedLinear& b) {
+  PackedLinear w = a;
+  w.out = a.out + b.out;
+  w.qrows.insert(w.qrows.end(), b.qrows.begin(), b.qrows.end());
+  if (a.qowner != b.qowner) {  // keep both alive
+    auto both =
+        std::make_shared<std::pair<std::shared_ptr<const void>, std::shared_ptr<const void>>>(
+            a.qowner, b.qowner);
+    w.qowner = std::shared_ptr<const void>(both, both.get());
   }
   return w;
+}
+
+PackedLinear random_quant_linear(QuantType t, int in, int out, uint64_t seed, float scale) {
+  const QuantTypeInfo& info = quant_type_info(t);
+  PackedLinear w;
+  w.in = in;
+  w.out = out;
+  w.quant = t;
+  w.qrow_bytes = static_cast<size_t>(in / info.block_elems) * info.bytes;
+  auto blocks = std::make_shared<std::vector<uint8_t>>(w.qrow_bytes * out);
+  Rng rng(seed);
+  for (uint8_t& b : *blocks) b = static_cast<uint8_t>(rng.next());
+  for (size_t at = 0; at < blocks->size(); at += info.bytes) {
+    for (int off : {quant_scale_offset(t), quant_min_offset(t)}) {
+      if (off < 0) continue;
+      const uint16_t h = f32_to_f16_bits(static_cast<float>(rng.uniform(-1, 1)) * scale / 8);
+      std::memcpy(blocks->data() + at + off, &h, sizeof(h));
+    }
+  }
+  w.qrows.resize(out);
+  for (int o = 0; o < out; ++o) w.qrows[o] = blocks->data() + static_cast<size_t>(o) * w.qrow_bytes;
+  w.qowner = std::move(blocks);
+  return w;
+}
+
+namespace {
+
+// W decoded into a bf16 projection (the pairs layout of linear.h), its input back in x's
+// order: for a prefill on the matrix unit or the bf16 dot instruction.
+PackedLinear widened(const PackedLinear& w) {
+  return PackedLinear::from_row_source(
+      w.in, w.out,
+      [&](int o, float* buf) {
+        const uint8_t* row = w.qrows[o];
+        if (w.x_order.empty()) {
+          simd::dequantize_row(*w.quant, row, w.in, buf);
+          return static_cast<const float*>(buf);
+        }
+        thread_local std::vector<float> dec;
+        dec.resize(static_cast<size_t>(w.in));
+        simd::dequantize_row(*w.quant, row, w.in, dec.data());
+        for (int i = 0; i < w.in; ++i) buf[w.x_order[i]] = dec[i];
+        return static_cast<const float*>(buf);
+      },
+      DType::kBF16);
+}
+
+}  // namespace
+
+bool quant_prefill_widens(int64_t T) {
+  return T >= kQuantWidenRows && (linear_uses_amx() || linear_uses_dot());
 }
 
 void quant_linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y,
                   int64_t ldy, int threads) {
   if (T <= 0 || w.out <= 0) return;
+  if (quant_prefill_widens(T)) {
+    linear(x, ldx, T, widened(w), y, ldy, threads);
+    return;
+  }
   // Kept between calls (one per thread that calls): a decode step quantizes a few KB per
   // projection and would otherwise allocate each time.
   thread_local simd::QuantActs acts;
@@ -35,13 +115,13 @@ void quant_linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w,
   const QuantType t = *w.quant;
   const simd::QuantActs& a = acts;
   parallel_rows(threads, w.out, static_cast<int64_t>(w.in) * T, [&](int64_t o0, int64_t o1) {
-    simd::quant_gemm(t, w.qblocks.data() + static_cast<size_t>(o0) * w.qrow_bytes, w.qrow_bytes,
-                     static_cast<int>(o1 - o0), a, 0, T, y + o0, ldy, kernel);
+    simd::quant_gemm(t, w.qrows.data() + o0, static_cast<int>(o1 - o0), a, 0, T, y + o0, ldy,
+                     kernel);
   });
 }
 
 void quant_linear_row(const PackedLinear& w, int o, float* out) {
-  dequantize_blocks(*w.quant, w.qblocks.data() + static_cast<size_t>(o) * w.qrow_bytes,
+  dequantize_blocks(*w.quant, w.qrows[o],
                     static_cast<size_t>(w.in / quant_type_info(*w.quant).block_elems), out);
 }
 

@@ -12,9 +12,25 @@
 namespace hanpu::cpu {
 
 // A projection onto rows `rows` of a [*, in] matrix of type t whose row r starts at
-// data + r * row_bytes (row_bytes: in / block_elems blocks). The bytes are copied.
+// data + r * row_bytes (row_bytes: in / block_elems blocks). The bytes are not copied:
+// `owner` keeps them alive (a checkpoint's mapping); without one the rows are copied.
 PackedLinear quant_linear_from_rows(QuantType t, const uint8_t* data, int in,
-                                    const std::vector<int>& rows);
+                                    const std::vector<int>& rows,
+                                    std::shared_ptr<const void> owner);
+// Output columns of `a` followed by those of `b` (the same type and input).
+PackedLinear quant_linear_concat(const PackedLinear& a, const PackedLinear& b);
+
+// Random blocks of type t for an [in -> out] projection (in: whole blocks): random codes,
+// finite f16 scales of about `scale` / 8 (so values of about `scale`), for benchmarks and
+// synthetic models.
+PackedLinear random_quant_linear(QuantType t, int in, int out, uint64_t seed, float scale = 0.02f);
+
+// Rows of x from which a prefill decodes W into bf16 and multiplies on the matrix unit or
+// the bf16 dot instruction (where the CPU has one) instead of the int8 kernels: W is decoded
+// once per call, which costs less than a row's product at T rows and more (measured, `hanpu
+// bench linear --weights q4_k bf16 --seq ...`) below. See docs/performance.md.
+inline constexpr int64_t kQuantWidenRows = 32;
+bool quant_prefill_widens(int64_t T);
 
 // y[T, out] (leading dim ldy) = x[T, in] (leading dim ldx) W^T for a quantized w.
 void quant_linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y,

@@ -33,8 +33,6 @@ bool quant_vnni_usable() {
 
 namespace {
 
-constexpr int kTileRows = 4;  // activation rows multiplied per unpacked unit
-
 // A unit in registers: 4 x 64 codes, the group scales spread over the 64 lanes of the
 // vpdpbusd results (lane l of vector k covers values 64 k + 4 l .. + 3, group 4 k + l / 4),
 // and the 16 group offsets.
@@ -164,14 +162,13 @@ HANPU_VNNI_INLINE void unpack_q8_0(const uint8_t* b, Unit* u) {
 HANPU_VNNI_INLINE void unpack_q4_0(const uint8_t* b, Unit* u) {
   const __m128i mask = _mm_set1_epi8(0x0F);
   for (int k = 0; k < 4; ++k) {
-    __m512i c = _mm512_setzero_si512();
+    __m256i block[2];
     for (int j = 0; j < 2; ++j) {
       const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 18 * (2 * k + j) + 2));
-      const __m256i block = _mm256_inserti128_si256(_mm256_zextsi128_si256(_mm_and_si128(v, mask)),
-                                                    _mm_and_si128(_mm_srli_epi16(v, 4), mask), 1);
-      c = _mm512_inserti64x4(c, block, j);
+      block[j] = _mm256_inserti128_si256(_mm256_zextsi128_si256(_mm_and_si128(v, mask)),
+                                         _mm_and_si128(_mm_srli_epi16(v, 4), mask), 1);
     }
-    u->code[k] = c;
+    u->code[k] = join(block[0], block[1]);
   }
   const __m512 scale = block_scales(b, 18);
   spread_scales(scale, u);
@@ -281,9 +278,11 @@ HANPU_VNNI_TARGET void dequantize_of_type(const uint8_t* row, int in, float* out
     for (int k = 0; k < 4; ++k) {
       // Lane l of scale_lane[k] holds the scale of values 64 k + 4 l .. + 3; a 16-value group
       // g = 4 k + j takes lane 4 j.
+      alignas(64) uint8_t codes[64];
+      _mm512_store_si512(codes, w.code[k]);
       for (int j = 0; j < 4; ++j) {
-        const __m512 code =
-            _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(w.code[k], j)));
+        const __m512 code = _mm512_cvtepi32_ps(
+            _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(codes + 16 * j))));
         const __m512 scale = _mm512_permutexvar_ps(_mm512_set1_epi32(4 * j), w.scale_lane[k]);
         const __m512 offset = _mm512_permutexvar_ps(_mm512_set1_epi32(4 * k + j), w.offset);
         _mm512_storeu_ps(dst + 64 * k + 16 * j, _mm512_fmsub_ps(scale, code, offset));

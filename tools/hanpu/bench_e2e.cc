@@ -88,8 +88,8 @@ void add_bench_e2e_options(CLI::App& cmd, BenchE2eOptions& o) {
       ->capture_default_str()
       ->check(token_range(0));
   cmd.add_option("--weights", o.weights,
-                 "projections in auto (bf16 for synthetic models, a checkpoint's own dtype), f32, "
-                 "bf16, f16")
+                 "projections in auto (bf16 for synthetic models, a checkpoint's own dtype or a "
+                 "quantized GGUF's blocks), f32, bf16, f16")
       ->capture_default_str()
       ->check(storage_names());
   cmd.add_option("--kv-cache", o.kv_cache,

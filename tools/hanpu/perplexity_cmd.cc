@@ -54,7 +54,8 @@ void add_perplexity_options(CLI::App& app, PerplexityCmdOptions& o) {
       ->capture_default_str()
       ->check(token_range(1));
   app.add_option("--weights", o.weights,
-                 "hold projections as auto (the checkpoint's dtype), f32, bf16, f16")
+                 "hold projections as auto (the checkpoint's dtype, a quantized GGUF's own "
+                 "blocks), f32, bf16, f16")
       ->capture_default_str()
       ->check(storage_names());
   app.add_flag("--json", o.json, "stdout: the result as one JSON object (no running figures)");

@@ -201,7 +201,8 @@ void add_run_options(CLI::App& app, RunOptions& o) {
       ->check(token_range(1));
   app.add_option(
          "--weights", o.weights,
-         "hold projections as auto (the checkpoint's dtype; bf16 for --synthetic), f32, bf16, f16")
+         "hold projections as auto (the checkpoint's dtype, a quantized GGUF's own blocks; bf16 "
+         "for --synthetic), f32, bf16, f16 (a quantized GGUF decoded into it)")
       ->capture_default_str()
       ->check(storage_names());
   app.add_option("--save-state", g.save_state,

@@ -78,10 +78,14 @@ HANPU_VNNI_INLINE __m512i lane_groups(int k) {
 }
 
 HANPU_VNNI_INLINE void unpack_q4_k(const uint8_t* b, Unit* u) {
-  const __m256i mask = _mm256_set1_epi8(0x0F);
+  // 32 bytes to both halves of a vector, the high half shifted down a nibble: 64 codes in
+  // two ALU operations (vpsrlvw, vpand; the broadcast is a load).
+  const __m512i mask = _mm512_set1_epi8(0x0F);
+  const __m512i shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
   for (int k = 0; k < 4; ++k) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 + 32 * k));
-    u->code[k] = join(_mm256_and_si256(v, mask), _mm256_and_si256(_mm256_srli_epi16(v, 4), mask));
+    const __m512i v = _mm512_broadcast_i64x4(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 + 32 * k)));
+    u->code[k] = _mm512_and_si512(_mm512_srlv_epi16(v, shift), mask);
   }
   // The 12 scale bytes as 8 six-bit scales then 8 six-bit mins (ggml's kmask shuffle on three
   // 32-bit words), widened to 16 floats: sc 0..7 times d, m 0..7 times dmin.
@@ -111,16 +115,22 @@ HANPU_VNNI_INLINE void unpack_q4_k(const uint8_t* b, Unit* u) {
 }
 
 HANPU_VNNI_INLINE void unpack_q6_k(const uint8_t* b, Unit* u) {
-  const __m512i low4 = _mm512_set1_epi8(0x0F);
-  const __m256i low2 = _mm256_set1_epi8(0x03);
-  for (int k = 0; k < 4; ++k) {
-    const int h = k / 2, shift = 4 * (k % 2);
+  // Quarter k = 2 h + j of the unit: ql bytes 64 h .. + 63 shifted by 4 j (low nibbles), and
+  // the 32 qh bytes of half h to both vector halves, shifted by 4 j (first 32 values) and
+  // 4 j + 2 (last 32) for their 2-bit fields.
+  const __m512i low4 = _mm512_set1_epi8(0x0F), low2 = _mm512_set1_epi8(0x03);
+  for (int h = 0; h < 2; ++h) {
     const __m512i ql = _mm512_loadu_si512(b + 64 * h);
-    const __m512i lo = _mm512_and_si512(_mm512_srli_epi16(ql, shift), low4);
-    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * h));
-    const __m256i hi0 = _mm256_and_si256(_mm256_srli_epi16(qh, shift), low2);
-    const __m256i hi1 = _mm256_and_si256(_mm256_srli_epi16(qh, shift + 2), low2);
-    u->code[k] = _mm512_or_si512(lo, _mm512_slli_epi16(join(hi0, hi1), 4));
+    const __m512i qh = _mm512_broadcast_i64x4(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * h)));
+    for (int j = 0; j < 2; ++j) {
+      const __m512i hi_shift =
+          _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(4 * j)),
+                             _mm256_set1_epi16(static_cast<short>(4 * j + 2)), 1);
+      const __m512i lo = _mm512_and_si512(_mm512_srli_epi16(ql, 4 * j), low4);
+      const __m512i hi = _mm512_and_si512(_mm512_srlv_epi16(qh, hi_shift), low2);
+      u->code[2 * h + j] = _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4));
+    }
   }
   const float d = half_at(b + 208);
   const __m512 scale = _mm512_mul_ps(
@@ -219,11 +229,17 @@ constexpr int kPrefetchBytes = 2048;
 template <QuantType T, int R>
 HANPU_VNNI_TARGET void rows_times_acts(const uint8_t* const* rows, int n, const QuantActs& a,
                                        int64_t r0, float* y, int64_t ldy) {
+  // Independent sums per activation row and, for one or two rows (decode), per 64-value
+  // quarter of a unit and for the offsets: one chain of dependent multiply-adds would wait
+  // on each one's latency, which a decode step's single row cannot hide.
+  constexpr int kChains = R <= 2 ? 5 : 1;
   alignas(64) QuantUnit scratch;
   for (int o = 0; o < n; ++o) {
     const uint8_t* row = rows[o];
-    __m512 acc[R];
-    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    __m512 acc[R][kChains];
+    for (int r = 0; r < R; ++r) {
+      for (int c = 0; c < kChains; ++c) acc[r][c] = _mm512_setzero_ps();
+    }
     for (int u = 0; u < a.units; ++u) {
       // The weights stream from DRAM once (decode): ask for the lines kPrefetchBytes ahead,
       // beyond what the hardware prefetcher runs ahead of one core's demand.
@@ -239,13 +255,19 @@ HANPU_VNNI_TARGET void rows_times_acts(const uint8_t* const* rows, int n, const 
           const __m512i isum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.code[k],
                                                    _mm512_loadu_si512(q + 64 * k));
           const __m512 f = _mm512_mul_ps(_mm512_loadu_ps(dlane + 16 * k), w.scale_lane[k]);
-          acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), f, acc[r]);
+          __m512& sum = acc[r][kChains == 1 ? 0 : k];
+          sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), f, sum);
         }
-        acc[r] = _mm512_fnmadd_ps(w.offset, _mm512_loadu_ps(a.dsum_row(r0 + r) + u * kQuantGroups),
-                                  acc[r]);
+        __m512& off = acc[r][kChains == 1 ? 0 : 4];
+        off =
+            _mm512_fnmadd_ps(w.offset, _mm512_loadu_ps(a.dsum_row(r0 + r) + u * kQuantGroups), off);
       }
     }
-    for (int r = 0; r < R; ++r) y[(r0 + r) * ldy + o] = _mm512_reduce_add_ps(acc[r]);
+    for (int r = 0; r < R; ++r) {
+      __m512 total = acc[r][0];
+      for (int c = 1; c < kChains; ++c) total = _mm512_add_ps(total, acc[r][c]);
+      y[(r0 + r) * ldy + o] = _mm512_reduce_add_ps(total);
+    }
   }
 }
 

@@ -2,6 +2,7 @@
 #include "cpu/nn/linear.h"
 
 #include <algorithm>
+#include <cstring>
 #include <atomic>
 #include <functional>
 #include <utility>
@@ -81,6 +82,27 @@ PackedLinear PackedLinear::from_rows(const float* w, int in, const std::vector<i
 
 PackedLinear PackedLinear::from_row_source(int in, int out, const RowSource& row, DType dtype) {
   PackedLinear l = zeros(in, out, dtype);
+  l.fill_from_row_source(row);
+  return l;
+}
+
+void PackedLinear::refill_from_row_source(int in_, int out_, const RowSource& row, DType dtype_) {
+  in = in_;
+  out = out_;
+  dtype = dtype_;
+  quant.reset();
+  // resize keeps the capacity: a buffer refilled for every prefill call faults its pages once.
+  if (dtype == DType::kF32) {
+    data.resize(static_cast<size_t>(in) * out);
+  } else {
+    half.resize(pairs() ? strip_offset(strips()) : static_cast<size_t>(in) * out);
+  }
+  fill_from_row_source(row);
+  clear_padding();
+}
+
+void PackedLinear::fill_from_row_source(const RowSource& row) {
+  PackedLinear& l = *this;
   // Every projection of a checkpoint is packed here at load (a 0.8B's 750 M weights), so it
   // runs on the pool, one 32-column group (a pairs strip, inside one panel) at a time: its
   // source rows rounded to the dtype in vectorised calls, then written in layout order.
@@ -117,6 +139,22 @@ PackedLinear PackedLinear::from_row_source(int in, int out, const RowSource& row
       // The strip in the order it is stored (amx.h): blocks of 32 reduction steps, each 16
       // pair rows of two 16-column halves; padding columns and steps stay zero.
       uint16_t* dst = l.half.data() + l.strip_offset(static_cast<int>(g));
+      if (in % kPairBlockDepth == 0) {
+        // Whole blocks: a column's steps 2j and 2j + 1 are one 32-bit word of its row, and
+        // pair row j of a half holds word j of its 16 columns, so each word moves once (a
+        // prefill of quantized weights repacks every projection this way, quant_linear.cc).
+        for (int kt = 0; kt < in / kPairBlockDepth; ++kt) {
+          for (int c = 0; c < n; ++c) {
+            const uint16_t* from =
+                rows16.data() + static_cast<size_t>(c) * in + kt * kPairBlockDepth;
+            uint16_t* to = dst + static_cast<size_t>(kt) * kPairBlockElems +
+                           (c / 16) * (kPairBlockElems / 2) + (c % 16) * 2;
+            for (int j = 0; j < kPairBlockDepth / 2; ++j)
+              std::memcpy(to + j * 2 * 16, from + 2 * j, sizeof(uint32_t));
+          }
+        }
+        continue;
+      }
       for (int i0 = 0; i0 < in; i0 += 2, dst += 2 * 16) {
         if (i0 % kPairBlockDepth == 0 && i0 > 0)
           dst += kPairBlockElems / 2;  // past the block's second half
@@ -128,7 +166,6 @@ PackedLinear PackedLinear::from_row_source(int in, int out, const RowSource& row
       }
     }
   });
-  return l;
 }
 
 std::pair<int64_t, int64_t> linear_row_range(int64_t T, int ranges, int range, int64_t granule) {
@@ -487,7 +524,7 @@ void linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<Linea
 
 const char* linear_kernel_name(const PackedLinear& w, int64_t T, int threads,
                                ProjectionKernel ceiling) {
-  if (w.quant) return quant_prefill_widens(T) ? "widen+amx" : quant_linear_kernel_name();
+  if (w.quant) return quant_prefill_widens(w, T) ? "widen+amx" : quant_linear_kernel_name();
   ceiling = resolve_projection_kernel(ceiling);
   switch (path_of(w, T, ceiling)) {
     case Path::kGemv:

@@ -71,6 +71,9 @@ struct PackedLinear {
   // once per column, from the pool's threads at once.
   using RowSource = std::function<const float*(int o, float* buf)>;
   static PackedLinear from_row_source(int in, int out, const RowSource& row, DType dtype);
+  // The same into this projection's own storage (any previous shape; its capacity is kept):
+  // for a layout rebuilt on every call.
+  void refill_from_row_source(int in, int out, const RowSource& row, DType dtype);
   // Storage for the layout, zero-filled (padding included).
   static PackedLinear zeros(int in, int out, DType dtype);
 
@@ -99,6 +102,12 @@ struct PackedLinear {
   // Zeroes what the layout holds beyond [in, out] (the pairs layout's padding), after a
   // fill of the whole buffer.
   void clear_padding();
+
+ private:
+  // Writes the rows into storage sized for the shape (what the padding holds is left).
+  void fill_from_row_source(const RowSource& row);
+
+ public:
 };
 
 inline constexpr int64_t kLinearRowSlab =

@@ -75,9 +75,11 @@ PackedLinear random_quant_linear(QuantType t, int in, int out, uint64_t seed, fl
 namespace {
 
 // W decoded into a bf16 projection (the pairs layout of linear.h), its input back in x's
-// order: for a prefill on the matrix unit or the bf16 dot instruction.
-PackedLinear widened(const PackedLinear& w) {
-  return PackedLinear::from_row_source(
+// order: for a prefill on the matrix unit or the bf16 dot instruction. The storage is kept
+// from call to call (one buffer, as large as the largest projection).
+const PackedLinear& widened(const PackedLinear& w) {
+  thread_local PackedLinear wide;
+  wide.refill_from_row_source(
       w.in, w.out,
       [&](int o, float* buf) {
         const uint8_t* row = w.qrows[o];
@@ -92,18 +94,20 @@ PackedLinear widened(const PackedLinear& w) {
         return static_cast<const float*>(buf);
       },
       DType::kBF16);
+  return wide;
 }
 
 }  // namespace
 
-bool quant_prefill_widens(int64_t T) {
-  return T >= kQuantWidenRows && (linear_uses_amx() || linear_uses_dot());
+bool quant_prefill_widens(const PackedLinear& w, int64_t T) {
+  return T >= kQuantWidenRows && int64_t{2} * w.in * w.out <= kQuantWidenMaxBytes &&
+         (linear_uses_amx() || linear_uses_dot());
 }
 
 void quant_linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y,
                   int64_t ldy, int threads) {
   if (T <= 0 || w.out <= 0) return;
-  if (quant_prefill_widens(T)) {
+  if (quant_prefill_widens(w, T)) {
     linear(x, ldx, T, widened(w), y, ldy, threads);
     return;
   }

@@ -29,8 +29,12 @@ PackedLinear random_quant_linear(QuantType t, int in, int out, uint64_t seed, fl
 // the bf16 dot instruction (where the CPU has one) instead of the int8 kernels: W is decoded
 // once per call, which costs less than a row's product at T rows and more (measured, `hanpu
 // bench linear --weights q4_k bf16 --seq ...`) below. See docs/performance.md.
+// Projections larger than kQuantWidenMaxBytes in bf16 (a model's head, 500 MB for a
+// 250k-word vocabulary, multiplied for every position by a perplexity run) stay on the int8
+// kernels: the decoded copy is held (and reused) per calling thread.
 inline constexpr int64_t kQuantWidenRows = 32;
-bool quant_prefill_widens(int64_t T);
+inline constexpr int64_t kQuantWidenMaxBytes = int64_t{64} << 20;
+bool quant_prefill_widens(const PackedLinear& w, int64_t T);
 
 // y[T, out] (leading dim ldy) = x[T, in] (leading dim ldx) W^T for a quantized w.
 void quant_linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y,

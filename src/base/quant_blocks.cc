@@ -8,11 +8,14 @@
 #include <cmath>
 #include <cstring>
 
+#include "base/quant_block_fields.h"
 #include "hanpu/dtype.h"
 
 namespace hanpu {
 
 namespace {
+
+using namespace quant_fields;  // NOLINT: the block field readers
 
 constexpr int kBlock = 32;   // values per block of the 32-value types
 constexpr int kSuper = 256;  // values per block of the K types (ggml's QK_K)
@@ -25,16 +28,6 @@ constexpr QuantTypeInfo kTypes[] = {
     {QuantType::kQ3_K, "Q3_K", 11, kSuper, 110},    {QuantType::kQ5_K, "Q5_K", 13, kSuper, 176},
     {QuantType::kIQ4_NL, "IQ4_NL", 20, kBlock, 18}, {QuantType::kIQ4_XS, "IQ4_XS", 23, kSuper, 136},
 };
-
-// IQ4_NL's and IQ4_XS's 16 levels (ggml's kvalues_iq4nl): a non-uniform 4-bit grid.
-constexpr int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                   1,    13,   25,  38,  53,  69,  89,  113};
-
-float half_at(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, sizeof(h));
-  return f16_bits_to_f32(h);
-}
 
 // Where a block's f16 super-scale d is, and its f16 min (dmin) where the type has one (-1).
 int d_offset(QuantType t) {
@@ -62,31 +55,6 @@ int min_offset(QuantType t) {
       return -1;
   }
 }
-
-// Value i (of 256) of a plane of 2-bit fields (Q2_K's and Q3_K's 64 bytes): byte 32g + j holds
-// values 128g + 32k + j in its bit pairs k = 0..3.
-int two_bits(const uint8_t* q, int i) {
-  return (q[32 * (i / 128) + i % 32] >> (2 * ((i % 128) / 32))) & 3;
-}
-// Value i's bit in a 32-byte plane of single bits (Q3_K's hmask, Q5_K's qh): bit i / 32 of byte i
-// % 32.
-int one_bit(const uint8_t* q, int i) { return (q[i % 32] >> (i / 32)) & 1; }
-
-// Q4_K's 12 scale bytes hold 8 six-bit scales and 8 six-bit mins: bytes 0-3 the low 6 bits of
-// scales 0-3 (their top 2 bits: the high bits of scales 4-7), bytes 4-7 likewise for mins 0-3,
-// bytes 8-11 the low 4 bits of scales 4-7 (low half) and of mins 4-7 (high half).
-void q4k_scale_min(const uint8_t* s, int j, int* sc, int* m) {
-  if (j < 4) {
-    *sc = s[j] & 0x3F;
-    *m = s[j + 4] & 0x3F;
-  } else {
-    *sc = (s[j + 4] & 0x0F) | ((s[j - 4] >> 2) & 0x30);
-    *m = (s[j + 4] >> 4) | ((s[j] >> 2) & 0x30);
-  }
-}
-
-// Value j's nibble (0..15) of the 16 bytes at `qs`.
-int nibble(const uint8_t* qs, int j) { return j < 16 ? qs[j] & 0x0F : qs[j - 16] >> 4; }
 
 // d q (+ m): the product rounded to f32 on its own, as numpy computes it. `volatile` keeps a
 // compiler from contracting the two into one fused multiply-add, which rounds once.
@@ -141,16 +109,11 @@ void decode_block(QuantType t, const uint8_t* b, float* x) {
       return;
     }
     case QuantType::kQ6_K: {
-      // Value i of half h = i / 128 (r = i % 128): its low 4 bits are nibble r / 64 of ql byte
-      // 64h + r % 64, its high 2 bits pair r / 32 of qh byte 32h + r % 32; its scale is i / 16.
-      const uint8_t *ql = b, *qh = b + 128;
+      // 6-bit codes (q6k_code) less 32; value i's scale is i / 16.
       const auto* sc = reinterpret_cast<const int8_t*>(b + 192);
       for (int i = 0; i < kSuper; ++i) {
-        const int h = i / 128, r = i % 128;
-        const int lo = (ql[64 * h + r % 64] >> (4 * (r / 64))) & 0x0F;
-        const int hi = (qh[32 * h + r % 32] >> (2 * (r / 32))) & 0x03;
         const float ds = d * static_cast<float>(sc[i / 16]);
-        x[i] = scaled(ds, static_cast<float>((lo | (hi << 4)) - 32));
+        x[i] = scaled(ds, static_cast<float>(q6k_code(b, b + 128, i) - 32));
       }
       return;
     }
@@ -204,15 +167,10 @@ void decode_block(QuantType t, const uint8_t* b, float* x) {
         x[j] = scaled(d, static_cast<float>(kIq4Levels[nibble(b + 2, j)]));
       return;
     case QuantType::kIQ4_XS: {
-      // 8 sub-blocks of 32 with six-bit scales (offset 32): low 4 bits nibble ib % 2 of byte
-      // 4 + ib / 2, high 2 bits pair ib of the 16-bit word at byte 2. Sub-block ib's values are
-      // the 16 bytes at 8 + 16 ib, low nibbles first, mapped through the IQ4 levels.
-      uint16_t high;
-      std::memcpy(&high, b + 2, sizeof(high));
+      // 8 sub-blocks of 32 with six-bit scales (iq4xs_scale). Sub-block ib's values are the
+      // 16 bytes at 8 + 16 ib, low nibbles first, mapped through the IQ4 levels.
       for (int ib = 0; ib < 8; ++ib) {
-        const int scale =
-            (((b[4 + ib / 2] >> (4 * (ib % 2))) & 0x0F) | (((high >> (2 * ib)) & 3) << 4)) - 32;
-        const float dl = d * static_cast<float>(scale);
+        const float dl = d * static_cast<float>(iq4xs_scale(b, ib));
         for (int j = 0; j < 32; ++j)
           x[32 * ib + j] = scaled(dl, static_cast<float>(kIq4Levels[nibble(b + 8 + 16 * ib, j)]));
       }

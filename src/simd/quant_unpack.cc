@@ -6,38 +6,13 @@
 
 #include <cstring>
 
-#include "hanpu/dtype.h"
+#include "base/quant_block_fields.h"
 
 namespace hanpu::simd {
 
 namespace {
 
-constexpr int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                   1,    13,   25,  38,  53,  69,  89,  113};
-
-float half_at(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, sizeof(h));
-  return f16_bits_to_f32(h);
-}
-
-int nibble(const uint8_t* qs, int j) { return j < 16 ? qs[j] & 0x0F : qs[j - 16] >> 4; }
-
-int two_bits(const uint8_t* q, int i) {
-  return (q[32 * (i / 128) + i % 32] >> (2 * ((i % 128) / 32))) & 3;
-}
-
-int one_bit(const uint8_t* q, int i) { return (q[i % 32] >> (i / 32)) & 1; }
-
-void q4k_scale_min(const uint8_t* s, int j, int* sc, int* m) {
-  if (j < 4) {
-    *sc = s[j] & 0x3F;
-    *m = s[j + 4] & 0x3F;
-  } else {
-    *sc = (s[j + 4] & 0x0F) | ((s[j - 4] >> 2) & 0x30);
-    *m = (s[j + 4] >> 4) | ((s[j] >> 2) & 0x30);
-  }
-}
+using namespace quant_fields;  // NOLINT: the block field readers
 
 // One 32-value block into codes[32] and the scale and offset of its two groups.
 void unpack_block32(QuantType t, const uint8_t* b, uint8_t* code, float* scale, float* offset) {
@@ -103,14 +78,8 @@ void unpack_k(QuantType t, const uint8_t* b, QuantUnit* out) {
     }
     case QuantType::kQ6_K: {
       const float d = half_at(b + 208);
-      const uint8_t *ql = b, *qh = b + 128;
       const auto* sc = reinterpret_cast<const int8_t*>(b + 192);
-      for (int i = 0; i < kQuantUnit; ++i) {
-        const int h = i / 128, r = i % 128;
-        const int lo = (ql[64 * h + r % 64] >> (4 * (r / 64))) & 0x0F;
-        const int hi = (qh[32 * h + r % 32] >> (2 * (r / 32))) & 0x03;
-        code[i] = static_cast<uint8_t>(lo | (hi << 4));
-      }
+      for (int i = 0; i < kQuantUnit; ++i) code[i] = static_cast<uint8_t>(q6k_code(b, b + 128, i));
       for (int g = 0; g < kQuantGroups; ++g) {
         out->scale[g] = d * static_cast<float>(sc[g]);
         out->offset[g] = 32 * out->scale[g];
@@ -142,12 +111,8 @@ void unpack_k(QuantType t, const uint8_t* b, QuantUnit* out) {
     }
     case QuantType::kIQ4_XS: {
       const float d = half_at(b);
-      uint16_t high;
-      std::memcpy(&high, b + 2, sizeof(high));
       for (int ib = 0; ib < 8; ++ib) {
-        const int scale =
-            (((b[4 + ib / 2] >> (4 * (ib % 2))) & 0x0F) | (((high >> (2 * ib)) & 3) << 4)) - 32;
-        const float dl = d * static_cast<float>(scale);
+        const float dl = d * static_cast<float>(iq4xs_scale(b, ib));
         out->scale[2 * ib] = out->scale[2 * ib + 1] = dl;
         out->offset[2 * ib] = out->offset[2 * ib + 1] = 128 * dl;
         for (int j = 0; j < 32; ++j)

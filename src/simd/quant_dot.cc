@@ -85,15 +85,28 @@ void dequantize_row(QuantType t, const uint8_t* row, int in, float* out) {
 }
 
 QuantKernel quant_kernel_default() {
-  return quant_vnni_usable() ? QuantKernel::kVnni : QuantKernel::kScalar;
+  if (quant_vnni_usable()) return QuantKernel::kVnni;
+  return quant_avx2_usable() ? QuantKernel::kAvx2 : QuantKernel::kScalar;
 }
 
-const char* quant_kernel_name(QuantKernel k) { return k == QuantKernel::kVnni ? "vnni" : "scalar"; }
+const char* quant_kernel_name(QuantKernel k) {
+  switch (k) {
+    case QuantKernel::kVnni:
+      return "vnni";
+    case QuantKernel::kAvx2:
+      return "avx2";
+    case QuantKernel::kScalar:
+      break;
+  }
+  return "scalar";
+}
 
 void quant_gemm(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a, int64_t r0,
                 int64_t r1, float* y, int64_t ldy, QuantKernel k) {
   if (k == QuantKernel::kVnni && quant_vnni_usable()) {
     quant_gemm_vnni(t, rows, n, a, r0, r1, y, ldy);
+  } else if (k == QuantKernel::kAvx2 && quant_avx2_usable()) {
+    quant_gemm_avx2(t, rows, n, a, r0, r1, y, ldy);
   } else {
     quant_gemm_scalar(t, rows, n, a, r0, r1, y, ldy);
   }

@@ -11,10 +11,11 @@
 //   sum_i w_i a_i = sum_g [scale_g da_g (sum_i code_i q_i) - offset_g (da_g sum_i q_i)].
 // The integer sums are exact (|code| <= 255, |q| <= 127, 16 terms); the f32 ones round.
 //
-// Kernels: "vnni" (AVX512-VNNI vpdpbusd on 64 codes at a time, chosen at run time) and
-// "scalar" (any CPU; the reference the others are tested against). Highway 1.0.3, the
+// Kernels, chosen at run time: "vnni" (AVX512-VNNI vpdpbusd on 64 codes at a time), "avx2"
+// (vpmaddubsw + vpmaddwd on 32) and "scalar" (any CPU; the reference the others are tested
+// against). Highway 1.0.3, the
 // Debian version the build uses, has no 8-bit dot-product operation (it arrived in 1.2), so
-// the VNNI kernel is written with intrinsics in a function compiled for that ISA only.
+// the VNNI and AVX2 kernels are written with intrinsics in functions compiled for their ISA only.
 #pragma once
 
 #include <cstddef>
@@ -45,10 +46,11 @@ struct QuantActs {
 void quantize_acts(const float* x, int64_t ldx, int64_t rows, int in, const int32_t* order,
                    QuantActs* a);
 
-enum class QuantKernel { kScalar, kVnni };
+enum class QuantKernel { kScalar, kAvx2, kVnni };
 
-// Whether this CPU runs the VNNI kernel (AVX512-VNNI and AVX512-BW).
+// Whether this CPU runs the VNNI kernel (AVX512-VNNI and AVX512-BW), the AVX2 one (AVX2, FMA).
 bool quant_vnni_usable();
+bool quant_avx2_usable();
 // The fastest kernel this CPU has.
 QuantKernel quant_kernel_default();
 const char* quant_kernel_name(QuantKernel k);
@@ -68,6 +70,8 @@ void dequantize_row_vnni(QuantType t, const uint8_t* row, int in, float* out);
 void quant_gemm_scalar(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a,
                        int64_t r0, int64_t r1, float* y, int64_t ldy);
 void quant_gemm_vnni(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a, int64_t r0,
+                     int64_t r1, float* y, int64_t ldy);
+void quant_gemm_avx2(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a, int64_t r0,
                      int64_t r1, float* y, int64_t ldy);
 
 }  // namespace hanpu::simd

@@ -315,46 +315,16 @@ HANPU_VNNI_TARGET void dequantize_of_type(const uint8_t* row, int in, float* out
   }
 }
 
-// Calls f with std::integral_constant<QuantType, t>: one instantiation of a kernel per type.
-template <class F>
-void for_type(QuantType t, F f) {
-  switch (t) {
-    case QuantType::kQ4_0:
-      return f(std::integral_constant<QuantType, QuantType::kQ4_0>{});
-    case QuantType::kQ4_1:
-      return f(std::integral_constant<QuantType, QuantType::kQ4_1>{});
-    case QuantType::kQ5_0:
-      return f(std::integral_constant<QuantType, QuantType::kQ5_0>{});
-    case QuantType::kQ5_1:
-      return f(std::integral_constant<QuantType, QuantType::kQ5_1>{});
-    case QuantType::kQ8_0:
-      return f(std::integral_constant<QuantType, QuantType::kQ8_0>{});
-    case QuantType::kQ4_K:
-      return f(std::integral_constant<QuantType, QuantType::kQ4_K>{});
-    case QuantType::kQ6_K:
-      return f(std::integral_constant<QuantType, QuantType::kQ6_K>{});
-    case QuantType::kQ2_K:
-      return f(std::integral_constant<QuantType, QuantType::kQ2_K>{});
-    case QuantType::kQ3_K:
-      return f(std::integral_constant<QuantType, QuantType::kQ3_K>{});
-    case QuantType::kQ5_K:
-      return f(std::integral_constant<QuantType, QuantType::kQ5_K>{});
-    case QuantType::kIQ4_NL:
-      return f(std::integral_constant<QuantType, QuantType::kIQ4_NL>{});
-    case QuantType::kIQ4_XS:
-      return f(std::integral_constant<QuantType, QuantType::kIQ4_XS>{});
-  }
-}
-
 }  // namespace
 
 void dequantize_row_vnni(QuantType t, const uint8_t* row, int in, float* out) {
-  for_type(t, [&](auto type) { dequantize_of_type<decltype(type)::value>(row, in, out); });
+  for_quant_type(t, [&](auto type) { dequantize_of_type<decltype(type)::value>(row, in, out); });
 }
 
 void quant_gemm_vnni(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a, int64_t r0,
                      int64_t r1, float* y, int64_t ldy) {
-  for_type(t, [&](auto type) { gemm_of_type<decltype(type)::value>(rows, n, a, r0, r1, y, ldy); });
+  for_quant_type(
+      t, [&](auto type) { gemm_of_type<decltype(type)::value>(rows, n, a, r0, r1, y, ldy); });
 }
 
 #else

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "base/quant_blocks.h"
 
@@ -31,5 +32,36 @@ inline int quant_units(int in) { return (in + kQuantUnit - 1) / kQuantUnit; }
 // `row`. Values past the row's end get code 0, scale 0 and offset 0. Plain scalar code: the
 // reference of the vector unpackers, and the path of types without one.
 void unpack_unit(QuantType t, const uint8_t* row, int in, int u, QuantUnit* out);
+
+// Calls f with std::integral_constant<QuantType, t>: one instantiation of a kernel per type.
+template <class F>
+void for_quant_type(QuantType t, F f) {
+  switch (t) {
+    case QuantType::kQ4_0:
+      return f(std::integral_constant<QuantType, QuantType::kQ4_0>{});
+    case QuantType::kQ4_1:
+      return f(std::integral_constant<QuantType, QuantType::kQ4_1>{});
+    case QuantType::kQ5_0:
+      return f(std::integral_constant<QuantType, QuantType::kQ5_0>{});
+    case QuantType::kQ5_1:
+      return f(std::integral_constant<QuantType, QuantType::kQ5_1>{});
+    case QuantType::kQ8_0:
+      return f(std::integral_constant<QuantType, QuantType::kQ8_0>{});
+    case QuantType::kQ4_K:
+      return f(std::integral_constant<QuantType, QuantType::kQ4_K>{});
+    case QuantType::kQ6_K:
+      return f(std::integral_constant<QuantType, QuantType::kQ6_K>{});
+    case QuantType::kQ2_K:
+      return f(std::integral_constant<QuantType, QuantType::kQ2_K>{});
+    case QuantType::kQ3_K:
+      return f(std::integral_constant<QuantType, QuantType::kQ3_K>{});
+    case QuantType::kQ5_K:
+      return f(std::integral_constant<QuantType, QuantType::kQ5_K>{});
+    case QuantType::kIQ4_NL:
+      return f(std::integral_constant<QuantType, QuantType::kIQ4_NL>{});
+    case QuantType::kIQ4_XS:
+      return f(std::integral_constant<QuantType, QuantType::kIQ4_XS>{});
+  }
+}
 
 }  // namespace hanpu::simd

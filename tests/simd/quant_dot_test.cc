@@ -126,6 +126,7 @@ TEST(QuantActs, BlocksHoldRoundedValuesScalesAndSums) {
 
 std::vector<QuantKernel> kernels() {
   std::vector<QuantKernel> k = {QuantKernel::kScalar};
+  if (quant_avx2_usable()) k.push_back(QuantKernel::kAvx2);
   if (quant_vnni_usable()) k.push_back(QuantKernel::kVnni);
   return k;
 }

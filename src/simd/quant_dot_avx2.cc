@@ -1,0 +1,251 @@
+// The AVX2 quantized kernel (see quant_dot.h), for x86 cores without AVX512-VNNI: the VNNI
+// kernel's structure on 256-bit vectors, with vpmaddubsw (u8 x s8 -> pairs of i16) and
+// vpmaddwd (-> i32 lanes of four products) in place of vpdpbusd. vpmaddubsw saturates a pair
+// above 32767, which codes of at most 63 (Q4_*, Q5_*, Q6_K, Q2_K, Q3_K) never reach; the types
+// whose codes span 8 bits (Q8_0, IQ4_NL, IQ4_XS: code = q + 128, offset = 128 scale) multiply
+// their signed q instead, as |q| times the activation with q's sign (llama.cpp's way), and drop
+// the offset with the shift. The file builds for the baseline ISA; each function using AVX2
+// carries the target attribute, so nothing here runs before quant_avx2_usable() said yes.
+#include <cstring>
+#include <type_traits>
+
+#include "base/quant_block_fields.h"
+#include "simd/quant_dot.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define HANPU_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
+#define HANPU_AVX2_INLINE __attribute__((target("avx2,fma,f16c"), always_inline)) inline
+#define HANPU_HAVE_AVX2 1
+#endif
+
+namespace hanpu::simd {
+
+#if HANPU_HAVE_AVX2
+
+// F16C is not asked for: every x86 core with AVX2 has it (it arrived a generation earlier), and
+// clang's __builtin_cpu_supports does not know the name.
+bool quant_avx2_usable() {
+  static const bool usable = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return usable;
+}
+
+namespace {
+
+// A unit in registers: 8 x 32 codes; lane l of vector k covers values 32 k + 4 l .. + 3, group
+// 2 k + l / 4, and scale_lane[k] holds that group's scale in each lane; the 16 group offsets.
+struct Unit {
+  __m256i code[8];
+  __m256 scale_lane[8];
+  __m256 offset[2];
+};
+
+template <QuantType T>
+constexpr bool kSignedWide =
+    T == QuantType::kQ8_0 || T == QuantType::kIQ4_NL || T == QuantType::kIQ4_XS;
+
+HANPU_AVX2_INLINE float half_at(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, sizeof(h));
+  return _cvtsh_ss(h);
+}
+
+// Lanes 0-3: group 2k's value, lanes 4-7: group 2k + 1's.
+HANPU_AVX2_INLINE __m256 two_groups(float g0, float g1) {
+  return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_set1_ps(g0)), _mm_set1_ps(g1), 1);
+}
+
+HANPU_AVX2_INLINE void from_scalar(const QuantUnit& s, Unit* u) {
+  for (int k = 0; k < 8; ++k) {
+    u->code[k] = _mm256_load_si256(reinterpret_cast<const __m256i*>(s.code + 32 * k));
+    u->scale_lane[k] = two_groups(s.scale[2 * k], s.scale[2 * k + 1]);
+  }
+  u->offset[0] = _mm256_load_ps(s.offset);
+  u->offset[1] = _mm256_load_ps(s.offset + 8);
+}
+
+HANPU_AVX2_INLINE void unpack_q4_k(const uint8_t* b, Unit* u) {
+  const __m256i mask = _mm256_set1_epi8(0x0F);
+  for (int c = 0; c < 4; ++c) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 + 32 * c));
+    u->code[2 * c] = _mm256_and_si256(v, mask);
+    u->code[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+  }
+  const float d = half_at(b), dmin = half_at(b + 2);
+  alignas(32) float offset[16];
+  for (int j = 0; j < 8; ++j) {
+    int sc, m;
+    quant_fields::q4k_scale_min(b + 4, j, &sc, &m);
+    u->scale_lane[j] = _mm256_set1_ps(d * static_cast<float>(sc));
+    offset[2 * j] = offset[2 * j + 1] = dmin * static_cast<float>(m);
+  }
+  u->offset[0] = _mm256_load_ps(offset);
+  u->offset[1] = _mm256_load_ps(offset + 8);
+}
+
+HANPU_AVX2_INLINE void unpack_q6_k(const uint8_t* b, Unit* u) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F), low2 = _mm256_set1_epi8(0x03);
+  for (int h = 0; h < 2; ++h) {
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * h));
+    for (int half = 0; half < 2; ++half) {
+      const __m256i ql =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 64 * h + 32 * half));
+      for (int j = 0; j < 2; ++j) {
+        // Values 128 h + 64 j + 32 half .. + 31: nibble j of ql, bit pair 2 j + half of qh.
+        const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(ql, 4 * j), low4);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 4 * j + 2 * half), low2);
+        u->code[4 * h + 2 * j + half] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+      }
+    }
+  }
+  const float d = half_at(b + 208);
+  const auto* sc = reinterpret_cast<const int8_t*>(b + 192);
+  alignas(32) float offset[16];
+  for (int k = 0; k < 8; ++k) {
+    const float s0 = d * static_cast<float>(sc[2 * k]), s1 = d * static_cast<float>(sc[2 * k + 1]);
+    u->scale_lane[k] = two_groups(s0, s1);
+    offset[2 * k] = 32 * s0;
+    offset[2 * k + 1] = 32 * s1;
+  }
+  u->offset[0] = _mm256_load_ps(offset);
+  u->offset[1] = _mm256_load_ps(offset + 8);
+}
+
+// Q8_0: the signed values as they are (kSignedWide: no shift, no offset).
+HANPU_AVX2_INLINE void unpack_q8_0(const uint8_t* b, Unit* u) {
+  for (int k = 0; k < 8; ++k) {
+    const uint8_t* blk = b + 34 * k;
+    u->code[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
+    u->scale_lane[k] = _mm256_set1_ps(half_at(blk));
+  }
+}
+
+HANPU_AVX2_INLINE void unpack_q4_0(const uint8_t* b, Unit* u) {
+  const __m128i mask = _mm_set1_epi8(0x0F);
+  alignas(32) float offset[16];
+  for (int k = 0; k < 8; ++k) {
+    const uint8_t* blk = b + 18 * k;
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
+    u->code[k] = _mm256_insertf128_si256(_mm256_castsi128_si256(_mm_and_si128(v, mask)),
+                                         _mm_and_si128(_mm_srli_epi16(v, 4), mask), 1);
+    const float d = half_at(blk);
+    u->scale_lane[k] = _mm256_set1_ps(d);
+    offset[2 * k] = offset[2 * k + 1] = 8 * d;
+  }
+  u->offset[0] = _mm256_load_ps(offset);
+  u->offset[1] = _mm256_load_ps(offset + 8);
+}
+
+template <QuantType T>
+constexpr int kUnitBytes = T == QuantType::kQ4_K   ? 144
+                           : T == QuantType::kQ6_K ? 210
+                           : T == QuantType::kQ8_0 ? 8 * 34
+                                                   : 8 * 18;
+
+// Unit u of a row of type T into registers (kSignedWide types: signed values, no offsets).
+template <QuantType T>
+HANPU_AVX2_INLINE void unpack(const uint8_t* row, int in, int u, QuantUnit* scratch, Unit* out) {
+  constexpr bool kVector = T == QuantType::kQ4_K || T == QuantType::kQ6_K ||
+                           T == QuantType::kQ8_0 || T == QuantType::kQ4_0;
+  if constexpr (kVector) {
+    if ((u + 1) * kQuantUnit <= in) {
+      const uint8_t* at = row + static_cast<size_t>(u) * kUnitBytes<T>;
+      if constexpr (T == QuantType::kQ4_K) return unpack_q4_k(at, out);
+      if constexpr (T == QuantType::kQ6_K) return unpack_q6_k(at, out);
+      if constexpr (T == QuantType::kQ8_0) return unpack_q8_0(at, out);
+      if constexpr (T == QuantType::kQ4_0) return unpack_q4_0(at, out);
+    }
+  }
+  unpack_unit(T, row, in, u, scratch);
+  from_scalar(*scratch, out);
+  if constexpr (kSignedWide<T>) {
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+    for (int k = 0; k < 8; ++k) out->code[k] = _mm256_xor_si256(out->code[k], flip);
+  }
+}
+
+// i32 lanes of four products of 32 codes and 32 activations.
+template <QuantType T>
+HANPU_AVX2_INLINE __m256i dot4(__m256i code, __m256i act) {
+  __m256i pairs;
+  if constexpr (kSignedWide<T>) {
+    pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(code), _mm256_sign_epi8(act, code));
+  } else {
+    pairs = _mm256_maddubs_epi16(code, act);
+  }
+  return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+}
+
+HANPU_AVX2_INLINE float hsum(__m256 v) {
+  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
+}
+
+template <QuantType T, int R>
+HANPU_AVX2_TARGET void rows_times_acts(const uint8_t* const* rows, int n, const QuantActs& a,
+                                       int64_t r0, float* y, int64_t ldy) {
+  QuantUnit scratch;  // 64-byte aligned by its type
+  for (int o = 0; o < n; ++o) {
+    const uint8_t* row = rows[o];
+    __m256 acc[R][2];
+    for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int u = 0; u < a.units; ++u) {
+      Unit w;
+      unpack<T>(row, a.in, u, &scratch, &w);
+      for (int r = 0; r < R; ++r) {
+        const int8_t* q = a.q_row(r0 + r) + u * kQuantUnit;
+        const float* dlane = a.dlane_row(r0 + r) + u * 64;
+        for (int k = 0; k < 8; ++k) {
+          const __m256i isum =
+              dot4<T>(w.code[k], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * k)));
+          const __m256 f = _mm256_mul_ps(_mm256_loadu_ps(dlane + 8 * k), w.scale_lane[k]);
+          acc[r][k % 2] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), f, acc[r][k % 2]);
+        }
+        if constexpr (!kSignedWide<T>) {
+          const float* dsum = a.dsum_row(r0 + r) + u * kQuantGroups;
+          acc[r][0] = _mm256_fnmadd_ps(w.offset[0], _mm256_loadu_ps(dsum), acc[r][0]);
+          acc[r][1] = _mm256_fnmadd_ps(w.offset[1], _mm256_loadu_ps(dsum + 8), acc[r][1]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) y[(r0 + r) * ldy + o] = hsum(_mm256_add_ps(acc[r][0], acc[r][1]));
+  }
+}
+
+template <QuantType T>
+HANPU_AVX2_TARGET void gemm_of_type(const uint8_t* const* rows, int n, const QuantActs& a,
+                                    int64_t r0, int64_t r1, float* y, int64_t ldy) {
+  int64_t r = r0;
+  for (; r + 4 <= r1; r += 4) rows_times_acts<T, 4>(rows, n, a, r, y, ldy);
+  switch (r1 - r) {
+    case 3:
+      return rows_times_acts<T, 3>(rows, n, a, r, y, ldy);
+    case 2:
+      return rows_times_acts<T, 2>(rows, n, a, r, y, ldy);
+    case 1:
+      return rows_times_acts<T, 1>(rows, n, a, r, y, ldy);
+    default:
+      return;
+  }
+}
+
+}  // namespace
+
+void quant_gemm_avx2(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a, int64_t r0,
+                     int64_t r1, float* y, int64_t ldy) {
+  for_quant_type(
+      t, [&](auto type) { gemm_of_type<decltype(type)::value>(rows, n, a, r0, r1, y, ldy); });
+}
+
+#else
+
+bool quant_avx2_usable() { return false; }
+void quant_gemm_avx2(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a, int64_t r0,
+                     int64_t r1, float* y, int64_t ldy) {
+  quant_gemm_scalar(t, rows, n, a, r0, r1, y, ldy);
+}
+
+#endif
+
+}  // namespace hanpu::simd

@@ -137,10 +137,10 @@ HANPU_AVX2_INLINE void unpack_q4_0(const uint8_t* b, Unit* u) {
 }
 
 template <QuantType T>
-constexpr int kUnitBytes = T == QuantType::kQ4_K   ? 144
-                           : T == QuantType::kQ6_K ? 210
-                           : T == QuantType::kQ8_0 ? 8 * 34
-                                                   : 8 * 18;
+constexpr int kUnitBytes = quant_unit_bytes(T);
+// As in the VNNI kernel (quant_dot_vnni.cc): the weights stream from DRAM once per decode
+// step; lines 2048 bytes ahead are asked for beyond the hardware prefetcher's reach.
+constexpr int kPrefetchBytes = 2048;
 
 // Unit u of a row of type T into registers (kSignedWide types: signed values, no offsets).
 template <QuantType T>
@@ -191,6 +191,9 @@ HANPU_AVX2_TARGET void rows_times_acts(const uint8_t* const* rows, int n, const 
     __m256 acc[R][2];
     for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (int u = 0; u < a.units; ++u) {
+      const uint8_t* ahead = row + (u + 1) * kUnitBytes<T> + kPrefetchBytes;
+      for (int l = 0; l < kUnitBytes<T>; l += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(ahead + l), _MM_HINT_T0);
       Unit w;
       unpack<T>(row, a.in, u, &scratch, &w);
       for (int r = 0; r < R; ++r) {

@@ -209,20 +209,8 @@ HANPU_VNNI_INLINE void unpack(const uint8_t* row, int in, int u, QuantUnit* scra
   from_scalar(*scratch, out);
 }
 
-// Bytes of a 256-value unit of type T (8 blocks of a 32-value type).
 template <QuantType T>
-constexpr int kUnitBytes = T == QuantType::kQ4_0     ? 8 * 18
-                           : T == QuantType::kQ4_1   ? 8 * 20
-                           : T == QuantType::kQ5_0   ? 8 * 22
-                           : T == QuantType::kQ5_1   ? 8 * 24
-                           : T == QuantType::kQ8_0   ? 8 * 34
-                           : T == QuantType::kQ4_K   ? 144
-                           : T == QuantType::kQ6_K   ? 210
-                           : T == QuantType::kQ2_K   ? 84
-                           : T == QuantType::kQ3_K   ? 110
-                           : T == QuantType::kQ5_K   ? 176
-                           : T == QuantType::kIQ4_NL ? 8 * 18
-                                                     : 136;
+constexpr int kUnitBytes = quant_unit_bytes(T);
 constexpr int kPrefetchBytes = 2048;
 
 // Weight rows [0, n) times activation rows [r0, r0 + R): each unit unpacked once for the R

@@ -25,6 +25,36 @@ struct QuantUnit {
   alignas(64) float offset[kQuantGroups];
 };
 
+// Bytes of a whole unit of type t: one 256-value block, or eight 32-value ones.
+constexpr int quant_unit_bytes(QuantType t) {
+  switch (t) {
+    case QuantType::kQ4_0:
+    case QuantType::kIQ4_NL:
+      return 8 * 18;
+    case QuantType::kQ4_1:
+      return 8 * 20;
+    case QuantType::kQ5_0:
+      return 8 * 22;
+    case QuantType::kQ5_1:
+      return 8 * 24;
+    case QuantType::kQ8_0:
+      return 8 * 34;
+    case QuantType::kQ4_K:
+      return 144;
+    case QuantType::kQ6_K:
+      return 210;
+    case QuantType::kQ2_K:
+      return 84;
+    case QuantType::kQ3_K:
+      return 110;
+    case QuantType::kQ5_K:
+      return 176;
+    case QuantType::kIQ4_XS:
+      return 136;
+  }
+  return 0;
+}
+
 // Units in a row of `in` values (the last one partly past the row's end for a 32-value type).
 inline int quant_units(int in) { return (in + kQuantUnit - 1) / kQuantUnit; }
 

@@ -43,7 +43,7 @@ void quant_linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w,
 // Row `o` of W (`w.in` values) decoded to f32, as the embedding reads a token's row.
 void quant_linear_row(const PackedLinear& w, int o, float* out);
 
-// The kernel quant_linear() runs on this CPU: "vnni" or "scalar" (simd/quant_dot.h).
+// The kernel quant_linear() runs on this CPU: "vnni", "avx2" or "scalar" (simd/quant_dot.h).
 const char* quant_linear_kernel_name();
 
 }  // namespace hanpu::cpu

@@ -5,7 +5,10 @@ For each supported block type: random blocks (seeded) with their scales drawn to
 the largest and smallest normal and subnormal f16 values and both signs, decoded by the `gguf`
 Python package's `gguf.quants.dequantize` (the reference llama.cpp's own tooling uses). Each
 type gets tests/fixtures/quant/<type>.blocks (the raw blocks, as a GGUF stores them) and
-<type>.f32 (the decoded values, little-endian float32). CI does not run this.
+<type>.f32 (the decoded values, little-endian float32). For the types hanpu quantizes (Q8_0,
+Q4_0), random rows (a zero block, halves that tie, huge and tiny values) and the package's
+`gguf.quants.quantize` of them: <type>.quant_in.f32 and <type>.quant_out.blocks. CI does not
+run this.
 
     pip install numpy gguf
     python3 scripts/make_quant_vectors.py
@@ -14,7 +17,7 @@ import pathlib
 
 import numpy as np
 from gguf import GGMLQuantizationType, GGML_QUANT_SIZES
-from gguf.quants import dequantize
+from gguf.quants import dequantize, quantize
 
 TYPES = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q6_K", "Q2_K", "Q3_K", "Q5_K", "IQ4_NL", "IQ4_XS"]
 # Where each type keeps its f16 super-scale d and, where it has one, its f16 min (dmin).
@@ -55,6 +58,23 @@ def main():
         (out_dir / f"{name.lower()}.blocks").write_bytes(blocks.tobytes())
         (out_dir / f"{name.lower()}.f32").write_bytes(values.tobytes())
         print(f"{name}: {BLOCKS} blocks of {block_elems} values ({block_bytes} bytes each)")
+    quantizer_vectors(out_dir, rng)
+
+
+def quantizer_vectors(out_dir, rng):
+    for name in ["Q8_0", "Q4_0"]:
+        qtype = GGMLQuantizationType[name]
+        n = BLOCKS * 32
+        x = rng.standard_normal(n).astype(np.float32) * np.float32(10.0) ** rng.integers(-4, 4, n // 32).repeat(32)
+        x = x.astype(np.float32)
+        x[:32] = 0                                   # a zero block
+        x[32:64] = np.arange(-16, 16, dtype=np.float32) * np.float32(0.5)  # values on half steps
+        x[64:96] = np.float32(1e-30) * rng.standard_normal(32).astype(np.float32)  # tiny
+        x[96:128] = np.float32(6e4) * rng.standard_normal(32).astype(np.float32)   # near f16's top
+        blocks = quantize(x.reshape(-1, 32), qtype).reshape(-1)
+        (out_dir / f"{name.lower()}.quant_in.f32").write_bytes(x.astype("<f4").tobytes())
+        (out_dir / f"{name.lower()}.quant_out.blocks").write_bytes(blocks.tobytes())
+        print(f"{name} quantizer: {n} values")
 
 
 if __name__ == "__main__":

@@ -94,9 +94,14 @@ Status Engine::load(const std::string& dir, std::unique_ptr<Engine>* out,
   model::LoadOptions lo;
   lo.progress = on_progress;
   if (weights != "auto") {
+    const std::optional<QuantType> q = parse_quant_type(weights);
     lo.weights = parse_dtype(weights);
-    if (!lo.weights)
-      return Status::Error(fmt::format("weights '{}' is not auto, f32, bf16 or f16", weights));
+    if (q && quant_type_quantizable(*q)) {
+      lo.quantize = q;
+    } else if (!lo.weights) {
+      return Status::Error(
+          fmt::format("weights '{}' is not auto, f32, bf16, f16, q8_0 or q4_0", weights));
+    }
   }
   model::GgufExtras gguf;
   HANPU_RETURN_IF_ERROR(model::load_model(dir, lo, &impl->model, &gguf));

@@ -31,8 +31,9 @@ namespace {
 
 class GgufConverter {
  public:
-  GgufConverter(const ModelConfig& c, const WeightStore& s, DType dt, bool keep_blocks)
-      : c_(c), s_(s), dt_(dt), keep_blocks_(keep_blocks) {
+  GgufConverter(const ModelConfig& c, const WeightStore& s, DType dt, bool keep_blocks,
+                std::optional<QuantType> quantize)
+      : c_(c), s_(s), dt_(dt), keep_blocks_(keep_blocks), quantize_(quantize) {
     order_ = HeadOrder{c.la_key_heads, c.la_value_heads,
                        c.arch == Arch::kQwen35 && c.la_key_heads != c.la_value_heads};
   }
@@ -54,7 +55,7 @@ class GgufConverter {
     }
     std::vector<float>& w = scratch_[0];
     HANPU_RETURN_IF_ERROR(f32(name, {out, in}, &w));
-    *l = Linear::from_rows(w.data(), in, rows, dt_);
+    *l = pack_rows(w.data(), in, rows, dt_, quantize_);
     return Status::Ok();
   }
   Status linear(const std::string& name, int out, int in, Linear* l) {
@@ -103,7 +104,7 @@ class GgufConverter {
         f32(fmt::format("{}ffn_gate{}.weight", b, suffix), {inter, c_.hidden}, &g));
     HANPU_RETURN_IF_ERROR(f32(fmt::format("{}ffn_up{}.weight", b, suffix), {inter, c_.hidden}, &u));
     g.insert(g.end(), u.begin(), u.end());
-    m->gate_up = Linear::from_rows(g.data(), c_.hidden, iota(2 * inter), dt_);
+    m->gate_up = pack_rows(g.data(), c_.hidden, iota(2 * inter), dt_, quantize_);
     return linear(fmt::format("{}ffn_down{}.weight", b, suffix), c_.hidden, inter, &m->down);
   }
   Status gdn(const std::string& b, GdnWeights* w) {
@@ -146,7 +147,7 @@ class GgufConverter {
           w_hf[static_cast<size_t>(o) * HV * V + i] =
               out[static_cast<size_t>(o) * HV * V + cols[i]];
       }
-      w->out = Linear::from_rows(w_hf.data(), HV * V, iota(hidden), dt_);
+      w->out = pack_rows(w_hf.data(), HV * V, iota(hidden), dt_, quantize_);
     }
     std::vector<float> conv;  // [channels, kernel] -> tap-major, V channels back in HF order
     HANPU_RETURN_IF_ERROR(f32(b + "ssm_conv1d.weight", {C, c_.conv_kernel}, &conv));
@@ -189,14 +190,14 @@ class GgufConverter {
     for (int e = 0; e < E; ++e) {
       std::vector<float> gu(g.begin() + e * gi, g.begin() + (e + 1) * gi);
       gu.insert(gu.end(), u.begin() + e * gi, u.begin() + (e + 1) * gi);
-      m->experts[e].gate_up = Linear::from_rows(gu.data(), hidden, iota(2 * I), dt_);
-      m->experts[e].down = Linear::from_rows(d.data() + e * gi, I, iota(hidden), dt_);
+      m->experts[e].gate_up = pack_rows(gu.data(), hidden, iota(2 * I), dt_, quantize_);
+      m->experts[e].down = pack_rows(d.data() + e * gi, I, iota(hidden), dt_, quantize_);
     }
     if (c_.shared_expert_intermediate > 0) {
       HANPU_RETURN_IF_ERROR(mlp(b, "_shexp", c_.shared_expert_intermediate, &m->shared));
       std::vector<float> sg;
       HANPU_RETURN_IF_ERROR(f32(b + "ffn_gate_inp_shexp.weight", {hidden}, &sg));
-      m->shared_gate = Linear::from_rows(sg.data(), hidden, {0}, dt_);
+      m->shared_gate = pack_rows(sg.data(), hidden, {0}, dt_, quantize_);
     }
     return Status::Ok();
   }
@@ -204,8 +205,9 @@ class GgufConverter {
  private:
   const ModelConfig& c_;
   const WeightStore& s_;
-  DType dt_;          // storage of the projections
-  bool keep_blocks_;  // quantized projections stay in their blocks
+  DType dt_;                           // storage of the projections
+  bool keep_blocks_;                   // quantized projections stay in their blocks
+  std::optional<QuantType> quantize_;  // plain projections quantized at load
   HeadOrder order_;
   // fp32 copies of the tensor being converted, kept between tensors: fresh ones of up to
   // hundreds of MB each would cost their page faults and zeroing again every time.
@@ -215,15 +217,16 @@ class GgufConverter {
 }  // namespace
 
 Status convert_gguf_weights(const ModelConfig& c, const WeightStore& store, DType weights,
-                            bool widen, ModelWeights* out, const LoadProgress& progress) {
+                            bool widen, ModelWeights* out, const LoadProgress& progress,
+                            std::optional<QuantType> quantize) {
   // Every tensor the config implies, checked before the first is converted or allocated.
   HANPU_RETURN_IF_ERROR(check_weight_table(gguf_weight_table(c), store));
-  GgufConverter cv(c, store, weights, !widen);
+  GgufConverter cv(c, store, weights, !widen, quantize);
   ModelWeights w;
   HANPU_RETURN_IF_ERROR(cv.norm("output_norm.weight", c.hidden, &w.final_norm));
   if (c.tie_embeddings) {
-    HANPU_RETURN_IF_ERROR(
-        load_tied_embedding(store, "token_embd.weight", c.vocab, c.hidden, weights, &w, widen));
+    HANPU_RETURN_IF_ERROR(load_tied_embedding(store, "token_embd.weight", c.vocab, c.hidden,
+                                              weights, &w, widen, quantize));
   } else {
     HANPU_RETURN_IF_ERROR(cv.embedding("token_embd.weight", c.vocab, c.hidden, &w));
     HANPU_RETURN_IF_ERROR(cv.linear("output.weight", c.vocab, c.hidden, &w.lm_head));

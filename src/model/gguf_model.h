@@ -14,8 +14,10 @@
 namespace hanpu::model {
 
 // Quantized projections keep their blocks unless `widen` (then they are decoded into
-// `weights` like plain ones: the reference a quantized run is compared with).
+// `weights` like plain ones: the reference a quantized run is compared with); plain ones are
+// quantized to `quantize` where set.
 Status convert_gguf_weights(const ModelConfig& config, const WeightStore& store, DType weights,
-                            bool widen, ModelWeights* out, const LoadProgress& progress = nullptr);
+                            bool widen, ModelWeights* out, const LoadProgress& progress = nullptr,
+                            std::optional<QuantType> quantize = std::nullopt);
 
 }  // namespace hanpu::model

@@ -205,7 +205,7 @@ Status load_model(const std::string& dir, const LoadOptions& options, std::uniqu
     const DType plain = embed->quant ? DType::kBF16 : embed->dtype;
     HANPU_RETURN_IF_ERROR(convert_gguf_weights(config, store, options.weights.value_or(plain),
                                                options.weights.has_value(), &weights,
-                                               options.progress));
+                                               options.progress, options.quantize));
     if (extras != nullptr) {
       extras->tokenizer.emplace();
       HANPU_RETURN_IF_ERROR(gguf_tokenizer(meta, g, &*extras->tokenizer));
@@ -223,7 +223,8 @@ Status load_model(const std::string& dir, const LoadOptions& options, std::uniqu
   ModelWeights weights;
   const StoredTensor* embed = store.find(config.weight_prefix + "embed_tokens.weight");
   const DType dtype = options.weights.value_or(embed != nullptr ? embed->dtype : DType::kF32);
-  HANPU_RETURN_IF_ERROR(convert_weights(config, store, dtype, &weights, options.progress));
+  HANPU_RETURN_IF_ERROR(
+      convert_weights(config, store, dtype, &weights, options.progress, options.quantize));
   *out = std::make_unique<Model>(std::move(config), std::move(weights));
   return Status::Ok();
 }

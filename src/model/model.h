@@ -95,6 +95,9 @@ class Model {
 struct LoadOptions {
   std::optional<DType> weights;
   LoadProgress progress;  // per converted layer; may be empty
+  // Plain (f32/f16/bf16) projections quantized at load to this type (Q8_0 or Q4_0; those
+  // whose input is not whole blocks stay in `weights`). A quantized GGUF keeps its own blocks.
+  std::optional<QuantType> quantize;
 };
 
 // What a GGUF carries besides the model: its tokenizer, and its chat template with the

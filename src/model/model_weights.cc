@@ -17,12 +17,6 @@ namespace hanpu::model {
 
 namespace {
 
-// Rows `rows` of W [out_all, in] as a projection onto rows.size() outputs.
-Linear linear_from_rows(const std::vector<float>& w, int in, const std::vector<int>& rows,
-                        DType dtype) {
-  return Linear::from_rows(w.data(), in, rows, dtype);
-}
-
 std::vector<int> iota_rows(int n, int first = 0) {
   std::vector<int> r(n);
   std::iota(r.begin(), r.end(), first);
@@ -31,7 +25,13 @@ std::vector<int> iota_rows(int n, int first = 0) {
 
 class Converter {
  public:
-  Converter(const ModelConfig& c, const WeightStore& s, DType dt) : c_(c), s_(s), dt_(dt) {}
+  Converter(const ModelConfig& c, const WeightStore& s, DType dt, std::optional<QuantType> q)
+      : c_(c), s_(s), dt_(dt), quantize_(q) {}
+  // Rows `rows` of W [out_all, in] as a projection onto rows.size() outputs.
+  Linear linear_from_rows(const std::vector<float>& w, int in, const std::vector<int>& rows,
+                          DType dtype) const {
+    return pack_rows(w.data(), in, rows, dtype, quantize_);
+  }
 
   Status f32(const std::string& name, const Shape& shape, std::vector<float>* out) {
     return s_.get_f32(name, shape, out);
@@ -138,6 +138,7 @@ class Converter {
   const ModelConfig& c_;
   const WeightStore& s_;
   DType dt_;  // storage of the projections
+  std::optional<QuantType> quantize_;
   // fp32 copies of the tensor being converted, kept between tensors: fresh ones of up to
   // hundreds of MB each would cost their page faults and zeroing again every time.
   std::vector<float> scratch_[2];
@@ -206,13 +207,22 @@ void ModelWeights::embedding_row(int token, float* out) const {
 }
 
 Status load_tied_embedding(const WeightStore& store, const std::string& name, int vocab, int hidden,
-                           DType weights, ModelWeights* w, bool widen) {
+                           DType weights, ModelWeights* w, bool widen,
+                           std::optional<QuantType> quantize) {
   const StoredTensor* t = nullptr;
   HANPU_RETURN_IF_ERROR(store.get(name, {vocab, hidden}, &t));
   if (t->quant && !widen) {  // the head multiplies the blocks; the embedding decodes a token's row
     w->embed.clear();
     w->lm_head =
         cpu::quant_linear_from_rows(*t->quant, t->data, hidden, iota_rows(vocab), t->owner);
+    return Status::Ok();
+  }
+  if (quantize && !t->quant && hidden % quant_type_info(*quantize).block_elems == 0) {
+    // Quantized at load: the head multiplies the blocks, the embedding decodes its rows.
+    std::vector<float> table;
+    HANPU_RETURN_IF_ERROR(store.get_f32(name, {vocab, hidden}, &table));
+    w->embed.clear();
+    w->lm_head = *cpu::quantized_rows(*quantize, table.data(), hidden, iota_rows(vocab));
     return Status::Ok();
   }
   if (weights != DType::kF32 &&
@@ -244,17 +254,26 @@ Status load_tied_embedding(const WeightStore& store, const std::string& name, in
   return Status::Ok();
 }
 
+Linear pack_rows(const float* w, int in, const std::vector<int>& rows, DType dtype,
+                 std::optional<QuantType> quantize) {
+  if (quantize) {
+    if (std::optional<Linear> q = cpu::quantized_rows(*quantize, w, in, rows)) return *std::move(q);
+  }
+  return Linear::from_rows(w, in, rows, dtype);
+}
+
 Status convert_weights(const ModelConfig& c, const WeightStore& store, DType weights,
-                       ModelWeights* out, const LoadProgress& progress) {
+                       ModelWeights* out, const LoadProgress& progress,
+                       std::optional<QuantType> quantize) {
   // Every tensor the config implies, checked before the first is converted or allocated.
   HANPU_RETURN_IF_ERROR(check_weight_table(hf_weight_table(c, store), store));
-  Converter cv(c, store, weights);
+  Converter cv(c, store, weights, quantize);
   ModelWeights w;
   const std::string& P = c.weight_prefix;
   HANPU_RETURN_IF_ERROR(cv.f32(P + "norm.weight", {c.hidden}, &w.final_norm));
   if (c.tie_embeddings && store.find("lm_head.weight") == nullptr) {
-    HANPU_RETURN_IF_ERROR(
-        load_tied_embedding(store, P + "embed_tokens.weight", c.vocab, c.hidden, weights, &w));
+    HANPU_RETURN_IF_ERROR(load_tied_embedding(store, P + "embed_tokens.weight", c.vocab, c.hidden,
+                                              weights, &w, false, quantize));
   } else {
     HANPU_RETURN_IF_ERROR(cv.f32(P + "embed_tokens.weight", {c.vocab, c.hidden}, &w.embed));
     HANPU_RETURN_IF_ERROR(cv.linear("lm_head.weight", c.vocab, c.hidden, &w.lm_head));

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -79,15 +80,23 @@ struct ModelWeights {
 // A quantized table keeps its blocks (the head multiplies them, the embedding decodes a
 // token's row) unless `widen`.
 Status load_tied_embedding(const WeightStore& store, const std::string& name, int vocab, int hidden,
-                           DType weights, ModelWeights* w, bool widen = false);
+                           DType weights, ModelWeights* w, bool widen = false,
+                           std::optional<QuantType> quantize = std::nullopt);
+
+// Rows `rows` of W [*, in] as a projection: quantized to `quantize` where set and `in` is
+// whole blocks of it (cpu/nn/quant_linear.h), else in `dtype`.
+Linear pack_rows(const float* w, int in, const std::vector<int>& rows, DType dtype,
+                 std::optional<QuantType> quantize);
 
 // Called after each layer's weights are ready: (layers done, layers in all).
 using LoadProgress = std::function<void(int, int)>;
 
 // Converts the tensors `config` needs from `store`, projections stored as `weights` (f32,
 // bf16, f16); an error names the first tensor that is missing or has the wrong shape.
+// `quantize`: projections quantized at load to that type (Q8_0 or Q4_0), where set.
 Status convert_weights(const ModelConfig& config, const WeightStore& store, DType weights,
-                       ModelWeights* out, const LoadProgress& progress = nullptr);
+                       ModelWeights* out, const LoadProgress& progress = nullptr,
+                       std::optional<QuantType> quantize = std::nullopt);
 
 // Seeded random weights of the real architecture shape (for `--synthetic` benchmarks).
 void random_weights(const ModelConfig& config, uint64_t seed, DType weights, ModelWeights* out,

@@ -260,9 +260,50 @@ HANPU_VNNI_TARGET void rows_times_acts(const uint8_t* const* rows, int n, const 
   }
 }
 
+constexpr int kStreams = 4;
+template <QuantType T>
+HANPU_VNNI_TARGET void rows_times_one(const uint8_t* const* rows, int n, const QuantActs& a,
+                                      int64_t r0, float* y) {
+  alignas(64) QuantUnit scratch;
+  const int per = n / kStreams;
+  const int8_t* q = a.q_row(r0);
+  const float* dlane = a.dlane_row(r0);
+  const float* dsum = a.dsum_row(r0);
+  for (int o = 0; o < per; ++o) {
+    __m512 acc[kStreams];
+    for (int s = 0; s < kStreams; ++s) acc[s] = _mm512_setzero_ps();
+    for (int u = 0; u < a.units; ++u) {
+      for (int s = 0; s < kStreams; ++s) {
+        const uint8_t* row = rows[o + s * per];
+        if (1) {
+          const uint8_t* ahead = row + (u + 1) * kUnitBytes<T> + kPrefetchBytes;
+          for (int l = 0; l < kUnitBytes<T>; l += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(ahead + l), _MM_HINT_T0);
+        }
+        Unit w;
+        unpack<T>(row, a.in, u, &scratch, &w);
+        for (int k = 0; k < 4; ++k) {
+          const __m512i isum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.code[k],
+                                                   _mm512_loadu_si512(q + u * kQuantUnit + 64 * k));
+          const __m512 f = _mm512_mul_ps(_mm512_loadu_ps(dlane + u * 64 + 16 * k), w.scale_lane[k]);
+          acc[s] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), f, acc[s]);
+        }
+        acc[s] = _mm512_fnmadd_ps(w.offset, _mm512_loadu_ps(dsum + u * kQuantGroups), acc[s]);
+      }
+    }
+    for (int s = 0; s < kStreams; ++s) y[o + s * per] = _mm512_reduce_add_ps(acc[s]);
+  }
+}
+
 template <QuantType T>
 HANPU_VNNI_TARGET void gemm_of_type(const uint8_t* const* rows, int n, const QuantActs& a,
                                     int64_t r0, int64_t r1, float* y, int64_t ldy) {
+  if (r1 - r0 == 1 && n >= 4 * kStreams) {
+    const int done = n / kStreams * kStreams;
+    rows_times_one<T>(rows, n, a, r0, y + r0 * ldy);
+    if (done < n) rows_times_acts<T, 1>(rows + done, n - done, a, r0, y + r0 * ldy + done, ldy);
+    return;
+  }
   int64_t r = r0;
   for (; r + 4 <= r1; r += 4) rows_times_acts<T, 4>(rows, n, a, r, y, ldy);
   switch (r1 - r) {

@@ -55,6 +55,29 @@ TEST(QuantBlocks, EveryTypeDecodesBitForBitAsTheGgufPackage) {
   }
 }
 
+// The quantizers against the `gguf` package's quantize on the committed rows (a zero block,
+// values on half steps, tiny and huge values).
+TEST(QuantBlocks, QuantizersMatchTheGgufPackageBitForBit) {
+  int checked = 0;
+  for (const QuantTypeInfo& t : quant_types()) {
+    if (!quant_type_quantizable(t.type)) continue;
+    const std::vector<uint8_t> in = read_fixture(lower(t.name) + ".quant_in.f32");
+    const std::vector<uint8_t> want = read_fixture(lower(t.name) + ".quant_out.blocks");
+    ASSERT_FALSE(in.empty()) << t.name;
+    const size_t blocks = in.size() / sizeof(float) / 32;
+    ASSERT_EQ(want.size(), blocks * static_cast<size_t>(t.bytes)) << t.name;
+    std::vector<float> x(blocks * 32);
+    std::memcpy(x.data(), in.data(), in.size());
+    std::vector<uint8_t> got(want.size() + 1, 0xAB);
+    quantize_blocks(t.type, x.data(), blocks, got.data());
+    EXPECT_EQ(got.back(), 0xAB) << t.name << ": wrote past the end";
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_EQ(got[i], want[i]) << t.name << " byte " << i << " (block " << i / t.bytes << ")";
+    ++checked;
+  }
+  EXPECT_EQ(checked, 2);
+}
+
 TEST(QuantBlocks, NanAndInfiniteScalesAreFoundByBlock) {
   for (const QuantTypeInfo& t : quant_types()) {
     std::vector<uint8_t> blocks(static_cast<size_t>(t.bytes) * 5, 0x11);

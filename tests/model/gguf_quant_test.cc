@@ -150,6 +150,33 @@ TEST_P(QuantGguf, DecodeStepsGiveThePrefillsLogits) {
   }
 }
 
+// A safetensors checkpoint quantized to Q8_0 at load (LoadOptions::quantize): every projection
+// whose input is whole blocks, the tied head included, is held in blocks, and the logits stay
+// as close to the fp32 model's as the Q8_0 GGUF's do (the same bounds).
+TEST_P(QuantGguf, Q8_0AtLoadFromSafetensors) {
+  const bool moe = std::string(GetParam()) == "qwen3next-tiny";
+  std::unique_ptr<Model> ref, q;
+  ASSERT_TRUE(load_model(kDir + GetParam(), {.weights = DType::kF32}, &ref).ok());
+  LoadOptions lo;
+  lo.quantize = QuantType::kQ8_0;
+  const Status s = load_model(kDir + GetParam(), lo, &q);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(q->weights().lm_head.quant, QuantType::kQ8_0);
+  for (const LayerWeights& l : q->weights().layers) {
+    if (!l.moe) EXPECT_EQ(l.mlp.down.quant, QuantType::kQ8_0);
+  }
+  const auto fixture = testing::reference(GetParam());
+  for (const auto& p : fixture["prompts"]) {
+    const auto ids = p["ids"].get<std::vector<int>>();
+    const auto n = static_cast<int64_t>(ids.size());
+    SequenceState a = ref->new_state(), b = q->new_state();
+    std::vector<float> lr, lq;
+    ASSERT_TRUE(ref->forward(ids.data(), n, &a, {}, &lr).ok());
+    ASSERT_TRUE(q->forward(ids.data(), n, &b, {}, &lq).ok());
+    EXPECT_LE(nmse(lq, lr), moe ? 0.2 : 3e-2) << p["text"];
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, QuantGguf, ::testing::Values("qwen35-tiny", "qwen3next-tiny"));
 
 }  // namespace

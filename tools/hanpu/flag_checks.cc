@@ -42,6 +42,9 @@ CLI::Validator placement_names() { return CLI::IsMember(names_of(attn_placements
 CLI::Validator storage_names() {
   return CLI::IsMember(std::vector<std::string>{"auto", "f32", "bf16", "f16"});
 }
+CLI::Validator weight_names() {
+  return CLI::IsMember(std::vector<std::string>{"auto", "f32", "bf16", "f16", "q8_0", "q4_0"});
+}
 CLI::Validator projection_names() {
   return CLI::Validator(
       [](std::string& v) {

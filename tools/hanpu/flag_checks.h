@@ -31,6 +31,8 @@ CLI::Validator file_or_stdin();
 CLI::Validator la_strategy_names();
 CLI::Validator placement_names();
 CLI::Validator storage_names();
+// --weights of run and perplexity: the storage dtypes, or q8_0 / q4_0 (quantized at load).
+CLI::Validator weight_names();
 CLI::Validator projection_names();  // projection_kernel_summaries (hanpu/machine.h)
 CLI::Validator attn_product_names();
 

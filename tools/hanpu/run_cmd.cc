@@ -202,9 +202,10 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_option(
          "--weights", o.weights,
          "hold projections as auto (the checkpoint's dtype, a quantized GGUF's own blocks; bf16 "
-         "for --synthetic), f32, bf16, f16 (a quantized GGUF decoded into it)")
+         "for --synthetic), f32, bf16, f16 (a quantized GGUF decoded into it), or q8_0, q4_0 "
+         "(quantized at load)")
       ->capture_default_str()
-      ->check(storage_names());
+      ->check(weight_names());
   app.add_option("--save-state", g.save_state,
                  "save the sequence (prompt + generated) to this file when done");
   app.add_option("--resume-state", g.resume_state,

@@ -36,6 +36,24 @@ PackedLinear quant_linear_from_rows(QuantType t, const uint8_t* data, int in,
   return w;
 }
 
+std::optional<PackedLinear> quantized_rows(QuantType t, const float* w, int in,
+                                           const std::vector<int>& rows) {
+  const QuantTypeInfo& info = quant_type_info(t);
+  if (in % info.block_elems != 0) return std::nullopt;
+  const size_t row_bytes = static_cast<size_t>(in / info.block_elems) * info.bytes;
+  auto blocks = std::make_shared<std::vector<uint8_t>>(row_bytes * rows.size());
+  parallel_rows(0, static_cast<int64_t>(rows.size()), in, [&](int64_t o0, int64_t o1) {
+    for (int64_t o = o0; o < o1; ++o) {
+      quantize_blocks(t, w + static_cast<size_t>(rows[o]) * in,
+                      static_cast<size_t>(in / info.block_elems), blocks->data() + o * row_bytes);
+    }
+  });
+  std::vector<int> all(rows.size());
+  for (size_t o = 0; o < rows.size(); ++o) all[o] = static_cast<int>(o);
+  const uint8_t* data = blocks->data();
+  return quant_linear_from_rows(t, data, in, all, std::move(blocks));
+}
+
 PackedLinear quant_linear_concat(const PackedLinear& a, const PackedLinear& b) {
   PackedLinear w = a;
   w.out = a.out + b.out;

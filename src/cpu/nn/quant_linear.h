@@ -17,6 +17,11 @@ namespace hanpu::cpu {
 PackedLinear quant_linear_from_rows(QuantType t, const uint8_t* data, int in,
                                     const std::vector<int>& rows,
                                     std::shared_ptr<const void> owner);
+// Rows `rows` of W [*, in] (fp32) quantized to type t (quant_type_quantizable) into blocks
+// the projection owns; nullopt where `in` is not whole blocks (the caller keeps it dense).
+std::optional<PackedLinear> quantized_rows(QuantType t, const float* w, int in,
+                                           const std::vector<int>& rows);
+
 // Output columns of `a` followed by those of `b` (the same type and input).
 PackedLinear quant_linear_concat(const PackedLinear& a, const PackedLinear& b);
 

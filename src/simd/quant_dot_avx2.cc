@@ -138,9 +138,6 @@ HANPU_AVX2_INLINE void unpack_q4_0(const uint8_t* b, Unit* u) {
 
 template <QuantType T>
 constexpr int kUnitBytes = quant_unit_bytes(T);
-// As in the VNNI kernel (quant_dot_vnni.cc): the weights stream from DRAM once per decode
-// step; lines 2048 bytes ahead are asked for beyond the hardware prefetcher's reach.
-constexpr int kPrefetchBytes = 2048;
 
 // Unit u of a row of type T into registers (kSignedWide types: signed values, no offsets).
 template <QuantType T>
@@ -191,9 +188,7 @@ HANPU_AVX2_TARGET void rows_times_acts(const uint8_t* const* rows, int n, const 
     __m256 acc[R][2];
     for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (int u = 0; u < a.units; ++u) {
-      const uint8_t* ahead = row + (u + 1) * kUnitBytes<T> + kPrefetchBytes;
-      for (int l = 0; l < kUnitBytes<T>; l += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(ahead + l), _MM_HINT_T0);
+      prefetch_ahead<T>(row, u);
       Unit w;
       unpack<T>(row, a.in, u, &scratch, &w);
       for (int r = 0; r < R; ++r) {
@@ -219,18 +214,9 @@ HANPU_AVX2_TARGET void rows_times_acts(const uint8_t* const* rows, int n, const 
 template <QuantType T>
 HANPU_AVX2_TARGET void gemm_of_type(const uint8_t* const* rows, int n, const QuantActs& a,
                                     int64_t r0, int64_t r1, float* y, int64_t ldy) {
-  int64_t r = r0;
-  for (; r + 4 <= r1; r += 4) rows_times_acts<T, 4>(rows, n, a, r, y, ldy);
-  switch (r1 - r) {
-    case 3:
-      return rows_times_acts<T, 3>(rows, n, a, r, y, ldy);
-    case 2:
-      return rows_times_acts<T, 2>(rows, n, a, r, y, ldy);
-    case 1:
-      return rows_times_acts<T, 1>(rows, n, a, r, y, ldy);
-    default:
-      return;
-  }
+  for_row_tiles(r0, r1, [&](auto tile, int64_t r) {
+    rows_times_acts<T, decltype(tile)::value>(rows, n, a, r, y, ldy);
+  });
 }
 
 }  // namespace

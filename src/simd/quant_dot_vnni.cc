@@ -209,10 +209,6 @@ HANPU_VNNI_INLINE void unpack(const uint8_t* row, int in, int u, QuantUnit* scra
   from_scalar(*scratch, out);
 }
 
-template <QuantType T>
-constexpr int kUnitBytes = quant_unit_bytes(T);
-constexpr int kPrefetchBytes = 2048;
-
 // Weight rows [0, n) times activation rows [r0, r0 + R): each unit unpacked once for the R
 // rows, whose sums stay in registers (R is a template parameter so the accumulators are).
 template <QuantType T, int R>
@@ -230,11 +226,7 @@ HANPU_VNNI_TARGET void rows_times_acts(const uint8_t* const* rows, int n, const 
       for (int c = 0; c < kChains; ++c) acc[r][c] = _mm512_setzero_ps();
     }
     for (int u = 0; u < a.units; ++u) {
-      // The weights stream from DRAM once (decode): ask for the lines kPrefetchBytes ahead,
-      // beyond what the hardware prefetcher runs ahead of one core's demand.
-      const uint8_t* ahead = row + (u + 1) * kUnitBytes<T> + kPrefetchBytes;
-      for (int l = 0; l < kUnitBytes<T>; l += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(ahead + l), _MM_HINT_T0);
+      prefetch_ahead<T>(row, u);
       Unit w;
       unpack<T>(row, a.in, u, &scratch, &w);
       for (int r = 0; r < R; ++r) {
@@ -260,6 +252,10 @@ HANPU_VNNI_TARGET void rows_times_acts(const uint8_t* const* rows, int n, const 
   }
 }
 
+// Decode (one activation row): weight rows read as kStreams runs at once, rows o, o + n /
+// kStreams, ..., each with its own software prefetch. One sequential run a core reached ~9.5
+// GB/s of a core's DRAM reads, four runs ~12 (two cores: 17 against 22-25 GB/s); eight
+// measured the same as four (docs/performance.md, "Design measurements").
 constexpr int kStreams = 4;
 template <QuantType T>
 HANPU_VNNI_TARGET void rows_times_one(const uint8_t* const* rows, int n, const QuantActs& a,
@@ -275,11 +271,7 @@ HANPU_VNNI_TARGET void rows_times_one(const uint8_t* const* rows, int n, const Q
     for (int u = 0; u < a.units; ++u) {
       for (int s = 0; s < kStreams; ++s) {
         const uint8_t* row = rows[o + s * per];
-        if (1) {
-          const uint8_t* ahead = row + (u + 1) * kUnitBytes<T> + kPrefetchBytes;
-          for (int l = 0; l < kUnitBytes<T>; l += 64)
-            _mm_prefetch(reinterpret_cast<const char*>(ahead + l), _MM_HINT_T0);
-        }
+        prefetch_ahead<T>(row, u);
         Unit w;
         unpack<T>(row, a.in, u, &scratch, &w);
         for (int k = 0; k < 4; ++k) {
@@ -304,18 +296,9 @@ HANPU_VNNI_TARGET void gemm_of_type(const uint8_t* const* rows, int n, const Qua
     if (done < n) rows_times_acts<T, 1>(rows + done, n - done, a, r0, y + r0 * ldy + done, ldy);
     return;
   }
-  int64_t r = r0;
-  for (; r + 4 <= r1; r += 4) rows_times_acts<T, 4>(rows, n, a, r, y, ldy);
-  switch (r1 - r) {
-    case 3:
-      return rows_times_acts<T, 3>(rows, n, a, r, y, ldy);
-    case 2:
-      return rows_times_acts<T, 2>(rows, n, a, r, y, ldy);
-    case 1:
-      return rows_times_acts<T, 1>(rows, n, a, r, y, ldy);
-    default:
-      return;
-  }
+  for_row_tiles(r0, r1, [&](auto tile, int64_t r) {
+    rows_times_acts<T, decltype(tile)::value>(rows, n, a, r, y, ldy);
+  });
 }
 
 template <QuantType T>

@@ -63,6 +63,36 @@ inline int quant_units(int in) { return (in + kQuantUnit - 1) / kQuantUnit; }
 // reference of the vector unpackers, and the path of types without one.
 void unpack_unit(QuantType t, const uint8_t* row, int in, int u, QuantUnit* out);
 
+// The weights stream from DRAM once per decode step: the kernels ask for the lines of unit
+// u + 1 of a row kQuantPrefetchBytes further on, beyond what the hardware prefetcher runs ahead
+// of one core's demand (docs/performance.md, "Design measurements": 1024 and 2048 measured
+// best, 4096 and 8192 worse).
+inline constexpr int kQuantPrefetchBytes = 2048;
+template <QuantType T>
+inline void prefetch_ahead(const uint8_t* row, int u) {
+  constexpr int kBytes = quant_unit_bytes(T);
+  const uint8_t* ahead = row + (u + 1) * kBytes + kQuantPrefetchBytes;
+  for (int l = 0; l < kBytes; l += 64) __builtin_prefetch(ahead + l, 0, 3);
+}
+
+// Activation rows [r0, r1) in tiles of 4 and one tail tile: f(std::integral_constant<int, R>,
+// first row) per tile, so a kernel's accumulators for R rows are sized at compile time.
+template <class F>
+void for_row_tiles(int64_t r0, int64_t r1, F f) {
+  int64_t r = r0;
+  for (; r + 4 <= r1; r += 4) f(std::integral_constant<int, 4>{}, r);
+  switch (r1 - r) {
+    case 3:
+      return f(std::integral_constant<int, 3>{}, r);
+    case 2:
+      return f(std::integral_constant<int, 2>{}, r);
+    case 1:
+      return f(std::integral_constant<int, 1>{}, r);
+    default:
+      return;
+  }
+}
+
 // Calls f with std::integral_constant<QuantType, t>: one instantiation of a kernel per type.
 template <class F>
 void for_quant_type(QuantType t, F f) {

@@ -131,13 +131,28 @@ std::vector<QuantKernel> kernels() {
   return k;
 }
 
+// Shapes: 7 weight rows against activation rows 1..5 of 6 (prefill tiles of 4 and a tail), and
+// 38 weight rows against one activation row (decode: the VNNI kernel's interleaved streams of
+// 9 rows each and a 2-row tail).
+struct GemmShape {
+  int n;
+  int64_t T, r0;
+};
+
 TEST(QuantGemm, EveryKernelMatchesFloat64WithinTheDerivedBound) {
   Rng rng(17);
   for (QuantKernel kernel : kernels()) {
     for (const QuantTypeInfo& info : quant_types()) {
-      for (int in : row_lengths(info.type)) {
-        const int n = 7;
-        const int64_t T = 6, ldy = n + 3;
+      for (auto [in, shape] : [&] {
+             std::vector<std::pair<int, GemmShape>> cases;
+             for (int in : row_lengths(info.type)) {
+               cases.push_back({in, {7, 6, 1}});
+               cases.push_back({in, {38, 1, 0}});
+             }
+             return cases;
+           }()) {
+        const int n = shape.n;
+        const int64_t T = shape.T, ldy = n + 3;
         const size_t row_bytes = static_cast<size_t>(in / info.block_elems) * info.bytes;
         const auto w = random_rows(info.type, n, in, rng);
         std::vector<float> x(T * in);
@@ -145,7 +160,7 @@ TEST(QuantGemm, EveryKernelMatchesFloat64WithinTheDerivedBound) {
         QuantActs a;
         quantize_acts(x.data(), in, T, in, nullptr, &a);
         std::vector<float> y(T * ldy, std::numeric_limits<float>::quiet_NaN());
-        const int64_t r0 = 1, r1 = T;  // row 0 is left alone
+        const int64_t r0 = shape.r0, r1 = T;  // rows before r0 are left alone
         // Rows through the pointer table in reverse: output o is stored row n - 1 - o.
         std::vector<const uint8_t*> ptrs(n);
         for (int o = 0; o < n; ++o) ptrs[o] = w.data() + (n - 1 - o) * row_bytes;
@@ -165,8 +180,7 @@ TEST(QuantGemm, EveryKernelMatchesFloat64WithinTheDerivedBound) {
               const double da = a.dlane_row(r)[(i / 256) * 64 + (i % 256) / 4];
               const double act = da * a.q_row(r)[i];
               ref += double(wd[i]) * act;
-              if (i % 256 == 0)
-                unpack_unit(info.type, w.data() + o * row_bytes, in, i / 256, &unit);
+              if (i % 256 == 0) unpack_unit(info.type, row, in, i / 256, &unit);
               const int j = i % 256;
               mag += (std::abs(double(unit.scale[j / 16]) * unit.code[j]) +
                       std::abs(double(unit.offset[j / 16]))) *

@@ -217,35 +217,29 @@ Status load_tied_embedding(const WeightStore& store, const std::string& name, in
         cpu::quant_linear_from_rows(*t->quant, t->data, hidden, iota_rows(vocab), t->owner);
     return Status::Ok();
   }
-  if (quantize && !t->quant && hidden % quant_type_info(*quantize).block_elems == 0) {
-    // Quantized at load: the head multiplies the blocks, the embedding decodes its rows.
-    std::vector<float> table;
-    HANPU_RETURN_IF_ERROR(store.get_f32(name, {vocab, hidden}, &table));
-    w->embed.clear();
-    w->lm_head = *cpu::quantized_rows(*quantize, table.data(), hidden, iota_rows(vocab));
-    return Status::Ok();
-  }
-  if (weights != DType::kF32 &&
-      weights != t->dtype) {  // the head rounds the table: keep it in fp32
+  const bool quantizes = quantize && hidden % quant_type_info(*quantize).block_elems == 0;
+  if (weights != DType::kF32 && weights != t->dtype && !quantizes) {
+    // The head rounds the table: keep it in fp32.
     HANPU_RETURN_IF_ERROR(store.get_f32(name, {vocab, hidden}, &w->embed));
     w->lm_head = Linear::from_rows(w->embed.data(), hidden, iota_rows(vocab), weights);
     return Status::Ok();
   }
+  // The head packed (or quantized) from the stored rows, one at a time: no fp32 table.
   w->embed.clear();
   std::atomic<int64_t> first_bad{std::numeric_limits<int64_t>::max()};
-  w->lm_head = Linear::from_row_source(
-      hidden, vocab,
-      [&](int o, float* buf) {
-        stored_to_f32(*t, static_cast<int64_t>(o) * hidden, hidden, buf);
-        const size_t i = first_non_finite(buf, static_cast<size_t>(hidden));
-        int64_t bad = static_cast<int64_t>(o) * hidden + static_cast<int64_t>(i),
-                seen = first_bad.load();
-        while (i < static_cast<size_t>(hidden) && bad < seen &&
-               !first_bad.compare_exchange_weak(seen, bad)) {
-        }
-        return buf;
-      },
-      weights);
+  const Linear::RowSource row = [&](int o, float* buf) {
+    stored_to_f32(*t, static_cast<int64_t>(o) * hidden, hidden, buf);
+    const size_t i = first_non_finite(buf, static_cast<size_t>(hidden));
+    if (i == static_cast<size_t>(hidden)) return static_cast<const float*>(buf);
+    int64_t bad = static_cast<int64_t>(o) * hidden + static_cast<int64_t>(i),
+            seen = first_bad.load();
+    while (bad < seen && !first_bad.compare_exchange_weak(seen, bad)) {
+    }
+    std::fill_n(buf, hidden, 0.0f);  // refused below; the quantizer never sees a NaN
+    return static_cast<const float*>(buf);
+  };
+  w->lm_head = quantizes ? *cpu::quantized_row_source(*quantize, hidden, vocab, row)
+                         : Linear::from_row_source(hidden, vocab, row, weights);
   if (first_bad.load() != std::numeric_limits<int64_t>::max()) {
     w->lm_head = Linear{};
     return Status::Error(fmt::format("tensor '{}' in {} holds a non-finite value at element {}",

@@ -38,18 +38,26 @@ PackedLinear quant_linear_from_rows(QuantType t, const uint8_t* data, int in,
 
 std::optional<PackedLinear> quantized_rows(QuantType t, const float* w, int in,
                                            const std::vector<int>& rows) {
+  return quantized_row_source(t, in, static_cast<int>(rows.size()),
+                              [&](int o, float*) { return w + static_cast<size_t>(rows[o]) * in; });
+}
+
+std::optional<PackedLinear> quantized_row_source(QuantType t, int in, int out,
+                                                 const PackedLinear::RowSource& row) {
   const QuantTypeInfo& info = quant_type_info(t);
   if (in % info.block_elems != 0) return std::nullopt;
   const size_t row_bytes = static_cast<size_t>(in / info.block_elems) * info.bytes;
-  auto blocks = std::make_shared<std::vector<uint8_t>>(row_bytes * rows.size());
-  parallel_rows(0, static_cast<int64_t>(rows.size()), in, [&](int64_t o0, int64_t o1) {
+  auto blocks = std::make_shared<std::vector<uint8_t>>(row_bytes * out);
+  parallel_rows(0, out, in, [&](int64_t o0, int64_t o1) {
+    thread_local std::vector<float> buf;
+    buf.resize(static_cast<size_t>(in));
     for (int64_t o = o0; o < o1; ++o) {
-      quantize_blocks(t, w + static_cast<size_t>(rows[o]) * in,
+      quantize_blocks(t, row(static_cast<int>(o), buf.data()),
                       static_cast<size_t>(in / info.block_elems), blocks->data() + o * row_bytes);
     }
   });
-  std::vector<int> all(rows.size());
-  for (size_t o = 0; o < rows.size(); ++o) all[o] = static_cast<int>(o);
+  std::vector<int> all(out);
+  for (int o = 0; o < out; ++o) all[o] = o;
   const uint8_t* data = blocks->data();
   return quant_linear_from_rows(t, data, in, all, std::move(blocks));
 }

@@ -21,6 +21,10 @@ PackedLinear quant_linear_from_rows(QuantType t, const uint8_t* data, int in,
 // the projection owns; nullopt where `in` is not whole blocks (the caller keeps it dense).
 std::optional<PackedLinear> quantized_rows(QuantType t, const float* w, int in,
                                            const std::vector<int>& rows);
+// The same from rows made on demand (PackedLinear::RowSource, called once per output from
+// the pool's threads), so a large table need not exist in fp32 whole.
+std::optional<PackedLinear> quantized_row_source(QuantType t, int in, int out,
+                                                 const PackedLinear::RowSource& row);
 
 // Output columns of `a` followed by those of `b` (the same type and input).
 PackedLinear quant_linear_concat(const PackedLinear& a, const PackedLinear& b);

@@ -218,39 +218,6 @@ void dequantize_blocks(QuantType t, const uint8_t* src, size_t blocks, float* ds
   for (size_t i = 0; i < blocks; ++i) decode_block(t, src + i * bytes, dst + i * elems);
 }
 
-bool quant_type_quantizable(QuantType t) { return t == QuantType::kQ8_0 || t == QuantType::kQ4_0; }
-
-void quantize_blocks(QuantType t, const float* src, size_t blocks, uint8_t* dst) {
-  const size_t bytes = static_cast<size_t>(quant_type_info(t).bytes);
-  for (size_t i = 0; i < blocks; ++i) {
-    const float* x = src + i * kBlock;
-    uint8_t* b = dst + i * bytes;
-    float d;
-    if (t == QuantType::kQ8_0) {
-      float amax = 0;
-      for (int j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
-      d = amax / 127;
-      const float id = d != 0 ? 1.0f / d : 0.0f;
-      for (int j = 0; j < kBlock; ++j)
-        b[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::round(x[j] * id)));
-    } else {  // Q4_0: the first value of the largest magnitude sets the scale's sign
-      float amax = 0, max = 0;
-      for (int j = 0; j < kBlock; ++j) {
-        if (std::fabs(x[j]) > amax) amax = std::fabs(x[j]), max = x[j];
-      }
-      d = max / -8;
-      const float id = d != 0 ? 1.0f / d : 0.0f;
-      uint8_t q[kBlock];
-      for (int j = 0; j < kBlock; ++j)
-        q[j] = static_cast<uint8_t>(std::min(15.0f, std::trunc(x[j] * id + 8.5f)));
-      for (int j = 0; j < kBlock / 2; ++j)
-        b[2 + j] = static_cast<uint8_t>(q[j] | (q[j + kBlock / 2] << 4));
-    }
-    const uint16_t h = f32_to_f16_bits(d);
-    std::memcpy(b, &h, sizeof(h));
-  }
-}
-
 size_t first_block_with_bad_scale(QuantType t, const uint8_t* src, size_t blocks) {
   const size_t bytes = static_cast<size_t>(quant_type_info(t).bytes);
   for (size_t i = 0; i < blocks; ++i) {

@@ -72,14 +72,6 @@ int quant_min_offset(QuantType t);
 // Decodes `blocks` whole blocks at `src` into blocks * block_elems floats at `dst`.
 void dequantize_blocks(QuantType t, const uint8_t* src, size_t blocks, float* dst);
 
-// Whether quantize_blocks makes type t (Q8_0 and Q4_0).
-bool quant_type_quantizable(QuantType t);
-// Quantizes `blocks` blocks of 32 finite values at `src` into type t (quant_type_quantizable),
-// bit for bit as ggml's reference quantizer and the `gguf` package do: Q8_0 d = max |x| / 127,
-// q = round(x / d) half away from zero; Q4_0 d = (the value of largest magnitude) / -8,
-// q = trunc(x / d + 8.5) clipped to 15; d stored as f16.
-void quantize_blocks(QuantType t, const float* src, size_t blocks, uint8_t* dst);
-
 // Whether every scale (and min) of the blocks is finite: a NaN or an infinity there would
 // poison every value of its block. Returns the index of the first bad block, or `blocks`.
 size_t first_block_with_bad_scale(QuantType t, const uint8_t* src, size_t blocks);

@@ -14,9 +14,11 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/file_read.h"
 #include "base/input_limits.h"
+#include "base/quant_quantize.h"
 #include "base/rng.h"
 #include "model/chat_continuation.h"
 #include "model/chat_template.h"
@@ -100,7 +102,8 @@ Status Engine::load(const std::string& dir, std::unique_ptr<Engine>* out,
       lo.quantize = q;
     } else if (!lo.weights) {
       return Status::Error(
-          fmt::format("weights '{}' is not auto, f32, bf16, f16, q8_0 or q4_0", weights));
+          fmt::format("weights '{}' is not auto, f32, bf16, f16 or a type hanpu quantizes to ({})",
+                      weights, fmt::join(quantizable_type_names(), ", ")));
     }
   }
   model::GgufExtras gguf;

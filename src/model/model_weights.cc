@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "base/quant_quantize.h"
 #include "base/rng.h"
 #include "cpu/nn/quant_linear.h"
 #include "model/weight_table.h"
@@ -217,7 +218,8 @@ Status load_tied_embedding(const WeightStore& store, const std::string& name, in
         cpu::quant_linear_from_rows(*t->quant, t->data, hidden, iota_rows(vocab), t->owner);
     return Status::Ok();
   }
-  const bool quantizes = quantize && hidden % quant_type_info(*quantize).block_elems == 0;
+  if (quantize) quantize = quant_type_for_row(*quantize, hidden);
+  const bool quantizes = quantize.has_value();
   if (weights != DType::kF32 && weights != t->dtype && !quantizes) {
     // The head rounds the table: keep it in fp32.
     HANPU_RETURN_IF_ERROR(store.get_f32(name, {vocab, hidden}, &w->embed));
@@ -250,8 +252,8 @@ Status load_tied_embedding(const WeightStore& store, const std::string& name, in
 
 Linear pack_rows(const float* w, int in, const std::vector<int>& rows, DType dtype,
                  std::optional<QuantType> quantize) {
-  if (quantize) {
-    if (std::optional<Linear> q = cpu::quantized_rows(*quantize, w, in, rows)) return *std::move(q);
+  if (std::optional<QuantType> t = quantize ? quant_type_for_row(*quantize, in) : std::nullopt) {
+    if (std::optional<Linear> q = cpu::quantized_rows(*t, w, in, rows)) return *std::move(q);
   }
   return Linear::from_rows(w, in, rows, dtype);
 }

@@ -83,8 +83,9 @@ Status load_tied_embedding(const WeightStore& store, const std::string& name, in
                            DType weights, ModelWeights* w, bool widen = false,
                            std::optional<QuantType> quantize = std::nullopt);
 
-// Rows `rows` of W [*, in] as a projection: quantized to `quantize` where set and `in` is
-// whole blocks of it (cpu/nn/quant_linear.h), else in `dtype`.
+// Rows `rows` of W [*, in] as a projection: quantized to `quantize` where set (or to its
+// 32-value stand-in where `in` is not whole blocks of it, base/quant_quantize.h), else in
+// `dtype`.
 Linear pack_rows(const float* w, int in, const std::vector<int>& rows, DType dtype,
                  std::optional<QuantType> quantize);
 

@@ -6,6 +6,7 @@
 
 #include "hanpu/attn.h"
 #include "hanpu/la.h"
+#include "base/quant_quantize.h"
 #include "cpu/nn/projection_kernels.h"
 #include "hanpu/machine.h"
 
@@ -43,7 +44,9 @@ CLI::Validator storage_names() {
   return CLI::IsMember(std::vector<std::string>{"auto", "f32", "bf16", "f16"});
 }
 CLI::Validator weight_names() {
-  return CLI::IsMember(std::vector<std::string>{"auto", "f32", "bf16", "f16", "q8_0", "q4_0"});
+  std::vector<std::string> names = {"auto", "f32", "bf16", "f16"};
+  for (const std::string& q : quantizable_type_names()) names.push_back(q);
+  return CLI::IsMember(names);
 }
 CLI::Validator projection_names() {
   return CLI::Validator(

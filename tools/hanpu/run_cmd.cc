@@ -202,8 +202,8 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_option(
          "--weights", o.weights,
          "hold projections as auto (the checkpoint's dtype, a quantized GGUF's own blocks; bf16 "
-         "for --synthetic), f32, bf16, f16 (a quantized GGUF decoded into it), or q8_0, q4_0 "
-         "(quantized at load)")
+         "for --synthetic), f32, bf16, f16 (a quantized GGUF decoded into it), or a block type "
+         "to quantize to at load (q4_k, q6_k, q8_0, iq4_xs, ...)")
       ->capture_default_str()
       ->check(weight_names());
   app.add_option("--save-state", g.save_state,

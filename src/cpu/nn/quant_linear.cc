@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "base/quant_quantize.h"
 #include "base/rng.h"
 #include "hanpu/dtype.h"
 #include "parallel/parallel_rows.h"

@@ -36,7 +36,8 @@ void symmetric_codes(const float* x, int bits, float* d, uint8_t* q) {
   *d = max / -half;
   const float id = *d != 0 ? 1.0f / *d : 0.0f;
   const float top = static_cast<float>((1 << bits) - 1);
-  for (int j = 0; j < kBlock; ++j) q[j] = static_cast<uint8_t>(std::min(top, std::trunc(x[j] * id + (half + 0.5f))));
+  for (int j = 0; j < kBlock; ++j)
+    q[j] = static_cast<uint8_t>(std::min(top, std::trunc(x[j] * id + (half + 0.5f))));
 }
 
 // Q4_1 and Q5_1: d = (max - min) / (2^bits - 1), m = min; q = trunc((x - min) / d + 0.5).
@@ -47,12 +48,14 @@ void affine_codes(const float* x, int bits, float* d, float* m, uint8_t* q) {
   *m = min;
   const float id = *d != 0 ? 1.0f / *d : 0.0f;
   const float top = static_cast<float>((1 << bits) - 1);
-  for (int j = 0; j < kBlock; ++j) q[j] = static_cast<uint8_t>(std::min(top, std::trunc((x[j] - min) * id + 0.5f)));
+  for (int j = 0; j < kBlock; ++j)
+    q[j] = static_cast<uint8_t>(std::min(top, std::trunc((x[j] - min) * id + 0.5f)));
 }
 
 // Low nibbles of values j and j + 16 in byte j; the 5th bits (if any) as a 32-bit word.
 void pack_nibbles(const uint8_t* q, uint8_t* qs) {
-  for (int j = 0; j < kBlock / 2; ++j) qs[j] = static_cast<uint8_t>((q[j] & 0x0F) | ((q[j + kBlock / 2] & 0x0F) << 4));
+  for (int j = 0; j < kBlock / 2; ++j)
+    qs[j] = static_cast<uint8_t>((q[j] & 0x0F) | ((q[j + kBlock / 2] & 0x0F) << 4));
 }
 void pack_fifth_bits(const uint8_t* q, uint8_t* qh) {
   uint32_t bits = 0;
@@ -150,7 +153,8 @@ std::vector<std::string> quantizable_type_names() {
 
 void quantize_blocks(QuantType t, const float* src, size_t blocks, uint8_t* dst) {
   const QuantTypeInfo& info = quant_type_info(t);
-  const size_t bytes = static_cast<size_t>(info.bytes), elems = static_cast<size_t>(info.block_elems);
+  const size_t bytes = static_cast<size_t>(info.bytes),
+               elems = static_cast<size_t>(info.block_elems);
   for (size_t i = 0; i < blocks; ++i) {
     const float* x = src + i * elems;
     uint8_t* b = dst + i * bytes;

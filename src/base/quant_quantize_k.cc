@@ -36,8 +36,8 @@ void store_half(uint8_t* p, float x) {
 // ggml's make_qkx2_quants: codes 0..nmax for x ≈ scale q - min, weighted least squares over
 // nstep + 1 trial inverse scales (rmin + rdelta is + nmax) / (max - min). Returns the scale and
 // sets *the_min to the (non-negative) offset subtracted.
-float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* the_min, uint8_t* Laux,
-                       float rmin, float rdelta, int nstep) {
+float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L,
+                       float* the_min, uint8_t* Laux, float rmin, float rdelta, int nstep) {
   float min = x[0], max = x[0];
   float sum_w = weights[0];
   float sum_x = sum_w * x[0];
@@ -165,7 +165,8 @@ void k_scales_and_codes(const float* x, int nmax, float rmin, int nstep, uint8_t
     for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
     const float av_x = std::sqrt(sum_x2 / 32);
     for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
-    scales[j] = make_qkx2_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin, 0.1f, nstep);
+    scales[j] = make_qkx2_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin,
+                                 0.1f, nstep);
     if (scales[j] > max_scale) max_scale = scales[j];
     if (mins[j] > max_min) max_min = mins[j];
   }
@@ -292,7 +293,8 @@ void iq4_quantize(int super_block_size, const float* x, uint8_t* dh, uint8_t* q4
       const float idl = dl != 0 ? 1 / dl : 0.f;
       uint8_t* Lb = L + ib * kBlock;
       const float* xb = x + ib * kBlock;
-      for (int j = 0; j < kBlock; ++j) Lb[j] = static_cast<uint8_t>(nearest_level(values, idl * xb[j]));
+      for (int j = 0; j < kBlock; ++j)
+        Lb[j] = static_cast<uint8_t>(nearest_level(values, idl * xb[j]));
       l += 32;
       const uint8_t l_l = static_cast<uint8_t>(l & 0xf), l_h = static_cast<uint8_t>(l >> 4);
       if (ib % 2 == 0)
@@ -305,10 +307,12 @@ void iq4_quantize(int super_block_size, const float* x, uint8_t* dh, uint8_t* q4
   } else {
     store_half(dh, scales[0]);
     const float id = scales[0] != 0 ? 1 / scales[0] : 0;
-    for (int j = 0; j < super_block_size; ++j) L[j] = static_cast<uint8_t>(nearest_level(values, id * x[j]));
+    for (int j = 0; j < super_block_size; ++j)
+      L[j] = static_cast<uint8_t>(nearest_level(values, id * x[j]));
   }
   for (int i = 0; i < super_block_size / 32; ++i) {
-    for (int j = 0; j < 16; ++j) q4[16 * i + j] = static_cast<uint8_t>(L[32 * i + j] | (L[32 * i + 16 + j] << 4));
+    for (int j = 0; j < 16; ++j)
+      q4[16 * i + j] = static_cast<uint8_t>(L[32 * i + j] | (L[32 * i + 16 + j] << 4));
   }
 }
 
@@ -366,7 +370,8 @@ void quantize_q6_k_block(const float* x, uint8_t* b) {
   }
   const float iscale = -128.f / max_scale;
   store_half(b + 208, 1 / iscale);
-  for (int ib = 0; ib < kSuper / 16; ++ib) sc[ib] = static_cast<int8_t>(std::min(127, nearest_int(iscale * scales[ib])));
+  for (int ib = 0; ib < kSuper / 16; ++ib)
+    sc[ib] = static_cast<int8_t>(std::min(127, nearest_int(iscale * scales[ib])));
   const float d_all = quant_fields::half_at(b + 208);
   for (int j = 0; j < kSuper / 16; ++j) {
     const float d = d_all * static_cast<float>(sc[j]);
@@ -383,16 +388,20 @@ void quantize_q6_k_block(const float* x, uint8_t* b) {
                     q4 = L[j + l + 96] & 0xF;
       ql[l + 0] = static_cast<uint8_t>(q1 | (q3 << 4));
       ql[l + 32] = static_cast<uint8_t>(q2 | (q4 << 4));
-      qh[l] = static_cast<uint8_t>((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) | ((L[j + l + 64] >> 4) << 4) |
-                                   ((L[j + l + 96] >> 4) << 6));
+      qh[l] = static_cast<uint8_t>((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) |
+                                   ((L[j + l + 64] >> 4) << 4) | ((L[j + l + 96] >> 4) << 6));
     }
     ql += 64;
     qh += 32;
   }
 }
 
-void quantize_iq4_nl_block(const float* x, uint8_t* b) { iq4_quantize(32, x, b, b + 2, nullptr, nullptr); }
+void quantize_iq4_nl_block(const float* x, uint8_t* b) {
+  iq4_quantize(32, x, b, b + 2, nullptr, nullptr);
+}
 
-void quantize_iq4_xs_block(const float* x, uint8_t* b) { iq4_quantize(kSuper, x, b, b + 8, b + 2, b + 4); }
+void quantize_iq4_xs_block(const float* x, uint8_t* b) {
+  iq4_quantize(kSuper, x, b, b + 8, b + 2, b + 4);
+}
 
 }  // namespace hanpu

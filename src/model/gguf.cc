@@ -54,22 +54,6 @@ class Cursor {
   const std::string& file_;
 };
 
-enum GgufType : uint32_t {
-  kU8 = 0,
-  kI8 = 1,
-  kU16 = 2,
-  kI16 = 3,
-  kU32 = 4,
-  kI32 = 5,
-  kF32 = 6,
-  kBool = 7,
-  kString = 8,
-  kArray = 9,
-  kU64 = 10,
-  kI64 = 11,
-  kF64 = 12,
-};
-
 template <class T, class Stored>
 Status read_number(Cursor& c, GgufValue* out) {
   T x{};
@@ -79,47 +63,50 @@ Status read_number(Cursor& c, GgufValue* out) {
 }
 
 Status read_value(Cursor& c, uint32_t type, int depth, GgufValue* out) {
+  if (type <= kGgufF64) out->type = static_cast<GgufType>(type);
   switch (type) {
-    case kU8:
+    case kGgufU8:
       return read_number<uint8_t, uint64_t>(c, out);
-    case kI8:
+    case kGgufI8:
       return read_number<int8_t, int64_t>(c, out);
-    case kU16:
+    case kGgufU16:
       return read_number<uint16_t, uint64_t>(c, out);
-    case kI16:
+    case kGgufI16:
       return read_number<int16_t, int64_t>(c, out);
-    case kU32:
+    case kGgufU32:
       return read_number<uint32_t, uint64_t>(c, out);
-    case kI32:
+    case kGgufI32:
       return read_number<int32_t, int64_t>(c, out);
-    case kU64:
+    case kGgufU64:
       return read_number<uint64_t, uint64_t>(c, out);
-    case kI64:
+    case kGgufI64:
       return read_number<int64_t, int64_t>(c, out);
-    case kF32:
+    case kGgufF32:
       return read_number<float, double>(c, out);
-    case kF64:
+    case kGgufF64:
       return read_number<double, double>(c, out);
-    case kBool: {
+    case kGgufBool: {
       uint8_t x = 0;
       HANPU_RETURN_IF_ERROR(c.read(&x, "a metadata value"));
       if (x > 1) return c.fail(fmt::format("bool value {}", x));
       out->v = x == 1;
       return Status::Ok();
     }
-    case kString: {
+    case kGgufString: {
       std::string s;
       HANPU_RETURN_IF_ERROR(c.read_string(&s, "a metadata string"));
       out->v = std::move(s);
       return Status::Ok();
     }
-    case kArray: {
+    case kGgufArray: {
       if (depth > 0) return c.fail("nested metadata arrays are not supported");
       uint32_t et = 0;
       uint64_t n = 0;
       HANPU_RETURN_IF_ERROR(c.read(&et, "an array type"));
       HANPU_RETURN_IF_ERROR(c.read(&n, "an array length"));
       if (n > kGgufMaxArray) return c.fail(fmt::format("array length {} is absurd", n));
+      if (et > kGgufF64 || et == kGgufArray)
+        return c.fail(fmt::format("array element type {} is not a GGUF value type", et));
       std::vector<GgufValue> items;
       items.reserve(std::min<uint64_t>(n, 1u << 16));  // grows as elements actually parse
       for (uint64_t i = 0; i < n; ++i) {
@@ -128,6 +115,7 @@ Status read_value(Cursor& c, uint32_t type, int depth, GgufValue* out) {
         items.push_back(std::move(item));
       }
       out->v = std::move(items);
+      out->elem_type = static_cast<GgufType>(et);
       return Status::Ok();
     }
     default:

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -17,13 +18,36 @@
 
 namespace hanpu::model {
 
+// GGUF's metadata value types, as they are numbered on the wire.
+enum GgufType : uint32_t {
+  kGgufU8 = 0,
+  kGgufI8 = 1,
+  kGgufU16 = 2,
+  kGgufI16 = 3,
+  kGgufU32 = 4,
+  kGgufI32 = 5,
+  kGgufF32 = 6,
+  kGgufBool = 7,
+  kGgufString = 8,
+  kGgufArray = 9,
+  kGgufU64 = 10,
+  kGgufI64 = 11,
+  kGgufF64 = 12,
+};
+
 // A metadata value: integers (any width, as int64 / uint64), floats, bools, strings, arrays.
+// `type` is the type it had in the file (for an array, `elem_type` its elements'), so that a
+// file written back says what it read: llama.cpp checks a key's type, not just its value.
+// Values made in code leave `type` unset and are written as the variant's widest type.
 struct GgufValue {
   std::variant<int64_t, uint64_t, double, bool, std::string, std::vector<GgufValue>> v;
+  std::optional<GgufType> type = std::nullopt;
+  GgufType elem_type = kGgufU8;
   bool is_int() const {
     return std::holds_alternative<int64_t>(v) || std::holds_alternative<uint64_t>(v);
   }
   int64_t as_int() const;  // callers check is_int()
+  bool operator==(const GgufValue&) const = default;
 };
 
 using GgufMetadata = std::map<std::string, GgufValue>;

@@ -92,10 +92,11 @@ TEST(QuantBlocks, QuantizeThenDecodeStaysWithinTheGridsError) {
   const struct {
     QuantType type;
     double bound;
-  } cases[] = {{QuantType::kQ4_0, 1.2e-2},  {QuantType::kQ4_1, 1.2e-2},  {QuantType::kQ5_0, 3.0e-3},
-               {QuantType::kQ5_1, 3.0e-3},  {QuantType::kQ8_0, 4.8e-5},  {QuantType::kQ4_K, 1.2e-2},
-               {QuantType::kQ5_K, 3.0e-3},  {QuantType::kQ6_K, 7.6e-4},  {QuantType::kIQ4_NL, 1.2e-2},
-               {QuantType::kIQ4_XS, 1.2e-2}};
+  } cases[] = {{QuantType::kQ4_0, 1.2e-2},   {QuantType::kQ4_1, 1.2e-2},
+               {QuantType::kQ5_0, 3.0e-3},   {QuantType::kQ5_1, 3.0e-3},
+               {QuantType::kQ8_0, 4.8e-5},   {QuantType::kQ4_K, 1.2e-2},
+               {QuantType::kQ5_K, 3.0e-3},   {QuantType::kQ6_K, 7.6e-4},
+               {QuantType::kIQ4_NL, 1.2e-2}, {QuantType::kIQ4_XS, 1.2e-2}};
   const unsigned seed = std::random_device{}();
   SCOPED_TRACE(testing::Message() << "seed " << seed);
   std::mt19937 gen(seed);

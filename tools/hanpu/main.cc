@@ -20,6 +20,7 @@
 #include "list_cmds.h"
 #include "perplexity_cmd.h"
 #include "plan_cmd.h"
+#include "quantize_cmd.h"
 #include "run_cmd.h"
 #include "sim_cmd.h"
 #include "simd/gemm.h"
@@ -35,6 +36,9 @@ const std::vector<Command>& commands() {
       {"perplexity",
        "a checkpoint's perplexity on a text file, chunked as llama.cpp's llama-perplexity",
        command_from<PerplexityCmdOptions, add_perplexity_options, run_perplexity>()},
+      {"quantize",
+       "quantize an F32/F16/BF16 GGUF to a llama.cpp mix (Q4_K_M, Q8_0, ...), as llama-quantize",
+       command_from<QuantizeOptions, add_quantize_options, run_quantize>()},
       {"bench la", "GDN/KDA prefill: recurrent vs fla vs hanpu",
        command_from<BenchLaOptions, add_bench_la_options, run_bench_la>()},
       {"bench attn", "fused attention: balanced vs uniform vs layer, and decode",

@@ -53,9 +53,10 @@ void add_perplexity_options(CLI::App& app, PerplexityCmdOptions& o) {
   app.add_option("--prefill-chunk", r.prefill_chunk, "tokens per forward call")
       ->capture_default_str()
       ->check(token_range(1));
-  app.add_option("--weights", o.weights,
-                 "hold projections as auto (the checkpoint's dtype, a quantized GGUF's own "
-                 "blocks), f32, bf16, f16, or a block type to quantize to at load (q4_k, q8_0, ...)")
+  app.add_option(
+         "--weights", o.weights,
+         "hold projections as auto (the checkpoint's dtype, a quantized GGUF's own "
+         "blocks), f32, bf16, f16, or a block type to quantize to at load (q4_k, q8_0, ...)")
       ->capture_default_str()
       ->check(weight_names());
   app.add_flag("--json", o.json, "stdout: the result as one JSON object (no running figures)");

@@ -9,10 +9,21 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "model/model.h"
 
 namespace hanpu::model::testing {
+
+// sum (got - want)^2 / sum want^2, in double.
+inline double nmse(const std::vector<float>& got, const std::vector<float>& want) {
+  double e = 0, n = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    e += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+    n += double(want[i]) * want[i];
+  }
+  return e / n;
+}
 
 // tests/fixtures/models/<name>
 inline std::string fixture_dir(const std::string& name) {

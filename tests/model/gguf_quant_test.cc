@@ -39,7 +39,7 @@ TEST_P(QuantGguf, ProjectionsKeepTheirBlocks) {
   }
 }
 
-double nmse(const std::vector<float>& got, const std::vector<float>& want);
+using testing::nmse;
 
 // Every quantized projection of the Q8_0 model (ssm_out's permuted input, the fused gate|up
 // rows, the tied head included) multiplies random x as the same projection decoded into f32
@@ -84,15 +84,6 @@ TEST_P(QuantGguf, EveryProjectionMatchesItsDecodedWeights) {
     ++checked;
   }
   EXPECT_GT(checked, 10);
-}
-
-double nmse(const std::vector<float>& got, const std::vector<float>& want) {
-  double e = 0, n = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    e += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
-    n += double(want[i]) * want[i];
-  }
-  return e / n;
 }
 
 // Three models of one fixture: fp32 (the safetensors checkpoint), the Q8_0 file decoded into

@@ -186,12 +186,7 @@ TEST_P(QuantizeFile, TheQ8_0FileRuns) {
     std::vector<float> lq, lr;
     ASSERT_TRUE(q->forward(ids.data(), n, &a, {}, &lq).ok());
     ASSERT_TRUE(ref->forward(ids.data(), n, &b, {}, &lr).ok());
-    double err = 0, norm = 0;
-    for (size_t i = 0; i < lr.size(); ++i) {
-      err += (static_cast<double>(lq[i]) - lr[i]) * (static_cast<double>(lq[i]) - lr[i]);
-      norm += static_cast<double>(lr[i]) * lr[i];
-    }
-    EXPECT_LE(err / norm, moe ? 0.2 : 3e-2) << p["text"];
+    EXPECT_LE(testing::nmse(lq, lr), moe ? 0.2 : 3e-2) << p["text"];
   }
 }
 

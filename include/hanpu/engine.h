@@ -123,6 +123,10 @@ struct GenerateStats {
 struct PerplexityOptions : ModelRunOptions {
   int context = 512;   // tokens per chunk (llama.cpp's -c)
   int max_chunks = 0;  // 0: every whole chunk of the text
+  // llama-perplexity's --kl-divergence-base FILE: perplexity also writes the tokens and every
+  // scored position's log-probabilities to FILE, in llama.cpp's format (16 bits a token of
+  // the vocabulary), for Engine::kl_divergence of another model (a quant of this one) later.
+  std::string save_logprobs;
 };
 
 struct PerplexityStats {
@@ -139,6 +143,20 @@ struct PerplexityStats {
   double ppl_error()
       const;  // llama.cpp's +/-: ppl x the standard error of the mean -log p (0 below 2 tokens)
   double tokens_per_s() const;  // run_tokens per second of ms
+};
+
+// Engine::kl_divergence's figures, as llama-perplexity --kl-divergence prints them: this
+// model's (Q) perplexity, the base's from its saved log-probabilities, and per scored token
+// the KL divergence KL(base || Q) and the change in the probability of the right token.
+struct KlDivergenceStats {
+  PerplexityStats q;  // this model's perplexity (its nll sums) and timings
+  double nll_base_sum = 0, nll_base2_sum = 0, nll_nll_base_sum = 0;
+  double kld_sum = 0, kld2_sum = 0;
+  double p_diff_sum = 0, p_diff2_sum = 0, p_diff4_sum = 0;
+  float max_p_diff = 0;
+  int64_t same_top = 0;            // tokens whose most likely next token is the base's
+  int64_t count = 0;               // scored tokens
+  std::vector<float> kld, p_diff;  // per scored token, in order
 };
 
 struct EngineInfo {
@@ -250,6 +268,15 @@ class Engine {
   Status perplexity(const std::vector<int>& tokens, const PerplexityOptions& options,
                     const std::function<void(const PerplexityStats&)>& on_chunk,
                     PerplexityStats* stats) const;
+
+  // llama-perplexity --kl-divergence: runs the tokens saved in `base_file` (written by
+  // perplexity with save_logprobs, by hanpu or llama.cpp) in its chunks and compares this
+  // model's distribution with the saved one at every scored position. options.context is
+  // the file's; max_chunks limits the chunks. Errors name what is wrong with the file (magic,
+  // sizes, a vocabulary other than this model's, a token id or scale out of range).
+  Status kl_divergence(const std::string& base_file, const PerplexityOptions& options,
+                       const std::function<void(const KlDivergenceStats&)>& on_chunk,
+                       KlDivergenceStats* stats) const;
 
   // Prefills `prompt` ids, then decodes. on_text gets each piece of text as soon as it is
   // complete UTF-8 (null: no text); on_progress(done, total) during the prefill.

@@ -549,7 +549,20 @@ Status Engine::perplexity(const std::vector<int>& tokens, const PerplexityOption
   run.context = o.context;
   run.max_chunks = o.max_chunks;
   run.prefill_chunk = o.prefill_chunk;
+  run.save_logprobs = o.save_logprobs;
   return model::perplexity(*impl_->model, tokens, run, on_chunk, stats);
+}
+
+Status Engine::kl_divergence(const std::string& base_file, const PerplexityOptions& o,
+                             const std::function<void(const KlDivergenceStats&)>& on_chunk,
+                             KlDivergenceStats* stats) const {
+  model::PerplexityRun run;
+  std::string kv_name;
+  bool bf16_products = false;
+  HANPU_RETURN_IF_ERROR(resolve_run(o, &run.forward, &run.kv_dtype, &kv_name, &bf16_products));
+  run.max_chunks = o.max_chunks;
+  run.prefill_chunk = o.prefill_chunk;
+  return model::kl_divergence(*impl_->model, base_file, run, on_chunk, stats);
 }
 
 std::string default_model_dir() {

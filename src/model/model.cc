@@ -136,7 +136,7 @@ Status Model::forward(const int* tokens, int64_t n, SequenceState* state, const 
 
 Status Model::score(const int* tokens, int64_t n, int64_t from, const int* next,
                     SequenceState* state, const ForwardOptions& opt, double* logprobs,
-                    ForwardProfile* profile) const {
+                    ForwardProfile* profile, const RowLogits& on_logits) const {
   const ModelConfig& c = config_;
   if (from < 0 || from >= n)
     return Status::Error(fmt::format("score: row {} is not one of the {} tokens", from, n));
@@ -166,7 +166,9 @@ Status Model::score(const int* tokens, int64_t n, int64_t from, const int* next,
     parallel_rows(opt.threads, rows, c.vocab, [&](int64_t q0, int64_t q1) {
       for (int64_t q = q0; q < q1; ++q) {
         const int64_t t = r0 + q;
-        logprobs[t - from] = log_softmax_at(logits + q * c.vocab, c.vocab, next[t - from]);
+        if (on_logits) on_logits(t - from, logits + q * c.vocab);  // before: the next line
+        logprobs[t - from] =
+            log_softmax_at(logits + q * c.vocab, c.vocab, next[t - from]);  // overwrites
       }
     });
   }

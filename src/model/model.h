@@ -8,6 +8,7 @@
 // MLP only for the positions whose logits are wanted.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -72,10 +73,13 @@ class Model {
 
   // Runs `n` tokens as forward does and scores positions from .. n-1: logprobs[t - from] =
   // log p(next[t - from] | the sequence up to and including token t), in double from fp32
-  // logits (a perplexity's terms). The head runs on those rows only, in blocks.
+  // logits (a perplexity's terms). The head runs on those rows only, in blocks. `on_logits`,
+  // where given, also sees each scored row's whole logits [vocab] (row t - from), from the
+  // pool's threads, each row once (a KL divergence's terms).
+  using RowLogits = std::function<void(int64_t row, const float* logits)>;
   Status score(const int* tokens, int64_t n, int64_t from, const int* next, SequenceState* state,
-               const ForwardOptions& options, double* logprobs,
-               ForwardProfile* profile = nullptr) const;
+               const ForwardOptions& options, double* logprobs, ForwardProfile* profile = nullptr,
+               const RowLogits& on_logits = {}) const;
 
  private:
   // The layer stack over `n` tokens: updates the state from all of them and leaves the final

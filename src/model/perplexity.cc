@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cmath>
 
+#include "model/kl_divergence.h"
+
 namespace hanpu {
 
 double PerplexityStats::ppl() const {
@@ -60,8 +62,24 @@ Status perplexity(const Model& m, const std::vector<int>& tokens, const Perplexi
   const int first = ctx / 2;  // the first scored position of a chunk
   std::vector<double> logprobs(static_cast<size_t>(ctx));
   ForwardProfile prof;
+  // --kl-divergence-base: each chunk's scored rows encoded, then written in order.
+  ChunkHooks hooks = run.hooks;
+  LogprobWriter writer;
+  std::vector<uint16_t> records;
+  if (!run.save_logprobs.empty()) {
+    const int vocab = m.config().vocab;
+    const int64_t words = logprob_record_words(vocab);
+    HANPU_RETURN_IF_ERROR(
+        writer.open(run.save_logprobs, ctx, vocab, s.chunks_total, tokens.data()));
+    records.resize(static_cast<size_t>(words * (ctx - 1 - first)));
+    hooks.row = [&, words, vocab](int, int64_t scored, const float* logits) {
+      encode_logprobs(logits, vocab, records.data() + scored * words);
+    };
+    hooks.end = [&](int) { return writer.write(records.data(), records.size()); };
+  }
   for (int c = 0; c < s.chunks_total; ++c) {
     const auto t0 = std::chrono::steady_clock::now();
+    if (hooks.begin) HANPU_RETURN_IF_ERROR(hooks.begin(c));
     const int* chunk = tokens.data() + static_cast<int64_t>(c) * ctx;
     SequenceState state = m.new_state(run.kv_dtype);
     for (auto& cache : state.kv) {
@@ -77,8 +95,14 @@ Status perplexity(const Model& m, const std::vector<int>& tokens, const Perplexi
       if (from >= a + n) {
         HANPU_RETURN_IF_ERROR(m.forward(chunk + a, n, &state, run.forward, nullptr, &prof));
       } else {
+        Model::RowLogits on_logits;
+        if (hooks.row) {
+          on_logits = [&hooks, c, skip = from - first](int64_t r, const float* logits) {
+            hooks.row(c, skip + r, logits);
+          };
+        }
         HANPU_RETURN_IF_ERROR(m.score(chunk + a, n, from - a, chunk + from + 1, &state, run.forward,
-                                      logprobs.data() + from, &prof));
+                                      logprobs.data() + from, &prof, on_logits));
       }
     }
     for (int t = first; t < inputs; ++t) {
@@ -90,6 +114,7 @@ Status perplexity(const Model& m, const std::vector<int>& tokens, const Perplexi
       s.nll_sum -= logprobs[t];
       s.nll2_sum += logprobs[t] * logprobs[t];
     }
+    if (hooks.end) HANPU_RETURN_IF_ERROR(hooks.end(c));
     s.scored_tokens += inputs - first;
     s.run_tokens += inputs;
     s.chunks = c + 1;
@@ -98,7 +123,43 @@ Status perplexity(const Model& m, const std::vector<int>& tokens, const Perplexi
     s.split = time_split_of(prof);
     if (on_chunk) on_chunk(s);
   }
+  if (!run.save_logprobs.empty()) HANPU_RETURN_IF_ERROR(writer.finish());
   *out = s;
+  return Status::Ok();
+}
+
+Status kl_divergence(const Model& m, const std::string& base_file, const PerplexityRun& run,
+                     const std::function<void(const KlDivergenceStats&)>& on_chunk,
+                     KlDivergenceStats* out) {
+  const int vocab = m.config().vocab;
+  LogprobReader base;
+  HANPU_RETURN_IF_ERROR(base.open(base_file, vocab));
+  PerplexityRun r = run;
+  r.context = base.context();
+  r.max_chunks = run.max_chunks > 0 ? std::min(run.max_chunks, base.chunks()) : base.chunks();
+  r.save_logprobs.clear();
+  const int64_t words = logprob_record_words(vocab), rows = r.context - 1 - r.context / 2;
+  const std::vector<int>& tokens = base.tokens();
+  std::vector<uint16_t> records;
+  std::vector<KlTerms> terms(static_cast<size_t>(rows));
+  KlDivergenceStats s;
+  r.hooks.begin = [&](int c) { return base.read_chunk(c, &records); };
+  r.hooks.row = [&](int c, int64_t scored, const float* logits) {
+    const int64_t position = static_cast<int64_t>(c) * r.context + r.context / 2 + scored;
+    terms[static_cast<size_t>(scored)] = compare_logprobs(
+        logits, vocab, records.data() + scored * words, tokens[static_cast<size_t>(position) + 1]);
+  };
+  r.hooks.end = [&](int) {
+    for (const KlTerms& t : terms)
+      accumulate(t, &s);  // in order: the sums do not depend on threads
+    return Status::Ok();
+  };
+  const auto on_ppl_chunk = [&](const PerplexityStats& p) {
+    s.q = p;
+    if (on_chunk) on_chunk(s);
+  };
+  HANPU_RETURN_IF_ERROR(perplexity(m, tokens, r, on_ppl_chunk, &s.q));
+  *out = std::move(s);
   return Status::Ok();
 }
 

@@ -12,6 +12,7 @@
 #include "cli_engine.h"
 #include "cli_output.h"
 #include "flag_checks.h"
+#include "kl_report.h"
 
 namespace hanpu::cli {
 
@@ -19,9 +20,15 @@ void add_perplexity_options(CLI::App& app, PerplexityCmdOptions& o) {
   app.add_option("-m,--model", o.model,
                  "checkpoint folder or .gguf (default: the tiny model shipped with hanpu)");
   app.add_option("-f,--file", o.file,
-                 "the text (UTF-8), e.g. wikitext-2-raw's wiki.test.raw (-: standard input)")
-      ->required()
+                 "the text (UTF-8), e.g. wikitext-2-raw's wiki.test.raw (-: standard input); "
+                 "not with --kl-divergence, which runs the base file's tokens")
       ->check(file_or_stdin());
+  app.add_option("--kl-divergence-base", o.kl_base,
+                 "save every scored position's log-probabilities to FILE (llama.cpp's format), "
+                 "or with --kl-divergence read them from it");
+  app.add_flag("--kl-divergence", o.kl_divergence,
+               "compare this model with the --kl-divergence-base file (a quant against its base "
+               "model): KL divergence, PPL ratio, top-token agreement, as llama-perplexity");
   PerplexityOptions& r = o.run;
   app.add_option("-c,--context,--ctx-size", r.context,
                  "tokens per chunk; each chunk's second half is scored (llama.cpp's -c)")
@@ -65,8 +72,16 @@ void add_perplexity_options(CLI::App& app, PerplexityCmdOptions& o) {
 
 int run_perplexity(const PerplexityCmdOptions& o) {
   apply_verbosity(o.verbosity);
+  if (o.kl_divergence ? o.kl_base.empty() || !o.file.empty() : o.file.empty()) {
+    std::fprintf(stderr, "error: %s\n",
+                 o.kl_divergence ? "--kl-divergence needs --kl-divergence-base FILE and no --file "
+                                   "(it runs the tokens saved in FILE)"
+                                 : "--file is required (the text to score)");
+    return 2;
+  }
   std::unique_ptr<Engine> engine;
   if (const int rc = load_cli_engine(o.model, "", 0, o.weights, &engine); rc != 0) return rc;
+  if (o.kl_divergence) return run_kl_divergence(*engine, o);
   if (!engine->has_tokenizer()) {
     std::fprintf(
         stderr,
@@ -113,7 +128,11 @@ int run_perplexity(const PerplexityCmdOptions& o) {
     printed = verbosity() != Verbosity::kQuiet;
   };
   PerplexityStats s;
-  st = engine->perplexity(tokens, r, on_chunk, &s);
+  PerplexityOptions run = r;
+  run.save_logprobs = o.kl_base;
+  if (!o.kl_base.empty())
+    note("saving every scored position's log-probabilities to {}\n", o.kl_base);
+  st = engine->perplexity(tokens, run, on_chunk, &s);
   if (printed) note("\n");
   if (!st.ok()) {
     std::fprintf(stderr, "error: %s\n", st.message().c_str());

@@ -15,6 +15,8 @@ struct PerplexityCmdOptions {
   std::string model;  // checkpoint folder or .gguf; empty: the shipped model
   std::string file;   // the text
   std::string weights = "auto";
+  std::string kl_base;         // --kl-divergence-base
+  bool kl_divergence = false;  // --kl-divergence: compare against kl_base instead of -f
   bool json = false;
   VerbosityFlags verbosity;
   PerplexityOptions run;

@@ -150,8 +150,9 @@ TEST(ProjectionKernels, TheTableNamesEachKernelOnceAndAutoIsTheFastestUsable) {
     EXPECT_EQ(projection_kernel_allowed(ProjectionKernel::kFma, k.kernel),
               k.kernel == ProjectionKernel::kFma)
         << k.name;
-    if (k.kernel != ProjectionKernel::kAuto)
+    if (k.kernel != ProjectionKernel::kAuto) {
       EXPECT_EQ(projection_kernel_allowed(ProjectionKernel::kAmx, k.kernel), k.usable()) << k.name;
+    }
   }
   EXPECT_FALSE(projection_kernel_allowed(ProjectionKernel::kPairs, ProjectionKernel::kDot));
   EXPECT_FALSE(linear_uses_amx(ProjectionKernel::kDot));

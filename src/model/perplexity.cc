@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "model/kl_divergence.h"
+#include "model/logprob_file.h"
 
 namespace hanpu {
 

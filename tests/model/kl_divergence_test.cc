@@ -14,6 +14,7 @@
 
 #include "fixtures.h"
 #include "model/kl_divergence.h"
+#include "model/logprob_file.h"
 #include "model/model.h"
 #include "model/perplexity.h"
 

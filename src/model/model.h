@@ -99,8 +99,9 @@ class Model {
 struct LoadOptions {
   std::optional<DType> weights;
   LoadProgress progress;  // per converted layer; may be empty
-  // Plain (f32/f16/bf16) projections quantized at load to this type (Q8_0 or Q4_0; those
-  // whose input is not whole blocks stay in `weights`). A quantized GGUF keeps its own blocks.
+  // Plain (f32/f16/bf16) projections quantized at load to this type (any of
+  // base/quant_quantize.h's; a row that is not whole blocks of it takes its 32-value stand-in
+  // as llama-quantize does, or stays in `weights`). A quantized GGUF keeps its own blocks.
   std::optional<QuantType> quantize;
 };
 

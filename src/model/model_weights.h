@@ -94,7 +94,7 @@ using LoadProgress = std::function<void(int, int)>;
 
 // Converts the tensors `config` needs from `store`, projections stored as `weights` (f32,
 // bf16, f16); an error names the first tensor that is missing or has the wrong shape.
-// `quantize`: projections quantized at load to that type (Q8_0 or Q4_0), where set.
+// `quantize`: projections quantized at load to that type (base/quant_quantize.h), where set.
 Status convert_weights(const ModelConfig& config, const WeightStore& store, DType weights,
                        ModelWeights* out, const LoadProgress& progress = nullptr,
                        std::optional<QuantType> quantize = std::nullopt);

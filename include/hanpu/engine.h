@@ -18,6 +18,7 @@ namespace hanpu {
 namespace model {
 struct SequenceState;   // the engine's own (src/model/model.h)
 struct ForwardOptions;  // ditto
+struct PerplexityRun;   // ditto (src/model/perplexity.h)
 }  // namespace model
 
 // One turn of a conversation for the chat template: role "system", "user" or "assistant".
@@ -294,6 +295,8 @@ class Engine {
   // products are bf16, from `o` ("auto" resolved; bad names are errors).
   Status resolve_run(const ModelRunOptions& o, model::ForwardOptions* forward, DType* kv_dtype,
                      std::string* kv_name, bool* bf16_products) const;
+  // The model-level run of a perplexity or KL divergence call, from `o`.
+  Status perplexity_run(const PerplexityOptions& o, model::PerplexityRun* run) const;
   // GenerateOptions::sequence checked; `held` its state when the call continues it.
   Status sequence_to_continue(const GenerateOptions& o, DType kv_dtype, const std::string& kv_name,
                               model::SequenceState** held) const;

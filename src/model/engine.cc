@@ -539,17 +539,22 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
   return Status::Ok();
 }
 
+Status Engine::perplexity_run(const PerplexityOptions& o, model::PerplexityRun* run) const {
+  std::string kv_name;
+  bool bf16_products = false;
+  HANPU_RETURN_IF_ERROR(resolve_run(o, &run->forward, &run->kv_dtype, &kv_name, &bf16_products));
+  run->context = o.context;
+  run->max_chunks = o.max_chunks;
+  run->prefill_chunk = o.prefill_chunk;
+  run->save_logprobs = o.save_logprobs;
+  return Status::Ok();
+}
+
 Status Engine::perplexity(const std::vector<int>& tokens, const PerplexityOptions& o,
                           const std::function<void(const PerplexityStats&)>& on_chunk,
                           PerplexityStats* stats) const {
   model::PerplexityRun run;
-  std::string kv_name;
-  bool bf16_products = false;
-  HANPU_RETURN_IF_ERROR(resolve_run(o, &run.forward, &run.kv_dtype, &kv_name, &bf16_products));
-  run.context = o.context;
-  run.max_chunks = o.max_chunks;
-  run.prefill_chunk = o.prefill_chunk;
-  run.save_logprobs = o.save_logprobs;
+  HANPU_RETURN_IF_ERROR(perplexity_run(o, &run));
   return model::perplexity(*impl_->model, tokens, run, on_chunk, stats);
 }
 
@@ -557,11 +562,7 @@ Status Engine::kl_divergence(const std::string& base_file, const PerplexityOptio
                              const std::function<void(const KlDivergenceStats&)>& on_chunk,
                              KlDivergenceStats* stats) const {
   model::PerplexityRun run;
-  std::string kv_name;
-  bool bf16_products = false;
-  HANPU_RETURN_IF_ERROR(resolve_run(o, &run.forward, &run.kv_dtype, &kv_name, &bf16_products));
-  run.max_chunks = o.max_chunks;
-  run.prefill_chunk = o.prefill_chunk;
+  HANPU_RETURN_IF_ERROR(perplexity_run(o, &run));  // the context and chunks are the file's
   return model::kl_divergence(*impl_->model, base_file, run, on_chunk, stats);
 }
 

@@ -1,6 +1,7 @@
 // Where the committed model fixtures live and how tests read their reference outputs.
 #pragma once
 
+#include <cmath>
 #include <filesystem>
 #include <gtest/gtest.h>
 #include <memory>
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/model.h"
@@ -48,6 +50,25 @@ inline std::unique_ptr<Model> load_fixture(const std::string& name) {
 // reference.json of a fixture: prompts with ids, last_logits and greedy16 from transformers.
 inline nlohmann::json reference(const std::string& name) {
   return nlohmann::json::parse(read_text(fixture_dir(name) + "/reference.json"));
+}
+
+// For each of fixture `name`'s prompts (reference.json): its text and the NMSE of model a's
+// last-position logits against model b's, each run from a fresh sequence (a failed forward
+// call fails the test and gives NaN).
+inline std::vector<std::pair<std::string, double>> prompt_logit_nmse(const Model& a, const Model& b,
+                                                                     const std::string& name) {
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& p : reference(name)["prompts"]) {
+    const auto ids = p["ids"].get<std::vector<int>>();
+    const auto n = static_cast<int64_t>(ids.size());
+    SequenceState sa = a.new_state(), sb = b.new_state();
+    std::vector<float> la, lb;
+    const bool ok =
+        a.forward(ids.data(), n, &sa, {}, &la).ok() && b.forward(ids.data(), n, &sb, {}, &lb).ok();
+    EXPECT_TRUE(ok) << p["text"];
+    out.emplace_back(p["text"].get<std::string>(), ok ? nmse(la, lb) : NAN);
+  }
+  return out;
 }
 
 // A scratch checkpoint folder (under the system's temp folder, emptied first) with copies of

@@ -167,17 +167,9 @@ TEST_P(QuantGguf, QuantizedAtLoadFromSafetensors) {
     for (const LayerWeights& l : q->weights().layers) {
       if (!l.moe) EXPECT_EQ(l.mlp.down.quant, c.held);
     }
-    const auto fixture = testing::reference(GetParam());
-    for (const auto& p : fixture["prompts"]) {
-      const auto ids = p["ids"].get<std::vector<int>>();
-      const auto n = static_cast<int64_t>(ids.size());
-      SequenceState a = ref->new_state(), b = q->new_state();
-      std::vector<float> lr, lq;
-      ASSERT_TRUE(ref->forward(ids.data(), n, &a, {}, &lr).ok());
-      ASSERT_TRUE(q->forward(ids.data(), n, &b, {}, &lq).ok());
-      EXPECT_LE(nmse(lq, lr), moe ? c.moe_bound : c.dense_bound)
-          << quant_type_info(c.asked).name << ": " << p["text"];
-    }
+    for (const auto& [text, e] : testing::prompt_logit_nmse(*q, *ref, GetParam()))
+      EXPECT_LE(e, moe ? c.moe_bound : c.dense_bound)
+          << quant_type_info(c.asked).name << ": " << text;
   }
 }
 

@@ -178,16 +178,8 @@ TEST_P(QuantizeFile, TheQ8_0FileRuns) {
   ASSERT_TRUE(s.ok()) << s.message();
   ASSERT_TRUE(load_model(dir + "/model.gguf", {.weights = DType::kF32}, &ref).ok());
   EXPECT_EQ(q->weights().lm_head.quant, QuantType::kQ8_0);
-  const auto fixture = testing::reference(GetParam());
-  for (const auto& p : fixture["prompts"]) {
-    const auto ids = p["ids"].get<std::vector<int>>();
-    const auto n = static_cast<int64_t>(ids.size());
-    SequenceState a = q->new_state(), b = ref->new_state();
-    std::vector<float> lq, lr;
-    ASSERT_TRUE(q->forward(ids.data(), n, &a, {}, &lq).ok());
-    ASSERT_TRUE(ref->forward(ids.data(), n, &b, {}, &lr).ok());
-    EXPECT_LE(testing::nmse(lq, lr), moe ? 0.2 : 3e-2) << p["text"];
-  }
+  for (const auto& [text, e] : testing::prompt_logit_nmse(*q, *ref, GetParam()))
+    EXPECT_LE(e, moe ? 0.2 : 3e-2) << text;
 }
 
 TEST_P(QuantizeFile, BadRequestsAreRefusedAndWriteNothing) {

@@ -58,7 +58,8 @@ inline nlohmann::json reference(const std::string& name) {
 inline std::vector<std::pair<std::string, double>> prompt_logit_nmse(const Model& a, const Model& b,
                                                                      const std::string& name) {
   std::vector<std::pair<std::string, double>> out;
-  for (const auto& p : reference(name)["prompts"]) {
+  const nlohmann::json fixture = reference(name);  // alive for the loop, not just its header
+  for (const auto& p : fixture["prompts"]) {
     const auto ids = p["ids"].get<std::vector<int>>();
     const auto n = static_cast<int64_t>(ids.size());
     SequenceState sa = a.new_state(), sb = b.new_state();

@@ -114,6 +114,13 @@ bool quant_type_quantizable(QuantType t) {
   }
 }
 
+int ggml_nearest_int(float x) {
+  const float v = x + 12582912.0f;
+  int32_t i;
+  std::memcpy(&i, &v, sizeof(i));
+  return (i & 0x007FFFFF) - 0x00400000;
+}
+
 std::optional<QuantType> quant_type_for_row(QuantType t, int64_t in) {
   if (in % quant_type_info(t).block_elems != 0) {
     switch (t) {

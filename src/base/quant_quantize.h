@@ -25,6 +25,10 @@ bool quant_type_quantizable(QuantType t);
 // not fit either (the caller keeps the row unquantized).
 std::optional<QuantType> quant_type_for_row(QuantType t, int64_t in);
 
+// Round to nearest, ties to even, through the float mantissa as ggml and llama.cpp's tools do
+// (their nearest_int; |x| < 2^22): the one rounding their quantizers and file formats use.
+int ggml_nearest_int(float x);
+
 // Their names in lower case, as flags take them: {"q4_0", "q4_1", ...}.
 std::vector<std::string> quantizable_type_names();
 

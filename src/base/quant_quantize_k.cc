@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "base/quant_block_fields.h"
+#include "base/quant_quantize.h"
 #include "hanpu/dtype.h"
 
 namespace hanpu {
@@ -19,14 +20,6 @@ namespace {
 
 constexpr int kSuper = 256;
 constexpr float kGroupMaxEps = 1e-15f;  // ggml's GROUP_MAX_EPS: a group this small is zero
-
-// Round to nearest, ties to even, through the float mantissa as ggml does (|x| < 2^22).
-int nearest_int(float x) {
-  const float v = x + 12582912.0f;
-  int32_t i;
-  std::memcpy(&i, &v, sizeof(i));
-  return (i & 0x007FFFFF) - 0x00400000;
-}
 
 void store_half(uint8_t* p, float x) {
   const uint16_t h = f32_to_f16_bits(x);
@@ -58,7 +51,7 @@ float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, ui
   float scale = 1 / iscale;
   float best_error = 0;
   for (int i = 0; i < n; ++i) {
-    const int l = nearest_int(iscale * (x[i] - min));
+    const int l = ggml_nearest_int(iscale * (x[i] - min));
     L[i] = static_cast<uint8_t>(std::max(0, std::min(nmax, l)));
     float diff = scale * L[i] + min - x[i];
     diff = diff * diff;
@@ -68,7 +61,7 @@ float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, ui
     iscale = (rmin + rdelta * static_cast<float>(is) + static_cast<float>(nmax)) / (max - min);
     float sum_l = 0, sum_l2 = 0, sum_xl = 0;
     for (int i = 0; i < n; ++i) {
-      int l = nearest_int(iscale * (x[i] - min));
+      int l = ggml_nearest_int(iscale * (x[i] - min));
       l = std::max(0, std::min(nmax, l));
       Laux[i] = static_cast<uint8_t>(l);
       const float w = weights[i];
@@ -118,7 +111,7 @@ float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
   float iscale = static_cast<float>(-nmax) / max;
   float sumlx = 0, suml2 = 0;
   for (int i = 0; i < n; ++i) {
-    int l = nearest_int(iscale * x[i]);
+    int l = ggml_nearest_int(iscale * x[i]);
     l = std::max(-nmax, std::min(nmax - 1, l));
     L[i] = static_cast<int8_t>(l + nmax);
     const float w = x[i] * x[i];
@@ -133,7 +126,7 @@ float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
     iscale = -(static_cast<float>(nmax) + 0.1f * static_cast<float>(is)) / max;
     sumlx = suml2 = 0;
     for (int i = 0; i < n; ++i) {
-      int l = nearest_int(iscale * x[i]);
+      int l = ggml_nearest_int(iscale * x[i]);
       l = std::max(-nmax, std::min(nmax - 1, l));
       const float w = x[i] * x[i];
       const float fl = static_cast<float>(l);
@@ -142,7 +135,7 @@ float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
     }
     if (suml2 > 0 && sumlx * sumlx > best * suml2) {
       for (int i = 0; i < n; ++i) {
-        const int l = nearest_int(iscale * x[i]);
+        const int l = ggml_nearest_int(iscale * x[i]);
         L[i] = static_cast<int8_t>(nmax + std::max(-nmax, std::min(nmax - 1, l)));
       }
       scale = sumlx / suml2;
@@ -174,8 +167,8 @@ void k_scales_and_codes(const float* x, int nmax, float rmin, int nstep, uint8_t
   const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
   const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
   for (int j = 0; j < kSuper / 32; ++j) {
-    uint8_t ls = static_cast<uint8_t>(nearest_int(inv_scale * scales[j]));
-    uint8_t lm = static_cast<uint8_t>(nearest_int(inv_min * mins[j]));
+    uint8_t ls = static_cast<uint8_t>(ggml_nearest_int(inv_scale * scales[j]));
+    uint8_t lm = static_cast<uint8_t>(ggml_nearest_int(inv_min * mins[j]));
     ls = std::min<uint8_t>(63, ls);
     lm = std::min<uint8_t>(63, lm);
     if (j < 4) {
@@ -197,7 +190,7 @@ void k_scales_and_codes(const float* x, int nmax, float rmin, int nstep, uint8_t
     if (d == 0) continue;
     const float dm = dmin_all * static_cast<float>(m);
     for (int ii = 0; ii < 32; ++ii) {
-      const int l = nearest_int((x[32 * j + ii] + dm) / d);
+      const int l = ggml_nearest_int((x[32 * j + ii] + dm) / d);
       L[32 * j + ii] = static_cast<uint8_t>(std::max(0, std::min(nmax, l)));
     }
   }
@@ -287,7 +280,7 @@ void iq4_quantize(int super_block_size, const float* x, uint8_t* dh, uint8_t* q4
     const float id = d != 0 ? 1 / d : 0.f;
     uint16_t high = 0;
     for (int ib = 0; ib < nb; ++ib) {
-      int l = nearest_int(id * scales[ib]);
+      int l = ggml_nearest_int(id * scales[ib]);
       l = std::max(-32, std::min(31, l));
       const float dl = d * static_cast<float>(l);
       const float idl = dl != 0 ? 1 / dl : 0.f;
@@ -371,13 +364,13 @@ void quantize_q6_k_block(const float* x, uint8_t* b) {
   const float iscale = -128.f / max_scale;
   store_half(b + 208, 1 / iscale);
   for (int ib = 0; ib < kSuper / 16; ++ib)
-    sc[ib] = static_cast<int8_t>(std::min(127, nearest_int(iscale * scales[ib])));
+    sc[ib] = static_cast<int8_t>(std::min(127, ggml_nearest_int(iscale * scales[ib])));
   const float d_all = quant_fields::half_at(b + 208);
   for (int j = 0; j < kSuper / 16; ++j) {
     const float d = d_all * static_cast<float>(sc[j]);
     if (d == 0) continue;
     for (int ii = 0; ii < 16; ++ii) {
-      int l = nearest_int(x[16 * j + ii] / d);
+      int l = ggml_nearest_int(x[16 * j + ii] / d);
       l = std::max(-32, std::min(31, l));
       L[16 * j + ii] = static_cast<int8_t>(l + 32);
     }

@@ -10,20 +10,14 @@
 
 #include <fmt/format.h>
 
+#include "base/quant_quantize.h"
+
 namespace hanpu::model {
 
 namespace {
 
 constexpr char kMagic[8] = {'_', 'l', 'o', 'g', 'i', 't', 's', '_'};
 constexpr int64_t kHeaderBytes = 8 + 3 * 4;
-
-// Round to nearest through the float mantissa, as llama.cpp does.
-int nearest_int(float x) {
-  const float v = x + 12582912.0f;
-  int32_t i;
-  std::memcpy(&i, &v, sizeof(i));
-  return (i & 0x007FFFFF) - 0x00400000;
-}
 
 int64_t scored_per_chunk(int context) { return context - 1 - context / 2; }
 
@@ -50,7 +44,7 @@ void encode_logprobs(const float* logits, int vocab, uint16_t* record) {
     const float inv_scale = 1 / scale;
     for (int i = 0; i < vocab; ++i)
       codes[i] = logits[i] > min_logit
-                     ? static_cast<uint16_t>(nearest_int(inv_scale * (logits[i] - min_logit)))
+                     ? static_cast<uint16_t>(ggml_nearest_int(inv_scale * (logits[i] - min_logit)))
                      : 0;
   } else {
     std::fill_n(codes, vocab, uint16_t{0});

@@ -69,6 +69,18 @@ TEST(KlDivergence, EncodingKeepsEveryLogProbabilityToHalfAStep) {
 
 class KlFixture : public ::testing::TestWithParam<const char*> {};
 
+// `m`'s perplexity over `tokens` in chunks of `ctx`, its log-probabilities saved to `file`.
+PerplexityStats save_base(const Model& m, const std::vector<int>& tokens, int ctx,
+                          const std::string& file) {
+  PerplexityRun run;
+  run.context = ctx;
+  run.save_logprobs = file;
+  PerplexityStats ppl;
+  const Status s = perplexity(m, tokens, run, {}, &ppl);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return ppl;
+}
+
 std::vector<int> text_tokens(int n, int vocab) {
   std::mt19937 gen(7);
   std::vector<int> ids(static_cast<size_t>(n));
@@ -85,11 +97,7 @@ TEST_P(KlFixture, AModelAgainstItselfDivergesByNothing) {
   const int vocab = m->config().vocab, ctx = 40, chunks = 3;
   const std::vector<int> tokens = text_tokens(ctx * chunks + 5, vocab);
   const std::string file = tmp(std::string(GetParam()) + "-self.kl");
-  PerplexityRun run;
-  run.context = ctx;
-  run.save_logprobs = file;
-  PerplexityStats ppl;
-  ASSERT_TRUE(perplexity(*m, tokens, run, {}, &ppl).ok());
+  const PerplexityStats ppl = save_base(*m, tokens, ctx, file);
   const uint64_t want =
       20 + 4ull * ctx * chunks + 2ull * logprob_record_words(vocab) * (ctx - 1 - ctx / 2) * chunks;
   EXPECT_EQ(std::filesystem::file_size(file), want);
@@ -117,11 +125,7 @@ TEST_P(KlFixture, TheQ8_0ModelDivergesALittleFromItsBase) {
   const int vocab = base->config().vocab, ctx = 64;
   const std::vector<int> tokens = text_tokens(ctx * 2, vocab);
   const std::string file = tmp(std::string(GetParam()) + "-base.kl");
-  PerplexityRun run;
-  run.context = ctx;
-  run.save_logprobs = file;
-  PerplexityStats ppl;
-  ASSERT_TRUE(perplexity(*base, tokens, run, {}, &ppl).ok());
+  save_base(*base, tokens, ctx, file);
   KlDivergenceStats kl;
   ASSERT_TRUE(kl_divergence(*q, file, {}, {}, &kl).ok());
   const double mean = kl.kld_sum / kl.count;
@@ -138,11 +142,7 @@ TEST(KlDivergence, HostileFilesAreRefused) {
   const auto m = testing::load_fixture("qwen35-tiny");
   const int vocab = m->config().vocab, ctx = 16;
   const std::string file = tmp("hostile-base.kl");
-  PerplexityRun run;
-  run.context = ctx;
-  run.save_logprobs = file;
-  PerplexityStats ppl;
-  ASSERT_TRUE(perplexity(*m, text_tokens(ctx * 2, vocab), run, {}, &ppl).ok());
+  save_base(*m, text_tokens(ctx * 2, vocab), ctx, file);
   std::vector<char> good(std::filesystem::file_size(file));
   std::ifstream(file, std::ios::binary)
       .read(good.data(), static_cast<std::streamsize>(good.size()));

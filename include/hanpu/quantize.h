@@ -30,8 +30,11 @@ struct QuantizeSummary {
   uint64_t elements = 0;                 // values in all tensors
 };
 
-// Reads `in` (an F32 / F16 / BF16 GGUF of a qwen35 or qwen3next model) and writes `out`
-// quantized to `file_type` (any of quantize_file_type_names, case-insensitive).
+// Reads `in` (an F32 / F16 / BF16 GGUF of a qwen35 or qwen3next model, or a Hugging Face
+// checkpoint folder of one: config.json, safetensors, tokenizer.json, tokenizer_config.json,
+// seen as llama.cpp's convert_hf_to_gguf.py --no-mtp converts it: its tensor names and
+// layouts, metadata and tokenizer keys) and writes `out` quantized to `file_type` (any of
+// quantize_file_type_names, case-insensitive).
 // `on_tensor` is called as each tensor is written. Errors name the problem: an unknown type,
 // an input that is already quantized, a tensor holding NaN or infinity (by element), values
 // too large for the type's f16 scales (by row). `out` is written whole or not at all.

@@ -42,17 +42,6 @@ Status guarded(const std::string& what, const std::string& origin, F&& f) {
   }
 }
 
-// bos_token / eos_token in tokenizer_config.json: a string, an {"content": ...} object, or null.
-std::string special_token(const nlohmann::json& config, const char* key) {
-  const auto it = config.find(key);
-  if (it == config.end()) return "";
-  if (it->is_string()) return it->get<std::string>();
-  if (it->is_object() && it->contains("content") && (*it)["content"].is_string()) {
-    return (*it)["content"].get<std::string>();
-  }
-  return "";
-}
-
 // Runs `f` on a thread of its own with a `stack_bytes` stack (reserved, touched only as used).
 // A template can nest values as deep as its step budget allows (limits.h), and the engine
 // destroys and prints them recursively: on a default 8 MB stack a list nested a few hundred
@@ -153,11 +142,9 @@ Status ChatTemplate::render(const std::vector<ChatMessage>& messages, const Chat
   return Status::Ok();
 }
 
-namespace {
-
-// dir/tokenizer_config.json as a JSON object (an empty one if the folder has none).
-Status read_tokenizer_config(const std::filesystem::path& folder, nlohmann::json* config) {
+Status read_hf_tokenizer_config(const std::string& dir, nlohmann::json* config) {
   *config = nlohmann::json::object();
+  const std::filesystem::path folder(dir);
   const std::filesystem::path config_path = folder / "tokenizer_config.json";
   std::error_code ec;
   if (!std::filesystem::exists(std::filesystem::symlink_status(config_path, ec)))
@@ -172,51 +159,69 @@ Status read_tokenizer_config(const std::filesystem::path& folder, nlohmann::json
   return Status::Ok();
 }
 
-}  // namespace
+std::string hf_special_token(const nlohmann::json& config, const char* key) {
+  const auto it = config.find(key);
+  if (it == config.end()) return "";
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_object() && it->contains("content") && (*it)["content"].is_string()) {
+    return (*it)["content"].get<std::string>();
+  }
+  return "";
+}
 
 Status load_hf_eos_token(const std::string& dir, std::string* eos) {
   nlohmann::json config;
-  HANPU_RETURN_IF_ERROR(read_tokenizer_config(dir, &config));
-  *eos = special_token(config, "eos_token");
+  HANPU_RETURN_IF_ERROR(read_hf_tokenizer_config(dir, &config));
+  *eos = hf_special_token(config, "eos_token");
+  return Status::Ok();
+}
+
+Status read_hf_chat_template(const std::string& dir, std::string* source, std::string* origin) {
+  source->clear();
+  origin->clear();
+  const std::filesystem::path folder(dir);
+  nlohmann::json config;
+  HANPU_RETURN_IF_ERROR(read_hf_tokenizer_config(dir, &config));
+  const std::filesystem::path config_path = folder / "tokenizer_config.json";
+  const std::filesystem::path jinja_path = folder / "chat_template.jinja";
+  std::error_code ec;
+  if (std::filesystem::exists(std::filesystem::symlink_status(jinja_path, ec))) {
+    HANPU_RETURN_IF_ERROR(read_regular_file(jinja_path.string(), kMaxChatTemplateBytes,
+                                            "chat_template.jinja", source));
+    *origin = jinja_path.string();
+  } else if (config.contains("chat_template")) {
+    const nlohmann::json& t = config["chat_template"];
+    *origin = config_path.string() + " (chat_template)";
+    if (t.is_string()) {
+      *source = t.get<std::string>();
+    } else if (t.is_array()) {  // named templates: [{"name": "default", "template": "..."}, ...]
+      for (const nlohmann::json& named : t) {
+        if (named.is_object() && named.contains("name") && named["name"] == "default" &&
+            named.contains("template") && named["template"].is_string()) {
+          *source = named["template"].get<std::string>();
+        }
+      }
+      if (source->empty())
+        return Status::Error(fmt::format("{}: no template named \"default\"", *origin));
+    } else {
+      return Status::Error(
+          fmt::format("{}: chat_template is neither a string nor a list", *origin));
+    }
+  }
   return Status::Ok();
 }
 
 Status load_hf_chat_template(const std::string& dir, std::optional<ChatTemplate>* out) {
   out->reset();
-  const std::filesystem::path folder(dir);
-  nlohmann::json config;
-  HANPU_RETURN_IF_ERROR(read_tokenizer_config(folder, &config));
-  const std::filesystem::path config_path = folder / "tokenizer_config.json";
   std::string source, origin;
-  const std::filesystem::path jinja_path = folder / "chat_template.jinja";
-  std::error_code ec;
-  if (std::filesystem::exists(std::filesystem::symlink_status(jinja_path, ec))) {
-    HANPU_RETURN_IF_ERROR(read_regular_file(jinja_path.string(), kMaxChatTemplateBytes,
-                                            "chat_template.jinja", &source));
-    origin = jinja_path.string();
-  } else if (config.contains("chat_template")) {
-    const nlohmann::json& t = config["chat_template"];
-    origin = config_path.string() + " (chat_template)";
-    if (t.is_string()) {
-      source = t.get<std::string>();
-    } else if (t.is_array()) {  // named templates: [{"name": "default", "template": "..."}, ...]
-      for (const nlohmann::json& named : t) {
-        if (named.is_object() && named.contains("name") && named["name"] == "default" &&
-            named.contains("template") && named["template"].is_string()) {
-          source = named["template"].get<std::string>();
-        }
-      }
-      if (source.empty())
-        return Status::Error(fmt::format("{}: no template named \"default\"", origin));
-    } else {
-      return Status::Error(fmt::format("{}: chat_template is neither a string nor a list", origin));
-    }
-  } else {
-    return Status::Ok();
-  }
+  HANPU_RETURN_IF_ERROR(read_hf_chat_template(dir, &source, &origin));
+  if (origin.empty()) return Status::Ok();
+  nlohmann::json config;
+  HANPU_RETURN_IF_ERROR(read_hf_tokenizer_config(dir, &config));
   ChatTemplate tmpl;
   HANPU_RETURN_IF_ERROR(ChatTemplate::parse(source, origin, &tmpl));
-  tmpl.set_special_tokens(special_token(config, "bos_token"), special_token(config, "eos_token"));
+  tmpl.set_special_tokens(hf_special_token(config, "bos_token"),
+                          hf_special_token(config, "eos_token"));
   *out = std::move(tmpl);
   return Status::Ok();
 }

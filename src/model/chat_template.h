@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "hanpu/engine.h"
 #include "hanpu/status.h"
 
@@ -51,6 +53,14 @@ class ChatTemplate {
 // list of {name, template} of which "default" is taken). Also reads bos_token / eos_token
 // from tokenizer_config.json. Unset `out` when the folder has neither.
 Status load_hf_chat_template(const std::string& dir, std::optional<ChatTemplate>* out);
+// The source of that template and where it came from (the file, or the file and key); both
+// empty when the folder has none.
+Status read_hf_chat_template(const std::string& dir, std::string* source, std::string* origin);
+// dir/tokenizer_config.json as a JSON object (an empty one if the folder has none).
+Status read_hf_tokenizer_config(const std::string& dir, nlohmann::json* config);
+// A special token of tokenizer_config.json ("bos_token", "eos_token", ...): a string, an
+// {"content": ...} object, or "" (null or missing).
+std::string hf_special_token(const nlohmann::json& config, const char* key);
 // tokenizer_config.json's eos_token in a checkpoint folder ("" if it has none).
 Status load_hf_eos_token(const std::string& dir, std::string* eos);
 

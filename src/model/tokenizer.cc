@@ -134,6 +134,12 @@ Status parse_pre_tokenizer(const json& pt, const std::string& source, std::strin
 }  // namespace
 
 Status Tokenizer::parse(const std::string& json_text, const std::string& source, Tokenizer* out) {
+  Parts parts;
+  HANPU_RETURN_IF_ERROR(parse_parts(json_text, source, &parts));
+  return build(std::move(parts), source, out);
+}
+
+Status Tokenizer::parse_parts(const std::string& json_text, const std::string& source, Parts* out) {
   try {  // a field of the wrong JSON type throws from deep inside nlohmann's accessors
     return parse_json(json_text, source, out);
   } catch (const json::exception& e) {
@@ -141,8 +147,7 @@ Status Tokenizer::parse(const std::string& json_text, const std::string& source,
   }
 }
 
-Status Tokenizer::parse_json(const std::string& json_text, const std::string& source,
-                             Tokenizer* out) {
+Status Tokenizer::parse_json(const std::string& json_text, const std::string& source, Parts* out) {
   json j;
   HANPU_RETURN_IF_ERROR(hanpu::parse_json(json_text, source, &j));
   if (!j.is_object() || !j.contains("model") || !j["model"].is_object()) {
@@ -220,12 +225,19 @@ Status Tokenizer::parse_json(const std::string& json_text, const std::string& so
   }
   HANPU_RETURN_IF_ERROR(
       parse_pre_tokenizer(j.value("pre_tokenizer", json()), source, &parts.pattern));
-  return build(std::move(parts), source, out);
+  *out = std::move(parts);
+  return Status::Ok();
 }
 
 std::string Tokenizer::pattern_for_pre(const std::string& pre) {
   if (pre == "qwen35") return kQwen35Pattern;
   if (pre == "qwen2") return kQwen2Pattern;
+  return std::string();
+}
+
+std::string Tokenizer::pre_for_pattern(const std::string& pattern) {
+  if (pattern == kQwen35Pattern) return "qwen35";
+  if (pattern == kQwen2Pattern) return "qwen2";
   return std::string();
 }
 

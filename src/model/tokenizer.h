@@ -48,8 +48,12 @@ class Tokenizer {
     bool nfc = false;
   };
   static Status build(Parts parts, const std::string& source, Tokenizer* out);
+  // The parts of a tokenizer.json, checked as parse checks them (parse = parse_parts + build).
+  static Status parse_parts(const std::string& json_text, const std::string& source, Parts* out);
   // The split regex llama.cpp's pre-tokenizer names stand for ("qwen2", "qwen35"), or empty.
   static std::string pattern_for_pre(const std::string& pre);
+  // The name of a split regex, the inverse of pattern_for_pre (empty for one it has none for).
+  static std::string pre_for_pattern(const std::string& pattern);
 
   // Token ids of UTF-8 `text` (an error names the byte offset of invalid UTF-8). Added tokens
   // such as <|im_start|> written in the text become their ids.
@@ -66,7 +70,7 @@ class Tokenizer {
     std::string content;
     int id;
   };
-  static Status parse_json(const std::string& json_text, const std::string& source, Tokenizer* out);
+  static Status parse_json(const std::string& json_text, const std::string& source, Parts* out);
   Status encode_piece(const std::string& piece, std::vector<int>* ids) const;
   Status encode_segment(std::string_view text, std::vector<int>* ids) const;
 

@@ -190,7 +190,6 @@ TEST_P(QuantizeFile, BadRequestsAreRefusedAndWriteNothing) {
   } cases[] = {
       {dir + "/model.gguf", "Q3_K_M", "is not one of"},
       {dir + "/model-q8_0.gguf", "Q4_K_M", "already quantized (Q8_0)"},
-      {dir, "Q4_K_M", "is a folder"},
       {dir + "/model.gguf", "", "is not one of"},
       {dir + "/config.json", "Q8_0", "not a GGUF file"},
   };

@@ -14,9 +14,11 @@
 namespace hanpu::cli {
 
 void add_quantize_options(CLI::App& app, QuantizeOptions& o) {
-  app.add_option("input", o.in, "an F32, F16 or BF16 GGUF (as convert_hf_to_gguf.py writes)")
+  app.add_option("input", o.in,
+                 "a Hugging Face checkpoint folder (config.json, safetensors, tokenizer.json), "
+                 "or an F32, F16 or BF16 GGUF (as convert_hf_to_gguf.py writes)")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->check(CLI::ExistingPath);
   app.add_option("output", o.out, "the quantized GGUF to write")->required();
   app.add_option("type,--type", o.type,
                  fmt::format("the mix, as llama-quantize names it: {}",

@@ -1,0 +1,47 @@
+// GatheredTensor (see gathered_tensor.h).
+#include "model/gathered_tensor.h"
+
+#include <cmath>
+#include <vector>
+
+namespace hanpu::model {
+
+void GatheredTensor::read_row(int64_t r, float* out) const {
+  const int64_t n = row_len();
+  const Row& src = rows[static_cast<size_t>(r)];
+  if (columns.empty()) {
+    stored_to_f32(*src.from, src.row * n, n, out);
+  } else {
+    thread_local std::vector<float> in;
+    in.resize(static_cast<size_t>(n));
+    stored_to_f32(*src.from, src.row * n, n, in.data());
+    for (int64_t c = 0; c < n; ++c) out[c] = in[static_cast<size_t>(columns[c])];
+  }
+  switch (map) {
+    case Map::kNone:
+      break;
+    case Map::kPlusOne:
+      for (int64_t c = 0; c < n; ++c) out[c] += 1.0f;
+      break;
+    case Map::kNegExp:
+      // In double, so the float result is correctly rounded whatever the libm.
+      for (int64_t c = 0; c < n; ++c) out[c] = static_cast<float>(-std::exp(double{out[c]}));
+      break;
+  }
+}
+
+GatheredTensor gathered_as_stored(const std::string& name, const StoredTensor& t) {
+  GatheredTensor g;
+  g.name = name;
+  g.shape = t.shape;
+  g.kept = t.dtype;
+  g.whole = &t;
+  const int64_t n = g.row_len();
+  int64_t numel = 1;
+  for (int64_t d : g.shape) numel *= d;
+  g.rows.resize(static_cast<size_t>(n > 0 ? numel / n : 0));
+  for (size_t r = 0; r < g.rows.size(); ++r) g.rows[r] = {&t, static_cast<int64_t>(r)};
+  return g;
+}
+
+}  // namespace hanpu::model

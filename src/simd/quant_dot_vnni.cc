@@ -5,10 +5,14 @@
 #include <cstring>
 #include <type_traits>
 
+#include <hwy/detect_targets.h>
+
 #include "hanpu/dtype.h"
 #include "simd/quant_dot.h"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// Only where Highway's AVX-512 target is built too: a build told to leave AVX-512 out
+// (HWY_DISABLED_TARGETS, as for an AVX2-only binary) then runs no AVX-512 anywhere.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && (HWY_TARGETS & HWY_AVX3)
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the unused merge source of their
 // unmasked forms, which -Wmaybe-uninitialized reports once they are inlined (GCC bug 105593).
 #if defined(__GNUC__) && !defined(__clang__)

@@ -7,6 +7,7 @@
 #include "cpu/nn/blas_sgemm.h"
 #include "cpu/nn/linear.h"
 #include "cpu/nn/projection_kernels.h"
+#include "cpu/nn/quant_linear.h"
 #include "flag_checks.h"
 #include "hanpu/attn.h"
 #include "hanpu/machine.h"
@@ -57,6 +58,8 @@ int run_info(const InfoOptions& o) {
                   ? "bf16 products on the dot instruction (q and P rounded to bf16, fp32 sums)"
               : attn_bf16_products_usable() ? "fp32 products (HANPU_ATTN_PRODUCTS=f32)"
                                             : "fp32 products (no bf16 dot instruction here)");
+  // Quantized (GGUF block) projections: int8 activations times the blocks on this kernel.
+  std::printf("quantized projections: int8 dot kernel %s\n", cpu::quant_linear_kernel_name());
   // The environment as hanpu reads it (base/env_settings.h): every variable, set or not.
   std::printf("environment:\n");
   for (const EnvVarInfo& v : env_vars()) {

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <hwy/detect_targets.h>
+
 #if defined(__x86_64__)
 #include <cpuid.h>
 #include <sys/syscall.h>
@@ -15,8 +17,10 @@ namespace hanpu::simd {
 
 namespace {
 
+// Not in a build that leaves Highway's AVX-512 target out (HWY_DISABLED_TARGETS, as for an
+// AVX2-only binary): such a build runs no AVX-512-era instruction anywhere.
 bool detect() {
-#if defined(__x86_64__) && defined(HANPU_HAVE_AMX_KERNELS)
+#if defined(__x86_64__) && defined(HANPU_HAVE_AMX_KERNELS) && (HWY_TARGETS & HWY_AVX3)
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
   const bool amx_bf16 = (edx >> 22) & 1, amx_tile = (edx >> 24) & 1;

@@ -4,7 +4,11 @@
 // reaches code that runs before bf16_dot_usable() said yes), and the pair-vector cast.
 #pragma once
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <hwy/detect_targets.h>
+
+// Not in a build that leaves Highway's AVX-512 target out (HWY_DISABLED_TARGETS, as for an
+// AVX2-only binary): such a build runs no AVX-512 instruction anywhere.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && (HWY_TARGETS & HWY_AVX3)
 #define HANPU_HAVE_BF16_DOT 1
 #include <immintrin.h>
 

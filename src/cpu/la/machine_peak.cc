@@ -56,7 +56,7 @@ bool amx_bf16_in_use() { return simd::amx_bf16_usable(); }
 FmaPeak measure_amx_peak(int threads, double ms, int repeats) {
   ThreadPool& pool = ThreadPool::shared(threads);
   if (!simd::amx_bf16_usable())
-    return FmaPeak{0, 0, pool.size(), "no AMX bf16 tiles (or HANPU_AMX=0)"};
+    return FmaPeak{0, 0, pool.size(), "no AMX bf16 tiles (on this CPU, or in this build)"};
   const double best = loop_peak_gflops(pool, simd::amx_bf16_loop, 1 << 10, ms, repeats);
   return FmaPeak{best, best / pool.size(), pool.size(), "AMX bf16"};
 }

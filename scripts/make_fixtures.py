@@ -250,7 +250,7 @@ def write_gguf(model, config, tok, path, arch, chat_template):
             put(b + "ffn_gate_exps.weight", gate)
             put(b + "ffn_up_exps.weight", up)
             put(b + "ffn_down_exps.weight", dn)
-            put(b + "ffn_gate_inp_shexp.weight", sd[m + "shared_expert_gate.weight"].reshape(-1))
+            put(b + "ffn_gate_inp_shexp.weight", sd[m + "shared_expert_gate.weight"])  # [1, hidden]
             put(b + "ffn_gate_shexp.weight", sd[m + "shared_expert.gate_proj.weight"])
             put(b + "ffn_up_shexp.weight", sd[m + "shared_expert.up_proj.weight"])
             put(b + "ffn_down_shexp.weight", sd[m + "shared_expert.down_proj.weight"])

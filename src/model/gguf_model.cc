@@ -7,6 +7,8 @@
 // config is read in gguf_config.cc, the tokenizer and chat template in gguf_tokenizer.cc.
 #include "model/gguf_model.h"
 
+#include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -55,8 +57,14 @@ class GgufConverter {
     }
     std::vector<float>& w = scratch_[0];
     HANPU_RETURN_IF_ERROR(f32(name, {out, in}, &w));
-    *l = pack_rows(w.data(), in, rows, dt_, quantize_);
+    *l = pack_rows(w.data(), in, rows, plain_dtype(*t), quantize_);
     return Status::Ok();
+  }
+  // A plain tensor's storage: as stored unless the caller asked for a dtype (llama.cpp computes
+  // the F32 routers and gates of a quantized file in F32; rounding them to bf16 would move
+  // which experts are chosen).
+  DType plain_dtype(const StoredTensor& t) const {
+    return keep_blocks_ && !t.quant ? t.dtype : dt_;
   }
   Status linear(const std::string& name, int out, int in, Linear* l) {
     return linear(name, out, in, iota(out), l);
@@ -181,11 +189,30 @@ class GgufConverter {
   Status moe(const std::string& b, MoeWeights* m) {
     const int E = c_.num_experts, I = c_.moe_intermediate, hidden = c_.hidden;
     HANPU_RETURN_IF_ERROR(linear(b + "ffn_gate_inp.weight", E, hidden, &m->router));
+    m->experts.resize(E);
+    const StoredTensor *tg = nullptr, *tu = nullptr, *td = nullptr;
+    HANPU_RETURN_IF_ERROR(s_.get(b + "ffn_gate_exps.weight", {E, I, hidden}, &tg));
+    HANPU_RETURN_IF_ERROR(s_.get(b + "ffn_up_exps.weight", {E, I, hidden}, &tu));
+    HANPU_RETURN_IF_ERROR(s_.get(b + "ffn_down_exps.weight", {E, hidden, I}, &td));
+    // Row indices are ints: a stack too tall for them (no real model) is refused.
+    if (int64_t{E} * std::max(I, hidden) > std::numeric_limits<int>::max())
+      return Status::Error(
+          fmt::format("{}: {} experts of {} x {} rows are too many", b, E, I, hidden));
+    if (keep_blocks_ && tg->quant && tg->quant == tu->quant && td->quant) {
+      // Each expert's rows kept in their blocks, gate and up as one projection.
+      for (int e = 0; e < E; ++e) {
+        m->experts[e].gate_up = cpu::quant_linear_concat(
+            cpu::quant_linear_from_rows(*tg->quant, tg->data, hidden, iota(I, e * I), tg->owner),
+            cpu::quant_linear_from_rows(*tu->quant, tu->data, hidden, iota(I, e * I), tu->owner));
+        m->experts[e].down = cpu::quant_linear_from_rows(*td->quant, td->data, I,
+                                                         iota(hidden, e * hidden), td->owner);
+      }
+      return shared_expert(b, m);
+    }
     std::vector<float> g, u, d;
     HANPU_RETURN_IF_ERROR(f32(b + "ffn_gate_exps.weight", {E, I, hidden}, &g));
     HANPU_RETURN_IF_ERROR(f32(b + "ffn_up_exps.weight", {E, I, hidden}, &u));
     HANPU_RETURN_IF_ERROR(f32(b + "ffn_down_exps.weight", {E, hidden, I}, &d));
-    m->experts.resize(E);
     const size_t gi = static_cast<size_t>(I) * hidden;
     for (int e = 0; e < E; ++e) {
       std::vector<float> gu(g.begin() + e * gi, g.begin() + (e + 1) * gi);
@@ -193,11 +220,20 @@ class GgufConverter {
       m->experts[e].gate_up = pack_rows(gu.data(), hidden, iota(2 * I), dt_, quantize_);
       m->experts[e].down = pack_rows(d.data() + e * gi, I, iota(hidden), dt_, quantize_);
     }
+    return shared_expert(b, m);
+  }
+  Status shared_expert(const std::string& b, MoeWeights* m) {
+    const int hidden = c_.hidden;
     if (c_.shared_expert_intermediate > 0) {
       HANPU_RETURN_IF_ERROR(mlp(b, "_shexp", c_.shared_expert_intermediate, &m->shared));
+      // The converter writes [1, hidden] (ggml's [hidden, 1]); older files [hidden]. llama.cpp
+      // takes either, as trailing ggml dimensions of 1 do not count.
       std::vector<float> sg;
-      HANPU_RETURN_IF_ERROR(f32(b + "ffn_gate_inp_shexp.weight", {hidden}, &sg));
-      m->shared_gate = pack_rows(sg.data(), hidden, {0}, dt_, quantize_);
+      const std::string gate = b + "ffn_gate_inp_shexp.weight";
+      const StoredTensor* t = s_.find(gate);
+      const Shape shape = t && t->shape.size() == 2 ? Shape{1, hidden} : Shape{hidden};
+      HANPU_RETURN_IF_ERROR(f32(gate, shape, &sg));
+      m->shared_gate = pack_rows(sg.data(), hidden, {0}, plain_dtype(*t), quantize_);
     }
     return Status::Ok();
   }

@@ -136,8 +136,13 @@ Status write_gguf(const std::string& path, const GgufMetadata& meta,
   uint64_t offset = 0;
   for (const GgufTensorOut& t : tensors) {
     head.put_string(t.name);
-    head.put<uint32_t>(static_cast<uint32_t>(t.shape.size()));
-    for (size_t d = t.shape.size(); d-- > 0;) head.put<uint64_t>(static_cast<uint64_t>(t.shape[d]));
+    // Outer dimensions of 1 are not written, as ggml's writer counts dimensions
+    // (ggml_n_dims): a [1, n] tensor is stored as [n].
+    size_t first = 0;
+    while (first + 1 < t.shape.size() && t.shape[first] == 1) ++first;
+    head.put<uint32_t>(static_cast<uint32_t>(t.shape.size() - first));
+    for (size_t d = t.shape.size(); d-- > first;)
+      head.put<uint64_t>(static_cast<uint64_t>(t.shape[d]));
     head.put<uint32_t>(t.ggml_type);
     head.put<uint64_t>(offset);
     offset += (t.bytes + alignment - 1) / alignment * alignment;

@@ -16,9 +16,11 @@ namespace hanpu::model {
 
 struct GgufTensorOut {
   std::string name;
-  std::vector<int64_t> shape;  // row-major, outermost first (written innermost first)
-  uint32_t ggml_type = 0;      // 0 F32, 1 F16, 30 BF16, or a block type's id
-  uint64_t bytes = 0;          // of its data
+  // Row-major, outermost first; written innermost first, outer dimensions of 1 left out as
+  // ggml's writer leaves them ([1, n] is stored as [n]).
+  std::vector<int64_t> shape;
+  uint32_t ggml_type = 0;  // 0 F32, 1 F16, 30 BF16, or a block type's id
+  uint64_t bytes = 0;      // of its data
   // Fills `bytes` bytes at `dst`; an error stops the write and no file is left behind.
   std::function<Status(uint8_t* dst)> fill;
 };

@@ -30,16 +30,16 @@ class Gatherer {
       tiled_.push_back(c.arch == Arch::kQwen35 && hk != hv ? (j % hk) * (hv / hk) + j / hk : j);
   }
 
-  // `hf` as stored, renamed to `name` and reshaped to `shape` (same element count).
-  Status plain(const std::string& name, const std::string& hf, const Shape& hf_shape,
-               Map map = Map::kNone, Shape shape = {}) {
+  // `hf` as stored (its shape checked), renamed to `name`, its values mapped by `map`.
+  Status plain(const std::string& name, const std::string& hf, const Shape& shape,
+               Map map = Map::kNone) {
     const StoredTensor* t = nullptr;
-    HANPU_RETURN_IF_ERROR(s_.get(hf, hf_shape, &t));
-    GatheredTensor g = tensor(name, shape.empty() ? hf_shape : shape);
+    HANPU_RETURN_IF_ERROR(s_.get(hf, shape, &t));
+    GatheredTensor g = tensor(name, shape);
     g.map = map;
     const int64_t n = g.row_len();
-    for (int64_t r = 0; r < shape_numel(hf_shape) / n; ++r) g.rows.push_back({t, r});
-    if (map == Map::kNone && shape.empty()) g.whole = t;
+    for (int64_t r = 0; r < shape_numel(shape) / n; ++r) g.rows.push_back({t, r});
+    if (map == Map::kNone) g.whole = t;
     return add(std::move(g), t->dtype);
   }
   // A norm weight stored as 1 + w.
@@ -159,8 +159,7 @@ class Gatherer {
     HANPU_RETURN_IF_ERROR(add(std::move(down), d->dtype));
     if (c_.shared_expert_intermediate <= 0) return Status::Ok();
     HANPU_RETURN_IF_ERROR(mlp(p + "shared_expert.", b, "_shexp", c_.shared_expert_intermediate));
-    return plain(b + "ffn_gate_inp_shexp.weight", p + "shared_expert_gate.weight", {1, hidden},
-                 Map::kNone, {hidden});
+    return plain(b + "ffn_gate_inp_shexp.weight", p + "shared_expert_gate.weight", {1, hidden});
   }
 
  private:

@@ -479,7 +479,7 @@ void linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<Linea
   if (std::any_of(outs.begin(), outs.end(), [](const LinearOut& o) { return o.w->quant; })) {
     for (const LinearOut& o : outs) {  // each quantizes x for itself (its own x_order)
       if (o.w->quant)
-        quant_linear(x, ldx, T, *o.w, o.y, o.ldy, threads);
+        quant_linear(x, ldx, T, *o.w, o.y, o.ldy, threads, ceiling);
       else
         linear_many(x, ldx, T, {o}, threads, ceiling);
     }
@@ -524,7 +524,12 @@ void linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<Linea
 
 const char* linear_kernel_name(const PackedLinear& w, int64_t T, int threads,
                                ProjectionKernel ceiling) {
-  if (w.quant) return quant_prefill_widens(w, T) ? "widen+amx" : quant_linear_kernel_name();
+  if (w.quant) {
+    if (!quant_prefill_widens(w, T, ceiling)) return quant_linear_kernel_name();
+    return linear_uses_amx(ceiling)   ? "widen+amx"
+           : linear_uses_dot(ceiling) ? "widen+dot"
+                                      : "widen+pairs";
+  }
   ceiling = resolve_projection_kernel(ceiling);
   switch (path_of(w, T, ceiling)) {
     case Path::kGemv:

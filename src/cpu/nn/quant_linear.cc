@@ -126,16 +126,16 @@ const PackedLinear& widened(const PackedLinear& w) {
 
 }  // namespace
 
-bool quant_prefill_widens(const PackedLinear& w, int64_t T) {
+bool quant_prefill_widens(const PackedLinear& w, int64_t T, ProjectionKernel ceiling) {
   return T >= kQuantWidenRows && int64_t{2} * w.in * w.out <= kQuantWidenMaxBytes &&
-         (linear_uses_amx() || linear_uses_dot());
+         projection_kernel_allowed(ceiling, ProjectionKernel::kPairs);
 }
 
 void quant_linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y,
-                  int64_t ldy, int threads) {
+                  int64_t ldy, int threads, ProjectionKernel ceiling) {
   if (T <= 0 || w.out <= 0) return;
-  if (quant_prefill_widens(w, T)) {
-    linear(x, ldx, T, widened(w), y, ldy, threads);
+  if (quant_prefill_widens(w, T, ceiling)) {
+    linear(x, ldx, T, widened(w), y, ldy, threads, ceiling);
     return;
   }
   // Kept between calls (one per thread that calls): a decode step quantizes a few KB per

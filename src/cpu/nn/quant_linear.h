@@ -34,20 +34,23 @@ PackedLinear quant_linear_concat(const PackedLinear& a, const PackedLinear& b);
 // synthetic models.
 PackedLinear random_quant_linear(QuantType t, int in, int out, uint64_t seed, float scale = 0.02f);
 
-// Rows of x from which a prefill decodes W into bf16 and multiplies on the matrix unit or
-// the bf16 dot instruction (where the CPU has one) instead of the int8 kernels: W is decoded
-// once per call, which costs less than a row's product at T rows and more (measured, `hanpu
-// bench linear --weights q4_k bf16 --seq ...`) below. See docs/performance.md.
+// Rows of x from which a prefill decodes W into bf16 and multiplies on the bf16 kernels (the
+// matrix unit, the bf16 dot instruction, or the pairs kernel: whichever `ceiling` allows)
+// instead of the int8 kernels: W is decoded once per call, which costs less than a row's
+// product at T rows and more (measured, `hanpu bench linear --weights q4_k bf16 --seq ...`)
+// below. On AVX2 alone the pairs kernel on decoded W also beats the int8 AVX2 kernel
+// (vpmaddubsw) for a whole model's prefill by half again. See docs/performance.md.
 // Projections larger than kQuantWidenMaxBytes in bf16 (a model's head, 500 MB for a
 // 250k-word vocabulary, multiplied for every position by a perplexity run) stay on the int8
 // kernels: the decoded copy is held (and reused) per calling thread.
 inline constexpr int64_t kQuantWidenRows = 32;
 inline constexpr int64_t kQuantWidenMaxBytes = int64_t{64} << 20;
-bool quant_prefill_widens(const PackedLinear& w, int64_t T);
+bool quant_prefill_widens(const PackedLinear& w, int64_t T,
+                          ProjectionKernel ceiling = ProjectionKernel::kAuto);
 
 // y[T, out] (leading dim ldy) = x[T, in] (leading dim ldx) W^T for a quantized w.
 void quant_linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y,
-                  int64_t ldy, int threads);
+                  int64_t ldy, int threads, ProjectionKernel ceiling = ProjectionKernel::kAuto);
 
 // Row `o` of W (`w.in` values) decoded to f32, as the embedding reads a token's row.
 void quant_linear_row(const PackedLinear& w, int o, float* out);

@@ -38,6 +38,10 @@ struct Unit {
   __m256i code[8];
   __m256 scale_lane[8];
   __m256 offset[2];
+  // Q4_K only: the 6-bit sub-block scales as i16 lanes (vpmaddwd multiplies the pair sums by
+  // them, exactly, in place of a float multiply per sub-block) and the block's d.
+  __m256i scale16[8];
+  float d;
 };
 
 template <QuantType T>
@@ -71,16 +75,30 @@ HANPU_AVX2_INLINE void unpack_q4_k(const uint8_t* b, Unit* u) {
     u->code[2 * c] = _mm256_and_si256(v, mask);
     u->code[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
   }
-  const float d = half_at(b), dmin = half_at(b + 2);
-  alignas(32) float offset[16];
-  for (int j = 0; j < 8; ++j) {
-    int sc, m;
-    quant_fields::q4k_scale_min(b + 4, j, &sc, &m);
-    u->scale_lane[j] = _mm256_set1_ps(d * static_cast<float>(sc));
-    offset[2 * j] = offset[2 * j + 1] = dmin * static_cast<float>(m);
-  }
-  u->offset[0] = _mm256_load_ps(offset);
-  u->offset[1] = _mm256_load_ps(offset + 8);
+  u->d = half_at(b);
+  // The twelve packed bytes of 6-bit scales and mins rearranged with 32-bit word operations
+  // into scales 0-7 then mins 0-7, one byte each (quant_fields::q4k_scale_min's layout, all
+  // sub-blocks at once, as llama.cpp's x86 kernels unpack it).
+  uint32_t w[4];
+  std::memcpy(w, b + 4, 12);
+  constexpr uint32_t kLow6 = 0x3f3f3f3f, kLow4 = 0x0f0f0f0f, kLow2 = 0x03030303;
+  w[3] = ((w[2] >> 4) & kLow4) | (((w[1] >> 6) & kLow2) << 4);
+  const uint32_t mins_lo = w[1] & kLow6;
+  w[1] = (w[2] & kLow4) | (((w[0] >> 6) & kLow2) << 4);
+  w[2] = mins_lo;
+  w[0] &= kLow6;
+  const __m128i bytes = _mm_set_epi32(static_cast<int>(w[3]), static_cast<int>(w[2]),
+                                      static_cast<int>(w[1]), static_cast<int>(w[0]));
+  const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(bytes));
+  for (int j = 0; j < 8; ++j)  // i16 lane j in every lane
+    u->scale16[j] =
+        _mm256_shuffle_epi8(scales, _mm256_set1_epi16(static_cast<int16_t>(0x0100 + 0x0202 * j)));
+  const __m256 mins =
+      _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8))),
+                    _mm256_set1_ps(half_at(b + 2)));
+  // Offsets per 16-value group: sub-block j's min for groups 2j and 2j + 1.
+  u->offset[0] = _mm256_permutevar8x32_ps(mins, _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
+  u->offset[1] = _mm256_permutevar8x32_ps(mins, _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7));
 }
 
 HANPU_AVX2_INLINE void unpack_q6_k(const uint8_t* b, Unit* u) {
@@ -144,6 +162,9 @@ template <QuantType T>
 HANPU_AVX2_INLINE void unpack(const uint8_t* row, int in, int u, QuantUnit* scratch, Unit* out) {
   constexpr bool kVector = T == QuantType::kQ4_K || T == QuantType::kQ6_K ||
                            T == QuantType::kQ8_0 || T == QuantType::kQ4_0;
+  if constexpr (T == QuantType::kQ4_K) {  // a row of 256-value blocks: every unit is whole
+    return unpack_q4_k(row + static_cast<size_t>(u) * kUnitBytes<T>, out);
+  }
   if constexpr (kVector) {
     if ((u + 1) * kQuantUnit <= in) {
       const uint8_t* at = row + static_cast<size_t>(u) * kUnitBytes<T>;
@@ -194,6 +215,22 @@ HANPU_AVX2_TARGET void rows_times_acts(const uint8_t* const* rows, int n, const 
       for (int r = 0; r < R; ++r) {
         const int8_t* q = a.q_row(r0 + r) + u * kQuantUnit;
         const float* dlane = a.dlane_row(r0 + r) + u * 64;
+        if constexpr (T == QuantType::kQ4_K) {  // unpack_q4_k filled scale16 and d
+          // Codes <= 15 times |a| <= 128, two a pair: <= 3840 in i16; times a 6-bit scale,
+          // two a lane: < 2^19 in i32, exact in float.
+          __m256 unit = _mm256_setzero_ps();
+          for (int k = 0; k < 8; ++k) {
+            const __m256i act = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * k));
+            const __m256i isum =
+                _mm256_madd_epi16(_mm256_maddubs_epi16(w.code[k], act), w.scale16[k]);
+            unit = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_loadu_ps(dlane + 8 * k), unit);
+          }
+          acc[r][0] = _mm256_fmadd_ps(unit, _mm256_set1_ps(w.d), acc[r][0]);
+          const float* dsum = a.dsum_row(r0 + r) + u * kQuantGroups;
+          acc[r][0] = _mm256_fnmadd_ps(w.offset[0], _mm256_loadu_ps(dsum), acc[r][0]);
+          acc[r][1] = _mm256_fnmadd_ps(w.offset[1], _mm256_loadu_ps(dsum + 8), acc[r][1]);
+          continue;
+        }
         for (int k = 0; k < 8; ++k) {
           const __m256i isum =
               dot4<T>(w.code[k], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * k)));

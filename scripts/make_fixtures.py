@@ -51,7 +51,9 @@ CHATS = [  # (messages, add_generation_prompt, enable_thinking or None = undefin
 ]
 
 
-def make_tokenizer(vocab_size):
+def make_tokenizer(vocab_size, texts=None):
+    """A byte-level BPE of `vocab_size` ids with Qwen3.5's regex, NFC and special tokens,
+    trained on `texts` (default: the fixtures' paragraphs)."""
     tok = Tokenizer(models.BPE(unk_token=None, fuse_unk=False, byte_fallback=False))
     tok.normalizer = normalizers.NFC()
     tok.pre_tokenizer = pre_tokenizers.Sequence([
@@ -61,7 +63,7 @@ def make_tokenizer(vocab_size):
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIALS,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    tok.train_from_iterator(CORPUS * 4, trainer=trainer)
+    tok.train_from_iterator(CORPUS * 4 if texts is None else texts, trainer=trainer)
     return tok
 
 

@@ -20,11 +20,8 @@ import pathlib
 import time
 
 import torch
-from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
-QWEN35_PRETOKENIZE = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}|"""
-                      r""" ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""")
-SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
+from make_fixtures import make_tokenizer  # the fixtures' tokenizer recipe, on other text
 
 
 def corpus():
@@ -32,20 +29,6 @@ def corpus():
     text = "\n\n".join(f.read_text(encoding="utf-8", errors="replace") for f in files if f.is_file())
     cut = int(len(text) * 0.9)
     return text[:cut], text[cut:]
-
-
-def make_tokenizer(train_text, vocab):
-    tok = Tokenizer(models.BPE(unk_token=None, fuse_unk=False, byte_fallback=False))
-    tok.normalizer = normalizers.NFC()
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(QWEN35_PRETOKENIZE), behavior="isolated", invert=False),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab, special_tokens=SPECIALS,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    tok.train_from_iterator(train_text.split("\n\n"), trainer=trainer)
-    return tok
 
 
 def model_for(arch, vocab):
@@ -86,7 +69,7 @@ def main():
     train_text, eval_text = corpus()
     (out / "train.txt").write_text(train_text, encoding="utf-8")
     (out / "eval.txt").write_text(eval_text, encoding="utf-8")
-    tok = make_tokenizer(train_text, a.vocab)
+    tok = make_tokenizer(a.vocab, train_text.split("\n\n"))
     tok.save(str(out / "tokenizer.json"))
     (out / "tokenizer_config.json").write_text(json.dumps(
         {"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}))

@@ -66,4 +66,16 @@ inline void q4k_scale_min(const uint8_t* s, int j, int* sc, int* m) {
   }
 }
 
+// The same for all eight sub-blocks at once, with ggml's 32-bit word operations: four words
+// whose bytes are scales 0-7 then mins 0-7 (what the vector unpackers widen).
+inline void q4k_scales_mins_words(const uint8_t* s, uint32_t w[4]) {
+  std::memcpy(w, s, 12);
+  constexpr uint32_t kLow6 = 0x3f3f3f3f, kLow4 = 0x0f0f0f0f, kTop2 = 0x03030303;
+  w[3] = ((w[2] >> 4) & kLow4) | (((w[1] >> 6) & kTop2) << 4);
+  const uint32_t mins_lo = w[1] & kLow6;
+  w[1] = (w[2] & kLow4) | (((w[0] >> 6) & kTop2) << 4);
+  w[2] = mins_lo;
+  w[0] &= kLow6;
+}
+
 }  // namespace hanpu::quant_fields

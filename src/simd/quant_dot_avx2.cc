@@ -76,17 +76,9 @@ HANPU_AVX2_INLINE void unpack_q4_k(const uint8_t* b, Unit* u) {
     u->code[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
   }
   u->d = half_at(b);
-  // The twelve packed bytes of 6-bit scales and mins rearranged with 32-bit word operations
-  // into scales 0-7 then mins 0-7, one byte each (quant_fields::q4k_scale_min's layout, all
-  // sub-blocks at once, as llama.cpp's x86 kernels unpack it).
+  // Scales 0-7 then mins 0-7, a byte each.
   uint32_t w[4];
-  std::memcpy(w, b + 4, 12);
-  constexpr uint32_t kLow6 = 0x3f3f3f3f, kLow4 = 0x0f0f0f0f, kLow2 = 0x03030303;
-  w[3] = ((w[2] >> 4) & kLow4) | (((w[1] >> 6) & kLow2) << 4);
-  const uint32_t mins_lo = w[1] & kLow6;
-  w[1] = (w[2] & kLow4) | (((w[0] >> 6) & kLow2) << 4);
-  w[2] = mins_lo;
-  w[0] &= kLow6;
+  quant_fields::q4k_scales_mins_words(b + 4, w);
   const __m128i bytes = _mm_set_epi32(static_cast<int>(w[3]), static_cast<int>(w[2]),
                                       static_cast<int>(w[1]), static_cast<int>(w[0]));
   const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(bytes));

@@ -7,6 +7,7 @@
 
 #include <hwy/detect_targets.h>
 
+#include "base/quant_block_fields.h"
 #include "hanpu/dtype.h"
 #include "simd/quant_dot.h"
 
@@ -95,13 +96,7 @@ HANPU_VNNI_INLINE void unpack_q4_k(const uint8_t* b, Unit* u) {
   // The 12 scale bytes as 8 six-bit scales then 8 six-bit mins (ggml's kmask shuffle on three
   // 32-bit words), widened to 16 floats: sc 0..7 times d, m 0..7 times dmin.
   uint32_t w[4];
-  std::memcpy(w, b + 4, 12);
-  constexpr uint32_t kLow6 = 0x3f3f3f3f, kLow4 = 0x0f0f0f0f, kTop2 = 0x03030303;
-  w[3] = ((w[2] >> 4) & kLow4) | (((w[1] >> 6) & kTop2) << 4);
-  const uint32_t m03 = w[1] & kLow6;
-  w[1] = (w[2] & kLow4) | (((w[0] >> 6) & kTop2) << 4);
-  w[2] = m03;
-  w[0] &= kLow6;
+  quant_fields::q4k_scales_mins_words(b + 4, w);
   const __m512 sm = _mm512_cvtepi32_ps(
       _mm512_cvtepu8_epi32(_mm_set_epi32(static_cast<int>(w[3]), static_cast<int>(w[2]),
                                          static_cast<int>(w[1]), static_cast<int>(w[0]))));

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include <unistd.h>
+
 #include "model/model.h"
 
 namespace hanpu::model::testing {
@@ -25,6 +27,14 @@ inline double nmse(const std::vector<float>& got, const std::vector<float>& want
     n += double(want[i]) * want[i];
   }
   return e / n;
+}
+
+// `name` in a folder of this test process's own under the system's temp folder (`group`
+// tells the tests' folders apart).
+inline std::string temp_file(const std::string& group, const std::string& name) {
+  const std::string dir = ::testing::TempDir() + group + "_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  return dir + "/" + name;
 }
 
 // tests/fixtures/models/<name>

@@ -11,7 +11,6 @@
 #include <fstream>
 
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include "fixtures.h"
 #include "hanpu/quantize.h"
@@ -23,11 +22,7 @@
 namespace hanpu::model {
 namespace {
 
-std::string tmp(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "hanpu_hf_quantize_" + std::to_string(::getpid());
-  std::filesystem::create_directories(dir);
-  return dir + "/" + name;
-}
+std::string tmp(const std::string& name) { return testing::temp_file("hanpu_hf_quantize", name); }
 
 uint32_t float_bits(const uint8_t* p) {
   uint32_t u;

@@ -10,8 +10,6 @@
 #include <random>
 #include <vector>
 
-#include <unistd.h>
-
 #include "fixtures.h"
 #include "model/kl_divergence.h"
 #include "model/logprob_file.h"
@@ -21,11 +19,7 @@
 namespace hanpu::model {
 namespace {
 
-std::string tmp(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "hanpu_kl_" + std::to_string(::getpid());
-  std::filesystem::create_directories(dir);
-  return dir + "/" + name;
-}
+std::string tmp(const std::string& name) { return testing::temp_file("hanpu_kl", name); }
 
 // Each encoded log-probability is the float64 log-softmax to within half a code step (the
 // range of at most 16 nats over 65535 codes, plus f32 rounding). The encoding against itself

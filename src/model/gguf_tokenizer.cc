@@ -21,7 +21,9 @@ Status gguf_tokenizer(const GgufMetadata& meta, const std::string& file, Tokeniz
         fmt::format("{}: tokenizer.ggml.pre '{}' is not one hanpu knows (qwen2, qwen35)", file,
                     pre ? *pre : std::string("missing")));
   }
-  parts.nfc = *pre == "qwen35";  // Qwen3.5's tokenizer normalises to NFC, Qwen2/3's does not
+  // transformers' Qwen2/3 and Qwen3.5 tokenizers both normalise to NFC (llama.cpp normalises
+  // neither; the ids differ only for text not already in NFC): hanpu gives the model's own.
+  parts.nfc = true;
   const auto array = [&](const char* key) -> const std::vector<GgufValue>* {
     const auto it = meta.find(key);
     return it == meta.end() ? nullptr : std::get_if<std::vector<GgufValue>>(&it->second.v);

@@ -68,7 +68,7 @@ TEST_P(FromFolder, WritesWhatTheConvertersGgufQuantizesTo) {
     }
     for (const auto& [key, value] : gm) {
       // The qwen3next fixture's GGUF names its tokenizer "qwen2", but its tokenizer.json
-      // splits with Qwen3.5's regex and NFC: the folder's file says what the tokenizer is.
+      // splits with Qwen3.5's regex: the folder's file says what the tokenizer is.
       if (key == "tokenizer.ggml.pre" && std::string(GetParam()) == "qwen3next-tiny") continue;
       ASSERT_TRUE(fm.count(key)) << key;
       EXPECT_EQ(fm.at(key).type, value.type) << key;
@@ -146,6 +146,33 @@ TEST_P(FromFolder, TheQ8_0FileRunsAsTheFolderDoes) {
 
 INSTANTIATE_TEST_SUITE_P(Models, FromFolder, ::testing::Values("qwen35-tiny", "qwen3next-tiny"));
 
+// The pre-tokenizer is named by its split regex: Qwen2/3's gives "qwen2" (with or without
+// the NFC normaliser transformers gives both).
+TEST(FromFolder, NamesThePreTokenizerByItsRegex) {
+  nlohmann::json tok = nlohmann::json::parse(
+      testing::read_text(testing::fixture_dir("qwen35-tiny") + "/tokenizer.json"));
+  tok["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] =
+      Tokenizer::pattern_for_pre("qwen2");
+  const std::string dir =
+      testing::scratch_checkpoint("hanpu_hf_qwen2_regex", {{"tokenizer.json", tok.dump()}});
+  const std::string out = tmp("qwen2-regex.gguf");
+  const Status s = quantize_model(dir, out, "Q8_0");
+  ASSERT_TRUE(s.ok()) << s.message();
+  GgufMetadata m;
+  WeightStore store;
+  ASSERT_TRUE(load_gguf(out, &m, &store).ok());
+  EXPECT_EQ(*gguf_string(m, "tokenizer.ggml.pre"), "qwen2");
+  // Normalised to NFC as transformers' Qwen2 tokenizer does: a decomposed e + U+0301 reads as
+  // the composed U+00E9.
+  std::unique_ptr<Model> model;
+  GgufExtras extras;
+  ASSERT_TRUE(load_model(out, {}, &model, &extras).ok());
+  std::vector<int> composed, decomposed;
+  ASSERT_TRUE(extras.tokenizer->encode("caf\xc3\xa9", &composed).ok());
+  ASSERT_TRUE(extras.tokenizer->encode("cafe\xcc\x81", &decomposed).ok());
+  EXPECT_EQ(composed, decomposed);
+}
+
 // Folders the converter could not turn into a file llama.cpp reads as the checkpoint means it
 // are refused, naming the file and the problem, and nothing is written.
 TEST(FromFolderRefused, NamesTheProblemAndWritesNothing) {
@@ -155,8 +182,6 @@ TEST(FromFolderRefused, NamesTheProblemAndWritesNothing) {
       testing::read_text(testing::fixture_dir("qwen35-tiny") + "/config.json");
   nlohmann::json odd_regex = nlohmann::json::parse(tok);
   odd_regex["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "\\s+|\\S+";
-  nlohmann::json no_nfc = nlohmann::json::parse(tok);
-  no_nfc["normalizer"] = nullptr;
   nlohmann::json small_vocab = nlohmann::json::parse(config);
   small_vocab["vocab_size"] = 100;
   nlohmann::json bad_eos = nlohmann::json::parse(config);
@@ -166,7 +191,6 @@ TEST(FromFolderRefused, NamesTheProblemAndWritesNothing) {
     std::string text, message;
   } cases[] = {
       {"tokenizer.json", odd_regex.dump(), "neither Qwen2's nor Qwen3.5's"},
-      {"tokenizer.json", no_nfc.dump(), "neither Qwen2's nor Qwen3.5's"},
       {"config.json", small_vocab.dump(), "more than config.json's vocab_size 100"},
       {"config.json", bad_eos.dump(), "bos_token_id is 1048576, outside the vocabulary"},
       {"tokenizer.json", "{\"model\": 3}", "tokenizer.json"},

@@ -37,9 +37,7 @@ GatheredTensor gathered_as_stored(const std::string& name, const StoredTensor& t
   g.kept = t.dtype;
   g.whole = &t;
   const int64_t n = g.row_len();
-  int64_t numel = 1;
-  for (int64_t d : g.shape) numel *= d;
-  g.rows.resize(static_cast<size_t>(n > 0 ? numel / n : 0));
+  g.rows.resize(static_cast<size_t>(n > 0 ? shape_numel(g.shape) / n : 0));
   for (size_t r = 0; r < g.rows.size(); ++r) g.rows[r] = {&t, static_cast<int64_t>(r)};
   return g;
 }

@@ -111,10 +111,10 @@ Status tokenizer_metadata(const std::filesystem::path& dir, const ModelConfig& c
   std::string tok_text;
   HANPU_RETURN_IF_ERROR(
       read_regular_file(tok_path.string(), kMaxJsonFileBytes, "tokenizer.json", &tok_text));
-  Tokenizer::Parts parts;
-  HANPU_RETURN_IF_ERROR(Tokenizer::parse_parts(tok_text, tok_path.string(), &parts));
   json tok;
   HANPU_RETURN_IF_ERROR(parse_json(tok_text, tok_path.string(), &tok));
+  Tokenizer::Parts parts;
+  HANPU_RETURN_IF_ERROR(Tokenizer::parts_from_json(tok, tok_path.string(), &parts));
   // Named by the split regex alone, as the converter's hash of the tokenizer's output tells
   // them apart: transformers gives Qwen2/3's tokenizer and Qwen3.5's the NFC normaliser both.
   const std::string pre = Tokenizer::pre_for_pattern(parts.pattern);

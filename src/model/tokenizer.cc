@@ -134,22 +134,22 @@ Status parse_pre_tokenizer(const json& pt, const std::string& source, std::strin
 }  // namespace
 
 Status Tokenizer::parse(const std::string& json_text, const std::string& source, Tokenizer* out) {
+  json j;
+  HANPU_RETURN_IF_ERROR(hanpu::parse_json(json_text, source, &j));
   Parts parts;
-  HANPU_RETURN_IF_ERROR(parse_parts(json_text, source, &parts));
+  HANPU_RETURN_IF_ERROR(parts_from_json(j, source, &parts));
   return build(std::move(parts), source, out);
 }
 
-Status Tokenizer::parse_parts(const std::string& json_text, const std::string& source, Parts* out) {
+Status Tokenizer::parts_from_json(const json& j, const std::string& source, Parts* out) {
   try {  // a field of the wrong JSON type throws from deep inside nlohmann's accessors
-    return parse_json(json_text, source, out);
+    return read_parts(j, source, out);
   } catch (const json::exception& e) {
     return Status::Error(fmt::format("{}: a field has the wrong type: {}", source, e.what()));
   }
 }
 
-Status Tokenizer::parse_json(const std::string& json_text, const std::string& source, Parts* out) {
-  json j;
-  HANPU_RETURN_IF_ERROR(hanpu::parse_json(json_text, source, &j));
+Status Tokenizer::read_parts(const json& j, const std::string& source, Parts* out) {
   if (!j.is_object() || !j.contains("model") || !j["model"].is_object()) {
     return Status::Error(fmt::format("{}: no \"model\" object", source));
   }

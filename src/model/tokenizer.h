@@ -13,6 +13,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "hanpu/status.h"
 
 namespace hanpu::model {
@@ -48,8 +50,9 @@ class Tokenizer {
     bool nfc = false;
   };
   static Status build(Parts parts, const std::string& source, Tokenizer* out);
-  // The parts of a tokenizer.json, checked as parse checks them (parse = parse_parts + build).
-  static Status parse_parts(const std::string& json_text, const std::string& source, Parts* out);
+  // The parts of a parsed tokenizer.json, checked as parse checks them (parse = parse_json +
+  // parts_from_json + build).
+  static Status parts_from_json(const nlohmann::json& j, const std::string& source, Parts* out);
   // The split regex llama.cpp's pre-tokenizer names stand for ("qwen2", "qwen35"), or empty.
   static std::string pattern_for_pre(const std::string& pre);
   // The name of a split regex, the inverse of pattern_for_pre (empty for one it has none for).
@@ -70,7 +73,7 @@ class Tokenizer {
     std::string content;
     int id;
   };
-  static Status parse_json(const std::string& json_text, const std::string& source, Parts* out);
+  static Status read_parts(const nlohmann::json& j, const std::string& source, Parts* out);
   Status encode_piece(const std::string& piece, std::vector<int>* ids) const;
   Status encode_segment(std::string_view text, std::vector<int>* ids) const;
 

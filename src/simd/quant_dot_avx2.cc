@@ -152,15 +152,13 @@ constexpr int kUnitBytes = quant_unit_bytes(T);
 // Unit u of a row of type T into registers (kSignedWide types: signed values, no offsets).
 template <QuantType T>
 HANPU_AVX2_INLINE void unpack(const uint8_t* row, int in, int u, QuantUnit* scratch, Unit* out) {
-  constexpr bool kVector = T == QuantType::kQ4_K || T == QuantType::kQ6_K ||
-                           T == QuantType::kQ8_0 || T == QuantType::kQ4_0;
+  constexpr bool kVector = T == QuantType::kQ6_K || T == QuantType::kQ8_0 || T == QuantType::kQ4_0;
   if constexpr (T == QuantType::kQ4_K) {  // a row of 256-value blocks: every unit is whole
     return unpack_q4_k(row + static_cast<size_t>(u) * kUnitBytes<T>, out);
   }
   if constexpr (kVector) {
     if ((u + 1) * kQuantUnit <= in) {
       const uint8_t* at = row + static_cast<size_t>(u) * kUnitBytes<T>;
-      if constexpr (T == QuantType::kQ4_K) return unpack_q4_k(at, out);
       if constexpr (T == QuantType::kQ6_K) return unpack_q6_k(at, out);
       if constexpr (T == QuantType::kQ8_0) return unpack_q8_0(at, out);
       if constexpr (T == QuantType::kQ4_0) return unpack_q4_0(at, out);

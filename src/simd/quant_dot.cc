@@ -86,7 +86,8 @@ void dequantize_row(QuantType t, const uint8_t* row, int in, float* out) {
 
 QuantKernel quant_kernel_default() {
   if (quant_vnni_usable()) return QuantKernel::kVnni;
-  return quant_avx2_usable() ? QuantKernel::kAvx2 : QuantKernel::kScalar;
+  if (quant_avx2_usable()) return QuantKernel::kAvx2;
+  return quant_neon_dot_usable() ? QuantKernel::kNeonDot : QuantKernel::kScalar;
 }
 
 const char* quant_kernel_name(QuantKernel k) {
@@ -95,6 +96,8 @@ const char* quant_kernel_name(QuantKernel k) {
       return "vnni";
     case QuantKernel::kAvx2:
       return "avx2";
+    case QuantKernel::kNeonDot:
+      return "sdot";
     case QuantKernel::kScalar:
       break;
   }
@@ -107,6 +110,8 @@ void quant_gemm(QuantType t, const uint8_t* const* rows, int n, const QuantActs&
     quant_gemm_vnni(t, rows, n, a, r0, r1, y, ldy);
   } else if (k == QuantKernel::kAvx2 && quant_avx2_usable()) {
     quant_gemm_avx2(t, rows, n, a, r0, r1, y, ldy);
+  } else if (k == QuantKernel::kNeonDot && quant_neon_dot_usable()) {
+    quant_gemm_neon_dot(t, rows, n, a, r0, r1, y, ldy);
   } else {
     quant_gemm_scalar(t, rows, n, a, r0, r1, y, ldy);
   }

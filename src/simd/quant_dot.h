@@ -12,10 +12,11 @@
 // The integer sums are exact (|code| <= 255, |q| <= 127, 16 terms); the f32 ones round.
 //
 // Kernels, chosen at run time: "vnni" (AVX512-VNNI vpdpbusd on 64 codes at a time), "avx2"
-// (vpmaddubsw + vpmaddwd on 32) and "scalar" (any CPU; the reference the others are tested
-// against). Highway 1.0.3, the
+// (vpmaddubsw + vpmaddwd on 32), "sdot" (ARM's dot-product extension on 16) and "scalar" (any
+// CPU; the reference the others are tested against). Highway 1.0.3, the
 // Debian version the build uses, has no 8-bit dot-product operation (it arrived in 1.2), so
-// the VNNI and AVX2 kernels are written with intrinsics in functions compiled for their ISA only.
+// the VNNI, AVX2 and sdot kernels are written with intrinsics in functions compiled for their
+// ISA only.
 #pragma once
 
 #include <cstddef>
@@ -46,11 +47,13 @@ struct QuantActs {
 void quantize_acts(const float* x, int64_t ldx, int64_t rows, int in, const int32_t* order,
                    QuantActs* a);
 
-enum class QuantKernel { kScalar, kAvx2, kVnni };
+enum class QuantKernel { kScalar, kAvx2, kVnni, kNeonDot };
 
-// Whether this CPU runs the VNNI kernel (AVX512-VNNI and AVX512-BW), the AVX2 one (AVX2, FMA).
+// Whether this CPU runs the VNNI kernel (AVX512-VNNI and AVX512-BW), the AVX2 one (AVX2, FMA),
+// the sdot one (64-bit ARM with the DotProd extension, as Linux reports it).
 bool quant_vnni_usable();
 bool quant_avx2_usable();
+bool quant_neon_dot_usable();
 // The fastest kernel this CPU has.
 QuantKernel quant_kernel_default();
 const char* quant_kernel_name(QuantKernel k);
@@ -73,5 +76,7 @@ void quant_gemm_vnni(QuantType t, const uint8_t* const* rows, int n, const Quant
                      int64_t r1, float* y, int64_t ldy);
 void quant_gemm_avx2(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a, int64_t r0,
                      int64_t r1, float* y, int64_t ldy);
+void quant_gemm_neon_dot(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a,
+                         int64_t r0, int64_t r1, float* y, int64_t ldy);
 
 }  // namespace hanpu::simd

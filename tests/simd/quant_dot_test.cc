@@ -128,6 +128,7 @@ std::vector<QuantKernel> kernels() {
   std::vector<QuantKernel> k = {QuantKernel::kScalar};
   if (quant_avx2_usable()) k.push_back(QuantKernel::kAvx2);
   if (quant_vnni_usable()) k.push_back(QuantKernel::kVnni);
+  if (quant_neon_dot_usable()) k.push_back(QuantKernel::kNeonDot);
   return k;
 }
 

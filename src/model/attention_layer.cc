@@ -20,11 +20,10 @@ Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* 
   // whose output is wanted (layers.h), the last ones, at positions pos0 + r0 ...
   const int64_t R = out_rows, r0 = T - R;
   // qg [R, Hq, 2D]: per head D query dims, then D output-gate dims.
-  thread_local std::vector<float> qg_buf, q_buf, k_buf, v_buf, o_buf;
-  float* qg = reuse_buffer(qg_buf, static_cast<size_t>(R) * Hq * 2 * D);
-  float* q = reuse_buffer(q_buf, static_cast<size_t>(R) * Hq * D);
-  float* k = reuse_buffer(k_buf, static_cast<size_t>(T) * Hkv * D);
-  float* v = reuse_buffer(v_buf, static_cast<size_t>(T) * Hkv * D);
+  float* qg = layer_buffer(0, static_cast<size_t>(R) * Hq * 2 * D);
+  float* q = layer_buffer(1, static_cast<size_t>(R) * Hq * D);
+  float* k = layer_buffer(2, static_cast<size_t>(T) * Hkv * D);
+  float* v = layer_buffer(3, static_cast<size_t>(T) * Hkv * D);
   if (R == T) {  // one call for the three: x is packed once
     cpu::linear_many(x, hidden, T, {{&w.q, qg, Hq * 2 * D}, {&w.k, k, Hkv * D}, {&w.v, v, Hkv * D}},
                      opt.threads, opt.projection);
@@ -38,7 +37,7 @@ Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* 
   apply_rope(q, R, Hq, D, c.rotary_dims(), c.rope_theta, pos0 + r0);
   apply_rope(k, T, Hkv, D, c.rotary_dims(), c.rope_theta, pos0);
   HANPU_RETURN_IF_ERROR(kv->append({k, DType::kF32, {T, Hkv, D}}, {v, DType::kF32, {T, Hkv, D}}));
-  float* o = reuse_buffer(o_buf, static_cast<size_t>(R) * Hq * D);
+  float* o = layer_buffer(4, static_cast<size_t>(R) * Hq * D);
   AttnArgs args;
   args.q = {q, DType::kF32, {R, Hq, D}};
   kv->attn_kv(&args);  // the cache's head-major rows, through the call's kv strides

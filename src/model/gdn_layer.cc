@@ -18,28 +18,26 @@ Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int6
   const int H = c.la_key_heads, HV = c.la_value_heads, K = c.la_key_dim, V = c.la_value_dim;
   const int C = c.la_conv_channels(), hidden = c.hidden;
   // mixed [T, C] = q heads | k heads | v heads; z [T, HV V]; b, a [T, HV].
-  thread_local std::vector<float> mixed_buf, z_buf, b_buf, a_buf, q_buf, k_buf, v_buf, beta_buf,
-      g_buf, o_buf;
-  float* mixed = reuse_buffer(mixed_buf, static_cast<size_t>(T) * C);
-  float* z = reuse_buffer(z_buf, static_cast<size_t>(T) * HV * V);
-  float* b = reuse_buffer(b_buf, static_cast<size_t>(T) * HV);
-  float* a = reuse_buffer(a_buf, static_cast<size_t>(T) * HV);
+  float* mixed = layer_buffer(0, static_cast<size_t>(T) * C);
+  float* z = layer_buffer(1, static_cast<size_t>(T) * HV * V);
+  float* b = layer_buffer(2, static_cast<size_t>(T) * HV);
+  float* a = layer_buffer(3, static_cast<size_t>(T) * HV);
   cpu::linear_many(x, hidden, T,
                    {{&w.qkv, mixed, C}, {&w.z, z, HV * V}, {&w.b, b, HV}, {&w.a, a, HV}},
                    opt.threads, opt.projection);
   // The LA kernel takes contiguous q, k [T, H, K] and v [T, HV, V]: the convolution writes
   // its output channels straight into them.
-  float* q = reuse_buffer(q_buf, static_cast<size_t>(T) * H * K);
-  float* k = reuse_buffer(k_buf, static_cast<size_t>(T) * H * K);
-  float* v = reuse_buffer(v_buf, static_cast<size_t>(T) * HV * V);
+  float* q = layer_buffer(4, static_cast<size_t>(T) * H * K);
+  float* k = layer_buffer(5, static_cast<size_t>(T) * H * K);
+  float* v = layer_buffer(6, static_cast<size_t>(T) * HV * V);
   cpu::causal_conv1d_silu(
       mixed, T, C, w.conv.data(), c.conv_kernel, conv,
       {{0, H * K, q, H * K}, {H * K, H * K, k, H * K}, {2 * H * K, HV * V, v, HV * V}},
       opt.threads);
-  float* beta = reuse_buffer(beta_buf, static_cast<size_t>(T) * HV);
-  float* g = reuse_buffer(g_buf, static_cast<size_t>(T) * HV);
+  float* beta = layer_buffer(7, static_cast<size_t>(T) * HV);
+  float* g = layer_buffer(8, static_cast<size_t>(T) * HV);
   gdn_gates(b, a, T, HV, w.neg_A.data(), w.dt_bias.data(), beta, g);
-  float* o = reuse_buffer(o_buf, static_cast<size_t>(T) * HV * V);
+  float* o = layer_buffer(0, static_cast<size_t>(T) * HV * V);  // over mixed: read by now
   LaArgs args;
   args.mech = LaMech::kGdn;
   args.q = {q, DType::kF32, {T, H, K}};

@@ -13,9 +13,8 @@ namespace hanpu::model {
 void mlp_layer(const MlpWeights& w, int inter, const float* x, int64_t T, const ForwardOptions& opt,
                float* out) {
   const int hidden = w.gate_up.in;
-  thread_local std::vector<float> gu_buf, h_buf;
-  float* gu = reuse_buffer(gu_buf, static_cast<size_t>(T) * 2 * inter);
-  float* h = reuse_buffer(h_buf, static_cast<size_t>(T) * inter);
+  float* gu = layer_buffer(0, static_cast<size_t>(T) * 2 * inter);
+  float* h = layer_buffer(1, static_cast<size_t>(T) * inter);
   cpu::linear(x, hidden, T, w.gate_up, gu, 2 * inter, opt.threads, opt.projection);
   cpu::swiglu(gu, T, inter, h, opt.threads);
   cpu::linear(h, inter, T, w.down, out, hidden, opt.threads, opt.projection);

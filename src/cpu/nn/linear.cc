@@ -5,6 +5,7 @@
 #include <cstring>
 #include <atomic>
 #include <functional>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -92,10 +93,16 @@ void PackedLinear::refill_from_row_source(int in_, int out_, const RowSource& ro
   dtype = dtype_;
   quant.reset();
   // resize keeps the capacity: a buffer refilled for every prefill call faults its pages once.
+  // One that must grow is freed first (its contents are overwritten anyway), so the old and
+  // new blocks are never held together.
+  const auto grow = [](auto& v, size_t n) {
+    if (v.capacity() < n) std::remove_reference_t<decltype(v)>().swap(v);
+    v.resize(n);
+  };
   if (dtype == DType::kF32) {
-    data.resize(static_cast<size_t>(in) * out);
+    grow(data, static_cast<size_t>(in) * out);
   } else {
-    half.resize(pairs() ? strip_offset(strips()) : static_cast<size_t>(in) * out);
+    grow(half, pairs() ? strip_offset(strips()) : static_cast<size_t>(in) * out);
   }
   fill_from_row_source(row);
   clear_padding();

@@ -1,12 +1,14 @@
 // Quantized projections (see quant_linear.h).
 #include "cpu/nn/quant_linear.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/quant_quantize.h"
 #include "base/rng.h"
 #include "hanpu/dtype.h"
 #include "parallel/parallel_rows.h"
+#include "simd/amx.h"
 #include "simd/quant_dot.h"
 
 namespace hanpu::cpu {
@@ -101,15 +103,15 @@ PackedLinear random_quant_linear(QuantType t, int in, int out, uint64_t seed, fl
 
 namespace {
 
-// W decoded into a bf16 projection (the pairs layout of linear.h), its input back in x's
-// order: for a prefill on the matrix unit or the bf16 dot instruction. The storage is kept
-// from call to call (one buffer, as large as the largest projection).
-const PackedLinear& widened(const PackedLinear& w) {
+// Rows [o0, o0 + n) of W decoded into a bf16 projection (the pairs layout of linear.h), its
+// input back in x's order: for a prefill on the matrix unit or the bf16 dot instruction. The
+// storage is kept from call to call (one buffer, as large as the largest panel).
+const PackedLinear& widened(const PackedLinear& w, int o0, int n) {
   thread_local PackedLinear wide;
   wide.refill_from_row_source(
-      w.in, w.out,
+      w.in, n,
       [&](int o, float* buf) {
-        const uint8_t* row = w.qrows[o];
+        const uint8_t* row = w.qrows[o0 + o];
         if (w.x_order.empty()) {
           simd::dequantize_row(*w.quant, row, w.in, buf);
           return static_cast<const float*>(buf);
@@ -126,16 +128,25 @@ const PackedLinear& widened(const PackedLinear& w) {
 
 }  // namespace
 
+int quant_widen_panel_rows(int in) {
+  const int64_t rows =
+      kQuantWidenPanelBytes / (int64_t{2} * in) / simd::kPairStripCols * simd::kPairStripCols;
+  return static_cast<int>(std::clamp<int64_t>(rows, simd::kPairStripCols, int64_t{1} << 30));
+}
+
 bool quant_prefill_widens(const PackedLinear& w, int64_t T, ProjectionKernel ceiling) {
-  return T >= kQuantWidenRows && int64_t{2} * w.in * w.out <= kQuantWidenMaxBytes &&
-         projection_kernel_allowed(ceiling, ProjectionKernel::kPairs);
+  return T >= kQuantWidenRows && projection_kernel_allowed(ceiling, ProjectionKernel::kPairs);
 }
 
 void quant_linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y,
                   int64_t ldy, int threads, ProjectionKernel ceiling) {
   if (T <= 0 || w.out <= 0) return;
   if (quant_prefill_widens(w, T, ceiling)) {
-    linear(x, ldx, T, widened(w), y, ldy, threads, ceiling);
+    const int panel = quant_widen_panel_rows(w.in);
+    for (int o0 = 0; o0 < w.out; o0 += panel) {
+      const int n = std::min(panel, w.out - o0);
+      linear(x, ldx, T, widened(w, o0, n), y + o0, ldy, threads, ceiling);
+    }
     return;
   }
   // Kept between calls (one per thread that calls): a decode step quantizes a few KB per

@@ -40,11 +40,15 @@ PackedLinear random_quant_linear(QuantType t, int in, int out, uint64_t seed, fl
 // product at T rows and more (measured, `hanpu bench linear --weights q4_k bf16 --seq ...`)
 // below. On AVX2 alone the pairs kernel on decoded W also beats the int8 AVX2 kernel
 // (vpmaddubsw) for a whole model's prefill by half again. See docs/performance.md.
-// Projections larger than kQuantWidenMaxBytes in bf16 (a model's head, 500 MB for a
-// 250k-word vocabulary, multiplied for every position by a perplexity run) stay on the int8
-// kernels: the decoded copy is held (and reused) per calling thread.
+// W is decoded a panel of output rows at a time, each multiplied before the next is decoded,
+// so the decoded copy is one panel (kQuantWidenPanelBytes of bf16), never a whole projection
+// (a model's head is 500 MB in bf16 for a 250k-word vocabulary). Smaller panels cost a
+// prefill more (each panel is a call: x packed again, two more waits on the pool); 4 MiB
+// measured within the noise of whole projections (docs/performance.md, "Peak memory").
 inline constexpr int64_t kQuantWidenRows = 32;
-inline constexpr int64_t kQuantWidenMaxBytes = int64_t{64} << 20;
+inline constexpr int64_t kQuantWidenPanelBytes = int64_t{4} << 20;
+// Output rows of one decoded panel for rows of `in` values (whole pairs strips).
+int quant_widen_panel_rows(int in);
 bool quant_prefill_widens(const PackedLinear& w, int64_t T,
                           ProjectionKernel ceiling = ProjectionKernel::kAuto);
 

@@ -39,9 +39,16 @@ TEST(QuantLinear, EveryCeilingMatchesDoubleOnDecodeAndPrefill) {
   const struct {
     QuantType type;
     int in, out;
-  } shapes[] = {{QuantType::kQ4_K, 512, 37}, {QuantType::kQ6_K, 256, 70},
-                {QuantType::kQ8_0, 352, 29}, {QuantType::kIQ4_XS, 768, 45},
-                {QuantType::kQ5_0, 96, 33},  {QuantType::kQ4_0, 160, 64}};
+  } shapes[] = {{QuantType::kQ4_K, 512, 37},
+                {QuantType::kQ6_K, 256, 70},
+                {QuantType::kQ8_0, 352, 29},
+                {QuantType::kIQ4_XS, 768, 45},
+                {QuantType::kQ5_0, 96, 33},
+                {QuantType::kQ4_0, 160, 64},
+                // Decoded for a prefill in two panels, the second a partial one.
+                {QuantType::kQ4_K, 8192, 300}};
+  ASSERT_GT(300, quant_widen_panel_rows(8192));
+  ASSERT_LT(300, 2 * quant_widen_panel_rows(8192));
   for (const auto& s : shapes) {
     const PackedLinear w = random_quant_linear(s.type, s.in, s.out, rng.next(), 0.05f);
     std::vector<float> row(static_cast<size_t>(s.in));

@@ -8,6 +8,44 @@
 
 namespace hanpu::simd {
 
+namespace {
+
+// a's q256, d256 and bsum16 (quant_dot.h): scale = max |x| / 127 over each 256-value unit (the
+// padding zeros included), values rounded to nearest; NaN scales for a non-finite row.
+void quantize_acts_per_unit(const float* x, int64_t ldx, int64_t rows, int in, const int32_t* order,
+                            QuantActs* a) {
+  const int padded = a->units * kQuantUnit;
+  a->q256.assign(static_cast<size_t>(rows) * padded, 0);
+  a->d256.assign(static_cast<size_t>(rows) * a->units, 0.0f);
+  a->bsum16.assign(static_cast<size_t>(rows) * a->units * kQuantGroups, 0);
+  float unit[kQuantUnit];
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * ldx;
+    for (int u = 0; u < a->units; ++u) {
+      float amax = 0;
+      bool finite = true;
+      for (int j = 0; j < kQuantUnit; ++j) {
+        const int i = u * kQuantUnit + j;
+        unit[j] = i < in ? (order ? xr[order[i]] : xr[i]) : 0.0f;
+        finite = finite && std::isfinite(unit[j]);
+        amax = std::max(amax, std::fabs(unit[j]));
+      }
+      const float d = finite ? amax / 127 : std::numeric_limits<float>::quiet_NaN();
+      const float id = d > 0 ? 1 / d : 0.0f;
+      int8_t* q = a->q256.data() + r * padded + u * kQuantUnit;
+      int16_t* bsum = a->bsum16.data() + (r * a->units + u) * kQuantGroups;
+      for (int j = 0; j < kQuantUnit; ++j) {
+        const int v = finite ? static_cast<int>(std::nearbyint(unit[j] * id)) : 0;
+        q[j] = static_cast<int8_t>(v);
+        bsum[j / kQuantGroup] = static_cast<int16_t>(bsum[j / kQuantGroup] + v);
+      }
+      a->d256[r * a->units + u] = d;
+    }
+  }
+}
+
+}  // namespace
+
 void quantize_acts(const float* x, int64_t ldx, int64_t rows, int in, const int32_t* order,
                    QuantActs* a) {
   a->in = in;
@@ -48,6 +86,7 @@ void quantize_acts(const float* x, int64_t ldx, int64_t rows, int in, const int3
       dsum[u * kQuantGroups + 2 * k + 1] = d * static_cast<float>(sum[1]);
     }
   }
+  quantize_acts_per_unit(x, ldx, rows, in, order, a);
 }
 
 void quant_gemm_scalar(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a,
@@ -102,6 +141,10 @@ const char* quant_kernel_name(QuantKernel k) {
       break;
   }
   return "scalar";
+}
+
+bool quant_gemm_uses_unit_acts(QuantType t, int n, int64_t rows, QuantKernel k) {
+  return k == QuantKernel::kVnni && quant_vnni_usable() && quant_vnni_unit_acts(t, n, rows);
 }
 
 void quant_gemm(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a, int64_t r0,

@@ -35,7 +35,16 @@ struct QuantActs {
   std::vector<int8_t> q;     // [rows][units * 256]
   std::vector<float> dlane;  // [rows][units * 64]: the scale of the block of each vpdpbusd lane
   std::vector<float> dsum;   // [rows][units * 16]: scale times the sum of each group's q
+  // The same rows quantized per whole unit instead (llama.cpp's Q8_K): one scale per 256
+  // values, so a K-type kernel keeps a unit's sum in integers (its 6- or 8-bit sub-block
+  // scales applied exactly) and scales it once. The decode kernels of Q4_K and Q6_K use these.
+  std::vector<int8_t> q256;     // [rows][units * 256]
+  std::vector<float> d256;      // [rows][units]
+  std::vector<int16_t> bsum16;  // [rows][units * 16]: the sum of each group of 16 of q256
   const int8_t* q_row(int64_t r) const { return q.data() + r * units * kQuantUnit; }
+  const int8_t* q256_row(int64_t r) const { return q256.data() + r * units * kQuantUnit; }
+  const float* d256_row(int64_t r) const { return d256.data() + r * units; }
+  const int16_t* bsum16_row(int64_t r) const { return bsum16.data() + r * units * kQuantGroups; }
   const float* dlane_row(int64_t r) const { return dlane.data() + r * units * 64; }
   const float* dsum_row(int64_t r) const { return dsum.data() + r * units * kQuantGroups; }
 };
@@ -63,6 +72,10 @@ const char* quant_kernel_name(QuantKernel k);
 void quant_gemm(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a, int64_t r0,
                 int64_t r1, float* y, int64_t ldy, QuantKernel k);
 
+// Whether quant_gemm multiplies rows of type t with a's per-unit activations (q256, d256)
+// rather than the per-32 ones: the VNNI kernel's decode (one activation row) of Q4_K and Q6_K.
+bool quant_gemm_uses_unit_acts(QuantType t, int n, int64_t rows, QuantKernel k);
+
 // A row of `in` values of type t decoded to f32 (scale * code - offset per value: one
 // rounding, where base/quant_blocks.h's reference rounds the product and the difference
 // apart), on the VNNI unpackers where usable: how a prefill widens weights for the matrix unit.
@@ -72,6 +85,7 @@ void dequantize_row_vnni(QuantType t, const uint8_t* row, int in, float* out);
 // The kernels by name (quant_gemm dispatches to them).
 void quant_gemm_scalar(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a,
                        int64_t r0, int64_t r1, float* y, int64_t ldy);
+bool quant_vnni_unit_acts(QuantType t, int n, int64_t rows);  // as quant_gemm_uses_unit_acts
 void quant_gemm_vnni(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a, int64_t r0,
                      int64_t r1, float* y, int64_t ldy);
 void quant_gemm_avx2(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a, int64_t r0,

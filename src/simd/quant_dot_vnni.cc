@@ -18,11 +18,12 @@
 // unmasked forms, which -Wmaybe-uninitialized reports once they are inlined (GCC bug 105593).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 #include <immintrin.h>
-#define HANPU_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c")))
+#define HANPU_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")))
 #define HANPU_VNNI_INLINE \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c"), always_inline)) inline
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma"), always_inline)) inline
 #define HANPU_HAVE_VNNI 1
 #endif
 
@@ -268,6 +269,7 @@ HANPU_VNNI_TARGET void rows_times_one(const uint8_t* const* rows, int n, const Q
     __m512 acc[kStreams];
     for (int s = 0; s < kStreams; ++s) acc[s] = _mm512_setzero_ps();
     for (int u = 0; u < a.units; ++u) {
+#pragma GCC unroll 4
       for (int s = 0; s < kStreams; ++s) {
         const uint8_t* row = rows[o + s * per];
         prefetch_ahead<T>(row, u);
@@ -286,9 +288,157 @@ HANPU_VNNI_TARGET void rows_times_one(const uint8_t* const* rows, int n, const Q
   }
 }
 
+// Decode of Q4_K and Q6_K rows against activations quantized per unit (QuantActs::q256): a
+// unit's products stay in integers, the sub-block scales applied exactly by vpdpwssd, and are
+// scaled to f32 once (d times the unit's activation scale). The per-32 kernel (rows_times_one)
+// spends four f32 multiplies, conversions and multiply-adds of 16 lanes a unit where this
+// spends one of each; its scales spread over lanes by permutes.
+// Bounds: a vpdpbusd lane sums 4 products of a code (Q4_K <= 15, Q6_K <= 63) and |q| <= 127,
+// < 2^15, so the lane is its own low 16 bits for vpdpwssd; times a scale (Q4_K <= 63, Q6_K
+// |sc| <= 128), over a unit's 4 vectors, < 2^24 in an i32 lane: exact, and exact in f32.
+struct UnitActsConsts {
+  __m512i nibble_mask, low2, shift, q4k_pick[4], q6k_pick[4];
+};
+
+HANPU_VNNI_INLINE UnitActsConsts unit_acts_consts() {
+  UnitActsConsts c;
+  c.nibble_mask = _mm512_set1_epi8(0x0F);
+  c.low2 = _mm512_set1_epi8(0x03);
+  c.shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
+  for (int k = 0; k < 4; ++k) {
+    // Q4_K: vector k's dword lanes 0-7 take sub-block 2k's scale, 8-15 sub-block 2k + 1's (its
+    // i16: bytes 2j, 2j + 1 of each 128-bit lane's copy of the 8 scales; zeros above).
+    alignas(64) int8_t bytes[64];
+    for (int lane = 0; lane < 16; ++lane) {
+      const int j = 2 * k + (lane >= 8 ? 1 : 0);
+      bytes[4 * lane] = static_cast<int8_t>(2 * j);
+      bytes[4 * lane + 1] = static_cast<int8_t>(2 * j + 1);
+      bytes[4 * lane + 2] = bytes[4 * lane + 3] = static_cast<int8_t>(0x80);
+    }
+    c.q4k_pick[k] = _mm512_load_si512(bytes);
+    // Q6_K: dword lane l of vector k covers group 4k + l / 4: its i16 (word 4k + l / 4 of
+    // the 16 scales) in the dword's low word; the high words are zeroed by the mask.
+    alignas(64) int16_t words[32];
+    for (int lane = 0; lane < 16; ++lane) {
+      words[2 * lane] = static_cast<int16_t>(4 * k + lane / 4);
+      words[2 * lane + 1] = 0;
+    }
+    c.q6k_pick[k] = _mm512_load_si512(words);
+  }
+  return c;
+}
+
+// One unit of a row of type T times the unit's activations: d da sum(code q) into acc (16
+// lanes), and for Q4_K the mins' term dmin da sum(m bsum) into acc_min (4 lanes).
+template <QuantType T>
+HANPU_VNNI_INLINE void unit_times_acts(const uint8_t* b, const int8_t* q, float da,
+                                       const int16_t* bsum, const UnitActsConsts& c, __m512* acc,
+                                       __m128* acc_min) {
+  __m512i isum = _mm512_setzero_si512();
+  if constexpr (T == QuantType::kQ4_K) {
+    uint32_t w[4];  // scales 0-7 then mins 0-7, a byte each
+    quant_fields::q4k_scales_mins_words(b + 4, w);
+    const __m128i bytes = _mm_set_epi32(static_cast<int>(w[3]), static_cast<int>(w[2]),
+                                        static_cast<int>(w[1]), static_cast<int>(w[0]));
+    const __m512i scales = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(bytes));
+    for (int k = 0; k < 4; ++k) {
+      const __m512i v = _mm512_broadcast_i64x4(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 + 32 * k)));
+      const __m512i code = _mm512_and_si512(_mm512_srlv_epi16(v, c.shift), c.nibble_mask);
+      const __m512i prod =
+          _mm512_dpbusd_epi32(_mm512_setzero_si512(), code, _mm512_loadu_si512(q + 64 * k));
+      isum = _mm512_dpwssd_epi32(isum, prod, _mm512_shuffle_epi8(scales, c.q4k_pick[k]));
+    }
+    *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(half_at(b) * da), *acc);
+    // Mins against the sums of q per sub-block of 32 (two groups of 16 each).
+    const __m128i sub = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bsum)),
+                                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(bsum + 8)));
+    const __m128i mins = _mm_cvtepu8_epi16(_mm_srli_si128(bytes, 8));
+    *acc_min = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_madd_epi16(mins, sub)),
+                            _mm_set1_ps(half_at(b + 2) * da), *acc_min);
+  } else {  // Q6_K: code - 32 times sc per group of 16
+    const __m512i scales = _mm512_castsi256_si512(
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192))));
+    for (int h = 0; h < 2; ++h) {
+      const __m512i ql = _mm512_loadu_si512(b + 64 * h);
+      const __m512i qh = _mm512_broadcast_i64x4(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * h)));
+      for (int j = 0; j < 2; ++j) {
+        const int k = 2 * h + j;
+        const __m512i hi_shift =
+            _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(4 * j)),
+                               _mm256_set1_epi16(static_cast<short>(4 * j + 2)), 1);
+        const __m512i lo = _mm512_and_si512(_mm512_srli_epi16(ql, 4 * j), c.nibble_mask);
+        const __m512i hi = _mm512_and_si512(_mm512_srlv_epi16(qh, hi_shift), c.low2);
+        const __m512i code = _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4));
+        const __m512i prod =
+            _mm512_dpbusd_epi32(_mm512_setzero_si512(), code, _mm512_loadu_si512(q + 64 * k));
+        isum = _mm512_dpwssd_epi32(
+            isum, prod, _mm512_maskz_permutexvar_epi16(0x55555555, c.q6k_pick[k], scales));
+      }
+    }
+    // The shift of 32: minus 32 sum_g sc_g bsum_g, added into the first 8 lanes.
+    const __m256i off = _mm256_madd_epi16(
+        _mm512_castsi512_si256(scales), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bsum)));
+    isum = _mm512_sub_epi32(isum, _mm512_zextsi256_si512(_mm256_slli_epi32(off, 5)));
+    *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(half_at(b + 208) * da), *acc);
+  }
+}
+
+HANPU_VNNI_INLINE float finish(__m512 acc, __m128 acc_min) {
+  const __m128 m = _mm_add_ps(acc_min, _mm_movehl_ps(acc_min, acc_min));
+  return _mm512_reduce_add_ps(acc) - _mm_cvtss_f32(_mm_add_ss(m, _mm_movehdup_ps(m)));
+}
+
+template <QuantType T>
+constexpr bool kUnitActsType = T == QuantType::kQ4_K || T == QuantType::kQ6_K;
+
+// Weight rows [0, n) times activation row r0 with per-unit activations: kStreams rows at once
+// (rows o, o + n / kStreams, ... as rows_times_one), then the rest one at a time.
+template <QuantType T>
+HANPU_VNNI_TARGET void unit_acts_rows_times_one(const uint8_t* const* rows, int n,
+                                                const QuantActs& a, int64_t r0, float* y) {
+  constexpr int kBytes = quant_unit_bytes(T);
+  const UnitActsConsts c = unit_acts_consts();
+  const int8_t* q = a.q256_row(r0);
+  const float* d = a.d256_row(r0);
+  const int16_t* bsum = a.bsum16_row(r0);
+  const int per = n / kStreams;
+  for (int o = 0; o < per; ++o) {
+    __m512 acc[kStreams];
+    __m128 acc_min[kStreams];
+    for (int s = 0; s < kStreams; ++s) {
+      acc[s] = _mm512_setzero_ps();
+      acc_min[s] = _mm_setzero_ps();
+    }
+    for (int u = 0; u < a.units; ++u) {
+#pragma GCC unroll 4
+      for (int s = 0; s < kStreams; ++s) {
+        const uint8_t* row = rows[o + s * per];
+        prefetch_ahead<T>(row, u);
+        unit_times_acts<T>(row + static_cast<size_t>(u) * kBytes, q + u * kQuantUnit, d[u],
+                           bsum + u * kQuantGroups, c, &acc[s], &acc_min[s]);
+      }
+    }
+    for (int s = 0; s < kStreams; ++s) y[o + s * per] = finish(acc[s], acc_min[s]);
+  }
+  for (int o = per * kStreams; o < n; ++o) {
+    __m512 acc = _mm512_setzero_ps();
+    __m128 acc_min = _mm_setzero_ps();
+    for (int u = 0; u < a.units; ++u) {
+      unit_times_acts<T>(rows[o] + static_cast<size_t>(u) * kBytes, q + u * kQuantUnit, d[u],
+                         bsum + u * kQuantGroups, c, &acc, &acc_min);
+    }
+    y[o] = finish(acc, acc_min);
+  }
+}
+
 template <QuantType T>
 HANPU_VNNI_TARGET void gemm_of_type(const uint8_t* const* rows, int n, const QuantActs& a,
                                     int64_t r0, int64_t r1, float* y, int64_t ldy) {
+  if constexpr (kUnitActsType<T>) {
+    if (r1 - r0 == 1) return unit_acts_rows_times_one<T>(rows, n, a, r0, y + r0 * ldy);
+  }
   if (r1 - r0 == 1 && n >= 4 * kStreams) {
     const int done = n / kStreams * kStreams;
     rows_times_one<T>(rows, n, a, r0, y + r0 * ldy);
@@ -328,6 +478,10 @@ HANPU_VNNI_TARGET void dequantize_of_type(const uint8_t* row, int in, float* out
 
 }  // namespace
 
+bool quant_vnni_unit_acts(QuantType t, int /*n*/, int64_t rows) {
+  return rows == 1 && (t == QuantType::kQ4_K || t == QuantType::kQ6_K);
+}
+
 void dequantize_row_vnni(QuantType t, const uint8_t* row, int in, float* out) {
   for_quant_type(t, [&](auto type) { dequantize_of_type<decltype(type)::value>(row, in, out); });
 }
@@ -341,6 +495,7 @@ void quant_gemm_vnni(QuantType t, const uint8_t* const* rows, int n, const Quant
 #else
 
 bool quant_vnni_usable() { return false; }
+bool quant_vnni_unit_acts(QuantType, int, int64_t) { return false; }
 void dequantize_row_vnni(QuantType t, const uint8_t* row, int in, float* out) {
   dequantize_row(t, row, in, out);
 }

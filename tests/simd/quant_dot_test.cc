@@ -124,6 +124,36 @@ TEST(QuantActs, BlocksHoldRoundedValuesScalesAndSums) {
   }
 }
 
+TEST(QuantActs, UnitsHoldRoundedValuesScalesAndGroupSums) {
+  Rng rng(6);
+  const int in = 300;  // a whole unit and one of 44 values
+  const int64_t rows = 2, ldx = in + 3;
+  std::vector<float> x(rows * ldx);
+  for (float& v : x) v = static_cast<float>(rng.normal() * 2);
+  QuantActs a;
+  quantize_acts(x.data(), ldx, rows, in, nullptr, &a);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int u = 0; u < 2; ++u) {
+      const float d = a.d256_row(r)[u];
+      double amax = 0;
+      for (int j = 0; j < 256 && 256 * u + j < in; ++j)
+        amax = std::max(amax, std::abs(double(x[r * ldx + 256 * u + j])));
+      ASSERT_NEAR(d, amax / 127, 1e-6 * amax);
+      for (int g = 0; g < 16; ++g) {
+        int sum = 0;
+        for (int j = 16 * g; j < 16 * g + 16; ++j) {
+          const int i = 256 * u + j;
+          const double xi = i < in ? x[r * ldx + i] : 0.0;
+          const int q = a.q256_row(r)[i];
+          sum += q;
+          ASSERT_LE(std::abs(q * double(d) - xi), 0.5001 * d) << r << " " << i;
+        }
+        ASSERT_EQ(a.bsum16_row(r)[16 * u + g], sum);
+      }
+    }
+  }
+}
+
 std::vector<QuantKernel> kernels() {
   std::vector<QuantKernel> k = {QuantKernel::kScalar};
   if (quant_avx2_usable()) k.push_back(QuantKernel::kAvx2);
@@ -176,10 +206,14 @@ TEST(QuantGemm, EveryKernelMatchesFloat64WithinTheDerivedBound) {
               ASSERT_TRUE(std::isnan(y[r * ldy + o]));
               continue;
             }
+            // The activations the kernel multiplied: per 32 values, or per unit where it
+            // keeps a unit's sum in integers.
+            const bool per_unit = quant_gemm_uses_unit_acts(info.type, n, r1 - r0, kernel);
             double ref = 0, mag = 0;
             for (int i = 0; i < in; ++i) {
-              const double da = a.dlane_row(r)[(i / 256) * 64 + (i % 256) / 4];
-              const double act = da * a.q_row(r)[i];
+              const double act =
+                  per_unit ? double(a.d256_row(r)[i / 256]) * a.q256_row(r)[i]
+                           : double(a.dlane_row(r)[(i / 256) * 64 + (i % 256) / 4]) * a.q_row(r)[i];
               ref += double(wd[i]) * act;
               if (i % 256 == 0) unpack_unit(info.type, row, in, i / 256, &unit);
               const int j = i % 256;

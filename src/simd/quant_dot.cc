@@ -47,10 +47,12 @@ void quantize_acts_per_unit(const float* x, int64_t ldx, int64_t rows, int in, c
 }  // namespace
 
 void quantize_acts(const float* x, int64_t ldx, int64_t rows, int in, const int32_t* order,
-                   QuantActs* a) {
+                   QuantActs* a, ActsKinds kinds) {
   a->in = in;
   a->units = quant_units(in);
   a->rows = rows;
+  if (kinds != ActsKinds::kPer32) quantize_acts_per_unit(x, ldx, rows, in, order, a);
+  if (kinds == ActsKinds::kPerUnit) return;
   const int padded = a->units * kQuantUnit;
   a->q.assign(static_cast<size_t>(rows) * padded, 0);
   a->dlane.assign(static_cast<size_t>(rows) * a->units * 64, 0.0f);
@@ -86,7 +88,6 @@ void quantize_acts(const float* x, int64_t ldx, int64_t rows, int in, const int3
       dsum[u * kQuantGroups + 2 * k + 1] = d * static_cast<float>(sum[1]);
     }
   }
-  quantize_acts_per_unit(x, ldx, rows, in, order, a);
 }
 
 void quant_gemm_scalar(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a,

@@ -53,8 +53,11 @@ struct QuantActs {
 // (in entries), element i of a row is x[order[i]] (a permutation of the input columns). A row
 // holding a NaN or an infinity gets a NaN scale in its blocks, so every output it reaches is
 // NaN, never a finite wrong number.
+// `kinds` says which of a's forms to fill: per 32 values (q, dlane, dsum), per unit (q256,
+// d256, bsum16), or both; a kernel reads only the one quant_gemm_uses_unit_acts names.
+enum class ActsKinds { kPer32, kPerUnit, kBoth };
 void quantize_acts(const float* x, int64_t ldx, int64_t rows, int in, const int32_t* order,
-                   QuantActs* a);
+                   QuantActs* a, ActsKinds kinds = ActsKinds::kBoth);
 
 enum class QuantKernel { kScalar, kAvx2, kVnni, kNeonDot };
 

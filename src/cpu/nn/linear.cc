@@ -484,6 +484,11 @@ void linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<Linea
                  int threads, ProjectionKernel ceiling) {
   if (T <= 0 || outs.empty()) return;
   if (std::any_of(outs.begin(), outs.end(), [](const LinearOut& o) { return o.w->quant; })) {
+    const bool together = std::all_of(outs.begin(), outs.end(), [&](const LinearOut& o) {
+      return o.w->quant && o.w->in == outs[0].w->in && o.w->x_order == outs[0].w->x_order &&
+             !quant_prefill_widens(*o.w, T, ceiling);
+    });
+    if (together) return quant_linear_many(x, ldx, T, outs, threads);
     for (const LinearOut& o : outs) {  // each quantizes x for itself (its own x_order)
       if (o.w->quant)
         quant_linear(x, ldx, T, *o.w, o.y, o.ldy, threads, ceiling);

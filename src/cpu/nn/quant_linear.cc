@@ -149,17 +149,43 @@ void quant_linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w,
     }
     return;
   }
+  quant_linear_many(x, ldx, T, {{&w, y, ldy}}, threads);
+}
+
+void quant_linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<LinearOut>& outs,
+                       int threads) {
+  if (T <= 0 || outs.empty()) return;
+  const PackedLinear& w0 = *outs[0].w;
+  const simd::QuantKernel kernel = simd::quant_kernel_default();
+  // The activation forms the kernels will read (one, unless the projections' types differ).
+  bool per32 = false, per_unit = false;
+  for (const LinearOut& o : outs) {
+    (simd::quant_gemm_uses_unit_acts(*o.w->quant, o.w->out, T, kernel) ? per_unit : per32) = true;
+  }
+  const simd::ActsKinds kinds = per32 && per_unit ? simd::ActsKinds::kBoth
+                                : per_unit        ? simd::ActsKinds::kPerUnit
+                                                  : simd::ActsKinds::kPer32;
   // Kept between calls (one per thread that calls): a decode step quantizes a few KB per
   // projection and would otherwise allocate each time.
   thread_local simd::QuantActs acts;
-  simd::quantize_acts(x, ldx, T, w.in, w.x_order.empty() ? nullptr : w.x_order.data(), &acts);
-  const simd::QuantKernel kernel = simd::quant_kernel_default();
-  const QuantType t = *w.quant;
+  simd::quantize_acts(x, ldx, T, w0.in, w0.x_order.empty() ? nullptr : w0.x_order.data(), &acts,
+                      kinds);
   const simd::QuantActs& a = acts;
-  parallel_rows(threads, w.out, static_cast<int64_t>(w.in) * T, [&](int64_t o0, int64_t o1) {
-    simd::quant_gemm(t, w.qrows.data() + o0, static_cast<int>(o1 - o0), a, 0, T, y + o0, ldy,
-                     kernel);
-  });
+  // The projections' rows as one range on the pool: a decode step's small projections (a GDN
+  // layer's b and a have 16 rows each) then cost no wait of their own.
+  std::vector<int64_t> first(outs.size() + 1, 0);
+  for (size_t i = 0; i < outs.size(); ++i) first[i + 1] = first[i] + outs[i].w->out;
+  parallel_rows(threads, first.back(), static_cast<int64_t>(w0.in) * T,
+                [&](int64_t o0, int64_t o1) {
+                  for (size_t i = 0; i < outs.size(); ++i) {
+                    const int64_t lo = std::max(o0, first[i]), hi = std::min(o1, first[i + 1]);
+                    if (lo >= hi) continue;
+                    const PackedLinear& w = *outs[i].w;
+                    const int64_t at = lo - first[i];
+                    simd::quant_gemm(*w.quant, w.qrows.data() + at, static_cast<int>(hi - lo), a, 0,
+                                     T, outs[i].y + at, outs[i].ldy, kernel);
+                  }
+                });
 }
 
 void quant_linear_row(const PackedLinear& w, int o, float* out) {

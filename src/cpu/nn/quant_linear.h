@@ -57,6 +57,12 @@ bool quant_prefill_widens(const PackedLinear& w, int64_t T,
 void quant_linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y,
                   int64_t ldy, int threads, ProjectionKernel ceiling = ProjectionKernel::kAuto);
 
+// quant_linear for several projections of one x on the int8 kernels (none widened for a
+// prefill; all with the same input size and x_order): x quantized once, the projections' rows
+// shared out as one range.
+void quant_linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<LinearOut>& outs,
+                       int threads);
+
 // Row `o` of W (`w.in` values) decoded to f32, as the embedding reads a token's row.
 void quant_linear_row(const PackedLinear& w, int o, float* out);
 

@@ -36,16 +36,17 @@ PackedLinear random_quant_linear(QuantType t, int in, int out, uint64_t seed, fl
 
 // Rows of x from which a prefill decodes W into bf16 and multiplies on the bf16 kernels (the
 // matrix unit, the bf16 dot instruction, or the pairs kernel: whichever `ceiling` allows)
-// instead of the int8 kernels: W is decoded once per call, which costs less than the int8
-// products from T rows on and more below (`hanpu bench linear --weights q4_k q6_k --seq 32 40
-// --projection auto fma`: the int8 kernel faster at 32 rows, decoding at 40, for the 0.8B's
-// projections and head alike). On AVX2 alone the pairs kernel on decoded W also beats the int8 AVX2
-// kernel (vpmaddubsw) for a whole model's prefill by half again. See docs/performance.md. W is
-// decoded a panel of output rows at a time, each multiplied before the next is decoded, so the
-// decoded copy is one panel (kQuantWidenPanelBytes of bf16), never a whole projection (a model's
-// head is 500 MB in bf16 for a 250k-word vocabulary). Smaller panels cost a prefill more (each
-// panel is a call: x packed again, two more waits on the pool); 4 MiB measured within the noise of
-// whole projections (docs/performance.md, "Peak memory").
+// instead of the int8 kernels: decoding W costs less than the int8 products from 40 rows on
+// and more below (`hanpu bench linear --weights q4_k q6_k --seq 32 40 --projection auto fma`,
+// the 0.8B's projections and head alike). On AVX2 alone the pairs kernel on decoded W also
+// beats the int8 AVX2 kernel (vpmaddubsw) for a whole model's prefill by half again.
+//
+// W is decoded a panel of output rows at a time, each multiplied before the next is decoded,
+// so the decoded copy is one panel (kQuantWidenPanelBytes of bf16), never a whole projection
+// (a model's head is 500 MB in bf16 for a 250k-word vocabulary). Smaller panels cost a
+// prefill more (each panel is a call: x packed again, two more waits on the pool); 4 MiB
+// measured within the noise of whole projections (docs/journal, 2026-12-04, "Peak memory of
+// a quantized prefill").
 inline constexpr int64_t kQuantWidenRows = 40;
 inline constexpr int64_t kQuantWidenPanelBytes = int64_t{4} << 20;
 // Output rows of one decoded panel for rows of `in` values (whole pairs strips).
@@ -66,7 +67,8 @@ void quant_linear_many(const float* x, int64_t ldx, int64_t T, const std::vector
 // Row `o` of W (`w.in` values) decoded to f32, as the embedding reads a token's row.
 void quant_linear_row(const PackedLinear& w, int o, float* out);
 
-// The kernel quant_linear() runs on this CPU: "vnni", "avx2" or "scalar" (simd/quant_dot.h).
+// The kernel quant_linear() runs on this CPU: "vnni", "avx2", "sdot" or "scalar"
+// (simd/quant_dot.h).
 const char* quant_linear_kernel_name();
 
 }  // namespace hanpu::cpu

@@ -145,7 +145,9 @@ const char* quant_kernel_name(QuantKernel k) {
 }
 
 bool quant_gemm_uses_unit_acts(QuantType t, int n, int64_t rows, QuantKernel k) {
-  return k == QuantKernel::kVnni && quant_vnni_usable() && quant_vnni_unit_acts(t, n, rows);
+  if (k == QuantKernel::kVnni && quant_vnni_usable()) return quant_vnni_unit_acts(t, n, rows);
+  if (k == QuantKernel::kAvx2 && quant_avx2_usable()) return quant_avx2_unit_acts(t, rows);
+  return false;
 }
 
 void quant_gemm(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a, int64_t r0,

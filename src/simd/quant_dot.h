@@ -76,7 +76,8 @@ void quant_gemm(QuantType t, const uint8_t* const* rows, int n, const QuantActs&
                 int64_t r1, float* y, int64_t ldy, QuantKernel k);
 
 // Whether quant_gemm multiplies rows of type t with a's per-unit activations (q256, d256)
-// rather than the per-32 ones: the VNNI kernel's decode (one activation row) of Q4_K and Q6_K.
+// rather than the per-32 ones: the VNNI and AVX2 kernels' decode (one activation row) of Q4_K
+// and Q6_K.
 bool quant_gemm_uses_unit_acts(QuantType t, int n, int64_t rows, QuantKernel k);
 
 // A row of `in` values of type t decoded to f32 (scale * code - offset per value: one
@@ -89,6 +90,7 @@ void dequantize_row_vnni(QuantType t, const uint8_t* row, int in, float* out);
 void quant_gemm_scalar(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a,
                        int64_t r0, int64_t r1, float* y, int64_t ldy);
 bool quant_vnni_unit_acts(QuantType t, int n, int64_t rows);  // as quant_gemm_uses_unit_acts
+bool quant_avx2_unit_acts(QuantType t, int64_t rows);
 void quant_gemm_vnni(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a, int64_t r0,
                      int64_t r1, float* y, int64_t ldy);
 void quant_gemm_avx2(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a, int64_t r0,

@@ -238,15 +238,116 @@ HANPU_AVX2_TARGET void rows_times_acts(const uint8_t* const* rows, int n, const 
   }
 }
 
+// Decode of Q4_K and Q6_K rows against activations quantized per unit (QuantActs::q256), as
+// the VNNI kernel's unit_acts_rows_times_one: vector k of a unit holds 32 values of one scale
+// (Q4_K: sub-block k; Q6_K: groups 2k and 2k + 1), so vpmaddubsw's pair sums times the scale
+// in vpmaddwd add up in i32 over the unit (no f32 work per vector), scaled to f32 once.
+// Bounds: a pair sums 2 products of a code <= 63 and |q| <= 127 (< 2^14, no saturation);
+// vpmaddwd's lane, 2 pairs times |scale| <= 128 (< 2^22); 8 vectors, < 2^25 in i32. The lane
+// sum of 8 is formed in f32 after the scale (each lane exact, < 2^24 for Q4_K; Q6_K's may
+// round by one part in 2^24 of the unit's sum).
+template <QuantType T>
+HANPU_AVX2_INLINE void unit_times_acts(const uint8_t* b, const int8_t* q, float da,
+                                       const int16_t* bsum, __m256* acc, __m128* acc_min) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  __m256i isum = _mm256_setzero_si256();
+  if constexpr (T == QuantType::kQ4_K) {
+    uint32_t w[4];  // scales 0-7 then mins 0-7, a byte each
+    quant_fields::q4k_scales_mins_words(b + 4, w);
+    const __m128i bytes = _mm_set_epi32(static_cast<int>(w[3]), static_cast<int>(w[2]),
+                                        static_cast<int>(w[1]), static_cast<int>(w[0]));
+    const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(bytes));
+    for (int c = 0; c < 4; ++c) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 + 32 * c));
+      const __m256i code[2] = {_mm256_and_si256(v, low4),
+                               _mm256_and_si256(_mm256_srli_epi16(v, 4), low4)};
+      for (int h = 0; h < 2; ++h) {
+        const int j = 2 * c + h;  // sub-block j: its scale in every word
+        const __m256i sc = _mm256_shuffle_epi8(
+            scales, _mm256_set1_epi16(static_cast<int16_t>(0x0100 + 0x0202 * j)));
+        const __m256i act = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * j));
+        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(code[h], act), sc));
+      }
+    }
+    *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(half_at(b) * da), *acc);
+    const __m128i sub = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bsum)),
+                                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(bsum + 8)));
+    const __m128i mins = _mm_cvtepu8_epi16(_mm_srli_si128(bytes, 8));
+    *acc_min = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_madd_epi16(mins, sub)),
+                            _mm_set1_ps(half_at(b + 2) * da), *acc_min);
+  } else {  // Q6_K: code - 32 times sc per group of 16
+    const __m256i scales16 =
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192)));
+    // Words 0-7 (groups 0-7) and 8-15 in both lanes; vector k takes group 2k's scale in its
+    // low lane and 2k + 1's in its high lane.
+    const __m256i groups[2] = {_mm256_permute2x128_si256(scales16, scales16, 0x00),
+                               _mm256_permute2x128_si256(scales16, scales16, 0x11)};
+    const __m256i low2 = _mm256_set1_epi8(0x03);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * h));
+      for (int half = 0; half < 2; ++half) {
+        const __m256i ql =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 64 * h + 32 * half));
+        for (int j = 0; j < 2; ++j) {
+          const int k = 4 * h + 2 * j + half;  // values 32k .. + 31
+          const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(ql, 4 * j), low4);
+          const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 4 * j + 2 * half), low2);
+          const __m256i code = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+          const int g = 2 * k % 8;  // group 2k's word within its 8
+          const __m256i pick = _mm256_setr_epi8(
+              2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g,
+              2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g + 2, 2 * g + 3,
+              2 * g + 2, 2 * g + 3, 2 * g + 2, 2 * g + 3, 2 * g + 2, 2 * g + 3, 2 * g + 2,
+              2 * g + 3, 2 * g + 2, 2 * g + 3, 2 * g + 2, 2 * g + 3, 2 * g + 2, 2 * g + 3);
+          const __m256i sc = _mm256_shuffle_epi8(groups[k / 4], pick);
+          const __m256i act = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * k));
+          isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(code, act), sc));
+        }
+      }
+    }
+    // The shift of 32: minus 32 sum_g sc_g bsum_g.
+    const __m256i off =
+        _mm256_madd_epi16(scales16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bsum)));
+    isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(off, 5));
+    *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(half_at(b + 208) * da), *acc);
+  }
+}
+
+template <QuantType T>
+HANPU_AVX2_TARGET void unit_acts_rows_times_one(const uint8_t* const* rows, int n,
+                                                const QuantActs& a, int64_t r0, float* y) {
+  const int8_t* q = a.q256_row(r0);
+  const float* d = a.d256_row(r0);
+  const int16_t* bsum = a.bsum16_row(r0);
+  for (int o = 0; o < n; ++o) {
+    __m256 acc = _mm256_setzero_ps();
+    __m128 acc_min = _mm_setzero_ps();
+    for (int u = 0; u < a.units; ++u) {
+      prefetch_ahead<T>(rows[o], u);
+      unit_times_acts<T>(rows[o] + static_cast<size_t>(u) * kUnitBytes<T>, q + u * kQuantUnit, d[u],
+                         bsum + u * kQuantGroups, &acc, &acc_min);
+    }
+    const __m128 m = _mm_add_ps(acc_min, _mm_movehl_ps(acc_min, acc_min));
+    y[o] = hsum(acc) - _mm_cvtss_f32(_mm_add_ss(m, _mm_movehdup_ps(m)));
+  }
+}
+
 template <QuantType T>
 HANPU_AVX2_TARGET void gemm_of_type(const uint8_t* const* rows, int n, const QuantActs& a,
                                     int64_t r0, int64_t r1, float* y, int64_t ldy) {
+  if constexpr (T == QuantType::kQ4_K || T == QuantType::kQ6_K) {
+    if (r1 - r0 == 1) return unit_acts_rows_times_one<T>(rows, n, a, r0, y + r0 * ldy);
+  }
   for_row_tiles(r0, r1, [&](auto tile, int64_t r) {
     rows_times_acts<T, decltype(tile)::value>(rows, n, a, r, y, ldy);
   });
 }
 
 }  // namespace
+
+bool quant_avx2_unit_acts(QuantType t, int64_t rows) {
+  return rows == 1 && (t == QuantType::kQ4_K || t == QuantType::kQ6_K);
+}
 
 void quant_gemm_avx2(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a, int64_t r0,
                      int64_t r1, float* y, int64_t ldy) {
@@ -257,6 +358,7 @@ void quant_gemm_avx2(QuantType t, const uint8_t* const* rows, int n, const Quant
 #else
 
 bool quant_avx2_usable() { return false; }
+bool quant_avx2_unit_acts(QuantType, int64_t) { return false; }
 void quant_gemm_avx2(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a, int64_t r0,
                      int64_t r1, float* y, int64_t ldy) {
   quant_gemm_scalar(t, rows, n, a, r0, r1, y, ldy);

@@ -93,7 +93,8 @@ HANPU_AVX2_INLINE void unpack_q4_k(const uint8_t* b, Unit* u) {
   u->offset[1] = _mm256_permutevar8x32_ps(mins, _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7));
 }
 
-HANPU_AVX2_INLINE void unpack_q6_k(const uint8_t* b, Unit* u) {
+// Q6_K's 256 codes (0..63): code[k] holds values 32k .. + 31.
+HANPU_AVX2_INLINE void q6k_codes(const uint8_t* b, __m256i* code) {
   const __m256i low4 = _mm256_set1_epi8(0x0F), low2 = _mm256_set1_epi8(0x03);
   for (int h = 0; h < 2; ++h) {
     const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * h));
@@ -104,10 +105,14 @@ HANPU_AVX2_INLINE void unpack_q6_k(const uint8_t* b, Unit* u) {
         // Values 128 h + 64 j + 32 half .. + 31: nibble j of ql, bit pair 2 j + half of qh.
         const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(ql, 4 * j), low4);
         const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 4 * j + 2 * half), low2);
-        u->code[4 * h + 2 * j + half] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+        code[4 * h + 2 * j + half] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
       }
     }
   }
+}
+
+HANPU_AVX2_INLINE void unpack_q6_k(const uint8_t* b, Unit* u) {
+  q6k_codes(b, u->code);
   const float d = half_at(b + 208);
   const auto* sc = reinterpret_cast<const int8_t*>(b + 192);
   alignas(32) float offset[16];
@@ -282,28 +287,18 @@ HANPU_AVX2_INLINE void unit_times_acts(const uint8_t* b, const int8_t* q, float 
     // low lane and 2k + 1's in its high lane.
     const __m256i groups[2] = {_mm256_permute2x128_si256(scales16, scales16, 0x00),
                                _mm256_permute2x128_si256(scales16, scales16, 0x11)};
-    const __m256i low2 = _mm256_set1_epi8(0x03);
-    for (int h = 0; h < 2; ++h) {
-      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * h));
-      for (int half = 0; half < 2; ++half) {
-        const __m256i ql =
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 64 * h + 32 * half));
-        for (int j = 0; j < 2; ++j) {
-          const int k = 4 * h + 2 * j + half;  // values 32k .. + 31
-          const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(ql, 4 * j), low4);
-          const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 4 * j + 2 * half), low2);
-          const __m256i code = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
-          const int g = 2 * k % 8;  // group 2k's word within its 8
-          const __m256i pick = _mm256_setr_epi8(
-              2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g,
-              2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g + 2, 2 * g + 3,
-              2 * g + 2, 2 * g + 3, 2 * g + 2, 2 * g + 3, 2 * g + 2, 2 * g + 3, 2 * g + 2,
-              2 * g + 3, 2 * g + 2, 2 * g + 3, 2 * g + 2, 2 * g + 3, 2 * g + 2, 2 * g + 3);
-          const __m256i sc = _mm256_shuffle_epi8(groups[k / 4], pick);
-          const __m256i act = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * k));
-          isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(code, act), sc));
-        }
-      }
+    __m256i code[8];
+    q6k_codes(b, code);
+    for (int k = 0; k < 8; ++k) {  // values 32k .. + 31: groups 2k and 2k + 1
+      const int g = 2 * k % 8;     // group 2k's word within its 8
+      const __m256i pick = _mm256_setr_epi8(
+          2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1,
+          2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g + 2, 2 * g + 3, 2 * g + 2,
+          2 * g + 3, 2 * g + 2, 2 * g + 3, 2 * g + 2, 2 * g + 3, 2 * g + 2, 2 * g + 3, 2 * g + 2,
+          2 * g + 3, 2 * g + 2, 2 * g + 3, 2 * g + 2, 2 * g + 3);
+      const __m256i sc = _mm256_shuffle_epi8(groups[k / 4], pick);
+      const __m256i act = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * k));
+      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(code[k], act), sc));
     }
     // The shift of 32: minus 32 sum_g sc_g bsum_g.
     const __m256i off =

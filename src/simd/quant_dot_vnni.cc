@@ -115,10 +115,10 @@ HANPU_VNNI_INLINE void unpack_q4_k(const uint8_t* b, Unit* u) {
       v);
 }
 
-HANPU_VNNI_INLINE void unpack_q6_k(const uint8_t* b, Unit* u) {
-  // Quarter k = 2 h + j of the unit: ql bytes 64 h .. + 63 shifted by 4 j (low nibbles), and
-  // the 32 qh bytes of half h to both vector halves, shifted by 4 j (first 32 values) and
-  // 4 j + 2 (last 32) for their 2-bit fields.
+// Q6_K's 256 codes (0..63): code[k] holds values 64k .. + 63. Quarter k = 2h + j: ql bytes
+// 64h .. + 63 shifted by 4j (low nibbles), and the 32 qh bytes of half h to both vector
+// halves, shifted by 4j (first 32 values) and 4j + 2 (last 32) for their 2-bit fields.
+HANPU_VNNI_INLINE void q6k_codes(const uint8_t* b, __m512i* code) {
   const __m512i low4 = _mm512_set1_epi8(0x0F), low2 = _mm512_set1_epi8(0x03);
   for (int h = 0; h < 2; ++h) {
     const __m512i ql = _mm512_loadu_si512(b + 64 * h);
@@ -130,9 +130,13 @@ HANPU_VNNI_INLINE void unpack_q6_k(const uint8_t* b, Unit* u) {
                              _mm256_set1_epi16(static_cast<short>(4 * j + 2)), 1);
       const __m512i lo = _mm512_and_si512(_mm512_srli_epi16(ql, 4 * j), low4);
       const __m512i hi = _mm512_and_si512(_mm512_srlv_epi16(qh, hi_shift), low2);
-      u->code[2 * h + j] = _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4));
+      code[2 * h + j] = _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4));
     }
   }
+}
+
+HANPU_VNNI_INLINE void unpack_q6_k(const uint8_t* b, Unit* u) {
+  q6k_codes(b, u->code);
   const float d = half_at(b + 208);
   const __m512 scale = _mm512_mul_ps(
       _mm512_set1_ps(d), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
@@ -297,13 +301,12 @@ HANPU_VNNI_TARGET void rows_times_one(const uint8_t* const* rows, int n, const Q
 // < 2^15, so the lane is its own low 16 bits for vpdpwssd; times a scale (Q4_K <= 63, Q6_K
 // |sc| <= 128), over a unit's 4 vectors, < 2^24 in an i32 lane: exact, and exact in f32.
 struct UnitActsConsts {
-  __m512i nibble_mask, low2, shift, q4k_pick[4], q6k_pick[4];
+  __m512i nibble_mask, shift, q4k_pick[4], q6k_pick[4];
 };
 
 HANPU_VNNI_INLINE UnitActsConsts unit_acts_consts() {
   UnitActsConsts c;
   c.nibble_mask = _mm512_set1_epi8(0x0F);
-  c.low2 = _mm512_set1_epi8(0x03);
   c.shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
   for (int k = 0; k < 4; ++k) {
     // Q4_K: vector k's dword lanes 0-7 take sub-block 2k's scale, 8-15 sub-block 2k + 1's (its
@@ -359,23 +362,13 @@ HANPU_VNNI_INLINE void unit_times_acts(const uint8_t* b, const int8_t* q, float 
   } else {  // Q6_K: code - 32 times sc per group of 16
     const __m512i scales = _mm512_castsi256_si512(
         _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192))));
-    for (int h = 0; h < 2; ++h) {
-      const __m512i ql = _mm512_loadu_si512(b + 64 * h);
-      const __m512i qh = _mm512_broadcast_i64x4(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * h)));
-      for (int j = 0; j < 2; ++j) {
-        const int k = 2 * h + j;
-        const __m512i hi_shift =
-            _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(4 * j)),
-                               _mm256_set1_epi16(static_cast<short>(4 * j + 2)), 1);
-        const __m512i lo = _mm512_and_si512(_mm512_srli_epi16(ql, 4 * j), c.nibble_mask);
-        const __m512i hi = _mm512_and_si512(_mm512_srlv_epi16(qh, hi_shift), c.low2);
-        const __m512i code = _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4));
-        const __m512i prod =
-            _mm512_dpbusd_epi32(_mm512_setzero_si512(), code, _mm512_loadu_si512(q + 64 * k));
-        isum = _mm512_dpwssd_epi32(
-            isum, prod, _mm512_maskz_permutexvar_epi16(0x55555555, c.q6k_pick[k], scales));
-      }
+    __m512i code[4];
+    q6k_codes(b, code);
+    for (int k = 0; k < 4; ++k) {
+      const __m512i prod =
+          _mm512_dpbusd_epi32(_mm512_setzero_si512(), code[k], _mm512_loadu_si512(q + 64 * k));
+      isum = _mm512_dpwssd_epi32(isum, prod,
+                                 _mm512_maskz_permutexvar_epi16(0x55555555, c.q6k_pick[k], scales));
     }
     // The shift of 32: minus 32 sum_g sc_g bsum_g, added into the first 8 lanes.
     const __m256i off = _mm256_madd_epi16(

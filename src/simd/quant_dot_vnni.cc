@@ -1,7 +1,7 @@
 // The AVX512-VNNI quantized kernel (see quant_dot.h). The file builds for the baseline ISA;
 // each function that uses AVX-512 carries the target attribute, so nothing here runs before
-// quant_vnni_usable() said yes. Q4_K, Q6_K, Q8_0 and Q4_0 (the types of the common mixes)
-// are unpacked in registers; the others through the scalar unpacker (quant_unpack.h).
+// quant_vnni_usable() said yes. Q4_K, Q5_K, Q6_K, Q8_0, Q4_0 and IQ4_XS (the types of the common
+// mixes) are unpacked in registers; the others through the scalar unpacker (quant_unpack.h).
 #include <cstring>
 #include <type_traits>
 
@@ -22,8 +22,9 @@
 #endif
 #include <immintrin.h>
 #define HANPU_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")))
-#define HANPU_VNNI_INLINE \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma"), always_inline)) inline
+#define HANPU_VNNI_INLINE                                                      \
+  __attribute__((target("avx2,avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma"), \
+                 always_inline)) inline
 #define HANPU_HAVE_VNNI 1
 #endif
 
@@ -84,18 +85,11 @@ HANPU_VNNI_INLINE __m512i lane_groups(int k) {
                         2));
 }
 
-HANPU_VNNI_INLINE void unpack_q4_k(const uint8_t* b, Unit* u) {
-  // 32 bytes to both halves of a vector, the high half shifted down a nibble: 64 codes in
-  // two ALU operations (vpsrlvw, vpand; the broadcast is a load).
-  const __m512i mask = _mm512_set1_epi8(0x0F);
-  const __m512i shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
-  for (int k = 0; k < 4; ++k) {
-    const __m512i v = _mm512_broadcast_i64x4(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 + 32 * k)));
-    u->code[k] = _mm512_and_si512(_mm512_srlv_epi16(v, shift), mask);
-  }
-  // The 12 scale bytes as 8 six-bit scales then 8 six-bit mins (ggml's kmask shuffle on three
-  // 32-bit words), widened to 16 floats: sc 0..7 times d, m 0..7 times dmin.
+// Q4_K's and Q5_K's scales: the 12 bytes at b + 4 as 8 six-bit scales times d and 8 mins times
+// dmin, spread over the lanes (lane l of vector k covers group 4k + l / 4, sub-block 2k + l / 8).
+HANPU_VNNI_INLINE void k4_scales_mins(const uint8_t* b, Unit* u) {
+  // ggml's kmask shuffle on three 32-bit words, widened to 16 floats: sc 0..7 times d, m 0..7
+  // times dmin.
   uint32_t w[4];
   quant_fields::q4k_scales_mins_words(b + 4, w);
   const __m512 sm = _mm512_cvtepi32_ps(
@@ -104,7 +98,6 @@ HANPU_VNNI_INLINE void unpack_q4_k(const uint8_t* b, Unit* u) {
   const __m512 ddmin =
       _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(half_at(b)), _mm512_set1_ps(half_at(b + 2)));
   const __m512 v = _mm512_mul_ps(sm, ddmin);  // lanes 0-7: d sc, 8-15: dmin m
-  // Lane l of vector k covers group 4k + l / 4, sub-block 2k + l / 8.
   for (int k = 0; k < 4; ++k)
     u->scale_lane[k] = _mm512_permutexvar_ps(_mm512_srli_epi32(lane_groups(k), 1), v);
   u->offset = _mm512_permutexvar_ps(
@@ -113,6 +106,80 @@ HANPU_VNNI_INLINE void unpack_q4_k(const uint8_t* b, Unit* u) {
           _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                             1)),
       v);
+}
+
+// Codes of vector k (values 64k .. + 63) of Q4_K's or Q5_K's nibbles at qs: 32 bytes to both
+// halves of a vector, the high half shifted down a nibble (vpsrlvw, vpand; the broadcast is a
+// load). Q5_K adds bit 2k (first 32 values) or 2k + 1 (last 32) of its 32 qh bytes as bit 4.
+HANPU_VNNI_INLINE __m512i k4_codes(const uint8_t* qs, const uint8_t* qh, int k) {
+  const __m512i mask = _mm512_set1_epi8(0x0F);
+  const __m512i shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
+  const __m512i v =
+      _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * k)));
+  const __m512i lo = _mm512_and_si512(_mm512_srlv_epi16(v, shift), mask);
+  if (qh == nullptr) return lo;
+  const __m512i bits =
+      _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh)));
+  const __m512i bit_shift = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(2 * k)),
+                                               _mm256_set1_epi16(static_cast<short>(2 * k + 1)), 1);
+  const __m512i hi = _mm512_and_si512(_mm512_srlv_epi16(bits, bit_shift), _mm512_set1_epi8(1));
+  return _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4));
+}
+
+HANPU_VNNI_INLINE void unpack_q4_k(const uint8_t* b, Unit* u) {
+  for (int k = 0; k < 4; ++k) u->code[k] = k4_codes(b + 16, nullptr, k);
+  k4_scales_mins(b, u);
+}
+
+HANPU_VNNI_INLINE void unpack_q5_k(const uint8_t* b, Unit* u) {
+  for (int k = 0; k < 4; ++k) u->code[k] = k4_codes(b + 48, b + 16, k);
+  k4_scales_mins(b, u);
+}
+
+// IQ4_XS: sub-block j's 16 bytes at b + 8 + 16j hold its values 0-15 in their low nibbles and
+// 16-31 in their high ones, each an index into the 16 levels (as codes: level + 128, offset
+// 128 times the scale, the unpacker's convention for signed types).
+HANPU_VNNI_INLINE void unpack_iq4_xs(const uint8_t* b, Unit* u) {
+  alignas(16) int8_t levels[16];
+  for (int i = 0; i < 16; ++i) levels[i] = static_cast<int8_t>(quant_fields::kIq4Levels[i] + 128);
+  const __m512i table =
+      _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(levels)));
+  // 128-bit lanes of vector k: sub-block 2k's low nibbles, its high ones, then 2k + 1's.
+  const __m512i nibble_shift = _mm512_setr_epi64(0, 0, 0x0004000400040004, 0x0004000400040004, 0, 0,
+                                                 0x0004000400040004, 0x0004000400040004);
+  for (int k = 0; k < 4; ++k) {
+    const __m512i x = _mm512_castsi256_si512(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 8 + 32 * k)));
+    const __m512i lanes = _mm512_shuffle_i64x2(x, x, _MM_SHUFFLE(1, 1, 0, 0));
+    const __m512i idx =
+        _mm512_and_si512(_mm512_srlv_epi16(lanes, nibble_shift), _mm512_set1_epi8(0x0F));
+    u->code[k] = _mm512_shuffle_epi8(table, idx);
+  }
+  // The 8 signed six-bit scales (quant_fields::iq4xs_scale: low 4 bits nibble j of b[4..7],
+  // high 2 bits pair j of the 16-bit word at b + 2, less 32) times d, in lanes 0-7; each
+  // sub-block's two groups take its offset 128 d ls.
+  uint32_t low;
+  uint16_t high;
+  std::memcpy(&low, b + 4, sizeof(low));
+  std::memcpy(&high, b + 2, sizeof(high));
+  const __m256i j = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i lo = _mm256_and_si256(
+      _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(low)), _mm256_slli_epi32(j, 2)),
+      _mm256_set1_epi32(0x0F));
+  const __m256i hi = _mm256_and_si256(
+      _mm256_srlv_epi32(_mm256_set1_epi32(high), _mm256_slli_epi32(j, 1)), _mm256_set1_epi32(3));
+  const __m256i ls =
+      _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
+  const __m512 v =
+      _mm512_zextps256_ps512(_mm256_mul_ps(_mm256_cvtepi32_ps(ls), _mm256_set1_ps(half_at(b))));
+  for (int k = 0; k < 4; ++k)
+    u->scale_lane[k] = _mm512_permutexvar_ps(_mm512_srli_epi32(lane_groups(k), 1), v);
+  u->offset = _mm512_mul_ps(
+      _mm512_set1_ps(128.0f),
+      _mm512_permutexvar_ps(
+          _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                            1),
+          v));
 }
 
 // Q6_K's 256 codes (0..63): code[k] holds values 64k .. + 63. Quarter k = 2h + j: ql bytes
@@ -194,16 +261,15 @@ HANPU_VNNI_INLINE void unpack_q4_0(const uint8_t* b, Unit* u) {
 // through the scalar unpacker.
 template <QuantType T>
 HANPU_VNNI_INLINE void unpack(const uint8_t* row, int in, int u, QuantUnit* scratch, Unit* out) {
-  constexpr bool kVector = T == QuantType::kQ4_K || T == QuantType::kQ6_K ||
-                           T == QuantType::kQ8_0 || T == QuantType::kQ4_0;
+  constexpr bool kVector = T == QuantType::kQ4_K || T == QuantType::kQ5_K ||
+                           T == QuantType::kQ6_K || T == QuantType::kQ8_0 ||
+                           T == QuantType::kQ4_0 || T == QuantType::kIQ4_XS;
   if constexpr (kVector) {
-    constexpr int kBytes = T == QuantType::kQ4_K   ? 144
-                           : T == QuantType::kQ6_K ? 210
-                           : T == QuantType::kQ8_0 ? 8 * 34
-                                                   : 8 * 18;
     if ((u + 1) * kQuantUnit <= in) {
-      const uint8_t* at = row + static_cast<size_t>(u) * kBytes;
+      const uint8_t* at = row + static_cast<size_t>(u) * quant_unit_bytes(T);
       if constexpr (T == QuantType::kQ4_K) return unpack_q4_k(at, out);
+      if constexpr (T == QuantType::kQ5_K) return unpack_q5_k(at, out);
+      if constexpr (T == QuantType::kIQ4_XS) return unpack_iq4_xs(at, out);
       if constexpr (T == QuantType::kQ6_K) return unpack_q6_k(at, out);
       if constexpr (T == QuantType::kQ8_0) return unpack_q8_0(at, out);
       if constexpr (T == QuantType::kQ4_0) return unpack_q4_0(at, out);

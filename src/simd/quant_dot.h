@@ -37,7 +37,8 @@ struct QuantActs {
   std::vector<float> dsum;   // [rows][units * 16]: scale times the sum of each group's q
   // The same rows quantized per whole unit instead (llama.cpp's Q8_K): one scale per 256
   // values, so a K-type kernel keeps a unit's sum in integers (its 6- or 8-bit sub-block
-  // scales applied exactly) and scales it once. The decode kernels of Q4_K and Q6_K use these.
+  // scales applied exactly) and scales it once. The decode kernels of Q4_K, Q5_K and Q6_K
+  // use these.
   std::vector<int8_t> q256;     // [rows][units * 256]
   std::vector<float> d256;      // [rows][units]
   std::vector<int16_t> bsum16;  // [rows][units * 16]: the sum of each group of 16 of q256
@@ -76,8 +77,8 @@ void quant_gemm(QuantType t, const uint8_t* const* rows, int n, const QuantActs&
                 int64_t r1, float* y, int64_t ldy, QuantKernel k);
 
 // Whether quant_gemm multiplies rows of type t with a's per-unit activations (q256, d256)
-// rather than the per-32 ones: the VNNI and AVX2 kernels' decode (one activation row) of Q4_K
-// and Q6_K.
+// rather than the per-32 ones: the VNNI and AVX2 kernels' decode (one activation row) of Q4_K,
+// Q5_K and Q6_K.
 bool quant_gemm_uses_unit_acts(QuantType t, int n, int64_t rows, QuantKernel k);
 
 // A row of `in` values of type t decoded to f32 (scale * code - offset per value: one

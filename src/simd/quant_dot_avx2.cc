@@ -68,13 +68,27 @@ HANPU_AVX2_INLINE void from_scalar(const QuantUnit& s, Unit* u) {
   u->offset[1] = _mm256_load_ps(s.offset + 8);
 }
 
-HANPU_AVX2_INLINE void unpack_q4_k(const uint8_t* b, Unit* u) {
+// Q4_K's and Q5_K's codes: the low nibbles of qs's 32 bytes 32c .. are values 64c .. + 31
+// (code[2c]), their high nibbles the next 32 (code[2c + 1]); Q5_K adds bit k of its 32 qh
+// bytes to code[k] as bit 4.
+HANPU_AVX2_INLINE void k4_codes(const uint8_t* qs, const uint8_t* qh, __m256i* code) {
   const __m256i mask = _mm256_set1_epi8(0x0F);
   for (int c = 0; c < 4; ++c) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 + 32 * c));
-    u->code[2 * c] = _mm256_and_si256(v, mask);
-    u->code[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * c));
+    code[2 * c] = _mm256_and_si256(v, mask);
+    code[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
   }
+  if (qh == nullptr) return;
+  const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh));
+  const __m256i bit4 = _mm256_set1_epi8(0x10);
+  for (int k = 0; k < 8; ++k) {  // bit k moved to bit 4
+    const __m256i at4 = k <= 4 ? _mm256_slli_epi16(bits, 4 - k) : _mm256_srli_epi16(bits, k - 4);
+    code[k] = _mm256_or_si256(code[k], _mm256_and_si256(at4, bit4));
+  }
+}
+
+// Q4_K's and Q5_K's d, sub-block scales (scale16) and mins (offsets): the 12 bytes at b + 4.
+HANPU_AVX2_INLINE void k4_scales_mins(const uint8_t* b, Unit* u) {
   u->d = half_at(b);
   // Scales 0-7 then mins 0-7, a byte each.
   uint32_t w[4];
@@ -91,6 +105,33 @@ HANPU_AVX2_INLINE void unpack_q4_k(const uint8_t* b, Unit* u) {
   // Offsets per 16-value group: sub-block j's min for groups 2j and 2j + 1.
   u->offset[0] = _mm256_permutevar8x32_ps(mins, _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
   u->offset[1] = _mm256_permutevar8x32_ps(mins, _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7));
+}
+
+HANPU_AVX2_INLINE void unpack_q4_k(const uint8_t* b, Unit* u) {
+  k4_codes(b + 16, nullptr, u->code);
+  k4_scales_mins(b, u);
+}
+
+HANPU_AVX2_INLINE void unpack_q5_k(const uint8_t* b, Unit* u) {
+  k4_codes(b + 48, b + 16, u->code);
+  k4_scales_mins(b, u);
+}
+
+// IQ4_XS as its signed levels (kSignedWide: no offsets): sub-block k's 16 bytes at b + 8 + 16k
+// hold its values 0-15 in their low nibbles and 16-31 in their high ones, each an index into
+// the 16 levels.
+HANPU_AVX2_INLINE void unpack_iq4_xs(const uint8_t* b, Unit* u) {
+  const __m256i table = _mm256_broadcastsi128_si256(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant_fields::kIq4Levels)));
+  const __m128i mask = _mm_set1_epi8(0x0F);
+  for (int k = 0; k < 8; ++k) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 8 + 16 * k));
+    const __m256i idx = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(v, mask)),
+                                                _mm_and_si128(_mm_srli_epi16(v, 4), mask), 1);
+    u->code[k] = _mm256_shuffle_epi8(table, idx);
+    const float dl = half_at(b) * static_cast<float>(quant_fields::iq4xs_scale(b, k));
+    u->scale_lane[k] = _mm256_set1_ps(dl);
+  }
 }
 
 // Q6_K's 256 codes (0..63): code[k] holds values 32k .. + 31.
@@ -158,9 +199,13 @@ constexpr int kUnitBytes = quant_unit_bytes(T);
 template <QuantType T>
 HANPU_AVX2_INLINE void unpack(const uint8_t* row, int in, int u, QuantUnit* scratch, Unit* out) {
   constexpr bool kVector = T == QuantType::kQ6_K || T == QuantType::kQ8_0 || T == QuantType::kQ4_0;
-  if constexpr (T == QuantType::kQ4_K) {  // a row of 256-value blocks: every unit is whole
+  // Rows of 256-value blocks: every unit is whole.
+  if constexpr (T == QuantType::kQ4_K)
     return unpack_q4_k(row + static_cast<size_t>(u) * kUnitBytes<T>, out);
-  }
+  if constexpr (T == QuantType::kQ5_K)
+    return unpack_q5_k(row + static_cast<size_t>(u) * kUnitBytes<T>, out);
+  if constexpr (T == QuantType::kIQ4_XS)
+    return unpack_iq4_xs(row + static_cast<size_t>(u) * kUnitBytes<T>, out);
   if constexpr (kVector) {
     if ((u + 1) * kQuantUnit <= in) {
       const uint8_t* at = row + static_cast<size_t>(u) * kUnitBytes<T>;
@@ -210,9 +255,9 @@ HANPU_AVX2_TARGET void rows_times_acts(const uint8_t* const* rows, int n, const 
       for (int r = 0; r < R; ++r) {
         const int8_t* q = a.q_row(r0 + r) + u * kQuantUnit;
         const float* dlane = a.dlane_row(r0 + r) + u * 64;
-        if constexpr (T == QuantType::kQ4_K) {  // unpack_q4_k filled scale16 and d
-          // Codes <= 15 times |a| <= 128, two a pair: <= 3840 in i16; times a 6-bit scale,
-          // two a lane: < 2^19 in i32, exact in float.
+        if constexpr (T == QuantType::kQ4_K || T == QuantType::kQ5_K) {  // scale16 and d set
+          // Codes <= 31 (Q4_K: 15) times |a| <= 128, two a pair: <= 7936 in i16; times a
+          // 6-bit scale, two a lane: < 2^20 in i32, exact in float.
           __m256 unit = _mm256_setzero_ps();
           for (int k = 0; k < 8; ++k) {
             const __m256i act = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * k));
@@ -243,10 +288,10 @@ HANPU_AVX2_TARGET void rows_times_acts(const uint8_t* const* rows, int n, const 
   }
 }
 
-// Decode of Q4_K and Q6_K rows against activations quantized per unit (QuantActs::q256), as
-// the VNNI kernel's unit_acts_rows_times_one: vector k of a unit holds 32 values of one scale
-// (Q4_K: sub-block k; Q6_K: groups 2k and 2k + 1), so vpmaddubsw's pair sums times the scale
-// in vpmaddwd add up in i32 over the unit (no f32 work per vector), scaled to f32 once.
+// Decode of Q4_K, Q5_K and Q6_K rows against activations quantized per unit (QuantActs::q256),
+// as the VNNI kernel's unit_acts_rows_times_one: vector k of a unit holds 32 values of one
+// scale (Q4_K, Q5_K: sub-block k; Q6_K: groups 2k and 2k + 1), so vpmaddubsw's pair sums times the
+// scale in vpmaddwd add up in i32 over the unit (no f32 work per vector), scaled to f32 once.
 // Bounds: a pair sums 2 products of a code <= 63 and |q| <= 127 (< 2^14, no saturation);
 // vpmaddwd's lane, 2 pairs times |scale| <= 128 (< 2^22); 8 vectors, < 2^25 in i32. The lane
 // sum of 8 is formed in f32 after the scale (each lane exact, < 2^24 for Q4_K; Q6_K's may
@@ -254,25 +299,24 @@ HANPU_AVX2_TARGET void rows_times_acts(const uint8_t* const* rows, int n, const 
 template <QuantType T>
 HANPU_AVX2_INLINE void unit_times_acts(const uint8_t* b, const int8_t* q, float da,
                                        const int16_t* bsum, __m256* acc, __m128* acc_min) {
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256i isum = _mm256_setzero_si256();
-  if constexpr (T == QuantType::kQ4_K) {
+  if constexpr (T == QuantType::kQ4_K || T == QuantType::kQ5_K) {
     uint32_t w[4];  // scales 0-7 then mins 0-7, a byte each
     quant_fields::q4k_scales_mins_words(b + 4, w);
     const __m128i bytes = _mm_set_epi32(static_cast<int>(w[3]), static_cast<int>(w[2]),
                                         static_cast<int>(w[1]), static_cast<int>(w[0]));
     const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(bytes));
-    for (int c = 0; c < 4; ++c) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 + 32 * c));
-      const __m256i code[2] = {_mm256_and_si256(v, low4),
-                               _mm256_and_si256(_mm256_srli_epi16(v, 4), low4)};
-      for (int h = 0; h < 2; ++h) {
-        const int j = 2 * c + h;  // sub-block j: its scale in every word
-        const __m256i sc = _mm256_shuffle_epi8(
-            scales, _mm256_set1_epi16(static_cast<int16_t>(0x0100 + 0x0202 * j)));
-        const __m256i act = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * j));
-        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(code[h], act), sc));
-      }
+    __m256i code[8];
+    if constexpr (T == QuantType::kQ4_K) {
+      k4_codes(b + 16, nullptr, code);
+    } else {
+      k4_codes(b + 48, b + 16, code);
+    }
+    for (int j = 0; j < 8; ++j) {  // sub-block j: its scale in every word
+      const __m256i sc =
+          _mm256_shuffle_epi8(scales, _mm256_set1_epi16(static_cast<int16_t>(0x0100 + 0x0202 * j)));
+      const __m256i act = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * j));
+      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(code[j], act), sc));
     }
     *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(half_at(b) * da), *acc);
     const __m128i sub = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bsum)),
@@ -330,7 +374,7 @@ HANPU_AVX2_TARGET void unit_acts_rows_times_one(const uint8_t* const* rows, int 
 template <QuantType T>
 HANPU_AVX2_TARGET void gemm_of_type(const uint8_t* const* rows, int n, const QuantActs& a,
                                     int64_t r0, int64_t r1, float* y, int64_t ldy) {
-  if constexpr (T == QuantType::kQ4_K || T == QuantType::kQ6_K) {
+  if constexpr (T == QuantType::kQ4_K || T == QuantType::kQ5_K || T == QuantType::kQ6_K) {
     if (r1 - r0 == 1) return unit_acts_rows_times_one<T>(rows, n, a, r0, y + r0 * ldy);
   }
   for_row_tiles(r0, r1, [&](auto tile, int64_t r) {
@@ -341,7 +385,7 @@ HANPU_AVX2_TARGET void gemm_of_type(const uint8_t* const* rows, int n, const Qua
 }  // namespace
 
 bool quant_avx2_unit_acts(QuantType t, int64_t rows) {
-  return rows == 1 && (t == QuantType::kQ4_K || t == QuantType::kQ6_K);
+  return rows == 1 && (t == QuantType::kQ4_K || t == QuantType::kQ5_K || t == QuantType::kQ6_K);
 }
 
 void quant_gemm_avx2(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a, int64_t r0,

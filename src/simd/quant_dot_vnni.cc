@@ -358,22 +358,20 @@ HANPU_VNNI_TARGET void rows_times_one(const uint8_t* const* rows, int n, const Q
   }
 }
 
-// Decode of Q4_K and Q6_K rows against activations quantized per unit (QuantActs::q256): a
+// Decode of Q4_K, Q5_K and Q6_K rows against activations quantized per unit (QuantActs::q256): a
 // unit's products stay in integers, the sub-block scales applied exactly by vpdpwssd, and are
 // scaled to f32 once (d times the unit's activation scale). The per-32 kernel (rows_times_one)
 // spends four f32 multiplies, conversions and multiply-adds of 16 lanes a unit where this
 // spends one of each; its scales spread over lanes by permutes.
-// Bounds: a vpdpbusd lane sums 4 products of a code (Q4_K <= 15, Q6_K <= 63) and |q| <= 127,
-// < 2^15, so the lane is its own low 16 bits for vpdpwssd; times a scale (Q4_K <= 63, Q6_K
+// Bounds: a vpdpbusd lane sums 4 products of a code (Q4_K <= 15, Q5_K <= 31, Q6_K <= 63) and |q| <=
+// 127, < 2^15, so the lane is its own low 16 bits for vpdpwssd; times a scale (Q4_K <= 63, Q6_K
 // |sc| <= 128), over a unit's 4 vectors, < 2^24 in an i32 lane: exact, and exact in f32.
 struct UnitActsConsts {
-  __m512i nibble_mask, shift, q4k_pick[4], q6k_pick[4];
+  __m512i q4k_pick[4], q6k_pick[4];
 };
 
 HANPU_VNNI_INLINE UnitActsConsts unit_acts_consts() {
   UnitActsConsts c;
-  c.nibble_mask = _mm512_set1_epi8(0x0F);
-  c.shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
   for (int k = 0; k < 4; ++k) {
     // Q4_K: vector k's dword lanes 0-7 take sub-block 2k's scale, 8-15 sub-block 2k + 1's (its
     // i16: bytes 2j, 2j + 1 of each 128-bit lane's copy of the 8 scales; zeros above).
@@ -404,16 +402,15 @@ HANPU_VNNI_INLINE void unit_times_acts(const uint8_t* b, const int8_t* q, float 
                                        const int16_t* bsum, const UnitActsConsts& c, __m512* acc,
                                        __m128* acc_min) {
   __m512i isum = _mm512_setzero_si512();
-  if constexpr (T == QuantType::kQ4_K) {
+  if constexpr (T == QuantType::kQ4_K || T == QuantType::kQ5_K) {
     uint32_t w[4];  // scales 0-7 then mins 0-7, a byte each
     quant_fields::q4k_scales_mins_words(b + 4, w);
     const __m128i bytes = _mm_set_epi32(static_cast<int>(w[3]), static_cast<int>(w[2]),
                                         static_cast<int>(w[1]), static_cast<int>(w[0]));
     const __m512i scales = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(bytes));
     for (int k = 0; k < 4; ++k) {
-      const __m512i v = _mm512_broadcast_i64x4(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 + 32 * k)));
-      const __m512i code = _mm512_and_si512(_mm512_srlv_epi16(v, c.shift), c.nibble_mask);
+      const __m512i code =
+          T == QuantType::kQ4_K ? k4_codes(b + 16, nullptr, k) : k4_codes(b + 48, b + 16, k);
       const __m512i prod =
           _mm512_dpbusd_epi32(_mm512_setzero_si512(), code, _mm512_loadu_si512(q + 64 * k));
       isum = _mm512_dpwssd_epi32(isum, prod, _mm512_shuffle_epi8(scales, c.q4k_pick[k]));
@@ -450,7 +447,8 @@ HANPU_VNNI_INLINE float finish(__m512 acc, __m128 acc_min) {
 }
 
 template <QuantType T>
-constexpr bool kUnitActsType = T == QuantType::kQ4_K || T == QuantType::kQ6_K;
+constexpr bool kUnitActsType =
+    T == QuantType::kQ4_K || T == QuantType::kQ5_K || T == QuantType::kQ6_K;
 
 // Weight rows [0, n) times activation row r0 with per-unit activations: kStreams rows at once
 // (rows o, o + n / kStreams, ... as rows_times_one), then the rest one at a time.
@@ -538,7 +536,7 @@ HANPU_VNNI_TARGET void dequantize_of_type(const uint8_t* row, int in, float* out
 }  // namespace
 
 bool quant_vnni_unit_acts(QuantType t, int /*n*/, int64_t rows) {
-  return rows == 1 && (t == QuantType::kQ4_K || t == QuantType::kQ6_K);
+  return rows == 1 && (t == QuantType::kQ4_K || t == QuantType::kQ5_K || t == QuantType::kQ6_K);
 }
 
 void dequantize_row_vnni(QuantType t, const uint8_t* row, int in, float* out) {

@@ -4,6 +4,7 @@
 // rounding of the product.
 #include "simd/quant_unpack.h"
 
+#include <array>
 #include <cstring>
 
 #include "base/quant_block_fields.h"
@@ -14,17 +15,36 @@ namespace {
 
 using namespace quant_fields;  // NOLINT: the block field readers
 
+// For each byte value v, the 8 bytes (little-endian) whose byte j is 0x10 where bit j of v is
+// set: Q5_0's and Q5_1's fifth bits moved onto eight codes at once.
+constexpr auto kBit4OfEachByte = [] {
+  std::array<uint64_t, 256> t{};
+  for (int v = 0; v < 256; ++v) {
+    for (int j = 0; j < 8; ++j) {
+      if ((v >> j) & 1) t[v] |= uint64_t{0x10} << (8 * j);
+    }
+  }
+  return t;
+}();
+
+// The 32 nibbles of the 16 bytes at qs in value order (quant_fields::nibble): low halves are
+// values 0-15, high halves 16-31. Two loops without a branch, which the compiler vectorises.
+void nibbles(const uint8_t* qs, uint8_t* code) {
+  for (int j = 0; j < 16; ++j) code[j] = static_cast<uint8_t>(qs[j] & 0x0F);
+  for (int j = 0; j < 16; ++j) code[16 + j] = static_cast<uint8_t>(qs[j] >> 4);
+}
+
 // One 32-value block into codes[32] and the scale and offset of its two groups.
 void unpack_block32(QuantType t, const uint8_t* b, uint8_t* code, float* scale, float* offset) {
   const float d = half_at(b);
   float s = d, o = 0;
   switch (t) {
     case QuantType::kQ4_0:
-      for (int j = 0; j < 32; ++j) code[j] = static_cast<uint8_t>(nibble(b + 2, j));
+      nibbles(b + 2, code);
       o = 8 * d;
       break;
     case QuantType::kQ4_1:
-      for (int j = 0; j < 32; ++j) code[j] = static_cast<uint8_t>(nibble(b + 4, j));
+      nibbles(b + 4, code);
       o = -half_at(b + 2);
       break;
     case QuantType::kQ5_0:
@@ -32,9 +52,14 @@ void unpack_block32(QuantType t, const uint8_t* b, uint8_t* code, float* scale, 
       const bool min = t == QuantType::kQ5_1;
       uint32_t qh;
       std::memcpy(&qh, b + (min ? 4 : 2), sizeof(qh));
-      const uint8_t* qs = b + (min ? 8 : 6);
-      for (int j = 0; j < 32; ++j)
-        code[j] = static_cast<uint8_t>(nibble(qs, j) | static_cast<int>(((qh >> j) & 1u) << 4));
+      nibbles(b + (min ? 8 : 6), code);
+      // Bit j of qh is bit 4 of code j: each byte of qh spread over 8 codes by a table.
+      for (int k = 0; k < 4; ++k) {
+        uint64_t codes8;
+        std::memcpy(&codes8, code + 8 * k, sizeof(codes8));
+        codes8 |= kBit4OfEachByte[(qh >> (8 * k)) & 0xFF];
+        std::memcpy(code + 8 * k, &codes8, sizeof(codes8));
+      }
       o = min ? -half_at(b + 2) : 16 * d;
       break;
     }
@@ -43,8 +68,8 @@ void unpack_block32(QuantType t, const uint8_t* b, uint8_t* code, float* scale, 
       o = 128 * d;
       break;
     case QuantType::kIQ4_NL:
-      for (int j = 0; j < 32; ++j)
-        code[j] = static_cast<uint8_t>(kIq4Levels[nibble(b + 2, j)] + 128);
+      nibbles(b + 2, code);
+      for (int j = 0; j < 32; ++j) code[j] = static_cast<uint8_t>(kIq4Levels[code[j]] + 128);
       o = 128 * d;
       break;
     default:
@@ -89,8 +114,16 @@ void unpack_k(QuantType t, const uint8_t* b, QuantUnit* out) {
     case QuantType::kQ3_K: {
       const float d = half_at(b + 108);
       const uint8_t *hmask = b, *qs = b + 32, *sb = b + 96;
-      for (int i = 0; i < kQuantUnit; ++i)
-        code[i] = static_cast<uint8_t>(two_bits(qs, i) + 4 * one_bit(hmask, i));
+      // two_bits(qs, i) + 4 one_bit(hmask, i), as loops over 32 bytes with fixed shifts (the
+      // compiler vectorises them; per value, this unpacker ran at well under 1 GB/s).
+      for (int h = 0; h < 2; ++h) {
+        for (int k = 0; k < 4; ++k) {
+          uint8_t* c = code + 128 * h + 32 * k;
+          for (int l = 0; l < 32; ++l)
+            c[l] = static_cast<uint8_t>(((qs[32 * h + l] >> (2 * k)) & 3) |
+                                        (((hmask[l] >> (4 * h + k)) & 1) << 2));
+        }
+      }
       for (int s = 0; s < kQuantGroups; ++s) {
         const int scale = (((sb[s % 8] >> (4 * (s / 8))) & 0x0F) |
                            (((sb[8 + s % 4] >> (2 * (s / 4))) & 3) << 4)) -
@@ -102,7 +135,13 @@ void unpack_k(QuantType t, const uint8_t* b, QuantUnit* out) {
     }
     case QuantType::kQ2_K: {
       const float d = half_at(b + 80), dmin = half_at(b + 82);
-      for (int i = 0; i < kQuantUnit; ++i) code[i] = static_cast<uint8_t>(two_bits(b + 16, i));
+      for (int h = 0; h < 2; ++h) {  // two_bits(b + 16, i), 32 bytes at a time
+        for (int k = 0; k < 4; ++k) {
+          uint8_t* c = code + 128 * h + 32 * k;
+          for (int l = 0; l < 32; ++l)
+            c[l] = static_cast<uint8_t>((b[16 + 32 * h + l] >> (2 * k)) & 3);
+        }
+      }
       for (int s = 0; s < kQuantGroups; ++s) {
         out->scale[s] = d * static_cast<float>(b[s] & 0x0F);
         out->offset[s] = dmin * static_cast<float>(b[s] >> 4);

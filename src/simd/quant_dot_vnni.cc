@@ -1,6 +1,6 @@
 // The AVX512-VNNI quantized kernel (see quant_dot.h). The file builds for the baseline ISA;
 // each function that uses AVX-512 carries the target attribute, so nothing here runs before
-// quant_vnni_usable() said yes. Q4_K, Q5_K, Q6_K, Q8_0, Q4_0 and IQ4_XS (the types of the common
+// quant_vnni_usable() said yes. Q2_K to Q6_K, Q8_0, Q4_0 and IQ4_XS (the types of the common
 // mixes) are unpacked in registers; the others through the scalar unpacker (quant_unpack.h).
 #include <cstring>
 #include <type_traits>
@@ -136,6 +136,64 @@ HANPU_VNNI_INLINE void unpack_q5_k(const uint8_t* b, Unit* u) {
   k4_scales_mins(b, u);
 }
 
+// Two-bit fields of Q2_K's and Q3_K's 64 bytes at q (quant_fields::two_bits): vector k's 64
+// values take byte 32 (k / 2) + l % 32 of the plane, pair 2 (k % 2) for the first 32 and
+// 2 (k % 2) + 1 for the last.
+HANPU_VNNI_INLINE __m512i two_bit_codes(const uint8_t* q, int k) {
+  const __m512i v = _mm512_broadcast_i64x4(
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * (k / 2))));
+  const __m512i shift =
+      _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(4 * (k % 2))),
+                         _mm256_set1_epi16(static_cast<short>(4 * (k % 2) + 2)), 1);
+  return _mm512_and_si512(_mm512_srlv_epi16(v, shift), _mm512_set1_epi8(0x03));
+}
+
+// Q2_K: 16 scale bytes (low nibble the group's scale, high its min) times d and dmin.
+HANPU_VNNI_INLINE void unpack_q2_k(const uint8_t* b, Unit* u) {
+  for (int k = 0; k < 4; ++k) u->code[k] = two_bit_codes(b + 16, k);
+  const __m512i sm = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
+  const __m512 scale =
+      _mm512_mul_ps(_mm512_set1_ps(half_at(b + 80)),
+                    _mm512_cvtepi32_ps(_mm512_and_si512(sm, _mm512_set1_epi32(15))));
+  spread_scales(scale, u);
+  u->offset =
+      _mm512_mul_ps(_mm512_set1_ps(half_at(b + 82)), _mm512_cvtepi32_ps(_mm512_srli_epi32(sm, 4)));
+}
+
+// Q3_K: two bits from qs plus bit i / 32 of hmask byte i % 32 as bit 2 (codes 0..7, offset 4
+// times the scale); 16 signed six-bit scales from the 12 bytes at b + 96 (the low 4 bits
+// nibble s / 8 of byte s % 8, the high 2 bits pair s / 4 of byte 8 + s % 4, less 32).
+HANPU_VNNI_INLINE void unpack_q3_k(const uint8_t* b, Unit* u) {
+  const __m512i hm =
+      _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b)));
+  for (int k = 0; k < 4; ++k) {
+    const __m512i bit_shift =
+        _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(2 * k)),
+                           _mm256_set1_epi16(static_cast<short>(2 * k + 1)), 1);
+    const __m512i hi = _mm512_and_si512(_mm512_srlv_epi16(hm, bit_shift), _mm512_set1_epi8(1));
+    u->code[k] = _mm512_or_si512(two_bit_codes(b + 32, k), _mm512_slli_epi16(hi, 2));
+  }
+  const __m512i bytes =
+      _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 96)));
+  const __m512i s = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i low = _mm512_and_si512(
+      _mm512_srlv_epi32(_mm512_permutexvar_epi32(_mm512_and_si512(s, _mm512_set1_epi32(7)), bytes),
+                        _mm512_slli_epi32(_mm512_srli_epi32(s, 3), 2)),
+      _mm512_set1_epi32(15));
+  const __m512i high = _mm512_and_si512(
+      _mm512_srlv_epi32(
+          _mm512_permutexvar_epi32(
+              _mm512_add_epi32(_mm512_set1_epi32(8), _mm512_and_si512(s, _mm512_set1_epi32(3))),
+              bytes),
+          _mm512_slli_epi32(_mm512_srli_epi32(s, 2), 1)),
+      _mm512_set1_epi32(3));
+  const __m512i sc =
+      _mm512_sub_epi32(_mm512_or_si512(low, _mm512_slli_epi32(high, 4)), _mm512_set1_epi32(32));
+  const __m512 scale = _mm512_mul_ps(_mm512_set1_ps(half_at(b + 108)), _mm512_cvtepi32_ps(sc));
+  spread_scales(scale, u);
+  u->offset = _mm512_mul_ps(_mm512_set1_ps(4.0f), scale);
+}
+
 // IQ4_XS: sub-block j's 16 bytes at b + 8 + 16j hold its values 0-15 in their low nibbles and
 // 16-31 in their high ones, each an index into the 16 levels (as codes: level + 128, offset
 // 128 times the scale, the unpacker's convention for signed types).
@@ -263,13 +321,16 @@ template <QuantType T>
 HANPU_VNNI_INLINE void unpack(const uint8_t* row, int in, int u, QuantUnit* scratch, Unit* out) {
   constexpr bool kVector = T == QuantType::kQ4_K || T == QuantType::kQ5_K ||
                            T == QuantType::kQ6_K || T == QuantType::kQ8_0 ||
-                           T == QuantType::kQ4_0 || T == QuantType::kIQ4_XS;
+                           T == QuantType::kQ4_0 || T == QuantType::kIQ4_XS ||
+                           T == QuantType::kQ2_K || T == QuantType::kQ3_K;
   if constexpr (kVector) {
     if ((u + 1) * kQuantUnit <= in) {
       const uint8_t* at = row + static_cast<size_t>(u) * quant_unit_bytes(T);
       if constexpr (T == QuantType::kQ4_K) return unpack_q4_k(at, out);
       if constexpr (T == QuantType::kQ5_K) return unpack_q5_k(at, out);
       if constexpr (T == QuantType::kIQ4_XS) return unpack_iq4_xs(at, out);
+      if constexpr (T == QuantType::kQ2_K) return unpack_q2_k(at, out);
+      if constexpr (T == QuantType::kQ3_K) return unpack_q3_k(at, out);
       if constexpr (T == QuantType::kQ6_K) return unpack_q6_k(at, out);
       if constexpr (T == QuantType::kQ8_0) return unpack_q8_0(at, out);
       if constexpr (T == QuantType::kQ4_0) return unpack_q4_0(at, out);

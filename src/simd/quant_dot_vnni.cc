@@ -173,8 +173,12 @@ HANPU_VNNI_INLINE void unpack_q3_k(const uint8_t* b, Unit* u) {
     const __m512i hi = _mm512_and_si512(_mm512_srlv_epi16(hm, bit_shift), _mm512_set1_epi8(1));
     u->code[k] = _mm512_or_si512(two_bit_codes(b + 32, k), _mm512_slli_epi16(hi, 2));
   }
-  const __m512i bytes =
-      _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 96)));
+  // The 12 scale bytes alone: a 16-byte load would read past the block's end (110 bytes), and
+  // past the tensor's for its last block.
+  uint32_t sb[4] = {0, 0, 0, 0};
+  std::memcpy(sb, b + 96, 12);
+  const __m512i bytes = _mm512_cvtepu8_epi32(
+      _mm_set_epi32(0, static_cast<int>(sb[2]), static_cast<int>(sb[1]), static_cast<int>(sb[0])));
   const __m512i s = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const __m512i low = _mm512_and_si512(
       _mm512_srlv_epi32(_mm512_permutexvar_epi32(_mm512_and_si512(s, _mm512_set1_epi32(7)), bytes),

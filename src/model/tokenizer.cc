@@ -68,10 +68,6 @@ std::string quoted(const std::string& s) {
   return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-uint64_t pair_key(int a, int b) {
-  return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
-}
-
 }  // namespace
 
 struct Tokenizer::Regex {
@@ -243,29 +239,25 @@ std::string Tokenizer::pre_for_pattern(const std::string& pattern) {
 
 Status Tokenizer::build(Parts parts, const std::string& source, Tokenizer* out) {
   Tokenizer t;
-  t.id_to_token_ = std::move(parts.tokens);
   t.is_added_ = std::move(parts.added);
-  t.is_added_.resize(t.id_to_token_.size(), false);
-  for (size_t id = 0; id < t.id_to_token_.size(); ++id) {
-    const std::string& tok = t.id_to_token_[id];
-    if (tok.empty()) continue;  // an unused id
-    if (t.is_added_[id]) {
-      t.added_.push_back({tok, static_cast<int>(id)});
-    } else {
-      t.vocab_[tok] = static_cast<int>(id);
-    }
+  t.is_added_.resize(parts.tokens.size(), false);
+  for (size_t id = 0; id < parts.tokens.size(); ++id) {
+    if (t.is_added_[id] && !parts.tokens[id].empty())
+      t.added_.push_back({parts.tokens[id], static_cast<int>(id)});
   }
+  t.tokens_ = TokenTable(parts.tokens, t.is_added_);
+  parts.tokens = {};  // the table holds them now
   std::sort(t.added_.begin(), t.added_.end(),
             [](const Added& a, const Added& b) { return a.content.size() > b.content.size(); });
   int rank = 0;
   for (const auto& [a, b] : parts.merges) {
-    const auto ia = t.vocab_.find(a), ib = t.vocab_.find(b), iab = t.vocab_.find(a + b);
-    if (ia == t.vocab_.end() || ib == t.vocab_.end() || iab == t.vocab_.end()) {
+    const auto ia = t.tokens_.find(a), ib = t.tokens_.find(b), iab = t.tokens_.find(a + b);
+    if (!ia || !ib || !iab) {
       return Status::Error(
           fmt::format("{}: merge #{} ({} + {}) uses a token missing from the vocab", source, rank,
                       quoted(a), quoted(b)));
     }
-    t.merges_.emplace(pair_key(ia->second, ib->second), std::pair{rank++, iab->second});
+    t.merges_.insert(*ia, *ib, {rank++, *iab});
   }
   t.nfc_ = parts.nfc;
   int err = 0;
@@ -286,7 +278,7 @@ Status Tokenizer::build(Parts parts, const std::string& source, Tokenizer* out) 
   pcre2_set_heap_limit(t.split_->limits, kRegexHeapLimitKiB);
   // Every byte must have a token, or some input could not be encoded.
   for (int b = 0; b < 256; ++b) {
-    if (t.vocab_.count(byte_map().to_utf8[b]) == 0) {
+    if (!t.tokens_.find(byte_map().to_utf8[b])) {
       return Status::Error(
           fmt::format("{}: vocab lacks the byte-level token for byte 0x{:02x}", source, b));
     }
@@ -299,9 +291,7 @@ std::optional<int> Tokenizer::token_id(std::string_view token) const {
   for (const Added& a : added_) {
     if (a.content == token) return a.id;
   }
-  const auto it = vocab_.find(std::string(token));
-  if (it == vocab_.end()) return std::nullopt;
-  return it->second;
+  return tokens_.find(token);
 }
 
 Status Tokenizer::encode_piece(const std::string& piece, std::vector<int>* ids) const {
@@ -313,7 +303,7 @@ Status Tokenizer::encode_piece(const std::string& piece, std::vector<int>* ids) 
   const int n = static_cast<int>(piece.size());
   std::vector<int> sym(n), next(n), prev(n);
   for (int i = 0; i < n; ++i) {
-    sym[i] = vocab_.at(byte_map().to_utf8[static_cast<unsigned char>(piece[i])]);
+    sym[i] = *tokens_.find(byte_map().to_utf8[static_cast<unsigned char>(piece[i])]);
     next[i] = i + 1 < n ? i + 1 : -1;
     prev[i] = i - 1;
   }
@@ -329,9 +319,8 @@ Status Tokenizer::encode_piece(const std::string& piece, std::vector<int>* ids) 
   const auto push = [&](int left) {
     if (left < 0 || next[left] < 0) return;
     const int right = next[left];
-    const auto it = merges_.find(pair_key(sym[left], sym[right]));
-    if (it != merges_.end())
-      heap.push({it->second.first, left, right, sym[left], sym[right], it->second.second});
+    if (const MergeTable::Merge* m = merges_.find(sym[left], sym[right]))
+      heap.push({m->rank, left, right, sym[left], sym[right], m->merged});
   };
   for (int i = 0; i + 1 < n; ++i) push(i);
   while (!heap.empty()) {
@@ -471,8 +460,8 @@ Status Tokenizer::encode(std::string_view text, std::vector<int>* ids) const {
 
 std::string Tokenizer::token_bytes(int id) const {
   if (id < 0 || id >= vocab_size()) return std::string();
-  const std::string& tok = id_to_token_[id];
-  if (is_added_[id]) return tok;
+  const std::string_view tok = tokens_.at(id);
+  if (is_added_[id]) return std::string(tok);
   std::string bytes;
   size_t i = 0;
   while (i < tok.size()) {

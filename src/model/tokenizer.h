@@ -16,6 +16,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "hanpu/status.h"
+#include "model/token_table.h"
 
 namespace hanpu::model {
 
@@ -65,7 +66,7 @@ class Tokenizer {
   std::string token_bytes(int id) const;
   std::string decode(const std::vector<int>& ids) const;
   std::optional<int> token_id(std::string_view token) const;
-  int vocab_size() const { return static_cast<int>(id_to_token_.size()); }
+  int vocab_size() const { return tokens_.size(); }
 
  private:
   struct Regex;
@@ -77,12 +78,10 @@ class Tokenizer {
   Status encode_piece(const std::string& piece, std::vector<int>* ids) const;
   Status encode_segment(std::string_view text, std::vector<int>* ids) const;
 
-  std::unordered_map<std::string, int> vocab_;
-  std::vector<std::string> id_to_token_;  // byte-level strings, or added tokens' content
+  TokenTable tokens_;  // byte-level strings, or added tokens' content; added ones unindexed
   std::vector<bool> is_added_;
   std::vector<Added> added_;  // longest first
-  std::unordered_map<uint64_t, std::pair<int, int>>
-      merges_;  // (left id, right id) -> (rank, merged id)
+  MergeTable merges_;
   std::unique_ptr<Regex> split_;
   bool nfc_ = false;
 };

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
+#include "simd/vec_ops.h"
 
 namespace hanpu::simd {
 
@@ -122,6 +124,14 @@ void dequantize_row(QuantType t, const uint8_t* row, int in, float* out) {
     for (int j = 0; j < kQuantUnit && u * kQuantUnit + j < in; ++j)
       out[u * kQuantUnit + j] = std::fma(unit.scale[j / 16], unit.code[j], -unit.offset[j / 16]);
   }
+}
+
+void dequantize_row_bf16(QuantType t, const uint8_t* row, int in, uint16_t* out) {
+  if (quant_vnni_bf16_usable()) return dequantize_row_bf16_vnni(t, row, in, out);
+  thread_local std::vector<float> f32;
+  f32.resize(static_cast<size_t>(in));
+  dequantize_row(t, row, in, f32.data());
+  store_f32(out, DType::kBF16, f32.data(), static_cast<size_t>(in));
 }
 
 QuantKernel quant_kernel_default() {

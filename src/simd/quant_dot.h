@@ -86,6 +86,12 @@ bool quant_gemm_uses_unit_acts(QuantType t, int n, int64_t rows, QuantKernel k);
 // apart), on the VNNI unpackers where usable: how a prefill widens weights for the matrix unit.
 void dequantize_row(QuantType t, const uint8_t* row, int in, float* out);
 void dequantize_row_vnni(QuantType t, const uint8_t* row, int in, float* out);
+// The same rounded to bf16 (to nearest even, as store_f32 does): in one pass on the VNNI
+// unpackers where the CPU also has AVX512-BF16 (every CPU with AMX does), else decoded to f32
+// and converted.
+void dequantize_row_bf16(QuantType t, const uint8_t* row, int in, uint16_t* out);
+bool quant_vnni_bf16_usable();
+void dequantize_row_bf16_vnni(QuantType t, const uint8_t* row, int in, uint16_t* out);
 
 // The kernels by name (quant_gemm dispatches to them).
 void quant_gemm_scalar(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a,

@@ -2,6 +2,7 @@
 // each function that uses AVX-512 carries the target attribute, so nothing here runs before
 // quant_vnni_usable() said yes. Q2_K to Q6_K, Q8_0, Q4_0 and IQ4_XS (the types of the common
 // mixes) are unpacked in registers; the others through the scalar unpacker (quant_unpack.h).
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
@@ -598,7 +599,54 @@ HANPU_VNNI_TARGET void dequantize_of_type(const uint8_t* row, int in, float* out
   }
 }
 
+// As dequantize_of_type, rounded to bf16 in registers (vcvtne2ps2bf16: to nearest even, as
+// store_f32 rounds): a prefill on the matrix unit decodes every weight this way, and a second
+// pass converting an f32 row cost more than the decoding.
+template <QuantType T>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16,f16c,fma"))) void
+dequantize_bf16_of_type(const uint8_t* row, int in, uint16_t* out) {
+  alignas(64) QuantUnit scratch;
+  alignas(64) uint16_t tail[kQuantUnit];
+  for (int u = 0; u < quant_units(in); ++u) {
+    Unit w;
+    unpack<T>(row, in, u, &scratch, &w);
+    const bool whole = (u + 1) * kQuantUnit <= in;
+    uint16_t* dst = whole ? out + u * kQuantUnit : tail;
+    // The group scales and offsets through memory: a broadcast from memory is a load, where
+    // a lane permute competes with the conversions and the packer's shuffles for one port.
+    alignas(64) float offsets[16], scales[4][16];
+    _mm512_store_ps(offsets, w.offset);
+    for (int k = 0; k < 4; ++k) _mm512_store_ps(scales[k], w.scale_lane[k]);
+    for (int k = 0; k < 4; ++k) {
+      alignas(64) uint8_t codes[64];
+      _mm512_store_si512(codes, w.code[k]);
+      __m512 v[4];
+      for (int j = 0; j < 4; ++j) {  // lanes as in dequantize_of_type
+        const __m512 code = _mm512_cvtepi32_ps(
+            _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(codes + 16 * j))));
+        v[j] = _mm512_fmsub_ps(_mm512_set1_ps(scales[k][4 * j]), code,
+                               _mm512_set1_ps(offsets[4 * k + j]));
+      }
+      for (int p = 0; p < 2; ++p) {  // the low 16 bf16 from the second operand
+        const __m512bh b = _mm512_cvtne2ps_pbh(v[2 * p + 1], v[2 * p]);
+        _mm512_storeu_si512(dst + 64 * k + 32 * p, reinterpret_cast<const __m512i&>(b));
+      }
+    }
+    if (!whole) std::memcpy(out + u * kQuantUnit, tail, sizeof(uint16_t) * (in - u * kQuantUnit));
+  }
+}
+
 }  // namespace
+
+bool quant_vnni_bf16_usable() {
+  static const bool usable = quant_vnni_usable() && __builtin_cpu_supports("avx512bf16");
+  return usable;
+}
+
+void dequantize_row_bf16_vnni(QuantType t, const uint8_t* row, int in, uint16_t* out) {
+  for_quant_type(t,
+                 [&](auto type) { dequantize_bf16_of_type<decltype(type)::value>(row, in, out); });
+}
 
 bool quant_vnni_unit_acts(QuantType t, int /*n*/, int64_t rows) {
   return rows == 1 && (t == QuantType::kQ4_K || t == QuantType::kQ5_K || t == QuantType::kQ6_K);
@@ -617,6 +665,8 @@ void quant_gemm_vnni(QuantType t, const uint8_t* const* rows, int n, const Quant
 #else
 
 bool quant_vnni_usable() { return false; }
+bool quant_vnni_bf16_usable() { return false; }
+void dequantize_row_bf16_vnni(QuantType, const uint8_t*, int, uint16_t*) { std::abort(); }
 bool quant_vnni_unit_acts(QuantType, int, int64_t) { return false; }
 void dequantize_row_vnni(QuantType t, const uint8_t* row, int in, float* out) {
   dequantize_row(t, row, in, out);

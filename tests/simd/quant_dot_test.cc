@@ -14,6 +14,7 @@
 #include "base/rng.h"
 #include "hanpu/dtype.h"
 #include "simd/quant_dot.h"
+#include "simd/vec_ops.h"
 
 namespace hanpu::simd {
 namespace {
@@ -86,6 +87,24 @@ TEST(QuantUnpack, RowDecoderMatchesTheBlockDecoder) {
                            std::abs(double(unit.offset[i % 256 / 16]));
         ASSERT_NEAR(got[i], want[i], 3 * std::ldexp(mag, -24)) << info.name << " " << i;
       }
+    }
+  }
+}
+
+// The bf16 row decoder (how a prefill on the matrix unit decodes weights) gives exactly the f32
+// decoder's values rounded to bf16 as store_f32 rounds them, and writes nothing past the row.
+TEST(QuantUnpack, Bf16RowDecoderIsTheF32DecoderRounded) {
+  Rng rng(0xbf16 ^ static_cast<uint64_t>(::testing::UnitTest::GetInstance()->random_seed()));
+  for (const QuantTypeInfo& info : quant_types()) {
+    for (int in : row_lengths(info.type)) {
+      const auto row = random_rows(info.type, 1, in, rng);
+      std::vector<float> f32(in);
+      dequantize_row(info.type, row.data(), in, f32.data());
+      std::vector<uint16_t> want(in), got(in + 1, 0x7fc1);
+      store_f32(want.data(), DType::kBF16, f32.data(), static_cast<size_t>(in));
+      dequantize_row_bf16(info.type, row.data(), in, got.data());
+      ASSERT_EQ(got[in], 0x7fc1) << "wrote past the row";
+      for (int i = 0; i < in; ++i) ASSERT_EQ(got[i], want[i]) << info.name << " " << i;
     }
   }
 }

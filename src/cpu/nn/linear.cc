@@ -11,6 +11,7 @@
 
 #include "cpu/nn/blas_sgemm.h"
 #include "simd/amx.h"
+#include "simd/pairs_pack.h"
 #include "cpu/nn/quant_linear.h"
 #include "parallel/parallel_rows.h"
 #include "parallel/speed_balance.h"
@@ -146,20 +147,9 @@ void PackedLinear::fill_from_row_source(const RowSource& row) {
       // The strip in the order it is stored (amx.h): blocks of 32 reduction steps, each 16
       // pair rows of two 16-column halves; padding columns and steps stay zero.
       uint16_t* dst = l.half.data() + l.strip_offset(static_cast<int>(g));
-      if (in % kPairBlockDepth == 0) {
-        // Whole blocks: a column's steps 2j and 2j + 1 are one 32-bit word of its row, and
-        // pair row j of a half holds word j of its 16 columns, so each word moves once (a
-        // prefill of quantized weights repacks every projection this way, quant_linear.cc).
-        for (int kt = 0; kt < in / kPairBlockDepth; ++kt) {
-          for (int c = 0; c < n; ++c) {
-            const uint16_t* from =
-                rows16.data() + static_cast<size_t>(c) * in + kt * kPairBlockDepth;
-            uint16_t* to = dst + static_cast<size_t>(kt) * kPairBlockElems +
-                           (c / 16) * (kPairBlockElems / 2) + (c % 16) * 2;
-            for (int j = 0; j < kPairBlockDepth / 2; ++j)
-              std::memcpy(to + j * 2 * 16, from + 2 * j, sizeof(uint32_t));
-          }
-        }
+      if (in % kPairBlockDepth == 0) {  // whole blocks: the packer, the padding rows zero
+        std::fill(rows16.begin() + static_cast<ptrdiff_t>(n) * in, rows16.end(), uint16_t{0});
+        simd::pack_strip_bf16(rows16.data(), in, in / kPairBlockDepth, dst);
         continue;
       }
       for (int i0 = 0; i0 < in; i0 += 2, dst += 2 * 16) {
@@ -289,8 +279,9 @@ const uint16_t* x_as_tiles(const float* x, int64_t ldx, int64_t T, int in, int t
   const int64_t padded_rows = (T + 31) / 32 * 32;
   // Named through a reference: a lambda that names a thread_local directly would reach the
   // worker's own (empty) instance.
-  thread_local std::vector<uint16_t> caller_xb;
-  std::vector<uint16_t>& xb = caller_xb;
+  // 64-byte aligned: a tile row is one line.
+  thread_local std::vector<uint16_t, CacheAlignedAllocator<uint16_t>> caller_xb;
+  auto& xb = caller_xb;
   xb.resize(static_cast<size_t>(padded_rows * padded_in));
   parallel_rows(threads, padded_rows, padded_in, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
@@ -311,7 +302,10 @@ const uint16_t* x_as_tiles(const float* x, int64_t ldx, int64_t T, int in, int t
 // units reading the same copy (packed per unit, 24 panels packed the same x over again), in
 // `buf`, the caller's buffer kept between calls.
 template <class Word>
-const Word* x_packed_once(std::vector<Word>& buf, const float* x, int64_t ldx, int64_t T, int in,
+using AlignedWords = std::vector<Word, CacheAlignedAllocator<Word>>;  // whole lines per vector
+
+template <class Word>
+const Word* x_packed_once(AlignedWords<Word>& buf, const float* x, int64_t ldx, int64_t T, int in,
                           int threads, size_t words, int64_t mr,
                           void (*pack)(const float*, int64_t, int64_t, int64_t, int, Word*)) {
   buf.resize(words);
@@ -323,14 +317,14 @@ const Word* x_packed_once(std::vector<Word>& buf, const float* x, int64_t ldx, i
 
 // x for the pairs kernel (simd/gemm_bf16_pairs.h).
 const float* x_as_pairs_tiles(const float* x, int64_t ldx, int64_t T, int in, int threads) {
-  thread_local std::vector<float> caller_xp;  // named through a reference: see x_as_tiles
+  thread_local AlignedWords<float> caller_xp;  // named through a reference: see x_as_tiles
   return x_packed_once(caller_xp, x, ldx, T, in, threads, simd::pairs_packed_x_floats(T, in),
                        simd::gemm_bf16_pairs_tile_rows(), simd::pack_x_for_pairs);
 }
 
 // x rounded to bf16 for the dot kernel (simd/gemm_bf16_dot.h).
 const uint32_t* x_as_dot_tiles(const float* x, int64_t ldx, int64_t T, int in, int threads) {
-  thread_local std::vector<uint32_t> caller_xd;  // named through a reference: see x_as_tiles
+  thread_local AlignedWords<uint32_t> caller_xd;  // named through a reference: see x_as_tiles
   return x_packed_once(caller_xd, x, ldx, T, in, threads, simd::dot_packed_x_words(T, in),
                        simd::gemm_bf16_dot_tile_rows(), simd::pack_x_for_dot);
 }
@@ -532,6 +526,43 @@ void linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<Linea
                            });
     }
   }
+}
+
+StripProduct::StripProduct(const float* x, int64_t ldx, int64_t T, int in, int threads,
+                           ProjectionKernel ceiling)
+    : T_(T), in_(in) {
+  ceiling = resolve_projection_kernel(ceiling);
+  if (linear_uses_amx(ceiling)) {
+    kernel_ = Kernel::kAmx;
+    x_ = x_as_tiles(x, ldx, T, in, threads);
+  } else if (linear_uses_dot(ceiling)) {
+    kernel_ = Kernel::kDot;
+    x_ = x_as_dot_tiles(x, ldx, T, in, threads);
+  } else {
+    kernel_ = Kernel::kPairs;
+    x_ = x_as_pairs_tiles(x, ldx, T, in, threads);
+  }
+}
+
+void StripProduct::multiply(const uint16_t* w, int strips, int n_cols, float* y,
+                            int64_t ldy) const {
+  const int kt = (in_ + kPairBlockDepth - 1) / kPairBlockDepth;
+  const int rows = static_cast<int>(T_);
+  switch (kernel_) {
+    case Kernel::kAmx:
+      return simd::amx_gemm_bf16(static_cast<const uint16_t*>(x_), rows, w, kt, strips, n_cols, y,
+                                 ldy);
+    case Kernel::kDot:
+      return simd::gemm_bf16_dot_packed(rows, static_cast<const uint32_t*>(x_), in_, w, kt, 0, kt,
+                                        strips, n_cols, y, ldy, false);
+    case Kernel::kPairs:
+      return simd::gemm_bf16_pairs_packed(rows, static_cast<const float*>(x_), in_, w, kt, 0, kt,
+                                          strips, n_cols, y, ldy, false);
+  }
+}
+
+const char* StripProduct::kernel_name() const {
+  return kernel_ == Kernel::kAmx ? "amx" : kernel_ == Kernel::kDot ? "dot" : "pairs";
 }
 
 const char* linear_kernel_name(const PackedLinear& w, int64_t T, int threads,

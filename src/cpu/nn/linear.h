@@ -37,6 +37,7 @@
 
 #include <optional>
 
+#include "base/aligned_vector.h"
 #include "base/quant_blocks.h"
 #include "cpu/nn/projection_kernels.h"
 #include "hanpu/dtype.h"
@@ -50,8 +51,10 @@ inline constexpr int kLinearDepth =
 struct PackedLinear {
   int in = 0, out = 0;
   DType dtype = DType::kF32;
-  std::vector<float> data;     // fp32: panels back to back, panel p = [in, min(256, out - 256 p)]
-  std::vector<uint16_t> half;  // f16: the same panels in 16 bits; bf16: the pairs layout
+  std::vector<float> data;  // fp32: panels back to back, panel p = [in, min(256, out - 256 p)]
+  // 64-byte aligned, as the tile loads and vector loads read them (whole lines).
+  std::vector<uint16_t, CacheAlignedAllocator<uint16_t>>
+      half;  // f16: the same panels in 16 bits; bf16: the pairs layout
   // Quantized (cpu/nn/quant_linear.h): GGUF blocks where the checkpoint stores them (its
   // mapping, kept alive by `qowner`), never copied: output column o is the row of W at
   // qrows[o], `qrow_bytes` long; `x_order`, where set, permutes the input (kernel input i is
@@ -157,6 +160,27 @@ struct LinearOut {
 };
 void linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<LinearOut>& outs,
                  int threads, ProjectionKernel ceiling = ProjectionKernel::kAuto);
+
+// x packed once for the bf16 prefill kernel linear() runs under `ceiling` (the AMX tiles, the
+// bf16 dot instruction, or the pairs kernel), then multiplied by runs of pairs-layout strips
+// (simd/amx.h) the caller makes: quant_linear.cc decodes them from blocks, a few at a time on
+// each core. The packed x is a buffer of the calling thread (valid until its next call).
+class StripProduct {
+ public:
+  StripProduct(const float* x, int64_t ldx, int64_t T, int in, int threads,
+               ProjectionKernel ceiling);
+  // y[T, n_cols] (leading dim ldy) = x W for W the `strips` strips at w (in whole blocks of
+  // simd::kPairBlockDepth each, n_cols <= 32 strips): every row of x, on the calling thread.
+  void multiply(const uint16_t* w, int strips, int n_cols, float* y, int64_t ldy) const;
+  // "amx", "dot" or "pairs".
+  const char* kernel_name() const;
+
+ private:
+  enum class Kernel { kAmx, kDot, kPairs } kernel_;
+  const void* x_;
+  int64_t T_;
+  int in_;
+};
 
 // Whether linear() multiplies bf16 weights on the AMX tiles on this machine (see above).
 bool linear_uses_amx(ProjectionKernel ceiling = ProjectionKernel::kAuto);

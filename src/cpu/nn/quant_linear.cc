@@ -4,12 +4,16 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/aligned_vector.h"
 #include "base/quant_quantize.h"
 #include "base/rng.h"
 #include "hanpu/dtype.h"
 #include "parallel/parallel_rows.h"
+#include "parallel/thread_pool.h"
 #include "simd/amx.h"
+#include "simd/pairs_pack.h"
 #include "simd/quant_dot.h"
+#include "simd/vec_ops.h"
 
 namespace hanpu::cpu {
 
@@ -103,36 +107,66 @@ PackedLinear random_quant_linear(QuantType t, int in, int out, uint64_t seed, fl
 
 namespace {
 
-// Rows [o0, o0 + n) of W decoded into a bf16 projection (the pairs layout of linear.h), its
-// input back in x's order: for a prefill on the matrix unit or the bf16 dot instruction. The
-// storage is kept from call to call (one buffer, as large as the largest panel).
-const PackedLinear& widened(const PackedLinear& w, int o0, int n) {
-  thread_local PackedLinear wide;
-  wide.refill_from_row_source(
-      w.in, n,
-      [&](int o, float* buf) {
-        const uint8_t* row = w.qrows[o0 + o];
-        if (w.x_order.empty()) {
-          simd::dequantize_row(*w.quant, row, w.in, buf);
-          return static_cast<const float*>(buf);
+// Bytes of decoded strips a core multiplies at once: with a block of x's rows they stay in L2
+// while x's blocks stream by (the loop order of the bf16 kernels).
+constexpr int64_t kDecodedStripBytes = int64_t{1} << 20;
+
+// A prefill on the bf16 kernels from blocks decoded by the core that multiplies them: x packed
+// for the kernel once, then units of a few strips (32 output rows each), every unit's weights
+// decoded into the core's own buffer (bf16, the pairs layout) and multiplied against all of x
+// before the next. No decoded copy of W exists beyond one unit per core. (Decoding a 4 MiB
+// panel on the pool and then multiplying it cost two waits per panel, x packed again for
+// each, and the panel's memory; docs/journal, 2026-12-05, "Prefill: decoded by the core that
+// multiplies".)
+void quant_prefill_decoded(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y,
+                           int64_t ldy, int threads, ProjectionKernel ceiling) {
+  const int in = w.in, kt = in / simd::kPairBlockDepth;
+  const StripProduct product(x, ldx, T, in, threads, ceiling);
+  const int strips = (w.out + simd::kPairStripCols - 1) / simd::kPairStripCols;
+  const int64_t strip_elems = static_cast<int64_t>(kt) * simd::kPairBlockElems;
+  const int cores = ThreadPool::shared(threads).size();
+  // At least 4 units a core, so the last ones even the cores out.
+  const int per_unit = static_cast<int>(std::clamp<int64_t>(
+      std::min<int64_t>(kDecodedStripBytes / (2 * strip_elems), strips / (4 * cores)), 1, 8));
+  const int units = (strips + per_unit - 1) / per_unit;
+  parallel_rows(
+      threads, units, int64_t{per_unit} * simd::kPairStripCols * in * T,
+      [&](int64_t u0, int64_t u1) {
+        // 64-byte aligned: the kernels' and the packer's loads read whole lines (from
+        // a 16-byte-aligned block every tile row spanned two, measured 1.25x slower).
+        thread_local AlignedFloats row32, ordered;
+        thread_local std::vector<uint16_t, CacheAlignedAllocator<uint16_t>> rows16, decoded;
+        rows16.resize(static_cast<size_t>(simd::kPairStripCols) * in);
+        decoded.resize(static_cast<size_t>(per_unit * strip_elems));
+        for (int64_t u = u0; u < u1; ++u) {
+          const int s0 = static_cast<int>(u) * per_unit;
+          const int n = std::min(per_unit, strips - s0);
+          for (int s = 0; s < n; ++s) {
+            for (int c = 0; c < simd::kPairStripCols; ++c) {
+              const int o = (s0 + s) * simd::kPairStripCols + c;
+              uint16_t* dst = rows16.data() + static_cast<size_t>(c) * in;
+              if (o >= w.out) {
+                std::fill(dst, dst + in, uint16_t{0});
+              } else if (w.x_order.empty()) {
+                simd::dequantize_row_bf16(*w.quant, w.qrows[o], in, dst);
+              } else {  // W's input back in x's order
+                row32.resize(static_cast<size_t>(in));
+                ordered.resize(static_cast<size_t>(in));
+                simd::dequantize_row(*w.quant, w.qrows[o], in, row32.data());
+                for (int i = 0; i < in; ++i) ordered[w.x_order[i]] = row32[i];
+                simd::store_f32(dst, DType::kBF16, ordered.data(), static_cast<size_t>(in));
+              }
+            }
+            simd::pack_strip_bf16(rows16.data(), in, kt, decoded.data() + s * strip_elems);
+          }
+          const int col0 = s0 * simd::kPairStripCols;
+          product.multiply(decoded.data(), n, std::min(n * simd::kPairStripCols, w.out - col0),
+                           y + col0, ldy);
         }
-        thread_local std::vector<float> dec;
-        dec.resize(static_cast<size_t>(w.in));
-        simd::dequantize_row(*w.quant, row, w.in, dec.data());
-        for (int i = 0; i < w.in; ++i) buf[w.x_order[i]] = dec[i];
-        return static_cast<const float*>(buf);
-      },
-      DType::kBF16);
-  return wide;
+      });
 }
 
 }  // namespace
-
-int quant_widen_panel_rows(int in) {
-  const int64_t rows =
-      kQuantWidenPanelBytes / (int64_t{2} * in) / simd::kPairStripCols * simd::kPairStripCols;
-  return static_cast<int>(std::clamp<int64_t>(rows, simd::kPairStripCols, int64_t{1} << 30));
-}
 
 bool quant_prefill_widens(const PackedLinear& w, int64_t T, ProjectionKernel ceiling) {
   return T >= kQuantWidenRows && projection_kernel_allowed(ceiling, ProjectionKernel::kPairs);
@@ -141,14 +175,8 @@ bool quant_prefill_widens(const PackedLinear& w, int64_t T, ProjectionKernel cei
 void quant_linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y,
                   int64_t ldy, int threads, ProjectionKernel ceiling) {
   if (T <= 0 || w.out <= 0) return;
-  if (quant_prefill_widens(w, T, ceiling)) {
-    const int panel = quant_widen_panel_rows(w.in);
-    for (int o0 = 0; o0 < w.out; o0 += panel) {
-      const int n = std::min(panel, w.out - o0);
-      linear(x, ldx, T, widened(w, o0, n), y + o0, ldy, threads, ceiling);
-    }
-    return;
-  }
+  if (quant_prefill_widens(w, T, ceiling))
+    return quant_prefill_decoded(x, ldx, T, w, y, ldy, threads, ceiling);
   quant_linear_many(x, ldx, T, {{&w, y, ldy}}, threads);
 }
 

@@ -41,16 +41,11 @@ PackedLinear random_quant_linear(QuantType t, int in, int out, uint64_t seed, fl
 // the 0.8B's projections and head alike). On AVX2 alone the pairs kernel on decoded W also
 // beats the int8 AVX2 kernel (vpmaddubsw) for a whole model's prefill by half again.
 //
-// W is decoded a panel of output rows at a time, each multiplied before the next is decoded,
-// so the decoded copy is one panel (kQuantWidenPanelBytes of bf16), never a whole projection
-// (a model's head is 500 MB in bf16 for a 250k-word vocabulary). Smaller panels cost a
-// prefill more (each panel is a call: x packed again, two more waits on the pool); 4 MiB
-// measured within the noise of whole projections (docs/journal, 2026-12-04, "Peak memory of
-// a quantized prefill").
+// Each core decodes the few strips (32 output rows each) it multiplies next into a buffer of
+// its own and multiplies them by all of x (packed once) before the next: no decoded copy of
+// a projection exists beyond one unit per core (a model's head is 500 MB in bf16 for a
+// 250k-word vocabulary).
 inline constexpr int64_t kQuantWidenRows = 40;
-inline constexpr int64_t kQuantWidenPanelBytes = int64_t{4} << 20;
-// Output rows of one decoded panel for rows of `in` values (whole pairs strips).
-int quant_widen_panel_rows(int in);
 bool quant_prefill_widens(const PackedLinear& w, int64_t T,
                           ProjectionKernel ceiling = ProjectionKernel::kAuto);
 

@@ -84,10 +84,10 @@ TEST(QuantLinear, EveryCeilingMatchesDoubleOnDecodeAndPrefill) {
                 {QuantType::kIQ4_XS, 768, 45},
                 {QuantType::kQ5_0, 96, 33},
                 {QuantType::kQ4_0, 160, 64},
-                // Decoded for a prefill in two panels, the second a partial one.
-                {QuantType::kQ4_K, 8192, 300}};
-  ASSERT_GT(300, quant_widen_panel_rows(8192));
-  ASSERT_LT(300, 2 * quant_widen_panel_rows(8192));
+                // Decoded for a prefill in units of 1 strip (deep rows)...
+                {QuantType::kQ4_K, 8192, 300},
+                // ... and of 4 strips, the last strip 8 columns wide.
+                {QuantType::kQ4_K, 256, 1000}};
   for (const auto& s : shapes) {
     const PackedLinear w = random_quant_linear(s.type, s.in, s.out, rng.next(), 0.05f);
     std::vector<float> row(static_cast<size_t>(s.in));

@@ -14,10 +14,11 @@ void mlp_layer(const MlpWeights& w, int inter, const float* x, int64_t T, const 
                float* out) {
   const int hidden = w.gate_up.in;
   float* gu = layer_buffer(0, static_cast<size_t>(T) * 2 * inter);
-  float* h = layer_buffer(1, static_cast<size_t>(T) * inter);
   cpu::linear(x, hidden, T, w.gate_up, gu, 2 * inter, opt.threads, opt.projection);
-  cpu::swiglu(gu, T, inter, h, opt.threads);
-  cpu::linear(h, inter, T, w.down, out, hidden, opt.threads, opt.projection);
+  // The activation over each row's gate half, read from there by the down projection: a
+  // second [T, inter] buffer was the largest of a prefill's temporaries after gate_up.
+  cpu::swiglu(gu, T, inter, gu, 2 * inter, opt.threads);
+  cpu::linear(gu, 2 * inter, T, w.down, out, hidden, opt.threads, opt.projection);
 }
 
 void moe_layer(const ModelConfig& c, const MoeWeights& w, const float* x, int64_t T,

@@ -52,13 +52,13 @@ void causal_conv1d_silu(const float* x, int64_t T, int C, const float* w, int kc
   }
 }
 
-void swiglu(const float* gate_up, int64_t rows, int I, float* out, int threads) {
+void swiglu(const float* gate_up, int64_t rows, int I, float* out, int64_t ld_out, int threads) {
   ThreadPool& pool = ThreadPool::shared(threads);
   const int P = pool.size();
   pool.run_on_all([&](int core) {
     simd::ensure_flush_denormals();
     for (int64_t r = core; r < rows; r += P) {
-      simd::silu_mul(gate_up + r * 2 * I, gate_up + r * 2 * I + I, out + r * I,
+      simd::silu_mul(gate_up + r * 2 * I, gate_up + r * 2 * I + I, out + r * ld_out,
                      static_cast<size_t>(I));
     }
   });

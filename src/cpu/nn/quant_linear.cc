@@ -116,7 +116,7 @@ constexpr int64_t kDecodedStripBytes = int64_t{1} << 20;
 // decoded into the core's own buffer (bf16, the pairs layout) and multiplied against all of x
 // before the next. No decoded copy of W exists beyond one unit per core. (Decoding a 4 MiB
 // panel on the pool and then multiplying it cost two waits per panel, x packed again for
-// each, and the panel's memory; docs/journal, 2026-12-05, "Prefill: decoded by the core that
+// each, and the panel's memory; docs/journal, 2026-12-04, "Prefill: decoded by the core that
 // multiplies".)
 void quant_prefill_decoded(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y,
                            int64_t ldy, int threads, ProjectionKernel ceiling) {

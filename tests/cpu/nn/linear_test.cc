@@ -327,18 +327,24 @@ TEST(Conv1d, CarriesTheStateAcrossCalls) {
   }
 }
 
-TEST(Swiglu, MatchesScalar) {
+// Into a separate buffer and in place over each row's gate half (how the MLP runs it).
+TEST(Swiglu, MatchesScalarSeparateAndInPlace) {
   Rng rng(4);
   const int64_t rows = 9;
   const int I = 77;
-  std::vector<float> gu(rows * 2 * I), out(rows * I, NAN);
+  std::vector<float> gu(rows * 2 * I);
   for (float& v : gu) v = static_cast<float>(rng.normal() * 3);
-  swiglu(gu.data(), rows, I, out.data(), 2);
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int i = 0; i < I; ++i) {
-      const double g = gu[r * 2 * I + i], u = gu[r * 2 * I + I + i];
-      const double want = g / (1 + std::exp(-g)) * u;
-      ASSERT_NEAR(out[r * I + i], want, 1e-5 * (1 + std::abs(want)));
+  for (const bool in_place : {false, true}) {
+    std::vector<float> buf = gu, out(rows * I, NAN);
+    float* dst = in_place ? buf.data() : out.data();
+    const int64_t ld = in_place ? 2 * I : I;
+    swiglu(buf.data(), rows, I, dst, ld, 2);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int i = 0; i < I; ++i) {
+        const double g = gu[r * 2 * I + i], u = gu[r * 2 * I + I + i];
+        const double want = g / (1 + std::exp(-g)) * u;
+        ASSERT_NEAR(dst[r * ld + i], want, 1e-5 * (1 + std::abs(want))) << in_place;
+      }
     }
   }
 }

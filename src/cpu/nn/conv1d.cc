@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include "parallel/parallel_rows.h"
-#include "parallel/thread_pool.h"
 #include "simd/activation_ops.h"
 #include "simd/fp_mode.h"
 
@@ -53,11 +52,11 @@ void causal_conv1d_silu(const float* x, int64_t T, int C, const float* w, int kc
 }
 
 void swiglu(const float* gate_up, int64_t rows, int I, float* out, int64_t ld_out, int threads) {
-  ThreadPool& pool = ThreadPool::shared(threads);
-  const int P = pool.size();
-  pool.run_on_all([&](int core) {
+  // Rows claimed by the cores (parallel_rows): a decode step's one row runs on the caller
+  // rather than waking the pool for a few thousand values.
+  parallel_rows(threads, rows, int64_t{8} * I, [&](int64_t r0, int64_t r1) {
     simd::ensure_flush_denormals();
-    for (int64_t r = core; r < rows; r += P) {
+    for (int64_t r = r0; r < r1; ++r) {
       simd::silu_mul(gate_up + r * 2 * I, gate_up + r * 2 * I + I, out + r * ld_out,
                      static_cast<size_t>(I));
     }

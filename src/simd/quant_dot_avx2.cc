@@ -192,13 +192,73 @@ HANPU_AVX2_INLINE void unpack_q4_0(const uint8_t* b, Unit* u) {
   u->offset[1] = _mm256_load_ps(offset + 8);
 }
 
+// 16 bytes of nibbles at qs as a block's 32 values: low nibbles values 0-15, high 16-31.
+HANPU_AVX2_INLINE __m256i block_nibbles(const uint8_t* qs) {
+  const __m128i mask = _mm_set1_epi8(0x0F);
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  return _mm256_insertf128_si256(_mm256_castsi128_si256(_mm_and_si128(v, mask)),
+                                 _mm_and_si128(_mm_srli_epi16(v, 4), mask), 1);
+}
+
+// Q5_0's and Q5_1's fifth bits: bit j of the 32-bit qh at `at` as 0x10 in byte j (byte j takes
+// qh's byte j / 8, then its bit j % 8 is tested).
+HANPU_AVX2_INLINE __m256i block_fifth_bits(const uint8_t* at) {
+  uint32_t qh;
+  std::memcpy(&qh, at, sizeof(qh));
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(qh)),
+      _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit),
+                          _mm256_set1_epi8(0x10));
+}
+
+// The 32-value types other than Q4_0 and Q8_0, eight blocks of `bytes` (the f16 scale d first):
+// Q4_1 and Q5_1 add their f16 min m (offset -m), Q5_0 offsets its codes by 16 times d, IQ4_NL
+// is a signed type (kSignedWide: its levels, no offset).
+template <QuantType T>
+HANPU_AVX2_INLINE void unpack_blocks(const uint8_t* b, Unit* u) {
+  constexpr int bytes = T == QuantType::kQ4_1   ? 20
+                        : T == QuantType::kQ5_0 ? 22
+                        : T == QuantType::kQ5_1 ? 24
+                                                : 18;
+  alignas(32) float offset[16];
+  for (int k = 0; k < 8; ++k) {
+    const uint8_t* blk = b + bytes * k;
+    const float d = half_at(blk);
+    u->scale_lane[k] = _mm256_set1_ps(d);
+    float off = 0;
+    if constexpr (T == QuantType::kQ4_1) {
+      u->code[k] = block_nibbles(blk + 4);
+      off = -half_at(blk + 2);
+    } else if constexpr (T == QuantType::kQ5_0) {
+      u->code[k] = _mm256_or_si256(block_nibbles(blk + 6), block_fifth_bits(blk + 2));
+      off = 16 * d;
+    } else if constexpr (T == QuantType::kQ5_1) {
+      u->code[k] = _mm256_or_si256(block_nibbles(blk + 8), block_fifth_bits(blk + 4));
+      off = -half_at(blk + 2);
+    } else {
+      static_assert(T == QuantType::kIQ4_NL);
+      const __m256i table = _mm256_broadcastsi128_si256(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant_fields::kIq4Levels)));
+      u->code[k] = _mm256_shuffle_epi8(table, block_nibbles(blk + 2));
+    }
+    offset[2 * k] = offset[2 * k + 1] = off;
+  }
+  u->offset[0] = _mm256_load_ps(offset);
+  u->offset[1] = _mm256_load_ps(offset + 8);
+}
+
 template <QuantType T>
 constexpr int kUnitBytes = quant_unit_bytes(T);
 
 // Unit u of a row of type T into registers (kSignedWide types: signed values, no offsets).
 template <QuantType T>
 HANPU_AVX2_INLINE void unpack(const uint8_t* row, int in, int u, QuantUnit* scratch, Unit* out) {
-  constexpr bool kVector = T == QuantType::kQ6_K || T == QuantType::kQ8_0 || T == QuantType::kQ4_0;
+  constexpr bool kVector = T == QuantType::kQ6_K || T == QuantType::kQ8_0 ||
+                           T == QuantType::kQ4_0 || T == QuantType::kQ4_1 ||
+                           T == QuantType::kQ5_0 || T == QuantType::kQ5_1 ||
+                           T == QuantType::kIQ4_NL;
   // Rows of 256-value blocks: every unit is whole.
   if constexpr (T == QuantType::kQ4_K)
     return unpack_q4_k(row + static_cast<size_t>(u) * kUnitBytes<T>, out);
@@ -212,6 +272,9 @@ HANPU_AVX2_INLINE void unpack(const uint8_t* row, int in, int u, QuantUnit* scra
       if constexpr (T == QuantType::kQ6_K) return unpack_q6_k(at, out);
       if constexpr (T == QuantType::kQ8_0) return unpack_q8_0(at, out);
       if constexpr (T == QuantType::kQ4_0) return unpack_q4_0(at, out);
+      if constexpr (T == QuantType::kQ4_1 || T == QuantType::kQ5_0 || T == QuantType::kQ5_1 ||
+                    T == QuantType::kIQ4_NL)
+        return unpack_blocks<T>(at, out);
     }
   }
   unpack_unit(T, row, in, u, scratch);

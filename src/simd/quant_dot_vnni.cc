@@ -1,7 +1,7 @@
 // The AVX512-VNNI quantized kernel (see quant_dot.h). The file builds for the baseline ISA;
 // each function that uses AVX-512 carries the target attribute, so nothing here runs before
-// quant_vnni_usable() said yes. Q2_K to Q6_K, Q8_0, Q4_0 and IQ4_XS (the types of the common
-// mixes) are unpacked in registers; the others through the scalar unpacker (quant_unpack.h).
+// quant_vnni_usable() said yes. Every type's whole units are unpacked in registers; a row's
+// partial last unit goes through the scalar unpacker (quant_unpack.h).
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
@@ -320,14 +320,69 @@ HANPU_VNNI_INLINE void unpack_q4_0(const uint8_t* b, Unit* u) {
   u->offset = _mm512_mul_ps(_mm512_set1_ps(8.0f), scale);
 }
 
-// Unit u of a row of type T into registers: in registers for the common types, else
-// through the scalar unpacker.
+// The 32 values of a 32-value block as bytes: 16 bytes of nibbles at qs, low nibbles values
+// 0-15, high ones 16-31 (Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL).
+HANPU_VNNI_INLINE __m256i block_nibbles(const uint8_t* qs) {
+  const __m128i mask = _mm_set1_epi8(0x0F);
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  return _mm256_inserti128_si256(_mm256_zextsi128_si256(_mm_and_si128(v, mask)),
+                                 _mm_and_si128(_mm_srli_epi16(v, 4), mask), 1);
+}
+
+// Q5_0's and Q5_1's fifth bits: bit j of the 32-bit qh at `at` is value j's bit 4 (a mask
+// register made bytes by vpmovm2b).
+HANPU_VNNI_INLINE __m256i block_fifth_bits(const uint8_t* at) {
+  uint32_t qh;
+  std::memcpy(&qh, at, sizeof(qh));
+  return _mm256_and_si256(_mm256_movm_epi8(static_cast<__mmask32>(qh)), _mm256_set1_epi8(0x10));
+}
+
+// The codes of one 32-value block of type T (Q4_1, Q5_0, Q5_1, IQ4_NL) at blk.
+template <QuantType T>
+HANPU_VNNI_INLINE __m256i block_codes(const uint8_t* blk) {
+  if constexpr (T == QuantType::kQ4_1) return block_nibbles(blk + 4);
+  if constexpr (T == QuantType::kQ5_0)
+    return _mm256_or_si256(block_nibbles(blk + 6), block_fifth_bits(blk + 2));
+  if constexpr (T == QuantType::kQ5_1)
+    return _mm256_or_si256(block_nibbles(blk + 8), block_fifth_bits(blk + 4));
+  if constexpr (T == QuantType::kIQ4_NL) {  // IQ4_XS's levels as codes (level + 128)
+    alignas(16) int8_t levels[16];
+    for (int i = 0; i < 16; ++i) levels[i] = static_cast<int8_t>(quant_fields::kIq4Levels[i] + 128);
+    const __m256i table =
+        _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(levels)));
+    return _mm256_shuffle_epi8(table, block_nibbles(blk + 2));
+  }
+}
+
+// The 32-value types other than Q4_0 and Q8_0: values scale * code - offset per block, the f16
+// scale d first in the block; Q4_1 and Q5_1 add their f16 min m (offset -m), Q5_0 offsets its
+// codes by 16 and IQ4_NL by 128 (times d).
+template <QuantType T>
+HANPU_VNNI_INLINE void unpack_blocks(const uint8_t* b, Unit* u) {
+  constexpr int bytes = T == QuantType::kQ4_1   ? 20
+                        : T == QuantType::kQ5_0 ? 22
+                        : T == QuantType::kQ5_1 ? 24
+                                                : 18;
+  for (int k = 0; k < 4; ++k)
+    u->code[k] = join(block_codes<T>(b + bytes * (2 * k)), block_codes<T>(b + bytes * (2 * k + 1)));
+  const __m512 scale = block_scales(b, bytes);
+  spread_scales(scale, u);
+  if constexpr (T == QuantType::kQ4_1 || T == QuantType::kQ5_1) {
+    u->offset = _mm512_sub_ps(_mm512_setzero_ps(), block_scales(b + 2, bytes));
+  } else {
+    u->offset = _mm512_mul_ps(_mm512_set1_ps(T == QuantType::kQ5_0 ? 16.0f : 128.0f), scale);
+  }
+}
+
+// Unit u of a row of type T into registers (a row's partial last unit through the scalar
+// unpacker).
 template <QuantType T>
 HANPU_VNNI_INLINE void unpack(const uint8_t* row, int in, int u, QuantUnit* scratch, Unit* out) {
-  constexpr bool kVector = T == QuantType::kQ4_K || T == QuantType::kQ5_K ||
-                           T == QuantType::kQ6_K || T == QuantType::kQ8_0 ||
-                           T == QuantType::kQ4_0 || T == QuantType::kIQ4_XS ||
-                           T == QuantType::kQ2_K || T == QuantType::kQ3_K;
+  constexpr bool kVector =
+      T == QuantType::kQ4_K || T == QuantType::kQ5_K || T == QuantType::kQ6_K ||
+      T == QuantType::kQ8_0 || T == QuantType::kQ4_0 || T == QuantType::kIQ4_XS ||
+      T == QuantType::kQ2_K || T == QuantType::kQ3_K || T == QuantType::kQ4_1 ||
+      T == QuantType::kQ5_0 || T == QuantType::kQ5_1 || T == QuantType::kIQ4_NL;
   if constexpr (kVector) {
     if ((u + 1) * kQuantUnit <= in) {
       const uint8_t* at = row + static_cast<size_t>(u) * quant_unit_bytes(T);
@@ -339,6 +394,9 @@ HANPU_VNNI_INLINE void unpack(const uint8_t* row, int in, int u, QuantUnit* scra
       if constexpr (T == QuantType::kQ6_K) return unpack_q6_k(at, out);
       if constexpr (T == QuantType::kQ8_0) return unpack_q8_0(at, out);
       if constexpr (T == QuantType::kQ4_0) return unpack_q4_0(at, out);
+      if constexpr (T == QuantType::kQ4_1 || T == QuantType::kQ5_0 || T == QuantType::kQ5_1 ||
+                    T == QuantType::kIQ4_NL)
+        return unpack_blocks<T>(at, out);
     }
   }
   unpack_unit(T, row, in, u, scratch);

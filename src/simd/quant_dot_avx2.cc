@@ -249,6 +249,55 @@ HANPU_AVX2_INLINE void unpack_blocks(const uint8_t* b, Unit* u) {
   u->offset[1] = _mm256_load_ps(offset + 8);
 }
 
+// Q2_K's and Q3_K's two-bit plane at q: values 32c .. 32c + 31 are pair c % 4 of bytes
+// 32 (c / 4) .. + 31 (quant_fields::two_bits).
+HANPU_AVX2_INLINE __m256i two_bit_codes(const uint8_t* q, int c) {
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * (c / 4)));
+  return _mm256_and_si256(_mm256_srli_epi16(v, 2 * (c % 4)), _mm256_set1_epi8(0x03));
+}
+
+// Group scales and offsets (16 each) into the unit's lanes.
+HANPU_AVX2_INLINE void set_groups(const float* scale, const float* offset, Unit* u) {
+  for (int k = 0; k < 8; ++k) u->scale_lane[k] = two_groups(scale[2 * k], scale[2 * k + 1]);
+  u->offset[0] = _mm256_loadu_ps(offset);
+  u->offset[1] = _mm256_loadu_ps(offset + 8);
+}
+
+// Q2_K: 16 scale bytes (low nibble the group's scale, high its min) times d and dmin.
+HANPU_AVX2_INLINE void unpack_q2_k(const uint8_t* b, Unit* u) {
+  for (int c = 0; c < 8; ++c) u->code[c] = two_bit_codes(b + 16, c);
+  const float d = half_at(b + 80), dmin = half_at(b + 82);
+  alignas(32) float scale[16], offset[16];
+  for (int g = 0; g < 16; ++g) {
+    scale[g] = d * static_cast<float>(b[g] & 0x0F);
+    offset[g] = dmin * static_cast<float>(b[g] >> 4);
+  }
+  set_groups(scale, offset, u);
+}
+
+// Q3_K: two bits from qs plus bit c of the 32 hmask bytes as bit 2 (codes 0..7, offset 4 times
+// the scale); 16 signed six-bit scales from the 12 bytes at b + 96 (the low 4 bits nibble s / 8
+// of byte s % 8, the high 2 bits pair s / 4 of byte 8 + s % 4, less 32).
+HANPU_AVX2_INLINE void unpack_q3_k(const uint8_t* b, Unit* u) {
+  const __m256i hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+  const __m256i one = _mm256_set1_epi8(1);
+  for (int c = 0; c < 8; ++c) {
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(hm, c), one);
+    u->code[c] = _mm256_or_si256(two_bit_codes(b + 32, c), _mm256_slli_epi16(hi, 2));
+  }
+  const float d = half_at(b + 108);
+  const uint8_t* sb = b + 96;
+  alignas(32) float scale[16], offset[16];
+  for (int g = 0; g < 16; ++g) {
+    const int sc =
+        (((sb[g % 8] >> (4 * (g / 8))) & 0x0F) | (((sb[8 + g % 4] >> (2 * (g / 4))) & 3) << 4)) -
+        32;
+    scale[g] = d * static_cast<float>(sc);
+    offset[g] = 4 * scale[g];
+  }
+  set_groups(scale, offset, u);
+}
+
 template <QuantType T>
 constexpr int kUnitBytes = quant_unit_bytes(T);
 
@@ -266,6 +315,10 @@ HANPU_AVX2_INLINE void unpack(const uint8_t* row, int in, int u, QuantUnit* scra
     return unpack_q5_k(row + static_cast<size_t>(u) * kUnitBytes<T>, out);
   if constexpr (T == QuantType::kIQ4_XS)
     return unpack_iq4_xs(row + static_cast<size_t>(u) * kUnitBytes<T>, out);
+  if constexpr (T == QuantType::kQ2_K)
+    return unpack_q2_k(row + static_cast<size_t>(u) * kUnitBytes<T>, out);
+  if constexpr (T == QuantType::kQ3_K)
+    return unpack_q3_k(row + static_cast<size_t>(u) * kUnitBytes<T>, out);
   if constexpr (kVector) {
     if ((u + 1) * kQuantUnit <= in) {
       const uint8_t* at = row + static_cast<size_t>(u) * kUnitBytes<T>;

@@ -14,6 +14,8 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
+
+#include "simd/quant_x86_nibbles.h"
 #define HANPU_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
 #define HANPU_AVX2_INLINE __attribute__((target("avx2,fma,f16c"), always_inline)) inline
 #define HANPU_HAVE_AVX2 1
@@ -177,27 +179,16 @@ HANPU_AVX2_INLINE void unpack_q8_0(const uint8_t* b, Unit* u) {
 }
 
 HANPU_AVX2_INLINE void unpack_q4_0(const uint8_t* b, Unit* u) {
-  const __m128i mask = _mm_set1_epi8(0x0F);
   alignas(32) float offset[16];
   for (int k = 0; k < 8; ++k) {
     const uint8_t* blk = b + 18 * k;
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
-    u->code[k] = _mm256_insertf128_si256(_mm256_castsi128_si256(_mm_and_si128(v, mask)),
-                                         _mm_and_si128(_mm_srli_epi16(v, 4), mask), 1);
+    u->code[k] = block_nibbles(blk + 2);
     const float d = half_at(blk);
     u->scale_lane[k] = _mm256_set1_ps(d);
     offset[2 * k] = offset[2 * k + 1] = 8 * d;
   }
   u->offset[0] = _mm256_load_ps(offset);
   u->offset[1] = _mm256_load_ps(offset + 8);
-}
-
-// 16 bytes of nibbles at qs as a block's 32 values: low nibbles values 0-15, high 16-31.
-HANPU_AVX2_INLINE __m256i block_nibbles(const uint8_t* qs) {
-  const __m128i mask = _mm_set1_epi8(0x0F);
-  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  return _mm256_insertf128_si256(_mm256_castsi128_si256(_mm_and_si128(v, mask)),
-                                 _mm_and_si128(_mm_srli_epi16(v, 4), mask), 1);
 }
 
 // Q5_0's and Q5_1's fifth bits: bit j of the 32-bit qh at `at` as 0x10 in byte j (byte j takes
@@ -218,10 +209,7 @@ HANPU_AVX2_INLINE __m256i block_fifth_bits(const uint8_t* at) {
 // is a signed type (kSignedWide: its levels, no offset).
 template <QuantType T>
 HANPU_AVX2_INLINE void unpack_blocks(const uint8_t* b, Unit* u) {
-  constexpr int bytes = T == QuantType::kQ4_1   ? 20
-                        : T == QuantType::kQ5_0 ? 22
-                        : T == QuantType::kQ5_1 ? 24
-                                                : 18;
+  constexpr int bytes = quant_unit_bytes(T) / (kQuantUnit / 32);  // a 32-value block
   alignas(32) float offset[16];
   for (int k = 0; k < 8; ++k) {
     const uint8_t* blk = b + bytes * k;

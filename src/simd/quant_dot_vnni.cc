@@ -22,6 +22,8 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 #include <immintrin.h>
+
+#include "simd/quant_x86_nibbles.h"
 #define HANPU_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")))
 #define HANPU_VNNI_INLINE                                                      \
   __attribute__((target("avx2,avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma"), \
@@ -305,28 +307,11 @@ HANPU_VNNI_INLINE void unpack_q8_0(const uint8_t* b, Unit* u) {
 }
 
 HANPU_VNNI_INLINE void unpack_q4_0(const uint8_t* b, Unit* u) {
-  const __m128i mask = _mm_set1_epi8(0x0F);
-  for (int k = 0; k < 4; ++k) {
-    __m256i block[2];
-    for (int j = 0; j < 2; ++j) {
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 18 * (2 * k + j) + 2));
-      block[j] = _mm256_inserti128_si256(_mm256_zextsi128_si256(_mm_and_si128(v, mask)),
-                                         _mm_and_si128(_mm_srli_epi16(v, 4), mask), 1);
-    }
-    u->code[k] = join(block[0], block[1]);
-  }
+  for (int k = 0; k < 4; ++k)
+    u->code[k] = join(block_nibbles(b + 18 * (2 * k) + 2), block_nibbles(b + 18 * (2 * k + 1) + 2));
   const __m512 scale = block_scales(b, 18);
   spread_scales(scale, u);
   u->offset = _mm512_mul_ps(_mm512_set1_ps(8.0f), scale);
-}
-
-// The 32 values of a 32-value block as bytes: 16 bytes of nibbles at qs, low nibbles values
-// 0-15, high ones 16-31 (Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL).
-HANPU_VNNI_INLINE __m256i block_nibbles(const uint8_t* qs) {
-  const __m128i mask = _mm_set1_epi8(0x0F);
-  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  return _mm256_inserti128_si256(_mm256_zextsi128_si256(_mm_and_si128(v, mask)),
-                                 _mm_and_si128(_mm_srli_epi16(v, 4), mask), 1);
 }
 
 // Q5_0's and Q5_1's fifth bits: bit j of the 32-bit qh at `at` is value j's bit 4 (a mask
@@ -359,10 +344,7 @@ HANPU_VNNI_INLINE __m256i block_codes(const uint8_t* blk) {
 // codes by 16 and IQ4_NL by 128 (times d).
 template <QuantType T>
 HANPU_VNNI_INLINE void unpack_blocks(const uint8_t* b, Unit* u) {
-  constexpr int bytes = T == QuantType::kQ4_1   ? 20
-                        : T == QuantType::kQ5_0 ? 22
-                        : T == QuantType::kQ5_1 ? 24
-                                                : 18;
+  constexpr int bytes = quant_unit_bytes(T) / (kQuantUnit / 32);  // a 32-value block
   for (int k = 0; k < 4; ++k)
     u->code[k] = join(block_codes<T>(b + bytes * (2 * k)), block_codes<T>(b + bytes * (2 * k + 1)));
   const __m512 scale = block_scales(b, bytes);

@@ -57,11 +57,17 @@ struct PackedLinear {
       half;  // f16: the same panels in 16 bits; bf16: the pairs layout
   // Quantized (cpu/nn/quant_linear.h): GGUF blocks where the checkpoint stores them (its
   // mapping, kept alive by `qowner`), never copied: output column o is the row of W at
-  // qrows[o], `qrow_bytes` long; `x_order`, where set, permutes the input (kernel input i is
-  // x[x_order[i]]). `dtype`, `data` and `half` are then unused.
+  // qrow(o), `qrow_bytes` long: qbase + o qrow_bytes where the rows lie evenly spaced (a
+  // tensor's own rows; a pointer a row cost 2 MB for a 250k-word head), else qrows[o] (rows
+  // picked from a tensor, or two joined). `x_order`, where set, permutes the input (kernel
+  // input i is x[x_order[i]]). `dtype`, `data` and `half` are then unused.
   std::optional<QuantType> quant;
-  std::vector<const uint8_t*> qrows;
+  const uint8_t* qbase = nullptr;
+  std::vector<const uint8_t*> qrows;  // empty where qbase is set
   size_t qrow_bytes = 0;
+  const uint8_t* qrow(int o) const {
+    return qrows.empty() ? qbase + static_cast<size_t>(o) * qrow_bytes : qrows[o];
+  }
   std::shared_ptr<const void> qowner;
   std::vector<int32_t> x_order;
 
@@ -95,7 +101,7 @@ struct PackedLinear {
   size_t strip_offset(int s) const;
   int64_t bytes() const {
     return static_cast<int64_t>(data.size() * sizeof(float) + half.size() * sizeof(uint16_t) +
-                                qrows.size() * qrow_bytes);
+                                (quant ? static_cast<size_t>(out) : 0) * qrow_bytes);
   }
   // Position of element (i, o) of W^T in `data` (fp32) or `half`.
   size_t index(int i, int o) const;

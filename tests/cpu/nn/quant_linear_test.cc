@@ -186,5 +186,50 @@ TEST(QuantLinear, ManyProjectionsOfOneInputMatchDouble) {
   }
 }
 
+// Rows picked from a tensor out of order (a pointer a row) and rows joined from two tensors
+// give, column for column, what the same rows give as a tensor's own (one base and a stride):
+// bit for bit, decode and prefill, since each output column is computed on its own.
+TEST(QuantLinear, PickedAndJoinedRowsMatchATensorsOwnRows) {
+  Rng rng(0x51de ^ static_cast<uint64_t>(::testing::UnitTest::GetInstance()->random_seed()));
+  const int in = 512, out = 300;
+  const PackedLinear full = random_quant_linear(QuantType::kQ4_K, in, out, rng.next(), 0.05f);
+  ASSERT_TRUE(full.qrows.empty());  // a base and a stride
+  std::vector<int> picked(out);
+  for (int o = 0; o < out; ++o) picked[o] = static_cast<int>((o * 7 + 3) % out);
+  const PackedLinear pick =
+      quant_linear_from_rows(QuantType::kQ4_K, full.qrow(0), in, picked, full.qowner);
+  ASSERT_EQ(pick.qrows.size(), static_cast<size_t>(out));
+  std::vector<int> head(100), tail(out - 100);
+  for (int o = 0; o < 100; ++o) head[o] = o;
+  for (int o = 100; o < out; ++o) tail[o - 100] = o;
+  const PackedLinear a = quant_linear_from_rows(QuantType::kQ4_K, full.qrow(0), in, tail,
+                                                full.qowner),
+                     b = quant_linear_from_rows(QuantType::kQ4_K, full.qrow(0), in, head,
+                                                full.qowner);
+  const PackedLinear joined = quant_linear_concat(a, b);  // rows 100.., then 0..99: not adjacent
+  ASSERT_EQ(joined.qrows.size(), static_cast<size_t>(out));
+  const PackedLinear adjacent = quant_linear_concat(b, a);
+  EXPECT_TRUE(adjacent.qrows.empty());  // 0..99 then 100..: one base again
+  for (const int64_t T : {1, 50}) {
+    std::vector<float> x(static_cast<size_t>(T) * in);
+    for (float& v : x) v = static_cast<float>(rng.normal());
+    std::vector<float> y_full(static_cast<size_t>(T) * out, NAN), y_pick = y_full, y_join = y_full,
+                                                                  y_adj = y_full;
+    quant_linear(x.data(), in, T, full, y_full.data(), out, 2);
+    quant_linear(x.data(), in, T, pick, y_pick.data(), out, 2);
+    quant_linear(x.data(), in, T, joined, y_join.data(), out, 2);
+    quant_linear(x.data(), in, T, adjacent, y_adj.data(), out, 2);
+    for (int64_t t = 0; t < T; ++t) {
+      for (int o = 0; o < out; ++o) {
+        const float want = y_full[t * out + o];
+        ASSERT_FALSE(std::isnan(want));
+        ASSERT_EQ(y_pick[t * out + o], y_full[t * out + picked[o]]) << "T " << T << " o " << o;
+        ASSERT_EQ(y_join[t * out + o], y_full[t * out + (o + 100) % out]) << "T " << T;
+        ASSERT_EQ(y_adj[t * out + o], want) << "T " << T << " o " << o;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hanpu::cpu

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <vector>
+
 #include "simd/vec_ops.h"
 
 namespace hanpu::simd {

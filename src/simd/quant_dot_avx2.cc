@@ -15,7 +15,7 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
-#include "simd/quant_x86_nibbles.h"
+#include "simd/quant_x86_fields.h"
 #define HANPU_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
 #define HANPU_AVX2_INLINE __attribute__((target("avx2,fma,f16c"), always_inline)) inline
 #define HANPU_HAVE_AVX2 1
@@ -92,11 +92,7 @@ HANPU_AVX2_INLINE void k4_codes(const uint8_t* qs, const uint8_t* qh, __m256i* c
 // Q4_K's and Q5_K's d, sub-block scales (scale16) and mins (offsets): the 12 bytes at b + 4.
 HANPU_AVX2_INLINE void k4_scales_mins(const uint8_t* b, Unit* u) {
   u->d = half_at(b);
-  // Scales 0-7 then mins 0-7, a byte each.
-  uint32_t w[4];
-  quant_fields::q4k_scales_mins_words(b + 4, w);
-  const __m128i bytes = _mm_set_epi32(static_cast<int>(w[3]), static_cast<int>(w[2]),
-                                      static_cast<int>(w[1]), static_cast<int>(w[0]));
+  const __m128i bytes = q4k_scales_mins_bytes(b + 4);  // scales 0-7, mins 0-7
   const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(bytes));
   for (int j = 0; j < 8; ++j)  // i16 lane j in every lane
     u->scale16[j] =
@@ -405,10 +401,7 @@ HANPU_AVX2_INLINE void unit_times_acts(const uint8_t* b, const int8_t* q, float 
                                        const int16_t* bsum, __m256* acc, __m128* acc_min) {
   __m256i isum = _mm256_setzero_si256();
   if constexpr (T == QuantType::kQ4_K || T == QuantType::kQ5_K) {
-    uint32_t w[4];  // scales 0-7 then mins 0-7, a byte each
-    quant_fields::q4k_scales_mins_words(b + 4, w);
-    const __m128i bytes = _mm_set_epi32(static_cast<int>(w[3]), static_cast<int>(w[2]),
-                                        static_cast<int>(w[1]), static_cast<int>(w[0]));
+    const __m128i bytes = q4k_scales_mins_bytes(b + 4);  // scales 0-7, mins 0-7
     const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(bytes));
     __m256i code[8];
     if constexpr (T == QuantType::kQ4_K) {

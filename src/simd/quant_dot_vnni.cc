@@ -23,7 +23,7 @@
 #endif
 #include <immintrin.h>
 
-#include "simd/quant_x86_nibbles.h"
+#include "simd/quant_x86_fields.h"
 #define HANPU_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")))
 #define HANPU_VNNI_INLINE                                                      \
   __attribute__((target("avx2,avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma"), \
@@ -93,11 +93,7 @@ HANPU_VNNI_INLINE __m512i lane_groups(int k) {
 HANPU_VNNI_INLINE void k4_scales_mins(const uint8_t* b, Unit* u) {
   // ggml's kmask shuffle on three 32-bit words, widened to 16 floats: sc 0..7 times d, m 0..7
   // times dmin.
-  uint32_t w[4];
-  quant_fields::q4k_scales_mins_words(b + 4, w);
-  const __m512 sm = _mm512_cvtepi32_ps(
-      _mm512_cvtepu8_epi32(_mm_set_epi32(static_cast<int>(w[3]), static_cast<int>(w[2]),
-                                         static_cast<int>(w[1]), static_cast<int>(w[0]))));
+  const __m512 sm = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(q4k_scales_mins_bytes(b + 4)));
   const __m512 ddmin =
       _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(half_at(b)), _mm512_set1_ps(half_at(b + 2)));
   const __m512 v = _mm512_mul_ps(sm, ddmin);  // lanes 0-7: d sc, 8-15: dmin m
@@ -509,10 +505,7 @@ HANPU_VNNI_INLINE void unit_times_acts(const uint8_t* b, const int8_t* q, float 
                                        __m128* acc_min) {
   __m512i isum = _mm512_setzero_si512();
   if constexpr (T == QuantType::kQ4_K || T == QuantType::kQ5_K) {
-    uint32_t w[4];  // scales 0-7 then mins 0-7, a byte each
-    quant_fields::q4k_scales_mins_words(b + 4, w);
-    const __m128i bytes = _mm_set_epi32(static_cast<int>(w[3]), static_cast<int>(w[2]),
-                                        static_cast<int>(w[1]), static_cast<int>(w[0]));
+    const __m128i bytes = q4k_scales_mins_bytes(b + 4);  // scales 0-7, mins 0-7
     const __m512i scales = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(bytes));
     for (int k = 0; k < 4; ++k) {
       const __m512i code =
@@ -613,28 +606,42 @@ HANPU_VNNI_TARGET void gemm_of_type(const uint8_t* const* rows, int n, const Qua
   });
 }
 
+// The group values of unit u of a row of type T as f32 vectors of 16, v[k][j] holding values
+// 64 k + 16 j .. + 15 (lane l of scale_lane[k] is the scale of values 64 k + 4 l .. + 3, so
+// group 4 k + j takes lane 4 j). The scales and offsets go through memory: a broadcast from
+// memory is a load, where a lane permute competes with the conversions (and a prefill's
+// packer's shuffles) for one port.
+template <QuantType T>
+HANPU_VNNI_INLINE void unit_values(const uint8_t* row, int in, int u, QuantUnit* scratch,
+                                   __m512 v[4][4]) {
+  Unit w;
+  unpack<T>(row, in, u, scratch, &w);
+  alignas(64) float offsets[16], scales[4][16];
+  _mm512_store_ps(offsets, w.offset);
+  for (int k = 0; k < 4; ++k) _mm512_store_ps(scales[k], w.scale_lane[k]);
+  for (int k = 0; k < 4; ++k) {
+    alignas(64) uint8_t codes[64];
+    _mm512_store_si512(codes, w.code[k]);
+    for (int j = 0; j < 4; ++j) {
+      const __m512 code = _mm512_cvtepi32_ps(
+          _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(codes + 16 * j))));
+      v[k][j] = _mm512_fmsub_ps(_mm512_set1_ps(scales[k][4 * j]), code,
+                                _mm512_set1_ps(offsets[4 * k + j]));
+    }
+  }
+}
+
 template <QuantType T>
 HANPU_VNNI_TARGET void dequantize_of_type(const uint8_t* row, int in, float* out) {
   alignas(64) QuantUnit scratch;
   alignas(64) float tail[kQuantUnit];
   for (int u = 0; u < quant_units(in); ++u) {
-    Unit w;
-    unpack<T>(row, in, u, &scratch, &w);
     const bool whole = (u + 1) * kQuantUnit <= in;
     float* dst = whole ? out + u * kQuantUnit : tail;
-    for (int k = 0; k < 4; ++k) {
-      // Lane l of scale_lane[k] holds the scale of values 64 k + 4 l .. + 3; a 16-value group
-      // g = 4 k + j takes lane 4 j.
-      alignas(64) uint8_t codes[64];
-      _mm512_store_si512(codes, w.code[k]);
-      for (int j = 0; j < 4; ++j) {
-        const __m512 code = _mm512_cvtepi32_ps(
-            _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(codes + 16 * j))));
-        const __m512 scale = _mm512_permutexvar_ps(_mm512_set1_epi32(4 * j), w.scale_lane[k]);
-        const __m512 offset = _mm512_permutexvar_ps(_mm512_set1_epi32(4 * k + j), w.offset);
-        _mm512_storeu_ps(dst + 64 * k + 16 * j, _mm512_fmsub_ps(scale, code, offset));
-      }
-    }
+    __m512 v[4][4];
+    unit_values<T>(row, in, u, &scratch, v);
+    for (int k = 0; k < 4; ++k)
+      for (int j = 0; j < 4; ++j) _mm512_storeu_ps(dst + 64 * k + 16 * j, v[k][j]);
     if (!whole) std::memcpy(out + u * kQuantUnit, tail, sizeof(float) * (in - u * kQuantUnit));
   }
 }
@@ -648,27 +655,13 @@ dequantize_bf16_of_type(const uint8_t* row, int in, uint16_t* out) {
   alignas(64) QuantUnit scratch;
   alignas(64) uint16_t tail[kQuantUnit];
   for (int u = 0; u < quant_units(in); ++u) {
-    Unit w;
-    unpack<T>(row, in, u, &scratch, &w);
     const bool whole = (u + 1) * kQuantUnit <= in;
     uint16_t* dst = whole ? out + u * kQuantUnit : tail;
-    // The group scales and offsets through memory: a broadcast from memory is a load, where
-    // a lane permute competes with the conversions and the packer's shuffles for one port.
-    alignas(64) float offsets[16], scales[4][16];
-    _mm512_store_ps(offsets, w.offset);
-    for (int k = 0; k < 4; ++k) _mm512_store_ps(scales[k], w.scale_lane[k]);
+    __m512 v[4][4];
+    unit_values<T>(row, in, u, &scratch, v);
     for (int k = 0; k < 4; ++k) {
-      alignas(64) uint8_t codes[64];
-      _mm512_store_si512(codes, w.code[k]);
-      __m512 v[4];
-      for (int j = 0; j < 4; ++j) {  // lanes as in dequantize_of_type
-        const __m512 code = _mm512_cvtepi32_ps(
-            _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(codes + 16 * j))));
-        v[j] = _mm512_fmsub_ps(_mm512_set1_ps(scales[k][4 * j]), code,
-                               _mm512_set1_ps(offsets[4 * k + j]));
-      }
       for (int p = 0; p < 2; ++p) {  // the low 16 bf16 from the second operand
-        const __m512bh b = _mm512_cvtne2ps_pbh(v[2 * p + 1], v[2 * p]);
+        const __m512bh b = _mm512_cvtne2ps_pbh(v[k][2 * p + 1], v[k][2 * p]);
         _mm512_storeu_si512(dst + 64 * k + 32 * p, reinterpret_cast<const __m512i&>(b));
       }
     }

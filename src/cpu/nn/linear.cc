@@ -88,27 +88,6 @@ PackedLinear PackedLinear::from_row_source(int in, int out, const RowSource& row
   return l;
 }
 
-void PackedLinear::refill_from_row_source(int in_, int out_, const RowSource& row, DType dtype_) {
-  in = in_;
-  out = out_;
-  dtype = dtype_;
-  quant.reset();
-  // resize keeps the capacity: a buffer refilled for every prefill call faults its pages once.
-  // One that must grow is freed first (its contents are overwritten anyway), so the old and
-  // new blocks are never held together.
-  const auto grow = [](auto& v, size_t n) {
-    if (v.capacity() < n) std::remove_reference_t<decltype(v)>().swap(v);
-    v.resize(n);
-  };
-  if (dtype == DType::kF32) {
-    grow(data, static_cast<size_t>(in) * out);
-  } else {
-    grow(half, pairs() ? strip_offset(strips()) : static_cast<size_t>(in) * out);
-  }
-  fill_from_row_source(row);
-  clear_padding();
-}
-
 void PackedLinear::fill_from_row_source(const RowSource& row) {
   PackedLinear& l = *this;
   // Every projection of a checkpoint is packed here at load (a 0.8B's 750 M weights), so it
@@ -559,10 +538,6 @@ void StripProduct::multiply(const uint16_t* w, int strips, int n_cols, float* y,
       return simd::gemm_bf16_pairs_packed(rows, static_cast<const float*>(x_), in_, w, kt, 0, kt,
                                           strips, n_cols, y, ldy, false);
   }
-}
-
-const char* StripProduct::kernel_name() const {
-  return kernel_ == Kernel::kAmx ? "amx" : kernel_ == Kernel::kDot ? "dot" : "pairs";
 }
 
 const char* linear_kernel_name(const PackedLinear& w, int64_t T, int threads,

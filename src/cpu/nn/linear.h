@@ -80,9 +80,6 @@ struct PackedLinear {
   // once per column, from the pool's threads at once.
   using RowSource = std::function<const float*(int o, float* buf)>;
   static PackedLinear from_row_source(int in, int out, const RowSource& row, DType dtype);
-  // The same into this projection's own storage (any previous shape; its capacity is kept):
-  // for a layout rebuilt on every call.
-  void refill_from_row_source(int in, int out, const RowSource& row, DType dtype);
   // Storage for the layout, zero-filled (padding included).
   static PackedLinear zeros(int in, int out, DType dtype);
 
@@ -178,8 +175,6 @@ class StripProduct {
   // y[T, n_cols] (leading dim ldy) = x W for W the `strips` strips at w (in whole blocks of
   // simd::kPairBlockDepth each, n_cols <= 32 strips): every row of x, on the calling thread.
   void multiply(const uint16_t* w, int strips, int n_cols, float* y, int64_t ldy) const;
-  // "amx", "dot" or "pairs".
-  const char* kernel_name() const;
 
  private:
   enum class Kernel { kAmx, kDot, kPairs } kernel_;

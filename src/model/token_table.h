@@ -15,7 +15,9 @@ namespace hanpu::model {
 class TokenTable {
  public:
   // Ids 0..n-1 in order. Empty strings hold their id (an unused id) but are never found, nor
-  // are the ids `unindexed` marks (a tokenizer's added tokens, matched another way).
+  // are the ids `unindexed` marks (a tokenizer's added tokens, matched another way). At most
+  // 4 GiB of token bytes (offsets are 32-bit; Tokenizer::build refuses more by name, so the
+  // std::length_error thrown here is never reached from a file).
   explicit TokenTable(const std::vector<std::string>& tokens = {},
                       const std::vector<bool>& unindexed = {});
 

@@ -239,6 +239,16 @@ std::string Tokenizer::pre_for_pattern(const std::string& pattern) {
 
 Status Tokenizer::build(Parts parts, const std::string& source, Tokenizer* out) {
   Tokenizer t;
+  // The compact tables index bytes and merges with 32 bits (token_table.h).
+  size_t token_bytes = 0;
+  for (const std::string& tok : parts.tokens) token_bytes += tok.size();
+  if (token_bytes > UINT32_MAX || parts.tokens.size() > static_cast<size_t>(INT32_MAX) ||
+      parts.merges.size() > static_cast<size_t>(INT32_MAX)) {
+    return Status::Error(fmt::format(
+        "{}: vocabulary too large ({} tokens of {} bytes, {} merges; at most 4 GiB of tokens and "
+        "2^31 tokens or merges)",
+        source, parts.tokens.size(), token_bytes, parts.merges.size()));
+  }
   t.is_added_ = std::move(parts.added);
   t.is_added_.resize(parts.tokens.size(), false);
   for (size_t id = 0; id < parts.tokens.size(); ++id) {

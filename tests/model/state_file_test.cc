@@ -34,7 +34,8 @@ Saved save_fixture_state(const std::vector<int>& ids) {
   std::vector<float> logits;
   EXPECT_TRUE(
       s.model->forward(ids.data(), static_cast<int64_t>(ids.size()), &s.state, {}, &logits).ok());
-  s.path = ::testing::TempDir() + "/hanpu_state_file_test.bin";
+  // Each test is its own process under ctest, run side by side: a per-process folder.
+  s.path = testing::temp_file("state_file", "saved.bin");
   EXPECT_TRUE(save_state(*s.model, s.state, s.path).ok());
   const std::string text = testing::read_text(s.path);
   s.bytes.assign(text.begin(), text.end());

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "hanpu/dtype.h"
@@ -56,6 +57,13 @@ struct ModelRunOptions {
   std::string projection = "auto";
 };
 
+// GenerateOptions::on_token's argument.
+struct GeneratedToken {
+  int id = -1;
+  float logprob = 0;                       // with GenerateOptions::logprobs
+  std::vector<std::pair<int, float>> top;  // top_logprobs (id, log-probability), likeliest first
+};
+
 struct GenerateOptions : ModelRunOptions {
   int max_tokens = 64;  // tokens to generate (0: prefill only)
   // Sampling: these defaults are greedy; Engine::default_generate_options() starts from the
@@ -89,6 +97,13 @@ struct GenerateOptions : ModelRunOptions {
   // Asked after each generated token: true ends the reply there (stop reason "stopped"), as
   // Ctrl-C does in `hanpu run -i`. Null: never.
   std::function<bool()> stop_requested;
+  // Each generated token (not the stop token), as sampled: its id and, with logprobs set, its
+  // log-probability and the `top_logprobs` likeliest tokens' under the model's own
+  // distribution (softmax of the logits, before temperature, penalties and filters: OpenAI's
+  // and vLLM's logprobs). Null: nothing.
+  bool logprobs = false;
+  int top_logprobs = 0;  // 0-20 with logprobs
+  std::function<void(const GeneratedToken&)> on_token;
   // Benchmarks: called before each decode step's forward call, outside every time reported
   // (e.g. a memory-bandwidth probe beside each step). Null: nothing.
   std::function<void()> between_decode_steps;
@@ -191,8 +206,38 @@ class Sequence {
 
  private:
   friend class Engine;
+  friend class Generation;
   struct Impl;
   explicit Sequence(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+class Engine;
+
+// A generation run one forward call at a time (Engine::start), so that a scheduler can
+// interleave several: each step() runs the next prompt chunk, or samples a token and runs it
+// through the model. What Engine::generate does in one call, with the same options, text,
+// stats and sequence handling. The engine must outlive it; steps take turns with the
+// engine's other calls (see Engine). Dropping it part way leaves a GenerateOptions::sequence
+// it continued unusable (as a failed call does) and saves nothing.
+class Generation {
+ public:
+  ~Generation();
+  // One forward call (none once done()). An error ends the generation.
+  Status step();
+  bool done() const;
+  // Still in the prompt (the next step runs a prompt chunk).
+  bool prefilling() const;
+  // The prompt tokens run so far, and the prompt's length.
+  int64_t prefilled() const;
+  int64_t prompt_tokens() const;
+  const GenerateStats& stats() const;  // complete once done()
+  const std::vector<int>& generated() const;
+
+ private:
+  friend class Engine;
+  struct Impl;
+  explicit Generation(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 
@@ -279,6 +324,14 @@ class Engine {
                        const std::function<void(const KlDivergenceStats&)>& on_chunk,
                        KlDivergenceStats* stats) const;
 
+  // A generation of `prompt` run step by step (Generation): the options are checked and the
+  // sequence set up here, nothing runs through the model yet. on_text and on_progress as for
+  // generate.
+  Status start(const std::vector<int>& prompt, const GenerateOptions& options,
+               std::function<void(std::string_view)> on_text,
+               std::function<void(int64_t, int64_t)> on_progress,
+               std::unique_ptr<Generation>* out);
+
   // Prefills `prompt` ids, then decodes. on_text gets each piece of text as soon as it is
   // complete UTF-8 (null: no text); on_progress(done, total) during the prefill.
   Status generate(const std::vector<int>& prompt, const GenerateOptions& options,
@@ -287,6 +340,7 @@ class Engine {
                   std::vector<int>* generated = nullptr);
 
  private:
+  friend class Generation;
   struct Impl;
   explicit Engine(std::unique_ptr<Impl> impl);
   Status continue_chat_after(const std::vector<int>& ids, const std::vector<ChatMessage>& messages,

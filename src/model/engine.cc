@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -25,41 +24,13 @@
 #include "model/generation_config.h"
 #include "model/model.h"
 #include "model/perplexity.h"
-#include "model/sampler.h"
 #include "model/state_file.h"
 #include "model/synthetic_models.h"
-#include "model/text_stream.h"
 #include "model/tokenizer.h"
+#include "model/engine_impl.h"
 
 namespace hanpu {
 
-namespace {
-
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
-
-struct Engine::Impl {
-  std::string name;
-  std::unique_ptr<model::Model> model;
-  std::optional<model::Tokenizer> tokenizer;
-  // The checkpoint's chat template; ChatML when it has none. A template that does not parse
-  // does not stop the model from loading: the error is kept and given when a chat is asked for.
-  model::ChatTemplate chat = model::ChatTemplate::chatml();
-  Status chat_error = Status::Ok();
-  std::vector<int> stop_tokens;  // EngineInfo::stop_tokens
-  std::optional<model::GenerationConfig>
-      generation;  // generation_config.json, if the checkpoint has one
-  std::string generation_origin;
-};
-
-struct Sequence::Impl {
-  const model::Model* model = nullptr;        // the engine's, which it belongs to
-  std::optional<model::SequenceState> state;  // none until a generate call fills it
-  bool broken = false;                        // a call failed while changing it
-};
 
 Sequence::Sequence(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Sequence::~Sequence() = default;
@@ -386,156 +357,6 @@ Status Engine::sequence_to_continue(const GenerateOptions& o, DType kv_dtype,
     }
   }
   *held = &*q.state;
-  return Status::Ok();
-}
-
-Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o,
-                        const std::function<void(std::string_view)>& on_text,
-                        const std::function<void(int64_t, int64_t)>& on_progress,
-                        GenerateStats* stats, std::vector<int>* generated) {
-  const model::Model& m = *impl_->model;
-  if (prompt.empty()) return Status::Error("the prompt has no tokens");
-  if (o.max_tokens < 0 || o.prefill_chunk < 1) {
-    return Status::Error(fmt::format("max_tokens {} must be >= 0 and prefill_chunk {} >= 1",
-                                     o.max_tokens, o.prefill_chunk));
-  }
-  if (!(o.temperature >= 0.0f) || !(o.top_p > 0.0f && o.top_p <= 1.0f) || o.top_k < 0 ||
-      !(o.min_p >= 0.0f && o.min_p <= 1.0f) || !(o.repetition_penalty > 0.0f) ||
-      !std::isfinite(o.presence_penalty)) {
-    return Status::Error(fmt::format(
-        "sampling: temperature {} must be >= 0, top_p {} in (0, 1], top_k {} >= 0, min_p {} in [0, "
-        "1], "
-        "repetition_penalty {} > 0, presence_penalty {} finite",
-        o.temperature, o.top_p, o.top_k, o.min_p, o.repetition_penalty, o.presence_penalty));
-  }
-  for (const std::string& stop : o.stop_strings) {
-    if (stop.empty()) return Status::Error("a stop string is empty");
-  }
-  if (!o.stop_strings.empty() && !impl_->tokenizer) {
-    return Status::Error(fmt::format("stop strings need text: {} has no tokenizer", impl_->name));
-  }
-  GenerateStats s;
-  s.prompt_tokens = static_cast<int64_t>(prompt.size());
-  model::ForwardOptions fo;
-  DType kv_dtype{};
-  HANPU_RETURN_IF_ERROR(resolve_run(o, &fo, &kv_dtype, &s.kv_cache, &s.attn_bf16_products));
-  model::SequenceState fresh;
-  model::SequenceState* held = nullptr;  // the caller's sequence, if it has one to continue
-  HANPU_RETURN_IF_ERROR(sequence_to_continue(o, kv_dtype, s.kv_cache, &held));
-  if (held == nullptr) {
-    fresh = m.new_state(kv_dtype);
-    if (!o.resume_state.empty())
-      HANPU_RETURN_IF_ERROR(model::load_state(m, o.resume_state, &fresh, kv_dtype));
-  }
-  model::SequenceState& state = held != nullptr ? *held : fresh;
-  s.resumed_tokens = state.position;
-  // The KV caches the whole sequence may need, against the machine's memory: a prompt or
-  // max_tokens too large for it is refused here by name, not ended by the allocator or the
-  // OOM killer part way through.
-  const model::ModelConfig& c = m.config();
-  int64_t kv_row_bytes = 0;
-  for (int i = 0; i < c.layers; ++i) {
-    if (c.layer_kinds[i] == model::LayerKind::kFullAttention)
-      kv_row_bytes += 2 * int64_t{c.kv_heads} * c.head_dim * dtype_size(kv_dtype);
-  }
-  const int64_t whole = state.position + s.prompt_tokens + o.max_tokens;
-  const int64_t memory = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
-  if (memory > 0 && whole * kv_row_bytes > memory) {
-    return Status::Error(fmt::format(
-        "a sequence of {} tokens ({} prompt + {} max_tokens{}) needs {:.1f} GiB of KV cache, "
-        "more than this machine's {:.1f} GiB of memory",
-        whole, s.prompt_tokens, o.max_tokens,
-        state.position > 0 ? fmt::format(" after {} resumed", state.position) : "",
-        static_cast<double>(whole * kv_row_bytes) / (1 << 30),
-        static_cast<double>(memory) / (1 << 30)));
-  }
-  // From here the state changes: a failure leaves the caller's sequence part-way.
-  if (held != nullptr) o.sequence->impl_->broken = true;
-  // Room in the KV caches for the prompt and the decoded tokens, before prefill. The caches
-  // grow by doubling from 256 rows, so a power-of-two prompt filled them exactly and the first
-  // decoded token paid a copy of every layer's cache into fresh pages. The room is capped at
-  // twice the prompt, so a huge max_tokens never reserves more than that; beyond, appends
-  // double as before.
-  const int64_t prompt_end = state.position + s.prompt_tokens;
-  const int64_t room = prompt_end + std::min<int64_t>(o.max_tokens, prompt_end);
-  for (auto& cache : state.kv) {
-    if (cache) HANPU_RETURN_IF_ERROR(cache->reserve(room));
-  }
-  std::vector<float> logits;
-  model::ForwardProfile prof;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int64_t i = 0; i < s.prompt_tokens; i += o.prefill_chunk) {
-    const int64_t n = std::min<int64_t>(o.prefill_chunk, s.prompt_tokens - i);
-    const bool last_chunk = i + n == s.prompt_tokens;  // only its logits are sampled from
-    HANPU_RETURN_IF_ERROR(
-        m.forward(prompt.data() + i, n, &state, fo, last_chunk ? &logits : nullptr, &prof));
-    if (on_progress) on_progress(i + n, s.prompt_tokens);
-  }
-  s.prefill_ms = ms_since(t0);
-  s.prefill_split = model::time_split_of(prof);
-  model::Sampler sampler(
-      {o.temperature, o.top_k, o.top_p, o.seed, o.repetition_penalty, o.min_p, o.presence_penalty});
-  for (int id : state.tokens)
-    sampler.observe_prompt(id);  // a resumed sequence's earlier tokens, then the prompt
-  const std::vector<int>& eos = impl_->stop_tokens;
-  // Text goes out through the stream, which also watches for stop strings.
-  const bool texts = impl_->tokenizer && (on_text || !o.stop_strings.empty());
-  model::TextStream text(o.stop_strings, on_text);
-  s.stop_reason = "max_tokens";
-  int last_token = -1, stop_token = -1;
-  model::ForwardProfile decode_prof;
-  double hook_ms = 0;  // between_decode_steps, not decode time
-  const auto t1 = std::chrono::steady_clock::now();
-  for (int step = 0; step < o.max_tokens; ++step) {
-    const int tok = sampler.sample(logits);
-    if (o.stop_at_eos && std::find(eos.begin(), eos.end(), tok) != eos.end()) {
-      s.stop_reason = "eos";
-      stop_token = tok;
-      break;
-    }
-    ++s.generated_tokens;
-    sampler.observe_output(tok);
-    last_token = tok;
-    if (generated != nullptr) generated->push_back(tok);
-    if (texts && text.append(impl_->tokenizer->token_bytes(tok))) {
-      s.stop_reason = "stop_string";  // the token is kept, as after a stop request
-      break;
-    }
-    if (step + 1 < o.max_tokens && o.stop_requested && o.stop_requested()) {
-      s.stop_reason =
-          "stopped";  // the token is kept; below, it is run through where the sequence is kept
-      break;
-    }
-    if (step + 1 < o.max_tokens) {
-      if (o.between_decode_steps) {
-        const auto h0 = std::chrono::steady_clock::now();
-        o.between_decode_steps();
-        hook_ms += ms_since(h0);
-      }
-      const auto f0 = std::chrono::steady_clock::now();
-      HANPU_RETURN_IF_ERROR(m.forward(&tok, 1, &state, fo, &logits, &decode_prof));
-      s.decode_step_ms.push_back(ms_since(f0));
-    }
-  }
-  text.finish();
-  s.decode_ms = ms_since(t1) - hook_ms;
-  s.decode_split = model::time_split_of(decode_prof);
-  if (!o.save_state.empty() || o.sequence != nullptr) {
-    // The last token sampled was not yet run through the model. A stop token is kept too: the
-    // model ended its turn with it, and a chat continued from here opens the next one after it.
-    const int unrun = s.stop_reason == "eos" ? stop_token : last_token;
-    if (unrun >= 0) HANPU_RETURN_IF_ERROR(m.forward(&unrun, 1, &state, fo, &logits));
-  }
-  if (o.sequence != nullptr) {
-    if (held == nullptr) o.sequence->impl_->state = std::move(fresh);
-    o.sequence->impl_->broken = false;
-  }
-  const model::SequenceState& done = o.sequence != nullptr ? *o.sequence->impl_->state : fresh;
-  if (!o.save_state.empty()) {
-    HANPU_RETURN_IF_ERROR(model::save_state(m, done, o.save_state));
-    s.saved_tokens = done.position;
-  }
-  if (stats != nullptr) *stats = s;
   return Status::Ok();
 }
 

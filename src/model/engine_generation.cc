@@ -1,0 +1,287 @@
+// Generation: Engine::generate's prefill and decode loop cut into steps of one forward call
+// each (include/hanpu/engine.h), and Engine::generate as those steps run back to back.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "hanpu/engine.h"
+#include "model/engine_impl.h"
+#include "model/model.h"
+#include "model/perplexity.h"
+#include "model/sampler.h"
+#include "model/state_file.h"
+#include "model/text_stream.h"
+
+namespace hanpu {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// The checks generate has always made on its options, before anything runs.
+Status check_generate_options(const GenerateOptions& o, bool has_tokenizer,
+                              const std::string& name) {
+  if (o.max_tokens < 0 || o.prefill_chunk < 1) {
+    return Status::Error(fmt::format("max_tokens {} must be >= 0 and prefill_chunk {} >= 1",
+                                     o.max_tokens, o.prefill_chunk));
+  }
+  if (!(o.temperature >= 0.0f) || !(o.top_p > 0.0f && o.top_p <= 1.0f) || o.top_k < 0 ||
+      !(o.min_p >= 0.0f && o.min_p <= 1.0f) || !(o.repetition_penalty > 0.0f) ||
+      !std::isfinite(o.presence_penalty)) {
+    return Status::Error(fmt::format(
+        "sampling: temperature {} must be >= 0, top_p {} in (0, 1], top_k {} >= 0, min_p {} in [0, "
+        "1], "
+        "repetition_penalty {} > 0, presence_penalty {} finite",
+        o.temperature, o.top_p, o.top_k, o.min_p, o.repetition_penalty, o.presence_penalty));
+  }
+  if (o.logprobs && (o.top_logprobs < 0 || o.top_logprobs > 20))
+    return Status::Error(fmt::format("top_logprobs {} must be in [0, 20]", o.top_logprobs));
+  for (const std::string& stop : o.stop_strings) {
+    if (stop.empty()) return Status::Error("a stop string is empty");
+  }
+  if (!o.stop_strings.empty() && !has_tokenizer) {
+    return Status::Error(fmt::format("stop strings need text: {} has no tokenizer", name));
+  }
+  return Status::Ok();
+}
+
+// Token `id`'s log-probability under softmax(logits) and the `top` likeliest tokens'.
+GeneratedToken token_logprobs(const std::vector<float>& logits, int id, int top) {
+  const float mx = *std::max_element(logits.begin(), logits.end());
+  double sum = 0;
+  for (float l : logits) sum += std::exp(static_cast<double>(l) - mx);
+  const double lse = mx + std::log(sum);
+  GeneratedToken t;
+  t.id = id;
+  t.logprob = static_cast<float>(logits[id] - lse);
+  std::vector<int> ids(logits.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  const auto n = std::min<size_t>(static_cast<size_t>(top), ids.size());
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n), ids.end(),
+                    [&](int a, int b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  for (size_t i = 0; i < n; ++i)
+    t.top.emplace_back(ids[i], static_cast<float>(logits[ids[i]] - lse));
+  return t;
+}
+
+}  // namespace
+
+struct Generation::Impl {
+  const Engine::Impl* engine = nullptr;
+  GenerateOptions o;
+  std::vector<int> prompt;
+  std::function<void(int64_t, int64_t)> on_progress;
+  model::ForwardOptions fo;
+  model::SequenceState fresh;
+  model::SequenceState* state = nullptr;  // fresh, or the caller's sequence it continues
+  bool continues_sequence = false;
+  std::optional<model::Sampler> sampler;
+  std::optional<model::TextStream> text;
+  bool texts = false;  // generated tokens go through `text`
+  int64_t prefilled = 0;
+  int steps = 0;  // tokens sampled
+  int last_token = -1, stop_token = -1;
+  std::vector<float> logits;
+  std::vector<int> generated;
+  model::ForwardProfile prefill_prof, decode_prof;
+  GenerateStats s;
+  bool done = false;
+
+  Status prefill_chunk();
+  Status decode_step();
+  Status finish();
+};
+
+Generation::Generation(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Generation::~Generation() = default;
+bool Generation::done() const { return impl_->done; }
+bool Generation::prefilling() const { return !impl_->done && impl_->prefilled < impl_->s.prompt_tokens; }
+int64_t Generation::prefilled() const { return impl_->prefilled; }
+int64_t Generation::prompt_tokens() const { return impl_->s.prompt_tokens; }
+const GenerateStats& Generation::stats() const { return impl_->s; }
+const std::vector<int>& Generation::generated() const { return impl_->generated; }
+
+Status Generation::step() {
+  Impl& g = *impl_;
+  if (g.done) return Status::Ok();
+  const Status st = prefilling() ? g.prefill_chunk() : g.decode_step();
+  if (!st.ok()) g.done = true;  // a continued sequence stays marked broken
+  return st;
+}
+
+Status Generation::Impl::prefill_chunk() {
+  const model::Model& m = *engine->model;
+  const auto t0 = Clock::now();
+  const int64_t n = std::min<int64_t>(o.prefill_chunk, s.prompt_tokens - prefilled);
+  const bool last_chunk = prefilled + n == s.prompt_tokens;  // only its logits are sampled from
+  HANPU_RETURN_IF_ERROR(m.forward(prompt.data() + prefilled, n, state, fo,
+                                  last_chunk ? &logits : nullptr, &prefill_prof));
+  prefilled += n;
+  s.prefill_ms += ms_since(t0);
+  if (on_progress) on_progress(prefilled, s.prompt_tokens);
+  if (!last_chunk) return Status::Ok();
+  s.prefill_split = model::time_split_of(prefill_prof);
+  for (int id : state->tokens)
+    sampler->observe_prompt(id);  // a resumed sequence's earlier tokens, then the prompt
+  s.stop_reason = "max_tokens";
+  return o.max_tokens == 0 ? finish() : Status::Ok();
+}
+
+// Samples the next token from the last logits and, unless that ends the reply, runs it
+// through the model.
+Status Generation::Impl::decode_step() {
+  const model::Model& m = *engine->model;
+  const auto t0 = Clock::now();
+  double hook_ms = 0;  // between_decode_steps, not decode time
+  const int tok = sampler->sample(logits);
+  const int step = steps++;
+  const std::vector<int>& eos = engine->stop_tokens;
+  if (o.stop_at_eos && std::find(eos.begin(), eos.end(), tok) != eos.end()) {
+    s.stop_reason = "eos";
+    stop_token = tok;
+    s.decode_ms += ms_since(t0);
+    return finish();
+  }
+  ++s.generated_tokens;
+  if (o.on_token) o.on_token(o.logprobs ? token_logprobs(logits, tok, o.top_logprobs) : GeneratedToken{tok});
+  sampler->observe_output(tok);
+  last_token = tok;
+  generated.push_back(tok);
+  bool end = false;
+  if (texts && text->append(engine->tokenizer->token_bytes(tok))) {
+    s.stop_reason = "stop_string";  // the token is kept, as after a stop request
+    end = true;
+  } else if (step + 1 < o.max_tokens && o.stop_requested && o.stop_requested()) {
+    s.stop_reason = "stopped";  // the token is kept; finish runs it where the sequence is kept
+    end = true;
+  } else if (step + 1 >= o.max_tokens) {
+    end = true;
+  }
+  if (!end) {
+    if (o.between_decode_steps) {
+      const auto h0 = Clock::now();
+      o.between_decode_steps();
+      hook_ms = ms_since(h0);
+    }
+    const auto f0 = Clock::now();
+    HANPU_RETURN_IF_ERROR(m.forward(&tok, 1, state, fo, &logits, &decode_prof));
+    s.decode_step_ms.push_back(ms_since(f0));
+  }
+  s.decode_ms += ms_since(t0) - hook_ms;
+  return end ? finish() : Status::Ok();
+}
+
+Status Generation::Impl::finish() {
+  const model::Model& m = *engine->model;
+  done = true;
+  if (text) text->finish();
+  s.decode_split = model::time_split_of(decode_prof);
+  if (!o.save_state.empty() || o.sequence != nullptr) {
+    // The last token sampled was not yet run through the model. A stop token is kept too: the
+    // model ended its turn with it, and a chat continued from here opens the next one after it.
+    const int unrun = s.stop_reason == "eos" ? stop_token : last_token;
+    if (unrun >= 0) HANPU_RETURN_IF_ERROR(m.forward(&unrun, 1, state, fo, &logits));
+  }
+  if (o.sequence != nullptr) {
+    Sequence::Impl& q = *o.sequence->impl_;
+    if (!continues_sequence) q.state = std::move(fresh);
+    q.broken = false;
+    state = &*q.state;
+  }
+  if (!o.save_state.empty()) {
+    HANPU_RETURN_IF_ERROR(model::save_state(m, *state, o.save_state));
+    s.saved_tokens = state->position;
+  }
+  return Status::Ok();
+}
+
+Status Engine::start(const std::vector<int>& prompt, const GenerateOptions& o,
+                     std::function<void(std::string_view)> on_text,
+                     std::function<void(int64_t, int64_t)> on_progress,
+                     std::unique_ptr<Generation>* out) {
+  const model::Model& m = *impl_->model;
+  if (prompt.empty()) return Status::Error("the prompt has no tokens");
+  HANPU_RETURN_IF_ERROR(check_generate_options(o, impl_->tokenizer.has_value(), impl_->name));
+  auto g = std::make_unique<Generation::Impl>();
+  g->engine = impl_.get();
+  g->o = o;
+  g->prompt = prompt;
+  g->on_progress = std::move(on_progress);
+  GenerateStats& s = g->s;
+  s.prompt_tokens = static_cast<int64_t>(prompt.size());
+  DType kv_dtype{};
+  HANPU_RETURN_IF_ERROR(resolve_run(o, &g->fo, &kv_dtype, &s.kv_cache, &s.attn_bf16_products));
+  model::SequenceState* held = nullptr;  // the caller's sequence, if it has one to continue
+  HANPU_RETURN_IF_ERROR(sequence_to_continue(o, kv_dtype, s.kv_cache, &held));
+  if (held == nullptr) {
+    g->fresh = m.new_state(kv_dtype);
+    if (!o.resume_state.empty())
+      HANPU_RETURN_IF_ERROR(model::load_state(m, o.resume_state, &g->fresh, kv_dtype));
+  }
+  g->continues_sequence = held != nullptr;
+  g->state = held != nullptr ? held : &g->fresh;
+  model::SequenceState& state = *g->state;
+  s.resumed_tokens = state.position;
+  // The KV caches the whole sequence may need, against the machine's memory: a prompt or
+  // max_tokens too large for it is refused here by name, not ended by the allocator or the
+  // OOM killer part way through.
+  const model::ModelConfig& c = m.config();
+  int64_t kv_row_bytes = 0;
+  for (int i = 0; i < c.layers; ++i) {
+    if (c.layer_kinds[i] == model::LayerKind::kFullAttention)
+      kv_row_bytes += 2 * int64_t{c.kv_heads} * c.head_dim * dtype_size(kv_dtype);
+  }
+  const int64_t whole = state.position + s.prompt_tokens + o.max_tokens;
+  const int64_t memory = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+  if (memory > 0 && whole * kv_row_bytes > memory) {
+    return Status::Error(fmt::format(
+        "a sequence of {} tokens ({} prompt + {} max_tokens{}) needs {:.1f} GiB of KV cache, "
+        "more than this machine's {:.1f} GiB of memory",
+        whole, s.prompt_tokens, o.max_tokens,
+        state.position > 0 ? fmt::format(" after {} resumed", state.position) : "",
+        static_cast<double>(whole * kv_row_bytes) / (1 << 30),
+        static_cast<double>(memory) / (1 << 30)));
+  }
+  // From here the state changes: a failure leaves the caller's sequence part-way.
+  if (held != nullptr) o.sequence->impl_->broken = true;
+  // Room in the KV caches for the prompt and the decoded tokens, before prefill. The caches
+  // grow by doubling from 256 rows, so a power-of-two prompt filled them exactly and the first
+  // decoded token paid a copy of every layer's cache into fresh pages. The room is capped at
+  // twice the prompt, so a huge max_tokens never reserves more than that; beyond, appends
+  // double as before.
+  const int64_t prompt_end = state.position + s.prompt_tokens;
+  const int64_t room = prompt_end + std::min<int64_t>(o.max_tokens, prompt_end);
+  for (auto& cache : state.kv) {
+    if (cache) HANPU_RETURN_IF_ERROR(cache->reserve(room));
+  }
+  g->sampler.emplace(model::SamplingParams{o.temperature, o.top_k, o.top_p, o.seed,
+                                          o.repetition_penalty, o.min_p, o.presence_penalty});
+  // Text goes out through the stream, which also watches for stop strings.
+  g->texts = impl_->tokenizer && (on_text || !o.stop_strings.empty());
+  g->text.emplace(o.stop_strings, std::move(on_text));
+  *out = std::unique_ptr<Generation>(new Generation(std::move(g)));
+  return Status::Ok();
+}
+
+Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o,
+                        const std::function<void(std::string_view)>& on_text,
+                        const std::function<void(int64_t, int64_t)>& on_progress,
+                        GenerateStats* stats, std::vector<int>* generated) {
+  std::unique_ptr<Generation> g;
+  HANPU_RETURN_IF_ERROR(start(prompt, o, on_text, on_progress, &g));
+  while (!g->done()) HANPU_RETURN_IF_ERROR(g->step());
+  if (generated != nullptr) generated->insert(generated->end(), g->generated().begin(), g->generated().end());
+  if (stats != nullptr) *stats = g->stats();
+  return Status::Ok();
+}
+
+}  // namespace hanpu

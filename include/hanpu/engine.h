@@ -329,8 +329,7 @@ class Engine {
   // generate.
   Status start(const std::vector<int>& prompt, const GenerateOptions& options,
                std::function<void(std::string_view)> on_text,
-               std::function<void(int64_t, int64_t)> on_progress,
-               std::unique_ptr<Generation>* out);
+               std::function<void(int64_t, int64_t)> on_progress, std::unique_ptr<Generation>* out);
 
   // Prefills `prompt` ids, then decodes. on_text gets each piece of text as soon as it is
   // complete UTF-8 (null: no text); on_progress(done, total) during the prefill.

@@ -31,7 +31,6 @@
 
 namespace hanpu {
 
-
 Sequence::Sequence(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Sequence::~Sequence() = default;
 

@@ -66,8 +66,9 @@ GeneratedToken token_logprobs(const std::vector<float>& logits, int id, int top)
   std::vector<int> ids(logits.size());
   std::iota(ids.begin(), ids.end(), 0);
   const auto n = std::min<size_t>(static_cast<size_t>(top), ids.size());
-  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n), ids.end(),
-                    [&](int a, int b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  std::partial_sort(
+      ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n), ids.end(),
+      [&](int a, int b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
   for (size_t i = 0; i < n; ++i)
     t.top.emplace_back(ids[i], static_cast<float>(logits[ids[i]] - lse));
   return t;
@@ -104,7 +105,9 @@ struct Generation::Impl {
 Generation::Generation(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Generation::~Generation() = default;
 bool Generation::done() const { return impl_->done; }
-bool Generation::prefilling() const { return !impl_->done && impl_->prefilled < impl_->s.prompt_tokens; }
+bool Generation::prefilling() const {
+  return !impl_->done && impl_->prefilled < impl_->s.prompt_tokens;
+}
 int64_t Generation::prefilled() const { return impl_->prefilled; }
 int64_t Generation::prompt_tokens() const { return impl_->s.prompt_tokens; }
 const GenerateStats& Generation::stats() const { return impl_->s; }
@@ -152,7 +155,8 @@ Status Generation::Impl::decode_step() {
     return finish();
   }
   ++s.generated_tokens;
-  if (o.on_token) o.on_token(o.logprobs ? token_logprobs(logits, tok, o.top_logprobs) : GeneratedToken{tok});
+  if (o.on_token)
+    o.on_token(o.logprobs ? token_logprobs(logits, tok, o.top_logprobs) : GeneratedToken{tok});
   sampler->observe_output(tok);
   last_token = tok;
   generated.push_back(tok);
@@ -264,7 +268,7 @@ Status Engine::start(const std::vector<int>& prompt, const GenerateOptions& o,
     if (cache) HANPU_RETURN_IF_ERROR(cache->reserve(room));
   }
   g->sampler.emplace(model::SamplingParams{o.temperature, o.top_k, o.top_p, o.seed,
-                                          o.repetition_penalty, o.min_p, o.presence_penalty});
+                                           o.repetition_penalty, o.min_p, o.presence_penalty});
   // Text goes out through the stream, which also watches for stop strings.
   g->texts = impl_->tokenizer && (on_text || !o.stop_strings.empty());
   g->text.emplace(o.stop_strings, std::move(on_text));
@@ -279,7 +283,8 @@ Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o
   std::unique_ptr<Generation> g;
   HANPU_RETURN_IF_ERROR(start(prompt, o, on_text, on_progress, &g));
   while (!g->done()) HANPU_RETURN_IF_ERROR(g->step());
-  if (generated != nullptr) generated->insert(generated->end(), g->generated().begin(), g->generated().end());
+  if (generated != nullptr)
+    generated->insert(generated->end(), g->generated().begin(), g->generated().end());
   if (stats != nullptr) *stats = g->stats();
   return Status::Ok();
 }

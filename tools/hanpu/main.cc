@@ -19,6 +19,7 @@
 #include "last_resort.h"
 #include "list_cmds.h"
 #include "perplexity_cmd.h"
+#include "serve_cmd.h"
 #include "plan_cmd.h"
 #include "quantize_cmd.h"
 #include "run_cmd.h"
@@ -33,6 +34,8 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
       {"run", "run a model: prefill a prompt, stream the reply (stdout), timings on stderr",
        command_from<RunOptions, add_run_options, run_model>()},
+      {"serve", "an OpenAI-compatible HTTP server over a checkpoint (chat, completions, SSE)",
+       command_from<ServeCmdOptions, add_serve_options, run_serve>()},
       {"perplexity",
        "a checkpoint's perplexity on a text file, chunked as llama.cpp's llama-perplexity",
        command_from<PerplexityCmdOptions, add_perplexity_options, run_perplexity>()},

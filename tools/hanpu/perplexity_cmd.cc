@@ -12,6 +12,7 @@
 #include "cli_engine.h"
 #include "cli_output.h"
 #include "flag_checks.h"
+#include "run_flags.h"
 #include "kl_report.h"
 
 namespace hanpu::cli {
@@ -37,29 +38,7 @@ void add_perplexity_options(CLI::App& app, PerplexityCmdOptions& o) {
   app.add_option("--chunks", r.max_chunks, "score at most this many chunks (0: all)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--la", r.la_strategy, "LA strategy: recurrent, fla, hanpu")
-      ->capture_default_str()
-      ->check(la_strategy_names());
-  app.add_option("--placement", r.attn_placement, "attention placement: balanced, uniform, layer")
-      ->capture_default_str()
-      ->check(placement_names());
-  app.add_option("--attn-products", r.attn_products, "attention prefill products: auto, f32, bf16")
-      ->capture_default_str()
-      ->check(attn_product_names());
-  app.add_option("--projection", r.projection,
-                 "projection kernel: auto, amx, dot, pairs, blas, fma")
-      ->capture_default_str()
-      ->check(projection_names());
-  app.add_option("-t,--threads", r.threads, "cores (0: all)")
-      ->capture_default_str()
-      ->check(thread_range());
-  app.add_option("--kv-cache", r.kv_cache,
-                 "KV-cache dtype: auto (the projections' dtype), f32, bf16, f16")
-      ->capture_default_str()
-      ->check(storage_names());
-  app.add_option("--prefill-chunk", r.prefill_chunk, "tokens per forward call")
-      ->capture_default_str()
-      ->check(token_range(1));
+  add_model_run_flags(app, r);
   app.add_option(
          "--weights", o.weights,
          "hold projections as auto (the checkpoint's dtype, a quantized GGUF's own "

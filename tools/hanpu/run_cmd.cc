@@ -23,6 +23,7 @@
 #include "cli_output.h"
 #include "cli_engine.h"
 #include "flag_checks.h"
+#include "run_flags.h"
 #include "model/text_stream.h"
 
 namespace hanpu::cli {
@@ -171,34 +172,7 @@ void add_run_options(CLI::App& app, RunOptions& o) {
       ->allow_extra_args(false);
   app.add_flag("--ignore-eos", o.ignore_eos,
                "go on past the stop tokens (benchmarks: exactly --max-tokens)");
-  app.add_option("--la", g.la_strategy, "LA strategy: recurrent, fla, hanpu")
-      ->capture_default_str()
-      ->check(la_strategy_names());
-  app.add_option("--placement", g.attn_placement, "attention placement: balanced, uniform, layer")
-      ->capture_default_str()
-      ->check(placement_names());
-  app.add_option(
-         "--attn-products", g.attn_products,
-         "attention prefill products: auto (bf16 on a bf16 KV cache where the CPU has the bf16 dot "
-         "instruction), f32, bf16 (q, k, v and P rounded to bf16)")
-      ->capture_default_str()
-      ->check(attn_product_names());
-  app.add_option("--projection", g.projection,
-                 "projection kernel: auto (HANPU_PROJECTION, else the fastest here), amx, dot, "
-                 "pairs, blas, fma "
-                 "(`hanpu info` lists what this CPU has)")
-      ->capture_default_str()
-      ->check(projection_names());
-  app.add_option("-t,--threads", g.threads, "cores (0: all)")
-      ->capture_default_str()
-      ->check(thread_range());
-  app.add_option("--kv-cache", g.kv_cache,
-                 "KV-cache dtype: auto (the projections' dtype), f32, bf16, f16")
-      ->capture_default_str()
-      ->check(storage_names());
-  app.add_option("--prefill-chunk", g.prefill_chunk, "prompt tokens per forward call")
-      ->capture_default_str()
-      ->check(token_range(1));
+  add_model_run_flags(app, g);
   app.add_option(
          "--weights", o.weights,
          "hold projections as auto (the checkpoint's dtype, a quantized GGUF's own blocks; bf16 "

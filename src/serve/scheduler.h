@@ -1,0 +1,78 @@
+// The server's scheduler: one thread owns the engine and runs every admitted request a
+// forward call at a time, in turns, so running replies keep streaming while a new prompt is
+// prefilled in chunks between their steps (at most `parallel` running, a bounded queue
+// beyond). The HTTP threads hand requests in and read their text out through Job.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hanpu/engine.h"
+
+namespace hanpu::serve {
+
+// One request between an HTTP thread and the scheduler. The scheduler appends text and
+// tokens and finally sets `finished`; the HTTP thread takes them under `mu`.
+struct Job {
+  std::vector<int> prompt;
+  GenerateOptions options;
+  std::atomic<bool> cancelled{false};  // the client left: dropped at the next turn
+
+  std::mutex mu;
+  std::condition_variable changed;
+  std::string text;                    // generated text not yet taken
+  std::vector<GeneratedToken> tokens;  // generated tokens not yet taken
+  bool finished = false;
+  Status error = Status::Ok();  // a failure the engine reported
+  GenerateStats stats;          // once finished
+};
+
+struct SchedulerOptions {
+  int parallel = 4;  // running sequences at most
+  int queue = 64;    // waiting requests at most
+};
+
+struct SchedulerMetrics {
+  int64_t requests = 0, prompt_tokens = 0, generated_tokens = 0, failed = 0, cancelled = 0;
+  int64_t queued = 0, running = 0;
+  double prefill_ms = 0, decode_ms = 0;  // summed over finished requests
+};
+
+class Scheduler {
+ public:
+  Scheduler(Engine* engine, SchedulerOptions options);
+  ~Scheduler();  // stops: waits for what is running and queued
+  // Queues a job; false (nothing done) when the queue is full or the scheduler is stopping.
+  bool submit(std::shared_ptr<Job> job);
+  // Refuses new jobs, runs the admitted and queued ones to the end, and stops the thread.
+  void drain();
+  SchedulerMetrics metrics() const;
+
+ private:
+  struct Running {
+    std::shared_ptr<Job> job;
+    std::unique_ptr<Generation> generation;
+  };
+  void loop();
+  void admit(std::shared_ptr<Job> job);
+  void finish(Running& r, Status st);
+
+  Engine* engine_;
+  SchedulerOptions options_;
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  bool stopping_ = false;
+  std::vector<Running> running_;  // the scheduler thread's own
+  SchedulerMetrics metrics_;
+  std::thread thread_;
+};
+
+}  // namespace hanpu::serve

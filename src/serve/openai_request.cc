@@ -255,6 +255,9 @@ bool parse_api_request(const std::string& body, bool chat, const GenerateOptions
   f.integer("seed", std::numeric_limits<int>::min(), std::numeric_limits<int>::max(), &seed);
   if (seed) r.gen.seed = static_cast<uint64_t>(static_cast<uint32_t>(*seed));
   f.integer("n", 1, 1, &n);
+  bool ignore_eos = false;  // vLLM's extension: generate past the stop tokens
+  f.boolean("ignore_eos", &ignore_eos);
+  r.gen.stop_at_eos = !ignore_eos;
   if (chat) {
     f.boolean("logprobs", &r.gen.logprobs);
     f.integer("top_logprobs", 0, 20, &top_logprobs);

@@ -1,0 +1,100 @@
+// The scheduler runs several requests in turns, a forward call each: every reply equals the
+// same request run alone through Engine::generate, and a cancelled one is dropped without
+// touching the others.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "serve/scheduler.h"
+
+namespace hanpu::serve {
+namespace {
+
+std::unique_ptr<Engine> tiny() {
+  std::unique_ptr<Engine> e;
+  EXPECT_TRUE(Engine::load(default_model_dir(), &e).ok());
+  return e;
+}
+
+std::shared_ptr<Job> job_of(const std::vector<int>& prompt, int max_tokens, int chunk) {
+  auto j = std::make_shared<Job>();
+  j->prompt = prompt;
+  j->options.max_tokens = max_tokens;
+  j->options.prefill_chunk = chunk;
+  j->options.stop_at_eos = false;
+  return j;
+}
+
+void wait(Job& j) {
+  std::unique_lock<std::mutex> lock(j.mu);
+  j.changed.wait(lock, [&] { return j.finished; });
+}
+
+TEST(Scheduler, InterleavedRepliesEqualEachRunAlone) {
+  std::unique_ptr<Engine> engine = tiny();
+  std::vector<std::shared_ptr<Job>> jobs;
+  std::vector<std::vector<int>> alone;
+  for (int i = 0; i < 6; ++i) {
+    const std::vector<int> prompt = engine->random_prompt(5 + 13 * i, 100 + i);
+    jobs.push_back(job_of(prompt, 7 + i, 8));  // chunks of 8: prefill interleaves with decode
+    std::vector<int> ids;
+    ASSERT_TRUE(engine->generate(prompt, jobs.back()->options, nullptr, nullptr, nullptr, &ids).ok());
+    alone.push_back(ids);
+  }
+  {
+    Scheduler s(engine.get(), {3, 8});
+    for (auto& j : jobs) ASSERT_TRUE(s.submit(j));
+    for (auto& j : jobs) wait(*j);
+    const SchedulerMetrics m = s.metrics();
+    EXPECT_EQ(m.requests, 6);
+    EXPECT_EQ(m.failed, 0);
+  }
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    EXPECT_TRUE(jobs[i]->error.ok()) << jobs[i]->error.message();
+    EXPECT_EQ(jobs[i]->stats.generated_tokens, 7 + static_cast<int>(i));
+  }
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    std::vector<int> ids;
+    for (const GeneratedToken& t : jobs[i]->tokens) ids.push_back(t.id);
+    EXPECT_EQ(ids, alone[i]) << i;
+  }
+}
+
+TEST(Scheduler, ACancelledJobIsDroppedAndAFullQueueRefuses) {
+  std::unique_ptr<Engine> engine = tiny();
+  Scheduler s(engine.get(), {1, 1});
+  auto long_one = job_of(engine->random_prompt(4, 1), 100000, 64);
+  auto waiting = job_of(engine->random_prompt(4, 2), 3, 64);
+  auto refused = job_of(engine->random_prompt(4, 3), 3, 64);
+  ASSERT_TRUE(s.submit(long_one));
+  // The long job is admitted at once, leaving the one queue place to `waiting`.
+  while (s.metrics().running == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(s.submit(waiting));
+  EXPECT_FALSE(s.submit(refused));
+  long_one->cancelled = true;
+  wait(*long_one);
+  EXPECT_FALSE(long_one->error.ok());
+  wait(*waiting);
+  EXPECT_TRUE(waiting->error.ok());
+  EXPECT_EQ(waiting->stats.generated_tokens, 3);
+  EXPECT_EQ(s.metrics().cancelled, 1);
+}
+
+TEST(Scheduler, AnEngineErrorEndsOnlyItsJob) {
+  std::unique_ptr<Engine> engine = tiny();
+  Scheduler s(engine.get(), {2, 4});
+  auto bad = job_of({1, 2, 3}, 4, 8);
+  bad->options.temperature = -1;  // refused by Engine::start
+  auto good = job_of({1, 2, 3}, 4, 8);
+  ASSERT_TRUE(s.submit(bad));
+  ASSERT_TRUE(s.submit(good));
+  wait(*bad);
+  wait(*good);
+  EXPECT_NE(bad->error.message().find("temperature"), std::string::npos);
+  EXPECT_TRUE(good->error.ok());
+  EXPECT_EQ(s.metrics().failed, 1);
+}
+
+}  // namespace
+}  // namespace hanpu::serve

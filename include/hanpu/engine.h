@@ -331,6 +331,15 @@ class Engine {
                std::function<void(std::string_view)> on_text,
                std::function<void(int64_t, int64_t)> on_progress, std::unique_ptr<Generation>* out);
 
+  // One turn of several of this engine's generations, as a server's scheduler runs them: the
+  // first `prefill_chunks` of them still in their prompt run their next chunk each; every
+  // decoding one samples its next token, and those that go on run through the model
+  // together, one pass over the weights for all (continuous batching; Model::decode_batch).
+  // The same tokens as stepping each alone. results[i] is generations[i]'s outcome (an error
+  // ends that generation).
+  void step_together(const std::vector<Generation*>& generations, int prefill_chunks,
+                     std::vector<Status>* results);
+
   // Prefills `prompt` ids, then decodes. on_text gets each piece of text as soon as it is
   // complete UTF-8 (null: no text); on_progress(done, total) during the prefill.
   Status generate(const std::vector<int>& prompt, const GenerateOptions& options,

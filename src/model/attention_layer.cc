@@ -12,6 +12,18 @@
 
 namespace hanpu::model {
 
+void attn_output_gate(float* o, const float* qg, int64_t R, int Hq, int D, int threads) {
+  parallel_rows(threads, R, static_cast<int64_t>(Hq) * D * 20, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      for (int h = 0; h < Hq; ++h) {
+        float* orow = o + (t * Hq + h) * D;
+        const float* gate = qg + (t * Hq + h) * 2 * D + D;
+        for (int d = 0; d < D; ++d) orow[d] *= sigmoid(gate[d]);
+      }
+    }
+  });
+}
+
 Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* x, int64_t T,
                        int64_t pos0, KvCache* kv, const ForwardOptions& opt, int64_t out_rows,
                        float* out, double* kernel_ms) {
@@ -57,15 +69,7 @@ Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* 
   *kernel_ms +=
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!st.ok()) return Status::Error(fmt::format("attention layer: {}", st.message()));
-  parallel_rows(opt.threads, R, static_cast<int64_t>(Hq) * D * 20, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      for (int h = 0; h < Hq; ++h) {
-        float* orow = o + (t * Hq + h) * D;
-        const float* gate = qg + (t * Hq + h) * 2 * D + D;
-        for (int d = 0; d < D; ++d) orow[d] *= sigmoid(gate[d]);
-      }
-    }
-  });
+  attn_output_gate(o, qg, R, Hq, D, opt.threads);
   cpu::linear(o, Hq * D, R, w.o, out, hidden, opt.threads, opt.projection);
   return Status::Ok();
 }

@@ -97,7 +97,10 @@ struct Generation::Impl {
   GenerateStats s;
   bool done = false;
 
+  int pending = -1;  // sampled, not yet run through the model
   Status prefill_chunk();
+  Status sample_next(bool* go_on);
+  Status run_pending();
   Status decode_step();
   Status finish();
 };
@@ -139,12 +142,11 @@ Status Generation::Impl::prefill_chunk() {
   return o.max_tokens == 0 ? finish() : Status::Ok();
 }
 
-// Samples the next token from the last logits and, unless that ends the reply, runs it
-// through the model.
-Status Generation::Impl::decode_step() {
-  const model::Model& m = *engine->model;
+// Samples the next token from the last logits; *go_on false when that ended the reply
+// (finished here), else `pending` must run through the model (run_pending, or a batch).
+Status Generation::Impl::sample_next(bool* go_on) {
+  *go_on = false;
   const auto t0 = Clock::now();
-  double hook_ms = 0;  // between_decode_steps, not decode time
   const int tok = sampler->sample(logits);
   const int step = steps++;
   const std::vector<int>& eos = engine->stop_tokens;
@@ -170,18 +172,27 @@ Status Generation::Impl::decode_step() {
   } else if (step + 1 >= o.max_tokens) {
     end = true;
   }
-  if (!end) {
-    if (o.between_decode_steps) {
-      const auto h0 = Clock::now();
-      o.between_decode_steps();
-      hook_ms = ms_since(h0);
-    }
-    const auto f0 = Clock::now();
-    HANPU_RETURN_IF_ERROR(m.forward(&tok, 1, state, fo, &logits, &decode_prof));
-    s.decode_step_ms.push_back(ms_since(f0));
-  }
-  s.decode_ms += ms_since(t0) - hook_ms;
-  return end ? finish() : Status::Ok();
+  s.decode_ms += ms_since(t0);
+  if (end) return finish();
+  if (o.between_decode_steps) o.between_decode_steps();  // outside every time reported
+  pending = tok;
+  *go_on = true;
+  return Status::Ok();
+}
+
+Status Generation::Impl::run_pending() {
+  const auto f0 = Clock::now();
+  HANPU_RETURN_IF_ERROR(engine->model->forward(&pending, 1, state, fo, &logits, &decode_prof));
+  const double ms = ms_since(f0);
+  s.decode_step_ms.push_back(ms);
+  s.decode_ms += ms;
+  return Status::Ok();
+}
+
+Status Generation::Impl::decode_step() {
+  bool go_on = false;
+  HANPU_RETURN_IF_ERROR(sample_next(&go_on));
+  return go_on ? run_pending() : Status::Ok();
 }
 
 Status Generation::Impl::finish() {
@@ -274,6 +285,82 @@ Status Engine::start(const std::vector<int>& prompt, const GenerateOptions& o,
   g->text.emplace(o.stop_strings, std::move(on_text));
   *out = std::unique_ptr<Generation>(new Generation(std::move(g)));
   return Status::Ok();
+}
+
+namespace {
+
+// Generations whose forward calls may share one batch: the same cores and kernels.
+bool same_run(const model::ForwardOptions& a, const model::ForwardOptions& b) {
+  return a.threads == b.threads && a.projection == b.projection;
+}
+
+}  // namespace
+
+void Engine::step_together(const std::vector<Generation*>& gens, int prefill_chunks,
+                           std::vector<Status>* results) {
+  results->assign(gens.size(), Status::Ok());
+  std::vector<size_t> batch;  // decoding generations that go on, by index
+  for (size_t i = 0; i < gens.size(); ++i) {
+    Generation& g = *gens[i];
+    if (g.done()) continue;
+    if (g.prefilling()) {
+      if (prefill_chunks-- > 0) (*results)[i] = g.step();
+      continue;
+    }
+    bool go_on = false;
+    Status st = g.impl_->sample_next(&go_on);
+    if (!st.ok()) g.impl_->done = true;
+    (*results)[i] = st;
+    if (go_on) batch.push_back(i);
+  }
+  // One forward call for all that share the first one's run options; the rest alone.
+  std::vector<size_t> together, alone;
+  for (size_t i : batch) {
+    (same_run(gens[i]->impl_->fo, gens[batch[0]]->impl_->fo) ? together : alone).push_back(i);
+  }
+  if (together.size() == 1) {
+    alone.push_back(together[0]);
+    together.clear();
+  }
+  for (size_t i : alone) {
+    Status st = gens[i]->impl_->run_pending();
+    if (!st.ok()) gens[i]->impl_->done = true;
+    (*results)[i] = st;
+  }
+  if (together.empty()) return;
+  const int n = static_cast<int>(together.size());
+  std::vector<int> tokens;
+  std::vector<model::SequenceState*> states;
+  for (size_t i : together) {
+    tokens.push_back(gens[i]->impl_->pending);
+    states.push_back(gens[i]->impl_->state);
+  }
+  const model::Model& m = *impl_->model;
+  thread_local std::vector<float> logits;
+  logits.resize(static_cast<size_t>(n) * m.config().vocab);
+  model::ForwardProfile prof;
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status st = m.decode_batch(tokens.data(), n, states.data(), gens[together[0]]->impl_->fo,
+                                   logits.data(), &prof);
+  const double ms = ms_since(t0);
+  for (int r = 0; r < n; ++r) {
+    Generation::Impl& g = *gens[together[r]]->impl_;
+    (*results)[together[r]] = st;
+    if (!st.ok()) {
+      g.done = true;
+      continue;
+    }
+    const float* row = logits.data() + static_cast<size_t>(r) * m.config().vocab;
+    g.logits.assign(row, row + m.config().vocab);
+    g.s.decode_step_ms.push_back(ms);
+    g.s.decode_ms += ms;
+    g.decode_prof.la_ms += prof.la_ms;  // the whole batch's step, which this one waited for
+    g.decode_prof.attn_ms += prof.attn_ms;
+    g.decode_prof.mlp_ms += prof.mlp_ms;
+    g.decode_prof.other_ms += prof.other_ms;
+    g.decode_prof.la_kernel_ms += prof.la_kernel_ms;
+    g.decode_prof.attn_kernel_ms += prof.attn_kernel_ms;
+  }
 }
 
 Status Engine::generate(const std::vector<int>& prompt, const GenerateOptions& o,

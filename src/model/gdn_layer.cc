@@ -12,6 +12,33 @@
 
 namespace hanpu::model {
 
+Status gdn_la(const ModelConfig& c, const float* q, const float* k, const float* v, const float* g,
+              const float* beta, int64_t T, AlignedFloats* recurrent, const ForwardOptions& opt,
+              float* o, double* kernel_ms) {
+  const int H = c.la_key_heads, HV = c.la_value_heads, K = c.la_key_dim, V = c.la_value_dim;
+  LaArgs args;
+  args.mech = LaMech::kGdn;
+  args.q = {q, DType::kF32, {T, H, K}};
+  args.k = {k, DType::kF32, {T, H, K}};
+  args.v = {v, DType::kF32, {T, HV, V}};
+  args.g = {g, DType::kF32, {T, HV}};
+  args.beta = {beta, DType::kF32, {T, HV}};
+  args.initial_state = {recurrent->data(), DType::kF32, {1, HV, K, V}};
+  args.o = {o, DType::kF32, {T, HV, V}};
+  args.final_state = {recurrent->data(), DType::kF32, {1, HV, K, V}};  // updated in place
+  args.qk_l2norm = true;  // use_qk_l2norm_in_kernel=True
+  LaOptions lo;
+  lo.strategy =
+      T == 1 ? "recurrent" : opt.la_strategy;  // one token: the recurrent step is the decode kernel
+  lo.threads = opt.threads;
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status st = la_prefill(args, lo);
+  *kernel_ms +=
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (!st.ok()) return Status::Error(fmt::format("GDN layer: {}", st.message()));
+  return Status::Ok();
+}
+
 Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int64_t T,
                  std::vector<float>* conv, AlignedFloats* recurrent, const ForwardOptions& opt,
                  int64_t out_rows, float* out, double* kernel_ms) {
@@ -38,26 +65,7 @@ Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int6
   float* g = layer_buffer(8, static_cast<size_t>(T) * HV);
   gdn_gates(b, a, T, HV, w.neg_A.data(), w.dt_bias.data(), beta, g);
   float* o = layer_buffer(0, static_cast<size_t>(T) * HV * V);  // over mixed: read by now
-  LaArgs args;
-  args.mech = LaMech::kGdn;
-  args.q = {q, DType::kF32, {T, H, K}};
-  args.k = {k, DType::kF32, {T, H, K}};
-  args.v = {v, DType::kF32, {T, HV, V}};
-  args.g = {g, DType::kF32, {T, HV}};
-  args.beta = {beta, DType::kF32, {T, HV}};
-  args.initial_state = {recurrent->data(), DType::kF32, {1, HV, K, V}};
-  args.o = {o, DType::kF32, {T, HV, V}};
-  args.final_state = {recurrent->data(), DType::kF32, {1, HV, K, V}};  // updated in place
-  args.qk_l2norm = true;  // use_qk_l2norm_in_kernel=True
-  LaOptions lo;
-  lo.strategy =
-      T == 1 ? "recurrent" : opt.la_strategy;  // one token: the recurrent step is the decode kernel
-  lo.threads = opt.threads;
-  const auto t0 = std::chrono::steady_clock::now();
-  const Status st = la_prefill(args, lo);
-  *kernel_ms +=
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  if (!st.ok()) return Status::Error(fmt::format("GDN layer: {}", st.message()));
+  HANPU_RETURN_IF_ERROR(gdn_la(c, q, k, v, g, beta, T, recurrent, opt, o, kernel_ms));
   // The output path of the last out_rows rows (layers.h).
   const int64_t r0 = T - out_rows;
   float* o_out = o + r0 * HV * V;

@@ -25,10 +25,29 @@ Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int6
                  std::vector<float>* conv, AlignedFloats* recurrent, const ForwardOptions& opt,
                  int64_t out_rows, float* out, double* kernel_ms);
 
+// The GDN layer's LA call: q, k [T, H, K], v [T, HV, V], g, beta [T, HV] through the chunk
+// kernel (the recurrent step for one token) with `recurrent` updated in place; o [T, HV, V].
+Status gdn_la(const ModelConfig& c, const float* q, const float* k, const float* v, const float* g,
+              const float* beta, int64_t T, AlignedFloats* recurrent, const ForwardOptions& opt,
+              float* o, double* kernel_ms);
+
 // Gated full attention; appends this call's keys and values (positions pos0 ...) to kv.
 Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* x, int64_t T,
                        int64_t pos0, KvCache* kv, const ForwardOptions& opt, int64_t out_rows,
                        float* out, double* kernel_ms);
+
+// o [R, Hq, D] *= sigmoid(the output-gate half of qg [R, Hq, 2D]).
+void attn_output_gate(float* o, const float* qg, int64_t R, int Hq, int D, int threads);
+
+// One decode step of n sequences (Model::decode_batch): the projections run over the n rows
+// together, the state work (conv and LA step; RoPE at each one's position, KV append and
+// attention over its own cache) per sequence. x, out [n, hidden].
+Status gdn_layer_batch(const ModelConfig& c, const GdnWeights& w, const float* x, int n,
+                       SequenceState* const* states, int layer, const ForwardOptions& opt,
+                       float* out, double* kernel_ms);
+Status attention_layer_batch(const ModelConfig& c, const AttnWeights& w, const float* x, int n,
+                             SequenceState* const* states, int layer, const ForwardOptions& opt,
+                             float* out, double* kernel_ms);
 
 // SwiGLU MLP of intermediate size `inter`.
 void mlp_layer(const MlpWeights& w, int inter, const float* x, int64_t T, const ForwardOptions& opt,

@@ -134,6 +134,73 @@ Status Model::forward(const int* tokens, int64_t n, SequenceState* state, const 
   return Status::Ok();
 }
 
+Status Model::decode_batch(const int* tokens, int n, SequenceState* const* states,
+                           const ForwardOptions& opt, float* logits,
+                           ForwardProfile* profile) const {
+  const ModelConfig& c = config_;
+  if (n <= 0) return Status::Error("decode_batch: no sequences");
+  for (int s = 0; s < n; ++s) {
+    if (tokens[s] < 0 || tokens[s] >= c.vocab) {
+      return Status::Error(fmt::format(
+          "token id {} of sequence {} is outside the vocabulary [0, {})", tokens[s], s, c.vocab));
+    }
+    for (int r = 0; r < s; ++r) {
+      if (states[r] == states[s])
+        return Status::Error(fmt::format("decode_batch: sequences {} and {} are one state", r, s));
+    }
+  }
+  const int hidden = c.hidden;
+  ForwardProfile local;
+  ForwardProfile& prof = profile != nullptr ? *profile : local;
+  Stopwatch sw;
+  thread_local std::vector<float> h_buf, xn_buf, block_buf;
+  const size_t acts = static_cast<size_t>(n) * hidden;
+  float* h = reuse_buffer(h_buf, acts);
+  float* xn = reuse_buffer(xn_buf, acts);
+  float* block = reuse_buffer(block_buf, acts);
+  for (int s = 0; s < n; ++s)
+    weights_.embedding_row(tokens[s], h + static_cast<size_t>(s) * hidden);
+  prof.other_ms += sw.lap_ms();
+  for (int i = 0; i < c.layers; ++i) {
+    const LayerWeights& lw = weights_.layers[i];
+    if (i == 0) {
+      rms_norm_zero_centred(h, hidden, n, hidden, lw.input_norm.data(), c.rms_eps, xn, hidden,
+                            opt.threads);
+    } else {
+      add_rms_norm_zero_centred(h, block, n, hidden, lw.input_norm.data(), c.rms_eps, xn,
+                                opt.threads);
+    }
+    prof.other_ms += sw.lap_ms();
+    if (lw.kind == LayerKind::kLinearAttention) {
+      HANPU_RETURN_IF_ERROR(
+          gdn_layer_batch(c, lw.gdn, xn, n, states, i, opt, block, &prof.la_kernel_ms));
+      prof.la_ms += sw.lap_ms();
+    } else {
+      HANPU_RETURN_IF_ERROR(
+          attention_layer_batch(c, lw.attn, xn, n, states, i, opt, block, &prof.attn_kernel_ms));
+      prof.attn_ms += sw.lap_ms();
+    }
+    add_rms_norm_zero_centred(h, block, n, hidden, lw.post_norm.data(), c.rms_eps, xn, opt.threads);
+    prof.other_ms += sw.lap_ms();
+    if (lw.moe) {
+      moe_layer(c, lw.moe_w, xn, n, opt, block);
+    } else {
+      mlp_layer(lw.mlp, c.intermediate, xn, n, opt, block);
+    }
+    prof.mlp_ms += sw.lap_ms();
+  }
+  for (size_t j = 0; j < acts; ++j) h[j] += block[j];
+  for (int s = 0; s < n; ++s) {
+    states[s]->position += 1;
+    states[s]->tokens.push_back(tokens[s]);
+  }
+  rms_norm_zero_centred(h, hidden, n, hidden, weights_.final_norm.data(), c.rms_eps, xn, hidden,
+                        opt.threads);
+  cpu::linear(xn, hidden, n, weights_.lm_head, logits, c.vocab, opt.threads, opt.projection);
+  prof.other_ms += sw.lap_ms();
+  return Status::Ok();
+}
+
 Status Model::score(const int* tokens, int64_t n, int64_t from, const int* next,
                     SequenceState* state, const ForwardOptions& opt, double* logprobs,
                     ForwardProfile* profile, const RowLogits& on_logits) const {

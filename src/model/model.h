@@ -71,6 +71,15 @@ class Model {
   Status forward(const int* tokens, int64_t n, SequenceState* state, const ForwardOptions& options,
                  std::vector<float>* logits, ForwardProfile* profile = nullptr) const;
 
+  // One decode step of n sequences together (continuous batching): token t runs after
+  // everything states[t] holds, each state is updated as forward would update it, and
+  // logits [n, vocab] gets each one's next-token logits. The weights are read once for all n
+  // rows; the per-sequence work (conv, LA step, RoPE, KV cache, attention) stays apart. The
+  // states must be distinct.
+  Status decode_batch(const int* tokens, int n, SequenceState* const* states,
+                      const ForwardOptions& options, float* logits,
+                      ForwardProfile* profile = nullptr) const;
+
   // Runs `n` tokens as forward does and scores positions from .. n-1: logprobs[t - from] =
   // log p(next[t - from] | the sequence up to and including token t), in double from fp32
   // logits (a perplexity's terms). The head runs on those rows only, in blocks. `on_logits`,

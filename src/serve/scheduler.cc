@@ -103,14 +103,22 @@ void Scheduler::loop() {
       lock.unlock();
       for (auto& job : admitted) admit(std::move(job));
     }
-    // One turn: every running sequence takes one step (a prompt chunk or a token).
+    // One turn: the cancelled are dropped; one prompt chunk (the oldest prompt's), then every
+    // decoding sequence's next token, all through the model in one batched step.
+    std::vector<Generation*> gens;
+    std::vector<Running*> owners;
     for (Running& r : running_) {
       if (r.job->cancelled.load()) {
         finish(r, Status::Error("cancelled: the client disconnected"));
         continue;
       }
-      const Status st = r.generation->step();
-      if (!st.ok() || r.generation->done()) finish(r, st);
+      gens.push_back(r.generation.get());
+      owners.push_back(&r);
+    }
+    std::vector<Status> results;
+    engine_->step_together(gens, 1, &results);
+    for (size_t i = 0; i < gens.size(); ++i) {
+      if (!results[i].ok() || gens[i]->done()) finish(*owners[i], results[i]);
     }
     running_.erase(std::remove_if(running_.begin(), running_.end(),
                                   [](const Running& r) { return r.generation == nullptr; }),

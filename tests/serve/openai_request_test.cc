@@ -70,9 +70,9 @@ TEST(OpenAiRequest, MalformedBodiesAndFieldsAreRefusedByName) {
             "messages[0].role");
   EXPECT_EQ(refused(R"({"messages": [{"role": "user", "content": 5}]})").param,
             "messages[0].content");
-  EXPECT_EQ(refused(R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})")
-                .param,
-            "messages[0].content");
+  EXPECT_EQ(
+      refused(R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})").param,
+      "messages[0].content");
   const std::string m = R"("messages": [{"role": "user", "content": "x"}])";
   for (const auto& [field, value] :
        std::vector<std::pair<std::string, std::string>>{{"temperature", "-1"},
@@ -107,7 +107,8 @@ TEST(ReasoningSplit, ThinkingBeforeTheCloseTagIsReasoningWhateverThePieces) {
   for (size_t piece = 1; piece <= reply.size(); ++piece) {
     ReasoningSplit s(false);
     std::string reasoning, content;
-    for (size_t i = 0; i < reply.size(); i += piece) s.feed(reply.substr(i, piece), &reasoning, &content);
+    for (size_t i = 0; i < reply.size(); i += piece)
+      s.feed(reply.substr(i, piece), &reasoning, &content);
     s.finish(&reasoning, &content);
     EXPECT_EQ(reasoning, "plan it") << piece;
     EXPECT_EQ(content, "\n\nthe answer") << piece;

@@ -39,7 +39,8 @@ TEST(Scheduler, InterleavedRepliesEqualEachRunAlone) {
     const std::vector<int> prompt = engine->random_prompt(5 + 13 * i, 100 + i);
     jobs.push_back(job_of(prompt, 7 + i, 8));  // chunks of 8: prefill interleaves with decode
     std::vector<int> ids;
-    ASSERT_TRUE(engine->generate(prompt, jobs.back()->options, nullptr, nullptr, nullptr, &ids).ok());
+    ASSERT_TRUE(
+        engine->generate(prompt, jobs.back()->options, nullptr, nullptr, nullptr, &ids).ok());
     alone.push_back(ids);
   }
   {

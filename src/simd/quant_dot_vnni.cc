@@ -601,8 +601,13 @@ HANPU_VNNI_TARGET void gemm_of_type(const uint8_t* const* rows, int n, const Qua
     if (done < n) rows_times_acts<T, 1>(rows + done, n - done, a, r0, y + r0 * ldy + done, ldy);
     return;
   }
-  for_row_tiles(r0, r1, [&](auto tile, int64_t r) {
-    rows_times_acts<T, decltype(tile)::value>(rows, n, a, r, y, ldy);
+  // Eight activation rows a pass where there are (a batched decode step of several
+  // sequences): each unit is read and unpacked once for all eight, whose sums fit the 32
+  // vector registers beside the unit; the rest in tiles of up to four.
+  int64_t r = r0;
+  for (; r + 8 <= r1; r += 8) rows_times_acts<T, 8>(rows, n, a, r, y, ldy);
+  for_row_tiles(r, r1, [&](auto tile, int64_t rr) {
+    rows_times_acts<T, decltype(tile)::value>(rows, n, a, rr, y, ldy);
   });
 }
 

@@ -181,7 +181,8 @@ std::vector<QuantKernel> kernels() {
   return k;
 }
 
-// Shapes: 7 weight rows against activation rows 1..5 of 6 (prefill tiles of 4 and a tail), and
+// Shapes: 7 weight rows against activation rows 1..5 of 6 (prefill tiles of 4 and a tail), 5
+// against rows 1..10 of 11 (the VNNI kernel's tile of 8 and a tail), and
 // 38 weight rows against one activation row (decode: the VNNI kernel's interleaved streams of
 // 9 rows each and a 2-row tail).
 struct GemmShape {
@@ -197,6 +198,7 @@ TEST(QuantGemm, EveryKernelMatchesFloat64WithinTheDerivedBound) {
              std::vector<std::pair<int, GemmShape>> cases;
              for (int in : row_lengths(info.type)) {
                cases.push_back({in, {7, 6, 1}});
+               cases.push_back({in, {5, 11, 1}});  // a tile of 8 (a batched decode), a tail of 2
                cases.push_back({in, {38, 1, 0}});
              }
              return cases;

@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Load on a running OpenAI-compatible server (hanpu serve or llama-server): N concurrent
+streams, each a completion of a random-token prompt, reporting aggregate decode tokens/s,
+time to first token and inter-token latency (p50 / p99).
+
+    scripts/bench_serve.py --url http://127.0.0.1:8080/v1 --streams 1 8 --prompt 128 --tokens 64
+
+Needs the openai package (pip install openai). Outside CI: a benchmark, not a test.
+"""
+import argparse
+import concurrent.futures
+import random
+import statistics
+import time
+
+import openai
+
+
+def one_stream(client, model, prompt_ids, tokens):
+    t0 = time.perf_counter()
+    stamps = []
+    stream = client.completions.create(model=model, prompt=prompt_ids, max_tokens=tokens,
+                                       stream=True, temperature=0,
+                                       extra_body={"ignore_eos": True})
+    for chunk in stream:
+        if chunk.choices and chunk.choices[0].text:
+            stamps.append(time.perf_counter())
+    return t0, stamps
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))] if xs else float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--url", default="http://127.0.0.1:8080/v1")
+    ap.add_argument("--streams", type=int, nargs="+", default=[1, 8])
+    ap.add_argument("--prompt", type=int, default=128, help="prompt tokens")
+    ap.add_argument("--tokens", type=int, default=64, help="tokens generated per stream")
+    ap.add_argument("--vocab", type=int, default=1000, help="prompt ids drawn below this")
+    ap.add_argument("--rounds", type=int, default=1)
+    a = ap.parse_args()
+    client = openai.OpenAI(base_url=a.url, api_key="none", max_retries=0, timeout=3600)
+    model = client.models.list().data[0].id
+    rng = random.Random(1)
+    for _ in range(a.rounds):
+        for n in a.streams:
+            prompts = [[rng.randrange(a.vocab) for _ in range(a.prompt)] for _ in range(n)]
+            t0 = time.perf_counter()
+            with concurrent.futures.ThreadPoolExecutor(n) as pool:
+                runs = list(pool.map(lambda p: one_stream(client, model, p, a.tokens), prompts))
+            wall = time.perf_counter() - t0
+            ttft = [s[0] - t for t, s in runs if s]
+            itl = [b - a_ for _, s in runs for a_, b in zip(s, s[1:])]
+            pieces = sum(len(s) for _, s in runs)
+            first_all = max(s[0] for _, s in runs if s)
+            last_all = max(s[-1] for _, s in runs if s)
+            decode_rate = (pieces - n) / (last_all - first_all) if last_all > first_all else float("nan")
+            print(f"streams {n:3d}: {pieces} text pieces in {wall:.2f} s, "
+                  f"aggregate {pieces / wall:.1f} tok/s (decode after the last first token "
+                  f"{decode_rate:.1f}), TTFT p50 {statistics.median(ttft) * 1e3:.0f} ms p99 "
+                  f"{pct(ttft, 99) * 1e3:.0f} ms, ITL p50 {pct(itl, 50) * 1e3:.1f} ms p99 "
+                  f"{pct(itl, 99) * 1e3:.1f} ms", flush=True)
+
+
+if __name__ == "__main__":
+    main()

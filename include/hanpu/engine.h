@@ -104,6 +104,14 @@ struct GenerateOptions : ModelRunOptions {
   bool logprobs = false;
   int top_logprobs = 0;  // 0-20 with logprobs
   std::function<void(const GeneratedToken&)> on_token;
+  // Checkpoints, for a prefix cache: the sequence as it stands after the prompt tokens at
+  // these offsets (1 .. the prompt's length; the prefill cuts its chunks there) and, with
+  // checkpoint_reply, after the reply (its last token, or the stop token it ended at, run
+  // through), each handed to on_checkpoint as a Sequence of its own to continue later
+  // (GenerateOptions::sequence after Engine::copy_sequence).
+  std::vector<int64_t> checkpoints;
+  bool checkpoint_reply = false;
+  std::function<void(std::unique_ptr<Sequence>)> on_checkpoint;
   // Benchmarks: called before each decode step's forward call, outside every time reported
   // (e.g. a memory-bandwidth probe beside each step). Null: nothing.
   std::function<void()> between_decode_steps;
@@ -203,6 +211,7 @@ class Sequence {
  public:
   ~Sequence();
   const std::vector<int>& tokens() const;  // every token it holds, in order
+  int64_t bytes() const;                   // the memory its states and KV caches hold
 
  private:
   friend class Engine;
@@ -299,6 +308,9 @@ class Engine {
                        const ChatOptions& options, std::string* text) const;
   // An empty sequence for GenerateOptions::sequence.
   std::unique_ptr<Sequence> new_sequence() const;
+  // A copy of `sequence` (its states and KV caches), to continue apart from it; null if it is
+  // another engine's or unusable.
+  std::unique_ptr<Sequence> copy_sequence(const Sequence& sequence) const;
   // Saves `sequence` as GenerateOptions::save_state would (a file to resume from).
   Status save_sequence(const Sequence& sequence, const std::string& path) const;
   // Replaces the checkpoint's template with the Jinja file `path` (an error names the line

@@ -39,6 +39,16 @@ const std::vector<int>& Sequence::tokens() const {
   return impl_->state ? impl_->state->tokens : kNone;
 }
 
+int64_t Sequence::bytes() const { return impl_->state ? model::state_bytes(*impl_->state) : 0; }
+
+std::unique_ptr<Sequence> Engine::copy_sequence(const Sequence& sequence) const {
+  const Sequence::Impl& q = *sequence.impl_;
+  if (q.model != impl_->model.get() || q.broken) return nullptr;
+  std::unique_ptr<Sequence> out = new_sequence();
+  if (q.state) out->impl_->state = model::copy_state(*q.state);
+  return out;
+}
+
 std::unique_ptr<Sequence> Engine::new_sequence() const {
   auto impl = std::make_unique<Sequence::Impl>();
   impl->model = impl_->model.get();

@@ -103,7 +103,17 @@ struct Generation::Impl {
   Status run_pending();
   Status decode_step();
   Status finish();
+  // Hands a copy of the sequence as it stands to on_checkpoint.
+  void checkpoint();
 };
+
+void Generation::Impl::checkpoint() {
+  if (!o.on_checkpoint) return;
+  auto q = std::make_unique<Sequence::Impl>();
+  q->model = engine->model.get();
+  q->state = model::copy_state(*state);
+  o.on_checkpoint(std::unique_ptr<Sequence>(new Sequence(std::move(q))));
+}
 
 Generation::Generation(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Generation::~Generation() = default;
@@ -127,12 +137,17 @@ Status Generation::step() {
 Status Generation::Impl::prefill_chunk() {
   const model::Model& m = *engine->model;
   const auto t0 = Clock::now();
-  const int64_t n = std::min<int64_t>(o.prefill_chunk, s.prompt_tokens - prefilled);
+  int64_t n = std::min<int64_t>(o.prefill_chunk, s.prompt_tokens - prefilled);
+  for (int64_t at : o.checkpoints) {  // a chunk ends at each checkpoint
+    if (at > prefilled && at - prefilled < n) n = at - prefilled;
+  }
   const bool last_chunk = prefilled + n == s.prompt_tokens;  // only its logits are sampled from
   HANPU_RETURN_IF_ERROR(m.forward(prompt.data() + prefilled, n, state, fo,
                                   last_chunk ? &logits : nullptr, &prefill_prof));
   prefilled += n;
   s.prefill_ms += ms_since(t0);
+  if (std::find(o.checkpoints.begin(), o.checkpoints.end(), prefilled) != o.checkpoints.end())
+    checkpoint();
   if (on_progress) on_progress(prefilled, s.prompt_tokens);
   if (!last_chunk) return Status::Ok();
   s.prefill_split = model::time_split_of(prefill_prof);
@@ -200,12 +215,13 @@ Status Generation::Impl::finish() {
   done = true;
   if (text) text->finish();
   s.decode_split = model::time_split_of(decode_prof);
-  if (!o.save_state.empty() || o.sequence != nullptr) {
+  if (!o.save_state.empty() || o.sequence != nullptr || o.checkpoint_reply) {
     // The last token sampled was not yet run through the model. A stop token is kept too: the
     // model ended its turn with it, and a chat continued from here opens the next one after it.
     const int unrun = s.stop_reason == "eos" ? stop_token : last_token;
     if (unrun >= 0) HANPU_RETURN_IF_ERROR(m.forward(&unrun, 1, state, fo, &logits));
   }
+  if (o.checkpoint_reply) checkpoint();
   if (o.sequence != nullptr) {
     Sequence::Impl& q = *o.sequence->impl_;
     if (!continues_sequence) q.state = std::move(fresh);
@@ -226,6 +242,11 @@ Status Engine::start(const std::vector<int>& prompt, const GenerateOptions& o,
   const model::Model& m = *impl_->model;
   if (prompt.empty()) return Status::Error("the prompt has no tokens");
   HANPU_RETURN_IF_ERROR(check_generate_options(o, impl_->tokenizer.has_value(), impl_->name));
+  for (int64_t at : o.checkpoints) {
+    if (at < 1 || at > static_cast<int64_t>(prompt.size()))
+      return Status::Error(
+          fmt::format("checkpoint offset {} is outside the prompt's 1 .. {}", at, prompt.size()));
+  }
   auto g = std::make_unique<Generation::Impl>();
   g->engine = impl_.get();
   g->o = o;

@@ -51,6 +51,32 @@ SequenceState Model::new_state(DType kv_dtype) const {
   return s;
 }
 
+SequenceState copy_state(const SequenceState& s) {
+  SequenceState c;
+  c.position = s.position;
+  c.tokens = s.tokens;
+  c.conv = s.conv;
+  c.recurrent = s.recurrent;
+  c.kv.resize(s.kv.size());
+  for (size_t i = 0; i < s.kv.size(); ++i) {
+    if (s.kv[i]) c.kv[i] = std::make_unique<KvCache>(*s.kv[i]);
+  }
+  return c;
+}
+
+int64_t state_bytes(const SequenceState& s) {
+  int64_t bytes = static_cast<int64_t>(s.tokens.size() * sizeof(int));
+  for (const auto& v : s.conv) bytes += static_cast<int64_t>(v.size() * sizeof(float));
+  for (const auto& v : s.recurrent) bytes += static_cast<int64_t>(v.size() * sizeof(float));
+  for (const auto& kv : s.kv) {
+    if (kv) {
+      bytes += 2 * kv->capacity() * kv->kv_heads() * kv->head_dim() *
+               static_cast<int64_t>(dtype_size(kv->dtype()));
+    }
+  }
+  return bytes;
+}
+
 Status Model::run_layers(const int* tokens, int64_t n, int64_t out_from, SequenceState* state,
                          const ForwardOptions& opt, ForwardProfile* profile, float** out) const {
   const ModelConfig& c = config_;

@@ -47,6 +47,11 @@ struct SequenceState {
   std::vector<std::unique_ptr<KvCache>> kv;  // per layer (attention)
 };
 
+// A copy of `s`: its own states and KV caches (the caches' whole allocated rows).
+SequenceState copy_state(const SequenceState& s);
+// The bytes `s` holds: conv and recurrent states, KV caches as allocated.
+int64_t state_bytes(const SequenceState& s);
+
 // Where forward time went (milliseconds, summed over calls).
 struct ForwardProfile {
   double la_ms = 0, attn_ms = 0, mlp_ms = 0, other_ms = 0;  // whole blocks

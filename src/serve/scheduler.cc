@@ -5,7 +5,12 @@
 namespace hanpu::serve {
 
 Scheduler::Scheduler(Engine* engine, SchedulerOptions options)
-    : engine_(engine), options_(options), thread_([this] { loop(); }) {}
+    : engine_(engine),
+      options_(options),
+      end_tokens_(engine->info().stop_tokens),
+      cache_(options.cache_bytes > 0 ? std::make_unique<PrefixCache>(engine, options.cache_bytes)
+                                     : nullptr),
+      thread_([this] { loop(); }) {}
 
 Scheduler::~Scheduler() { drain(); }
 
@@ -30,8 +35,17 @@ void Scheduler::drain() {
 }
 
 SchedulerMetrics Scheduler::metrics() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return metrics_;
+  SchedulerMetrics m;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    m = metrics_;
+  }
+  if (cache_) {
+    m.prefix_hits = cache_->hits();
+    m.prefix_bytes = cache_->bytes();
+    m.prefix_entries = cache_->entries();
+  }
+  return m;
 }
 
 // Starts a job's generation: its text and tokens go into the job as they come.
@@ -45,9 +59,24 @@ void Scheduler::admit(std::shared_ptr<Job> job) {
     }
     j->changed.notify_all();
   };
-  Running r{std::move(job), nullptr};
+  Running r{std::move(job), nullptr, nullptr};
+  // Resume from the longest cached prefix; checkpoints at the prompt's message ends, every
+  // cache_every tokens, its end and the reply's end fill the cache for the next requests.
+  int64_t cached = 0;
+  if (cache_) {
+    r.resumed = cache_->resume(j->prompt, &cached);
+    o.sequence = r.resumed.get();
+    o.checkpoints = checkpoint_offsets(j->prompt, cached, end_tokens_, options_.cache_every);
+    o.checkpoint_reply = true;
+    o.on_checkpoint = [this](std::unique_ptr<Sequence> s) { cache_->insert(std::move(s)); };
+  }
+  {
+    std::lock_guard<std::mutex> lock(j->mu);
+    j->cached_tokens = cached;
+  }
+  const std::vector<int> rest(j->prompt.begin() + cached, j->prompt.end());
   const Status st = engine_->start(
-      j->prompt, o,
+      rest, o,
       [j](std::string_view piece) {
         {
           std::lock_guard<std::mutex> lock(j->mu);
@@ -69,6 +98,7 @@ void Scheduler::finish(Running& r, Status st) {
       ++metrics_.cancelled;
     else if (!st.ok())
       ++metrics_.failed;
+    metrics_.cached_tokens += j.cached_tokens;
     if (r.generation) {
       const GenerateStats& s = r.generation->stats();
       metrics_.prompt_tokens += r.generation->prefilled();
@@ -85,6 +115,7 @@ void Scheduler::finish(Running& r, Status st) {
   }
   j.changed.notify_all();
   r.generation.reset();
+  r.resumed.reset();
 }
 
 void Scheduler::loop() {

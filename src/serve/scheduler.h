@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "hanpu/engine.h"
+#include "serve/prefix_cache.h"
 
 namespace hanpu::serve {
 
@@ -32,17 +33,21 @@ struct Job {
   bool finished = false;
   Status error = Status::Ok();  // a failure the engine reported
   GenerateStats stats;          // once finished
+  int64_t cached_tokens = 0;    // of the prompt, resumed from the prefix cache
 };
 
 struct SchedulerOptions {
-  int parallel = 4;  // running sequences at most
-  int queue = 64;    // waiting requests at most
+  int parallel = 4;                        // running sequences at most
+  int queue = 64;                          // waiting requests at most
+  int64_t cache_bytes = int64_t{1} << 30;  // the prefix cache's budget; 0: no cache
+  int64_t cache_every = 1024;              // a checkpoint every this many prompt tokens (0: none)
 };
 
 struct SchedulerMetrics {
   int64_t requests = 0, prompt_tokens = 0, generated_tokens = 0, failed = 0, cancelled = 0;
   int64_t queued = 0, running = 0;
   double prefill_ms = 0, decode_ms = 0;  // summed over finished requests
+  int64_t prefix_hits = 0, prefix_bytes = 0, prefix_entries = 0, cached_tokens = 0;
 };
 
 class Scheduler {
@@ -58,6 +63,7 @@ class Scheduler {
  private:
   struct Running {
     std::shared_ptr<Job> job;
+    std::unique_ptr<Sequence> resumed;  // from the prefix cache; outlives the generation
     std::unique_ptr<Generation> generation;
   };
   void loop();
@@ -66,6 +72,8 @@ class Scheduler {
 
   Engine* engine_;
   SchedulerOptions options_;
+  std::vector<int> end_tokens_;         // a chat message ends after one of these
+  std::unique_ptr<PrefixCache> cache_;  // null without a budget
   mutable std::mutex mu_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> queue_;

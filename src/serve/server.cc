@@ -84,11 +84,13 @@ json completion_logprobs(const Engine& engine, const std::vector<GeneratedToken>
   return {{"tokens", toks}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offs}};
 }
 
-json usage_of(const GenerateStats& s) {
-  return {{"prompt_tokens", s.prompt_tokens},
-          {"completion_tokens", s.generated_tokens},
-          {"total_tokens", s.prompt_tokens + s.generated_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", 0}}}};
+// The whole prompt counts, the part resumed from the prefix cache as cached_tokens.
+json usage_of(const Job& job) {
+  const auto prompt = static_cast<int64_t>(job.prompt.size());
+  return {{"prompt_tokens", prompt},
+          {"completion_tokens", job.stats.generated_tokens},
+          {"total_tokens", prompt + job.stats.generated_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", job.cached_tokens}}}};
 }
 
 class Api {
@@ -176,8 +178,12 @@ class Api {
         m.prefill_ms > 0 ? m.prompt_tokens / (m.prefill_ms / 1e3) : 0);
     add("decode_tokens_per_second", "gauge", "Generated tokens per second of decode time.",
         m.decode_ms > 0 ? m.generated_tokens / (m.decode_ms / 1e3) : 0);
-    add("prefix_cache_hits_total", "counter", "Requests that resumed from a cached prefix.", 0);
-    add("prefix_cache_bytes", "gauge", "Bytes the prefix cache holds.", 0);
+    add("prefix_cache_hits_total", "counter", "Requests that resumed from a cached prefix.",
+        m.prefix_hits);
+    add("prefix_cache_bytes", "gauge", "Bytes the prefix cache holds.", m.prefix_bytes);
+    add("prefix_cache_entries", "gauge", "Checkpoints the prefix cache holds.", m.prefix_entries);
+    add("prompt_tokens_cached_total", "counter", "Prompt tokens resumed from the prefix cache.",
+        m.cached_tokens);
     res.set_content(out, "text/plain; version=0.0.4");
   }
 
@@ -241,7 +247,7 @@ class Api {
     json body = {{"id", id},
                  {"created", now_seconds()},
                  {"model", o_.model_name},
-                 {"usage", usage_of(job->stats)}};
+                 {"usage", usage_of(*job)}};
     const std::string reason = finish_reason(job->stats);
     if (chat) {
       std::string reasoning, content;
@@ -311,6 +317,7 @@ class Api {
           std::vector<GeneratedToken> tokens;
           bool finished = false;
           Status error = Status::Ok();
+          json usage;
           GenerateStats stats;
           {
             std::unique_lock<std::mutex> lock(job->mu);
@@ -322,6 +329,7 @@ class Api {
             finished = job->finished;
             error = job->error;
             stats = job->stats;
+            if (finished) usage = usage_of(*job);
           }
           bool ok = true;
           if (chat && *first) {
@@ -353,7 +361,7 @@ class Api {
             if (ok && r.include_usage) {
               json u = head;
               u["choices"] = json::array();
-              u["usage"] = usage_of(stats);
+              u["usage"] = usage;
               ok = send(u);
             }
           }

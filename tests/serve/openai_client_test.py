@@ -119,6 +119,40 @@ for i, rep in enumerate(replies):
     check(rep.choices[0].text == want, f"client {i}: {rep.choices[0].text!r} vs run {want!r}")
     check(0 < rep.usage.completion_tokens <= 5 + i % 4, f"client {i} usage {rep.usage}")
 
+# Prefix reuse: turn 4 of a chat resumes from the cache up to the end of the last user message
+# before the reply it re-renders (the template renders a past reply anew, Qwen's without its
+# thinking block), and every turn's reply equals a cold server's (no cache) on the same messages.
+cold_server, cold_port = start_server("--cache-ram", "0")
+cold = openai.OpenAI(base_url=f"http://127.0.0.1:{cold_port}/v1", api_key="none", max_retries=0)
+msgs = [{"role": "system", "content": "You are terse."}]
+prompt_tokens, cached = [], []
+for turn in range(1, 5):
+    msgs.append({"role": "user", "content": f"Question {turn}: what is {turn} + {turn}?"})
+    kw = dict(model=model, messages=msgs, max_tokens=8, temperature=0)
+    warm_reply = client.chat.completions.create(**kw)
+    cold_reply = cold.chat.completions.create(**kw)
+    m = warm_reply.choices[0].message
+    text = (m.content or "") + (getattr(m, "reasoning_content", None) or "")
+    cm = cold_reply.choices[0].message
+    check(text == (cm.content or "") + (getattr(cm, "reasoning_content", None) or ""),
+          f"turn {turn}: cached and cold replies differ")
+    check(cold_reply.usage.prompt_tokens_details.cached_tokens == 0, "cold server cached nothing")
+    prompt_tokens.append(warm_reply.usage.prompt_tokens)
+    cached.append(warm_reply.usage.prompt_tokens_details.cached_tokens)
+    msgs.append({"role": "assistant", "content": m.content or ""})
+cold_server.send_signal(signal.SIGTERM)
+cold_server.wait(timeout=60)
+# The generation prompt ("<|im_start|>assistant\n<think>\n") and the newline after the last
+# user message's <|im_end|> are what turn 3's prompt holds past its last checkpoint.
+gen_prompt = len(json.loads(raw(port, "/tokenize", json.dumps(
+    {"content": "\n<|im_start|>assistant\n<think>\n"}).encode())[1])["tokens"])
+check(cached[0] == 0 and cached[3] >= prompt_tokens[2] - gen_prompt and cached[3] < prompt_tokens[3],
+      f"turn 4 cached {cached[3]} of {prompt_tokens[3]}; turn 3's prompt was {prompt_tokens[2]} "
+      f"({gen_prompt} of them the generation prompt)")
+metrics = raw(port, "/metrics")[1].decode()
+check(re.search(r"hanpu_prefix_cache_hits_total [1-9]", metrics) is not None,
+      "prefix hits in /metrics")
+
 # Errors: the right status and an OpenAI error object; nothing else disturbed.
 for body, want in [(b"{not json", 400), (b'{"messages": 5}', 400),
                    (json.dumps({"model": model, "messages": [{"role": "user", "content": "x"}],

@@ -62,6 +62,42 @@ TEST(Scheduler, InterleavedRepliesEqualEachRunAlone) {
   }
 }
 
+TEST(Scheduler, APromptThatExtendsAnEarlierOneResumesFromTheCacheExactly) {
+  std::unique_ptr<Engine> engine = tiny();
+  const std::vector<int> first = engine->random_prompt(40, 5);
+  auto a = job_of(first, 6, 16);
+  Scheduler s(engine.get(), {2, 4, int64_t{64} << 20, 16});
+  ASSERT_TRUE(s.submit(a));
+  wait(*a);
+  ASSERT_TRUE(a->error.ok()) << a->error.message();
+  EXPECT_EQ(a->cached_tokens, 0);
+  // The next request: the first prompt, its reply, and more (a conversation's next turn).
+  std::vector<int> next = first;
+  for (const GeneratedToken& t : a->tokens) next.push_back(t.id);
+  const std::vector<int> more = engine->random_prompt(9, 6);
+  next.insert(next.end(), more.begin(), more.end());
+  std::vector<int> cold;
+  ASSERT_TRUE(
+      engine->generate(next, job_of(next, 7, 16)->options, nullptr, nullptr, nullptr, &cold).ok());
+  auto b = job_of(next, 7, 16);
+  ASSERT_TRUE(s.submit(b));
+  wait(*b);
+  ASSERT_TRUE(b->error.ok()) << b->error.message();
+  EXPECT_EQ(b->cached_tokens, 40 + 6);  // the reply's checkpoint
+  std::vector<int> got;
+  for (const GeneratedToken& t : b->tokens) got.push_back(t.id);
+  EXPECT_EQ(got, cold);
+  // A prompt sharing only the first 16 tokens resumes from the checkpoint every 16 tokens.
+  std::vector<int> branch(first.begin(), first.begin() + 20);
+  branch[19] = (branch[19] + 1) % engine->info().vocab;
+  auto c = job_of(branch, 3, 16);
+  ASSERT_TRUE(s.submit(c));
+  wait(*c);
+  EXPECT_EQ(c->cached_tokens, 16);
+  EXPECT_GE(s.metrics().prefix_hits, 2);
+  EXPECT_GT(s.metrics().prefix_bytes, 0);
+}
+
 TEST(Scheduler, ACancelledJobIsDroppedAndAFullQueueRefuses) {
   std::unique_ptr<Engine> engine = tiny();
   Scheduler s(engine.get(), {1, 1});

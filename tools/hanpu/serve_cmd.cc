@@ -34,6 +34,15 @@ void add_serve_options(CLI::App& app, ServeCmdOptions& o) {
   app.add_option("--queue", s.scheduler.queue, "requests waiting beyond --parallel; more get 503")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
+  app.add_option("--cache-ram", o.cache_ram_mib,
+                 "MiB the prefix cache may hold (checkpointed sequences; 0: no cache)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  app.add_option("--cache-every", s.scheduler.cache_every,
+                 "a prefix-cache checkpoint every N prompt tokens, besides each message's end and "
+                 "each prompt's and reply's (0: only those)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   app.add_option("-c,--ctx-size", s.ctx_size,
                  "tokens a sequence may hold, prompt and reply (0: the model's trained context)")
       ->capture_default_str()
@@ -70,6 +79,7 @@ int run_serve(const ServeCmdOptions& o) {
   }
   serve::ServerOptions s = o.server;
   s.model_name = o.alias.empty() ? engine->info().name : o.alias;
+  s.scheduler.cache_bytes = o.cache_ram_mib << 20;
   std::signal(SIGTERM, on_stop_signal);
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGPIPE, SIG_IGN);  // a client that leaves is a failed write, not the end

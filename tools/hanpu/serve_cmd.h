@@ -14,6 +14,7 @@ struct ServeCmdOptions {
   std::string weights = "auto";
   std::string chat_template_file;
   std::string alias;  // the model's name in the API; empty: the checkpoint's
+  int64_t cache_ram_mib = 1024;
   VerbosityFlags verbosity;
   serve::ServerOptions server;
 };

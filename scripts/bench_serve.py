@@ -4,6 +4,11 @@ streams, each a completion of a random-token prompt, reporting aggregate decode 
 time to first token and inter-token latency (p50 / p99).
 
     scripts/bench_serve.py --url http://127.0.0.1:8080/v1 --streams 1 8 --prompt 128 --tokens 64
+    scripts/bench_serve.py --url http://127.0.0.1:8080/v1 --history 4096
+
+--history N: a turn after N tokens of history. A cold request of N random tokens, then the same
+N tokens and 32 more (the next turn): time to first token of each and the cached tokens the
+second reports.
 
 Needs the openai package (pip install openai). Outside CI: a benchmark, not a test.
 """
@@ -16,16 +21,33 @@ import time
 import openai
 
 
-def one_stream(client, model, prompt_ids, tokens):
+def one_stream(client, model, prompt_ids, tokens, usage=None):
     t0 = time.perf_counter()
     stamps = []
     stream = client.completions.create(model=model, prompt=prompt_ids, max_tokens=tokens,
                                        stream=True, temperature=0,
+                                       stream_options={"include_usage": True},
                                        extra_body={"ignore_eos": True})
     for chunk in stream:
         if chunk.choices and chunk.choices[0].text:
             stamps.append(time.perf_counter())
+        if chunk.usage is not None and usage is not None:
+            usage.append(chunk.usage)
     return t0, stamps
+
+
+def history_turns(client, model, n, vocab, rng, rounds):
+    for _ in range(rounds):
+        history = [rng.randrange(vocab) for _ in range(n)]
+        more = [rng.randrange(vocab) for _ in range(32)]
+        cold_usage, warm_usage = [], []
+        t0, s0 = one_stream(client, model, history, 4, cold_usage)
+        t1, s1 = one_stream(client, model, history + more, 4, warm_usage)
+        cold, warm = s0[0] - t0, s1[0] - t1
+        print(f"history {n}: cold TTFT {cold * 1e3:.0f} ms, next turn TTFT {warm * 1e3:.0f} ms "
+              f"({100 * warm / cold:.1f}% of cold), cached "
+              f"{warm_usage[0].prompt_tokens_details.cached_tokens} of "
+              f"{warm_usage[0].prompt_tokens} prompt tokens", flush=True)
 
 
 def pct(xs, p):
@@ -41,10 +63,13 @@ def main():
     ap.add_argument("--tokens", type=int, default=64, help="tokens generated per stream")
     ap.add_argument("--vocab", type=int, default=1000, help="prompt ids drawn below this")
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--history", type=int, default=0, help="measure a turn after N tokens")
     a = ap.parse_args()
     client = openai.OpenAI(base_url=a.url, api_key="none", max_retries=0, timeout=3600)
     model = client.models.list().data[0].id
     rng = random.Random(1)
+    if a.history:
+        return history_turns(client, model, a.history, a.vocab, rng, a.rounds)
     for _ in range(a.rounds):
         for n in a.streams:
             prompts = [[rng.randrange(a.vocab) for _ in range(a.prompt)] for _ in range(n)]

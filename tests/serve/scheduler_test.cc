@@ -98,6 +98,35 @@ TEST(Scheduler, APromptThatExtendsAnEarlierOneResumesFromTheCacheExactly) {
   EXPECT_GT(s.metrics().prefix_bytes, 0);
 }
 
+TEST(PrefixCache, KeepsTheLongestPrefixAndEvictsTheLeastRecentlyUsed) {
+  std::unique_ptr<Engine> engine = tiny();
+  // Sequences of the first 4, 8 and 12 tokens of one prompt, through checkpoints.
+  const std::vector<int> prompt = engine->random_prompt(12, 9);
+  std::vector<std::unique_ptr<Sequence>> taken;
+  GenerateOptions o;
+  o.max_tokens = 0;
+  o.checkpoints = {4, 8, 12};
+  o.on_checkpoint = [&](std::unique_ptr<Sequence> s) { taken.push_back(std::move(s)); };
+  ASSERT_TRUE(engine->generate(prompt, o, nullptr, nullptr, nullptr).ok());
+  ASSERT_EQ(taken.size(), 3u);
+  const int64_t each = taken[0]->bytes();
+  PrefixCache cache(engine.get(), 2 * each + each / 2);  // room for two
+  for (auto& t : taken) cache.insert(std::move(t));
+  EXPECT_EQ(cache.entries(), 2);  // the 4-token one, least recently used, went
+  EXPECT_LE(cache.bytes(), 2 * each + each / 2);
+  int64_t cached = -1;
+  std::vector<int> longer = prompt;
+  longer.push_back(1);
+  EXPECT_NE(cache.resume(longer, &cached), nullptr);
+  EXPECT_EQ(cached, 12);
+  EXPECT_NE(cache.resume(prompt, &cached), nullptr);  // a proper prefix: the 8-token one
+  EXPECT_EQ(cached, 8);
+  EXPECT_EQ(cache.resume(std::vector<int>(prompt.begin(), prompt.begin() + 6), &cached), nullptr);
+  EXPECT_EQ(cached, 0);
+  EXPECT_EQ(cache.hits(), 2);
+  EXPECT_EQ(checkpoint_offsets({7, 1, 7, 2, 3}, 1, {7}, 2), (std::vector<int64_t>{1, 2, 3, 4}));
+}
+
 TEST(Scheduler, ACancelledJobIsDroppedAndAFullQueueRefuses) {
   std::unique_ptr<Engine> engine = tiny();
   Scheduler s(engine.get(), {1, 1});

@@ -79,6 +79,9 @@ struct GenerateOptions : ModelRunOptions {
   // 0: off; subtracted from the logit of each token the output already holds (vLLM's and
   // OpenAI's presence_penalty; Qwen suggests 0-2 against endless repetitions).
   float presence_penalty = 0.0f;
+  // 0: off; times the output holds a token, times this, subtracted from its logit (OpenAI's
+  // and vLLM's frequency_penalty).
+  float frequency_penalty = 0.0f;
   uint64_t seed = 0;
   bool stop_at_eos = true;  // stop at any of EngineInfo::stop_tokens
   // The reply ends where its text first holds one of these (stop reason "stop_string"); the

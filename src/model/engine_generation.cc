@@ -36,12 +36,13 @@ Status check_generate_options(const GenerateOptions& o, bool has_tokenizer,
   }
   if (!(o.temperature >= 0.0f) || !(o.top_p > 0.0f && o.top_p <= 1.0f) || o.top_k < 0 ||
       !(o.min_p >= 0.0f && o.min_p <= 1.0f) || !(o.repetition_penalty > 0.0f) ||
-      !std::isfinite(o.presence_penalty)) {
+      !std::isfinite(o.presence_penalty) || !std::isfinite(o.frequency_penalty)) {
     return Status::Error(fmt::format(
         "sampling: temperature {} must be >= 0, top_p {} in (0, 1], top_k {} >= 0, min_p {} in [0, "
         "1], "
-        "repetition_penalty {} > 0, presence_penalty {} finite",
-        o.temperature, o.top_p, o.top_k, o.min_p, o.repetition_penalty, o.presence_penalty));
+        "repetition_penalty {} > 0, presence_penalty {} and frequency_penalty {} finite",
+        o.temperature, o.top_p, o.top_k, o.min_p, o.repetition_penalty, o.presence_penalty,
+        o.frequency_penalty));
   }
   if (o.logprobs && (o.top_logprobs < 0 || o.top_logprobs > 20))
     return Status::Error(fmt::format("top_logprobs {} must be in [0, 20]", o.top_logprobs));
@@ -300,7 +301,8 @@ Status Engine::start(const std::vector<int>& prompt, const GenerateOptions& o,
     if (cache) HANPU_RETURN_IF_ERROR(cache->reserve(room));
   }
   g->sampler.emplace(model::SamplingParams{o.temperature, o.top_k, o.top_p, o.seed,
-                                           o.repetition_penalty, o.min_p, o.presence_penalty});
+                                           o.repetition_penalty, o.min_p, o.presence_penalty,
+                                           o.frequency_penalty});
   // Text goes out through the stream, which also watches for stop strings.
   g->texts = impl_->tokenizer && (on_text || !o.stop_strings.empty());
   g->text.emplace(o.stop_strings, std::move(on_text));

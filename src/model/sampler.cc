@@ -24,7 +24,11 @@ void Sampler::observe_prompt(int token) {
 
 void Sampler::observe_output(int token) {
   observe_prompt(token);
-  if (p_.presence_penalty != 0.0f) remember(token, &output_mask_, &output_);
+  if (p_.presence_penalty == 0.0f && p_.frequency_penalty == 0.0f) return;
+  remember(token, &output_mask_, &output_);
+  if (token < 0) return;
+  if (static_cast<size_t>(token) >= output_count_.size()) output_count_.resize(token + 1, 0);
+  ++output_count_[token];
 }
 
 const std::vector<float>& Sampler::penalised(const std::vector<float>& logits) {
@@ -37,7 +41,8 @@ const std::vector<float>& Sampler::penalised(const std::vector<float>& logits) {
     v = v < 0 ? v * p_.repetition_penalty : v / p_.repetition_penalty;
   }
   for (int id : output_) {
-    if (static_cast<size_t>(id) < n) penalised_[id] -= p_.presence_penalty;
+    if (static_cast<size_t>(id) < n)
+      penalised_[id] -= p_.presence_penalty + p_.frequency_penalty * output_count_[id];
   }
   return penalised_;
 }

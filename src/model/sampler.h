@@ -2,8 +2,9 @@
 // and min-p filtering, seeded so a run can be repeated — the order transformers applies its
 // warpers in. Penalties come first and apply to greedy too: the repetition penalty
 // (transformers' processor: the logit of every token of the prompt and output so far divided
-// by it, multiplied where negative), then the presence penalty (vLLM's / OpenAI's: subtracted
-// from the logit of every token the output already holds).
+// by it, multiplied where negative), then the presence and frequency penalties (vLLM's /
+// OpenAI's: presence + frequency x count subtracted from the logit of each token the output
+// already holds count times).
 #pragma once
 
 #include <cstdint>
@@ -19,8 +20,9 @@ struct SamplingParams {
   float top_p = 1.0f;        // 1: off
   uint64_t seed = 0;
   float repetition_penalty = 1.0f;  // 1: off; > 1 discourages tokens of the prompt and output
-  float min_p = 0.0f;             // 0: off; drops tokens below min_p x the top token's probability
-  float presence_penalty = 0.0f;  // 0: off; > 0 discourages tokens the output holds
+  float min_p = 0.0f;              // 0: off; drops tokens below min_p x the top token's probability
+  float presence_penalty = 0.0f;   // 0: off; > 0 discourages tokens the output holds
+  float frequency_penalty = 0.0f;  // 0: off; > 0 discourages them by how often it holds each
 };
 
 class Sampler {
@@ -50,6 +52,7 @@ class Sampler {
   Rng rng_;
   std::vector<int> seen_, output_;             // distinct ids of prompt + output, of the output
   std::vector<bool> seen_mask_, output_mask_;  // by id, grown on demand
+  std::vector<int> output_count_;              // by id: times the output holds it
   std::vector<float> penalised_;
   std::vector<float> weight_;     // exp((logit - max) / temperature) by id
   std::vector<uint16_t> bucket_;  // the nucleus's coarse rank of each id (sampler.cc)

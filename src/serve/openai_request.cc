@@ -245,12 +245,7 @@ bool parse_api_request(const std::string& body, bool chat, const GenerateOptions
   if (top_k) r.gen.top_k = *top_k < 0 ? 0 : *top_k;  // vLLM: -1 is off
   f.number("min_p", 0, 1, &r.gen.min_p);
   f.number("presence_penalty", -2, 2, &r.gen.presence_penalty);
-  float frequency = 0;
-  f.number("frequency_penalty", -2, 2, &frequency);
-  if (frequency != 0)
-    f.fail("frequency_penalty",
-           "is not supported yet (presence_penalty and "
-           "repetition_penalty are)");
+  f.number("frequency_penalty", -2, 2, &r.gen.frequency_penalty);
   f.number("repetition_penalty", 0.01, 10, &r.gen.repetition_penalty);
   f.integer("seed", std::numeric_limits<int>::min(), std::numeric_limits<int>::max(), &seed);
   if (seed) r.gen.seed = static_cast<uint64_t>(static_cast<uint32_t>(*seed));

@@ -353,6 +353,36 @@ TEST(Sampler, PresencePenaltyMatchesADoubleReferenceAndSparesThePrompt) {
   EXPECT_EQ(prompt.sample({2.0f, 1.9f}), 0);
 }
 
+TEST(Sampler, FrequencyPenaltyCountsEachTimeTheOutputHoldsAToken) {
+  std::mt19937 rng(std::random_device{}());
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = 5 + static_cast<int>(rng() % 40);
+    std::vector<float> logits(n);
+    for (float& l : logits) l = static_cast<float>(rng() % 2000) / 500.0f - 2.0f;
+    const double presence = -1.0 + (rng() % 1000) / 500.0, frequency = (rng() % 1000) / 500.0 - 1.0;
+    Sampler s({0.0f, 0, 1.0f, 1, 1.0f, 0.0f, static_cast<float>(presence),
+               static_cast<float>(frequency)});
+    std::map<int, int> count;
+    for (int i = 0, k = static_cast<int>(rng() % 12); i < k; ++i) {
+      const int id = static_cast<int>(rng() % (n + 2));  // some outside the logits
+      s.observe_output(id);
+      if (id < n) ++count[id];
+    }
+    std::vector<double> v(logits.begin(), logits.end());
+    for (const auto& [id, c] : count) v[id] -= presence + frequency * c;
+    std::vector<double> sorted = v;
+    std::sort(sorted.rbegin(), sorted.rend());
+    if (sorted[0] - sorted[1] < 1e-4) continue;  // a near-tie: float may go either way
+    EXPECT_EQ(s.sample(logits), std::max_element(v.begin(), v.end()) - v.begin()) << trial;
+  }
+  // By hand: 2.0 beats 1.9 after one occurrence at 0.06 a time, not after two.
+  Sampler once({0.0f, 0, 1.0f, 1, 1.0f, 0.0f, 0.0f, 0.06f});
+  once.observe_output(0);
+  EXPECT_EQ(once.sample({2.0f, 1.9f}), 0);
+  once.observe_output(0);
+  EXPECT_EQ(once.sample({2.0f, 1.9f}), 1);
+}
+
 TEST(Sampler, MinPKeepsTokensAboveAShareOfTheTopOne) {
   // Temperature 1: probabilities relative to the top are 1, e^-1 = 0.37, e^-3 = 0.05.
   const std::vector<float> logits = {0.0f, -1.0f, -3.0f};

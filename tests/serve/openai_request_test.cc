@@ -30,7 +30,7 @@ TEST(OpenAiRequest, ChatFieldsReachTheOptions) {
       {"role": "system", "content": "be brief"},
       {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}],
       "temperature": 0.5, "top_p": 0.9, "top_k": 20, "min_p": 0.05, "presence_penalty": 1.5,
-      "repetition_penalty": 1.1, "seed": 7, "max_completion_tokens": 12, "max_tokens": 99,
+      "repetition_penalty": 1.1, "frequency_penalty": -0.5, "seed": 7, "max_completion_tokens": 12, "max_tokens": 99,
       "stop": ["\n\n", "END"], "stream": true, "stream_options": {"include_usage": true},
       "logprobs": true, "top_logprobs": 3, "chat_template_kwargs": {"enable_thinking": false}})");
   ASSERT_EQ(r.messages.size(), 2u);
@@ -42,6 +42,7 @@ TEST(OpenAiRequest, ChatFieldsReachTheOptions) {
   EXPECT_FLOAT_EQ(r.gen.min_p, 0.05f);
   EXPECT_FLOAT_EQ(r.gen.presence_penalty, 1.5f);
   EXPECT_FLOAT_EQ(r.gen.repetition_penalty, 1.1f);
+  EXPECT_FLOAT_EQ(r.gen.frequency_penalty, -0.5f);
   EXPECT_EQ(r.gen.seed, 7u);
   EXPECT_EQ(r.max_tokens, 12);  // max_completion_tokens wins
   EXPECT_EQ(r.gen.stop_strings, (std::vector<std::string>{"\n\n", "END"}));
@@ -88,7 +89,7 @@ TEST(OpenAiRequest, MalformedBodiesAndFieldsAreRefusedByName) {
                                                         {"stop", "[\"\"]"},
                                                         {"stop", "[1]"},
                                                         {"top_logprobs", "3"},
-                                                        {"frequency_penalty", "0.5"},
+                                                        {"frequency_penalty", "2.5"},
                                                         {"seed", "\"s\""},
                                                         {"model", "3"},
                                                         {"stream_options", "1"},

@@ -54,6 +54,8 @@ std::string describe_sampling(const GenerateOptions& g, const RunOptions::Sampli
     what += fmt::format(", repetition penalty {:g}", g.repetition_penalty);
   if (g.presence_penalty != 0.0f)
     what += fmt::format(", presence penalty {:g}", g.presence_penalty);
+  if (g.frequency_penalty != 0.0f)
+    what += fmt::format(", frequency penalty {:g}", g.frequency_penalty);
   const bool all_given =
       given.temperature && given.top_k && given.top_p && given.min_p && given.repetition_penalty;
   std::string from;
@@ -161,6 +163,11 @@ void add_run_options(CLI::App& app, RunOptions& o) {
                  "(0: off; Qwen suggests 0-2 against endless repetitions)")
       ->capture_default_str()
       ->check(CLI::Range(-2.0f, 2.0f));  // vLLM's range
+  app.add_option("--frequency-penalty", g.frequency_penalty,
+                 "times the output holds a token, times this, subtracted from its logit, as "
+                 "vLLM's and llama.cpp's frequency_penalty (0: off)")
+      ->capture_default_str()
+      ->check(CLI::Range(-2.0f, 2.0f));
   app.add_option("-s,--seed", g.seed, "sampling seed (0 or more)")
       ->capture_default_str()
       ->check(non_negative());

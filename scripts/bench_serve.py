@@ -44,10 +44,11 @@ def history_turns(client, model, n, vocab, rng, rounds):
         t0, s0 = one_stream(client, model, history, 4, cold_usage)
         t1, s1 = one_stream(client, model, history + more, 4, warm_usage)
         cold, warm = s0[0] - t0, s1[0] - t1
+        details = getattr(warm_usage[0], "prompt_tokens_details", None) if warm_usage else None
+        cached = getattr(details, "cached_tokens", None) if details else None
         print(f"history {n}: cold TTFT {cold * 1e3:.0f} ms, next turn TTFT {warm * 1e3:.0f} ms "
               f"({100 * warm / cold:.1f}% of cold), cached "
-              f"{warm_usage[0].prompt_tokens_details.cached_tokens} of "
-              f"{warm_usage[0].prompt_tokens} prompt tokens", flush=True)
+              f"{'?' if cached is None else cached} of {n + len(more)} prompt tokens", flush=True)
 
 
 def pct(xs, p):

@@ -58,8 +58,22 @@ SequenceState copy_state(const SequenceState& s) {
   c.conv = s.conv;
   c.recurrent = s.recurrent;
   c.kv.resize(s.kv.size());
+  std::vector<float> k, v;
   for (size_t i = 0; i < s.kv.size(); ++i) {
-    if (s.kv[i]) c.kv[i] = std::make_unique<KvCache>(*s.kv[i]);
+    if (!s.kv[i]) continue;
+    // Only the rows held, not the room reserved ahead: widened to fp32 and rounded back,
+    // which gives every 16-bit value back exactly.
+    const KvCache& from = *s.kv[i];
+    const int64_t n = from.length();
+    c.kv[i] = std::make_unique<KvCache>(from.kv_heads(), from.head_dim(), from.dtype(),
+                                        std::max<int64_t>(n, 1));
+    if (n == 0) continue;
+    const int64_t values = n * from.kv_heads() * from.head_dim();
+    k.resize(static_cast<size_t>(values));
+    v.resize(static_cast<size_t>(values));
+    (void)from.read_f32(0, n, k.data(), v.data());  // rows 0 .. length: cannot fail
+    (void)c.kv[i]->append({k.data(), DType::kF32, {n, from.kv_heads(), from.head_dim()}},
+                          {v.data(), DType::kF32, {n, from.kv_heads(), from.head_dim()}});
   }
   return c;
 }

@@ -47,7 +47,7 @@ struct SequenceState {
   std::vector<std::unique_ptr<KvCache>> kv;  // per layer (attention)
 };
 
-// A copy of `s`: its own states and KV caches (the caches' whole allocated rows).
+// A copy of `s`: its own states and KV caches (the rows they hold, no room ahead).
 SequenceState copy_state(const SequenceState& s);
 // The bytes `s` holds: conv and recurrent states, KV caches as allocated.
 int64_t state_bytes(const SequenceState& s);

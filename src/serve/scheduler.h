@@ -38,7 +38,7 @@ struct Job {
 
 struct SchedulerOptions {
   int parallel = 4;                        // running sequences at most
-  int queue = 64;                          // waiting requests at most
+  int queue = 32;                          // waiting requests at most
   int64_t cache_bytes = int64_t{1} << 30;  // the prefix cache's budget; 0: no cache
   int64_t cache_every = 1024;              // a checkpoint every this many prompt tokens (0: none)
 };

@@ -403,6 +403,12 @@ Status serve(Engine* engine, const ServerOptions& o, const std::atomic<bool>* st
   const size_t threads = static_cast<size_t>(o.scheduler.parallel + o.scheduler.queue + 4);
   svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   svr.set_payload_max_length(static_cast<size_t>(o.max_body_bytes));
+  // SO_REUSEADDR: a server started right after another one on the port binds over the
+  // connections that one left in TIME_WAIT (httplib's default, SO_REUSEPORT alone, does not).
+  svr.set_socket_options([](int sock) {
+    const int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   svr.set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return;
     const int s = res.status;
@@ -413,6 +419,14 @@ Status serve(Engine* engine, const ServerOptions& o, const std::atomic<bool>* st
                              s == 413   ? "the request body is too large"
                              : s == 404 ? "no such route"
                                         : fmt::format("HTTP {}", s)));
+  });
+  // Browsers' chat UIs call from another origin: allow it, as llama-server does (an API key,
+  // where set, still guards every route that runs the model).
+  svr.set_default_headers({{"Access-Control-Allow-Origin", "*"}});
+  svr.Options(R"(/.*)", [](const httplib::Request&, httplib::Response& res) {
+    res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+    res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+    res.status = 204;
   });
   svr.Get("/health", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"status":"ok"})", "application/json");

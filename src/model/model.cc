@@ -65,6 +65,10 @@ SequenceState copy_state(const SequenceState& s) {
     // which gives every 16-bit value back exactly.
     const KvCache& from = *s.kv[i];
     const int64_t n = from.length();
+    if (from.capacity() == std::max<int64_t>(n, 1)) {  // no room ahead (a cached copy): as is
+      c.kv[i] = std::make_unique<KvCache>(from);
+      continue;
+    }
     c.kv[i] = std::make_unique<KvCache>(from.kv_heads(), from.head_dim(), from.dtype(),
                                         std::max<int64_t>(n, 1));
     if (n == 0) continue;

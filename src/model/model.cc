@@ -95,16 +95,9 @@ int64_t state_bytes(const SequenceState& s) {
   return bytes;
 }
 
-Status Model::run_layers(const int* tokens, int64_t n, int64_t out_from, SequenceState* state,
-                         const ForwardOptions& opt, ForwardProfile* profile, float** out) const {
+Status Model::run_stack(const int* tokens, int64_t n, int64_t out_from, const Mixer& mix,
+                        const ForwardOptions& opt, ForwardProfile* profile, float** out) const {
   const ModelConfig& c = config_;
-  if (n <= 0) return Status::Error("forward: no tokens");
-  for (int64_t t = 0; t < n; ++t) {
-    if (tokens[t] < 0 || tokens[t] >= c.vocab) {
-      return Status::Error(fmt::format(
-          "token id {} at position {} is outside the vocabulary [0, {})", tokens[t], t, c.vocab));
-    }
-  }
   const int hidden = c.hidden;
   ForwardProfile local;
   ForwardProfile& prof = profile != nullptr ? *profile : local;
@@ -132,15 +125,8 @@ Status Model::run_layers(const int* tokens, int64_t n, int64_t out_from, Sequenc
     // mixer's output path, the MLP) runs on those alone; rows r0 .. n-1 below.
     const int64_t r0 = i == c.layers - 1 ? out_from : 0;
     const size_t at = static_cast<size_t>(r0) * hidden;
-    if (lw.kind == LayerKind::kLinearAttention) {
-      HANPU_RETURN_IF_ERROR(gdn_layer(c, lw.gdn, xn, n, &state->conv[i], &state->recurrent[i], opt,
-                                      n - r0, block + at, &prof.la_kernel_ms));
-      prof.la_ms += sw.lap_ms();
-    } else {
-      HANPU_RETURN_IF_ERROR(attention_layer(c, lw.attn, xn, n, state->position, state->kv[i].get(),
-                                            opt, n - r0, block + at, &prof.attn_kernel_ms));
-      prof.attn_ms += sw.lap_ms();
-    }
+    HANPU_RETURN_IF_ERROR(mix(i, xn, r0, block + at, &prof));
+    (lw.kind == LayerKind::kLinearAttention ? prof.la_ms : prof.attn_ms) += sw.lap_ms();
     add_rms_norm_zero_centred(h + at, block + at, n - r0, hidden, lw.post_norm.data(), c.rms_eps,
                               xn + at, opt.threads);
     prof.other_ms += sw.lap_ms();
@@ -152,10 +138,32 @@ Status Model::run_layers(const int* tokens, int64_t n, int64_t out_from, Sequenc
     prof.mlp_ms += sw.lap_ms();
   }
   for (size_t j = static_cast<size_t>(out_from) * hidden; j < acts; ++j) h[j] += block[j];
-  state->position += n;
-  state->tokens.insert(state->tokens.end(), tokens, tokens + n);
   prof.other_ms += sw.lap_ms();
   *out = h;
+  return Status::Ok();
+}
+
+Status Model::run_layers(const int* tokens, int64_t n, int64_t out_from, SequenceState* state,
+                         const ForwardOptions& opt, ForwardProfile* profile, float** out) const {
+  const ModelConfig& c = config_;
+  if (n <= 0) return Status::Error("forward: no tokens");
+  for (int64_t t = 0; t < n; ++t) {
+    if (tokens[t] < 0 || tokens[t] >= c.vocab) {
+      return Status::Error(fmt::format(
+          "token id {} at position {} is outside the vocabulary [0, {})", tokens[t], t, c.vocab));
+    }
+  }
+  const Mixer mix = [&](int i, const float* xn, int64_t r0, float* block, ForwardProfile* prof) {
+    const LayerWeights& lw = weights_.layers[i];
+    return lw.kind == LayerKind::kLinearAttention
+               ? gdn_layer(c, lw.gdn, xn, n, &state->conv[i], &state->recurrent[i], opt, n - r0,
+                           block, &prof->la_kernel_ms)
+               : attention_layer(c, lw.attn, xn, n, state->position, state->kv[i].get(), opt,
+                                 n - r0, block, &prof->attn_kernel_ms);
+  };
+  HANPU_RETURN_IF_ERROR(run_stack(tokens, n, out_from, mix, opt, profile, out));
+  state->position += n;
+  state->tokens.insert(state->tokens.end(), tokens, tokens + n);
   return Status::Ok();
 }
 
@@ -193,55 +201,26 @@ Status Model::decode_batch(const int* tokens, int n, SequenceState* const* state
         return Status::Error(fmt::format("decode_batch: sequences {} and {} are one state", r, s));
     }
   }
-  const int hidden = c.hidden;
-  ForwardProfile local;
-  ForwardProfile& prof = profile != nullptr ? *profile : local;
-  Stopwatch sw;
-  thread_local std::vector<float> h_buf, xn_buf, block_buf;
-  const size_t acts = static_cast<size_t>(n) * hidden;
-  float* h = reuse_buffer(h_buf, acts);
-  float* xn = reuse_buffer(xn_buf, acts);
-  float* block = reuse_buffer(block_buf, acts);
-  for (int s = 0; s < n; ++s)
-    weights_.embedding_row(tokens[s], h + static_cast<size_t>(s) * hidden);
-  prof.other_ms += sw.lap_ms();
-  for (int i = 0; i < c.layers; ++i) {
+  const Mixer mix = [&](int i, const float* xn, int64_t, float* block, ForwardProfile* prof) {
     const LayerWeights& lw = weights_.layers[i];
-    if (i == 0) {
-      rms_norm_zero_centred(h, hidden, n, hidden, lw.input_norm.data(), c.rms_eps, xn, hidden,
-                            opt.threads);
-    } else {
-      add_rms_norm_zero_centred(h, block, n, hidden, lw.input_norm.data(), c.rms_eps, xn,
-                                opt.threads);
-    }
-    prof.other_ms += sw.lap_ms();
-    if (lw.kind == LayerKind::kLinearAttention) {
-      HANPU_RETURN_IF_ERROR(
-          gdn_layer_batch(c, lw.gdn, xn, n, states, i, opt, block, &prof.la_kernel_ms));
-      prof.la_ms += sw.lap_ms();
-    } else {
-      HANPU_RETURN_IF_ERROR(
-          attention_layer_batch(c, lw.attn, xn, n, states, i, opt, block, &prof.attn_kernel_ms));
-      prof.attn_ms += sw.lap_ms();
-    }
-    add_rms_norm_zero_centred(h, block, n, hidden, lw.post_norm.data(), c.rms_eps, xn, opt.threads);
-    prof.other_ms += sw.lap_ms();
-    if (lw.moe) {
-      moe_layer(c, lw.moe_w, xn, n, opt, block);
-    } else {
-      mlp_layer(lw.mlp, c.intermediate, xn, n, opt, block);
-    }
-    prof.mlp_ms += sw.lap_ms();
-  }
-  for (size_t j = 0; j < acts; ++j) h[j] += block[j];
+    return lw.kind == LayerKind::kLinearAttention
+               ? gdn_layer_batch(c, lw.gdn, xn, n, states, i, opt, block, &prof->la_kernel_ms)
+               : attention_layer_batch(c, lw.attn, xn, n, states, i, opt, block,
+                                       &prof->attn_kernel_ms);
+  };
+  float* h = nullptr;
+  HANPU_RETURN_IF_ERROR(run_stack(tokens, n, 0, mix, opt, profile, &h));
   for (int s = 0; s < n; ++s) {
     states[s]->position += 1;
     states[s]->tokens.push_back(tokens[s]);
   }
-  rms_norm_zero_centred(h, hidden, n, hidden, weights_.final_norm.data(), c.rms_eps, xn, hidden,
-                        opt.threads);
-  cpu::linear(xn, hidden, n, weights_.lm_head, logits, c.vocab, opt.threads, opt.projection);
-  prof.other_ms += sw.lap_ms();
+  Stopwatch sw;
+  thread_local std::vector<float> xn_buf;
+  float* xn = reuse_buffer(xn_buf, static_cast<size_t>(n) * c.hidden);
+  rms_norm_zero_centred(h, c.hidden, n, c.hidden, weights_.final_norm.data(), c.rms_eps, xn,
+                        c.hidden, opt.threads);
+  cpu::linear(xn, c.hidden, n, weights_.lm_head, logits, c.vocab, opt.threads, opt.projection);
+  if (profile != nullptr) profile->other_ms += sw.lap_ms();
   return Status::Ok();
 }
 

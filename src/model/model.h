@@ -102,6 +102,15 @@ class Model {
   Status run_layers(const int* tokens, int64_t n, int64_t out_from, SequenceState* state,
                     const ForwardOptions& opt, ForwardProfile* profile, float** out) const;
 
+  // The stack run_layers and decode_batch share: embeddings of `tokens`, then per layer the
+  // norm, the token mixer `mix` (layer, normed rows, r0, the block's rows r0 .. n-1, the
+  // profile: it does the layer's state work), the post norm and the MLP / MoE, the last
+  // layer's block on rows out_from .. n-1 only. Leaves the final hidden states in *out.
+  using Mixer = std::function<Status(int layer, const float* xn, int64_t r0, float* block,
+                                     ForwardProfile* profile)>;
+  Status run_stack(const int* tokens, int64_t n, int64_t out_from, const Mixer& mix,
+                   const ForwardOptions& opt, ForwardProfile* profile, float** out) const;
+
   ModelConfig config_;
   ModelWeights weights_;
 };

@@ -17,7 +17,9 @@ std::string ApiError::json() const {
                       {"type", type},
                       {"param", param.empty() ? nlohmann::json(nullptr) : nlohmann::json(param)},
                       {"code", code.empty() ? nlohmann::json(nullptr) : nlohmann::json(code)}};
-  return nlohmann::json{{"error", e}}.dump();
+  // Invalid UTF-8 (a client's bytes quoted in the message) becomes U+FFFD, never an exception.
+  return nlohmann::json{{"error", e}}.dump(-1, ' ', false,
+                                           nlohmann::json::error_handler_t::replace);
 }
 
 namespace {

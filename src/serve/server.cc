@@ -119,7 +119,8 @@ class Api {
               {"created", started_},
               {"owned_by", "hanpu"},
               {"max_model_len", ctx_}};
-    res.set_content(json{{"object", "list"}, {"data", json::array({m})}}.dump(),
+    res.set_content(json{{"object", "list"}, {"data", json::array({m})}}.dump(
+                        -1, ' ', false, json::error_handler_t::replace),
                     "application/json");
   }
 

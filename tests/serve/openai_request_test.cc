@@ -98,6 +98,9 @@ TEST(OpenAiRequest, MalformedBodiesAndFieldsAreRefusedByName) {
     EXPECT_EQ(e.param.substr(0, field.size()), field) << field << " " << value << ": " << e.message;
     EXPECT_NE(e.json().find("invalid_request_error"), std::string::npos);
   }
+  // Invalid UTF-8 quoted in a message still makes a valid error object (found by the fuzzer).
+  const ApiError bad_bytes = refused("{\"max_tokens\"\x88: 5}");
+  EXPECT_NE(bad_bytes.json().find("\"error\""), std::string::npos);
   EXPECT_EQ(refused(R"({"prompt": [1, -2]})", false).param, "prompt");
   EXPECT_EQ(refused(R"({"prompt": {}})", false).param, "prompt");
   EXPECT_EQ(refused(R"({"nothing": 1})", false).param, "prompt");

@@ -4,6 +4,9 @@ fifth of their streams part way. Passes when the server never crashes, answers e
 it was not asked to drop (200 with a whole reply, or a 503 when its queue is full), keeps
 serving afterwards, and its resident memory at the end is within 25% (+64 MiB) of what it
 was after the first quarter (the prefix cache has a budget of its own, --cache-ram 32).
+Under AddressSanitizer (SOAK_RSS_CHECK=0, set by the sanitized build's CTest) the memory
+bound is not checked: ASan's quarantine and shadow grow with every allocation by design, and
+it checks the memory itself.
 
 Run by CTest as: python soak_test.py HANPU_BINARY.
 """
@@ -22,6 +25,7 @@ import urllib.request
 
 HANPU = sys.argv[1]
 SECONDS = float(os.environ.get("SOAK_SECONDS", "45"))
+RSS_CHECK = os.environ.get("SOAK_RSS_CHECK", "1") != "0"
 
 server = subprocess.Popen([HANPU, "serve", "--port", "0", "--parallel", "4", "--queue", "16",
                            "--cache-ram", "32"], stderr=subprocess.PIPE, text=True)
@@ -94,8 +98,10 @@ print(f"{len(results)} requests: {counts}; RSS {early} KiB after a quarter, {lat
 for f in failures[:10]:
     print("FAIL:", f)
 health = urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10).read()
-ok = (not failures and counts["ok"] >= 100 and late <= early * 1.25 + 64 * 1024 and
-      server.poll() is None and b"ok" in health)
+rss_ok = late <= early * 1.25 + 64 * 1024 or not RSS_CHECK
+if not RSS_CHECK:
+    print("RSS bound not checked (sanitized build)")
+ok = not failures and counts["ok"] >= 100 and rss_ok and server.poll() is None and b"ok" in health
 server.send_signal(signal.SIGTERM)
 ok = server.wait(timeout=120) == 0 and ok
 if not ok:

@@ -215,6 +215,10 @@ class Sequence {
   ~Sequence();
   const std::vector<int>& tokens() const;  // every token it holds, in order
   int64_t bytes() const;                   // the memory its states and KV caches hold
+  // The memory it holds alone (LA states, the KV rows it appended), with each block of KV rows
+  // it shares with other sequences (a prefix both went on from) given to `on_shared` with the
+  // block's identity instead: a cache of sequences counts a shared block once.
+  int64_t bytes(const std::function<void(const void* block, int64_t bytes)>& on_shared) const;
 
  private:
   friend class Engine;

@@ -24,18 +24,26 @@ void attn_output_gate(float* o, const float* qg, int64_t R, int Hq, int D, int t
   });
 }
 
+AttendRun attend_run(const ForwardOptions& opt) {
+  AttendRun r;
+  r.threads = opt.threads;
+  r.placement = opt.attn_placement;
+  r.products = opt.attn_products;
+  return r;
+}
+
 Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* x, int64_t T,
-                       int64_t pos0, KvCache* kv, const ForwardOptions& opt, int64_t out_rows,
-                       float* out, double* kernel_ms) {
+                       int64_t pos0, LayerKv* kv, const ForwardOptions& opt, int64_t out_rows,
+                       float* out, double* kernel_ms, Workspace& ws) {
   const int Hq = c.attn_heads, Hkv = c.kv_heads, D = c.head_dim, hidden = c.hidden;
   // Keys and values of all T rows go to the cache; queries only for the R = out_rows rows
   // whose output is wanted (layers.h), the last ones, at positions pos0 + r0 ...
   const int64_t R = out_rows, r0 = T - R;
   // qg [R, Hq, 2D]: per head D query dims, then D output-gate dims.
-  float* qg = layer_buffer(0, static_cast<size_t>(R) * Hq * 2 * D);
-  float* q = layer_buffer(1, static_cast<size_t>(R) * Hq * D);
-  float* k = layer_buffer(2, static_cast<size_t>(T) * Hkv * D);
-  float* v = layer_buffer(3, static_cast<size_t>(T) * Hkv * D);
+  float* qg = ws.layer(0, static_cast<size_t>(R) * Hq * 2 * D);
+  float* q = ws.layer(1, static_cast<size_t>(R) * Hq * D);
+  float* k = ws.layer(2, static_cast<size_t>(T) * Hkv * D);
+  float* v = ws.layer(3, static_cast<size_t>(T) * Hkv * D);
   if (R == T) {  // one call for the three: x is packed once
     cpu::linear_many(x, hidden, T, {{&w.q, qg, Hq * 2 * D}, {&w.k, k, Hkv * D}, {&w.v, v, Hkv * D}},
                      opt.threads, opt.projection);
@@ -49,23 +57,11 @@ Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* 
   apply_rope(q, R, Hq, D, c.rotary_dims(), c.rope_theta, pos0 + r0);
   apply_rope(k, T, Hkv, D, c.rotary_dims(), c.rope_theta, pos0);
   HANPU_RETURN_IF_ERROR(kv->append({k, DType::kF32, {T, Hkv, D}}, {v, DType::kF32, {T, Hkv, D}}));
-  float* o = layer_buffer(4, static_cast<size_t>(R) * Hq * D);
-  AttnArgs args;
-  args.q = {q, DType::kF32, {R, Hq, D}};
-  kv->attn_kv(&args);  // the cache's head-major rows, through the call's kv strides
-  args.o = {o, DType::kF32, {R, Hq, D}};
-  args.mask = AttnMask::kCausal;  // q_offset defaults to the cached length less R: pos0 + r0
-  Status st;
+  float* o = ws.layer(4, static_cast<size_t>(R) * Hq * D);
+  float* scratch = ws.layer(5, LayerKv::attend_scratch_floats(R, Hq, D));
   const auto t0 = std::chrono::steady_clock::now();
-  if (R == 1) {
-    st = attn_decode(args, opt.threads);
-  } else {
-    AttnOptions ao;
-    ao.placement = opt.attn_placement;
-    ao.threads = opt.threads;
-    ao.products = opt.attn_products;
-    st = attn_prefill(args, ao);
-  }
+  // One call over the own rows (one query row: the decode kernel), and one per shared segment.
+  const Status st = kv->attend(q, R, Hq, o, attend_run(opt), scratch);
   *kernel_ms +=
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!st.ok()) return Status::Error(fmt::format("attention layer: {}", st.message()));

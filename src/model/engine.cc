@@ -41,11 +41,20 @@ const std::vector<int>& Sequence::tokens() const {
 
 int64_t Sequence::bytes() const { return impl_->state ? model::state_bytes(*impl_->state) : 0; }
 
+int64_t Sequence::bytes(
+    const std::function<void(const void* block, int64_t bytes)>& on_shared) const {
+  return impl_->state ? model::state_bytes(*impl_->state, on_shared) : 0;
+}
+
 std::unique_ptr<Sequence> Engine::copy_sequence(const Sequence& sequence) const {
   const Sequence::Impl& q = *sequence.impl_;
   if (q.model != impl_->model.get() || q.broken) return nullptr;
   std::unique_ptr<Sequence> out = new_sequence();
-  if (q.state) out->impl_->state = model::copy_state(*q.state);
+  if (q.state) {
+    model::SequenceState copy;
+    if (!model::copy_state(*q.state, &copy).ok()) return nullptr;  // out of memory
+    out->impl_->state = std::move(copy);
+  }
   return out;
 }
 

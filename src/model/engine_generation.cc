@@ -104,15 +104,17 @@ struct Generation::Impl {
   Status run_pending();
   Status decode_step();
   Status finish();
-  // Hands a copy of the sequence as it stands to on_checkpoint.
+  // Hands the sequence as it stands to on_checkpoint (its KV rows shared, not copied).
   void checkpoint();
 };
 
 void Generation::Impl::checkpoint() {
   if (!o.on_checkpoint) return;
+  model::SequenceState shared;
+  if (!model::share_state(state, &shared).ok()) return;  // out of memory: no checkpoint
   auto q = std::make_unique<Sequence::Impl>();
   q->model = engine->model.get();
-  q->state = model::copy_state(*state);
+  q->state = std::move(shared);
   o.on_checkpoint(std::unique_ptr<Sequence>(new Sequence(std::move(q))));
 }
 
@@ -144,7 +146,8 @@ Status Generation::Impl::prefill_chunk() {
   }
   const bool last_chunk = prefilled + n == s.prompt_tokens;  // only its logits are sampled from
   HANPU_RETURN_IF_ERROR(m.forward(prompt.data() + prefilled, n, state, fo,
-                                  last_chunk ? &logits : nullptr, &prefill_prof));
+                                  last_chunk ? &logits : nullptr, &prefill_prof,
+                                  &engine->workspace));
   prefilled += n;
   s.prefill_ms += ms_since(t0);
   if (std::find(o.checkpoints.begin(), o.checkpoints.end(), prefilled) != o.checkpoints.end())
@@ -198,7 +201,8 @@ Status Generation::Impl::sample_next(bool* go_on) {
 
 Status Generation::Impl::run_pending() {
   const auto f0 = Clock::now();
-  HANPU_RETURN_IF_ERROR(engine->model->forward(&pending, 1, state, fo, &logits, &decode_prof));
+  HANPU_RETURN_IF_ERROR(
+      engine->model->forward(&pending, 1, state, fo, &logits, &decode_prof, &engine->workspace));
   const double ms = ms_since(f0);
   s.decode_step_ms.push_back(ms);
   s.decode_ms += ms;
@@ -220,7 +224,9 @@ Status Generation::Impl::finish() {
     // The last token sampled was not yet run through the model. A stop token is kept too: the
     // model ended its turn with it, and a chat continued from here opens the next one after it.
     const int unrun = s.stop_reason == "eos" ? stop_token : last_token;
-    if (unrun >= 0) HANPU_RETURN_IF_ERROR(m.forward(&unrun, 1, state, fo, &logits));
+    if (unrun >= 0) {
+      HANPU_RETURN_IF_ERROR(m.forward(&unrun, 1, state, fo, &logits, nullptr, &engine->workspace));
+    }
   }
   if (o.checkpoint_reply) checkpoint();
   if (o.sequence != nullptr) {
@@ -359,12 +365,13 @@ void Engine::step_together(const std::vector<Generation*>& gens, int prefill_chu
     states.push_back(gens[i]->impl_->state);
   }
   const model::Model& m = *impl_->model;
-  thread_local std::vector<float> logits;
-  logits.resize(static_cast<size_t>(n) * m.config().vocab);
+  model::Workspace& ws = impl_->workspace;
+  float* logits =
+      ws.stack(model::Workspace::Stack::kHeadLogits, static_cast<size_t>(n) * m.config().vocab);
   model::ForwardProfile prof;
   const auto t0 = std::chrono::steady_clock::now();
   const Status st = m.decode_batch(tokens.data(), n, states.data(), gens[together[0]]->impl_->fo,
-                                   logits.data(), &prof);
+                                   logits, &prof, &ws);
   const double ms = ms_since(t0);
   for (int r = 0; r < n; ++r) {
     Generation::Impl& g = *gens[together[r]]->impl_;
@@ -373,7 +380,7 @@ void Engine::step_together(const std::vector<Generation*>& gens, int prefill_chu
       g.done = true;
       continue;
     }
-    const float* row = logits.data() + static_cast<size_t>(r) * m.config().vocab;
+    const float* row = logits + static_cast<size_t>(r) * m.config().vocab;
     g.logits.assign(row, row + m.config().vocab);
     g.s.decode_step_ms.push_back(ms);
     g.s.decode_ms += ms;

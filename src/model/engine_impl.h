@@ -27,6 +27,9 @@ struct Engine::Impl {
   std::optional<model::GenerationConfig>
       generation;  // generation_config.json, if the checkpoint has one
   std::string generation_origin;
+  // The scratch memory of every step this engine runs, one at a time (a generation's prefill
+  // chunks and decode steps, a batch of them together).
+  mutable model::Workspace workspace;  // scratch: a const Engine still runs steps
 };
 
 struct Sequence::Impl {

@@ -41,30 +41,30 @@ Status gdn_la(const ModelConfig& c, const float* q, const float* k, const float*
 
 Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int64_t T,
                  std::vector<float>* conv, AlignedFloats* recurrent, const ForwardOptions& opt,
-                 int64_t out_rows, float* out, double* kernel_ms) {
+                 int64_t out_rows, float* out, double* kernel_ms, Workspace& ws) {
   const int H = c.la_key_heads, HV = c.la_value_heads, K = c.la_key_dim, V = c.la_value_dim;
   const int C = c.la_conv_channels(), hidden = c.hidden;
   // mixed [T, C] = q heads | k heads | v heads; z [T, HV V]; b, a [T, HV].
-  float* mixed = layer_buffer(0, static_cast<size_t>(T) * C);
-  float* z = layer_buffer(1, static_cast<size_t>(T) * HV * V);
-  float* b = layer_buffer(2, static_cast<size_t>(T) * HV);
-  float* a = layer_buffer(3, static_cast<size_t>(T) * HV);
+  float* mixed = ws.layer(0, static_cast<size_t>(T) * C);
+  float* z = ws.layer(1, static_cast<size_t>(T) * HV * V);
+  float* b = ws.layer(2, static_cast<size_t>(T) * HV);
+  float* a = ws.layer(3, static_cast<size_t>(T) * HV);
   cpu::linear_many(x, hidden, T,
                    {{&w.qkv, mixed, C}, {&w.z, z, HV * V}, {&w.b, b, HV}, {&w.a, a, HV}},
                    opt.threads, opt.projection);
   // The LA kernel takes contiguous q, k [T, H, K] and v [T, HV, V]: the convolution writes
   // its output channels straight into them.
-  float* q = layer_buffer(4, static_cast<size_t>(T) * H * K);
-  float* k = layer_buffer(5, static_cast<size_t>(T) * H * K);
-  float* v = layer_buffer(6, static_cast<size_t>(T) * HV * V);
+  float* q = ws.layer(4, static_cast<size_t>(T) * H * K);
+  float* k = ws.layer(5, static_cast<size_t>(T) * H * K);
+  float* v = ws.layer(6, static_cast<size_t>(T) * HV * V);
   cpu::causal_conv1d_silu(
       mixed, T, C, w.conv.data(), c.conv_kernel, conv,
       {{0, H * K, q, H * K}, {H * K, H * K, k, H * K}, {2 * H * K, HV * V, v, HV * V}},
       opt.threads);
-  float* beta = layer_buffer(7, static_cast<size_t>(T) * HV);
-  float* g = layer_buffer(8, static_cast<size_t>(T) * HV);
+  float* beta = ws.layer(7, static_cast<size_t>(T) * HV);
+  float* g = ws.layer(8, static_cast<size_t>(T) * HV);
   gdn_gates(b, a, T, HV, w.neg_A.data(), w.dt_bias.data(), beta, g);
-  float* o = layer_buffer(0, static_cast<size_t>(T) * HV * V);  // over mixed: read by now
+  float* o = ws.layer(0, static_cast<size_t>(T) * HV * V);  // over mixed: read by now
   HANPU_RETURN_IF_ERROR(gdn_la(c, q, k, v, g, beta, T, recurrent, opt, o, kernel_ms));
   // The output path of the last out_rows rows (layers.h).
   const int64_t r0 = T - out_rows;

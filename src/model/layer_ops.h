@@ -6,7 +6,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
 
 namespace hanpu::model {
 
@@ -35,31 +34,6 @@ void apply_rope(float* x, int64_t T, int heads, int D, int rot, double theta, in
 // log softmax(logits)[id] over a row of n logits, in double: a perplexity's terms. The row is
 // overwritten (exp(l - max) in place, on the vector unit).
 double log_softmax_at(float* logits, int n, int id);
-
-// At least n floats of buf, which keeps its memory from call to call (buf is a thread_local of
-// the caller): a 1024-token prefill step allocates ~100 MB of activations per layer, and a
-// fresh std::vector costs a zero-fill and the page faults of its first touch every time.
-// The contents are garbage on entry.
-inline float* reuse_buffer(std::vector<float>& buf, size_t n) {
-  if (buf.size() < n) {
-    // Freed before it grows: resize would hold the old contents (garbage) beside the new
-    // block for its copy, the two together a peak of the process's memory.
-    std::vector<float>().swap(buf);
-    buf.resize(n);
-  }
-  return buf.data();
-}
-
-// Slot `slot` of the temporaries every layer kind draws on (gdn_layer, attention_layer,
-// mlp_layer), as reuse_buffer. Layers run one after another and none keeps a temporary past
-// its return, so sharing the slots costs a prefill the largest layer's set of buffers where a
-// set per kind cost their sum (at 512 tokens of the 0.8B shape, 35 MB against 75). A layer uses
-// each slot once; moe_layer, which calls mlp_layer, draws on none.
-inline constexpr int kLayerSlots = 10;
-inline float* layer_buffer(int slot, size_t n) {
-  thread_local std::vector<float> slots[kLayerSlots];
-  return reuse_buffer(slots[slot], n);
-}
 
 inline float sigmoid(float x) { return 1.0f / (1.0f + __builtin_expf(-x)); }
 inline float silu(float x) { return x * sigmoid(x); }

@@ -16,14 +16,17 @@
 #include "hanpu/kv_cache.h"
 #include "hanpu/status.h"
 #include "model/model.h"
+#include "model/workspace.h"
 
 namespace hanpu::model {
+
+// Each draws its temporaries from `ws` (workspace.h).
 
 // Gated DeltaNet token mixer; conv [kernel - 1, channels] and recurrent [HV, K, V] are the
 // sequence's states, updated in place.
 Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int64_t T,
                  std::vector<float>* conv, AlignedFloats* recurrent, const ForwardOptions& opt,
-                 int64_t out_rows, float* out, double* kernel_ms);
+                 int64_t out_rows, float* out, double* kernel_ms, Workspace& ws);
 
 // The GDN layer's LA call: q, k [T, H, K], v [T, HV, V], g, beta [T, HV] through the chunk
 // kernel (the recurrent step for one token) with `recurrent` updated in place; o [T, HV, V].
@@ -33,8 +36,11 @@ Status gdn_la(const ModelConfig& c, const float* q, const float* k, const float*
 
 // Gated full attention; appends this call's keys and values (positions pos0 ...) to kv.
 Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* x, int64_t T,
-                       int64_t pos0, KvCache* kv, const ForwardOptions& opt, int64_t out_rows,
-                       float* out, double* kernel_ms);
+                       int64_t pos0, LayerKv* kv, const ForwardOptions& opt, int64_t out_rows,
+                       float* out, double* kernel_ms, Workspace& ws);
+
+// How the attention calls of a layer run (threads, placement, products).
+AttendRun attend_run(const ForwardOptions& opt);
 
 // o [R, Hq, D] *= sigmoid(the output-gate half of qg [R, Hq, 2D]).
 void attn_output_gate(float* o, const float* qg, int64_t R, int Hq, int D, int threads);
@@ -44,18 +50,18 @@ void attn_output_gate(float* o, const float* qg, int64_t R, int Hq, int D, int t
 // attention over its own cache) per sequence. x, out [n, hidden].
 Status gdn_layer_batch(const ModelConfig& c, const GdnWeights& w, const float* x, int n,
                        SequenceState* const* states, int layer, const ForwardOptions& opt,
-                       float* out, double* kernel_ms);
+                       float* out, double* kernel_ms, Workspace& ws);
 Status attention_layer_batch(const ModelConfig& c, const AttnWeights& w, const float* x, int n,
                              SequenceState* const* states, int layer, const ForwardOptions& opt,
-                             float* out, double* kernel_ms);
+                             float* out, double* kernel_ms, Workspace& ws);
 
 // SwiGLU MLP of intermediate size `inter`.
 void mlp_layer(const MlpWeights& w, int inter, const float* x, int64_t T, const ForwardOptions& opt,
-               float* out);
+               float* out, Workspace& ws);
 
 // Qwen3-Next sparse MoE: softmax router, top-k (renormalised if the config says so), experts
 // run on the tokens routed to them, plus the sigmoid-gated shared expert.
 void moe_layer(const ModelConfig& c, const MoeWeights& w, const float* x, int64_t T,
-               const ForwardOptions& opt, float* out);
+               const ForwardOptions& opt, float* out, Workspace& ws);
 
 }  // namespace hanpu::model

@@ -11,9 +11,9 @@
 namespace hanpu::model {
 
 void mlp_layer(const MlpWeights& w, int inter, const float* x, int64_t T, const ForwardOptions& opt,
-               float* out) {
+               float* out, Workspace& ws) {
   const int hidden = w.gate_up.in;
-  float* gu = layer_buffer(0, static_cast<size_t>(T) * 2 * inter);
+  float* gu = ws.layer(0, static_cast<size_t>(T) * 2 * inter);
   cpu::linear(x, hidden, T, w.gate_up, gu, 2 * inter, opt.threads, opt.projection);
   // The activation over each row's gate half, read from there by the down projection: a
   // second [T, inter] buffer was the largest of a prefill's temporaries after gate_up.
@@ -22,7 +22,7 @@ void mlp_layer(const MlpWeights& w, int inter, const float* x, int64_t T, const 
 }
 
 void moe_layer(const ModelConfig& c, const MoeWeights& w, const float* x, int64_t T,
-               const ForwardOptions& opt, float* out) {
+               const ForwardOptions& opt, float* out, Workspace& ws) {
   const int E = c.num_experts, top = c.experts_per_token, hidden = c.hidden;
   std::vector<float> logits(static_cast<size_t>(T) * E);
   cpu::linear(x, hidden, T, w.router, logits.data(), E, opt.threads, opt.projection);
@@ -57,7 +57,7 @@ void moe_layer(const ModelConfig& c, const MoeWeights& w, const float* x, int64_
     ys.resize(xs.size());
     for (int64_t i = 0; i < n; ++i)
       std::copy_n(x + tokens[e][i] * hidden, hidden, xs.begin() + i * hidden);
-    mlp_layer(w.experts[e], c.moe_intermediate, xs.data(), n, opt, ys.data());
+    mlp_layer(w.experts[e], c.moe_intermediate, xs.data(), n, opt, ys.data(), ws);
     for (int64_t i = 0; i < n; ++i) {
       float* o = out + tokens[e][i] * hidden;
       const float wt = weights[e][i];
@@ -66,7 +66,7 @@ void moe_layer(const ModelConfig& c, const MoeWeights& w, const float* x, int64_
   }
   if (w.shared_gate.in > 0) {
     std::vector<float> shared(static_cast<size_t>(T) * hidden), gate(static_cast<size_t>(T));
-    mlp_layer(w.shared, c.shared_expert_intermediate, x, T, opt, shared.data());
+    mlp_layer(w.shared, c.shared_expert_intermediate, x, T, opt, shared.data(), ws);
     cpu::linear(x, hidden, T, w.shared_gate, gate.data(), 1, opt.threads, opt.projection);
     for (int64_t t = 0; t < T; ++t) {
       const float s = sigmoid(gate[t]);

@@ -45,68 +45,76 @@ SequenceState Model::new_state(DType kv_dtype) const {
       s.conv[i].assign(static_cast<size_t>(c.la_conv_state_floats()), 0.0f);
       s.recurrent[i].assign(static_cast<size_t>(c.la_recurrent_floats()), 0.0f);
     } else {
-      s.kv[i] = std::make_unique<KvCache>(c.kv_heads, c.head_dim, kv_dtype);
+      s.kv[i] = std::make_unique<LayerKv>(c.kv_heads, c.head_dim, kv_dtype);
     }
   }
   return s;
 }
 
-SequenceState copy_state(const SequenceState& s) {
+namespace {
+
+// `s` less its KV caches, which the callers fill.
+SequenceState copy_la(const SequenceState& s) {
   SequenceState c;
   c.position = s.position;
   c.tokens = s.tokens;
   c.conv = s.conv;
   c.recurrent = s.recurrent;
   c.kv.resize(s.kv.size());
-  std::vector<float> k, v;
-  for (size_t i = 0; i < s.kv.size(); ++i) {
-    if (!s.kv[i]) continue;
-    // Only the rows held, not the room reserved ahead: widened to fp32 and rounded back,
-    // which gives every 16-bit value back exactly.
-    const KvCache& from = *s.kv[i];
-    const int64_t n = from.length();
-    if (from.capacity() == std::max<int64_t>(n, 1)) {  // no room ahead (a cached copy): as is
-      c.kv[i] = std::make_unique<KvCache>(from);
-      continue;
-    }
-    c.kv[i] = std::make_unique<KvCache>(from.kv_heads(), from.head_dim(), from.dtype(),
-                                        std::max<int64_t>(n, 1));
-    if (n == 0) continue;
-    const int64_t values = n * from.kv_heads() * from.head_dim();
-    k.resize(static_cast<size_t>(values));
-    v.resize(static_cast<size_t>(values));
-    (void)from.read_f32(0, n, k.data(), v.data());  // rows 0 .. length: cannot fail
-    (void)c.kv[i]->append({k.data(), DType::kF32, {n, from.kv_heads(), from.head_dim()}},
-                          {v.data(), DType::kF32, {n, from.kv_heads(), from.head_dim()}});
-  }
   return c;
 }
 
-int64_t state_bytes(const SequenceState& s) {
+}  // namespace
+
+Status copy_state(const SequenceState& s, SequenceState* out) {
+  SequenceState c = copy_la(s);
+  for (size_t i = 0; i < s.kv.size(); ++i) {
+    if (s.kv[i]) HANPU_RETURN_IF_ERROR(s.kv[i]->copy(&c.kv[i]));
+  }
+  *out = std::move(c);
+  return Status::Ok();
+}
+
+Status share_state(SequenceState* s, SequenceState* out) {
+  SequenceState c = copy_la(*s);
+  for (size_t i = 0; i < s->kv.size(); ++i) {
+    if (s->kv[i]) HANPU_RETURN_IF_ERROR(s->kv[i]->share(&c.kv[i]));
+  }
+  *out = std::move(c);
+  return Status::Ok();
+}
+
+int64_t state_bytes(const SequenceState& s,
+                    const std::function<void(const void* id, int64_t bytes)>& on_shared) {
   int64_t bytes = static_cast<int64_t>(s.tokens.size() * sizeof(int));
   for (const auto& v : s.conv) bytes += static_cast<int64_t>(v.size() * sizeof(float));
   for (const auto& v : s.recurrent) bytes += static_cast<int64_t>(v.size() * sizeof(float));
   for (const auto& kv : s.kv) {
-    if (kv) {
-      bytes += 2 * kv->capacity() * kv->kv_heads() * kv->head_dim() *
-               static_cast<int64_t>(dtype_size(kv->dtype()));
+    if (!kv) continue;
+    bytes += kv->own_bytes();
+    for (const auto& seg : kv->shared()) {
+      if (on_shared) {
+        on_shared(seg.get(), LayerKv::bytes_of(*seg));
+      } else {
+        bytes += LayerKv::bytes_of(*seg);
+      }
     }
   }
   return bytes;
 }
 
 Status Model::run_stack(const int* tokens, int64_t n, int64_t out_from, const Mixer& mix,
-                        const ForwardOptions& opt, ForwardProfile* profile, float** out) const {
+                        const ForwardOptions& opt, ForwardProfile* profile, Workspace& ws,
+                        float** out) const {
   const ModelConfig& c = config_;
   const int hidden = c.hidden;
   ForwardProfile local;
   ForwardProfile& prof = profile != nullptr ? *profile : local;
   Stopwatch sw;
-  thread_local std::vector<float> h_buf, xn_buf, block_buf;
   const size_t acts = static_cast<size_t>(n) * hidden;
-  float* h = reuse_buffer(h_buf, acts);
-  float* xn = reuse_buffer(xn_buf, acts);
-  float* block = reuse_buffer(block_buf, acts);
+  float* h = ws.stack(Workspace::Stack::kHidden, acts);
+  float* xn = ws.stack(Workspace::Stack::kNormed, acts);
+  float* block = ws.stack(Workspace::Stack::kBlock, acts);
   parallel_rows(opt.threads, n, int64_t{8} * hidden, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) weights_.embedding_row(tokens[t], h + t * hidden);
   });
@@ -131,9 +139,9 @@ Status Model::run_stack(const int* tokens, int64_t n, int64_t out_from, const Mi
                               xn + at, opt.threads);
     prof.other_ms += sw.lap_ms();
     if (lw.moe) {
-      moe_layer(c, lw.moe_w, xn + at, n - r0, opt, block + at);
+      moe_layer(c, lw.moe_w, xn + at, n - r0, opt, block + at, ws);
     } else {
-      mlp_layer(lw.mlp, c.intermediate, xn + at, n - r0, opt, block + at);
+      mlp_layer(lw.mlp, c.intermediate, xn + at, n - r0, opt, block + at, ws);
     }
     prof.mlp_ms += sw.lap_ms();
   }
@@ -144,7 +152,8 @@ Status Model::run_stack(const int* tokens, int64_t n, int64_t out_from, const Mi
 }
 
 Status Model::run_layers(const int* tokens, int64_t n, int64_t out_from, SequenceState* state,
-                         const ForwardOptions& opt, ForwardProfile* profile, float** out) const {
+                         const ForwardOptions& opt, ForwardProfile* profile, Workspace& ws,
+                         float** out) const {
   const ModelConfig& c = config_;
   if (n <= 0) return Status::Error("forward: no tokens");
   for (int64_t t = 0; t < n; ++t) {
@@ -157,26 +166,27 @@ Status Model::run_layers(const int* tokens, int64_t n, int64_t out_from, Sequenc
     const LayerWeights& lw = weights_.layers[i];
     return lw.kind == LayerKind::kLinearAttention
                ? gdn_layer(c, lw.gdn, xn, n, &state->conv[i], &state->recurrent[i], opt, n - r0,
-                           block, &prof->la_kernel_ms)
+                           block, &prof->la_kernel_ms, ws)
                : attention_layer(c, lw.attn, xn, n, state->position, state->kv[i].get(), opt,
-                                 n - r0, block, &prof->attn_kernel_ms);
+                                 n - r0, block, &prof->attn_kernel_ms, ws);
   };
-  HANPU_RETURN_IF_ERROR(run_stack(tokens, n, out_from, mix, opt, profile, out));
+  HANPU_RETURN_IF_ERROR(run_stack(tokens, n, out_from, mix, opt, profile, ws, out));
   state->position += n;
   state->tokens.insert(state->tokens.end(), tokens, tokens + n);
   return Status::Ok();
 }
 
 Status Model::forward(const int* tokens, int64_t n, SequenceState* state, const ForwardOptions& opt,
-                      std::vector<float>* logits, ForwardProfile* profile) const {
+                      std::vector<float>* logits, ForwardProfile* profile, Workspace* ws_in) const {
+  Workspace local;
+  Workspace& ws = ws_in != nullptr ? *ws_in : local;
   float* h = nullptr;
   // Only the last position's logits are needed to continue a sequence.
-  HANPU_RETURN_IF_ERROR(run_layers(tokens, n, n - 1, state, opt, profile, &h));
+  HANPU_RETURN_IF_ERROR(run_layers(tokens, n, n - 1, state, opt, profile, ws, &h));
   if (logits == nullptr) return Status::Ok();  // a prompt chunk before the last: no head
   Stopwatch sw;
   const ModelConfig& c = config_;
-  thread_local std::vector<float> xn_buf;
-  float* xn = reuse_buffer(xn_buf, static_cast<size_t>(c.hidden));
+  float* xn = ws.stack(Workspace::Stack::kHeadNormed, static_cast<size_t>(c.hidden));
   rms_norm_zero_centred(h + (n - 1) * c.hidden, c.hidden, 1, c.hidden, weights_.final_norm.data(),
                         c.rms_eps, xn, c.hidden);
   logits->resize(c.vocab);
@@ -187,9 +197,11 @@ Status Model::forward(const int* tokens, int64_t n, SequenceState* state, const 
 }
 
 Status Model::decode_batch(const int* tokens, int n, SequenceState* const* states,
-                           const ForwardOptions& opt, float* logits,
-                           ForwardProfile* profile) const {
+                           const ForwardOptions& opt, float* logits, ForwardProfile* profile,
+                           Workspace* ws_in) const {
   const ModelConfig& c = config_;
+  Workspace local;
+  Workspace& ws = ws_in != nullptr ? *ws_in : local;
   if (n <= 0) return Status::Error("decode_batch: no sequences");
   for (int s = 0; s < n; ++s) {
     if (tokens[s] < 0 || tokens[s] >= c.vocab) {
@@ -204,19 +216,18 @@ Status Model::decode_batch(const int* tokens, int n, SequenceState* const* state
   const Mixer mix = [&](int i, const float* xn, int64_t, float* block, ForwardProfile* prof) {
     const LayerWeights& lw = weights_.layers[i];
     return lw.kind == LayerKind::kLinearAttention
-               ? gdn_layer_batch(c, lw.gdn, xn, n, states, i, opt, block, &prof->la_kernel_ms)
+               ? gdn_layer_batch(c, lw.gdn, xn, n, states, i, opt, block, &prof->la_kernel_ms, ws)
                : attention_layer_batch(c, lw.attn, xn, n, states, i, opt, block,
-                                       &prof->attn_kernel_ms);
+                                       &prof->attn_kernel_ms, ws);
   };
   float* h = nullptr;
-  HANPU_RETURN_IF_ERROR(run_stack(tokens, n, 0, mix, opt, profile, &h));
+  HANPU_RETURN_IF_ERROR(run_stack(tokens, n, 0, mix, opt, profile, ws, &h));
   for (int s = 0; s < n; ++s) {
     states[s]->position += 1;
     states[s]->tokens.push_back(tokens[s]);
   }
   Stopwatch sw;
-  thread_local std::vector<float> xn_buf;
-  float* xn = reuse_buffer(xn_buf, static_cast<size_t>(n) * c.hidden);
+  float* xn = ws.stack(Workspace::Stack::kHeadNormed, static_cast<size_t>(n) * c.hidden);
   rms_norm_zero_centred(h, c.hidden, n, c.hidden, weights_.final_norm.data(), c.rms_eps, xn,
                         c.hidden, opt.threads);
   cpu::linear(xn, c.hidden, n, weights_.lm_head, logits, c.vocab, opt.threads, opt.projection);
@@ -226,8 +237,10 @@ Status Model::decode_batch(const int* tokens, int n, SequenceState* const* state
 
 Status Model::score(const int* tokens, int64_t n, int64_t from, const int* next,
                     SequenceState* state, const ForwardOptions& opt, double* logprobs,
-                    ForwardProfile* profile, const RowLogits& on_logits) const {
+                    ForwardProfile* profile, const RowLogits& on_logits, Workspace* ws_in) const {
   const ModelConfig& c = config_;
+  Workspace local;
+  Workspace& ws = ws_in != nullptr ? *ws_in : local;
   if (from < 0 || from >= n)
     return Status::Error(fmt::format("score: row {} is not one of the {} tokens", from, n));
   for (int64_t t = from; t < n; ++t) {
@@ -239,15 +252,14 @@ Status Model::score(const int* tokens, int64_t n, int64_t from, const int* next,
     }
   }
   float* h = nullptr;
-  HANPU_RETURN_IF_ERROR(run_layers(tokens, n, from, state, opt, profile, &h));
+  HANPU_RETURN_IF_ERROR(run_layers(tokens, n, from, state, opt, profile, ws, &h));
   Stopwatch sw;
   // The head in blocks of rows: a block's logits [rows, vocab] are 32 MB for Qwen's 248k
   // vocabulary at 32 rows, where all of a 512-token chunk's would be 0.5 GB.
   constexpr int64_t kHeadRows = 32;
-  thread_local std::vector<float> xn_buf, logits_buf;
   const int64_t rows_max = std::min(kHeadRows, n - from);
-  float* xn = reuse_buffer(xn_buf, static_cast<size_t>(rows_max) * c.hidden);
-  float* logits = reuse_buffer(logits_buf, static_cast<size_t>(rows_max) * c.vocab);
+  float* xn = ws.stack(Workspace::Stack::kHeadNormed, static_cast<size_t>(rows_max) * c.hidden);
+  float* logits = ws.stack(Workspace::Stack::kHeadLogits, static_cast<size_t>(rows_max) * c.vocab);
   for (int64_t r0 = from; r0 < n; r0 += kHeadRows) {
     const int64_t rows = std::min(kHeadRows, n - r0);
     rms_norm_zero_centred(h + r0 * c.hidden, c.hidden, rows, c.hidden, weights_.final_norm.data(),

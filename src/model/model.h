@@ -19,11 +19,13 @@
 #include "cpu/nn/projection_kernels.h"
 #include "hanpu/attn.h"
 #include "hanpu/kv_cache.h"
+#include "model/layer_kv.h"
 #include "hanpu/status.h"
 #include "model/generation_config.h"
 #include "model/model_config.h"
 #include "model/model_weights.h"
 #include "model/tokenizer.h"
+#include "model/workspace.h"
 
 namespace hanpu::model {
 
@@ -44,13 +46,20 @@ struct SequenceState {
   std::vector<std::vector<float>> conv;  // per layer (GDN): [kernel - 1, channels]
   std::vector<AlignedFloats>
       recurrent;  // per layer (GDN): [HV, K, V], updated in place by the LA kernel
-  std::vector<std::unique_ptr<KvCache>> kv;  // per layer (attention)
+  std::vector<std::unique_ptr<LayerKv>> kv;  // per layer (attention)
 };
 
-// A copy of `s`: its own states and KV caches (the rows they hold, no room ahead).
-SequenceState copy_state(const SequenceState& s);
-// The bytes `s` holds: conv and recurrent states, KV caches as allocated.
-int64_t state_bytes(const SequenceState& s);
+// A copy of `s` to continue apart from it: its own LA states, the KV rows it shares by
+// reference and the rows it appended since copied (no room ahead).
+Status copy_state(const SequenceState& s, SequenceState* out);
+// A checkpoint of `s`: its LA states copied, and every KV row held by reference; the rows `s`
+// appended since its last share are sealed into a shared segment first (layer_kv.h).
+Status share_state(SequenceState* s, SequenceState* out);
+// The bytes `s` holds: conv and recurrent states, its own KV rows as allocated, and each shared
+// KV segment (`on_shared`, where given, sees those instead, each with its identity, so that
+// sequences sharing one can count it once).
+int64_t state_bytes(const SequenceState& s,
+                    const std::function<void(const void* id, int64_t bytes)>& on_shared = {});
 
 // Where forward time went (milliseconds, summed over calls).
 struct ForwardProfile {
@@ -70,11 +79,16 @@ class Model {
   // A fresh sequence; its attention layers' KV caches hold keys and values in kv_dtype.
   SequenceState new_state(DType kv_dtype = DType::kF32) const;
 
+  // Each step draws its scratch memory from `ws` (workspace.h), the caller's; without one it
+  // makes a workspace for the call alone, whose memory is fresh every time (fine for a call,
+  // not for a loop of steps).
+
   // Runs `n` tokens through the model after the state's position, updates the state, and
   // writes the logits of the last token into `logits` [vocab] (null: no head, as for a
   // prompt chunk before the last). Token ids are checked.
   Status forward(const int* tokens, int64_t n, SequenceState* state, const ForwardOptions& options,
-                 std::vector<float>* logits, ForwardProfile* profile = nullptr) const;
+                 std::vector<float>* logits, ForwardProfile* profile = nullptr,
+                 Workspace* ws = nullptr) const;
 
   // One decode step of n sequences together (continuous batching): token t runs after
   // everything states[t] holds, each state is updated as forward would update it, and
@@ -83,7 +97,7 @@ class Model {
   // states must be distinct.
   Status decode_batch(const int* tokens, int n, SequenceState* const* states,
                       const ForwardOptions& options, float* logits,
-                      ForwardProfile* profile = nullptr) const;
+                      ForwardProfile* profile = nullptr, Workspace* ws = nullptr) const;
 
   // Runs `n` tokens as forward does and scores positions from .. n-1: logprobs[t - from] =
   // log p(next[t - from] | the sequence up to and including token t), in double from fp32
@@ -93,14 +107,15 @@ class Model {
   using RowLogits = std::function<void(int64_t row, const float* logits)>;
   Status score(const int* tokens, int64_t n, int64_t from, const int* next, SequenceState* state,
                const ForwardOptions& options, double* logprobs, ForwardProfile* profile = nullptr,
-               const RowLogits& on_logits = {}) const;
+               const RowLogits& on_logits = {}, Workspace* ws = nullptr) const;
 
  private:
   // The layer stack over `n` tokens: updates the state from all of them and leaves the final
   // hidden states (before the final norm) of rows out_from .. n-1 at (*out)[row * hidden]
-  // (a thread_local buffer, valid until the next call on this thread).
+  // (ws's kHidden buffer, valid until the workspace's next use).
   Status run_layers(const int* tokens, int64_t n, int64_t out_from, SequenceState* state,
-                    const ForwardOptions& opt, ForwardProfile* profile, float** out) const;
+                    const ForwardOptions& opt, ForwardProfile* profile, Workspace& ws,
+                    float** out) const;
 
   // The stack run_layers and decode_batch share: embeddings of `tokens`, then per layer the
   // norm, the token mixer `mix` (layer, normed rows, r0, the block's rows r0 .. n-1, the
@@ -109,7 +124,8 @@ class Model {
   using Mixer = std::function<Status(int layer, const float* xn, int64_t r0, float* block,
                                      ForwardProfile* profile)>;
   Status run_stack(const int* tokens, int64_t n, int64_t out_from, const Mixer& mix,
-                   const ForwardOptions& opt, ForwardProfile* profile, float** out) const;
+                   const ForwardOptions& opt, ForwardProfile* profile, Workspace& ws,
+                   float** out) const;
 
   ModelConfig config_;
   ModelWeights weights_;

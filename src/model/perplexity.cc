@@ -78,6 +78,7 @@ Status perplexity(const Model& m, const std::vector<int>& tokens, const Perplexi
     };
     hooks.end = [&](int) { return writer.write(records.data(), records.size()); };
   }
+  Workspace ws;  // every chunk's steps, one after another
   for (int c = 0; c < s.chunks_total; ++c) {
     const auto t0 = std::chrono::steady_clock::now();
     if (hooks.begin) HANPU_RETURN_IF_ERROR(hooks.begin(c));
@@ -94,7 +95,7 @@ Status perplexity(const Model& m, const std::vector<int>& tokens, const Perplexi
       const int n = std::min(run.prefill_chunk, inputs - a);
       const int from = std::max(a, first);
       if (from >= a + n) {
-        HANPU_RETURN_IF_ERROR(m.forward(chunk + a, n, &state, run.forward, nullptr, &prof));
+        HANPU_RETURN_IF_ERROR(m.forward(chunk + a, n, &state, run.forward, nullptr, &prof, &ws));
       } else {
         Model::RowLogits on_logits;
         if (hooks.row) {
@@ -103,7 +104,7 @@ Status perplexity(const Model& m, const std::vector<int>& tokens, const Perplexi
           };
         }
         HANPU_RETURN_IF_ERROR(m.score(chunk + a, n, from - a, chunk + from + 1, &state, run.forward,
-                                      logprobs.data() + from, &prof, on_logits));
+                                      logprobs.data() + from, &prof, on_logits, &ws));
       }
     }
     for (int t = first; t < inputs; ++t) {

@@ -27,26 +27,52 @@ std::unique_ptr<Sequence> PrefixCache::resume(const std::vector<int>& prompt, in
   return copy;
 }
 
+void PrefixCache::account(const Entry& e, bool add) {
+  bytes_ += add ? e.own_bytes : -e.own_bytes;
+  for (const void* id : e.shared) {
+    auto it = blocks_.find(id);
+    if (add) {
+      if (it->second.entries++ == 0) bytes_ += it->second.bytes;
+    } else if (--it->second.entries == 0) {
+      bytes_ -= it->second.bytes;
+      blocks_.erase(it);
+    }
+  }
+}
+
 void PrefixCache::insert(std::unique_ptr<Sequence> sequence) {
   std::lock_guard<std::mutex> lock(mu_);
-  const int64_t b = sequence->bytes();
-  if (b > max_bytes_) return;
+  Entry entry;
+  int64_t all = 0;  // its whole size, shared blocks too
+  entry.own_bytes = sequence->bytes([&](const void* id, int64_t b) {
+    entry.shared.push_back(id);
+    all += b;
+    blocks_.try_emplace(id, Block{b, 0});
+  });
+  all += entry.own_bytes;
+  if (all > max_bytes_) {
+    for (const void* id : entry.shared) {
+      if (blocks_[id].entries == 0) blocks_.erase(id);
+    }
+    return;
+  }
+  entry.sequence = std::move(sequence);
+  entry.used = ++clock_;
+  account(entry, true);
+  bool replaced = false;
   for (Entry& e : entries_) {
-    if (e.sequence->tokens() == sequence->tokens()) {
-      bytes_ += b - e.bytes;
-      e = Entry{std::move(sequence), b, ++clock_};
-      sequence = nullptr;
+    if (e.sequence->tokens() == entry.sequence->tokens()) {
+      account(e, false);
+      e = std::move(entry);
+      replaced = true;
       break;
     }
   }
-  if (sequence) {
-    entries_.push_back(Entry{std::move(sequence), b, ++clock_});
-    bytes_ += b;
-  }
+  if (!replaced) entries_.push_back(std::move(entry));
   while (bytes_ > max_bytes_ && !entries_.empty()) {
     auto lru = std::min_element(entries_.begin(), entries_.end(),
                                 [](const Entry& a, const Entry& c) { return a.used < c.used; });
-    bytes_ -= lru->bytes;
+    account(*lru, false);
     entries_.erase(lru);
   }
 }

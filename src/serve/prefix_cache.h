@@ -2,12 +2,14 @@
 // of a reply, of each chat message, every N tokens of a long prompt), so that a request whose
 // tokens start with one resumes from it and prefills only the rest. Exact: a resumed sequence
 // holds the very states the prefix left (GenerateOptions::checkpoints). Least recently used
-// entries go first when the bytes pass the budget.
+// entries go first when the bytes pass the budget. Checkpoints of one chat share their KV rows
+// (Sequence::bytes): a shared block is counted once, for as long as an entry holds it.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "hanpu/engine.h"
@@ -30,9 +32,17 @@ class PrefixCache {
  private:
   struct Entry {
     std::unique_ptr<Sequence> sequence;
-    int64_t bytes = 0;
-    uint64_t used = 0;  // the clock at its last insert or hit
+    int64_t own_bytes = 0;            // what it holds alone
+    std::vector<const void*> shared;  // the shared blocks it holds
+    uint64_t used = 0;                // the clock at its last insert or hit
   };
+  struct Block {
+    int64_t bytes = 0;
+    int entries = 0;  // holding it
+  };
+  // Counts e's memory in bytes_ (add) or takes it out.
+  void account(const Entry& e, bool add);
+  std::unordered_map<const void*, Block> blocks_;
   const Engine* engine_;
   int64_t max_bytes_;
   mutable std::mutex mu_;

@@ -34,14 +34,15 @@ std::vector<float> mixer_rows(const Model& m, int i, SequenceState* s,
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> out(static_cast<size_t>(std::max(T0, T) + 1) * c.hidden, nan);  // poisoned
   double kernel_ms = 0;
+  Workspace ws;
   const auto run = [&](const std::vector<float>& in, int64_t rows, int64_t want) {
     Status st;
     if (lw.kind == LayerKind::kLinearAttention) {
       st = gdn_layer(c, lw.gdn, in.data(), rows, &s->conv[i], &s->recurrent[i], {}, want,
-                     out.data(), &kernel_ms);
+                     out.data(), &kernel_ms, ws);
     } else {
       st = attention_layer(c, lw.attn, in.data(), rows, s->position, s->kv[i].get(), {}, want,
-                           out.data(), &kernel_ms);
+                           out.data(), &kernel_ms, ws);
     }
     EXPECT_TRUE(st.ok()) << st.message();
     s->position += rows;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 #include <thread>
 
 #include "serve/scheduler.h"
@@ -125,6 +126,42 @@ TEST(PrefixCache, KeepsTheLongestPrefixAndEvictsTheLeastRecentlyUsed) {
   EXPECT_EQ(cached, 0);
   EXPECT_EQ(cache.hits(), 2);
   EXPECT_EQ(checkpoint_offsets({7, 1, 7, 2, 3}, 1, {7}, 2), (std::vector<int64_t>{1, 2, 3, 4}));
+}
+
+TEST(PrefixCache, CountsTheKvRowsCheckpointsShareOnce) {
+  std::unique_ptr<Engine> engine = tiny();
+  const std::vector<int> prompt = engine->random_prompt(40, 5);
+  std::vector<std::unique_ptr<Sequence>> taken;
+  GenerateOptions o;
+  o.max_tokens = 0;
+  o.checkpoints = {32, 36, 40};  // the later two go on from the first one's rows
+  o.on_checkpoint = [&](std::unique_ptr<Sequence> s) { taken.push_back(std::move(s)); };
+  ASSERT_TRUE(engine->generate(prompt, o, nullptr, nullptr, nullptr).ok());
+  ASSERT_EQ(taken.size(), 3u);
+  // Their bytes with each shared block counted once: all three, and the last two.
+  const auto once = [&](size_t from) {
+    int64_t bytes = 0;
+    std::map<const void*, int64_t> blocks;
+    for (size_t i = from; i < taken.size(); ++i)
+      bytes += taken[i]->bytes([&](const void* id, int64_t b) { blocks[id] = b; });
+    for (const auto& [id, b] : blocks) bytes += b;
+    return bytes;
+  };
+  int64_t whole = 0;
+  for (const auto& t : taken) whole += t->bytes();
+  const int64_t all = once(0), last_two = once(1);
+  ASSERT_LT(all, whole);  // they do share
+  {
+    PrefixCache cache(engine.get(), whole);
+    for (const auto& t : taken) cache.insert(engine->copy_sequence(*t));
+    EXPECT_EQ(cache.entries(), 3);
+    EXPECT_EQ(cache.bytes(), all);
+  }
+  // Room for the last two: the first goes, and the blocks only it held leave the count.
+  PrefixCache cache(engine.get(), last_two);
+  for (auto& t : taken) cache.insert(std::move(t));
+  EXPECT_EQ(cache.entries(), 2);
+  EXPECT_EQ(cache.bytes(), last_two);
 }
 
 TEST(Scheduler, ACancelledJobIsDroppedAndAFullQueueRefuses) {

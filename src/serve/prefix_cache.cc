@@ -77,6 +77,12 @@ void PrefixCache::insert(std::unique_ptr<Sequence> sequence) {
   }
 }
 
+bool PrefixCache::holds(const std::vector<int>& tokens) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::any_of(entries_.begin(), entries_.end(),
+                     [&](const Entry& e) { return e.sequence->tokens() == tokens; });
+}
+
 int64_t PrefixCache::bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return bytes_;

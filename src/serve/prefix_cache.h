@@ -25,6 +25,8 @@ class PrefixCache {
   // Keeps `sequence` (in place of one holding the same tokens), evicting the least recently
   // used beyond the budget; one larger than the whole budget is dropped.
   void insert(std::unique_ptr<Sequence> sequence);
+  // Whether an entry holds exactly `tokens`.
+  bool holds(const std::vector<int>& tokens) const;
   int64_t bytes() const;
   int64_t hits() const;
   int64_t entries() const;

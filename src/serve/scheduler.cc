@@ -49,7 +49,7 @@ SchedulerMetrics Scheduler::metrics() const {
 }
 
 // Starts a job's generation: its text and tokens go into the job as they come.
-void Scheduler::admit(std::shared_ptr<Job> job) {
+void Scheduler::admit(std::shared_ptr<Job> job, bool warm) {
   Job* j = job.get();
   GenerateOptions o = j->options;
   o.on_token = [j](const GeneratedToken& t) {
@@ -59,7 +59,7 @@ void Scheduler::admit(std::shared_ptr<Job> job) {
     }
     j->changed.notify_all();
   };
-  Running r{std::move(job), nullptr, nullptr};
+  Running r{std::move(job), nullptr, nullptr, warm};
   // Resume from the longest cached prefix; checkpoints at the prompt's message ends, every
   // cache_every tokens, its end and the reply's end fill the cache for the next requests.
   int64_t cached = 0;
@@ -67,7 +67,7 @@ void Scheduler::admit(std::shared_ptr<Job> job) {
     r.resumed = cache_->resume(j->prompt, &cached);
     o.sequence = r.resumed.get();
     o.checkpoints = checkpoint_offsets(j->prompt, cached, end_tokens_, options_.cache_every);
-    o.checkpoint_reply = true;
+    o.checkpoint_reply = !warm;  // a warm-up has no reply: its prompt's end is the checkpoint
     o.on_checkpoint = [this](std::unique_ptr<Sequence> s) { cache_->insert(std::move(s)); };
   }
   {
@@ -81,6 +81,7 @@ void Scheduler::admit(std::shared_ptr<Job> job) {
         {
           std::lock_guard<std::mutex> lock(j->mu);
           j->text.append(piece);
+          if (j->next_turn) j->reply.append(piece);
         }
         j->changed.notify_all();
       },
@@ -89,8 +90,47 @@ void Scheduler::admit(std::shared_ptr<Job> job) {
   running_.push_back(std::move(r));
 }
 
+std::shared_ptr<Job> Scheduler::warm_job(Job& j) {
+  if (!cache_ || !j.next_turn || j.cancelled.load()) return nullptr;
+  std::string reply;
+  {
+    std::lock_guard<std::mutex> lock(j.mu);
+    reply = j.reply;
+  }
+  std::vector<int> next = j.next_turn(reply);
+  if (next.empty() || cache_->holds(next)) return nullptr;
+  auto w = std::make_shared<Job>();
+  w->prompt = std::move(next);
+  w->options = j.options;  // the same model run (threads, kernels, chunk)
+  w->options.max_tokens = 0;
+  w->options.on_token = nullptr;
+  w->options.logprobs = false;
+  return w;
+}
+
+bool Scheduler::waits_for_warm(const Job& j) const {
+  return std::any_of(running_.begin(), running_.end(), [&](const Running& r) {
+    const std::vector<int>& w = r.job->prompt;
+    return r.warm && w.size() < j.prompt.size() && std::equal(w.begin(), w.end(), j.prompt.begin());
+  });
+}
+
 void Scheduler::finish(Running& r, Status st) {
   Job& j = *r.job;
+  if (r.warm) {  // nobody waits for it; its checkpoint is in the cache
+    std::lock_guard<std::mutex> lock(mu_);
+    if (st.ok() && r.generation) metrics_.warm_tokens += r.generation->prefilled();
+    r.generation.reset();
+    r.resumed.reset();
+    return;
+  }
+  // Queued before the reply is handed back, so a client's next turn comes after it.
+  if (st.ok()) {
+    if (std::shared_ptr<Job> w = warm_job(j)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      warm_queue_.push_back(std::move(w));
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++metrics_.requests;
@@ -122,17 +162,36 @@ void Scheduler::loop() {
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !running_.empty(); });
-      if (queue_.empty() && running_.empty()) return;  // stopping, nothing left
-      std::vector<std::shared_ptr<Job>> admitted;
-      while (!queue_.empty() &&
-             static_cast<int>(running_.size() + admitted.size()) < options_.parallel) {
-        admitted.push_back(std::move(queue_.front()));
+      wake_.wait(lock, [&] {
+        return stopping_ || !queue_.empty() || !warm_queue_.empty() || !running_.empty() ||
+               !deferred_.empty();
+      });
+      if (queue_.empty() && warm_queue_.empty() && running_.empty() && deferred_.empty())
+        return;  // stopping, nothing left
+      // Warm-ups first (they are short, and the next turns wait for them), then the queue in
+      // order, through deferred_: a job whose prompt a running warm-up prefills waits there.
+      std::vector<std::shared_ptr<Job>> warm;
+      while (!warm_queue_.empty() &&
+             static_cast<int>(running_.size() + warm.size()) < options_.parallel) {
+        warm.push_back(std::move(warm_queue_.front()));
+        warm_queue_.pop_front();
+      }
+      while (!queue_.empty() && static_cast<int>(running_.size() + warm.size() + deferred_.size()) <
+                                    options_.parallel) {
+        deferred_.push_back(std::move(queue_.front()));
         queue_.pop_front();
       }
-      metrics_.queued = static_cast<int64_t>(queue_.size());
+      metrics_.queued = static_cast<int64_t>(queue_.size() + warm_queue_.size() + deferred_.size());
       lock.unlock();
-      for (auto& job : admitted) admit(std::move(job));
+      for (auto& job : warm) admit(std::move(job), true);
+      for (auto it = deferred_.begin(); it != deferred_.end();) {
+        if (static_cast<int>(running_.size()) >= options_.parallel || waits_for_warm(**it)) {
+          ++it;
+          continue;
+        }
+        admit(std::move(*it), false);
+        it = deferred_.erase(it);
+      }
     }
     // One turn: the cancelled are dropped; one prompt chunk (the oldest prompt's), then every
     // decoding sequence's next token, all through the model in one batched step.

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -34,6 +35,14 @@ struct Job {
   Status error = Status::Ok();  // a failure the engine reported
   GenerateStats stats;          // once finished
   int64_t cached_tokens = 0;    // of the prompt, resumed from the prefix cache
+
+  // A chat's next turn starts with this turn's messages and the reply as the template renders
+  // a past reply (Qwen's without its thinking block): not the tokens generated, so the reply's
+  // checkpoint does not match it. Where set, next_turn gives those tokens from the whole reply
+  // text, and after the reply the scheduler prefills them from the cache (a "warm-up", no
+  // client waiting) so that the next turn resumes past the reply. `reply` keeps the text.
+  std::function<std::vector<int>(const std::string& reply)> next_turn;
+  std::string reply;
 };
 
 struct SchedulerOptions {
@@ -48,6 +57,7 @@ struct SchedulerMetrics {
   int64_t queued = 0, running = 0;
   double prefill_ms = 0, decode_ms = 0;  // summed over finished requests
   int64_t prefix_hits = 0, prefix_bytes = 0, prefix_entries = 0, cached_tokens = 0;
+  int64_t warm_tokens = 0;  // next-turn prefixes prefilled after chat replies (Job::next_turn)
 };
 
 class Scheduler {
@@ -65,10 +75,16 @@ class Scheduler {
     std::shared_ptr<Job> job;
     std::unique_ptr<Sequence> resumed;  // from the prefix cache; outlives the generation
     std::unique_ptr<Generation> generation;
+    bool warm = false;  // a next turn's prefix prefilled for the cache (Job::next_turn)
   };
   void loop();
-  void admit(std::shared_ptr<Job> job);
+  void admit(std::shared_ptr<Job> job, bool warm);
   void finish(Running& r, Status st);
+  // The warm-up job of a finished chat reply, or null (no cache, nothing new to prefill).
+  std::shared_ptr<Job> warm_job(Job& j);
+  // Whether a running warm-up prefills a prefix of the job's prompt: the job waits for it
+  // rather than prefill the same tokens beside it.
+  bool waits_for_warm(const Job& j) const;
 
   Engine* engine_;
   SchedulerOptions options_;
@@ -77,8 +93,10 @@ class Scheduler {
   mutable std::mutex mu_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> queue_;
+  std::deque<std::shared_ptr<Job>> warm_queue_;  // warm-ups, admitted before queue_
   bool stopping_ = false;
-  std::vector<Running> running_;  // the scheduler thread's own
+  std::deque<std::shared_ptr<Job>> deferred_;  // the scheduler thread's: waiting for a warm-up
+  std::vector<Running> running_;               // the scheduler thread's own
   SchedulerMetrics metrics_;
   std::thread thread_;
 };

@@ -183,6 +183,8 @@ class Api {
         m.prefix_hits);
     add("prefix_cache_bytes", "gauge", "Bytes the prefix cache holds.", m.prefix_bytes);
     add("prefix_cache_entries", "gauge", "Checkpoints the prefix cache holds.", m.prefix_entries);
+    add("prefix_cache_warm_tokens_total", "counter",
+        "Tokens of chats' next-turn prefixes prefilled after their replies.", m.warm_tokens);
     add("prompt_tokens_cached_total", "counter", "Prompt tokens resumed from the prefix cache.",
         m.cached_tokens);
     res.set_content(out, "text/plain; version=0.0.4");
@@ -233,13 +235,14 @@ class Api {
     }
     job->options = r.gen;
     job->options.max_tokens = static_cast<int>(r.max_tokens ? *r.max_tokens : ctx_ - n);
+    const bool split = chat && o_.reasoning_split;
+    const bool think = split && prompt_opens_thinking(prompt_text);
+    if (chat) job->next_turn = next_turn_tokens(r, split, think);
     if (!scheduler_->submit(job))
       return send_error(res, error_of(503, "server_error",
                                       "the server is busy (its queue is full) or stopping; retry",
                                       "server_busy"));
     const std::string id = fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", next_id_++);
-    const bool split = chat && o_.reasoning_split;
-    const bool think = split && prompt_opens_thinking(prompt_text);
     if (r.stream) return stream(res, job, r, id, split, think);
     std::unique_lock<std::mutex> lock(job->mu);
     job->changed.wait(lock, [&] { return job->finished; });
@@ -280,6 +283,41 @@ class Api {
   }
 
  private:
+  // Job::next_turn for a chat request: the tokens every next turn of this chat starts with,
+  // given the reply. The template renders the messages, the reply's content as a past
+  // assistant message, and a user message after it; the tokens two different user messages
+  // have in common are the next turn's prefix, whatever the template does to a past reply and
+  // however the tokenizer joins text across the cut.
+  std::function<std::vector<int>(const std::string&)> next_turn_tokens(const ApiRequest& r,
+                                                                       bool split, bool think) {
+    return [engine = engine_, messages = r.messages, options = r.chat_options, split,
+            think](const std::string& reply) {
+      std::string reasoning, content;
+      if (split) {
+        ReasoningSplit rs(think);
+        rs.feed(reply, &reasoning, &content);
+        rs.finish(&reasoning, &content);
+      } else {
+        content = reply;
+      }
+      ChatOptions o = options;
+      o.add_generation_prompt = false;
+      std::vector<int> with[2];
+      for (int i = 0; i < 2; ++i) {
+        std::vector<ChatMessage> m = messages;
+        m.push_back({"assistant", content});
+        m.push_back({"user", i == 0 ? "A" : "B"});
+        std::string text;
+        if (!engine->apply_chat_template(m, o, &text).ok() ||
+            !engine->tokenize(text, &with[i]).ok())
+          return std::vector<int>();
+      }
+      const auto diverge =
+          std::mismatch(with[0].begin(), with[0].end(), with[1].begin(), with[1].end());
+      return std::vector<int>(with[0].begin(), diverge.first);
+    };
+  }
+
   // Server-sent events: one chunk per batch of new text, then the finish reason, the usage
   // (stream_options.include_usage) and "data: [DONE]". A write that fails (the client left)
   // cancels the job.

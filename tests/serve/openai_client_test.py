@@ -119,9 +119,9 @@ for i, rep in enumerate(replies):
     check(rep.choices[0].text == want, f"client {i}: {rep.choices[0].text!r} vs run {want!r}")
     check(0 < rep.usage.completion_tokens <= 5 + i % 4, f"client {i} usage {rep.usage}")
 
-# Prefix reuse: turn 4 of a chat resumes from the cache up to the end of the last user message
-# before the reply it re-renders (the template renders a past reply anew, Qwen's without its
-# thinking block), and every turn's reply equals a cold server's (no cache) on the same messages.
+# Prefix reuse: turn 4 of a chat resumes from the cache past turn 3's reply (the server
+# prefilled the next turn's prefix after each reply, as the template renders a past reply: Qwen's
+# without its thinking block), and every turn's reply equals a cold server's (no cache).
 cold_server, cold_port = start_server("--cache-ram", "0")
 cold = openai.OpenAI(base_url=f"http://127.0.0.1:{cold_port}/v1", api_key="none", max_retries=0)
 msgs = [{"role": "system", "content": "You are terse."}]
@@ -142,13 +142,12 @@ for turn in range(1, 5):
     msgs.append({"role": "assistant", "content": m.content or ""})
 cold_server.send_signal(signal.SIGTERM)
 cold_server.wait(timeout=60)
-# The generation prompt ("<|im_start|>assistant\n<think>\n") and the newline after the last
-# user message's <|im_end|> are what turn 3's prompt holds past its last checkpoint.
-gen_prompt = len(json.loads(raw(port, "/tokenize", json.dumps(
-    {"content": "\n<|im_start|>assistant\n<think>\n"}).encode())[1])["tokens"])
-check(cached[0] == 0 and cached[3] >= prompt_tokens[2] - gen_prompt and cached[3] < prompt_tokens[3],
-      f"turn 4 cached {cached[3]} of {prompt_tokens[3]}; turn 3's prompt was {prompt_tokens[2]} "
-      f"({gen_prompt} of them the generation prompt)")
+# Past the cache: turn 4's own user message, its end and the generation prompt, no more.
+tail = len(json.loads(raw(port, "/tokenize", json.dumps(
+    {"content": msgs[-2]["content"] + "<|im_end|>\n<|im_start|>assistant\n<think>\n"}).encode())[1])["tokens"])
+check(cached[0] == 0 and cached[3] > prompt_tokens[2] and cached[3] >= prompt_tokens[3] - tail,
+      f"turn 4 cached {cached[3]} of {prompt_tokens[3]} (its last {tail} tokens are new); "
+      f"turn 3's prompt was {prompt_tokens[2]}")
 metrics = raw(port, "/metrics")[1].decode()
 check(re.search(r"hanpu_prefix_cache_hits_total [1-9]", metrics) is not None,
       "prefix hits in /metrics")

@@ -99,6 +99,44 @@ TEST(Scheduler, APromptThatExtendsAnEarlierOneResumesFromTheCacheExactly) {
   EXPECT_GT(s.metrics().prefix_bytes, 0);
 }
 
+TEST(Scheduler, AChatsNextTurnPrefixIsPrefilledAfterTheReplyAndTheNextTurnResumesPastIt) {
+  std::unique_ptr<Engine> engine = tiny();
+  const std::vector<int> first = engine->random_prompt(30, 7);
+  // The next turn as a template would render it: the prompt, then tokens other than the
+  // generated ones (a past reply rendered anew), known once the reply is.
+  const std::vector<int> rerendered = engine->random_prompt(11, 8);
+  std::vector<int> prefix = first;
+  prefix.insert(prefix.end(), rerendered.begin(), rerendered.end());
+  std::vector<int> next = prefix;
+  const std::vector<int> user = engine->random_prompt(6, 9);
+  next.insert(next.end(), user.begin(), user.end());
+  std::vector<int> cold;  // before the scheduler runs: one call at a time per Engine
+  ASSERT_TRUE(
+      engine->generate(next, job_of(next, 6, 16)->options, nullptr, nullptr, nullptr, &cold).ok());
+  auto a = job_of(first, 5, 16);
+  std::string seen_reply = "unset";
+  a->next_turn = [&](const std::string& reply) {
+    seen_reply = reply;
+    return prefix;
+  };
+  Scheduler s(engine.get(), {2, 4, int64_t{64} << 20, 0});
+  ASSERT_TRUE(s.submit(a));
+  wait(*a);  // the warm-up was queued before the reply was handed back
+  ASSERT_TRUE(a->error.ok()) << a->error.message();
+  EXPECT_NE(seen_reply, "unset");
+  auto b = job_of(next, 6, 16);
+  ASSERT_TRUE(s.submit(b));
+  wait(*b);
+  ASSERT_TRUE(b->error.ok()) << b->error.message();
+  EXPECT_EQ(b->cached_tokens, static_cast<int64_t>(prefix.size()));  // past the reply
+  std::vector<int> got;
+  for (const GeneratedToken& t : b->tokens) got.push_back(t.id);
+  EXPECT_EQ(got, cold);
+  const SchedulerMetrics m = s.metrics();
+  EXPECT_EQ(m.warm_tokens, 11);  // the re-rendered reply alone: the prompt came from the cache
+  EXPECT_EQ(m.requests, 2);      // the warm-up is not a request
+}
+
 TEST(PrefixCache, KeepsTheLongestPrefixAndEvictsTheLeastRecentlyUsed) {
   std::unique_ptr<Engine> engine = tiny();
   // Sequences of the first 4, 8 and 12 tokens of one prompt, through checkpoints.

@@ -11,6 +11,7 @@
 
 #include "base/json_limits.h"
 #include "serve/openai_request.h"
+#include "serve/client_watch.h"
 #include "serve/reasoning_split.h"
 
 namespace hanpu::serve {
@@ -244,8 +245,20 @@ class Api {
                                       "server_busy"));
     const std::string id = fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", next_id_++);
     if (r.stream) return stream(res, job, r, id, split, think);
+    {
+      // Waits for the whole reply, looking for a client that left meanwhile (client_watch.h):
+      // its job is cancelled, and there is no one to answer.
+      const ClientWatch watch(req.remote_addr, req.remote_port, req.local_addr, req.local_port);
+      std::unique_lock<std::mutex> lock(job->mu);
+      while (!job->changed.wait_for(lock, std::chrono::milliseconds(100),
+                                    [&] { return job->finished; })) {
+        if (watch.gone()) {
+          job->cancelled = true;
+          return;
+        }
+      }
+    }
     std::unique_lock<std::mutex> lock(job->mu);
-    job->changed.wait(lock, [&] { return job->finished; });
     if (!job->error.ok())
       return send_error(res, error_of(500, "server_error", job->error.message()));
     json body = {{"id", id},

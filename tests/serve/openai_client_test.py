@@ -5,6 +5,7 @@ checks chat and completions (streamed and not), stop strings, usage, logprobs, c
 clients against single-sequence `hanpu run`, errors by status, cancellation, and that SIGTERM
 drains the requests in flight and exits 0.
 """
+import atexit
 import concurrent.futures
 import json
 import re
@@ -20,6 +21,7 @@ import openai
 
 HANPU = sys.argv[1]
 failures = []
+atexit.register(lambda: [p.kill() for p in started if p.poll() is None])
 
 
 def check(cond, what):
@@ -28,10 +30,14 @@ def check(cond, what):
         print("FAIL:", what, flush=True)
 
 
+started = []  # killed at exit, so a failed check never leaves a server holding the pipes
+
+
 def start_server(*extra):
     p = subprocess.Popen([HANPU, "serve", "--port", "0", "--parallel", "4", "--queue", "32",
                           "--max-body", "65536", *extra],
                          stderr=subprocess.PIPE, text=True)
+    started.append(p)
     for line in p.stderr:
         m = re.search(r"on http://127\.0\.0\.1:(\d+)/v1", line)
         if m:
@@ -182,6 +188,29 @@ check(client.completions.create(model=model, prompt=ids, max_tokens=2).usage.com
       "served after a cancel")
 metrics = raw(port, "/metrics")[1].decode()
 check("hanpu_requests_cancelled_total 1" in metrics, "cancel counted in /metrics")
+
+
+def metric(name):
+    m = re.search(rf"^{name} (\d+)", raw(port, "/metrics")[1].decode(), re.M)
+    return int(m.group(1))
+
+
+# A client that gives up on a reply that is not streamed (its timeout): the server notices the
+# closed connection and cancels the sequence long before its max_tokens.
+generated_before = metric("hanpu_generation_tokens_total")
+try:
+    client.with_options(timeout=0.3).completions.create(
+        model=model, prompt=ids, max_tokens=4000, extra_body={"ignore_eos": True})
+    check(False, "a 4000-token reply came within the 0.3 s timeout")
+except openai.APITimeoutError:
+    pass
+for _ in range(100):
+    if metric("hanpu_requests_cancelled_total") == 2:
+        break
+    time.sleep(0.1)
+check(metric("hanpu_requests_cancelled_total") == 2, "a plain request's client leaving cancels it")
+check(metric("hanpu_generation_tokens_total") - generated_before < 4000,
+      "the cancelled plain request stopped before its max_tokens")
 
 # SIGTERM while requests run: they are answered, then the server exits 0.
 with concurrent.futures.ThreadPoolExecutor(4) as pool:

@@ -10,6 +10,11 @@ time to first token and inter-token latency (p50 / p99).
 N tokens and 32 more (the next turn): time to first token of each and the cached tokens the
 second reports.
 
+--turns N: one conversation of N turns, each the last one's prompt and --turn-tokens more (a
+chat growing by messages), each generating --tokens: per turn its time to first token, its
+decode rate and the cached tokens it reports. hanpu's sequence then holds its KV rows in the
+segments its checkpoints shared, so the decode rate of a late turn shows what that costs.
+
 Needs the openai package (pip install openai). Outside CI: a benchmark, not a test.
 """
 import argparse
@@ -51,6 +56,19 @@ def history_turns(client, model, n, vocab, rng, rounds):
               f"{'?' if cached is None else cached} of {n + len(more)} prompt tokens", flush=True)
 
 
+def chat_turns(client, model, turns, first, more, tokens, vocab, rng):
+    prompt = [rng.randrange(vocab) for _ in range(first)]
+    for turn in range(1, turns + 1):
+        usage = []
+        t0, stamps = one_stream(client, model, prompt, tokens, usage)
+        rate = (len(stamps) - 1) / (stamps[-1] - stamps[0]) if len(stamps) > 1 else float("nan")
+        details = getattr(usage[0], "prompt_tokens_details", None) if usage else None
+        cached = getattr(details, "cached_tokens", None) if details else None
+        print(f"turn {turn:2d}: {len(prompt)} prompt tokens, TTFT {(stamps[0] - t0) * 1e3:.0f} ms, "
+              f"decode {rate:.1f} tok/s, cached {'?' if cached is None else cached}", flush=True)
+        prompt = prompt + [rng.randrange(vocab) for _ in range(more)]
+
+
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))] if xs else float("nan")
@@ -65,12 +83,16 @@ def main():
     ap.add_argument("--vocab", type=int, default=1000, help="prompt ids drawn below this")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--history", type=int, default=0, help="measure a turn after N tokens")
+    ap.add_argument("--turns", type=int, default=0, help="one conversation of N turns")
+    ap.add_argument("--turn-tokens", type=int, default=256, help="tokens each turn adds")
     a = ap.parse_args()
     client = openai.OpenAI(base_url=a.url, api_key="none", max_retries=0, timeout=3600)
     model = client.models.list().data[0].id
     rng = random.Random(1)
     if a.history:
         return history_turns(client, model, a.history, a.vocab, rng, a.rounds)
+    if a.turns:
+        return chat_turns(client, model, a.turns, a.prompt, a.turn_tokens, a.tokens, a.vocab, rng)
     for _ in range(a.rounds):
         for n in a.streams:
             prompts = [[rng.randrange(a.vocab) for _ in range(a.prompt)] for _ in range(n)]

@@ -1,6 +1,7 @@
-"""A bounded soak of hanpu serve on the loopback: for SOAK_SECONDS (default 45), 12 clients
-send chat and completion requests of random lengths, streamed or not, and drop about a
-fifth of their streams part way. Passes when the server never crashes, answers every request
+"""A bounded soak of hanpu serve on the loopback: for SOAK_SECONDS (default 60), 12 clients
+send chat and completion requests of random lengths, streamed or not, drop about a fifth of
+their streams part way, and give up on about a tenth of the plain requests before the reply
+(a client's short timeout: the server cancels those too). Passes when the server never crashes, answers every request
 it was not asked to drop (200 with a whole reply, or a 503 when its queue is full), keeps
 serving afterwards, and its resident memory at the end is within 25% (+64 MiB) of what it
 was after the first quarter (the prefix cache has a budget of its own, --cache-ram 32).
@@ -24,7 +25,7 @@ import urllib.error
 import urllib.request
 
 HANPU = sys.argv[1]
-SECONDS = float(os.environ.get("SOAK_SECONDS", "45"))
+SECONDS = float(os.environ.get("SOAK_SECONDS", "60"))
 RSS_CHECK = os.environ.get("SOAK_RSS_CHECK", "1") != "0"
 
 server = subprocess.Popen([HANPU, "serve", "--port", "0", "--parallel", "4", "--queue", "16",
@@ -50,9 +51,11 @@ def request(rng):
     chat = rng.random() < 0.5
     stream = rng.random() < 0.6
     drop = stream and rng.random() < 0.2
+    give_up = not stream and rng.random() < 0.1  # after a timeout of 20-200 ms
     words = " ".join(rng.choice(["hybrid", "linear", "attention", "state", "chunk", "core"])
                      for _ in range(rng.randrange(1, 120)))
-    body = {"model": "qwen35-tiny", "max_tokens": rng.randrange(1, 48), "stream": stream,
+    body = {"model": "qwen35-tiny", "max_tokens": rng.randrange(1, 48 if not give_up else 400),
+            "stream": stream,
             "temperature": rng.choice([0, 0.7])}
     if chat:
         body["messages"] = [{"role": "user", "content": words}]
@@ -62,13 +65,19 @@ def request(rng):
     req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", json.dumps(body).encode(),
                                  {"Content-Type": "application/json"})
     try:
-        with urllib.request.urlopen(req, timeout=120) as r:
+        with urllib.request.urlopen(req, timeout=rng.uniform(0.02, 0.2) if give_up else 120) as r:
             if drop:
                 r.read(rng.randrange(1, 200))
                 return "dropped"  # closing now cancels the sequence
             data = r.read().decode("utf-8", "replace")
     except urllib.error.HTTPError as e:
         return "busy" if e.code == 503 else f"HTTP {e.code}: {e.read()[:200]!r}"
+    except (TimeoutError, urllib.error.URLError) as e:
+        timed_out = isinstance(e, TimeoutError) or isinstance(getattr(e, "reason", None),
+                                                              TimeoutError)
+        if give_up and timed_out:
+            return "dropped"  # the connection closes: the server cancels the sequence
+        return f"{type(e).__name__}: {e}"
     except Exception as e:  # noqa: BLE001 - any transport failure is a finding
         return f"{type(e).__name__}: {e}"
     if stream:

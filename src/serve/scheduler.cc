@@ -124,8 +124,14 @@ void Scheduler::finish(Running& r, Status st) {
     r.resumed.reset();
     return;
   }
-  // Queued before the reply is handed back, so a client's next turn comes after it.
-  if (st.ok()) {
+  // Queued before the reply is handed back, so a client's next turn comes after it; none while
+  // stopping (no next turn will come).
+  bool stopping = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping = stopping_;
+  }
+  if (st.ok() && !stopping) {
     if (std::shared_ptr<Job> w = warm_job(j)) {
       std::lock_guard<std::mutex> lock(mu_);
       warm_queue_.push_back(std::move(w));

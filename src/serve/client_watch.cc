@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <string>
 
 namespace hanpu::serve {
 
@@ -39,8 +40,9 @@ ClientWatch::ClientWatch(const std::string& remote_addr, int remote_port,
                          const std::string& local_addr, int local_port) {
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    const std::string name = e.path().filename().string();  // strtol's `end` points into it
     char* end = nullptr;
-    const long fd = std::strtol(e.path().filename().c_str(), &end, 10);
+    const long fd = std::strtol(name.c_str(), &end, 10);
     if (end == nullptr || *end != '\0' || fd < 0) continue;
     if (end_is(static_cast<int>(fd), true, remote_addr, remote_port) &&
         end_is(static_cast<int>(fd), false, local_addr, local_port)) {

@@ -104,6 +104,13 @@ Status attn_prefill(const AttnArgs& args, const AttnOptions& options = {},
 // still uses every core. Same arguments and masks as attn_prefill.
 Status attn_decode(const AttnArgs& args, int threads = 0, AttnStats* stats = nullptr);
 
+// Merges attention computed over two disjoint splits of the keys, exactly (FlashAttention's
+// split merge): (o, lse) <- the attention over both, from (o, lse) and (o2, lse2), each the
+// output [T, Hq, D] and lse [Hq, T] (natural log) of one split, fp32. An lse of -inf (a row
+// that saw no key there) weighs nothing.
+void attn_merge_splits(int64_t T, int Hq, int D, float* o, float* lse, const float* o2,
+                       const float* lse2);
+
 // The tile sizes the fused kernel picks: a pure function of the head dim, the GQA group
 // (query heads per kv head) and the per-core cache sizes in bytes (see attn_tiles.cc).
 AttnTiles attn_tile_plan(int D, int group, int64_t l1_bytes, int64_t l2_bytes);

@@ -2,8 +2,6 @@
 #include "model/layer_kv.h"
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
 
 #include <fmt/format.h>
 
@@ -18,23 +16,6 @@ Status run_attention(const AttnArgs& args, int64_t R, const AttendRun& run) {
   ao.threads = run.threads;
   ao.products = run.products;
   return attn_prefill(args, ao);
-}
-
-// (o, lse) <- the exact merge of (o, lse) and (o2, lse2): o [R, Hq, D], lse [Hq, R] natural
-// log. Every row has seen keys on both sides, so both lse are finite.
-void merge_split(int64_t R, int Hq, int D, float* o, float* lse, const float* o2,
-                 const float* lse2) {
-  for (int h = 0; h < Hq; ++h) {
-    for (int64_t t = 0; t < R; ++t) {
-      const size_t li = static_cast<size_t>(h) * R + t;
-      const float a = lse[li], b = lse2[li], mx = std::max(a, b);
-      const float wa = std::exp(a - mx), wb = std::exp(b - mx), inv = 1.0f / (wa + wb);
-      float* dst = o + (static_cast<size_t>(t) * Hq + h) * D;
-      const float* src = o2 + (static_cast<size_t>(t) * Hq + h) * D;
-      for (int d = 0; d < D; ++d) dst[d] = (wa * dst[d] + wb * src[d]) * inv;
-      lse[li] = mx + std::log(wa + wb);
-    }
-  }
 }
 
 // Appends rows [0, n) of `from` to `to`, through fp32 (exact for every storage dtype).
@@ -105,7 +86,7 @@ Status LayerKv::attend(const float* q, int64_t R, int Hq, float* o, const Attend
     a.lse = {part_lse, DType::kF32, {Hq, R}};
     a.mask = AttnMask::kNone;
     HANPU_RETURN_IF_ERROR(run_attention(a, R, run));
-    merge_split(R, Hq, D, o, lse, part_o, part_lse);
+    attn_merge_splits(R, Hq, D, o, lse, part_o, part_lse);
   }
   return Status::Ok();
 }

@@ -23,29 +23,6 @@ namespace {
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr int64_t kKeyBlock = 256;  // keys per block: 2 MiB of K and V at 32 heads x 64 (f32)
 
-// (o, lse) <- the merge of (o, lse) and (o2, lse2) for every (query row, head) of p; o in
-// [T, Hq, D] layout, lse in [Hq, T], natural log, -inf = no key seen (that side weighs 0).
-void merge_partial(const AttnProblem& p, float* o, float* lse, const float* o2, const float* lse2) {
-  for (int h = 0; h < p.Hq; ++h) {
-    for (int64_t t = 0; t < p.T; ++t) {
-      const size_t li = static_cast<size_t>(h) * p.T + t;
-      const float a = lse[li], b = lse2[li];
-      if (b == kNegInf) continue;
-      float* dst = o + p.q_row(t, h);
-      const float* src = o2 + p.q_row(t, h);
-      if (a == kNegInf) {
-        std::memcpy(dst, src, sizeof(float) * p.D);
-        lse[li] = b;
-        continue;
-      }
-      const float mx = std::max(a, b);
-      const float wa = std::exp(a - mx), wb = std::exp(b - mx), inv = 1.0f / (wa + wb);
-      for (int d = 0; d < p.D; ++d) dst[d] = (wa * dst[d] + wb * src[d]) * inv;
-      lse[li] = mx + std::log(wa + wb);
-    }
-  }
-}
-
 }  // namespace
 
 void attn_split_keys(const AttnProblem& p, AttnRunContext& ctx) {
@@ -78,15 +55,16 @@ void attn_split_keys(const AttnProblem& p, AttnRunContext& ctx) {
           attend_query_tile(p, ws, hk, kv_rows_in_place(p, hk), t0, r, b0, b1, out);
         }
       }
-      merge_partial(p, acc_o, acc_lse, blk_o, blk_lse);
+      attn_merge_splits(p.T, p.Hq, p.D, acc_o, acc_lse, blk_o, blk_lse);
     }
   });
   // Merge the cores' slices (T x Hq x D x P multiply-adds: small next to the attention).
   float* o0 = part_o.data();
   float* lse0 = part_lse.data();
   for (int w = 1; w < P; ++w) {
-    merge_partial(p, o0, lse0, part_o.data() + static_cast<size_t>(2 * w) * rows * p.D,
-                  part_lse.data() + static_cast<size_t>(2 * w) * rows);
+    attn_merge_splits(p.T, p.Hq, p.D, o0, lse0,
+                      part_o.data() + static_cast<size_t>(2 * w) * rows * p.D,
+                      part_lse.data() + static_cast<size_t>(2 * w) * rows);
   }
   for (int h = 0; h < p.Hq; ++h) {
     for (int64_t t = 0; t < p.T; ++t) {
@@ -97,3 +75,30 @@ void attn_split_keys(const AttnProblem& p, AttnRunContext& ctx) {
 }
 
 }  // namespace hanpu::cpu
+
+namespace hanpu {
+
+void attn_merge_splits(int64_t T, int Hq, int D, float* o, float* lse, const float* o2,
+                       const float* lse2) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  for (int h = 0; h < Hq; ++h) {
+    for (int64_t t = 0; t < T; ++t) {
+      const size_t li = static_cast<size_t>(h) * T + t;
+      const float a = lse[li], b = lse2[li];
+      if (b == kNegInf) continue;
+      float* dst = o + (static_cast<size_t>(t) * Hq + h) * D;
+      const float* src = o2 + (static_cast<size_t>(t) * Hq + h) * D;
+      if (a == kNegInf) {
+        std::memcpy(dst, src, sizeof(float) * D);
+        lse[li] = b;
+        continue;
+      }
+      const float mx = std::max(a, b);
+      const float wa = std::exp(a - mx), wb = std::exp(b - mx), inv = 1.0f / (wa + wb);
+      for (int d = 0; d < D; ++d) dst[d] = (wa * dst[d] + wb * src[d]) * inv;
+      lse[li] = mx + std::log(wa + wb);
+    }
+  }
+}
+
+}  // namespace hanpu

@@ -86,6 +86,19 @@ json completion_logprobs(const Engine& engine, const std::vector<GeneratedToken>
 }
 
 // The whole prompt counts, the part resumed from the prefix cache as cached_tokens.
+// A whole reply's text as the client gets it: the reasoning apart where `split` (think: the
+// prompt opened a thinking block), the rest the content.
+void split_reply(const std::string& text, bool split, bool think, std::string* reasoning,
+                 std::string* content) {
+  if (!split) {
+    *content = text;
+    return;
+  }
+  ReasoningSplit rs(think);
+  rs.feed(text, reasoning, content);
+  rs.finish(reasoning, content);
+}
+
 json usage_of(const Job& job) {
   const auto prompt = static_cast<int64_t>(job.prompt.size());
   return {{"prompt_tokens", prompt},
@@ -268,13 +281,7 @@ class Api {
     const std::string reason = finish_reason(job->stats);
     if (chat) {
       std::string reasoning, content;
-      ReasoningSplit rs(think);
-      if (split) {
-        rs.feed(job->text, &reasoning, &content);
-        rs.finish(&reasoning, &content);
-      } else {
-        content = job->text;
-      }
+      split_reply(job->text, split, think, &reasoning, &content);
       json message = {{"role", "assistant"}, {"content", content}};
       if (split && !reasoning.empty()) message["reasoning_content"] = reasoning;
       body["object"] = "chat.completion";
@@ -306,13 +313,7 @@ class Api {
     return [engine = engine_, messages = r.messages, options = r.chat_options, split,
             think](const std::string& reply) {
       std::string reasoning, content;
-      if (split) {
-        ReasoningSplit rs(think);
-        rs.feed(reply, &reasoning, &content);
-        rs.finish(&reasoning, &content);
-      } else {
-        content = reply;
-      }
+      split_reply(reply, split, think, &reasoning, &content);
       ChatOptions o = options;
       o.add_generation_prompt = false;
       std::vector<int> with[2];

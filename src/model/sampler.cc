@@ -61,9 +61,9 @@ inline uint16_t bucket_of(float z) {
                                                 : kBuckets - 1);  // NaN fails the test: the last
 }
 
-// Greedy's pick; ties go to the lowest id, as torch.argmax does.
+// Greedy's pick; ties go to the lowest id, as torch.argmax does (NaNs passed over).
 int argmax(const std::vector<float>& logits) {
-  return static_cast<int>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  return static_cast<int>(cpu::argmax(logits.data(), logits.size()));
 }
 
 }  // namespace

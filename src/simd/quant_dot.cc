@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "simd/quant_acts.h"
 #include "simd/vec_ops.h"
 
 namespace hanpu::simd {
@@ -18,31 +19,27 @@ namespace {
 void quantize_acts_per_unit(const float* x, int64_t ldx, int64_t rows, int in, const int32_t* order,
                             QuantActs* a) {
   const int padded = a->units * kQuantUnit;
-  a->q256.assign(static_cast<size_t>(rows) * padded, 0);
-  a->d256.assign(static_cast<size_t>(rows) * a->units, 0.0f);
-  a->bsum16.assign(static_cast<size_t>(rows) * a->units * kQuantGroups, 0);
+  a->q256.resize(static_cast<size_t>(rows) * padded);
+  a->d256.resize(static_cast<size_t>(rows) * a->units);
+  a->bsum16.resize(static_cast<size_t>(rows) * a->units * kQuantGroups);
   float unit[kQuantUnit];
+  int32_t sums[kQuantGroups];
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * ldx;
     for (int u = 0; u < a->units; ++u) {
-      float amax = 0;
-      bool finite = true;
-      for (int j = 0; j < kQuantUnit; ++j) {
-        const int i = u * kQuantUnit + j;
-        unit[j] = i < in ? (order ? xr[order[i]] : xr[i]) : 0.0f;
-        finite = finite && std::isfinite(unit[j]);
-        amax = std::max(amax, std::fabs(unit[j]));
+      const int i0 = u * kQuantUnit;
+      const float* src = xr + i0;
+      if (order != nullptr || i0 + kQuantUnit > in) {  // gathered, or padded with zeros
+        for (int j = 0; j < kQuantUnit; ++j) {
+          const int i = i0 + j;
+          unit[j] = i < in ? (order ? xr[order[i]] : xr[i]) : 0.0f;
+        }
+        src = unit;
       }
-      const float d = finite ? amax / 127 : std::numeric_limits<float>::quiet_NaN();
-      const float id = d > 0 ? 1 / d : 0.0f;
-      int8_t* q = a->q256.data() + r * padded + u * kQuantUnit;
       int16_t* bsum = a->bsum16.data() + (r * a->units + u) * kQuantGroups;
-      for (int j = 0; j < kQuantUnit; ++j) {
-        const int v = finite ? static_cast<int>(std::nearbyint(unit[j] * id)) : 0;
-        q[j] = static_cast<int8_t>(v);
-        bsum[j / kQuantGroup] = static_cast<int16_t>(bsum[j / kQuantGroup] + v);
-      }
-      a->d256[r * a->units + u] = d;
+      a->d256[r * a->units + u] =
+          quantize_block(src, kQuantUnit, a->q256.data() + r * padded + i0, sums);
+      for (int g = 0; g < kQuantGroups; ++g) bsum[g] = static_cast<int16_t>(sums[g]);
     }
   }
 }
@@ -57,38 +54,32 @@ void quantize_acts(const float* x, int64_t ldx, int64_t rows, int in, const int3
   if (kinds != ActsKinds::kPer32) quantize_acts_per_unit(x, ldx, rows, in, order, a);
   if (kinds == ActsKinds::kPerUnit) return;
   const int padded = a->units * kQuantUnit;
-  a->q.assign(static_cast<size_t>(rows) * padded, 0);
+  a->q.assign(static_cast<size_t>(rows) * padded, 0);  // a partial last unit's rest stays 0
   a->dlane.assign(static_cast<size_t>(rows) * a->units * 64, 0.0f);
   a->dsum.assign(static_cast<size_t>(rows) * a->units * kQuantGroups, 0.0f);
   float block[32];
+  int32_t sums[2];
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * ldx;
     int8_t* q = a->q.data() + r * padded;
     float* dlane = a->dlane.data() + r * a->units * 64;
     float* dsum = a->dsum.data() + r * a->units * kQuantGroups;
     for (int b0 = 0; b0 < in; b0 += 32) {
-      const int n = std::min(32, in - b0);
-      float amax = 0;
-      bool finite = true;
-      for (int j = 0; j < 32; ++j) {
-        block[j] = j < n ? (order ? xr[order[b0 + j]] : xr[b0 + j]) : 0.0f;
-        finite = finite && std::isfinite(block[j]);
-        amax = std::max(amax, std::fabs(block[j]));
+      const float* src = xr + b0;
+      if (order != nullptr || b0 + 32 > in) {  // gathered, or padded with zeros
+        for (int j = 0; j < 32; ++j) {
+          const int i = b0 + j;
+          block[j] = i < in ? (order ? xr[order[i]] : xr[i]) : 0.0f;
+        }
+        src = block;
       }
-      float d = finite ? amax / 127 : std::numeric_limits<float>::quiet_NaN();
-      const float id = d > 0 ? 1 / d : 0.0f;
-      int sum[2] = {0, 0};
-      for (int j = 0; j < 32; ++j) {
-        const int v = finite ? static_cast<int>(std::nearbyint(block[j] * id)) : 0;
-        q[b0 + j] = static_cast<int8_t>(v);
-        sum[j / 16] += v;
-      }
+      const float d = quantize_block(src, 32, q + b0, sums);
       // Block b0 / 32 of unit u is lanes 8 (b0 / 32 % 8) .. + 7 of the unit's 64, groups
       // 2 (b0 / 32 % 8) and + 1.
       const int u = b0 / kQuantUnit, k = (b0 % kQuantUnit) / 32;
       for (int l = 0; l < 8; ++l) dlane[u * 64 + 8 * k + l] = d;
-      dsum[u * kQuantGroups + 2 * k] = d * static_cast<float>(sum[0]);
-      dsum[u * kQuantGroups + 2 * k + 1] = d * static_cast<float>(sum[1]);
+      dsum[u * kQuantGroups + 2 * k] = d * static_cast<float>(sums[0]);
+      dsum[u * kQuantGroups + 2 * k + 1] = d * static_cast<float>(sums[1]);
     }
   }
 }

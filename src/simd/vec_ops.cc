@@ -329,6 +329,22 @@ size_t FindNonFinite(const float* x, size_t n) {
   return FindFirst(x, n, [&](VF v) { return hn::Not(hn::IsFinite(v)); });
 }
 
+size_t ArgMax(const float* x, size_t n) {
+  const DF d;
+  const size_t NL = hn::Lanes(d);
+  const VF lowest = hn::Set(d, -HUGE_VALF);
+  VF m = lowest;
+  size_t i = 0;
+  for (; i + NL <= n; i += NL) {
+    const VF v = hn::LoadU(d, x + i);
+    m = hn::Max(m, hn::IfThenElse(hn::IsNaN(v), lowest, v));
+  }
+  float best = hn::GetLane(hn::MaxOfLanes(d, m));
+  for (; i < n; ++i) best = x[i] > best ? x[i] : best;
+  const size_t at = FindFirst(x, n, [&](VF v) { return hn::Eq(v, hn::Set(d, best)); });
+  return at < n ? at : 0;
+}
+
 void LoadF32(float* dst, const void* src, int t, size_t n) {
   const DF d;
   const size_t NL = hn::Lanes(d);
@@ -408,6 +424,7 @@ HWY_EXPORT(DecayRowsBackward);
 HWY_EXPORT(DecayRowsInverse);
 HWY_EXPORT(FindBadGate);
 HWY_EXPORT(FindNonFinite);
+HWY_EXPORT(ArgMax);
 HWY_EXPORT(LoadF32);
 HWY_EXPORT(StoreF32);
 
@@ -447,6 +464,7 @@ size_t find_bad_gate(const float* x, size_t n) { return HWY_DYNAMIC_DISPATCH(Fin
 size_t find_non_finite(const float* x, size_t n) {
   return HWY_DYNAMIC_DISPATCH(FindNonFinite)(x, n);
 }
+size_t argmax(const float* x, size_t n) { return HWY_DYNAMIC_DISPATCH(ArgMax)(x, n); }
 void load_f32(float* dst, const void* src, DType t, size_t n) {
   HWY_DYNAMIC_DISPATCH(LoadF32)(dst, src, static_cast<int>(t), n);
 }

@@ -75,6 +75,8 @@ void beta_residual_rows(float* y, ptrdiff_t ldy, const float* v, ptrdiff_t ldv, 
 size_t find_bad_gate(const float* x, size_t n);
 // Index of the first non-finite x[i], or n.
 size_t find_non_finite(const float* x, size_t n);
+// Index of the first largest x[i], NaNs passed over (0 when n is 0 or every x is NaN).
+size_t argmax(const float* x, size_t n);
 
 // Row conversion between a storage dtype and fp32.
 void load_f32(float* dst, const void* src, DType t, size_t n);

@@ -4,15 +4,19 @@
 // weights times the quantized activations, on fresh random blocks of every type, odd row
 // counts, rows that end inside a unit, and NaN-poisoned outputs.
 #include <gtest/gtest.h>
+#include <hwy/targets.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "base/quant_blocks.h"
 #include "base/rng.h"
 #include "hanpu/dtype.h"
+#include "simd/quant_acts.h"
 #include "simd/quant_dot.h"
 #include "simd/vec_ops.h"
 
@@ -171,6 +175,64 @@ TEST(QuantActs, UnitsHoldRoundedValuesScalesAndGroupSums) {
       }
     }
   }
+}
+
+// One block against its definition (d = max |x| / 127, q = nearest of x * (1 / d), ties to
+// even, group sums; NaN scale and zero codes for a non-finite value) on every SIMD target
+// this CPU runs, for blocks of 16, 32 and 256 values: ties placed on purpose (max |x| of 127
+// makes 1 / d exactly 1), random values, zeros, NaN and infinities; poisoned codes.
+TEST(QuantActs, BlockOnEveryTargetIsItsDefinition) {
+  Rng rng(0x9ac7 ^ static_cast<uint64_t>(::testing::UnitTest::GetInstance()->random_seed()));
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (int n : {16, 32, 256}) {
+      for (int trial = 0; trial < 40; ++trial) {
+        std::vector<float> x(n);
+        for (float& v : x) v = static_cast<float>(rng.normal() * std::exp(rng.uniform(-8, 8)));
+        if (trial % 4 == 1) {  // ties: 1 / d is exactly 1
+          for (int i = 0; i < n; ++i)
+            x[i] = static_cast<float>(static_cast<int>(rng.uniform(-126, 126))) + 0.5f;
+          x[rng.next() % n] = -127;
+        }
+        if (trial % 4 == 2) std::fill(x.begin(), x.end(), 0.0f);
+        if (trial % 8 == 3) x[rng.next() % n] = (trial % 16 == 3) ? nan : -inf;
+        std::vector<int8_t> q(n + 1, 0x55);
+        std::vector<int32_t> sums(n / 16 + 1, 0x5555);
+        const float d = quantize_block(x.data(), n, q.data(), sums.data());
+        ASSERT_EQ(q[n], 0x55) << "wrote past the block";
+        ASSERT_EQ(sums[n / 16], 0x5555) << "wrote past the sums";
+        bool finite = true;
+        float amax = 0;
+        for (float v : x) {
+          finite = finite && std::isfinite(v);
+          amax = std::max(amax, std::fabs(v));
+        }
+        const std::string where = std::string(hwy::TargetName(target)) + " n " + std::to_string(n) +
+                                  " trial " + std::to_string(trial);
+        if (!finite) {
+          ASSERT_TRUE(std::isnan(d)) << where;
+          for (int i = 0; i < n; ++i) ASSERT_EQ(q[i], 0) << where;
+          for (int g = 0; g < n / 16; ++g) ASSERT_EQ(sums[g], 0) << where;
+          continue;
+        }
+        const float want_d = amax / 127;
+        ASSERT_EQ(d, want_d) << where;
+        const float id = want_d > 0 ? 1 / want_d : 0.0f;
+        for (int g = 0; g < n / 16; ++g) {
+          int sum = 0;
+          for (int i = 16 * g; i < 16 * g + 16; ++i) {
+            const int want = static_cast<int>(std::nearbyint(x[i] * id));
+            ASSERT_EQ(q[i], want) << where << " value " << i << " " << x[i];
+            sum += want;
+          }
+          ASSERT_EQ(sums[g], sum) << where << " group " << g;
+        }
+      }
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
 }
 
 std::vector<QuantKernel> kernels() {

@@ -1,5 +1,6 @@
 // Element-wise SIMD ops against scalar float64 / scalar conversions, with masked tails.
 #include <gtest/gtest.h>
+#include <hwy/targets.h>
 
 #include <algorithm>
 #include <cmath>
@@ -242,6 +243,39 @@ TEST(VecOps, FindsTheFirstBadGateAtEveryPosition) {
     std::vector<float> z(n, 0.0f);  // zero gates are valid
     EXPECT_EQ(simd::find_bad_gate(z.data(), n), n);
   }
+}
+
+// The first largest value's index against a scalar scan, on every SIMD target this CPU runs:
+// random lengths (masked tails), ties (values from a few levels, so the maximum repeats),
+// NaNs passed over wherever they fall, -inf, all-NaN rows.
+TEST(VecOps, ArgMaxIsTheFirstLargestOnEveryTarget) {
+  Rng rng(0xa79 ^ static_cast<uint64_t>(::testing::UnitTest::GetInstance()->random_seed()));
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    EXPECT_EQ(simd::argmax(nullptr, 0), 0u);
+    for (int trial = 0; trial < 200; ++trial) {
+      const size_t n = 1 + rng.next() % (trial < 150 ? 80 : 5000);
+      std::vector<float> x(n);
+      for (float& v : x) {
+        v = trial % 3 == 0 ? static_cast<float>(rng.next() % 4)  // ties
+                           : static_cast<float>(rng.normal() * 10);
+      }
+      if (trial % 5 == 1) x[rng.next() % n] = std::nanf("");
+      if (trial % 5 == 2) x[0] = std::nanf("");
+      if (trial % 7 == 3) x[rng.next() % n] = -INFINITY;
+      if (trial % 50 == 4) std::fill(x.begin(), x.end(), std::nanf(""));
+      size_t want = 0;
+      bool seen = false;
+      for (size_t i = 0; i < n; ++i) {
+        if (std::isnan(x[i])) continue;
+        if (!seen || x[i] > x[want]) want = i;
+        seen = true;
+      }
+      ASSERT_EQ(simd::argmax(x.data(), n), want)
+          << hwy::TargetName(target) << " n " << n << " trial " << trial;
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
 }
 
 TEST(VecOps, RunningDecayProductsMatchFloat64) {

@@ -19,18 +19,23 @@ void causal_conv1d_silu(const float* x, int64_t T, int C, const float* w, int kc
   thread_local std::vector<float> head_buf;
   std::vector<float>& head_window = head_buf;
   head_window.resize(static_cast<size_t>(hist + head) * C);
-  std::copy(state->begin(), state->begin() + static_cast<int64_t>(hist) * C, head_window.begin());
-  std::copy(x, x + head * C, head_window.begin() + static_cast<int64_t>(hist) * C);
+  float* st = state->data();
   constexpr int kBlock = 256;  // channels per block: whole vectors
   const int blocks = (C + kBlock - 1) / kBlock;
   // Blocks claimed by the cores (parallel_rows); a decode step's few thousand operations per
-  // layer run on the caller instead of waking the pool. Depthwise: a block needs no other.
+  // layer run on the caller instead of waking the pool. Depthwise: a block needs no other, so
+  // each copies its own channels of the window and of the new state (a decode step's state
+  // copies were most of a layer's serial work).
   parallel_rows(
       threads, blocks, static_cast<int64_t>(hist + T) * kBlock * (kc + 1),
       [&](int64_t b0, int64_t b1) {
         simd::ensure_flush_denormals();
         for (int64_t b = b0; b < b1; ++b) {
           const int c0 = static_cast<int>(b) * kBlock, c1 = std::min(C, c0 + kBlock);
+          for (int64_t r = 0; r < hist + head; ++r) {
+            const float* src = r < hist ? st + r * C : x + (r - hist) * C;
+            std::copy(src + c0, src + c1, head_window.data() + r * C + c0);
+          }
           for (const ConvOutput& o : outs) {
             const int s0 = std::max(c0, o.first), s1 = std::min(c1, o.first + o.count);
             if (s0 >= s1) continue;
@@ -40,15 +45,16 @@ void causal_conv1d_silu(const float* x, int64_t T, int C, const float* w, int kc
             if (T > head)
               simd::causal_conv_silu(x, C, w, C, kc, T - head, s0, s1, dst + head * o.ld, o.ld);
           }
+          // The new state: inputs T .. T + hist - 1 of the sequence (state rows, then x
+          // rows), in place: row j comes from position T + j > j, which ascending j has not
+          // overwritten yet.
+          for (int j = 0; j < hist; ++j) {
+            const int64_t i = T + j;  // position in the sequence
+            const float* src = i < hist ? st + i * C : x + (i - hist) * C;
+            std::copy(src + c0, src + c1, st + static_cast<int64_t>(j) * C + c0);
+          }
         }
       });
-  // The new state: inputs T .. T + hist - 1 of the sequence (state rows, then x rows), in
-  // place: row j comes from position T + j > j, which ascending j has not overwritten yet.
-  for (int j = 0; j < hist; ++j) {
-    const int64_t i = T + j;  // position in the sequence
-    const float* src = i < hist ? state->data() + i * C : x + (i - hist) * C;
-    std::copy(src, src + C, state->data() + static_cast<int64_t>(j) * C);
-  }
 }
 
 void swiglu(const float* gate_up, int64_t rows, int I, float* out, int64_t ld_out, int threads) {

@@ -12,4 +12,6 @@ void silu_mul(const float* gate, const float* up, float* out, size_t n) {
   simd::silu_mul(gate, up, out, n);
 }
 
+size_t argmax(const float* x, size_t n) { return simd::argmax(x, n); }
+
 }  // namespace hanpu::cpu

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -52,6 +53,16 @@ Status MappedFile::open(const std::string& path, MappedFile* out) {
   ::close(fd);
   *out = std::move(m);
   return Status::Ok();
+}
+
+void MappedFile::release(size_t begin, size_t end) const {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  end = std::min(end, size_);
+  begin = (begin + page - 1) / page * page;  // whole pages only: the rest may be in use
+  end = end / page * page;
+  if (data_ == nullptr || begin >= end) return;
+  // Advice, not a contract: a kernel that declines it leaves the pages resident, no worse.
+  madvise(const_cast<uint8_t*>(data_) + begin, end - begin, MADV_DONTNEED);
 }
 
 }  // namespace hanpu::model

@@ -23,6 +23,10 @@ class MappedFile {
   static Status open(const std::string& path, MappedFile* out);
 
   const uint8_t* data() const { return data_; }
+  // Drops the whole pages inside bytes [begin, end) of the map from this process's resident
+  // memory (madvise): bytes a loader copied out are never read from the map again, and
+  // should anything read them, the kernel maps them from the file once more.
+  void release(size_t begin, size_t end) const;
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
 

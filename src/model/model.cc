@@ -317,6 +317,7 @@ Status load_model(const std::string& dir, const LoadOptions& options, std::uniqu
                          &extras->eos_token);
       HANPU_RETURN_IF_ERROR(gguf_generation_config(meta, g, &extras->generation));
     }
+    store.release_copied();
     *out = std::make_unique<Model>(std::move(config), std::move(weights));
     return Status::Ok();
   }
@@ -329,6 +330,7 @@ Status load_model(const std::string& dir, const LoadOptions& options, std::uniqu
   const DType dtype = options.weights.value_or(embed != nullptr ? embed->dtype : DType::kF32);
   HANPU_RETURN_IF_ERROR(
       convert_weights(config, store, dtype, &weights, options.progress, options.quantize));
+  store.release_copied();
   *out = std::make_unique<Model>(std::move(config), std::move(weights));
   return Status::Ok();
 }

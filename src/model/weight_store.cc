@@ -69,12 +69,37 @@ Status WeightStore::get_f32(const std::string& name, const Shape& shape,
   HANPU_RETURN_IF_ERROR(get(name, shape, &t));
   out->resize(static_cast<size_t>(shape_numel(shape)));
   stored_to_f32(*t, out->data());
+  copied_.insert(name);
   const size_t i = first_non_finite(out->data(), out->size());
   if (i < out->size()) {
     return Status::Error(
         fmt::format("tensor '{}' in {} holds a non-finite value at element {}", name, t->file, i));
   }
   return Status::Ok();
+}
+
+void WeightStore::release_copied() const {
+  for (const auto& file : files_) {
+    const uint8_t* base = file->data();
+    const size_t size = file->size();
+    if (base == nullptr) continue;
+    // The byte ranges of this file's tensors still read in place, in file order; every gap
+    // between them (headers, padding, copied tensors) is released.
+    std::vector<std::pair<size_t, size_t>> live;
+    for (const auto& [name, t] : tensors_) {
+      if (t.data < base || t.data >= base + size || copied_.count(name) != 0) continue;
+      const auto numel = checked_numel(std::vector<uint64_t>(t.shape.begin(), t.shape.end()));
+      const size_t begin = static_cast<size_t>(t.data - base);
+      live.emplace_back(begin, begin + static_cast<size_t>(stored_bytes(t, numel.value_or(0))));
+    }
+    std::sort(live.begin(), live.end());
+    size_t at = 0;
+    for (const auto& [begin, end] : live) {
+      if (begin > at) file->release(at, begin);
+      at = std::max(at, end);
+    }
+    file->release(at, size);
+  }
 }
 
 size_t first_non_finite(const float* x, size_t n) {

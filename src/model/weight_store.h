@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,12 +47,18 @@ class WeightStore {
   // The tensor converted to fp32 (`out` resized), checked to have exactly `shape` and only
   // finite values; errors name the tensor, its file and the first bad element.
   Status get_f32(const std::string& name, const Shape& shape, std::vector<float>* out) const;
+  // Drops from resident memory the pages of each kept file that hold no tensor still read
+  // in place: the headers (parsed into copies) and the tensors get_f32 converted. A loaded
+  // model calls it once its weights are converted (MappedFile::release).
+  void release_copied() const;
+
   size_t size() const { return tensors_.size(); }
   const std::map<std::string, StoredTensor>& tensors() const { return tensors_; }
 
  private:
   std::vector<std::shared_ptr<const MappedFile>> files_;
   std::map<std::string, StoredTensor> tensors_;
+  mutable std::set<std::string> copied_;  // tensors get_f32 converted (one loader thread)
 };
 
 // The element count of a checkpoint tensor's dimensions, or nullopt when the shape is

@@ -41,7 +41,9 @@ Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* 
   const int64_t R = out_rows, r0 = T - R;
   // qg [R, Hq, 2D]: per head D query dims, then D output-gate dims.
   float* qg = ws.layer(0, static_cast<size_t>(R) * Hq * 2 * D);
-  float* q = ws.layer(1, static_cast<size_t>(R) * Hq * D);
+  // q in slot 6 (a GDN layer's v), not 1: slot 1 is a decode step's z alone, so a prefill
+  // never holds a [T, 2048]-sized buffer there (the slots' sizes add up to a prefill's peak).
+  float* q = ws.layer(6, static_cast<size_t>(R) * Hq * D);
   float* k = ws.layer(2, static_cast<size_t>(T) * Hkv * D);
   float* v = ws.layer(3, static_cast<size_t>(T) * Hkv * D);
   if (R == T) {  // one call for the three: x is packed once

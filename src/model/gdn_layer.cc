@@ -1,6 +1,7 @@
 // Gated DeltaNet layer (transformers' Qwen3_5GatedDeltaNet.forward) on hanpu's kernels.
 #include <algorithm>
 #include <chrono>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -46,12 +47,16 @@ Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int6
   const int C = c.la_conv_channels(), hidden = c.hidden;
   // mixed [T, C] = q heads | k heads | v heads; z [T, HV V]; b, a [T, HV].
   float* mixed = ws.layer(0, static_cast<size_t>(T) * C);
-  float* z = ws.layer(1, static_cast<size_t>(T) * HV * V);
   float* b = ws.layer(2, static_cast<size_t>(T) * HV);
   float* a = ws.layer(3, static_cast<size_t>(T) * HV);
-  cpu::linear_many(x, hidden, T,
-                   {{&w.qkv, mixed, C}, {&w.z, z, HV * V}, {&w.b, b, HV}, {&w.a, a, HV}},
-                   opt.threads, opt.projection);
+  // z is read only by the output norm. A prefill makes it after the LA kernel, for the output
+  // rows alone, in q's slot (free by then), so no [T, HV V] buffer lives beside q, k and v; a
+  // decode step keeps it in the one call with qkv, b and a (x quantized once, one wait).
+  const bool z_after = T > 1;
+  float* z = z_after ? nullptr : ws.layer(1, static_cast<size_t>(T) * HV * V);
+  std::vector<cpu::LinearOut> in_proj = {{&w.qkv, mixed, C}, {&w.b, b, HV}, {&w.a, a, HV}};
+  if (!z_after) in_proj.push_back({&w.z, z, HV * V});
+  cpu::linear_many(x, hidden, T, in_proj, opt.threads, opt.projection);
   // The LA kernel takes contiguous q, k [T, H, K] and v [T, HV, V]: the convolution writes
   // its output channels straight into them.
   float* q = ws.layer(4, static_cast<size_t>(T) * H * K);
@@ -69,7 +74,13 @@ Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int6
   // The output path of the last out_rows rows (layers.h).
   const int64_t r0 = T - out_rows;
   float* o_out = o + r0 * HV * V;
-  gated_rms_norm(o_out, z + r0 * HV * V, out_rows * HV, V, w.norm.data(), c.rms_eps, opt.threads);
+  const float* z_out = z_after ? nullptr : z + r0 * HV * V;
+  if (z_after) {
+    float* zr = ws.layer(4, static_cast<size_t>(out_rows) * HV * V);  // over q: read by now
+    cpu::linear(x + r0 * hidden, hidden, out_rows, w.z, zr, HV * V, opt.threads, opt.projection);
+    z_out = zr;
+  }
+  gated_rms_norm(o_out, z_out, out_rows * HV, V, w.norm.data(), c.rms_eps, opt.threads);
   cpu::linear(o_out, HV * V, out_rows, w.out, out, hidden, opt.threads, opt.projection);
   return Status::Ok();
 }

@@ -56,7 +56,8 @@ void add_serve_options(CLI::App& app, ServeCmdOptions& o) {
   app.add_flag("!--no-reasoning-split", s.reasoning_split,
                "leave <think>...</think> in the content (default: reasoning_content apart, as "
                "vLLM's qwen3 reasoning parser)");
-  s.run.prefill_chunk = 256;  // smaller than run's: running replies wait for each chunk
+  s.run.prefill_chunk =
+      256;  // kept small whatever run's default: running replies wait for each chunk
   add_model_run_flags(app, s.run);
   app.add_option("--weights", o.weights,
                  "hold projections as auto, f32, bf16, f16, or a block type to quantize to at "

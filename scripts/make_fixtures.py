@@ -92,6 +92,42 @@ def tiny_qwen3_next_config(vocab):
         max_position_embeddings=4096, eos_token_id=2, bos_token_id=None, pad_token_id=0)
 
 
+def tiny_kimi_linear_config(vocab):
+    """Kimi Linear's layout scaled down: KDA layers, an MLA layer (no RoPE in its code), one
+    dense MLP layer then DeepSeek-style MoE (sigmoid router with its correction bias, groups
+    of experts, a shared expert). Query/key head 16 + 8 against value head 16 (Dk != Dv)."""
+    from transformers import KimiLinearConfig
+    return KimiLinearConfig(
+        vocab_size=vocab, hidden_size=64, intermediate_size=96, moe_intermediate_size=32,
+        num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=4,
+        kv_lora_rank=32, q_lora_rank=None, qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16,
+        n_group=2, topk_group=1, num_local_experts=8, num_experts_per_tok=2, n_shared_experts=1,
+        routed_scaling_factor=2.446, norm_topk_prob=True,
+        layer_types=["linear_attention", "linear_attention", "full_attention", "linear_attention"],
+        mlp_layer_types=["dense", "sparse", "sparse", "sparse"],
+        linear_head_dim=16, linear_num_heads=4, linear_conv_kernel_dim=4, rms_norm_eps=1e-5,
+        tie_word_embeddings=False, max_position_embeddings=4096, eos_token_id=2, bos_token_id=None,
+        pad_token_id=0)
+
+
+def tiny_bailing_hybrid_config(vocab):
+    """Ling's layout scaled down: groups of two layers (KDA, then MLA with DeepSeek's interleaved
+    RoPE), the bounded KDA gate, a low-rank query, one dense MLP layer then MoE, and one layer's
+    SwiGLU clipped (experts and shared expert)."""
+    from transformers import BailingHybridConfig
+    return BailingHybridConfig(
+        vocab_size=vocab, hidden_size=64, intermediate_size=96, moe_intermediate_size=32,
+        num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=4, head_dim=16,
+        kv_lora_rank=32, q_lora_rank=24, qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16,
+        n_group=2, topk_group=1, num_local_experts=8, num_experts_per_tok=2, n_shared_experts=1,
+        routed_scaling_factor=2.5, norm_topk_prob=True, first_k_dense_replace=1,
+        layer_group_size=2, short_conv_kernel_size=4, kda_safe_gate=True, kda_lower_bound=-5.0,
+        rope_theta=10000.0, expert_swiglu_limit_list=[0, 0, 0, 0.25],
+        share_expert_swiglu_limit_list=[0, 0, 0, 0.25], rms_norm_eps=1e-6, num_mtp_layers=0,
+        tie_word_embeddings=False, max_position_embeddings=4096, eos_token_id=2, bos_token_id=None,
+        pad_token_id=0)
+
+
 def randomize(model, seed):
     # transformers initialises norms to exactly 0/1 and A_log/dt_bias to fixed ranges; random
     # values everywhere make a wrong convention (1 + w vs w, a swapped split) show in logits.
@@ -103,11 +139,17 @@ def randomize(model, seed):
             elif name.endswith("dt_bias"):
                 p.copy_(torch.empty(p.shape).uniform_(-1.0, 1.0, generator=g))
             elif "norm" in name:
-                p.copy_(1.0 + 0.2 * torch.randn(p.shape, generator=g) if name.endswith("linear_attn.norm.weight")
+                # Qwen's norms scale by 1 + w (but the gated one by w); Kimi's and Ling's by w.
+                one_plus = getattr(model.config, "model_type", "") in ("qwen3_5_text", "qwen3_next")
+                p.copy_(1.0 + 0.2 * torch.randn(p.shape, generator=g)
+                        if name.endswith("linear_attn.norm.weight") or not one_plus
                         else 0.2 * torch.randn(p.shape, generator=g))
             else:
                 fan_in = p.shape[-1] if p.dim() > 1 else 1
                 p.copy_(torch.randn(p.shape, generator=g) * (0.5 / fan_in ** 0.5 if p.dim() > 1 else 0.1))
+        for name, b in model.named_buffers():  # the router's score correction bias
+            if name.endswith("e_score_correction_bias"):
+                b.copy_(0.1 * torch.randn(b.shape, generator=g))
 
 
 def chat_references(folder, tok):
@@ -265,7 +307,7 @@ def write_gguf(model, config, tok, path, arch, chat_template):
     w.close()
 
 
-def build(name, make_config, model_cls, seed, root, arch, template):
+def build(name, make_config, model_cls, seed, root, arch, template, gguf=True):
     d = root / name
     d.mkdir(parents=True, exist_ok=True)
     tok = make_tokenizer(vocab_size=384)
@@ -279,7 +321,8 @@ def build(name, make_config, model_cls, seed, root, arch, template):
     (d / "tokenizer_config.json").write_text(json.dumps({
         "tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>",
         "chat_template": chat_template}, indent=1))
-    write_gguf(model, config, tok, d / "model.gguf", arch, chat_template)
+    if gguf:
+        write_gguf(model, config, tok, d / "model.gguf", arch, chat_template)
     refs = references(model, tok)
     refs["chat"] = chat_references(d, tok)
     refs["model_type"] = config.model_type
@@ -290,11 +333,22 @@ def build(name, make_config, model_cls, seed, root, arch, template):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=str(pathlib.Path(__file__).resolve().parent.parent / "tests/fixtures/models"))
+    ap.add_argument("--only", nargs="*", help="fixture names to (re)write (default: all)")
     args = ap.parse_args()
     root = pathlib.Path(args.out)
-    from transformers import Qwen3_5ForCausalLM, Qwen3NextForCausalLM
-    build("qwen35-tiny", tiny_qwen35_config, Qwen3_5ForCausalLM, 35, root, "qwen35", "qwen3.5.jinja")
-    build("qwen3next-tiny", tiny_qwen3_next_config, Qwen3NextForCausalLM, 3, root, "qwen3next", "qwen3.jinja")
+    from transformers import (BailingHybridForCausalLM, KimiLinearForCausalLM, Qwen3_5ForCausalLM,
+                              Qwen3NextForCausalLM)
+    fixtures = [
+        ("qwen35-tiny", tiny_qwen35_config, Qwen3_5ForCausalLM, 35, "qwen35", "qwen3.5.jinja", True),
+        ("qwen3next-tiny", tiny_qwen3_next_config, Qwen3NextForCausalLM, 3, "qwen3next", "qwen3.jinja", True),
+        # KDA hybrids: safetensors and references; their GGUF writers come with the loaders.
+        ("kimi-linear-tiny", tiny_kimi_linear_config, KimiLinearForCausalLM, 48, None, "qwen3.jinja", False),
+        ("ling-tiny", tiny_bailing_hybrid_config, BailingHybridForCausalLM, 30, None, "qwen3.jinja", False),
+    ]
+    for name, make_config, cls, seed, arch, template, gguf in fixtures:
+        if args.only and name not in args.only:
+            continue
+        build(name, make_config, cls, seed, root, arch, template, gguf)
 
 
 if __name__ == "__main__":

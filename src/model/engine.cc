@@ -177,7 +177,10 @@ EngineInfo Engine::info() const {
   const model::ModelConfig& c = impl_->model->config();
   EngineInfo i;
   i.name = impl_->name;
-  i.architecture = c.arch == model::Arch::kQwen35 ? "qwen3.5" : "qwen3-next";
+  i.architecture = c.arch == model::Arch::kQwen35       ? "qwen3.5"
+                   : c.arch == model::Arch::kQwen3Next  ? "qwen3-next"
+                   : c.arch == model::Arch::kKimiLinear ? "kimi-linear"
+                                                        : "ling";
   i.layers = c.layers;
   for (auto k : c.layer_kinds)
     (k == model::LayerKind::kLinearAttention ? i.la_layers : i.attn_layers)++;

@@ -323,6 +323,7 @@ Status load_model(const std::string& dir, const LoadOptions& options, std::uniqu
   }
   ModelConfig config;
   HANPU_RETURN_IF_ERROR(load_model_config((fs::path(dir) / "config.json").string(), &config));
+  HANPU_RETURN_IF_ERROR(check_runnable(config, dir));
   WeightStore store;
   HANPU_RETURN_IF_ERROR(load_safetensors(dir, &store));
   ModelWeights weights;

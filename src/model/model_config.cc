@@ -14,6 +14,7 @@
 #include "base/input_limits.h"
 #include "base/json_limits.h"
 #include "model/json_fields.h"
+#include "model/kda_config.h"
 
 namespace hanpu::model {
 
@@ -57,9 +58,16 @@ Status parse_config_fields(const std::string& json_text, const std::string& sour
     c.arch = Arch::kQwen35;
   } else if (c.model_type == "qwen3_next") {
     c.arch = Arch::kQwen3Next;
+  } else if (c.model_type == "kimi_linear" || c.model_type == "bailing_hybrid") {
+    c.arch = c.model_type == "kimi_linear" ? Arch::kKimiLinear : Arch::kLing;
+    HANPU_RETURN_IF_ERROR(parse_kda_hybrid_config(root, source, &c));
+    HANPU_RETURN_IF_ERROR(validate_model_config(c, source));
+    *out = std::move(c);
+    return Status::Ok();
   } else {
     return Status::Error(
-        fmt::format("{}: model_type \"{}\" is not supported (qwen3_5, qwen3_5_text, qwen3_next)",
+        fmt::format("{}: model_type \"{}\" is not supported (qwen3_5, qwen3_5_text, qwen3_next, "
+                    "kimi_linear, bailing_hybrid)",
                     source, c.model_type));
   }
   Reader r{*text, source, Status::Ok()};
@@ -196,6 +204,22 @@ Status validate_model_config(const ModelConfig& c, const std::string& source) {
       in_range("intermediate_size", c.intermediate, any_dense ? 1 : 0, kMaxProjectionRows));
   HANPU_RETURN_IF_ERROR(
       in_range("max_position_embeddings", c.max_positions, 0, std::numeric_limits<int>::max()));
+  for (int l : c.mlp_only_layers) {
+    if (l < 0 || l >= c.layers)
+      return Status::Error(fmt::format("{}: mlp_only_layers holds {}, not a layer", source, l));
+  }
+  if (c.layer_kinds.size() != static_cast<size_t>(c.layers)) {
+    return Status::Error(
+        fmt::format("{}: {} layer kinds for {} layers", source, c.layer_kinds.size(), c.layers));
+  }
+  if (!(std::isfinite(c.rms_eps) && c.rms_eps > 0.0f && c.rms_eps < 1.0f)) {
+    return Status::Error(fmt::format("{}: rms_norm_eps {} must be in (0, 1)", source, c.rms_eps));
+  }
+  if (!(std::isfinite(c.rope_theta) && c.rope_theta > 0.0)) {
+    return Status::Error(
+        fmt::format("{}: rope_theta {} must be finite and positive", source, c.rope_theta));
+  }
+  if (c.kda_hybrid()) return validate_kda_hybrid(c, source);
   // Rows of the projections the model forms, in int64: none may pass kMaxProjectionRows.
   const int64_t Hq = c.attn_heads, Hkv = c.kv_heads, D = c.head_dim, H = c.la_key_heads,
                 HV = c.la_value_heads;
@@ -225,21 +249,6 @@ Status validate_model_config(const ModelConfig& c, const std::string& source) {
                     "most head_dim {}",
                     source, c.rotary_dims(), c.partial_rotary, c.head_dim));
   }
-  if (!(std::isfinite(c.rope_theta) && c.rope_theta > 0.0)) {
-    return Status::Error(
-        fmt::format("{}: rope_theta {} must be finite and positive", source, c.rope_theta));
-  }
-  if (!(std::isfinite(c.rms_eps) && c.rms_eps > 0.0f && c.rms_eps < 1.0f)) {
-    return Status::Error(fmt::format("{}: rms_norm_eps {} must be in (0, 1)", source, c.rms_eps));
-  }
-  for (int l : c.mlp_only_layers) {
-    if (l < 0 || l >= c.layers)
-      return Status::Error(fmt::format("{}: mlp_only_layers holds {}, not a layer", source, l));
-  }
-  if (c.layer_kinds.size() != static_cast<size_t>(c.layers)) {
-    return Status::Error(
-        fmt::format("{}: {} layer kinds for {} layers", source, c.layer_kinds.size(), c.layers));
-  }
   return Status::Ok();
 }
 
@@ -250,6 +259,14 @@ Status parse_model_config(const std::string& json_text, const std::string& sourc
   } catch (const nlohmann::json::exception& e) {
     return Status::Error(fmt::format("{}: a field has the wrong type: {}", source, e.what()));
   }
+}
+
+Status check_runnable(const ModelConfig& c, const std::string& source) {
+  if (!c.kda_hybrid()) return Status::Ok();
+  return Status::Error(fmt::format(
+      "{}: a {} checkpoint (KDA layers with MLA attention and grouped-router MoE): its config "
+      "reads, but this build runs Qwen3.5 and Qwen3-Next models only",
+      source, c.model_type));
 }
 
 Status load_model_config(const std::string& path, ModelConfig* out) {

@@ -1,8 +1,10 @@
 // A hybrid model's shape, read from a Hugging Face config.json: Qwen3.5 (model_type
-// "qwen3_5" with a text_config, or "qwen3_5_text") and Qwen3-Next ("qwen3_next").
+// "qwen3_5" with a text_config, or "qwen3_5_text"), Qwen3-Next ("qwen3_next"), and the KDA
+// hybrids Kimi Linear ("kimi_linear") and Ling ("bailing_hybrid"; their fields: kda_config.h).
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -10,7 +12,32 @@
 
 namespace hanpu::model {
 
-enum class Arch { kQwen35, kQwen3Next };
+enum class Arch { kQwen35, kQwen3Next, kKimiLinear, kLing };
+
+// Multi-head latent attention, the full-attention layers of the KDA hybrids: queries from
+// q_proj (or q_a_proj -> norm -> q_b_proj when q_lora_rank is set), each token's keys and
+// values from one latent of kv_lora_rank (normed, then up-projected per head) and one rope
+// key shared by every head. Query/key heads are nope + rope dims, value heads v_dim.
+struct MlaShape {
+  int q_lora_rank = 0;  // 0: a full-rank q_proj
+  int kv_lora_rank = 0;
+  int qk_nope_dim = 0, qk_rope_dim = 0, v_dim = 0;
+  // Ling rotates the rope dims (DeepSeek's interleaved pairs); Kimi Linear's attention code
+  // applies no position encoding at all (the "rope" key part is used as it is).
+  bool rope = false;
+  int qk_dim() const { return qk_nope_dim + qk_rope_dim; }
+};
+
+// DeepSeek-style routing of the KDA hybrids' MoE layers: sigmoid scores plus a learned
+// correction bias choose the experts, within the topk_groups groups (of groups) whose two
+// best experts score highest; the chosen experts' sigmoid scores, renormalised where
+// norm_topk_prob says, times routed_scaling weight their outputs. Beside them, a shared MLP
+// of moe_intermediate x shared_experts rows.
+struct GroupedRouter {
+  int groups = 1, topk_groups = 1;
+  float routed_scaling = 1.0f;
+  int shared_experts = 0;
+};
 enum class LayerKind { kLinearAttention, kFullAttention };
 
 struct ModelConfig {
@@ -34,6 +61,16 @@ struct ModelConfig {
   int decoder_sparse_step = 1;
   bool norm_topk_prob = true;
   std::vector<int> mlp_only_layers;
+  // KDA hybrids (Arch::kKimiLinear, kLing): the LA layers are KDA with la_key_heads ==
+  // la_value_heads heads of la_key_dim == la_value_dim; full attention is MLA.
+  MlaShape mla;
+  GroupedRouter router;
+  // Ling's bounded forget gate (kda_safe_gate): g = bound * sigmoid(exp(A_log) * x) in
+  // (bound, 0); NaN for Kimi Linear's unbounded -exp(A_log) * softplus(x).
+  float kda_gate_lower_bound = std::numeric_limits<float>::quiet_NaN();
+  // Ling's per-layer SwiGLU clipping of the experts and of the shared expert (gate <= limit,
+  // |up| <= limit); empty, or 0 for a layer: none.
+  std::vector<float> expert_swiglu_limit, shared_swiglu_limit;
   std::vector<int> eos_token_ids;
   // Where the text model's tensors live: "model." (causal-LM checkpoints) or
   // "model.language_model." (Qwen3.5 image-text checkpoints).
@@ -50,6 +87,7 @@ struct ModelConfig {
     return int64_t{la_value_heads} * la_key_dim * la_value_dim;
   }
   bool layer_has_moe(int layer) const;
+  bool kda_hybrid() const { return arch == Arch::kKimiLinear || arch == Arch::kLing; }
 };
 
 // Bounds of a model's shape that no released hybrid model comes near: a config past one
@@ -75,5 +113,10 @@ Status validate_model_config(const ModelConfig& c, const std::string& source);
 Status parse_model_config(const std::string& json_text, const std::string& source,
                           ModelConfig* out);
 Status load_model_config(const std::string& path, ModelConfig* out);
+
+// Whether this build runs the config's architecture end to end: the KDA hybrids' configs
+// parse and validate, but their layers (KDA, MLA, grouped routing) are not built yet, so
+// loading or quantizing one is an error naming the checkpoint rather than a wrong model.
+Status check_runnable(const ModelConfig& c, const std::string& source);
 
 }  // namespace hanpu::model

@@ -307,11 +307,12 @@ class Api {
   // given the reply. The template renders the messages, the reply's content as a past
   // assistant message, and a user message after it; the tokens two different user messages
   // have in common are the next turn's prefix, whatever the template does to a past reply and
-  // however the tokenizer joins text across the cut.
+  // however the tokenizer joins text across the cut. Empty (no warm-up) when that prefix
+  // already fills the context (--ctx-size).
   std::function<std::vector<int>(const std::string&)> next_turn_tokens(const ApiRequest& r,
                                                                        bool split, bool think) {
-    return [engine = engine_, messages = r.messages, options = r.chat_options, split,
-            think](const std::string& reply) {
+    return [engine = engine_, messages = r.messages, options = r.chat_options, split, think,
+            ctx = ctx_](const std::string& reply) {
       std::string reasoning, content;
       split_reply(reply, split, think, &reasoning, &content);
       ChatOptions o = options;
@@ -328,6 +329,8 @@ class Api {
       }
       const auto diverge =
           std::mismatch(with[0].begin(), with[0].end(), with[1].begin(), with[1].end());
+      // No warm-up past the context: a next turn that long would be refused anyway.
+      if (diverge.first - with[0].begin() >= ctx) return std::vector<int>();
       return std::vector<int>(with[0].begin(), diverge.first);
     };
   }

@@ -60,6 +60,13 @@ std::vector<LaCase> parity_cases() {
          .K = 64,
          .V = 64,
          .gates = Gates::kZero});
+    add({.mech = mech,
+         .seq_lens = {300, 37},
+         .H = 2,
+         .HV = 2,
+         .K = 64,
+         .V = 64,
+         .gates = Gates::kUnbounded});
     // Storage dtypes.
     for (DType dt : {DType::kF16, DType::kBF16}) {
       add({.mech = mech, .dtype = dt, .seq_lens = {200}, .H = 2, .HV = 4, .K = 128, .V = 128});

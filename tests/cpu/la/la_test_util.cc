@@ -13,10 +13,11 @@ namespace hanpu::test {
 std::string LaCase::describe() const {
   std::string lens;
   for (int64_t l : seq_lens) lens += fmt::format("{}{}", lens.empty() ? "" : ",", l);
-  const char* gate = gates == Gates::kMild       ? "mild"
-                     : gates == Gates::kModerate ? "moderate"
-                     : gates == Gates::kStrong   ? "strong"
-                                                 : "zero";
+  const char* gate = gates == Gates::kMild        ? "mild"
+                     : gates == Gates::kModerate  ? "moderate"
+                     : gates == Gates::kStrong    ? "strong"
+                     : gates == Gates::kUnbounded ? "unbounded"
+                                                  : "zero";
   return fmt::format("{} {} lens=[{}] H={} HV={} K={} V={} s0={} gates={} norm={} l2k={} seed={}",
                      la_mech_name(mech), dtype_name(dtype), lens, H, HV, K, V, initial_state, gate,
                      normalized_qk, l2norm_in_kernel, seed);
@@ -78,6 +79,11 @@ LaData make_la_data(const LaCase& c) {
       case Gates::kZero:
         g = 0.0f;
         break;
+      case Gates::kUnbounded: {
+        const double x = rng.normal() * 8.0, a = rng.uniform(-1.0, 1.5);
+        g = static_cast<float>(-std::exp(a) * (x > 20 ? x : std::log1p(std::exp(x))));
+        break;
+      }
     }
   }
   d.beta.resize(static_cast<size_t>(d.T) * c.HV);

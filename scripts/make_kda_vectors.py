@@ -76,6 +76,35 @@ def main():
             "routed_scaling": scaling, "rows": rows, "logits": rounded(logits),
             "bias": rounded(router.e_score_correction_bias), "ids": [int(i) for i in ids.flatten()],
             "weights": rounded(weights)})
+    # Whole KDA layers (transformers' modules, random weights, norms around 1): x [T, hidden] in,
+    # the layer's output out, every weight as the checkpoint names it.
+    from transformers.models.bailing_hybrid.modeling_bailing_hybrid import BailingHybridDeltaAttention
+    from transformers.models.kimi_linear.modeling_kimi_linear import KimiLinearDeltaAttention
+    out["layers"] = []
+    for name, cls, cfg in (
+            ("kimi_linear", KimiLinearDeltaAttention,
+             KimiLinearConfig(hidden_size=48, linear_head_dim=16, linear_num_heads=2, linear_conv_kernel_dim=4,
+                              layer_types=["linear_attention"], num_hidden_layers=1, rms_norm_eps=1e-5)),
+            ("bailing_hybrid", BailingHybridDeltaAttention,
+             BailingHybridConfig(hidden_size=48, head_dim=16, num_attention_heads=2, short_conv_kernel_size=4,
+                                 layer_types=["linear_attention"], num_hidden_layers=1, kda_safe_gate=True,
+                                 kda_lower_bound=-5.0, rms_norm_eps=1e-6))):
+        layer = cls(cfg, 0).float().eval()
+        with torch.no_grad():
+            for pname, p in layer.named_parameters():
+                if "norm" in pname:
+                    p.copy_(1.0 + 0.2 * torch.randn(p.shape, generator=g))
+                elif pname.endswith("A_log") or pname.endswith("dt_bias"):
+                    p.copy_(torch.empty(p.shape).uniform_(-1.0, 1.0, generator=g))
+                else:
+                    fan_in = p.shape[-1] if p.dim() > 1 else 1
+                    p.copy_(torch.randn(p.shape, generator=g) * (1.0 / fan_in ** 0.5))
+            x = torch.randn(1, 11, 48, generator=g)
+            y = layer(x)
+        out["layers"].append({"name": name, "T": 11, "hidden": 48, "heads": 2, "head_dim": 16, "kernel": 4,
+                              "eps": cfg.rms_norm_eps, "x": rounded(x), "out": rounded(y),
+                              "weights": {pname: {"shape": list(p.shape), "data": rounded(p)}
+                                          for pname, p in layer.named_parameters()}})
     path = pathlib.Path(__file__).resolve().parent.parent / "tests/fixtures/kda/vectors.json"
     path.write_text(json.dumps(out, indent=0))
     print(f"wrote {path}")

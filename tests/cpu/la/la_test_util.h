@@ -15,7 +15,7 @@ namespace hanpu::test {
 // kModerate: -1.5..-0.5 per token and channel, so a chunk's decay passes 2^-40 (where
 // KDA gives up its chunk-wide factoring) while a 16-row block's does not.
 // kUnbounded: Kimi Linear's gates, -exp(A) softplus(x) with x ~ 8 N(0, 1) and A ~ U(-1, 1.5):
-// no lower bound, down to about -300 a token (a kernel that assumed Ling's -5 would be wrong).
+// no lower bound, down to about -150 a token (a kernel that assumed Ling's -5 would be wrong).
 enum class Gates { kMild, kModerate, kStrong, kZero, kUnbounded };
 
 struct LaCase {

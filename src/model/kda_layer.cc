@@ -1,0 +1,92 @@
+// KDA layer (see kda_layer.h).
+#include "model/kda_layer.h"
+
+#include <chrono>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "cpu/nn/conv1d.h"
+#include "cpu/nn/linear.h"
+#include "hanpu/la.h"
+#include "model/kda_gates.h"
+
+namespace hanpu::model {
+
+namespace {
+
+// y [R, n] = b(a(x)) where b has rows, else a(x); tmp holds a(x) [R, a.out] in between.
+void low_rank_or_full(const float* x, int64_t ldx, int64_t R, const Linear& a, const Linear& b,
+                      float* tmp, float* y, const ForwardOptions& opt) {
+  if (b.out == 0) {
+    cpu::linear(x, ldx, R, a, y, a.out, opt.threads, opt.projection);
+    return;
+  }
+  cpu::linear(x, ldx, R, a, tmp, a.out, opt.threads, opt.projection);
+  cpu::linear(tmp, a.out, R, b, y, b.out, opt.threads, opt.projection);
+}
+
+}  // namespace
+
+Status kda_layer(const ModelConfig& c, const KdaWeights& w, const float* x, int64_t T,
+                 std::vector<float>* conv, AlignedFloats* recurrent, const ForwardOptions& opt,
+                 int64_t out_rows, float* out, double* kernel_ms, Workspace& ws) {
+  const int H = c.la_key_heads, K = c.la_key_dim, HK = H * K, C = 3 * HK, hidden = c.hidden;
+  // mixed [T, C] = q | k | v projections; beta [T, H].
+  float* mixed = ws.layer(0, static_cast<size_t>(T) * C);
+  float* beta = ws.layer(2, static_cast<size_t>(T) * H);
+  cpu::linear_many(
+      x, hidden, T,
+      {{&w.q, mixed, C}, {&w.k, mixed + HK, C}, {&w.v, mixed + 2 * HK, C}, {&w.b, beta, H}},
+      opt.threads, opt.projection);
+  for (int64_t i = 0; i < T * H; ++i) beta[i] = 1.0f / (1.0f + std::exp(-beta[i]));
+  float* q = ws.layer(4, static_cast<size_t>(T) * HK);
+  float* k = ws.layer(5, static_cast<size_t>(T) * HK);
+  float* v = ws.layer(6, static_cast<size_t>(T) * HK);
+  cpu::causal_conv1d_silu(mixed, T, C, w.conv.data(), c.conv_kernel, conv,
+                          {{0, HK, q, HK}, {HK, HK, k, HK}, {2 * HK, HK, v, HK}}, opt.threads);
+  // The forget gate g [T, H, K] from f [T, H K], in place.
+  float* g = ws.layer(7, static_cast<size_t>(T) * HK);
+  low_rank_or_full(x, hidden, T, w.f_a, w.f_b, ws.layer(3, static_cast<size_t>(T) * w.f_a.out), g,
+                   opt);
+  kda_forget_gate(g, T, H, K, w.a_log.data(), w.dt_bias.data(), w.gate_lower_bound, g);
+  float* o = ws.layer(0, static_cast<size_t>(T) * HK);  // over mixed: read by now
+  LaArgs args;
+  args.mech = LaMech::kKda;
+  args.q = {q, DType::kF32, {T, H, K}};
+  args.k = {k, DType::kF32, {T, H, K}};
+  args.v = {v, DType::kF32, {T, H, K}};
+  args.g = {g, DType::kF32, {T, H, K}};
+  args.beta = {beta, DType::kF32, {T, H}};
+  args.initial_state = {recurrent->data(), DType::kF32, {1, H, K, K}};
+  args.o = {o, DType::kF32, {T, H, K}};
+  args.final_state = {recurrent->data(), DType::kF32, {1, H, K, K}};  // updated in place
+  args.qk_l2norm = true;  // use_qk_l2norm_in_kernel=True
+  LaOptions lo;
+  lo.strategy = T == 1 ? "recurrent" : opt.la_strategy;
+  lo.threads = opt.threads;
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status st = la_prefill(args, lo);
+  *kernel_ms +=
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (!st.ok()) return Status::Error(fmt::format("KDA layer: {}", st.message()));
+  // The output path of the last out_rows rows: o * rsqrt(mean o^2 + eps) * w * sigmoid(gate)
+  // per head, then the output projection. q's and k's slots are free now.
+  const int64_t r0 = T - out_rows;
+  float* gate = ws.layer(5, static_cast<size_t>(out_rows) * HK);
+  low_rank_or_full(x + r0 * hidden, hidden, out_rows, w.g_a, w.g_b,
+                   ws.layer(4, static_cast<size_t>(out_rows) * w.g_a.out), gate, opt);
+  float* o_out = o + r0 * HK;
+  for (int64_t r = 0; r < out_rows * H; ++r) {
+    float* orow = o_out + r * K;
+    const float* grow = gate + r * K;
+    double ss = 0;
+    for (int i = 0; i < K; ++i) ss += static_cast<double>(orow[i]) * orow[i];
+    const float s = 1.0f / std::sqrt(static_cast<float>(ss / K) + c.rms_eps);
+    for (int i = 0; i < K; ++i) orow[i] = w.o_norm[i] * (orow[i] * s) / (1.0f + std::exp(-grow[i]));
+  }
+  cpu::linear(o_out, HK, out_rows, w.out, out, hidden, opt.threads, opt.projection);
+  return Status::Ok();
+}
+
+}  // namespace hanpu::model

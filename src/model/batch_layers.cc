@@ -39,9 +39,10 @@ Status gdn_layer_batch(const ModelConfig& c, const GdnWeights& w, const float* x
   gdn_gates(b, a, n, HV, w.neg_A.data(), w.dt_bias.data(), beta, g);
   float* o = ws.layer(0, static_cast<size_t>(n) * HVV);  // over mixed: read by now
   for (int s = 0; s < n; ++s) {
-    HANPU_RETURN_IF_ERROR(gdn_la(c, q + s * HK, k + s * HK, v + static_cast<int64_t>(s) * HVV,
-                                 g + s * HV, beta + s * HV, 1, &states[s]->recurrent[layer], opt,
-                                 o + static_cast<int64_t>(s) * HVV, kernel_ms));
+    HANPU_RETURN_IF_ERROR(la_call(LaMech::kGdn, c, q + s * HK, k + s * HK,
+                                  v + static_cast<int64_t>(s) * HVV, g + s * HV, beta + s * HV, 1,
+                                  &states[s]->recurrent[layer], opt,
+                                  o + static_cast<int64_t>(s) * HVV, kernel_ms));
   }
   gated_rms_norm(o, z, static_cast<int64_t>(n) * HV, V, w.norm.data(), c.rms_eps, opt.threads);
   cpu::linear(o, HVV, n, w.out, out, hidden, opt.threads, opt.projection);

@@ -13,16 +13,17 @@
 
 namespace hanpu::model {
 
-Status gdn_la(const ModelConfig& c, const float* q, const float* k, const float* v, const float* g,
-              const float* beta, int64_t T, AlignedFloats* recurrent, const ForwardOptions& opt,
-              float* o, double* kernel_ms) {
+Status la_call(LaMech mech, const ModelConfig& c, const float* q, const float* k, const float* v,
+               const float* g, const float* beta, int64_t T, AlignedFloats* recurrent,
+               const ForwardOptions& opt, float* o, double* kernel_ms) {
   const int H = c.la_key_heads, HV = c.la_value_heads, K = c.la_key_dim, V = c.la_value_dim;
   LaArgs args;
-  args.mech = LaMech::kGdn;
+  args.mech = mech;
   args.q = {q, DType::kF32, {T, H, K}};
   args.k = {k, DType::kF32, {T, H, K}};
   args.v = {v, DType::kF32, {T, HV, V}};
-  args.g = {g, DType::kF32, {T, HV}};
+  args.g = mech == LaMech::kGdn ? TensorView{g, DType::kF32, {T, HV}}
+                                : TensorView{g, DType::kF32, {T, HV, K}};
   args.beta = {beta, DType::kF32, {T, HV}};
   args.initial_state = {recurrent->data(), DType::kF32, {1, HV, K, V}};
   args.o = {o, DType::kF32, {T, HV, V}};
@@ -36,7 +37,7 @@ Status gdn_la(const ModelConfig& c, const float* q, const float* k, const float*
   const Status st = la_prefill(args, lo);
   *kernel_ms +=
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  if (!st.ok()) return Status::Error(fmt::format("GDN layer: {}", st.message()));
+  if (!st.ok()) return Status::Error(fmt::format("{} layer: {}", la_mech_name(mech), st.message()));
   return Status::Ok();
 }
 
@@ -70,7 +71,8 @@ Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int6
   float* g = ws.layer(8, static_cast<size_t>(T) * HV);
   gdn_gates(b, a, T, HV, w.neg_A.data(), w.dt_bias.data(), beta, g);
   float* o = ws.layer(0, static_cast<size_t>(T) * HV * V);  // over mixed: read by now
-  HANPU_RETURN_IF_ERROR(gdn_la(c, q, k, v, g, beta, T, recurrent, opt, o, kernel_ms));
+  HANPU_RETURN_IF_ERROR(
+      la_call(LaMech::kGdn, c, q, k, v, g, beta, T, recurrent, opt, o, kernel_ms));
   // The output path of the last out_rows rows (layers.h).
   const int64_t r0 = T - out_rows;
   float* o_out = o + r0 * HV * V;

@@ -1,15 +1,13 @@
 // KDA layer (see kda_layer.h).
 #include "model/kda_layer.h"
 
-#include <chrono>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "cpu/nn/conv1d.h"
 #include "cpu/nn/linear.h"
-#include "hanpu/la.h"
 #include "model/kda_gates.h"
+#include "model/layer_ops.h"
+#include "model/layers.h"
 
 namespace hanpu::model {
 
@@ -51,25 +49,8 @@ Status kda_layer(const ModelConfig& c, const KdaWeights& w, const float* x, int6
                    opt);
   kda_forget_gate(g, T, H, K, w.a_log.data(), w.dt_bias.data(), w.gate_lower_bound, g);
   float* o = ws.layer(0, static_cast<size_t>(T) * HK);  // over mixed: read by now
-  LaArgs args;
-  args.mech = LaMech::kKda;
-  args.q = {q, DType::kF32, {T, H, K}};
-  args.k = {k, DType::kF32, {T, H, K}};
-  args.v = {v, DType::kF32, {T, H, K}};
-  args.g = {g, DType::kF32, {T, H, K}};
-  args.beta = {beta, DType::kF32, {T, H}};
-  args.initial_state = {recurrent->data(), DType::kF32, {1, H, K, K}};
-  args.o = {o, DType::kF32, {T, H, K}};
-  args.final_state = {recurrent->data(), DType::kF32, {1, H, K, K}};  // updated in place
-  args.qk_l2norm = true;  // use_qk_l2norm_in_kernel=True
-  LaOptions lo;
-  lo.strategy = T == 1 ? "recurrent" : opt.la_strategy;
-  lo.threads = opt.threads;
-  const auto t0 = std::chrono::steady_clock::now();
-  const Status st = la_prefill(args, lo);
-  *kernel_ms +=
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  if (!st.ok()) return Status::Error(fmt::format("KDA layer: {}", st.message()));
+  HANPU_RETURN_IF_ERROR(
+      la_call(LaMech::kKda, c, q, k, v, g, beta, T, recurrent, opt, o, kernel_ms));
   // The output path of the last out_rows rows: o * rsqrt(mean o^2 + eps) * w * sigmoid(gate)
   // per head, then the output projection. q's and k's slots are free now.
   const int64_t r0 = T - out_rows;
@@ -77,14 +58,7 @@ Status kda_layer(const ModelConfig& c, const KdaWeights& w, const float* x, int6
   low_rank_or_full(x + r0 * hidden, hidden, out_rows, w.g_a, w.g_b,
                    ws.layer(4, static_cast<size_t>(out_rows) * w.g_a.out), gate, opt);
   float* o_out = o + r0 * HK;
-  for (int64_t r = 0; r < out_rows * H; ++r) {
-    float* orow = o_out + r * K;
-    const float* grow = gate + r * K;
-    double ss = 0;
-    for (int i = 0; i < K; ++i) ss += static_cast<double>(orow[i]) * orow[i];
-    const float s = 1.0f / std::sqrt(static_cast<float>(ss / K) + c.rms_eps);
-    for (int i = 0; i < K; ++i) orow[i] = w.o_norm[i] * (orow[i] * s) / (1.0f + std::exp(-grow[i]));
-  }
+  sigmoid_gated_rms_norm(o_out, gate, out_rows * H, K, w.o_norm.data(), c.rms_eps, opt.threads);
   cpu::linear(o_out, HK, out_rows, w.out, out, hidden, opt.threads, opt.projection);
   return Status::Ok();
 }

@@ -57,6 +57,18 @@ void gated_rms_norm(float* o, const float* z, int64_t rows, int n, const float* 
   });
 }
 
+void sigmoid_gated_rms_norm(float* o, const float* gate, int64_t rows, int n, const float* w,
+                            float eps, int threads) {
+  parallel_rows(threads, rows, 24 * n, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      float* orow = o + r * n;
+      const float* grow = gate + r * n;
+      const float s = inv_rms(orow, n, eps);
+      for (int i = 0; i < n; ++i) orow[i] = w[i] * (orow[i] * s) / (1.0f + std::exp(-grow[i]));
+    }
+  });
+}
+
 void gdn_gates(const float* b, const float* a, int64_t T, int HV, const float* neg_A,
                const float* dt_bias, float* beta, float* g) {
   for (int64_t t = 0; t < T; ++t) {

@@ -23,6 +23,11 @@ void add_rms_norm_zero_centred(float* h, const float* block, int64_t rows, int n
 void gated_rms_norm(float* o, const float* z, int64_t rows, int n, const float* w, float eps,
                     int threads = 1);
 
+// o = w * o / sqrt(mean(o^2) + eps) * sigmoid(gate) per row of n (the KDA hybrids' o_norm,
+// KimiLinearRMSNormGated / BailingHybridRMSNormGated, plain weight).
+void sigmoid_gated_rms_norm(float* o, const float* gate, int64_t rows, int n, const float* w,
+                            float eps, int threads = 1);
+
 // beta = sigmoid(b), g = neg_A * softplus(a + dt_bias) for rows of HV (GatedDeltaNet gates).
 void gdn_gates(const float* b, const float* a, int64_t T, int HV, const float* neg_A,
                const float* dt_bias, float* beta, float* g);

@@ -14,6 +14,7 @@
 #include "base/aligned_vector.h"
 
 #include "hanpu/kv_cache.h"
+#include "hanpu/la.h"
 #include "hanpu/status.h"
 #include "model/model.h"
 #include "model/workspace.h"
@@ -28,11 +29,12 @@ Status gdn_layer(const ModelConfig& c, const GdnWeights& w, const float* x, int6
                  std::vector<float>* conv, AlignedFloats* recurrent, const ForwardOptions& opt,
                  int64_t out_rows, float* out, double* kernel_ms, Workspace& ws);
 
-// The GDN layer's LA call: q, k [T, H, K], v [T, HV, V], g, beta [T, HV] through the chunk
-// kernel (the recurrent step for one token) with `recurrent` updated in place; o [T, HV, V].
-Status gdn_la(const ModelConfig& c, const float* q, const float* k, const float* v, const float* g,
-              const float* beta, int64_t T, AlignedFloats* recurrent, const ForwardOptions& opt,
-              float* o, double* kernel_ms);
+// An LA layer's kernel call: q, k [T, H, K], v [T, HV, V], beta [T, HV], g [T, HV] (GDN) or
+// [T, HV, K] (KDA) through the chunk kernel (the recurrent step for one token) with
+// `recurrent` updated in place; o [T, HV, V]. Heads and dims from c's la_* fields.
+Status la_call(LaMech mech, const ModelConfig& c, const float* q, const float* k, const float* v,
+               const float* g, const float* beta, int64_t T, AlignedFloats* recurrent,
+               const ForwardOptions& opt, float* o, double* kernel_ms);
 
 // Gated full attention; appends this call's keys and values (positions pos0 ...) to kv.
 Status attention_layer(const ModelConfig& c, const AttnWeights& w, const float* x, int64_t T,

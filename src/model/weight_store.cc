@@ -88,9 +88,9 @@ void WeightStore::release_copied() const {
     std::vector<std::pair<size_t, size_t>> live;
     for (const auto& [name, t] : tensors_) {
       if (t.data < base || t.data >= base + size || copied_.count(name) != 0) continue;
-      const auto numel = checked_numel(std::vector<uint64_t>(t.shape.begin(), t.shape.end()));
       const size_t begin = static_cast<size_t>(t.data - base);
-      live.emplace_back(begin, begin + static_cast<size_t>(stored_bytes(t, numel.value_or(0))));
+      const uint64_t numel = static_cast<uint64_t>(shape_numel(t.shape));  // checked at load
+      live.emplace_back(begin, begin + static_cast<size_t>(stored_bytes(t, numel)));
     }
     std::sort(live.begin(), live.end());
     size_t at = 0;

@@ -135,7 +135,7 @@ Status read_input(const std::string& in, Input* out) {
     model::ModelConfig config;
     HANPU_RETURN_IF_ERROR(
         model::load_model_config((std::filesystem::path(in) / "config.json").string(), &config));
-    HANPU_RETURN_IF_ERROR(model::check_runnable(config, in));
+    HANPU_RETURN_IF_ERROR(model::check_gguf_writable(config, in));
     HANPU_RETURN_IF_ERROR(model::load_safetensors(in, &out->store));
     HANPU_RETURN_IF_ERROR(model::hf_gguf_metadata(in, config, &out->meta));
     return model::hf_gguf_tensors(config, out->store, &out->tensors);

@@ -6,7 +6,6 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
 #include <vector>
 
 #include "base/aligned_vector.h"
@@ -16,21 +15,6 @@
 #include "model/workspace.h"
 
 namespace hanpu::model {
-
-struct KdaWeights {
-  Linear q, k, v;              // [hidden -> H K] each
-  std::vector<float> conv;     // [kernel, 3 H K] tap-major depthwise causal conv over q|k|v
-  Linear f_a, f_b;             // the gate's input: f_b(f_a(x)) (Kimi, low rank), or f_a(x) alone
-                               // (Ling's f_proj) where f_b has no rows
-  Linear b;                    // [hidden -> H]: beta = sigmoid(b x)
-  Linear g_a, g_b;             // the output gate, in the same two forms
-  std::vector<float> a_log;    // [H]
-  std::vector<float> dt_bias;  // [H K]
-  std::vector<float> o_norm;   // [K], applied as w (not 1 + w)
-  Linear out;                  // [H K -> hidden]
-  // Ling's bounded gate (kda_forget_gate); NaN: Kimi Linear's unbounded one.
-  float gate_lower_bound = std::numeric_limits<float>::quiet_NaN();
-};
 
 // x [T, hidden] -> out [out_rows, hidden] (layers.h's convention); conv [kernel - 1, 3 H K]
 // and recurrent [H, K, K] are the sequence's states, updated in place. H = c.la_key_heads,

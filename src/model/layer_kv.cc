@@ -76,6 +76,7 @@ Status LayerKv::attend(const float* q, int64_t R, int Hq, float* o, const Attend
   own_.attn_kv(&own);
   own.o = {o, DType::kF32, {R, Hq, D}};
   own.mask = AttnMask::kCausal;
+  own.scale = run.scale;
   if (!shared_.empty()) own.lse = {lse, DType::kF32, {Hq, R}};
   HANPU_RETURN_IF_ERROR(run_attention(own, R, run));
   for (const auto& seg : shared_) {  // every shared row precedes the queries: seen whole
@@ -85,6 +86,7 @@ Status LayerKv::attend(const float* q, int64_t R, int Hq, float* o, const Attend
     a.o = {part_o, DType::kF32, {R, Hq, D}};
     a.lse = {part_lse, DType::kF32, {Hq, R}};
     a.mask = AttnMask::kNone;
+    a.scale = run.scale;
     HANPU_RETURN_IF_ERROR(run_attention(a, R, run));
     attn_merge_splits(R, Hq, D, o, lse, part_o, part_lse);
   }

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct AttendRun {
   int threads = 1;
   std::string placement = "balanced";  // attn_prefill's, for more than one query row
   AttnProducts products = AttnProducts::kAuto;
+  // The softmax scale; unset: head_dim^-1/2. MLA sets its query/key dims' own, as its rows
+  // carry zero padding up to the kernel's head dim.
+  std::optional<float> scale;
 };
 
 class LayerKv {

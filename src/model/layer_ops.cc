@@ -108,6 +108,17 @@ void apply_rope(float* x, int64_t T, int heads, int D, int rot, double theta, in
   }
 }
 
+void apply_rope_interleaved(float* x, int64_t T, int heads, int ld, int rot, double theta,
+                            int64_t pos0) {
+  std::vector<float> pair(rot);
+  for (int64_t r = 0; r < T * heads; ++r) {  // evens, then odds: rotate_half's halves
+    float* row = x + r * ld;
+    for (int i = 0; i < rot / 2; ++i) pair[i] = row[2 * i], pair[rot / 2 + i] = row[2 * i + 1];
+    std::copy(pair.begin(), pair.end(), row);
+  }
+  apply_rope(x, T, heads, ld, rot, theta, pos0);
+}
+
 double log_softmax_at(float* logits, int n, int id) {
   float top = logits[0];
   for (int i = 1; i < n; ++i) top = std::max(top, logits[i]);

@@ -36,6 +36,13 @@ void gdn_gates(const float* b, const float* a, int64_t T, int HV, const float* n
 // positions pos0 + t: x [T, heads, D].
 void apply_rope(float* x, int64_t T, int heads, int D, int rot, double theta, int64_t pos0);
 
+// DeepSeek's interleaved RoPE (BailingHybrid's apply_rotary_pos_emb_interleave) on the first
+// `rot` dims of each head row of x [T, heads, ld]: pairs (x[2i], x[2i+1]) rotate by frequency
+// i, and the result is written de-interleaved, [x'[0], x'[2], ..] then [x'[1], x'[3], ..], as
+// transformers leaves it (queries and keys alike, so their dot products are the pairs').
+void apply_rope_interleaved(float* x, int64_t T, int heads, int ld, int rot, double theta,
+                            int64_t pos0);
+
 // log softmax(logits)[id] over a row of n logits, in double: a perplexity's terms. The row is
 // overwritten (exp(l - max) in place, on the vector unit).
 double log_softmax_at(float* logits, int n, int id);

@@ -57,12 +57,14 @@ Status attention_layer_batch(const ModelConfig& c, const AttnWeights& w, const f
                              SequenceState* const* states, int layer, const ForwardOptions& opt,
                              float* out, double* kernel_ms, Workspace& ws);
 
-// SwiGLU MLP of intermediate size `inter`.
+// SwiGLU MLP of intermediate size `inter` (limit > 0: clipped as cpu::swiglu says).
 void mlp_layer(const MlpWeights& w, int inter, const float* x, int64_t T, const ForwardOptions& opt,
-               float* out, Workspace& ws);
+               float* out, Workspace& ws, float limit = 0.0f);
 
-// Qwen3-Next sparse MoE: softmax router, top-k (renormalised if the config says so), experts
-// run on the tokens routed to them, plus the sigmoid-gated shared expert.
+// Sparse MoE, experts run on the tokens routed to them. Qwen3-Next: softmax router, top-k
+// (renormalised if the config says so), plus the sigmoid-gated shared expert. The KDA hybrids
+// (w.router_bias set): route_grouped (grouped_router.h), the shared MLP ungated, Ling's
+// SwiGLU clipping.
 void moe_layer(const ModelConfig& c, const MoeWeights& w, const float* x, int64_t T,
                const ForwardOptions& opt, float* out, Workspace& ws);
 

@@ -11,7 +11,9 @@
 #include "model/gguf_model.h"
 #include "model/gguf_tokenizer.h"
 #include "model/layer_ops.h"
+#include "model/kda_layer.h"
 #include "model/layers.h"
+#include "model/mla_layer.h"
 #include "model/safetensors.h"
 #include "parallel/parallel_rows.h"
 
@@ -44,6 +46,8 @@ SequenceState Model::new_state(DType kv_dtype) const {
     if (c.layer_kinds[i] == LayerKind::kLinearAttention) {
       s.conv[i].assign(static_cast<size_t>(c.la_conv_state_floats()), 0.0f);
       s.recurrent[i].assign(static_cast<size_t>(c.la_recurrent_floats()), 0.0f);
+    } else if (c.kda_hybrid()) {  // MLA: H heads of padded keys and values (mla_layer.h)
+      s.kv[i] = std::make_unique<LayerKv>(c.attn_heads, mla_kernel_head_dim(c.mla), kv_dtype);
     } else {
       s.kv[i] = std::make_unique<LayerKv>(c.kv_heads, c.head_dim, kv_dtype);
     }
@@ -164,6 +168,13 @@ Status Model::run_layers(const int* tokens, int64_t n, int64_t out_from, Sequenc
   }
   const Mixer mix = [&](int i, const float* xn, int64_t r0, float* block, ForwardProfile* prof) {
     const LayerWeights& lw = weights_.layers[i];
+    if (c.kda_hybrid()) {
+      return lw.kind == LayerKind::kLinearAttention
+                 ? kda_layer(c, lw.kda, xn, n, &state->conv[i], &state->recurrent[i], opt, n - r0,
+                             block, &prof->la_kernel_ms, ws)
+                 : mla_layer(c, lw.mla, xn, n, state->position, state->kv[i].get(), opt, n - r0,
+                             block, &prof->attn_kernel_ms, ws);
+    }
     return lw.kind == LayerKind::kLinearAttention
                ? gdn_layer(c, lw.gdn, xn, n, &state->conv[i], &state->recurrent[i], opt, n - r0,
                            block, &prof->la_kernel_ms, ws)
@@ -215,6 +226,19 @@ Status Model::decode_batch(const int* tokens, int n, SequenceState* const* state
   }
   const Mixer mix = [&](int i, const float* xn, int64_t, float* block, ForwardProfile* prof) {
     const LayerWeights& lw = weights_.layers[i];
+    if (c.kda_hybrid()) {  // per sequence: its row through the one-sequence layers
+      for (int s = 0; s < n; ++s) {
+        const float* x = xn + static_cast<int64_t>(s) * c.hidden;
+        float* o = block + static_cast<int64_t>(s) * c.hidden;
+        SequenceState* st = states[s];
+        HANPU_RETURN_IF_ERROR(lw.kind == LayerKind::kLinearAttention
+                                  ? kda_layer(c, lw.kda, x, 1, &st->conv[i], &st->recurrent[i], opt,
+                                              1, o, &prof->la_kernel_ms, ws)
+                                  : mla_layer(c, lw.mla, x, 1, st->position, st->kv[i].get(), opt,
+                                              1, o, &prof->attn_kernel_ms, ws));
+      }
+      return Status::Ok();
+    }
     return lw.kind == LayerKind::kLinearAttention
                ? gdn_layer_batch(c, lw.gdn, xn, n, states, i, opt, block, &prof->la_kernel_ms, ws)
                : attention_layer_batch(c, lw.attn, xn, n, states, i, opt, block,
@@ -323,7 +347,6 @@ Status load_model(const std::string& dir, const LoadOptions& options, std::uniqu
   }
   ModelConfig config;
   HANPU_RETURN_IF_ERROR(load_model_config((fs::path(dir) / "config.json").string(), &config));
-  HANPU_RETURN_IF_ERROR(check_runnable(config, dir));
   WeightStore store;
   HANPU_RETURN_IF_ERROR(load_safetensors(dir, &store));
   ModelWeights weights;

@@ -261,11 +261,11 @@ Status parse_model_config(const std::string& json_text, const std::string& sourc
   }
 }
 
-Status check_runnable(const ModelConfig& c, const std::string& source) {
+Status check_gguf_writable(const ModelConfig& c, const std::string& source) {
   if (!c.kda_hybrid()) return Status::Ok();
   return Status::Error(fmt::format(
-      "{}: a {} checkpoint (KDA layers with MLA attention and grouped-router MoE): its config "
-      "reads, but this build runs Qwen3.5 and Qwen3-Next models only",
+      "{}: a {} checkpoint runs from its safetensors, but this build does not write it as a "
+      "GGUF (it writes Qwen3.5 and Qwen3-Next)",
       source, c.model_type));
 }
 

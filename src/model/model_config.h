@@ -114,9 +114,9 @@ Status parse_model_config(const std::string& json_text, const std::string& sourc
                           ModelConfig* out);
 Status load_model_config(const std::string& path, ModelConfig* out);
 
-// Whether this build runs the config's architecture end to end: the KDA hybrids' configs
-// parse and validate, but their layers (KDA, MLA, grouped routing) are not built yet, so
-// loading or quantizing one is an error naming the checkpoint rather than a wrong model.
-Status check_runnable(const ModelConfig& c, const std::string& source);
+// Whether `hanpu quantize` can write the config's architecture as a GGUF: the KDA hybrids
+// load and run from safetensors, but their GGUF tensor names (llama.cpp's kimi-linear) are
+// not written yet, so converting one is an error naming the checkpoint.
+Status check_gguf_writable(const ModelConfig& c, const std::string& source);
 
 }  // namespace hanpu::model

@@ -12,140 +12,124 @@
 #include "base/quant_quantize.h"
 #include "base/rng.h"
 #include "cpu/nn/quant_linear.h"
+#include "model/weight_converter.h"
 #include "model/weight_table.h"
 
 namespace hanpu::model {
 
-namespace {
-
-std::vector<int> iota_rows(int n, int first = 0) {
-  std::vector<int> r(n);
-  std::iota(r.begin(), r.end(), first);
-  return r;
+Status Converter::plain_norm(const std::string& name, int n, std::vector<float>* out) const {
+  HANPU_RETURN_IF_ERROR(f32(name, {n}, out));
+  for (float& w : *out) w -= 1.0f;
+  return Status::Ok();
 }
 
-class Converter {
- public:
-  Converter(const ModelConfig& c, const WeightStore& s, DType dt, std::optional<QuantType> q)
-      : c_(c), s_(s), dt_(dt), quantize_(q) {}
-  // Rows `rows` of W [out_all, in] as a projection onto rows.size() outputs.
-  Linear linear_from_rows(const std::vector<float>& w, int in, const std::vector<int>& rows,
-                          DType dtype) const {
-    return pack_rows(w.data(), in, rows, dtype, quantize_);
-  }
+Status Converter::linear(const std::string& name, int out, int in, Linear* l) {
+  std::vector<float>& w = scratch_[0];
+  HANPU_RETURN_IF_ERROR(f32(name, {out, in}, &w));
+  *l = linear_from_rows(w, in, iota_rows(out));
+  return Status::Ok();
+}
 
-  Status f32(const std::string& name, const Shape& shape, std::vector<float>* out) {
-    return s_.get_f32(name, shape, out);
+Status Converter::mlp(const std::string& p, int inter, MlpWeights* m,
+                      const std::array<const char*, 3>& names) {
+  std::vector<float>&g = scratch_[0], &u = scratch_[1];
+  HANPU_RETURN_IF_ERROR(f32(p + names[0], {inter, c_.hidden}, &g));
+  HANPU_RETURN_IF_ERROR(f32(p + names[1], {inter, c_.hidden}, &u));
+  g.insert(g.end(), u.begin(), u.end());
+  m->gate_up = linear_from_rows(g, c_.hidden, iota_rows(2 * inter));
+  return linear(p + names[2], c_.hidden, inter, &m->down);
+}
+
+Status Converter::conv(const std::string& name, int channels, int first, int total,
+                       std::vector<float>* tap_major) {
+  std::vector<float>& w = scratch_[0];  // [channels, 1, kernel]
+  HANPU_RETURN_IF_ERROR(f32(name, {channels, 1, c_.conv_kernel}, &w));
+  tap_major->resize(static_cast<size_t>(c_.conv_kernel) * total);
+  for (int ch = 0; ch < channels; ++ch) {
+    for (int j = 0; j < c_.conv_kernel; ++j)
+      (*tap_major)[static_cast<size_t>(j) * total + first + ch] = w[ch * c_.conv_kernel + j];
   }
-  // nn.Linear weight [out, in] -> W^T.
-  Status linear(const std::string& name, int out, int in, Linear* l) {
-    std::vector<float>& w = scratch_[0];
-    HANPU_RETURN_IF_ERROR(f32(name, {out, in}, &w));
-    *l = linear_from_rows(w, in, iota_rows(out), dt_);
-    return Status::Ok();
-  }
-  Status mlp(const std::string& p, int inter, MlpWeights* m) {
-    std::vector<float>&g = scratch_[0], &u = scratch_[1];
-    HANPU_RETURN_IF_ERROR(f32(p + "gate_proj.weight", {inter, c_.hidden}, &g));
-    HANPU_RETURN_IF_ERROR(f32(p + "up_proj.weight", {inter, c_.hidden}, &u));
-    g.insert(g.end(), u.begin(), u.end());
-    m->gate_up = linear_from_rows(g, c_.hidden, iota_rows(2 * inter), dt_);
-    return linear(p + "down_proj.weight", c_.hidden, inter, &m->down);
-  }
-  Status gdn(const std::string& p, GdnWeights* w) {
-    const int H = c_.la_key_heads, HV = c_.la_value_heads, K = c_.la_key_dim, V = c_.la_value_dim;
-    const int hidden = c_.hidden, qkv = 2 * H * K + HV * V;
-    if (c_.arch == Arch::kQwen35) {
-      HANPU_RETURN_IF_ERROR(linear(p + "in_proj_qkv.weight", qkv, hidden, &w->qkv));
-      HANPU_RETURN_IF_ERROR(linear(p + "in_proj_z.weight", HV * V, hidden, &w->z));
-      HANPU_RETURN_IF_ERROR(linear(p + "in_proj_b.weight", HV, hidden, &w->b));
-      HANPU_RETURN_IF_ERROR(linear(p + "in_proj_a.weight", HV, hidden, &w->a));
-    } else {
-      // Qwen3-Next groups the projections per key head: qkvz rows [q_h K | k_h K | v_h gV |
-      // z_h gV] and ba rows [b_h g | a_h g] for h = 0..H-1 (g = HV / H). Regroup once.
-      const int g = HV / H, blk = 2 * K + 2 * g * V;
-      std::vector<float> qkvz, ba;
-      HANPU_RETURN_IF_ERROR(f32(p + "in_proj_qkvz.weight", {H * blk, hidden}, &qkvz));
-      HANPU_RETURN_IF_ERROR(f32(p + "in_proj_ba.weight", {H * 2 * g, hidden}, &ba));
-      std::vector<int> rq, rz, rb, ra;
-      for (int part = 0; part < 3; ++part) {  // all q heads, then all k heads, then all v heads
-        for (int h = 0; h < H; ++h) {
-          const int begin = h * blk + (part == 0   ? 0
-                                       : part == 1 ? K
-                                                   : 2 * K),
-                    n = part < 2 ? K : g * V;
-          for (int i = 0; i < n; ++i) rq.push_back(begin + i);
-        }
-      }
+  return Status::Ok();
+}
+
+Status Converter::gdn(const std::string& p, GdnWeights* w) {
+  const int H = c_.la_key_heads, HV = c_.la_value_heads, K = c_.la_key_dim, V = c_.la_value_dim;
+  const int hidden = c_.hidden, qkv = 2 * H * K + HV * V;
+  if (c_.arch == Arch::kQwen35) {
+    HANPU_RETURN_IF_ERROR(linear(p + "in_proj_qkv.weight", qkv, hidden, &w->qkv));
+    HANPU_RETURN_IF_ERROR(linear(p + "in_proj_z.weight", HV * V, hidden, &w->z));
+    HANPU_RETURN_IF_ERROR(linear(p + "in_proj_b.weight", HV, hidden, &w->b));
+    HANPU_RETURN_IF_ERROR(linear(p + "in_proj_a.weight", HV, hidden, &w->a));
+  } else {
+    // Qwen3-Next groups the projections per key head: qkvz rows [q_h K | k_h K | v_h gV |
+    // z_h gV] and ba rows [b_h g | a_h g] for h = 0..H-1 (g = HV / H). Regroup once.
+    const int g = HV / H, blk = 2 * K + 2 * g * V;
+    std::vector<float> qkvz, ba;
+    HANPU_RETURN_IF_ERROR(f32(p + "in_proj_qkvz.weight", {H * blk, hidden}, &qkvz));
+    HANPU_RETURN_IF_ERROR(f32(p + "in_proj_ba.weight", {H * 2 * g, hidden}, &ba));
+    std::vector<int> rq, rz, rb, ra;
+    for (int part = 0; part < 3; ++part) {  // all q heads, then all k heads, then all v heads
       for (int h = 0; h < H; ++h) {
-        for (int i = 0; i < g * V; ++i) rz.push_back(h * blk + 2 * K + g * V + i);
-        for (int i = 0; i < g; ++i) rb.push_back(h * 2 * g + i), ra.push_back(h * 2 * g + g + i);
+        const int begin = h * blk + (part == 0   ? 0
+                                     : part == 1 ? K
+                                                 : 2 * K),
+                  n = part < 2 ? K : g * V;
+        for (int i = 0; i < n; ++i) rq.push_back(begin + i);
       }
-      w->qkv = linear_from_rows(qkvz, hidden, rq, dt_);
-      w->z = linear_from_rows(qkvz, hidden, rz, dt_);
-      w->b = linear_from_rows(ba, hidden, rb, dt_);
-      w->a = linear_from_rows(ba, hidden, ra, dt_);
     }
-    HANPU_RETURN_IF_ERROR(linear(p + "out_proj.weight", hidden, HV * V, &w->out));
-    std::vector<float> conv;  // [channels, 1, kernel] -> tap-major [kernel, channels]
-    HANPU_RETURN_IF_ERROR(f32(p + "conv1d.weight", {qkv, 1, c_.conv_kernel}, &conv));
-    w->conv.resize(conv.size());
-    for (int ch = 0; ch < qkv; ++ch) {
-      for (int j = 0; j < c_.conv_kernel; ++j)
-        w->conv[static_cast<size_t>(j) * qkv + ch] = conv[ch * c_.conv_kernel + j];
+    for (int h = 0; h < H; ++h) {
+      for (int i = 0; i < g * V; ++i) rz.push_back(h * blk + 2 * K + g * V + i);
+      for (int i = 0; i < g; ++i) rb.push_back(h * 2 * g + i), ra.push_back(h * 2 * g + g + i);
     }
-    HANPU_RETURN_IF_ERROR(f32(p + "A_log", {HV}, &w->neg_A));
-    for (float& a : w->neg_A) a = -std::exp(a);
-    HANPU_RETURN_IF_ERROR(f32(p + "dt_bias", {HV}, &w->dt_bias));
-    return f32(p + "norm.weight", {V}, &w->norm);
+    w->qkv = linear_from_rows(qkvz, hidden, rq);
+    w->z = linear_from_rows(qkvz, hidden, rz);
+    w->b = linear_from_rows(ba, hidden, rb);
+    w->a = linear_from_rows(ba, hidden, ra);
   }
-  Status attn(const std::string& p, AttnWeights* w) {
-    const int Hq = c_.attn_heads, Hkv = c_.kv_heads, D = c_.head_dim;
-    HANPU_RETURN_IF_ERROR(linear(p + "q_proj.weight", Hq * 2 * D, c_.hidden, &w->q));
-    HANPU_RETURN_IF_ERROR(linear(p + "k_proj.weight", Hkv * D, c_.hidden, &w->k));
-    HANPU_RETURN_IF_ERROR(linear(p + "v_proj.weight", Hkv * D, c_.hidden, &w->v));
-    HANPU_RETURN_IF_ERROR(linear(p + "o_proj.weight", c_.hidden, Hq * D, &w->o));
-    HANPU_RETURN_IF_ERROR(f32(p + "q_norm.weight", {D}, &w->q_norm));
-    return f32(p + "k_norm.weight", {D}, &w->k_norm);
-  }
-  Status moe(const std::string& p, MoeWeights* m) {
-    const int E = c_.num_experts, I = c_.moe_intermediate, hidden = c_.hidden;
-    HANPU_RETURN_IF_ERROR(linear(p + "gate.weight", E, hidden, &m->router));
-    m->experts.resize(E);
-    if (s_.find(p + "experts.gate_up_proj") != nullptr) {  // transformers 5's fused 3-D layout
-      std::vector<float> gu, dn;
-      HANPU_RETURN_IF_ERROR(f32(p + "experts.gate_up_proj", {E, 2 * I, hidden}, &gu));
-      HANPU_RETURN_IF_ERROR(f32(p + "experts.down_proj", {E, hidden, I}, &dn));
-      for (int e = 0; e < E; ++e) {
-        const std::vector<float> gue(gu.begin() + static_cast<int64_t>(e) * 2 * I * hidden,
-                                     gu.begin() + static_cast<int64_t>(e + 1) * 2 * I * hidden);
-        const std::vector<float> dne(dn.begin() + static_cast<int64_t>(e) * hidden * I,
-                                     dn.begin() + static_cast<int64_t>(e + 1) * hidden * I);
-        m->experts[e].gate_up = linear_from_rows(gue, hidden, iota_rows(2 * I), dt_);
-        m->experts[e].down = linear_from_rows(dne, I, iota_rows(hidden), dt_);
-      }
-    } else {
-      for (int e = 0; e < E; ++e)
-        HANPU_RETURN_IF_ERROR(mlp(fmt::format("{}experts.{}.", p, e), I, &m->experts[e]));
-    }
-    if (c_.shared_expert_intermediate > 0) {
-      HANPU_RETURN_IF_ERROR(mlp(p + "shared_expert.", c_.shared_expert_intermediate, &m->shared));
-      HANPU_RETURN_IF_ERROR(linear(p + "shared_expert_gate.weight", 1, hidden, &m->shared_gate));
-    }
-    return Status::Ok();
-  }
+  HANPU_RETURN_IF_ERROR(linear(p + "out_proj.weight", hidden, HV * V, &w->out));
+  HANPU_RETURN_IF_ERROR(conv(p + "conv1d.weight", qkv, 0, qkv, &w->conv));
+  HANPU_RETURN_IF_ERROR(f32(p + "A_log", {HV}, &w->neg_A));
+  for (float& a : w->neg_A) a = -std::exp(a);
+  HANPU_RETURN_IF_ERROR(f32(p + "dt_bias", {HV}, &w->dt_bias));
+  return f32(p + "norm.weight", {V}, &w->norm);
+}
 
- private:
-  const ModelConfig& c_;
-  const WeightStore& s_;
-  DType dt_;  // storage of the projections
-  std::optional<QuantType> quantize_;
-  // fp32 copies of the tensor being converted, kept between tensors: fresh ones of up to
-  // hundreds of MB each would cost their page faults and zeroing again every time.
-  std::vector<float> scratch_[2];
-};
+Status Converter::attn(const std::string& p, AttnWeights* w) {
+  const int Hq = c_.attn_heads, Hkv = c_.kv_heads, D = c_.head_dim;
+  HANPU_RETURN_IF_ERROR(linear(p + "q_proj.weight", Hq * 2 * D, c_.hidden, &w->q));
+  HANPU_RETURN_IF_ERROR(linear(p + "k_proj.weight", Hkv * D, c_.hidden, &w->k));
+  HANPU_RETURN_IF_ERROR(linear(p + "v_proj.weight", Hkv * D, c_.hidden, &w->v));
+  HANPU_RETURN_IF_ERROR(linear(p + "o_proj.weight", c_.hidden, Hq * D, &w->o));
+  HANPU_RETURN_IF_ERROR(f32(p + "q_norm.weight", {D}, &w->q_norm));
+  return f32(p + "k_norm.weight", {D}, &w->k_norm);
+}
 
-}  // namespace
+Status Converter::moe(const std::string& p, MoeWeights* m) {
+  const int E = c_.num_experts, I = c_.moe_intermediate, hidden = c_.hidden;
+  HANPU_RETURN_IF_ERROR(linear(p + "gate.weight", E, hidden, &m->router));
+  m->experts.resize(E);
+  if (s_.find(p + "experts.gate_up_proj") != nullptr) {  // transformers 5's fused 3-D layout
+    std::vector<float> gu, dn;
+    HANPU_RETURN_IF_ERROR(f32(p + "experts.gate_up_proj", {E, 2 * I, hidden}, &gu));
+    HANPU_RETURN_IF_ERROR(f32(p + "experts.down_proj", {E, hidden, I}, &dn));
+    for (int e = 0; e < E; ++e) {
+      const std::vector<float> gue(gu.begin() + static_cast<int64_t>(e) * 2 * I * hidden,
+                                   gu.begin() + static_cast<int64_t>(e + 1) * 2 * I * hidden);
+      const std::vector<float> dne(dn.begin() + static_cast<int64_t>(e) * hidden * I,
+                                   dn.begin() + static_cast<int64_t>(e + 1) * hidden * I);
+      m->experts[e].gate_up = linear_from_rows(gue, hidden, iota_rows(2 * I));
+      m->experts[e].down = linear_from_rows(dne, I, iota_rows(hidden));
+    }
+  } else {
+    for (int e = 0; e < E; ++e)
+      HANPU_RETURN_IF_ERROR(mlp(fmt::format("{}experts.{}.", p, e), I, &m->experts[e]));
+  }
+  if (c_.shared_expert_intermediate > 0) {
+    HANPU_RETURN_IF_ERROR(mlp(p + "shared_expert.", c_.shared_expert_intermediate, &m->shared));
+    HANPU_RETURN_IF_ERROR(linear(p + "shared_expert_gate.weight", 1, hidden, &m->shared_gate));
+  }
+  return Status::Ok();
+}
 
 namespace {
 
@@ -160,6 +144,16 @@ void walk(const ModelWeights& w, OnLinear lin, OnVector vec) {
     lin(m.gate_up);
     lin(m.down);
   };
+  const auto kda_mla = [&](const KdaWeights& k, const MlaWeights& m) {
+    for (const Linear* x : {&k.q, &k.k, &k.v, &k.f_a, &k.f_b, &k.b, &k.g_a, &k.g_b, &k.out, &m.q,
+                            &m.q_b, &m.kv_a, &m.kv_b, &m.o, &m.gate}) {
+      lin(*x);
+    }
+    for (const std::vector<float>* v :
+         {&k.conv, &k.a_log, &k.dt_bias, &k.o_norm, &m.q_a_norm, &m.kv_a_norm}) {
+      vec(*v);
+    }
+  };
   for (const LayerWeights& l : w.layers) {
     vec(l.input_norm);
     vec(l.post_norm);
@@ -172,6 +166,8 @@ void walk(const ModelWeights& w, OnLinear lin, OnVector vec) {
          {&l.gdn.conv, &l.gdn.neg_A, &l.gdn.dt_bias, &l.gdn.norm, &l.attn.q_norm, &l.attn.k_norm}) {
       vec(*v);
     }
+    kda_mla(l.kda, l.mla);
+    vec(l.moe_w.router_bias);
     mlp(l.mlp);
     mlp(l.moe_w.shared);
     for (const MlpWeights& e : l.moe_w.experts) mlp(e);
@@ -262,17 +258,33 @@ Status convert_weights(const ModelConfig& c, const WeightStore& store, DType wei
                        ModelWeights* out, const LoadProgress& progress,
                        std::optional<QuantType> quantize) {
   // Every tensor the config implies, checked before the first is converted or allocated.
-  HANPU_RETURN_IF_ERROR(check_weight_table(hf_weight_table(c, store), store));
+  const bool hybrid = c.kda_hybrid();
+  HANPU_RETURN_IF_ERROR(check_weight_table(
+      hybrid ? kda_hybrid_weight_table(c, store) : hf_weight_table(c, store), store));
   Converter cv(c, store, weights, quantize);
   ModelWeights w;
   const std::string& P = c.weight_prefix;
-  HANPU_RETURN_IF_ERROR(cv.f32(P + "norm.weight", {c.hidden}, &w.final_norm));
-  if (c.tie_embeddings && store.find("lm_head.weight") == nullptr) {
-    HANPU_RETURN_IF_ERROR(load_tied_embedding(store, P + "embed_tokens.weight", c.vocab, c.hidden,
-                                              weights, &w, false, quantize));
+  const std::string embed = hybrid ? hybrid_embedding_name(c) : P + "embed_tokens.weight";
+  if (hybrid) {
+    HANPU_RETURN_IF_ERROR(cv.plain_norm(P + "norm.weight", c.hidden, &w.final_norm));
   } else {
-    HANPU_RETURN_IF_ERROR(cv.f32(P + "embed_tokens.weight", {c.vocab, c.hidden}, &w.embed));
+    HANPU_RETURN_IF_ERROR(cv.f32(P + "norm.weight", {c.hidden}, &w.final_norm));
+  }
+  if (c.tie_embeddings && store.find("lm_head.weight") == nullptr) {
+    HANPU_RETURN_IF_ERROR(
+        load_tied_embedding(store, embed, c.vocab, c.hidden, weights, &w, false, quantize));
+  } else {
+    HANPU_RETURN_IF_ERROR(cv.f32(embed, {c.vocab, c.hidden}, &w.embed));
     HANPU_RETURN_IF_ERROR(cv.linear("lm_head.weight", c.vocab, c.hidden, &w.lm_head));
+  }
+  if (hybrid) {
+    w.layers.resize(c.layers);
+    for (int i = 0; i < c.layers; ++i) {
+      HANPU_RETURN_IF_ERROR(convert_kda_hybrid_layer(cv, i, &w.layers[i]));
+      if (progress) progress(i + 1, c.layers);
+    }
+    *out = std::move(w);
+    return Status::Ok();
   }
   w.layers.resize(c.layers);
   for (int i = 0; i < c.layers; ++i) {

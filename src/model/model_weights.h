@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,23 +37,57 @@ struct AttnWeights {
   std::vector<float> q_norm, k_norm;  // [D] zero-centred RMSNorm weights (applied as 1 + w)
 };
 
+// The KDA token mixer of Kimi Linear and Ling (kda_layer.h).
+struct KdaWeights {
+  Linear q, k, v;              // [hidden -> H K] each
+  std::vector<float> conv;     // [kernel, 3 H K] tap-major depthwise causal conv over q|k|v
+  Linear f_a, f_b;             // the gate's input: f_b(f_a(x)) (Kimi, low rank), or f_a(x) alone
+                               // (Ling's f_proj) where f_b has no rows
+  Linear b;                    // [hidden -> H]: beta = sigmoid(b x)
+  Linear g_a, g_b;             // the output gate, in the same two forms
+  std::vector<float> a_log;    // [H]
+  std::vector<float> dt_bias;  // [H K]
+  std::vector<float> o_norm;   // [K], applied as w (not 1 + w)
+  Linear out;                  // [H K -> hidden]
+  // Ling's bounded gate (kda_forget_gate); NaN: Kimi Linear's unbounded one.
+  float gate_lower_bound = std::numeric_limits<float>::quiet_NaN();
+};
+
+// Multi-head latent attention (mla_layer.h); H heads, C = kv_lora_rank, R = qk_rope_head_dim,
+// N = qk_nope_head_dim, Dv = v_head_dim.
+struct MlaWeights {
+  Linear q;                      // [hidden -> H (N + R)] (full rank), or [hidden -> q_lora_rank]
+  std::vector<float> q_a_norm;   // [q_lora_rank] where q is low rank (zero-centred, as w - 1)
+  Linear q_b;                    // [q_lora_rank -> H (N + R)]; no rows where q is full rank
+  Linear kv_a;                   // [hidden -> C + R]: the latent, then the shared rope key
+  std::vector<float> kv_a_norm;  // [C], zero-centred (w - 1)
+  Linear kv_b;                   // [C -> H (N + Dv)]: per head N key dims, then Dv value dims
+  Linear o;                      // [H Dv -> hidden]
+  Linear gate;                   // Ling: [hidden -> H], o_h *= sigmoid(gate_h); else no rows
+};
+
 struct MlpWeights {
   Linear gate_up;  // out = 2 I: gate columns [0, I), up columns [I, 2I) (one pass over x)
   Linear down;
 };
 
 struct MoeWeights {
-  Linear router;  // out = E
+  Linear router;                   // out = E
+  std::vector<float> router_bias;  // [E] the grouped router's score correction (KDA hybrids)
   std::vector<MlpWeights> experts;
   MlpWeights shared;
-  Linear shared_gate;  // out = 1; absent (in = 0) if the model has no shared expert
+  Linear shared_gate;  // out = 1; absent (in = 0) where the shared expert is ungated or absent
+  // The KDA hybrids' SwiGLU clipping (Ling): gate <= limit, |up| <= limit; 0: none.
+  float expert_limit = 0, shared_limit = 0;
 };
 
 struct LayerWeights {
   LayerKind kind = LayerKind::kLinearAttention;
   std::vector<float> input_norm, post_norm;  // [hidden], zero-centred
-  GdnWeights gdn;
-  AttnWeights attn;
+  GdnWeights gdn;                            // Qwen's LA layers
+  AttnWeights attn;                          // Qwen's attention layers
+  KdaWeights kda;                            // the KDA hybrids' LA layers
+  MlaWeights mla;                            // the KDA hybrids' attention layers
   bool moe = false;
   MlpWeights mlp;
   MoeWeights moe_w;

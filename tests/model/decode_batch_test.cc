@@ -55,7 +55,9 @@ TEST_P(DecodeBatch, EqualsEachSequenceStepAlone) {
   EXPECT_NE(st.message().find("are one state"), std::string::npos) << st.message();
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, DecodeBatch, ::testing::Values("qwen35-tiny", "qwen3next-tiny"),
+INSTANTIATE_TEST_SUITE_P(Models, DecodeBatch,
+                         ::testing::Values("qwen35-tiny", "qwen3next-tiny", "kimi-linear-tiny",
+                                           "ling-tiny"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& ch : n) ch = ch == '-' ? '_' : ch;

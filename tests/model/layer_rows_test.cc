@@ -11,7 +11,9 @@
 
 #include "base/rng.h"
 #include "fixtures.h"
+#include "model/kda_layer.h"
 #include "model/layers.h"
+#include "model/mla_layer.h"
 #include "model/model.h"
 
 namespace hanpu::model {
@@ -37,7 +39,13 @@ std::vector<float> mixer_rows(const Model& m, int i, SequenceState* s,
   Workspace ws;
   const auto run = [&](const std::vector<float>& in, int64_t rows, int64_t want) {
     Status st;
-    if (lw.kind == LayerKind::kLinearAttention) {
+    if (c.kda_hybrid()) {
+      st = lw.kind == LayerKind::kLinearAttention
+               ? kda_layer(c, lw.kda, in.data(), rows, &s->conv[i], &s->recurrent[i], {}, want,
+                           out.data(), &kernel_ms, ws)
+               : mla_layer(c, lw.mla, in.data(), rows, s->position, s->kv[i].get(), {}, want,
+                           out.data(), &kernel_ms, ws);
+    } else if (lw.kind == LayerKind::kLinearAttention) {
       st = gdn_layer(c, lw.gdn, in.data(), rows, &s->conv[i], &s->recurrent[i], {}, want,
                      out.data(), &kernel_ms, ws);
     } else {
@@ -104,9 +112,13 @@ TEST_P(LayerRows, LastRowsEqualTheFullOutputAndTheStateIsTheSame) {
   EXPECT_TRUE(saw[0] && saw[1]) << "the fixture should have both layer kinds";
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, LayerRows, ::testing::Values("qwen35-tiny", "qwen3next-tiny"),
+INSTANTIATE_TEST_SUITE_P(Models, LayerRows,
+                         ::testing::Values("qwen35-tiny", "qwen3next-tiny", "kimi-linear-tiny",
+                                           "ling-tiny"),
                          [](const auto& info) {
-                           return std::string(info.param) == "qwen35-tiny" ? "qwen35" : "qwen3next";
+                           std::string n = info.param;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
                          });
 
 }  // namespace

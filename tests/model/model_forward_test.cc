@@ -96,7 +96,8 @@ TEST_P(ForwardFixture, EveryLaStrategyGivesTheSameLogits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ForwardFixture,
-                         ::testing::Values("qwen35-tiny", "qwen3next-tiny"));
+                         ::testing::Values("qwen35-tiny", "qwen3next-tiny", "kimi-linear-tiny",
+                                           "ling-tiny"));
 
 TEST(Forward, SixteenBitWeightsStayCloseToF32) {
   // bf16 keeps 8 mantissa bits, f16 11: the logits move by a small fraction of their spread.
@@ -125,7 +126,10 @@ TEST(Forward, SixteenBitWeightsStayCloseToF32) {
 TEST_P(ForwardFixture, SixteenBitKvCacheStaysCloseAndDecodeStillEqualsPrefill) {
   // The cache rounds keys and values once, as they are appended; prefill and decode read the
   // same rounded rows, so splitting a sequence changes nothing beyond fp32 noise, while the
-  // logits move from the fp32 cache's by a small fraction of their spread.
+  // logits move from the fp32 cache's by a small fraction of their spread. Where an attention
+  // layer sits before the last (the KDA fixtures), a prefill over a bf16 cache takes bf16
+  // products on CPUs with the instruction (hanpu/attn.h), and decode fp32 ones: the split then
+  // differs by their rounding, as in SyntheticPrefillThroughFusedAttentionEqualsPrefillAndDecode.
   const auto m = testing::load_fixture(GetParam());
   ASSERT_NE(m, nullptr);
   std::vector<int> ids;
@@ -140,7 +144,13 @@ TEST_P(ForwardFixture, SixteenBitKvCacheStaysCloseAndDecodeStillEqualsPrefill) {
     ASSERT_TRUE(m->forward(ids.data(), 90, &a, {}, &la).ok());
     ASSERT_TRUE(m->forward(ids.data(), 61, &b, {}, &lb).ok());
     for (int t = 61; t < 90; ++t) ASSERT_TRUE(m->forward(ids.data() + t, 1, &b, {}, &lb).ok());
-    EXPECT_LE(max_abs_diff(la, lb), 2e-4f) << dtype_name(dt);
+    const bool mid_attention =
+        std::any_of(m->config().layer_kinds.begin(), m->config().layer_kinds.end() - 1,
+                    [](LayerKind k) { return k == LayerKind::kFullAttention; });
+    const float spread =
+        *std::max_element(la.begin(), la.end()) - *std::min_element(la.begin(), la.end());
+    const bool bf16_products = mid_attention && attn_auto_bf16_products(dt);
+    EXPECT_LE(max_abs_diff(la, lb), bf16_products ? 5e-3f * spread : 2e-4f) << dtype_name(dt);
     const float d = max_abs_diff(ref, la);
     EXPECT_GT(d, 0.0f) << dtype_name(dt) << ": rounding the cache had no effect at all";
     EXPECT_LE(d, dt == DType::kBF16 ? 3e-2f : 4e-3f) << dtype_name(dt);

@@ -115,7 +115,8 @@ TEST_P(ScoreFixture, RefusesRowsAndTargetsOutOfRange) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ScoreFixture,
-                         ::testing::Values("qwen35-tiny", "qwen3next-tiny"));
+                         ::testing::Values("qwen35-tiny", "qwen3next-tiny", "kimi-linear-tiny",
+                                           "ling-tiny"));
 
 // llama.cpp's perplexity from the terms above: chunks of ctx, positions ctx/2 .. ctx-2 scored.
 TEST(EnginePerplexity, ChunksAsLlamaCppFromForwardCallsOverPrefixes) {

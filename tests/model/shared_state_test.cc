@@ -82,7 +82,9 @@ TEST_P(SharedState, ResumedFromAChainOfCheckpointsEqualsCold) {
   EXPECT_GT(blocks.size(), 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, SharedState, ::testing::Values("qwen35-tiny", "qwen3next-tiny"),
+INSTANTIATE_TEST_SUITE_P(Models, SharedState,
+                         ::testing::Values("qwen35-tiny", "qwen3next-tiny", "kimi-linear-tiny",
+                                           "ling-tiny"),
                          [](const auto& info) {
                            std::string n = info.param;
                            std::replace(n.begin(), n.end(), '-', '_');

@@ -2,6 +2,7 @@
 #include "cpu/nn/conv1d.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "parallel/parallel_rows.h"
 #include "simd/activation_ops.h"
@@ -57,14 +58,22 @@ void causal_conv1d_silu(const float* x, int64_t T, int C, const float* w, int kc
       });
 }
 
-void swiglu(const float* gate_up, int64_t rows, int I, float* out, int64_t ld_out, int threads) {
+void swiglu(const float* gate_up, int64_t rows, int I, float* out, int64_t ld_out, int threads,
+            float limit) {
   // Rows claimed by the cores (parallel_rows): a decode step's one row runs on the caller
   // rather than waking the pool for a few thousand values.
   parallel_rows(threads, rows, int64_t{8} * I, [&](int64_t r0, int64_t r1) {
     simd::ensure_flush_denormals();
     for (int64_t r = r0; r < r1; ++r) {
-      simd::silu_mul(gate_up + r * 2 * I, gate_up + r * 2 * I + I, out + r * ld_out,
-                     static_cast<size_t>(I));
+      const float* g = gate_up + r * 2 * I;
+      if (limit > 0.0f) {  // a few layers of one model: the plain loop
+        for (int i = 0; i < I; ++i) {
+          const float s = std::min(g[i] / (1.0f + std::exp(-g[i])), limit);
+          out[r * ld_out + i] = s * std::clamp(g[I + i], -limit, limit);
+        }
+        continue;
+      }
+      simd::silu_mul(g, g + I, out + r * ld_out, static_cast<size_t>(I));
     }
   });
 }

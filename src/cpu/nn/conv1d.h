@@ -25,6 +25,9 @@ void causal_conv1d_silu(const float* x, int64_t T, int C, const float* w, int kc
 // out [rows, I] (row r at out + r * ld_out) = silu(gate_up[:, :I]) * gate_up[:, I:] for
 // gate_up [rows, 2I] (SwiGLU). out may be gate_up itself with ld_out = 2I: each row's result
 // then replaces its gate half, so an MLP needs no second buffer.
-void swiglu(const float* gate_up, int64_t rows, int I, float* out, int64_t ld_out, int threads);
+// limit > 0 clips as Ling's experts do (transformers' BailingHybridExperts._apply_gate):
+// min(silu(gate), limit) * clamp(up, -limit, limit).
+void swiglu(const float* gate_up, int64_t rows, int I, float* out, int64_t ld_out, int threads,
+            float limit = 0.0f);
 
 }  // namespace hanpu::cpu

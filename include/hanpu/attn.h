@@ -22,7 +22,9 @@ enum class AttnMask : uint8_t {
 std::string_view attn_mask_name(AttnMask m);  // "none", "causal", "sliding"
 std::optional<AttnMask> parse_attn_mask(std::string_view name);
 
-inline constexpr int kAttnMaxHeadDim = 256;  // D: a multiple of 16 up to this
+// D: a multiple of 16 up to this. 576 is MLA's absorbed decode (a 512-dim latent and a
+// 64-dim rope key per token, Kimi Linear and DeepSeek's shapes), the widest row a model runs.
+inline constexpr int kAttnMaxHeadDim = 576;
 
 // One attention call over one sequence.
 //   q: [T, Hq, D]   k, v: [Tk, Hkv, D]   o: [T, Hq, D]   storage f32/f16/bf16: q and o share

@@ -168,11 +168,31 @@ Status Converter::mla(const std::string& p, MlaWeights* w) {
   HANPU_RETURN_IF_ERROR(
       linear(p + "kv_a_proj_with_mqa.weight", m.kv_lora_rank + m.qk_rope_dim, hidden, &w->kv_a));
   HANPU_RETURN_IF_ERROR(plain_norm(p + "kv_a_layernorm.weight", m.kv_lora_rank, &w->kv_a_norm));
-  HANPU_RETURN_IF_ERROR(
-      linear(p + "kv_b_proj.weight", Hq * (m.qk_nope_dim + m.v_dim), m.kv_lora_rank, &w->kv_b));
+  const int N = m.qk_nope_dim, Dv = m.v_dim, C = m.kv_lora_rank;
+  std::vector<float> kv_b;  // [H (N + Dv), C]
+  HANPU_RETURN_IF_ERROR(f32(p + "kv_b_proj.weight", {Hq * (N + Dv), C}, &kv_b));
+  pack_mla_up_projection(c_, kv_b, dt_, quantize_, w);
   if (c_.arch == Arch::kLing)
     HANPU_RETURN_IF_ERROR(linear(p + "g_proj.weight", Hq, hidden, &w->gate));
   return linear(p + names_of(c_).o_proj, hidden, Hq * m.v_dim, &w->o);
+}
+
+void pack_mla_up_projection(const ModelConfig& c, const std::vector<float>& kv_b, DType dtype,
+                            std::optional<QuantType> quantize, MlaWeights* w) {
+  const MlaShape& m = c.mla;
+  const int H = c.attn_heads, N = m.qk_nope_dim, Dv = m.v_dim, C = m.kv_lora_rank;
+  w->kv_b = pack_rows(kv_b.data(), C, iota_rows(H * (N + Dv)), dtype, quantize);
+  w->uk.resize(H);
+  w->uv.resize(H);
+  std::vector<float> uk_t(static_cast<size_t>(C) * N);  // [C, N]: W_uk[h] transposed
+  for (int h = 0; h < H; ++h) {
+    const float* head = kv_b.data() + static_cast<size_t>(h) * (N + Dv) * C;
+    for (int n = 0; n < N; ++n) {
+      for (int j = 0; j < C; ++j) uk_t[static_cast<size_t>(j) * N + n] = head[n * C + j];
+    }
+    w->uk[h] = pack_rows(uk_t.data(), N, iota_rows(C), dtype, quantize);
+    w->uv[h] = pack_rows(kv_b.data(), C, iota_rows(Dv, h * (N + Dv) + N), dtype, quantize);
+  }
 }
 
 Status Converter::grouped_moe(const std::string& p, MoeWeights* m) {

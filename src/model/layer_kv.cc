@@ -32,8 +32,8 @@ Status append_rows(const KvCache& from, KvCache* to, std::vector<float>* k, std:
 
 }  // namespace
 
-LayerKv::LayerKv(int kv_heads, int head_dim, DType dtype, int64_t initial_capacity)
-    : own_(kv_heads, head_dim, dtype, initial_capacity) {}
+LayerKv::LayerKv(int kv_heads, int head_dim, DType dtype, int64_t initial_capacity, KvValues values)
+    : own_(kv_heads, head_dim, dtype, initial_capacity, values) {}
 
 Status LayerKv::reserve(int64_t tokens) {
   return own_.reserve(std::max<int64_t>(1, tokens - shared_length_));
@@ -99,7 +99,7 @@ Status LayerKv::share(std::unique_ptr<LayerKv>* out) {
     int64_t rows = own_.length();
     size_t keep = shared_.size();
     while (keep > 0 && shared_[keep - 1]->length() <= rows) rows += shared_[--keep]->length();
-    auto seg = std::make_shared<KvCache>(kv_heads(), head_dim(), dtype(), rows);
+    auto seg = std::make_shared<KvCache>(kv_heads(), head_dim(), dtype(), rows, values());
     std::vector<float> k, v;
     for (size_t i = keep; i < shared_.size(); ++i)
       HANPU_RETURN_IF_ERROR(append_rows(*shared_[i], seg.get(), &k, &v));
@@ -109,7 +109,7 @@ Status LayerKv::share(std::unique_ptr<LayerKv>* out) {
     shared_length_ += own_.length();
     own_.clear();  // its room stays for what comes next
   }
-  auto s = std::make_unique<LayerKv>(kv_heads(), head_dim(), dtype(), 1);
+  auto s = std::make_unique<LayerKv>(kv_heads(), head_dim(), dtype(), 1, values());
   s->shared_ = shared_;
   s->shared_length_ = shared_length_;
   *out = std::move(s);
@@ -118,7 +118,7 @@ Status LayerKv::share(std::unique_ptr<LayerKv>* out) {
 
 Status LayerKv::copy(std::unique_ptr<LayerKv>* out) const {
   auto c = std::make_unique<LayerKv>(kv_heads(), head_dim(), dtype(),
-                                     std::max<int64_t>(own_.length(), 1));
+                                     std::max<int64_t>(own_.length(), 1), values());
   c->shared_ = shared_;
   c->shared_length_ = shared_length_;
   std::vector<float> k, v;
@@ -128,7 +128,7 @@ Status LayerKv::copy(std::unique_ptr<LayerKv>* out) const {
 }
 
 int64_t LayerKv::bytes_of(const KvCache& c) {
-  return 2 * c.capacity() * c.kv_heads() * c.head_dim() *
+  return (c.values_are_keys() ? 1 : 2) * c.capacity() * c.kv_heads() * c.head_dim() *
          static_cast<int64_t>(dtype_size(c.dtype()));
 }
 

@@ -38,7 +38,8 @@ struct AttendRun {
 
 class LayerKv {
  public:
-  LayerKv(int kv_heads, int head_dim, DType dtype, int64_t initial_capacity = 256);
+  LayerKv(int kv_heads, int head_dim, DType dtype, int64_t initial_capacity = 256,
+          KvValues values = KvValues::kStored);
   LayerKv(const LayerKv&) = delete;
   LayerKv& operator=(const LayerKv&) = delete;
 
@@ -46,6 +47,7 @@ class LayerKv {
   int kv_heads() const { return own_.kv_heads(); }
   int head_dim() const { return own_.head_dim(); }
   DType dtype() const { return own_.dtype(); }
+  KvValues values() const { return own_.values(); }
   // Segments attention walks: the shared ones, and the own rows if there are any.
   int segments() const { return static_cast<int>(shared_.size()) + (own_.length() > 0 ? 1 : 0); }
 

@@ -1,4 +1,4 @@
-// MLA layer (see mla_layer.h).
+// MLA layer over the compressed cache, both attention forms (see mla_layer.h).
 #include "model/mla_layer.h"
 
 #include <algorithm>
@@ -14,88 +14,183 @@
 
 namespace hanpu::model {
 
-int mla_kernel_head_dim(const MlaShape& m) {
-  const int d = std::max(m.qk_dim(), m.v_dim);
-  return (d + 15) / 16 * 16;
+namespace {
+
+int round_up16(int d) { return (d + 15) / 16 * 16; }
+
+// Cached rows the decompressed form up-projects at a time: its keys and values are
+// [rows, H, D] each, so a long cache never becomes one [L, H, D] copy.
+constexpr int64_t kDecompressRows = 1024;
+
+struct MlaDims {
+  int H, N, Rr, Dq, Dv, C, L, Lp, Dp;
+  MlaDims(const ModelConfig& c)
+      : H(c.attn_heads),
+        N(c.mla.qk_nope_dim),
+        Rr(c.mla.qk_rope_dim),
+        Dq(c.mla.qk_dim()),
+        Dv(c.mla.v_dim),
+        C(c.mla.kv_lora_rank),
+        L(C + Rr),
+        Lp(mla_cache_dim(c.mla)),
+        Dp(mla_kernel_head_dim(c.mla)) {}
+};
+
+Status run_attention(const AttnArgs& a, int64_t R, const ForwardOptions& opt) {
+  const AttendRun run = attend_run(opt);
+  if (R == 1) return attn_decode(a, run.threads);
+  AttnOptions ao;
+  ao.placement = run.placement;
+  ao.threads = run.threads;
+  ao.products = run.products;
+  return attn_prefill(a, ao);
+}
+
+// Decompressed: o [R, H, Dp] over the cache's rows, block by block, merged by log-sum-exp;
+// q [R, H, Dq] (roped), the last R cached rows being the queries' own.
+Status attend_decompressed(const MlaDims& d, const MlaWeights& w, const LayerKv& kv, const float* q,
+                           int64_t R, float scale, const ForwardOptions& opt, float* o,
+                           Workspace& ws) {
+  const int H = d.H, Dp = d.Dp, KV = d.N + d.Dv;
+  const int64_t L = kv.length(), own0 = L - R;
+  float* qp = ws.layer(4, static_cast<size_t>(R) * H * Dp);
+  for (int64_t r = 0; r < R * H; ++r) {
+    std::copy_n(q + r * d.Dq, d.Dq, qp + r * Dp);
+    std::fill(qp + r * Dp + d.Dq, qp + (r + 1) * Dp, 0.0f);
+  }
+  const int64_t most = std::max(R, std::min(kDecompressRows, own0));
+  float* lat = ws.layer(5, static_cast<size_t>(most) * d.Lp);
+  float* kvb = ws.layer(6, static_cast<size_t>(most) * H * KV);
+  float* k = ws.layer(3, static_cast<size_t>(most) * H * Dp * 2);
+  float* v = k + static_cast<size_t>(most) * H * Dp;
+  float* lse = ws.layer(8, static_cast<size_t>(H) * R * 2 + static_cast<size_t>(R) * H * Dp);
+  float* part_lse = lse + static_cast<size_t>(H) * R;
+  float* part_o = part_lse + static_cast<size_t>(H) * R;
+  bool first = true;
+  const auto block = [&](int64_t b0, int64_t n, bool own) -> Status {
+    HANPU_RETURN_IF_ERROR(kv.read_f32(b0, n, lat, nullptr));
+    cpu::linear(lat, d.Lp, n, w.kv_b, kvb, H * KV, opt.threads, opt.projection);
+    parallel_rows(opt.threads, n, int64_t{2} * H * Dp, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        for (int h = 0; h < H; ++h) {
+          const float* src = kvb + (t * H + h) * KV;
+          float* kr = k + (t * H + h) * Dp;
+          float* vr = v + (t * H + h) * Dp;
+          std::copy_n(src, d.N, kr);
+          std::copy_n(lat + t * d.Lp + d.C, d.Rr, kr + d.N);
+          std::fill(kr + d.Dq, kr + Dp, 0.0f);
+          std::copy_n(src + d.N, d.Dv, vr);
+          std::fill(vr + d.Dv, vr + Dp, 0.0f);
+        }
+      }
+    });
+    AttnArgs a;
+    a.q = {qp, DType::kF32, {R, H, Dp}};
+    a.k = {k, DType::kF32, {n, H, Dp}};
+    a.v = {v, DType::kF32, {n, H, Dp}};
+    a.o = {first ? o : part_o, DType::kF32, {R, H, Dp}};
+    a.lse = {first ? lse : part_lse, DType::kF32, {H, R}};
+    a.mask = own ? AttnMask::kCausal : AttnMask::kNone;  // earlier rows are seen whole
+    a.scale = scale;
+    HANPU_RETURN_IF_ERROR(run_attention(a, R, opt));
+    if (!first) attn_merge_splits(R, H, Dp, o, lse, part_o, part_lse);
+    first = false;
+    return Status::Ok();
+  };
+  for (int64_t b0 = 0; b0 < own0; b0 += kDecompressRows)
+    HANPU_RETURN_IF_ERROR(block(b0, std::min(kDecompressRows, own0 - b0), false));
+  return block(own0, R, true);
+}
+
+}  // namespace
+
+int mla_cache_dim(const MlaShape& m) { return round_up16(m.kv_lora_rank + m.qk_rope_dim); }
+
+int mla_kernel_head_dim(const MlaShape& m) { return round_up16(std::max(m.qk_dim(), m.v_dim)); }
+
+bool mla_runs_absorbed(const MlaShape& m, int64_t R, int64_t L) {
+  const double C = m.kv_lora_rank, N = m.qk_nope_dim, Dv = m.v_dim, Dq = m.qk_dim();
+  const double decompressed = L * C * (N + Dv) + static_cast<double>(R) * L * (Dq + Dv);
+  const double absorbed = R * C * (N + Dv) + 2.0 * R * L * mla_cache_dim(m);
+  return absorbed < decompressed;
 }
 
 Status mla_layer(const ModelConfig& c, const MlaWeights& w, const float* x, int64_t T, int64_t pos0,
                  LayerKv* kv, const ForwardOptions& opt, int64_t out_rows, float* out,
                  double* kernel_ms, Workspace& ws) {
-  const MlaShape& m = c.mla;
-  const int H = c.attn_heads, N = m.qk_nope_dim, Rr = m.qk_rope_dim, Dq = m.qk_dim();
-  const int Dv = m.v_dim, C = m.kv_lora_rank, L = C + Rr, Dp = mla_kernel_head_dim(m);
-  const int hidden = c.hidden;
-  // Keys and values of all T rows go to the cache; queries only for the R = out_rows rows
-  // whose output is wanted (layers.h), the last ones.
+  const MlaDims d(c);
+  const int H = d.H, hidden = c.hidden;
+  // Latent rows of all T rows go to the cache; queries only for the R = out_rows rows whose
+  // output is wanted (layers.h), the last ones.
   const int64_t R = out_rows, r0 = T - R;
   const float* xr = x + r0 * hidden;
   // q [R, H, Dq].
-  float* q = ws.layer(0, static_cast<size_t>(R) * H * Dq);
+  float* q = ws.layer(0, static_cast<size_t>(R) * H * d.Dq);
   if (w.q_b.out == 0) {
-    cpu::linear(xr, hidden, R, w.q, q, H * Dq, opt.threads, opt.projection);
+    cpu::linear(xr, hidden, R, w.q, q, H * d.Dq, opt.threads, opt.projection);
   } else {
     const int qr = w.q.out;
     float* qa = ws.layer(1, static_cast<size_t>(R) * qr);
     cpu::linear(xr, hidden, R, w.q, qa, qr, opt.threads, opt.projection);
     rms_norm_zero_centred(qa, qr, R, qr, w.q_a_norm.data(), c.rms_eps, qa, qr, opt.threads);
-    cpu::linear(qa, qr, R, w.q_b, q, H * Dq, opt.threads, opt.projection);
+    cpu::linear(qa, qr, R, w.q_b, q, H * d.Dq, opt.threads, opt.projection);
   }
-  // latent [T, C + Rr]: the normed latent, then the shared rope key.
-  float* latent = ws.layer(2, static_cast<size_t>(T) * L);
-  cpu::linear(x, hidden, T, w.kv_a, latent, L, opt.threads, opt.projection);
-  rms_norm_zero_centred(latent, L, T, C, w.kv_a_norm.data(), c.rms_eps, latent, L, opt.threads);
-  if (m.rope) {
-    apply_rope_interleaved(q + N, R, H, Dq, Rr, c.rope_theta, pos0 + r0);
-    apply_rope_interleaved(latent + C, T, 1, L, Rr, c.rope_theta, pos0);
+  // rows [T, Lp]: the normed latent, the shared rope key, zeros: the cache's rows.
+  float* rows = ws.layer(2, static_cast<size_t>(T) * d.Lp);
+  cpu::linear(x, hidden, T, w.kv_a, rows, d.Lp, opt.threads, opt.projection);
+  rms_norm_zero_centred(rows, d.Lp, T, d.C, w.kv_a_norm.data(), c.rms_eps, rows, d.Lp, opt.threads);
+  for (int64_t t = 0; t < T; ++t) std::fill(rows + t * d.Lp + d.L, rows + (t + 1) * d.Lp, 0.0f);
+  if (c.mla.rope) {
+    apply_rope_interleaved(q + d.N, R, H, d.Dq, d.Rr, c.rope_theta, pos0 + r0);
+    apply_rope_interleaved(rows + d.C, T, 1, d.Lp, d.Rr, c.rope_theta, pos0);
   }
-  // kvb [T, H, N + Dv]: per head the key's nope dims, then the value.
-  float* kvb = ws.layer(3, static_cast<size_t>(T) * H * (N + Dv));
-  cpu::linear(latent, L, T, w.kv_b, kvb, H * (N + Dv), opt.threads, opt.projection);
-  // The kernel's rows [*, H, Dp]: keys [nope | rope | 0], values [v | 0], queries [q | 0].
-  float* k = ws.layer(4, static_cast<size_t>(T) * H * Dp);
-  float* v = ws.layer(5, static_cast<size_t>(T) * H * Dp);
-  float* qp = ws.layer(6, static_cast<size_t>(R) * H * Dp);
-  parallel_rows(opt.threads, T, int64_t{2} * H * Dp, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      for (int h = 0; h < H; ++h) {
-        const float* src = kvb + (t * H + h) * (N + Dv);
-        float* kr = k + (t * H + h) * Dp;
-        float* vr = v + (t * H + h) * Dp;
-        std::copy_n(src, N, kr);
-        std::copy_n(latent + t * L + C, Rr, kr + N);
-        std::fill(kr + Dq, kr + Dp, 0.0f);
-        std::copy_n(src + N, Dv, vr);
-        std::fill(vr + Dv, vr + Dp, 0.0f);
-      }
-    }
-  });
-  for (int64_t r = 0; r < R * H; ++r) {
-    std::copy_n(q + r * Dq, Dq, qp + r * Dp);
-    std::fill(qp + r * Dp + Dq, qp + (r + 1) * Dp, 0.0f);
-  }
-  HANPU_RETURN_IF_ERROR(kv->append({k, DType::kF32, {T, H, Dp}}, {v, DType::kF32, {T, H, Dp}}));
-  float* o = ws.layer(7, static_cast<size_t>(R) * H * Dp);
-  float* scratch = ws.layer(8, LayerKv::attend_scratch_floats(R, H, Dp));
-  AttendRun run = attend_run(opt);
-  run.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dq)));
+  const TensorView cached{rows, DType::kF32, {T, 1, d.Lp}};
+  HANPU_RETURN_IF_ERROR(kv->append(cached, cached));
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d.Dq)));
+  const bool absorbed =
+      opt.mla_form == MlaForm::kAbsorbed ||
+      (opt.mla_form == MlaForm::kAuto && mla_runs_absorbed(c.mla, R, kv->length()));
+  // ov [R, H, Dv]: each head's attention output.
+  float* ov = ws.layer(9, static_cast<size_t>(R) * H * d.Dv);
   const auto t0 = std::chrono::steady_clock::now();
-  const Status st = kv->attend(qp, R, H, o, run, scratch);
+  Status st;
+  if (absorbed) {
+    // qa [R, H, Lp] = [q_nope W_uk | q_rope | 0] per head; o [R, H, Lp] the latent output.
+    float* qa = ws.layer(4, static_cast<size_t>(R) * H * d.Lp);
+    for (int h = 0; h < H; ++h) {
+      cpu::linear(q + h * d.Dq, int64_t{H} * d.Dq, R, w.uk[h], qa + h * d.Lp, int64_t{H} * d.Lp,
+                  opt.threads, opt.projection);
+    }
+    for (int64_t r = 0; r < R * H; ++r) {
+      std::copy_n(q + r * d.Dq + d.N, d.Rr, qa + r * d.Lp + d.C);
+      std::fill(qa + r * d.Lp + d.L, qa + (r + 1) * d.Lp, 0.0f);
+    }
+    float* o = ws.layer(7, static_cast<size_t>(R) * H * d.Lp);
+    float* scratch = ws.layer(8, LayerKv::attend_scratch_floats(R, H, d.Lp));
+    AttendRun run = attend_run(opt);
+    run.scale = scale;
+    st = kv->attend(qa, R, H, o, run, scratch);
+    for (int h = 0; st.ok() && h < H; ++h) {
+      cpu::linear(o + h * d.Lp, int64_t{H} * d.Lp, R, w.uv[h], ov + h * d.Dv, int64_t{H} * d.Dv,
+                  opt.threads, opt.projection);
+    }
+  } else {
+    float* o = ws.layer(7, static_cast<size_t>(R) * H * d.Dp);
+    st = attend_decompressed(d, w, *kv, q, R, scale, opt, o, ws);
+    for (int64_t r = 0; st.ok() && r < R * H; ++r) std::copy_n(o + r * d.Dp, d.Dv, ov + r * d.Dv);
+  }
   *kernel_ms +=
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!st.ok()) return Status::Error(fmt::format("MLA layer: {}", st.message()));
-  // ov [R, H, Dv]: the value columns, times Ling's per-head gate.
-  float* ov = ws.layer(9, static_cast<size_t>(R) * H * Dv);
-  float* gate = nullptr;
-  if (w.gate.out > 0) {
-    gate = ws.layer(1, static_cast<size_t>(R) * H);
+  if (w.gate.out > 0) {  // Ling: o_h *= sigmoid(gate_h(x))
+    float* gate = ws.layer(1, static_cast<size_t>(R) * H);
     cpu::linear(xr, hidden, R, w.gate, gate, H, opt.threads, opt.projection);
+    for (int64_t r = 0; r < R * H; ++r) {
+      const float s = sigmoid(gate[r]);
+      for (int j = 0; j < d.Dv; ++j) ov[r * d.Dv + j] *= s;
+    }
   }
-  for (int64_t r = 0; r < R * H; ++r) {
-    const float s = gate != nullptr ? sigmoid(gate[r]) : 1.0f;
-    for (int d = 0; d < Dv; ++d) ov[r * Dv + d] = o[r * Dp + d] * s;
-  }
-  cpu::linear(ov, H * Dv, R, w.o, out, hidden, opt.threads, opt.projection);
+  cpu::linear(ov, H * d.Dv, R, w.o, out, hidden, opt.threads, opt.projection);
   return Status::Ok();
 }
 

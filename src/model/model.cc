@@ -46,8 +46,9 @@ SequenceState Model::new_state(DType kv_dtype) const {
     if (c.layer_kinds[i] == LayerKind::kLinearAttention) {
       s.conv[i].assign(static_cast<size_t>(c.la_conv_state_floats()), 0.0f);
       s.recurrent[i].assign(static_cast<size_t>(c.la_recurrent_floats()), 0.0f);
-    } else if (c.kda_hybrid()) {  // MLA: H heads of padded keys and values (mla_layer.h)
-      s.kv[i] = std::make_unique<LayerKv>(c.attn_heads, mla_kernel_head_dim(c.mla), kv_dtype);
+    } else if (c.kda_hybrid()) {  // MLA's compressed cache: a latent row a token (mla_layer.h)
+      s.kv[i] =
+          std::make_unique<LayerKv>(1, mla_cache_dim(c.mla), kv_dtype, 256, KvValues::kAreKeys);
     } else {
       s.kv[i] = std::make_unique<LayerKv>(c.kv_heads, c.head_dim, kv_dtype);
     }

@@ -29,6 +29,11 @@
 
 namespace hanpu::model {
 
+// How an MLA layer attends (mla_layer.h): over keys and values up-projected from the cached
+// latents, or absorbed (queries into the latent space, every head over the latent rows);
+// kAuto: whichever takes fewer multiply-adds (mla_runs_absorbed).
+enum class MlaForm : uint8_t { kAuto, kAbsorbed, kDecompressed };
+
 struct ForwardOptions {
   std::string la_strategy = "hanpu";  // any of la_strategies()
   std::string attn_placement = "balanced";
@@ -37,6 +42,7 @@ struct ForwardOptions {
   // The projections' fastest kernel (cpu/nn/projection_kernels.h; kAuto: HANPU_PROJECTION or
   // the fastest this CPU has).
   cpu::ProjectionKernel projection = cpu::ProjectionKernel::kAuto;
+  MlaForm mla_form = MlaForm::kAuto;
 };
 
 // Per-sequence state: what decode needs from everything before it.

@@ -153,6 +153,8 @@ void walk(const ModelWeights& w, OnLinear lin, OnVector vec) {
          {&k.conv, &k.a_log, &k.dt_bias, &k.o_norm, &m.q_a_norm, &m.kv_a_norm}) {
       vec(*v);
     }
+    for (const Linear& x : m.uk) lin(x);
+    for (const Linear& x : m.uv) lin(x);
   };
   for (const LayerWeights& l : w.layers) {
     vec(l.input_norm);
@@ -340,6 +342,44 @@ MlpWeights random_mlp(Rng& rng, int hidden, int inter, DType dt) {
                     random_linear(rng, inter, hidden, dt)};
 }
 
+// A KDA hybrid's token mixer (KDA or MLA) of layer l->kind, random.
+void random_kda_hybrid_mixer(Rng& rng, const ModelConfig& c, DType dt, LayerWeights* l) {
+  const int hidden = c.hidden, H = c.la_key_heads, K = c.la_key_dim, HK = H * K;
+  if (l->kind == LayerKind::kLinearAttention) {
+    KdaWeights& k = l->kda;
+    k.q = random_linear(rng, hidden, HK, dt);
+    k.k = random_linear(rng, hidden, HK, dt);
+    k.v = random_linear(rng, hidden, HK, dt);
+    k.conv = random_vec(rng, static_cast<size_t>(3) * HK * c.conv_kernel, 0.0, 0.3);
+    const bool low_rank = c.arch == Arch::kKimiLinear;
+    k.f_a = random_linear(rng, hidden, low_rank ? K : HK, dt);
+    k.g_a = random_linear(rng, hidden, low_rank ? K : HK, dt);
+    if (low_rank) {
+      k.f_b = random_linear(rng, K, HK, dt);
+      k.g_b = random_linear(rng, K, HK, dt);
+    }
+    k.b = random_linear(rng, hidden, H, dt);
+    k.a_log = random_vec(rng, H, 0.0, 0.5);
+    k.dt_bias = random_vec(rng, HK, 0.0, 0.5);
+    k.o_norm = random_vec(rng, K, 1.0, 0.1);
+    k.out = random_linear(rng, HK, hidden, dt);
+    k.gate_lower_bound = c.kda_gate_lower_bound;
+    return;
+  }
+  const MlaShape& m = c.mla;
+  const int Hq = c.attn_heads, C = m.kv_lora_rank;
+  MlaWeights& a = l->mla;
+  a.q = random_linear(rng, hidden, Hq * m.qk_dim(), dt);
+  a.kv_a = random_linear(rng, hidden, C + m.qk_rope_dim, dt);
+  a.kv_a_norm = random_vec(rng, C, 0.0, 0.1);
+  const double up = std::sqrt(3.0) * 0.5 / std::sqrt(static_cast<double>(C));
+  std::vector<float> kv_b(static_cast<size_t>(Hq) * (m.qk_nope_dim + m.v_dim) * C);
+  for (float& x : kv_b) x = static_cast<float>(rng.uniform(-up, up));
+  pack_mla_up_projection(c, kv_b, dt, std::nullopt, &a);
+  a.o = random_linear(rng, Hq * m.v_dim, hidden, dt);
+  if (c.arch == Arch::kLing) a.gate = random_linear(rng, hidden, Hq, dt);
+}
+
 }  // namespace
 
 void random_weights(const ModelConfig& c, uint64_t seed, DType dt, ModelWeights* out,
@@ -359,7 +399,9 @@ void random_weights(const ModelConfig& c, uint64_t seed, DType dt, ModelWeights*
     l.kind = c.layer_kinds[i];
     l.input_norm = random_vec(rng, c.hidden, 0.0, 0.1);
     l.post_norm = random_vec(rng, c.hidden, 0.0, 0.1);
-    if (l.kind == LayerKind::kLinearAttention) {
+    if (c.kda_hybrid()) {
+      random_kda_hybrid_mixer(rng, c, dt, &l);
+    } else if (l.kind == LayerKind::kLinearAttention) {
       GdnWeights& g = l.gdn;
       g.qkv = random_linear(rng, c.hidden, 2 * H * K + HV * V, dt);
       g.z = random_linear(rng, c.hidden, HV * V, dt);
@@ -383,11 +425,12 @@ void random_weights(const ModelConfig& c, uint64_t seed, DType dt, ModelWeights*
     l.moe = c.layer_has_moe(i);
     if (l.moe) {
       l.moe_w.router = random_linear(rng, c.hidden, c.num_experts, dt);
+      if (c.kda_hybrid()) l.moe_w.router_bias = random_vec(rng, c.num_experts, 0.0, 0.05);
       for (int e = 0; e < c.num_experts; ++e)
         l.moe_w.experts.push_back(random_mlp(rng, c.hidden, c.moe_intermediate, dt));
       if (c.shared_expert_intermediate > 0) {
         l.moe_w.shared = random_mlp(rng, c.hidden, c.shared_expert_intermediate, dt);
-        l.moe_w.shared_gate = random_linear(rng, c.hidden, 1, dt);
+        if (!c.kda_hybrid()) l.moe_w.shared_gate = random_linear(rng, c.hidden, 1, dt);
       }
     } else {
       l.mlp = random_mlp(rng, c.hidden, c.intermediate, dt);

@@ -62,8 +62,11 @@ struct MlaWeights {
   Linear kv_a;                   // [hidden -> C + R]: the latent, then the shared rope key
   std::vector<float> kv_a_norm;  // [C], zero-centred (w - 1)
   Linear kv_b;                   // [C -> H (N + Dv)]: per head N key dims, then Dv value dims
-  Linear o;                      // [H Dv -> hidden]
-  Linear gate;                   // Ling: [hidden -> H], o_h *= sigmoid(gate_h); else no rows
+  // kv_b's halves per head for the absorbed form: uk[h] [N -> C] (the key half transposed:
+  // a query's nope dims into the latent space), uv[h] [C -> Dv] (the value half).
+  std::vector<Linear> uk, uv;
+  Linear o;     // [H Dv -> hidden]
+  Linear gate;  // Ling: [hidden -> H], o_h *= sigmoid(gate_h); else no rows
 };
 
 struct MlpWeights {

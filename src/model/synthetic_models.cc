@@ -35,10 +35,41 @@ ModelConfig qwen35(int hidden, int intermediate, int layers) {
   return c;
 }
 
+// The KDA hybrids' shared layout at this machine's scale: hidden 1280, KDA with 16 heads of
+// 128, MLA with 16 heads (latent 512, nope 128 + rope 64, values 128, full-rank queries), 64
+// experts of 512 (4 routed + 1 shared a token), a dense first layer. About 2.5B parameters,
+// 0.55B of them read a token (the head's 0.21B included).
+ModelConfig kda_hybrid_2b(Arch arch, int layers, int vocab) {
+  ModelConfig c;
+  c.arch = arch;
+  c.vocab = vocab;
+  c.hidden = 1280;
+  c.intermediate = 3584;
+  c.layers = layers;
+  c.rms_eps = 1e-5f;
+  c.attn_heads = c.kv_heads = 16;
+  c.mla.kv_lora_rank = 512;
+  c.mla.qk_nope_dim = 128;
+  c.mla.qk_rope_dim = 64;
+  c.mla.v_dim = 128;
+  c.head_dim = c.mla.qk_dim();
+  c.la_key_heads = c.la_value_heads = 16;
+  c.la_key_dim = c.la_value_dim = 128;
+  c.conv_kernel = 4;
+  c.num_experts = 64;
+  c.experts_per_token = 4;
+  c.moe_intermediate = 512;
+  c.router.shared_experts = 1;
+  c.shared_expert_intermediate = 512;
+  c.mlp_only_layers = {0};
+  c.max_positions = 131072;
+  return c;
+}
+
 }  // namespace
 
 std::vector<std::string> synthetic_model_names() {
-  return {"qwen3.5-0.8b", "qwen3.5-2b", "qwen3-next-tiny"};
+  return {"qwen3.5-0.8b", "qwen3.5-2b", "qwen3-next-tiny", "kimi-linear-2b", "ling-2b"};
 }
 
 std::optional<ModelConfig> synthetic_model_config(const std::string& name) {
@@ -58,6 +89,40 @@ std::optional<ModelConfig> synthetic_model_config(const std::string& name) {
     c.moe_intermediate = 256;
     c.shared_expert_intermediate = 256;
     c.tie_embeddings = false;
+    return c;
+  }
+  if (name == "kimi-linear-2b") {
+    // Kimi-Linear-48B-A3B's layout (config.json: 27 layers, hidden 2304, KDA and MLA with 32
+    // heads, MLA at 1-based layers 4, 8, .., 24 and 27 without RoPE, 256 experts of 1024 with
+    // 8 routed + 1 shared, router groups 1, routed scaling 2.446, vocab 163840) in 16 layers,
+    // MLA every fourth.
+    ModelConfig c = kda_hybrid_2b(Arch::kKimiLinear, 16, 163840);
+    c.model_type = "kimi_linear";
+    for (int i = 0; i < c.layers; ++i) {
+      c.layer_kinds.push_back((i + 1) % 4 == 0 ? LayerKind::kFullAttention
+                                               : LayerKind::kLinearAttention);
+    }
+    c.router.routed_scaling = 2.446f;
+    return c;
+  }
+  if (name == "ling-2b") {
+    // Ling's layout (transformers' BailingHybridConfig defaults: 42 layers in groups of 6, five
+    // KDA then one MLA with interleaved RoPE at theta 6e6; hidden 2560; 512 experts of 768
+    // with 8 routed in 4 of 8 groups + 1 shared; the forget gate bounded at -5; vocab 157184)
+    // in 18 layers.
+    ModelConfig c = kda_hybrid_2b(Arch::kLing, 18, 157184);
+    c.model_type = "bailing_hybrid";
+    c.rms_eps = 1e-6f;
+    for (int i = 0; i < c.layers; ++i) {
+      c.layer_kinds.push_back((i + 1) % 6 == 0 ? LayerKind::kFullAttention
+                                               : LayerKind::kLinearAttention);
+    }
+    c.mla.rope = true;
+    c.rope_theta = 6e6;
+    c.router.groups = 8;
+    c.router.topk_groups = 4;
+    c.router.routed_scaling = 2.5f;
+    c.kda_gate_lower_bound = -5.0f;
     return c;
   }
   return std::nullopt;

@@ -76,5 +76,9 @@ std::vector<ExpectedTensor> kda_hybrid_weight_table(const ModelConfig& config,
 // word_embeddings) and layer i, converted (kda_weights.cc).
 std::string hybrid_embedding_name(const ModelConfig& c);
 Status convert_kda_hybrid_layer(Converter& cv, int i, LayerWeights* l);
+// MLA's up-projection kv_b [H (N + Dv), C] (nn.Linear's layout, fp32) as w's kv_b and its
+// per-head absorbed halves uk, uv (model_weights.h).
+void pack_mla_up_projection(const ModelConfig& c, const std::vector<float>& kv_b, DType dtype,
+                            std::optional<QuantType> quantize, MlaWeights* w);
 
 }  // namespace hanpu::model

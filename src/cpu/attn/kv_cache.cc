@@ -11,26 +11,28 @@
 
 namespace hanpu {
 
-KvCache::KvCache(int kv_heads, int head_dim, DType dtype, int64_t initial_capacity)
+KvCache::KvCache(int kv_heads, int head_dim, DType dtype, int64_t initial_capacity, KvValues values)
     : kv_heads_(std::max(kv_heads, 1)),
       head_dim_(std::max(head_dim, 1)),
       dtype_(dtype),
+      values_(values),
       capacity_(std::max<int64_t>(initial_capacity, 1)) {
   k_.resize(static_cast<size_t>(capacity_) * kv_heads_ * row_bytes());
-  v_.resize(k_.size());
+  if (!values_are_keys()) v_.resize(k_.size());
 }
 
 size_t KvCache::row_bytes() const { return static_cast<size_t>(head_dim_) * dtype_size(dtype_); }
 
 Status KvCache::grow_to(int64_t cap, const char* who) {
   try {
-    std::vector<uint8_t> nk(static_cast<size_t>(cap) * kv_heads_ * row_bytes()), nv(nk.size());
+    std::vector<uint8_t> nk(static_cast<size_t>(cap) * kv_heads_ * row_bytes()),
+        nv(values_are_keys() ? 0 : nk.size());
     for (int h = 0; h < kv_heads_;
          ++h) {  // each head's block moves to its place in the larger buffer
       const size_t to = static_cast<size_t>(h) * cap * row_bytes(),
                    n = static_cast<size_t>(length_) * row_bytes();
       std::memcpy(nk.data() + to, k_.data() + row_offset(0, h), n);
-      std::memcpy(nv.data() + to, v_.data() + row_offset(0, h), n);
+      if (!values_are_keys()) std::memcpy(nv.data() + to, v_.data() + row_offset(0, h), n);
     }
     k_.swap(nk);
     v_.swap(nv);
@@ -84,6 +86,7 @@ Status KvCache::append(const TensorView& k, const TensorView& v) {
       const size_t at = static_cast<size_t>(t * kv_heads_ + h) * in_row;
       for (auto [src, dst] : {std::pair{static_cast<const uint8_t*>(k.data) + at, &k_},
                               std::pair{static_cast<const uint8_t*>(v.data) + at, &v_}}) {
+        if (dst->empty()) continue;  // a kAreKeys cache's values
         uint8_t* out = dst->data() + row_offset(length_ + t, h);
         if (k.dtype == dtype_) {
           std::memcpy(out, src, row_bytes());
@@ -100,7 +103,7 @@ Status KvCache::append(const TensorView& k, const TensorView& v) {
 
 void KvCache::attn_kv(AttnArgs* args) const {
   args->k = {k_.data(), dtype_, {length_, kv_heads_, head_dim_}};
-  args->v = {v_.data(), dtype_, {length_, kv_heads_, head_dim_}};
+  args->v = {values_are_keys() ? k_.data() : v_.data(), dtype_, {length_, kv_heads_, head_dim_}};
   args->kv_row_stride = head_dim_;
   args->kv_head_stride = capacity_ * head_dim_;
 }
@@ -117,8 +120,8 @@ Status KvCache::read_f32(int64_t t0, int64_t n, float* k_out, float* v_out) cons
         simd::load_f32(k_out + at, k_.data() + row_offset(t0 + t, h), dtype_,
                        static_cast<size_t>(head_dim_));
       if (v_out)
-        simd::load_f32(v_out + at, v_.data() + row_offset(t0 + t, h), dtype_,
-                       static_cast<size_t>(head_dim_));
+        simd::load_f32(v_out + at, (values_are_keys() ? k_ : v_).data() + row_offset(t0 + t, h),
+                       dtype_, static_cast<size_t>(head_dim_));
     }
   }
   return Status::Ok();

@@ -34,9 +34,9 @@ TEST(AttnErrors, BadInputsAreRejectedByNameWithoutWriting) {
        "head dim D = 100"},
       {"D too large",
        [](AttnArgs& a, AttnOptions&) {
-         a.q.shape[2] = a.k.shape[2] = a.v.shape[2] = a.o.shape[2] = 272;
+         a.q.shape[2] = a.k.shape[2] = a.v.shape[2] = a.o.shape[2] = kAttnMaxHeadDim + 16;
        },
-       "head dim D = 272"},
+       "head dim D = 592"},
       {"k head dim",
        [](AttnArgs& a, AttnOptions&) {
          a.k.shape[2] = 32;

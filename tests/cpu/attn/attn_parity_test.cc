@@ -107,6 +107,11 @@ std::vector<AttnCase> parity_cases() {
   }
   add({.T = 64, .Tk = 64, .Hq = 2, .Hkv = 1, .D = 64, .mask = AttnMask::kSliding, .window = 1});
   add({.T = 64, .Tk = 64, .Hq = 2, .Hkv = 1, .D = 64, .mask = AttnMask::kSliding, .window = 1000});
+  // MLA's absorbed form: every head against one latent row per key, the widest head dim.
+  for (DType kv : {DType::kF32, DType::kBF16}) {
+    add({.kv = kv, .T = 1, .Tk = 333, .Hq = 8, .Hkv = 1, .D = kAttnMaxHeadDim});
+    add({.kv = kv, .T = 37, .Tk = 101, .Hq = 4, .Hkv = 1, .D = kAttnMaxHeadDim});
+  }
   return cases;
 }
 

@@ -75,6 +75,33 @@ TEST(KvCache, AppendsGrowByDoublingAndReadBack) {
   EXPECT_FALSE(cache.truncate(11).ok());
 }
 
+// A cache whose values are its keys (MLA's latent rows): the values given to append are not
+// kept, every read and attn_kv give the keys as values, through growth.
+TEST(KvCache, ValuesAreKeysKeepsOneCopyAndGivesTheKeysAsValues) {
+  const AttnCase c{
+      .dtype = DType::kF32, .T = 300, .Tk = 300, .Hq = 2, .Hkv = 1, .D = 48, .seed = 92};
+  const AttnData d = make_attn_data(c);
+  KvCache cache(1, 48, DType::kF32, 8, KvValues::kAreKeys);
+  EXPECT_TRUE(cache.values_are_keys());
+  const size_t row = 48 * 4;
+  int64_t t = 0;
+  for (int64_t n : {1, 40, 259}) {
+    const TensorView k{d.k.data() + t * row, DType::kF32, {n, 1, 48}};
+    const TensorView v{d.v.data() + t * row, DType::kF32, {n, 1, 48}};  // not kept
+    ASSERT_TRUE(cache.append(k, v).ok());
+    t += n;
+  }
+  EXPECT_GE(cache.growths(), 2);
+  expect_rows(cache, d.k.data(), d.k.data(), 300);
+  AttnArgs a;
+  cache.attn_kv(&a);
+  EXPECT_EQ(a.v.data, a.k.data);
+  const TensorView bad{d.k.data(), DType::kF32, {1, 1, 32}};
+  EXPECT_FALSE(cache.append({d.k.data(), DType::kF32, {1, 1, 48}}, bad).ok())
+      << "v's shape is still checked";
+  EXPECT_EQ(cache.length(), 300);
+}
+
 // reserve: one reallocation that keeps the rows, none while appends fit, a no-op when the
 // room is there, and doubling again past it.
 TEST(KvCache, ReserveMakesRoomOnceAndKeepsTheRows) {

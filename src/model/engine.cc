@@ -22,6 +22,7 @@
 #include "model/chat_continuation.h"
 #include "model/chat_template.h"
 #include "model/generation_config.h"
+#include "model/mla_layer.h"
 #include "model/model.h"
 #include "model/perplexity.h"
 #include "model/state_file.h"
@@ -199,10 +200,16 @@ EngineInfo Engine::info() const {
     const int64_t per_expert = l.moe_w.experts[0].gate_up.bytes() + l.moe_w.experts[0].down.bytes();
     i.decode_bytes_per_token -= per_expert * (c.num_experts - c.experts_per_token);
   }
+  // MLA's decode runs absorbed (mla_layer.h): it reads kv_b's per-head halves uk and uv, never
+  // kv_b itself, which only a prefill's decompression reads.
+  for (const model::LayerWeights& l : w.layers) i.decode_bytes_per_token -= l.mla.kv_b.bytes();
   // The sizes new_state() allocates, per layer of each kind.
   i.la_state_bytes =
       i.la_layers * (c.la_recurrent_floats() + c.la_conv_state_floats()) * int64_t{sizeof(float)};
-  i.kv_values_per_position = i.attn_layers * 2 * int64_t{c.kv_heads} * c.head_dim;
+  // MLA caches one latent row a token, its values being its keys.
+  i.kv_values_per_position = c.kda_hybrid()
+                                 ? i.attn_layers * int64_t{model::mla_cache_dim(c.mla)}
+                                 : i.attn_layers * 2 * int64_t{c.kv_heads} * c.head_dim;
   i.parameters = w.parameters(c.tie_embeddings);
   i.max_positions = c.max_positions;
   i.stop_tokens = impl_->stop_tokens;

@@ -33,20 +33,33 @@ Status kda_layer(const ModelConfig& c, const KdaWeights& w, const float* x, int6
   // mixed [T, C] = q | k | v projections; beta [T, H].
   float* mixed = ws.layer(0, static_cast<size_t>(T) * C);
   float* beta = ws.layer(2, static_cast<size_t>(T) * H);
-  cpu::linear_many(
-      x, hidden, T,
-      {{&w.q, mixed, C}, {&w.k, mixed + HK, C}, {&w.v, mixed + 2 * HK, C}, {&w.b, beta, H}},
-      opt.threads, opt.projection);
+  // g [T, H K]: the forget gate's input f (Kimi: f_b(f_a(x)); Ling: f_proj(x)), then the gate.
+  float* g = ws.layer(7, static_cast<size_t>(T) * HK);
+  const bool low_rank = w.f_b.out > 0;
+  float* fa = low_rank ? ws.layer(3, static_cast<size_t>(T) * w.f_a.out) : g;
+  std::vector<cpu::LinearOut> outs = {
+      {&w.q, mixed, C}, {&w.k, mixed + HK, C}, {&w.v, mixed + 2 * HK, C}, {&w.b, beta, H},
+      {&w.f_a, fa, w.f_a.out}};
+  // A decode step takes the output gate's projections here too: one call for every product
+  // of x, and one for the two low-rank second halves (cpu::linear_each). A prefill makes the
+  // output gate later, for its output rows only, so no [T, H K] buffer of it sits beside q, k,
+  // v and g.
+  const bool decode = T == 1;
+  float* gate = decode ? ws.layer(8, static_cast<size_t>(HK)) : nullptr;
+  float* ga = decode && low_rank ? ws.layer(9, static_cast<size_t>(w.g_a.out)) : gate;
+  if (decode) outs.push_back({&w.g_a, ga, w.g_a.out});
+  cpu::linear_many(x, hidden, T, outs, opt.threads, opt.projection);
+  if (low_rank && decode) {
+    cpu::linear_each({{fa, &w.f_b, g}, {ga, &w.g_b, gate}}, opt.threads, opt.projection);
+  } else if (low_rank) {
+    cpu::linear(fa, w.f_a.out, T, w.f_b, g, HK, opt.threads, opt.projection);
+  }
   for (int64_t i = 0; i < T * H; ++i) beta[i] = 1.0f / (1.0f + std::exp(-beta[i]));
   float* q = ws.layer(4, static_cast<size_t>(T) * HK);
   float* k = ws.layer(5, static_cast<size_t>(T) * HK);
   float* v = ws.layer(6, static_cast<size_t>(T) * HK);
   cpu::causal_conv1d_silu(mixed, T, C, w.conv.data(), c.conv_kernel, conv,
                           {{0, HK, q, HK}, {HK, HK, k, HK}, {2 * HK, HK, v, HK}}, opt.threads);
-  // The forget gate g [T, H, K] from f [T, H K], in place.
-  float* g = ws.layer(7, static_cast<size_t>(T) * HK);
-  low_rank_or_full(x, hidden, T, w.f_a, w.f_b, ws.layer(3, static_cast<size_t>(T) * w.f_a.out), g,
-                   opt);
   kda_forget_gate(g, T, H, K, w.a_log.data(), w.dt_bias.data(), w.gate_lower_bound, g);
   float* o = ws.layer(0, static_cast<size_t>(T) * HK);  // over mixed: read by now
   HANPU_RETURN_IF_ERROR(
@@ -54,9 +67,11 @@ Status kda_layer(const ModelConfig& c, const KdaWeights& w, const float* x, int6
   // The output path of the last out_rows rows: o * rsqrt(mean o^2 + eps) * w * sigmoid(gate)
   // per head, then the output projection. q's and k's slots are free now.
   const int64_t r0 = T - out_rows;
-  float* gate = ws.layer(5, static_cast<size_t>(out_rows) * HK);
-  low_rank_or_full(x + r0 * hidden, hidden, out_rows, w.g_a, w.g_b,
-                   ws.layer(4, static_cast<size_t>(out_rows) * w.g_a.out), gate, opt);
+  if (!decode) {
+    gate = ws.layer(5, static_cast<size_t>(out_rows) * HK);
+    low_rank_or_full(x + r0 * hidden, hidden, out_rows, w.g_a, w.g_b,
+                     ws.layer(4, static_cast<size_t>(out_rows) * w.g_a.out), gate, opt);
+  }
   float* o_out = o + r0 * HK;
   sigmoid_gated_rms_norm(o_out, gate, out_rows * H, K, w.o_norm.data(), c.rms_eps, opt.threads);
   cpu::linear(o_out, HK, out_rows, w.out, out, hidden, opt.threads, opt.projection);

@@ -102,6 +102,21 @@ Status attend_decompressed(const MlaDims& d, const MlaWeights& w, const LayerKv&
   return block(own0, R, true);
 }
 
+// y [R, H, ldy] head h = x [R, H, ldx] head h through ws[h] (the absorbed halves): a decode
+// row's heads in one job (cpu::linear_each), a prefill's one call a head.
+void per_head(const std::vector<Linear>& ws, const float* x, int ldx, int64_t R, int H, float* y,
+              int ldy, const ForwardOptions& opt) {
+  if (R == 1) {
+    std::vector<cpu::LinearRow> rows;
+    for (int h = 0; h < H; ++h) rows.push_back({x + h * ldx, &ws[h], y + h * ldy});
+    return cpu::linear_each(rows, opt.threads, opt.projection);
+  }
+  for (int h = 0; h < H; ++h) {
+    cpu::linear(x + h * ldx, int64_t{H} * ldx, R, ws[h], y + h * ldy, int64_t{H} * ldy,
+                opt.threads, opt.projection);
+  }
+}
+
 }  // namespace
 
 int mla_cache_dim(const MlaShape& m) { return round_up16(m.kv_lora_rank + m.qk_rope_dim); }
@@ -124,20 +139,28 @@ Status mla_layer(const ModelConfig& c, const MlaWeights& w, const float* x, int6
   // output is wanted (layers.h), the last ones.
   const int64_t R = out_rows, r0 = T - R;
   const float* xr = x + r0 * hidden;
-  // q [R, H, Dq].
+  // q [R, H, Dq]; rows [T, Lp]: the normed latent, the shared rope key, zeros (the cache's
+  // rows); ov [R, H, Dv] each head's attention output, then Ling's gate [R, H].
   float* q = ws.layer(0, static_cast<size_t>(R) * H * d.Dq);
-  if (w.q_b.out == 0) {
-    cpu::linear(xr, hidden, R, w.q, q, H * d.Dq, opt.threads, opt.projection);
-  } else {
-    const int qr = w.q.out;
-    float* qa = ws.layer(1, static_cast<size_t>(R) * qr);
+  float* rows = ws.layer(2, static_cast<size_t>(T) * d.Lp);
+  float* ov = ws.layer(9, static_cast<size_t>(R) * H * (d.Dv + 1));
+  float* gate = ov + static_cast<size_t>(R) * H * d.Dv;
+  const bool low_rank_q = w.q_b.out > 0;
+  const int qr = w.q.out;
+  float* qa = low_rank_q ? ws.layer(1, static_cast<size_t>(R) * qr) : q;
+  // Every product of x in one call where the queries are all the rows (a decode step).
+  std::vector<cpu::LinearOut> of_x = {{&w.kv_a, rows, d.Lp}};
+  if (R == T) of_x.push_back({&w.q, qa, qr});
+  if (R == T && w.gate.out > 0) of_x.push_back({&w.gate, gate, H});
+  cpu::linear_many(x, hidden, T, of_x, opt.threads, opt.projection);
+  if (R < T) {
     cpu::linear(xr, hidden, R, w.q, qa, qr, opt.threads, opt.projection);
+    if (w.gate.out > 0) cpu::linear(xr, hidden, R, w.gate, gate, H, opt.threads, opt.projection);
+  }
+  if (low_rank_q) {
     rms_norm_zero_centred(qa, qr, R, qr, w.q_a_norm.data(), c.rms_eps, qa, qr, opt.threads);
     cpu::linear(qa, qr, R, w.q_b, q, H * d.Dq, opt.threads, opt.projection);
   }
-  // rows [T, Lp]: the normed latent, the shared rope key, zeros: the cache's rows.
-  float* rows = ws.layer(2, static_cast<size_t>(T) * d.Lp);
-  cpu::linear(x, hidden, T, w.kv_a, rows, d.Lp, opt.threads, opt.projection);
   rms_norm_zero_centred(rows, d.Lp, T, d.C, w.kv_a_norm.data(), c.rms_eps, rows, d.Lp, opt.threads);
   for (int64_t t = 0; t < T; ++t) std::fill(rows + t * d.Lp + d.L, rows + (t + 1) * d.Lp, 0.0f);
   if (c.mla.rope) {
@@ -150,17 +173,12 @@ Status mla_layer(const ModelConfig& c, const MlaWeights& w, const float* x, int6
   const bool absorbed =
       opt.mla_form == MlaForm::kAbsorbed ||
       (opt.mla_form == MlaForm::kAuto && mla_runs_absorbed(c.mla, R, kv->length()));
-  // ov [R, H, Dv]: each head's attention output.
-  float* ov = ws.layer(9, static_cast<size_t>(R) * H * d.Dv);
   const auto t0 = std::chrono::steady_clock::now();
   Status st;
   if (absorbed) {
     // qa [R, H, Lp] = [q_nope W_uk | q_rope | 0] per head; o [R, H, Lp] the latent output.
     float* qa = ws.layer(4, static_cast<size_t>(R) * H * d.Lp);
-    for (int h = 0; h < H; ++h) {
-      cpu::linear(q + h * d.Dq, int64_t{H} * d.Dq, R, w.uk[h], qa + h * d.Lp, int64_t{H} * d.Lp,
-                  opt.threads, opt.projection);
-    }
+    per_head(w.uk, q, d.Dq, R, H, qa, d.Lp, opt);
     for (int64_t r = 0; r < R * H; ++r) {
       std::copy_n(q + r * d.Dq + d.N, d.Rr, qa + r * d.Lp + d.C);
       std::fill(qa + r * d.Lp + d.L, qa + (r + 1) * d.Lp, 0.0f);
@@ -170,10 +188,7 @@ Status mla_layer(const ModelConfig& c, const MlaWeights& w, const float* x, int6
     AttendRun run = attend_run(opt);
     run.scale = scale;
     st = kv->attend(qa, R, H, o, run, scratch);
-    for (int h = 0; st.ok() && h < H; ++h) {
-      cpu::linear(o + h * d.Lp, int64_t{H} * d.Lp, R, w.uv[h], ov + h * d.Dv, int64_t{H} * d.Dv,
-                  opt.threads, opt.projection);
-    }
+    if (st.ok()) per_head(w.uv, o, d.Lp, R, H, ov, d.Dv, opt);
   } else {
     float* o = ws.layer(7, static_cast<size_t>(R) * H * d.Dp);
     st = attend_decompressed(d, w, *kv, q, R, scale, opt, o, ws);
@@ -183,8 +198,6 @@ Status mla_layer(const ModelConfig& c, const MlaWeights& w, const float* x, int6
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!st.ok()) return Status::Error(fmt::format("MLA layer: {}", st.message()));
   if (w.gate.out > 0) {  // Ling: o_h *= sigmoid(gate_h(x))
-    float* gate = ws.layer(1, static_cast<size_t>(R) * H);
-    cpu::linear(xr, hidden, R, w.gate, gate, H, opt.threads, opt.projection);
     for (int64_t r = 0; r < R * H; ++r) {
       const float s = sigmoid(gate[r]);
       for (int j = 0; j < d.Dv; ++j) ov[r * d.Dv + j] *= s;

@@ -191,6 +191,12 @@ int64_t ModelWeights::parameters(bool tied) const {
   walk(
       *this, [&](const Linear& l) { n += static_cast<int64_t>(l.in) * l.out; },
       [&](const std::vector<float>& v) { n += static_cast<int64_t>(v.size()); });
+  // MLA's absorbed halves of kv_b are a second layout of it, not parameters of their own.
+  for (const LayerWeights& l : layers) {
+    for (const std::vector<Linear>* v : {&l.mla.uk, &l.mla.uv}) {
+      for (const Linear& x : *v) n -= static_cast<int64_t>(x.in) * x.out;
+    }
+  }
   // A tied head is the embedding again (unless the table was freed in its favour).
   return tied && !embed.empty() ? n - static_cast<int64_t>(lm_head.in) * lm_head.out : n;
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "bench_util.h"
@@ -79,8 +80,8 @@ double step_bytes_with_state(const EngineInfo& ei, size_t kv_dtype_bytes, int64_
 
 void add_bench_e2e_options(CLI::App& cmd, BenchE2eOptions& o) {
   cmd.add_option("-m,--model", o.model,
-                 "synthetic models (qwen3.5-0.8b, qwen3.5-2b, qwen3-next-tiny) or checkpoints (a "
-                 "folder or .gguf)")
+                 fmt::format("synthetic models ({}) or checkpoints (a folder or .gguf)",
+                             fmt::join(Engine::synthetic_models(), ", ")))
       ->capture_default_str();
   cmd.add_option("--seq", o.seq, "prompt lengths")->capture_default_str()->check(token_range(1));
   cmd.add_option("--la", o.la, "LA strategies")->capture_default_str()->check(la_strategy_names());

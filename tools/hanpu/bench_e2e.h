@@ -1,4 +1,4 @@
-// `hanpu bench e2e`: whole-model prefill and decode on synthetic Qwen3.5 shapes, one row per
+// `hanpu bench e2e`: whole-model prefill and decode on synthetic shapes, one row per
 // (model, prompt length, LA strategy).
 #pragma once
 

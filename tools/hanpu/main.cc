@@ -46,7 +46,7 @@ const std::vector<Command>& commands() {
        command_from<BenchLaOptions, add_bench_la_options, run_bench_la>()},
       {"bench attn", "fused attention: balanced vs uniform vs layer, and decode",
        command_from<BenchAttnOptions, add_bench_attn_options, run_bench_attn>()},
-      {"bench e2e", "whole-model prefill and decode on synthetic Qwen3.5 shapes or a checkpoint",
+      {"bench e2e", "whole-model prefill and decode on synthetic shapes or a checkpoint",
        command_from<BenchE2eOptions, add_bench_e2e_options, run_bench_e2e>()},
       {"bench linear", "the model's projections: hanpu's GEMM vs OpenBLAS",
        command_from<BenchLinearOptions, add_bench_linear_options, run_bench_linear>()},

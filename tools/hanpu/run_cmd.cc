@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "hanpu/attn.h"
@@ -101,7 +102,8 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_option("-m,--model", o.model,
                  "checkpoint folder (config.json, *.safetensors, tokenizer.json)");
   app.add_option("--synthetic", o.synthetic,
-                 "random-weight model of a real shape: qwen3.5-0.8b, qwen3.5-2b, qwen3-next-tiny")
+                 fmt::format("random-weight model of a real shape: {}",
+                             fmt::join(Engine::synthetic_models(), ", ")))
       ->excludes(app.get_option("--model"));
   app.add_option("-p,--prompt", o.prompt, "prompt text")
       ->capture_default_str()

@@ -581,6 +581,23 @@ bool linear_rounds_x_to_bf16(ProjectionKernel ceiling) {
   return linear_uses_amx(ceiling) || linear_uses_dot(ceiling);
 }
 
+void linear_each(const std::vector<LinearRow>& rows, int threads, ProjectionKernel ceiling) {
+  ceiling = resolve_projection_kernel(ceiling);
+  const bool gemvs = std::all_of(rows.begin(), rows.end(), [&](const LinearRow& r) {
+    return !r.w->quant && path_of(*r.w, 1, ceiling) == Path::kGemv;
+  });
+  if (!gemvs) {
+    for (const LinearRow& r : rows) linear(r.x, r.w->in, 1, *r.w, r.y, r.w->out, threads, ceiling);
+    return;
+  }
+  std::vector<int> first(rows.size() + 1, 0);  // parts of rows before j
+  for (size_t j = 0; j < rows.size(); ++j) first[j + 1] = first[j] + gemv_parts(*rows[j].w);
+  claim_each(threads, first.back(), [&](int u) {
+    const size_t j = output_of(first, u);
+    gemv_part(rows[j].x, LinearOut{rows[j].w, rows[j].y, rows[j].w->out}, u - first[j]);
+  });
+}
+
 void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy,
             int threads, ProjectionKernel ceiling) {
   if (w.out > 0) linear_many(x, ldx, T, {LinearOut{&w, y, ldy}}, threads, ceiling);

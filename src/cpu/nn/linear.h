@@ -164,6 +164,19 @@ struct LinearOut {
 void linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<LinearOut>& outs,
                  int threads, ProjectionKernel ceiling = ProjectionKernel::kAuto);
 
+// One row each through several projections with inputs of their own: y_j [w_j.out] =
+// x_j [w_j.in] W_j. A decode step's per-head and per-expert products (MLA's absorbed halves,
+// a token's experts) are many small ones; where all are 16-bit gemvs they run as one job on
+// the pool, its parts claimed across every product, instead of one job (and one wake-up of
+// every core) each.
+struct LinearRow {
+  const float* x;
+  const PackedLinear* w;
+  float* y;
+};
+void linear_each(const std::vector<LinearRow>& rows, int threads,
+                 ProjectionKernel ceiling = ProjectionKernel::kAuto);
+
 // x packed once for the bf16 prefill kernel linear() runs under `ceiling` (the AMX tiles, the
 // bf16 dot instruction, or the pairs kernel), then multiplied by runs of pairs-layout strips
 // (simd/amx.h) the caller makes: quant_linear.cc decodes them from blocks, a few at a time on

@@ -207,6 +207,37 @@ TEST(Linear, ManyProjectionsOfOneInputEqualOneCallEach) {
   EXPECT_EQ(yb, rb);
 }
 
+TEST(Linear, EachRowThroughItsOwnProjectionEqualsOneCallEach) {
+  // Per-head and per-expert products of a decode step in one job: bit for bit what one call
+  // each gives, for every dtype (the 16-bit ones share a job, fp32 falls back), inputs and
+  // sizes differing between the products, one of them empty.
+  Rng rng(5);
+  for (DType dt : kAllDTypes) {
+    std::vector<PackedLinear> ws;
+    std::vector<std::vector<float>> xs;
+    for (auto [in, out] : {std::pair{70, 300}, {16, 48}, {48, 16}, {70, 0}, {33, 129}}) {
+      std::vector<float> w(static_cast<size_t>(out) * in);
+      for (float& v : w) v = static_cast<float>(rng.normal());
+      std::vector<int> rows(out);
+      std::iota(rows.begin(), rows.end(), 0);
+      ws.push_back(PackedLinear::from_rows(w.data(), in, rows, dt));
+      xs.emplace_back(in);
+      for (float& v : xs.back()) v = static_cast<float>(rng.normal());
+    }
+    std::vector<std::vector<float>> one(ws.size()), each(ws.size());
+    std::vector<LinearRow> rows;
+    for (size_t j = 0; j < ws.size(); ++j) {
+      one[j].assign(ws[j].out, NAN);
+      each[j].assign(ws[j].out, NAN);
+      linear(xs[j].data(), ws[j].in, 1, ws[j], one[j].data(), ws[j].out, 2);
+      rows.push_back({xs[j].data(), &ws[j], each[j].data()});
+    }
+    linear_each(rows, 2);
+    for (size_t j = 0; j < ws.size(); ++j)
+      EXPECT_EQ(one[j], each[j]) << dtype_name(dt) << " j=" << j;
+  }
+}
+
 TEST(Linear, RowRangesGiveEveryCoreSeveralUnits) {
   EXPECT_EQ(linear_row_ranges(1024, 4, 2), 2);    // 6 slabs, 4 panels: 8 units
   EXPECT_EQ(linear_row_ranges(1024, 24, 2), 1);   // enough panels already
@@ -347,6 +378,29 @@ TEST(Swiglu, MatchesScalarSeparateAndInPlace) {
       }
     }
   }
+}
+
+// Ling's clipped SwiGLU: min(silu(g), limit) * clamp(u, -limit, limit), against the double
+// formula, with values on both sides of the limit.
+TEST(Swiglu, ClipsAtTheLimit) {
+  Rng rng(6);
+  const int64_t rows = 5;
+  const int I = 41;
+  const float limit = 0.7f;
+  std::vector<float> gu(rows * 2 * I), out(rows * I, NAN);
+  for (float& v : gu) v = static_cast<float>(rng.normal() * 3);
+  swiglu(gu.data(), rows, I, out.data(), I, 2, limit);
+  int clipped = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int i = 0; i < I; ++i) {
+      const double g = gu[r * 2 * I + i], u = gu[r * 2 * I + I + i];
+      const double s = g / (1 + std::exp(-g));
+      clipped += s > limit || std::abs(u) > limit;
+      const double want = std::min(s, double{limit}) * std::clamp(u, -double{limit}, double{limit});
+      ASSERT_NEAR(out[r * I + i], want, 1e-6 * (1 + std::abs(want)));
+    }
+  }
+  EXPECT_GT(clipped, rows * I / 4) << "the limit must bind";
 }
 
 }  // namespace

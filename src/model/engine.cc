@@ -207,9 +207,8 @@ EngineInfo Engine::info() const {
   i.la_state_bytes =
       i.la_layers * (c.la_recurrent_floats() + c.la_conv_state_floats()) * int64_t{sizeof(float)};
   // MLA caches one latent row a token, its values being its keys.
-  i.kv_values_per_position = c.kda_hybrid()
-                                 ? i.attn_layers * int64_t{model::mla_cache_dim(c.mla)}
-                                 : i.attn_layers * 2 * int64_t{c.kv_heads} * c.head_dim;
+  i.kv_values_per_position = c.kda_hybrid() ? i.attn_layers * int64_t{model::mla_cache_dim(c.mla)}
+                                            : i.attn_layers * 2 * int64_t{c.kv_heads} * c.head_dim;
   i.parameters = w.parameters(c.tie_embeddings);
   i.max_positions = c.max_positions;
   i.stop_tokens = impl_->stop_tokens;

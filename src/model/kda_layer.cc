@@ -37,9 +37,11 @@ Status kda_layer(const ModelConfig& c, const KdaWeights& w, const float* x, int6
   float* g = ws.layer(7, static_cast<size_t>(T) * HK);
   const bool low_rank = w.f_b.out > 0;
   float* fa = low_rank ? ws.layer(3, static_cast<size_t>(T) * w.f_a.out) : g;
-  std::vector<cpu::LinearOut> outs = {
-      {&w.q, mixed, C}, {&w.k, mixed + HK, C}, {&w.v, mixed + 2 * HK, C}, {&w.b, beta, H},
-      {&w.f_a, fa, w.f_a.out}};
+  std::vector<cpu::LinearOut> outs = {{&w.q, mixed, C},
+                                      {&w.k, mixed + HK, C},
+                                      {&w.v, mixed + 2 * HK, C},
+                                      {&w.b, beta, H},
+                                      {&w.f_a, fa, w.f_a.out}};
   // A decode step takes the output gate's projections here too: one call for every product
   // of x, and one for the two low-rank second halves (cpu::linear_each). A prefill makes the
   // output gate later, for its output rows only, so no [T, H K] buffer of it sits beside q, k,

@@ -112,8 +112,8 @@ void per_head(const std::vector<Linear>& ws, const float* x, int ldx, int64_t R,
     return cpu::linear_each(rows, opt.threads, opt.projection);
   }
   for (int h = 0; h < H; ++h) {
-    cpu::linear(x + h * ldx, int64_t{H} * ldx, R, ws[h], y + h * ldy, int64_t{H} * ldy,
-                opt.threads, opt.projection);
+    cpu::linear(x + h * ldx, int64_t{H} * ldx, R, ws[h], y + h * ldy, int64_t{H} * ldy, opt.threads,
+                opt.projection);
   }
 }
 

@@ -27,7 +27,10 @@ std::optional<AttnMask> parse_attn_mask(std::string_view name);
 inline constexpr int kAttnMaxHeadDim = 576;
 
 // One attention call over one sequence.
-//   q: [T, Hq, D]   k, v: [Tk, Hkv, D]   o: [T, Hq, D]   storage f32/f16/bf16: q and o share
+//   q: [T, Hq, D]   k: [Tk, Hkv, D]   v: [Tk, Hkv, Dv]   o: [T, Hq, Dv]
+//   D and Dv each a multiple of 16 up to kAttnMaxHeadDim. Dv != D (MLA's keys of nope + rope
+//   dims against values of their own) takes contiguous k and v (strides 0) and fp32 products.
+//   storage f32/f16/bf16: q and o share
 //   one dtype, k and v share one (a 16-bit KV cache under fp32 queries is the usual case);
 //   compute is fp32 (16-bit keys and values widened tile by tile), except where a prefill
 //   takes bf16 products (AttnProducts below).

@@ -23,7 +23,7 @@ int round_up16(int d) { return (d + 15) / 16 * 16; }
 constexpr int64_t kDecompressRows = 1024;
 
 struct MlaDims {
-  int H, N, Rr, Dq, Dv, C, L, Lp, Dp;
+  int H, N, Rr, Dq, Dv, C, L, Lp, Dk16, Dv16;
   MlaDims(const ModelConfig& c)
       : H(c.attn_heads),
         N(c.mla.qk_nope_dim),
@@ -33,7 +33,8 @@ struct MlaDims {
         C(c.mla.kv_lora_rank),
         L(C + Rr),
         Lp(mla_cache_dim(c.mla)),
-        Dp(mla_kernel_head_dim(c.mla)) {}
+        Dk16(mla_key_dim(c.mla)),
+        Dv16(mla_value_dim(c.mla)) {}
 };
 
 Status run_attention(const AttnArgs& a, int64_t R, const ForwardOptions& opt) {
@@ -46,54 +47,54 @@ Status run_attention(const AttnArgs& a, int64_t R, const ForwardOptions& opt) {
   return attn_prefill(a, ao);
 }
 
-// Decompressed: o [R, H, Dp] over the cache's rows, block by block, merged by log-sum-exp;
+// Decompressed: o [R, H, Dv16] over the cache's rows, block by block, merged by log-sum-exp;
 // q [R, H, Dq] (roped), the last R cached rows being the queries' own.
 Status attend_decompressed(const MlaDims& d, const MlaWeights& w, const LayerKv& kv, const float* q,
                            int64_t R, float scale, const ForwardOptions& opt, float* o,
                            Workspace& ws) {
-  const int H = d.H, Dp = d.Dp, KV = d.N + d.Dv;
+  const int H = d.H, Dk = d.Dk16, Dv = d.Dv16, KV = d.N + d.Dv;
   const int64_t L = kv.length(), own0 = L - R;
-  float* qp = ws.layer(4, static_cast<size_t>(R) * H * Dp);
+  float* qp = ws.layer(4, static_cast<size_t>(R) * H * Dk);
   for (int64_t r = 0; r < R * H; ++r) {
-    std::copy_n(q + r * d.Dq, d.Dq, qp + r * Dp);
-    std::fill(qp + r * Dp + d.Dq, qp + (r + 1) * Dp, 0.0f);
+    std::copy_n(q + r * d.Dq, d.Dq, qp + r * Dk);
+    std::fill(qp + r * Dk + d.Dq, qp + (r + 1) * Dk, 0.0f);
   }
   const int64_t most = std::max(R, std::min(kDecompressRows, own0));
   float* lat = ws.layer(5, static_cast<size_t>(most) * d.Lp);
   float* kvb = ws.layer(6, static_cast<size_t>(most) * H * KV);
-  float* k = ws.layer(3, static_cast<size_t>(most) * H * Dp * 2);
-  float* v = k + static_cast<size_t>(most) * H * Dp;
-  float* lse = ws.layer(8, static_cast<size_t>(H) * R * 2 + static_cast<size_t>(R) * H * Dp);
+  float* k = ws.layer(3, static_cast<size_t>(most) * H * (Dk + Dv));
+  float* v = k + static_cast<size_t>(most) * H * Dk;
+  float* lse = ws.layer(8, static_cast<size_t>(H) * R * 2 + static_cast<size_t>(R) * H * Dv);
   float* part_lse = lse + static_cast<size_t>(H) * R;
   float* part_o = part_lse + static_cast<size_t>(H) * R;
   bool first = true;
   const auto block = [&](int64_t b0, int64_t n, bool own) -> Status {
     HANPU_RETURN_IF_ERROR(kv.read_f32(b0, n, lat, nullptr));
     cpu::linear(lat, d.Lp, n, w.kv_b, kvb, H * KV, opt.threads, opt.projection);
-    parallel_rows(opt.threads, n, int64_t{2} * H * Dp, [&](int64_t t0, int64_t t1) {
+    parallel_rows(opt.threads, n, int64_t{H} * (Dk + Dv), [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {
         for (int h = 0; h < H; ++h) {
           const float* src = kvb + (t * H + h) * KV;
-          float* kr = k + (t * H + h) * Dp;
-          float* vr = v + (t * H + h) * Dp;
+          float* kr = k + (t * H + h) * Dk;
+          float* vr = v + (t * H + h) * Dv;
           std::copy_n(src, d.N, kr);
           std::copy_n(lat + t * d.Lp + d.C, d.Rr, kr + d.N);
-          std::fill(kr + d.Dq, kr + Dp, 0.0f);
+          std::fill(kr + d.Dq, kr + Dk, 0.0f);
           std::copy_n(src + d.N, d.Dv, vr);
-          std::fill(vr + d.Dv, vr + Dp, 0.0f);
+          std::fill(vr + d.Dv, vr + Dv, 0.0f);
         }
       }
     });
     AttnArgs a;
-    a.q = {qp, DType::kF32, {R, H, Dp}};
-    a.k = {k, DType::kF32, {n, H, Dp}};
-    a.v = {v, DType::kF32, {n, H, Dp}};
-    a.o = {first ? o : part_o, DType::kF32, {R, H, Dp}};
+    a.q = {qp, DType::kF32, {R, H, Dk}};
+    a.k = {k, DType::kF32, {n, H, Dk}};
+    a.v = {v, DType::kF32, {n, H, Dv}};
+    a.o = {first ? o : part_o, DType::kF32, {R, H, Dv}};
     a.lse = {first ? lse : part_lse, DType::kF32, {H, R}};
     a.mask = own ? AttnMask::kCausal : AttnMask::kNone;  // earlier rows are seen whole
     a.scale = scale;
     HANPU_RETURN_IF_ERROR(run_attention(a, R, opt));
-    if (!first) attn_merge_splits(R, H, Dp, o, lse, part_o, part_lse);
+    if (!first) attn_merge_splits(R, H, Dv, o, lse, part_o, part_lse);
     first = false;
     return Status::Ok();
   };
@@ -121,7 +122,9 @@ void per_head(const std::vector<Linear>& ws, const float* x, int ldx, int64_t R,
 
 int mla_cache_dim(const MlaShape& m) { return round_up16(m.kv_lora_rank + m.qk_rope_dim); }
 
-int mla_kernel_head_dim(const MlaShape& m) { return round_up16(std::max(m.qk_dim(), m.v_dim)); }
+int mla_key_dim(const MlaShape& m) { return round_up16(m.qk_dim()); }
+
+int mla_value_dim(const MlaShape& m) { return round_up16(m.v_dim); }
 
 bool mla_runs_absorbed(const MlaShape& m, int64_t R, int64_t L) {
   const double C = m.kv_lora_rank, N = m.qk_nope_dim, Dv = m.v_dim, Dq = m.qk_dim();
@@ -190,9 +193,9 @@ Status mla_layer(const ModelConfig& c, const MlaWeights& w, const float* x, int6
     st = kv->attend(qa, R, H, o, run, scratch);
     if (st.ok()) per_head(w.uv, o, d.Lp, R, H, ov, d.Dv, opt);
   } else {
-    float* o = ws.layer(7, static_cast<size_t>(R) * H * d.Dp);
+    float* o = ws.layer(7, static_cast<size_t>(R) * H * d.Dv16);
     st = attend_decompressed(d, w, *kv, q, R, scale, opt, o, ws);
-    for (int64_t r = 0; st.ok() && r < R * H; ++r) std::copy_n(o + r * d.Dp, d.Dv, ov + r * d.Dv);
+    for (int64_t r = 0; st.ok() && r < R * H; ++r) std::copy_n(o + r * d.Dv16, d.Dv, ov + r * d.Dv);
   }
   *kernel_ms +=
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -10,8 +10,9 @@
 // (KvValues::kAreKeys): C + R values a token where per-head keys and values take H (N + R + Dv).
 // Attention runs in one of two forms (MlaForm, mla_runs_absorbed):
 //   decompressed  the cached latents up-projected by kv_b to per-head keys [nope | rope] and
-//                 values, zero-padded to a multiple of 16, through the fused kernel; the
-//                 cached rows go in blocks so no [L, H, D] copy of a long cache is ever made.
+//                 values, each zero-padded to a multiple of 16 (Kimi Linear's 192 and 128
+//                 are), through the fused kernel with its values' own head dim; the cached
+//                 rows go in blocks so no [L, H, D] copy of a long cache is ever made.
 //   absorbed      each query's nope dims taken into the latent space (q W_uk, per head), all
 //                 H heads against the latent rows at once (one kv head, D = Lp, values = keys),
 //                 the latent output brought to each head's values (W_uv): no up-projection of
@@ -31,8 +32,9 @@ namespace hanpu::model {
 
 // Lp: the cached row, C + R rounded up to 16. Kimi Linear: 512 + 64 = 576.
 int mla_cache_dim(const MlaShape& m);
-// The decompressed form's head dim: max(N + R, Dv) rounded up to 16.
-int mla_kernel_head_dim(const MlaShape& m);
+// The decompressed form's head dims: keys N + R and values Dv, each rounded up to 16.
+int mla_key_dim(const MlaShape& m);
+int mla_value_dim(const MlaShape& m);
 
 // Whether R query rows over L cached rows (the R among them) take the absorbed form: fewer
 // multiply-adds a head, counting

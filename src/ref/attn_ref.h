@@ -9,7 +9,7 @@
 namespace hanpu::ref {
 
 struct AttnRefResult {
-  std::vector<double> o;    // [T, Hq, D]
+  std::vector<double> o;    // [T, Hq, Dv]
   std::vector<double> lse;  // [Hq, T], natural log
 };
 

@@ -137,7 +137,8 @@ TEST(MlaForm, AbsorbedForDecodeDecompressedForAFreshPrefill) {
   kimi.qk_rope_dim = 64;
   kimi.v_dim = 128;
   EXPECT_EQ(mla_cache_dim(kimi), 576);
-  EXPECT_EQ(mla_kernel_head_dim(kimi), 192);
+  EXPECT_EQ(mla_key_dim(kimi), 192);
+  EXPECT_EQ(mla_value_dim(kimi), 128);
   EXPECT_TRUE(mla_runs_absorbed(kimi, 1, 4096));
   EXPECT_FALSE(mla_runs_absorbed(kimi, 256, 256));
   EXPECT_TRUE(mla_runs_absorbed(kimi, 100, 100000));

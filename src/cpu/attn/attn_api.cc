@@ -70,15 +70,18 @@ Status run_converted(const AttnArgs& a, cpu::AttnProblem p, cpu::AttnRunContext&
     if (p.kv_dtype == DType::kF32 || widens_kv) {
       p.k = a.k.data;
       p.v = a.v.data;
-    } else {  // widened into [Tk, Hkv, D] rows, from whatever strides they had
-      for (auto [src, dst] : {std::pair{a.k.data, &k}, std::pair{a.v.data, &v}}) {
-        *dst = ScratchBuffer<float>(static_cast<size_t>(p.Tk) * p.Hkv * p.D, ctx.meter);
+    } else {  // widened into [Tk, Hkv, D] and [Tk, Hkv, Dv] rows, from whatever strides they had
+      for (const bool values : {false, true}) {
+        const int d = values ? p.Dv : p.D;
+        ScratchBuffer<float>& dst = values ? v : k;
+        dst = ScratchBuffer<float>(static_cast<size_t>(p.Tk) * p.Hkv * d, ctx.meter);
         for (int64_t t = 0; t < p.Tk; ++t) {
           for (int hk = 0; hk < p.Hkv; ++hk) {
-            const auto* row =
-                static_cast<const char*>(src) + p.kv_row(t, hk) * dtype_size(p.kv_dtype);
-            simd::load_f32(dst->data() + (t * p.Hkv + hk) * p.D, row, p.kv_dtype,
-                           static_cast<size_t>(p.D));
+            const size_t at = values ? p.v_row(t, hk) : p.kv_row(t, hk);
+            const auto* row = static_cast<const char*>(values ? a.v.data : a.k.data) +
+                              at * dtype_size(p.kv_dtype);
+            simd::load_f32(dst.data() + (t * p.Hkv + hk) * d, row, p.kv_dtype,
+                           static_cast<size_t>(d));
           }
         }
       }
@@ -87,6 +90,8 @@ Status run_converted(const AttnArgs& a, cpu::AttnProblem p, cpu::AttnRunContext&
       p.kv_dtype = DType::kF32;
       p.kv_ld = static_cast<int64_t>(p.Hkv) * p.D;
       p.kv_head_ld = p.D;
+      p.v_ld = static_cast<int64_t>(p.Hkv) * p.Dv;
+      p.v_head_ld = p.Dv;
     }
     p.lse = static_cast<float*>(a.lse.data);
     run(p, ctx);
@@ -122,6 +127,8 @@ Status resolve_products(const cpu::AttnProblem& p, AttnProducts asked,
     why = "the layer placement is fp32 only";
   } else if (tiles.kv_rows % 2 != 0) {
     why = "key tiles must hold an even number of rows (bf16 pairs of keys)";
+  } else if (p.Dv != p.D) {
+    why = "the values' head dim differs from the keys' (the dot path takes one)";
   }
   switch (asked) {
     case AttnProducts::kF32:

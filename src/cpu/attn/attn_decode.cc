@@ -32,16 +32,16 @@ void attn_split_keys(const AttnProblem& p, AttnRunContext& ctx) {
   const int64_t lo = p.key_begin(0), hi = p.key_end(p.T - 1), span = hi - lo;
   const size_t rows = static_cast<size_t>(p.T) * p.Hq;
   // Per core: its slice's running result and one block's partial.
-  ScratchBuffer<float> part_o(static_cast<size_t>(2 * P) * rows * p.D, ctx.meter);
+  ScratchBuffer<float> part_o(static_cast<size_t>(2 * P) * rows * p.Dv, ctx.meter);
   ScratchBuffer<float> part_lse(static_cast<size_t>(2 * P) * rows, ctx.meter);
   ctx.busy_ms = pool.run_on_all([&](int w) {
     simd::ensure_flush_denormals();
     const int64_t kb = lo + span * w / P, ke = lo + span * (w + 1) / P;
-    float* acc_o = part_o.data() + static_cast<size_t>(2 * w) * rows * p.D;
+    float* acc_o = part_o.data() + static_cast<size_t>(2 * w) * rows * p.Dv;
     float* acc_lse = part_lse.data() + static_cast<size_t>(2 * w) * rows;  // [Hq, T]
-    float* blk_o = acc_o + rows * p.D;
+    float* blk_o = acc_o + rows * p.Dv;
     float* blk_lse = acc_lse + rows;
-    std::fill_n(acc_o, rows * p.D, 0.0f);
+    std::fill_n(acc_o, rows * p.Dv, 0.0f);
     std::fill_n(acc_lse, rows, kNegInf);
     AttnWorkspace ws(p, ctx.tiles, ctx.meter);
     for (int64_t b0 = kb; b0 < ke; b0 += kKeyBlock) {
@@ -50,25 +50,25 @@ void attn_split_keys(const AttnProblem& p, AttnRunContext& ctx) {
         for (int64_t t0 = 0; t0 < p.T; t0 += BQ) {
           const int r = static_cast<int>(std::min<int64_t>(BQ, p.T - t0));
           const int h0 = hk * G;
-          TileOut out{blk_o + p.q_row(t0, h0), static_cast<ptrdiff_t>(p.Hq) * p.D, p.D,
+          TileOut out{blk_o + p.o_row(t0, h0), static_cast<ptrdiff_t>(p.Hq) * p.Dv, p.Dv,
                       blk_lse + static_cast<size_t>(h0) * p.T + t0, p.T};
           attend_query_tile(p, ws, hk, kv_rows_in_place(p, hk), t0, r, b0, b1, out);
         }
       }
-      attn_merge_splits(p.T, p.Hq, p.D, acc_o, acc_lse, blk_o, blk_lse);
+      attn_merge_splits(p.T, p.Hq, p.Dv, acc_o, acc_lse, blk_o, blk_lse);
     }
   });
   // Merge the cores' slices (T x Hq x D x P multiply-adds: small next to the attention).
   float* o0 = part_o.data();
   float* lse0 = part_lse.data();
   for (int w = 1; w < P; ++w) {
-    attn_merge_splits(p.T, p.Hq, p.D, o0, lse0,
-                      part_o.data() + static_cast<size_t>(2 * w) * rows * p.D,
+    attn_merge_splits(p.T, p.Hq, p.Dv, o0, lse0,
+                      part_o.data() + static_cast<size_t>(2 * w) * rows * p.Dv,
                       part_lse.data() + static_cast<size_t>(2 * w) * rows);
   }
   for (int h = 0; h < p.Hq; ++h) {
     for (int64_t t = 0; t < p.T; ++t) {
-      std::memcpy(p.o + p.q_row(t, h), o0 + p.q_row(t, h), sizeof(float) * p.D);
+      std::memcpy(p.o + p.o_row(t, h), o0 + p.o_row(t, h), sizeof(float) * p.Dv);
       if (p.lse) p.lse[static_cast<size_t>(h) * p.T + t] = lse0[static_cast<size_t>(h) * p.T + t];
     }
   }

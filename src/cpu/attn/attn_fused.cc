@@ -58,13 +58,14 @@ void attn_fused(const AttnProblem& p, AttnRunContext& ctx, bool balanced) {
     simd::ensure_flush_denormals();
     AttnWorkspace ws(p, ctx.tiles, ctx.meter, pairs);
     const bool pack =
-        2 * p.Tk * p.D * static_cast<int64_t>(pairs ? sizeof(uint16_t) : sizeof(float)) <=
+        p.Tk * (p.D + p.Dv) * static_cast<int64_t>(pairs ? sizeof(uint16_t) : sizeof(float)) <=
         kPackBytes;
     const bool packs = pack && !place.per_core[w].empty();
-    // fp32 rows [Tk x D] of K then V, or the dot path's tiles (ceil(Tk / kv_rows) of K, then of V).
+    // fp32 rows [Tk x D] of K then [Tk x Dv] of V, or the dot path's tiles (ceil(Tk / kv_rows) of
+    // K, then of V).
     const int64_t pair_tiles = (p.Tk + ws.kv_rows - 1) / ws.kv_rows;
     const int64_t pair_words = pairs ? pair_tiles * kv_pair_tile_words(p.D, ws.kv_rows) : 0;
-    ScratchBuffer<float> packed(packs && !pairs ? 2 * static_cast<size_t>(p.Tk) * p.D : 0,
+    ScratchBuffer<float> packed(packs && !pairs ? static_cast<size_t>(p.Tk) * (p.D + p.Dv) : 0,
                                 ctx.meter);
     ScratchBuffer<uint32_t> packed_pairs(packs && pairs ? 2 * static_cast<size_t>(pair_words) : 0,
                                          ctx.meter);
@@ -76,7 +77,7 @@ void attn_fused(const AttnProblem& p, AttnRunContext& ctx, bool balanced) {
       const int64_t t0 = static_cast<int64_t>(u.tile) * BQ;
       const int r = static_cast<int>(std::min<int64_t>(BQ, p.T - t0));
       const int h0 = u.head * G;
-      TileOut out{p.o + p.q_row(t0, h0), static_cast<ptrdiff_t>(p.Hq) * p.D, p.D,
+      TileOut out{p.o + p.o_row(t0, h0), static_cast<ptrdiff_t>(p.Hq) * p.Dv, p.Dv,
                   p.lse ? p.lse + static_cast<size_t>(h0) * p.T + t0 : nullptr, p.T};
       attend_query_tile(p, ws, u.head, rows, t0, r, 0, p.Tk, out, tiles);
       done[w] += work[u.tile];
@@ -97,8 +98,8 @@ void attn_fused(const AttnProblem& p, AttnRunContext& ctx, bool balanced) {
           } else {
             float* pk = packed.data();
             float* pv = pk + static_cast<size_t>(p.Tk) * p.D;
-            copy_kv_rows(kv, 0, reach, p.D, pk, pv);
-            kv = KvRows{pk, pv, p.D, DType::kF32};
+            copy_kv_rows(kv, 0, reach, p.D, p.Dv, pk, pv);
+            kv = KvRows{pk, pv, p.D, DType::kF32, p.Dv};
           }
           packed_reach = reach;
         }

@@ -69,10 +69,10 @@ void attn_layer(const AttnProblem& p, AttnRunContext& ctx) {
     add_busy(pool.run_on_all([&](int w) {  // pass 3: O = P V
       simd::ensure_flush_denormals();
       const auto [i0, i1] = rows_of(w);
-      simd::gemm(static_cast<int>(i1 - i0), D, static_cast<int>(p.Tk),
+      simd::gemm(static_cast<int>(i1 - i0), p.Dv, static_cast<int>(p.Tk),
                  simd::row_major(s.data() + i0 * p.Tk, p.Tk),
-                 static_cast<const float*>(p.v) + p.kv_row(0, hk), ldk, p.o + p.q_row(i0, h), ldq,
-                 1.0f, 0.0f);
+                 static_cast<const float*>(p.v) + p.v_row(0, hk), static_cast<ptrdiff_t>(p.v_ld),
+                 p.o + p.o_row(i0, h), static_cast<ptrdiff_t>(p.Hq) * p.Dv, 1.0f, 0.0f);
     }));
   }
   std::vector<int64_t> rows(P);

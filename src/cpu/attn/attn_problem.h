@@ -22,15 +22,17 @@ struct AttnProblem {
   DType kv_dtype = DType::kF32;  // storage dtype of k and v
   int64_t T = 0, Tk = 0;
   int Hq = 0, Hkv = 0, D = 0;
+  int Dv = 0;  // the values' (and the output's) head dim; D unless the call says otherwise
   AttnMask mask = AttnMask::kCausal;
   int64_t q_offset = 0;  // key position of query row 0
   int64_t window = 0;
   float scale = 1.0f;
   const float* q = nullptr;           // [T, Hq, D]
   const void* k = nullptr;            // Tk x Hkv rows of D in kv_dtype, at kv_row()
-  const void* v = nullptr;            // the same layout
+  const void* v = nullptr;            // Tk x Hkv rows of Dv in kv_dtype, at v_row()
   int64_t kv_ld = 0, kv_head_ld = 0;  // elements between keys, between kv heads (AttnArgs strides)
-  float* o = nullptr;                 // [T, Hq, D]
+  int64_t v_ld = 0, v_head_ld = 0;    // the same for the values (kv_ld, kv_head_ld where Dv = D)
+  float* o = nullptr;                 // [T, Hq, Dv]
   float* lse = nullptr;               // [Hq, T] or null
 
   int group() const { return Hq / Hkv; }
@@ -43,6 +45,8 @@ struct AttnProblem {
   size_t kv_row(int64_t t, int hk) const {
     return static_cast<size_t>(t * kv_ld + hk * kv_head_ld);
   }
+  size_t v_row(int64_t t, int hk) const { return static_cast<size_t>(t * v_ld + hk * v_head_ld); }
+  size_t o_row(int64_t t, int h) const { return (static_cast<size_t>(t) * Hq + h) * Dv; }
 };
 
 // Checks every argument (naming it) before anything is written; fills p's shape fields

@@ -51,8 +51,8 @@ AttnWorkspace::AttnWorkspace(const AttnProblem& p, AttnTiles tiles, ScratchMeter
       m(ldq, meter),
       l(ldq, meter),
       aux(ldq, meter),
-      kv(static_cast<size_t>(p.D) * 2 * tiles.kv_rows, meter),  // K and V tiles (column path)
-      o(static_cast<size_t>(p.group()) * tiles.q_rows * p.D, meter),
+      kv(static_cast<size_t>(p.D + p.Dv) * tiles.kv_rows, meter),  // K, V tiles (column path)
+      o(static_cast<size_t>(p.group()) * tiles.q_rows * p.Dv, meter),
       bf16_products(bf16),
       qt_pairs(bf16 ? static_cast<size_t>(p.D / 2) * ldq : 0, meter),
       p_pairs(bf16 ? static_cast<size_t>(tiles.kv_rows / 2) * ldq : 0, meter),
@@ -65,7 +65,7 @@ namespace {
 // whether any key tile was processed.
 bool key_loop_columns(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows& kv, int64_t t0,
                       int r, int64_t lo, int64_t hi) {
-  const int G = p.group(), D = p.D, N = G * r;
+  const int G = p.group(), D = p.D, Dv = p.Dv, N = G * r;
   const ptrdiff_t ldq = ws.ldq;
   float* qt = ws.qt.data();
   for (int g = 0; g < G; ++g) {
@@ -80,13 +80,13 @@ bool key_loop_columns(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvR
     const int kr = static_cast<int>(std::min<int64_t>(ws.kv_rows, hi - kb));
     const float* kt = nullptr;
     const float* vt = nullptr;
-    if (kv.dense_f32(D)) {
+    if (kv.dense_f32(D, Dv)) {
       kt = kv.k_f32() + kb * D;
-      vt = kv.v_f32() + kb * D;
+      vt = kv.v_f32() + kb * Dv;
     } else {  // rows in place, Hkv x D apart (or 16-bit): copy the tile to contiguous fp32 rows
       float* kc = ws.kv.data();
       float* vc = kc + static_cast<size_t>(ws.kv_rows) * D;
-      copy_kv_rows(kv, kb, kr, D, kc, vc);
+      copy_kv_rows(kv, kb, kr, D, Dv, kc, vc);
       kt = kc;
       vt = vc;
     }
@@ -95,11 +95,11 @@ bool key_loop_columns(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvR
     simd::online_softmax_columns(ws.s.data(), ldq, kr, N, ws.m.data(), ws.l.data(), ws.aux.data());
     for (int g = 0; g < G; ++g) {
       const simd::MatA P = simd::transposed(ws.s.data() + g * r, ldq);
-      float* og = ws.o.data() + static_cast<size_t>(g) * r * D;
+      float* og = ws.o.data() + static_cast<size_t>(g) * r * Dv;
       if (first) {
-        simd::gemm(r, D, kr, P, vt, D, og, D, 1.0f, 0.0f);
+        simd::gemm(r, Dv, kr, P, vt, Dv, og, Dv, 1.0f, 0.0f);
       } else {
-        simd::gemm_row_scaled(r, D, kr, P, vt, D, og, D, ws.aux.data() + g * r);
+        simd::gemm_row_scaled(r, Dv, kr, P, vt, Dv, og, Dv, ws.aux.data() + g * r);
       }
     }
     first = false;
@@ -114,7 +114,7 @@ bool key_loop_columns(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvR
 // which cost a transpose pass per tile), P V on the few-row micro-kernel (gemm_few_rows.h).
 bool key_loop_rows(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows& kv, int64_t t0,
                    int r, int64_t lo, int64_t hi) {
-  const int G = p.group(), D = p.D, N = G * r;
+  const int G = p.group(), D = p.D, Dv = p.Dv, N = G * r;
   const ptrdiff_t lds = ws.kv_rows + 16;
   float* qs = ws.qt.data();  // [N x D] scaled query rows
   float* s = ws.s.data();    // [N x lds]
@@ -135,7 +135,9 @@ bool key_loop_rows(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows
     const size_t row_bytes = D * dtype_size(kv.dtype);
     const simd::RowsToFetch next_k{
         kv.k_row(next0), kv.ld * static_cast<ptrdiff_t>(dtype_size(kv.dtype)), row_bytes, next};
-    const simd::RowsToFetch next_v{kv.v_row(next0), next_k.row_stride, row_bytes, next};
+    const simd::RowsToFetch next_v{kv.v_row(next0),
+                                   kv.v_stride() * static_cast<ptrdiff_t>(dtype_size(kv.dtype)),
+                                   Dv * dtype_size(kv.dtype), next};
     simd::gemm_few_rows_bt(N, kr, D, qs, D, kv.k_row(kb), kv.dtype, kv.ld, s, lds, &next_k);
     for (int g = 0; g < G; ++g) {
       for (int i = 0; i < r; ++i) {  // the mask, from coordinates: keys outside [begin, end)
@@ -147,7 +149,7 @@ bool key_loop_rows(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows
       }
     }
     simd::online_softmax_rows(s, lds, N, kr, ws.m.data(), ws.l.data(), ws.aux.data());
-    simd::gemm_few_rows(N, D, kr, s, lds, kv.v_row(kb), kv.dtype, kv.ld, ws.o.data(), D,
+    simd::gemm_few_rows(N, Dv, kr, s, lds, kv.v_row(kb), kv.dtype, kv.v_stride(), ws.o.data(), Dv,
                         first ? nullptr : ws.aux.data(), &next_v);
     first = false;
   }
@@ -156,23 +158,25 @@ bool key_loop_rows(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows
 
 }  // namespace
 
-void copy_kv_rows(const KvRows& kv, int64_t j0, int64_t n, int D, float* k_out, float* v_out) {
+void copy_kv_rows(const KvRows& kv, int64_t j0, int64_t n, int D, int Dv, float* k_out,
+                  float* v_out) {
   for (int64_t j = 0; j < n; ++j) {
     simd::load_f32(k_out + j * D, kv.k_row(j0 + j), kv.dtype, D);
-    simd::load_f32(v_out + j * D, kv.v_row(j0 + j), kv.dtype, D);
+    simd::load_f32(v_out + j * Dv, kv.v_row(j0 + j), kv.dtype, Dv);
   }
 }
 
 KvRows kv_rows_in_place(const AttnProblem& p, int hk) {
   const size_t at = p.kv_row(0, hk) * dtype_size(p.kv_dtype);
-  return KvRows{static_cast<const char*>(p.k) + at, static_cast<const char*>(p.v) + at,
-                static_cast<ptrdiff_t>(p.kv_ld), p.kv_dtype};
+  const size_t v_at = p.v_row(0, hk) * dtype_size(p.kv_dtype);
+  return KvRows{static_cast<const char*>(p.k) + at, static_cast<const char*>(p.v) + v_at,
+                static_cast<ptrdiff_t>(p.kv_ld), p.kv_dtype, static_cast<ptrdiff_t>(p.v_ld)};
 }
 
 void attend_query_tile(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows& kv,
                        int64_t t0, int r, int64_t key_lo, int64_t key_hi, const TileOut& out,
                        const KvPairTiles* packed) {
-  const int G = p.group(), D = p.D, N = G * r;
+  const int G = p.group(), Dv = p.Dv, N = G * r;
   float* m = ws.m.data();
   float* l = ws.l.data();
   float* alpha = ws.aux.data();
@@ -192,10 +196,10 @@ void attend_query_tile(const AttnProblem& p, AttnWorkspace& ws, int hk, const Kv
   for (int g = 0; g < G; ++g) {
     float* og = out.o + g * out.head_stride;
     if (first) {
-      for (int i = 0; i < r; ++i) std::fill_n(og + i * out.row_stride, D, 0.0f);
+      for (int i = 0; i < r; ++i) std::fill_n(og + i * out.row_stride, Dv, 0.0f);
     } else {
-      simd::scale_rows(og, out.row_stride, ws.o.data() + static_cast<size_t>(g) * r * D, D,
-                       alpha + g * r, 1.0f, r, D);
+      simd::scale_rows(og, out.row_stride, ws.o.data() + static_cast<size_t>(g) * r * Dv, Dv,
+                       alpha + g * r, 1.0f, r, Dv);
     }
     if (out.lse) {
       float* lse = out.lse + g * out.lse_head_stride;

@@ -36,8 +36,8 @@ struct AttnWorkspace {
   ScratchBuffer<float> qt;  // [D x ldq] scaled Q^T, column g * r + i (empty with bf16 products)
   ScratchBuffer<float> s;   // [kv_rows x ldq] scores, then probabilities
   ScratchBuffer<float> m, l, aux;  // [ldq] running max (log2), sum, rescale factors
-  ScratchBuffer<float> kv;         // [2 x kv_rows x D] the current K and V tiles, packed
-  ScratchBuffer<float> o;          // [group x q_rows x D] output accumulators, row g * r + i
+  ScratchBuffer<float> kv;         // [kv_rows x (D + Dv)] the current K and V tiles, packed
+  ScratchBuffer<float> o;          // [group x q_rows x Dv] output accumulators, row g * r + i
   // The dot path's operands (simd/attn_bf16_dot.h layouts), empty without bf16_products:
   bool bf16_products;
   ScratchBuffer<uint32_t> qt_pairs;  // [D / 2 x ldq] pairs of c Q^T
@@ -65,22 +65,27 @@ struct KvRows {
   const void* v;
   ptrdiff_t ld;
   DType dtype = DType::kF32;
-  // fp32 rows of D floats, which the micro-kernel reads as they are.
-  bool dense_f32(int D) const { return dtype == DType::kF32 && ld == D; }
+  ptrdiff_t v_ld = 0;  // the values' row stride; 0: ld (values of the keys' head dim)
+  ptrdiff_t v_stride() const { return v_ld != 0 ? v_ld : ld; }
+  // fp32 rows of D (keys) and Dv (values) floats, which the micro-kernel reads as they are.
+  bool dense_f32(int D, int Dv) const {
+    return dtype == DType::kF32 && ld == D && v_stride() == Dv;
+  }
   const float* k_f32() const { return static_cast<const float*>(k); }
   // Row j of the keys / values, in the storage dtype.
   const void* k_row(int64_t j) const {
     return static_cast<const char*>(k) + j * ld * dtype_size(dtype);
   }
   const void* v_row(int64_t j) const {
-    return static_cast<const char*>(v) + j * ld * dtype_size(dtype);
+    return static_cast<const char*>(v) + j * v_stride() * dtype_size(dtype);
   }
   const float* v_f32() const { return static_cast<const float*>(v); }
 };
 KvRows kv_rows_in_place(const AttnProblem& p, int hk);
-// Rows [j0, j0 + n) of kv into contiguous rows of D floats (k_out, v_out), widened from
-// 16-bit storage on the way.
-void copy_kv_rows(const KvRows& kv, int64_t j0, int64_t n, int D, float* k_out, float* v_out);
+// Rows [j0, j0 + n) of kv into contiguous rows of D (k_out) and Dv (v_out) floats, widened
+// from 16-bit storage on the way.
+void copy_kv_rows(const KvRows& kv, int64_t j0, int64_t n, int D, int Dv, float* k_out,
+                  float* v_out);
 
 // One kv head's keys [0, keys) as the dot path's tiles of kv_rows keys (kv_rows even): tile t
 // at k + t kv_pair_tile_words (K's rows k-major pairs, [D / 2 x kv_rows]) and v + t

@@ -24,7 +24,7 @@ void pack_tile(const KvRows& kv, int64_t kb, int kr, int D, AttnWorkspace& ws, u
                uint32_t* v_out) {
   float* kc = ws.kv.data();
   float* vc = kc + static_cast<size_t>(ws.kv_rows) * D;
-  copy_kv_rows(kv, kb, kr, D, kc, vc);
+  copy_kv_rows(kv, kb, kr, D, D, kc, vc);  // the dot path runs with Dv = D (attn_api.cc)
   simd::pack_bf16_pairs_transposed(kc, D, kr, D, 1.0f, k_out, ws.kv_rows);
   for (int q = 0; 2 * q < kr; ++q) {
     simd::pack_bf16_row_pairs(vc + static_cast<size_t>(2 * q) * D,

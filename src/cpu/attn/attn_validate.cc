@@ -65,13 +65,25 @@ Status validate_attn(const AttnArgs& a, const char* who, AttnProblem* p) {
     return Status::Error(fmt::format("{}: k has shape {}, its head dim must equal q's D = {}", who,
                                      shape_str(a.k.shape), D));
   }
-  if (a.v.shape != a.k.shape) {
-    return Status::Error(fmt::format("{}: v has shape {}, expected k's shape {}", who,
-                                     shape_str(a.v.shape), shape_str(a.k.shape)));
+  const int64_t Dv = a.v.shape[2];
+  if (a.v.shape[0] != Tk || a.v.shape[1] != Hkv) {
+    return Status::Error(fmt::format("{}: v has shape {}, expected [{}, {}, Dv] as k's {}", who,
+                                     shape_str(a.v.shape), Tk, Hkv, shape_str(a.k.shape)));
   }
-  if (a.o.shape != a.q.shape) {
-    return Status::Error(fmt::format("{}: o has shape {}, expected q's shape {}", who,
-                                     shape_str(a.o.shape), shape_str(a.q.shape)));
+  if (Dv < 16 || Dv > kAttnMaxHeadDim || Dv % 16 != 0) {
+    return Status::Error(
+        fmt::format("{}: value head dim Dv = {} is not supported (a multiple of 16 in [16, {}])",
+                    who, Dv, kAttnMaxHeadDim));
+  }
+  if (Dv != D && (a.kv_row_stride != 0 || a.kv_head_stride != 0)) {
+    return Status::Error(fmt::format(
+        "{}: values of head dim Dv = {} beside keys of D = {} must be contiguous (kv strides 0, "
+        "got {} and {})",
+        who, Dv, D, a.kv_row_stride, a.kv_head_stride));
+  }
+  if (a.o.shape != Shape{T, Hq, Dv}) {
+    return Status::Error(fmt::format("{}: o has shape {}, expected [T, Hq, Dv] = {}", who,
+                                     shape_str(a.o.shape), shape_str(Shape{T, Hq, Dv})));
   }
   if (a.o.dtype != a.q.dtype) {
     return Status::Error(fmt::format("{}: o has dtype {}, expected q's dtype {}", who,
@@ -125,6 +137,9 @@ Status validate_attn(const AttnArgs& a, const char* who, AttnProblem* p) {
   p->Hq = static_cast<int>(Hq);
   p->Hkv = static_cast<int>(Hkv);
   p->D = static_cast<int>(D);
+  p->Dv = static_cast<int>(Dv);
+  p->v_ld = Dv == D ? kv_ld : Hkv * Dv;
+  p->v_head_ld = Dv == D ? kv_head_ld : Dv;
   p->mask = a.mask;
   p->q_offset = q_offset;
   p->window = a.window;

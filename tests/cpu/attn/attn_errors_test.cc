@@ -74,6 +74,23 @@ TEST(AttnErrors, BadInputsAreRejectedByNameWithoutWriting) {
       {"unknown placement", [](AttnArgs&, AttnOptions& o) { o.placement = "diagonal"; },
        "unknown placement 'diagonal'"},
       {"bad tiles", [](AttnArgs&, AttnOptions& o) { o.tiles.q_rows = 100000; }, "tiles"},
+      {"Dv not a multiple of 16",
+       [](AttnArgs& a, AttnOptions&) { a.v.shape[2] = a.o.shape[2] = 40; },
+       "value head dim Dv = 40"},
+      {"o of the keys' head dim", [](AttnArgs& a, AttnOptions&) { a.v.shape[2] = 32; },
+       "expected [T, Hq, Dv] = [64, 2, 32]"},
+      {"strided values of their own head dim",
+       [](AttnArgs& a, AttnOptions&) {
+         a.v.shape[2] = a.o.shape[2] = 32;
+         a.kv_row_stride = 64;
+       },
+       "must be contiguous"},
+      {"bf16 products with Dv != D",
+       [](AttnArgs& a, AttnOptions& o) {
+         a.v.shape[2] = a.o.shape[2] = 32;
+         o.products = AttnProducts::kBf16;
+       },
+       "bf16 products cannot run"},
   };
   for (const BadCase& bc : cases) {
     AttnData d = make_attn_data({.T = 64, .Tk = 64, .Hq = 2, .Hkv = 1, .D = 64, .seed = 9});
@@ -90,7 +107,8 @@ TEST(AttnErrors, BadInputsAreRejectedByNameWithoutWriting) {
         << bc.name << " wrote o";
     EXPECT_EQ(0, std::memcmp(lse_before.data(), d.lse.data(), lse_before.size() * 4))
         << bc.name << " wrote lse";
-    if (bc.name != "unknown placement" && bc.name != "bad tiles") {
+    if (bc.name != "unknown placement" && bc.name != "bad tiles" &&
+        bc.name != "bf16 products with Dv != D") {  // options attn_decode does not take
       const Status sd = attn_decode(a);
       EXPECT_FALSE(sd.ok()) << bc.name << " (decode)";
       EXPECT_NE(sd.message().find("attn_decode"), std::string::npos) << sd.message();

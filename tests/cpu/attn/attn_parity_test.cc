@@ -107,6 +107,22 @@ std::vector<AttnCase> parity_cases() {
   }
   add({.T = 64, .Tk = 64, .Hq = 2, .Hkv = 1, .D = 64, .mask = AttnMask::kSliding, .window = 1});
   add({.T = 64, .Tk = 64, .Hq = 2, .Hkv = 1, .D = 64, .mask = AttnMask::kSliding, .window = 1000});
+  // Values of another head dim than the keys (MLA decompressed: keys of nope + rope dims,
+  // values of their own), every mask, prefill and decode, 16-bit storage.
+  for (AttnMask mask : {AttnMask::kCausal, AttnMask::kNone, AttnMask::kSliding}) {
+    add({.T = 150, .Tk = 150, .Hq = 4, .Hkv = 4, .D = 192, .Dv = 128, .mask = mask, .window = 40});
+    add({.T = 1, .Tk = 700, .Hq = 4, .Hkv = 2, .D = 48, .Dv = 16, .mask = mask, .window = 90});
+    add({.T = 37, .Tk = 300, .Hq = 6, .Hkv = 3, .D = 32, .Dv = 80, .mask = mask, .window = 33});
+  }
+  add({.dtype = DType::kBF16,
+       .kv = DType::kBF16,
+       .T = 65,
+       .Tk = 65,
+       .Hq = 2,
+       .Hkv = 1,
+       .D = 96,
+       .Dv = 64});
+  add({.kv = DType::kF16, .T = 3, .Tk = 200, .Hq = 4, .Hkv = 1, .D = 64, .Dv = 128});
   // MLA's absorbed form: every head against one latent row per key, the widest head dim.
   for (DType kv : {DType::kF32, DType::kBF16}) {
     add({.kv = kv, .T = 1, .Tk = 333, .Hq = 8, .Hkv = 1, .D = kAttnMaxHeadDim});

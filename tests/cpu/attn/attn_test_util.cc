@@ -12,6 +12,7 @@ namespace hanpu::test {
 std::string AttnCase::describe() const {
   std::string s = fmt::format("{} T={} Tk={} Hq={} Hkv={} D={} mask={}", dtype_name(dtype), T, Tk,
                               Hq, Hkv, D, attn_mask_name(mask));
+  if (Dv != 0) s += fmt::format(" Dv={}", Dv);
   if (kv) s += fmt::format(" kv={}", dtype_name(*kv));
   if (q_offset) s += fmt::format(" q_offset={}", *q_offset);
   if (mask == AttnMask::kSliding) s += fmt::format(" window={}", window);
@@ -26,16 +27,18 @@ AttnData make_attn_data(const AttnCase& c) {
   Rng rng(c.seed);
   const size_t es = dtype_size(c.dtype), kes = dtype_size(c.kv_dtype());
   const size_t nq = static_cast<size_t>(c.T) * c.Hq * c.D,
-               nk = static_cast<size_t>(c.Tk) * c.Hkv * c.D;
+               nk = static_cast<size_t>(c.Tk) * c.Hkv * c.D,
+               nv = static_cast<size_t>(c.Tk) * c.Hkv * c.v_dim(),
+               no = static_cast<size_t>(c.T) * c.Hq * c.v_dim();
   d.q.resize(nq * es);
-  d.o.resize(nq * es);
+  d.o.resize(no * es);
   d.k.resize(nk * kes);
-  d.v.resize(nk * kes);
+  d.v.resize(nv * kes);
   for (size_t i = 0; i < nq; ++i)
     store_from_f32(d.q.data(), c.dtype, i, static_cast<float>(rng.normal()));
   for (size_t i = 0; i < nk; ++i)
     store_from_f32(d.k.data(), c.kv_dtype(), i, static_cast<float>(rng.normal()));
-  for (size_t i = 0; i < nk; ++i)
+  for (size_t i = 0; i < nv; ++i)
     store_from_f32(d.v.data(), c.kv_dtype(), i, static_cast<float>(rng.normal()));
   d.lse.resize(static_cast<size_t>(c.Hq) * c.T);
   return d;
@@ -45,8 +48,8 @@ AttnArgs AttnData::args() {
   AttnArgs a;
   a.q = {q.data(), cs.dtype, {cs.T, cs.Hq, cs.D}};
   a.k = {k.data(), cs.kv_dtype(), {cs.Tk, cs.Hkv, cs.D}};
-  a.v = {v.data(), cs.kv_dtype(), {cs.Tk, cs.Hkv, cs.D}};
-  a.o = {o.data(), cs.dtype, {cs.T, cs.Hq, cs.D}};
+  a.v = {v.data(), cs.kv_dtype(), {cs.Tk, cs.Hkv, cs.v_dim()}};
+  a.o = {o.data(), cs.dtype, {cs.T, cs.Hq, cs.v_dim()}};
   a.lse = {lse.data(), DType::kF32, {cs.Hq, cs.T}};
   a.mask = cs.mask;
   a.q_offset = cs.q_offset;

@@ -18,6 +18,7 @@ struct AttnCase {
   std::optional<DType> kv = std::nullopt;  // k and v (unset: dtype), e.g. a 16-bit KV cache
   int64_t T = 64, Tk = 64;
   int Hq = 2, Hkv = 1, D = 64;
+  int Dv = 0;  // the values' head dim; 0: D
   AttnMask mask = AttnMask::kCausal;
   std::optional<int64_t> q_offset = std::nullopt;
   int64_t window = 0;
@@ -25,6 +26,7 @@ struct AttnCase {
   AttnTiles tiles = {};  // 0: heuristic
   uint64_t seed = 1;
   DType kv_dtype() const { return kv.value_or(dtype); }
+  int v_dim() const { return Dv != 0 ? Dv : D; }
   std::string describe() const;
 };
 inline void PrintTo(const AttnCase& c, std::ostream* os) { *os << c.describe(); }

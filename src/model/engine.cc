@@ -161,12 +161,21 @@ Status Engine::synthetic(const std::string& name, uint64_t seed, std::unique_ptr
     for (const auto& n : model::synthetic_model_names()) names += (names.empty() ? "" : ", ") + n;
     return Status::Error(fmt::format("unknown synthetic model '{}' (one of: {})", name, names));
   }
-  const std::optional<DType> dt = parse_dtype(weights == "auto" ? "bf16" : weights);
-  if (!dt) return Status::Error(fmt::format("weights '{}' is not auto, f32, bf16 or f16", weights));
+  // bf16 projections unless asked otherwise; a quantized type quantizes them (as a checkpoint's
+  // at load).
+  std::optional<DType> dt = parse_dtype(weights == "auto" ? "bf16" : weights);
+  const std::optional<QuantType> q = parse_quant_type(weights);
+  if (!dt && q && quant_type_quantizable(*q)) dt = DType::kBF16;
+  if (!dt) {
+    return Status::Error(
+        fmt::format("weights '{}' is not auto, f32, bf16, f16 or a type hanpu quantizes to ({})",
+                    weights, fmt::join(quantizable_type_names(), ", ")));
+  }
   auto impl = std::make_unique<Impl>();
   impl->name = name + " (synthetic)";
   model::ModelWeights w;
-  model::random_weights(*config, seed, *dt, &w, on_progress);
+  model::random_weights(*config, seed, *dt, &w, on_progress,
+                        q && quant_type_quantizable(*q) ? q : std::nullopt);
   impl->model = std::make_unique<model::Model>(*config, std::move(w));
   out->reset(new Engine(std::move(impl)));
   return Status::Ok();

@@ -320,12 +320,26 @@ Status convert_weights(const ModelConfig& c, const WeightStore& store, DType wei
 
 namespace {
 
-Linear random_linear(Rng& rng, int in, int out, DType dtype) {
-  Linear l = Linear::zeros(in, out, dtype);
+// How random projections are stored: `dtype`, or quantized to `quantize` where set (a row
+// that is not whole blocks of it takes its 32-value stand-in, pack_rows).
+struct Storage {
+  DType dtype;
+  std::optional<QuantType> quantize;
+  Storage plain() const { return {dtype, std::nullopt}; }  // routers and gates: unquantized
+};
+
+Linear random_linear(Rng& rng, int in, int out, const Storage& st) {
+  const DType dtype = st.dtype;
   // Uniform with the standard deviation 0.5 / sqrt(in) (a normal per weight costs seconds
   // for a billion of them; the layout of random values does not matter, the padding is
   // zeroed after).
   const double a = std::sqrt(3.0) * 0.5 / std::sqrt(static_cast<double>(in));
+  if (st.quantize) {  // fp32 rows, quantized as a checkpoint's would be at load
+    std::vector<float> w(static_cast<size_t>(out) * in);
+    for (float& x : w) x = static_cast<float>(rng.uniform(-a, a));
+    return pack_rows(w.data(), in, iota_rows(out), dtype, st.quantize);
+  }
+  Linear l = Linear::zeros(in, out, dtype);
   if (dtype == DType::kF32) {
     for (float& x : l.data) x = static_cast<float>(rng.uniform(-a, a));
   } else {
@@ -343,13 +357,13 @@ std::vector<float> random_vec(Rng& rng, size_t n, double mean, double sd) {
   return v;
 }
 
-MlpWeights random_mlp(Rng& rng, int hidden, int inter, DType dt) {
+MlpWeights random_mlp(Rng& rng, int hidden, int inter, const Storage& dt) {
   return MlpWeights{random_linear(rng, hidden, 2 * inter, dt),
                     random_linear(rng, inter, hidden, dt)};
 }
 
 // A KDA hybrid's token mixer (KDA or MLA) of layer l->kind, random.
-void random_kda_hybrid_mixer(Rng& rng, const ModelConfig& c, DType dt, LayerWeights* l) {
+void random_kda_hybrid_mixer(Rng& rng, const ModelConfig& c, const Storage& dt, LayerWeights* l) {
   const int hidden = c.hidden, H = c.la_key_heads, K = c.la_key_dim, HK = H * K;
   if (l->kind == LayerKind::kLinearAttention) {
     KdaWeights& k = l->kda;
@@ -364,7 +378,7 @@ void random_kda_hybrid_mixer(Rng& rng, const ModelConfig& c, DType dt, LayerWeig
       k.f_b = random_linear(rng, K, HK, dt);
       k.g_b = random_linear(rng, K, HK, dt);
     }
-    k.b = random_linear(rng, hidden, H, dt);
+    k.b = random_linear(rng, hidden, H, dt.plain());
     k.a_log = random_vec(rng, H, 0.0, 0.5);
     k.dt_bias = random_vec(rng, HK, 0.0, 0.5);
     k.o_norm = random_vec(rng, K, 1.0, 0.1);
@@ -381,15 +395,16 @@ void random_kda_hybrid_mixer(Rng& rng, const ModelConfig& c, DType dt, LayerWeig
   const double up = std::sqrt(3.0) * 0.5 / std::sqrt(static_cast<double>(C));
   std::vector<float> kv_b(static_cast<size_t>(Hq) * (m.qk_nope_dim + m.v_dim) * C);
   for (float& x : kv_b) x = static_cast<float>(rng.uniform(-up, up));
-  pack_mla_up_projection(c, kv_b, dt, std::nullopt, &a);
+  pack_mla_up_projection(c, kv_b, dt.dtype, dt.quantize, &a);
   a.o = random_linear(rng, Hq * m.v_dim, hidden, dt);
   if (c.arch == Arch::kLing) a.gate = random_linear(rng, hidden, Hq, dt);
 }
 
 }  // namespace
 
-void random_weights(const ModelConfig& c, uint64_t seed, DType dt, ModelWeights* out,
-                    const LoadProgress& progress) {
+void random_weights(const ModelConfig& c, uint64_t seed, DType dtype, ModelWeights* out,
+                    const LoadProgress& progress, std::optional<QuantType> quantize) {
+  const Storage dt{dtype, quantize};
   Rng rng(seed);
   ModelWeights w;
   // Tied as a real checkpoint of the shape is: embedding rows are read from the head, so the
@@ -411,8 +426,8 @@ void random_weights(const ModelConfig& c, uint64_t seed, DType dt, ModelWeights*
       GdnWeights& g = l.gdn;
       g.qkv = random_linear(rng, c.hidden, 2 * H * K + HV * V, dt);
       g.z = random_linear(rng, c.hidden, HV * V, dt);
-      g.b = random_linear(rng, c.hidden, HV, dt);
-      g.a = random_linear(rng, c.hidden, HV, dt);
+      g.b = random_linear(rng, c.hidden, HV, dt.plain());
+      g.a = random_linear(rng, c.hidden, HV, dt.plain());
       g.out = random_linear(rng, HV * V, c.hidden, dt);
       g.conv = random_vec(rng, static_cast<size_t>(c.la_conv_channels()) * c.conv_kernel, 0.0, 0.3);
       g.neg_A = random_vec(rng, HV, 0.0, 0.5);
@@ -430,13 +445,13 @@ void random_weights(const ModelConfig& c, uint64_t seed, DType dt, ModelWeights*
     }
     l.moe = c.layer_has_moe(i);
     if (l.moe) {
-      l.moe_w.router = random_linear(rng, c.hidden, c.num_experts, dt);
+      l.moe_w.router = random_linear(rng, c.hidden, c.num_experts, dt.plain());
       if (c.kda_hybrid()) l.moe_w.router_bias = random_vec(rng, c.num_experts, 0.0, 0.05);
       for (int e = 0; e < c.num_experts; ++e)
         l.moe_w.experts.push_back(random_mlp(rng, c.hidden, c.moe_intermediate, dt));
       if (c.shared_expert_intermediate > 0) {
         l.moe_w.shared = random_mlp(rng, c.hidden, c.shared_expert_intermediate, dt);
-        if (!c.kda_hybrid()) l.moe_w.shared_gate = random_linear(rng, c.hidden, 1, dt);
+        if (!c.kda_hybrid()) l.moe_w.shared_gate = random_linear(rng, c.hidden, 1, dt.plain());
       }
     } else {
       l.mlp = random_mlp(rng, c.hidden, c.intermediate, dt);

@@ -137,8 +137,10 @@ Status convert_weights(const ModelConfig& config, const WeightStore& store, DTyp
                        ModelWeights* out, const LoadProgress& progress = nullptr,
                        std::optional<QuantType> quantize = std::nullopt);
 
-// Seeded random weights of the real architecture shape (for `--synthetic` benchmarks).
+// Seeded random weights of the real architecture shape (for `--synthetic` benchmarks);
+// `quantize`: projections quantized to that type (routers and per-head gates stay `weights`).
 void random_weights(const ModelConfig& config, uint64_t seed, DType weights, ModelWeights* out,
-                    const LoadProgress& progress = nullptr);
+                    const LoadProgress& progress = nullptr,
+                    std::optional<QuantType> quantize = std::nullopt);
 
 }  // namespace hanpu::model

@@ -90,9 +90,9 @@ void add_bench_e2e_options(CLI::App& cmd, BenchE2eOptions& o) {
       ->check(token_range(0));
   cmd.add_option("--weights", o.weights,
                  "projections in auto (bf16 for synthetic models, a checkpoint's own dtype or a "
-                 "quantized GGUF's blocks), f32, bf16, f16")
+                 "quantized GGUF's blocks), f32, bf16, f16, or quantized at load to a GGUF type")
       ->capture_default_str()
-      ->check(storage_names());
+      ->check(weight_names());
   cmd.add_option("--kv-cache", o.kv_cache,
                  "KV-cache dtypes: auto (the weights' dtype), f32, bf16, f16; several are timed "
                  "alternately")

@@ -582,6 +582,8 @@ bool linear_rounds_x_to_bf16(ProjectionKernel ceiling) {
 }
 
 void linear_each(const std::vector<LinearRow>& rows, int threads, ProjectionKernel ceiling) {
+  if (std::all_of(rows.begin(), rows.end(), [](const LinearRow& r) { return r.w->quant; }))
+    return quant_linear_each(rows, threads);  // a decode row never widens the blocks
   ceiling = resolve_projection_kernel(ceiling);
   const bool gemvs = std::all_of(rows.begin(), rows.end(), [&](const LinearRow& r) {
     return !r.w->quant && path_of(*r.w, 1, ceiling) == Path::kGemv;

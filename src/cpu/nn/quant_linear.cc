@@ -241,6 +241,44 @@ void quant_linear_many(const float* x, int64_t ldx, int64_t T, const std::vector
       });
 }
 
+void quant_linear_each(const std::vector<LinearRow>& rows, int threads) {
+  if (rows.empty()) return;
+  const simd::QuantKernel kernel = simd::quant_kernel_default();
+  // One activation set per row, kept between calls as quant_linear_many's.
+  thread_local std::vector<simd::QuantActs> acts;
+  if (acts.size() < rows.size()) acts.resize(rows.size());
+  std::vector<int64_t> first(rows.size() + 1, 0);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const PackedLinear& w = *rows[i].w;
+    const simd::ActsKinds kinds = simd::quant_gemm_uses_unit_acts(*w.quant, w.out, 1, kernel)
+                                      ? simd::ActsKinds::kPerUnit
+                                      : simd::ActsKinds::kPer32;
+    simd::quantize_acts(rows[i].x, w.in, 1, w.in, w.x_order.empty() ? nullptr : w.x_order.data(),
+                        &acts[i], kinds);
+    first[i + 1] = first[i] + w.out;
+  }
+  // The caller's sets, by pointer: inside the pool's threads `acts` names their own.
+  const simd::QuantActs* row_acts = acts.data();
+  parallel_rows(threads, first.back(), rows[0].w->in, [&](int64_t o0, int64_t o1) {
+    thread_local std::vector<const uint8_t*> ptrs;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const int64_t lo = std::max(o0, first[i]), hi = std::min(o1, first[i + 1]);
+      if (lo >= hi) continue;
+      const PackedLinear& w = *rows[i].w;
+      const int64_t at = lo - first[i];
+      const int n = static_cast<int>(hi - lo);
+      if (!w.qrows.empty()) {
+        simd::quant_gemm(*w.quant, w.qrows.data() + at, n, row_acts[i], 0, 1, rows[i].y + at, w.out,
+                         kernel);
+        continue;
+      }
+      ptrs.resize(static_cast<size_t>(n));
+      for (int r = 0; r < n; ++r) ptrs[r] = w.qrow(static_cast<int>(at) + r);
+      simd::quant_gemm(*w.quant, ptrs.data(), n, row_acts[i], 0, 1, rows[i].y + at, w.out, kernel);
+    }
+  });
+}
+
 void quant_linear_row(const PackedLinear& w, int o, float* out) {
   dequantize_blocks(*w.quant, w.qrow(o),
                     static_cast<size_t>(w.in / quant_type_info(*w.quant).block_elems), out);

@@ -58,6 +58,9 @@ void quant_linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w,
 // shared out as one range.
 void quant_linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<LinearOut>& outs,
                        int threads);
+// linear_each's quantized form: each row's x quantized for its own projection, then all the
+// projections' output rows as one range on the pool.
+void quant_linear_each(const std::vector<LinearRow>& rows, int threads);
 
 // Row `o` of W (`w.in` values) decoded to f32, as the embedding reads a token's row.
 void quant_linear_row(const PackedLinear& w, int o, float* out);

@@ -39,6 +39,22 @@ struct Projection {
 
 // One entry per distinct (in, out) a forward pass of the model calls cpu::linear with.
 std::vector<Projection> projections_of(const model::ModelConfig& c) {
+  if (c.kda_hybrid()) {  // KDA, MLA (its absorbed halves too) and one expert
+    const int hk = c.la_key_heads * c.la_key_dim, H = c.attn_heads;
+    const model::MlaShape& m = c.mla;
+    return {{"kda.q", c.hidden, hk},
+            {"kda.f_b", c.la_key_dim, hk},
+            {"kda.out", hk, c.hidden},
+            {"mla.q", c.hidden, H * m.qk_dim()},
+            {"mla.kv_a", c.hidden, m.kv_lora_rank + m.qk_rope_dim},
+            {"mla.uk", m.qk_nope_dim, m.kv_lora_rank},
+            {"mla.uv", m.kv_lora_rank, m.v_dim},
+            {"mla.o", H * m.v_dim, c.hidden},
+            {"expert.gate_up", c.hidden, 2 * c.moe_intermediate},
+            {"expert.down", c.moe_intermediate, c.hidden},
+            {"mlp.gate_up", c.hidden, 2 * c.intermediate},
+            {"head", c.hidden, c.vocab}};
+  }
   const int la_v = c.la_value_heads * c.la_value_dim;
   const int attn_o = c.attn_heads * c.head_dim;
   return {{"gdn.in_qkv", c.hidden, c.la_conv_channels()},

@@ -7,8 +7,6 @@
 
 namespace hanpu::model {
 
-namespace {
-
 Status run_attention(const AttnArgs& args, int64_t R, const AttendRun& run) {
   if (R == 1) return attn_decode(args, run.threads);
   AttnOptions ao;
@@ -17,6 +15,8 @@ Status run_attention(const AttnArgs& args, int64_t R, const AttendRun& run) {
   ao.products = run.products;
   return attn_prefill(args, ao);
 }
+
+namespace {
 
 // Appends rows [0, n) of `from` to `to`, through fp32 (exact for every storage dtype).
 Status append_rows(const KvCache& from, KvCache* to, std::vector<float>* k, std::vector<float>* v) {

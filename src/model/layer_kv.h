@@ -36,6 +36,10 @@ struct AttendRun {
   std::optional<float> scale;
 };
 
+// One attention call as `run` says: the decode kernel for one query row (keys split over the
+// cores), the fused prefill for more.
+Status run_attention(const AttnArgs& args, int64_t R, const AttendRun& run);
+
 class LayerKv {
  public:
   LayerKv(int kv_heads, int head_dim, DType dtype, int64_t initial_capacity = 256,

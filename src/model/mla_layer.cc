@@ -37,16 +37,6 @@ struct MlaDims {
         Dv16(mla_value_dim(c.mla)) {}
 };
 
-Status run_attention(const AttnArgs& a, int64_t R, const ForwardOptions& opt) {
-  const AttendRun run = attend_run(opt);
-  if (R == 1) return attn_decode(a, run.threads);
-  AttnOptions ao;
-  ao.placement = run.placement;
-  ao.threads = run.threads;
-  ao.products = run.products;
-  return attn_prefill(a, ao);
-}
-
 // Decompressed: o [R, H, Dv16] over the cache's rows, block by block, merged by log-sum-exp;
 // q [R, H, Dq] (roped), the last R cached rows being the queries' own.
 Status attend_decompressed(const MlaDims& d, const MlaWeights& w, const LayerKv& kv, const float* q,
@@ -93,7 +83,7 @@ Status attend_decompressed(const MlaDims& d, const MlaWeights& w, const LayerKv&
     a.lse = {first ? lse : part_lse, DType::kF32, {H, R}};
     a.mask = own ? AttnMask::kCausal : AttnMask::kNone;  // earlier rows are seen whole
     a.scale = scale;
-    HANPU_RETURN_IF_ERROR(run_attention(a, R, opt));
+    HANPU_RETURN_IF_ERROR(run_attention(a, R, attend_run(opt)));
     if (!first) attn_merge_splits(R, H, Dv, o, lse, part_o, part_lse);
     first = false;
     return Status::Ok();

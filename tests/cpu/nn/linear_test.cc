@@ -209,66 +209,72 @@ TEST(Linear, ManyProjectionsOfOneInputEqualOneCallEach) {
   EXPECT_EQ(yb, rb);
 }
 
+// linear_each over `ws` (random x of each one's input size) against one linear() call each:
+// equal within `rel` of each output's largest value (0: bit for bit).
+void expect_each_matches_one_call_each(const std::vector<PackedLinear>& ws, Rng& rng, float rel,
+                                       const std::string& what) {
+  std::vector<std::vector<float>> xs, one(ws.size()), each(ws.size());
+  std::vector<LinearRow> rows;
+  for (size_t j = 0; j < ws.size(); ++j) {
+    xs.emplace_back(ws[j].in);
+    for (float& v : xs.back()) v = static_cast<float>(rng.normal());
+  }
+  for (size_t j = 0; j < ws.size(); ++j) {
+    one[j].assign(ws[j].out, NAN);
+    each[j].assign(ws[j].out, NAN);
+    linear(xs[j].data(), ws[j].in, 1, ws[j], one[j].data(), ws[j].out, 2);
+    rows.push_back({xs[j].data(), &ws[j], each[j].data()});
+  }
+  linear_each(rows, 2);
+  for (size_t j = 0; j < ws.size(); ++j) {
+    if (rel == 0) {
+      EXPECT_EQ(one[j], each[j]) << what << " j=" << j;
+      continue;
+    }
+    float big = 0;
+    for (float v : one[j]) big = std::max(big, std::abs(v));
+    for (int o = 0; o < ws[j].out; ++o)
+      ASSERT_NEAR(each[j][o], one[j][o], rel * big) << what << " j=" << j << " o=" << o;
+  }
+}
+
+// Random weights [out, in] for each shape, packed by `pack`.
+template <class Pack>
+std::vector<PackedLinear> random_projections(const std::vector<std::pair<int, int>>& shapes,
+                                             Rng& rng, Pack pack) {
+  std::vector<PackedLinear> ws;
+  for (auto [in, out] : shapes) {
+    std::vector<float> w(static_cast<size_t>(out) * in);
+    for (float& v : w) v = static_cast<float>(rng.normal());
+    std::vector<int> rows(out);
+    std::iota(rows.begin(), rows.end(), 0);
+    ws.push_back(pack(w.data(), in, rows));
+  }
+  return ws;
+}
+
 TEST(Linear, EachRowThroughItsOwnProjectionEqualsOneCallEach) {
   // Per-head and per-expert products of a decode step in one job: bit for bit what one call
   // each gives, for every dtype (the 16-bit ones share a job, fp32 falls back), inputs and
   // sizes differing between the products, one of them empty.
   Rng rng(5);
   for (DType dt : kAllDTypes) {
-    std::vector<PackedLinear> ws;
-    std::vector<std::vector<float>> xs;
-    for (auto [in, out] : {std::pair{70, 300}, {16, 48}, {48, 16}, {70, 0}, {33, 129}}) {
-      std::vector<float> w(static_cast<size_t>(out) * in);
-      for (float& v : w) v = static_cast<float>(rng.normal());
-      std::vector<int> rows(out);
-      std::iota(rows.begin(), rows.end(), 0);
-      ws.push_back(PackedLinear::from_rows(w.data(), in, rows, dt));
-      xs.emplace_back(in);
-      for (float& v : xs.back()) v = static_cast<float>(rng.normal());
-    }
-    std::vector<std::vector<float>> one(ws.size()), each(ws.size());
-    std::vector<LinearRow> rows;
-    for (size_t j = 0; j < ws.size(); ++j) {
-      one[j].assign(ws[j].out, NAN);
-      each[j].assign(ws[j].out, NAN);
-      linear(xs[j].data(), ws[j].in, 1, ws[j], one[j].data(), ws[j].out, 2);
-      rows.push_back({xs[j].data(), &ws[j], each[j].data()});
-    }
-    linear_each(rows, 2);
-    for (size_t j = 0; j < ws.size(); ++j)
-      EXPECT_EQ(one[j], each[j]) << dtype_name(dt) << " j=" << j;
+    const auto ws = random_projections({{70, 300}, {16, 48}, {48, 16}, {70, 0}, {33, 129}}, rng,
+                                       [&](const float* w, int in, const std::vector<int>& r) {
+                                         return PackedLinear::from_rows(w, in, r, dt);
+                                       });
+    expect_each_matches_one_call_each(ws, rng, 0.0f, std::string(dtype_name(dt)));
   }
   // Quantized projections: each row's x quantized for its own, one job (sizes past what
   // parallel_rows keeps on the calling thread, so the pool's threads read the activations).
+  // Not bit for bit: the int8 kernel's tiles of rows sum in another order where a core's
+  // range starts elsewhere (as in quant_linear_many); within fp32 rounding of the sums.
   for (QuantType q : {QuantType::kQ8_0, QuantType::kQ4_K}) {
-    std::vector<PackedLinear> ws;
-    std::vector<std::vector<float>> xs;
-    for (auto [in, out] : {std::pair{1024, 3000}, {512, 17}, {256, 640}}) {
-      std::vector<float> w(static_cast<size_t>(out) * in);
-      for (float& v : w) v = static_cast<float>(rng.normal());
-      std::vector<int> rows(out);
-      std::iota(rows.begin(), rows.end(), 0);
-      ws.push_back(*quantized_rows(q, w.data(), in, rows));
-      xs.emplace_back(in);
-      for (float& v : xs.back()) v = static_cast<float>(rng.normal());
-    }
-    std::vector<std::vector<float>> one(ws.size()), each(ws.size());
-    std::vector<LinearRow> rows;
-    for (size_t j = 0; j < ws.size(); ++j) {
-      one[j].assign(ws[j].out, NAN);
-      each[j].assign(ws[j].out, NAN);
-      linear(xs[j].data(), ws[j].in, 1, ws[j], one[j].data(), ws[j].out, 2);
-      rows.push_back({xs[j].data(), &ws[j], each[j].data()});
-    }
-    linear_each(rows, 2);
-    // Not bit for bit: the int8 kernel's tiles of rows sum in another order where a core's
-    // range starts elsewhere (as in quant_linear_many); within fp32 rounding of the sums.
-    for (size_t j = 0; j < ws.size(); ++j) {
-      float big = 0;
-      for (float v : one[j]) big = std::max(big, std::abs(v));
-      for (int o = 0; o < ws[j].out; ++o)
-        ASSERT_NEAR(each[j][o], one[j][o], 2e-6f * big) << "quantized j=" << j << " o=" << o;
-    }
+    const auto ws = random_projections({{1024, 3000}, {512, 17}, {256, 640}}, rng,
+                                       [&](const float* w, int in, const std::vector<int>& r) {
+                                         return *quantized_rows(q, w, in, r);
+                                       });
+    expect_each_matches_one_call_each(ws, rng, 2e-6f, "quantized");
   }
 }
 

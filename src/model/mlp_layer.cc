@@ -26,15 +26,16 @@ void mlp_layer(const MlpWeights& w, int inter, const float* x, int64_t T, const 
 namespace {
 
 // One token's experts from its router logits l [E]: ids and weights [top], best first.
+// prob and order are the softmax router's scratch [E], kept across a prefill's tokens.
 void route_token(const ModelConfig& c, const MoeWeights& w, const float* l, int* ids,
-                 float* weights) {
+                 float* weights, std::vector<float>& prob, std::vector<int>& order) {
   const int E = c.num_experts, top = c.experts_per_token;
   if (!w.router_bias.empty()) {  // the KDA hybrids' DeepSeek-style router
     route_grouped(l, w.router_bias.data(), E, top, c.router, c.norm_topk_prob, ids, weights);
     return;
   }
-  std::vector<float> prob(E);
-  std::vector<int> order(E);
+  prob.resize(E);
+  order.resize(E);
   const float mx = *std::max_element(l, l + E);
   float sum = 0;
   for (int e = 0; e < E; ++e) sum += (prob[e] = std::exp(l[e] - mx));
@@ -58,8 +59,9 @@ void moe_token(const ModelConfig& c, const MoeWeights& w, const float* x, const 
                const ForwardOptions& opt, float* out, Workspace& ws) {
   const int top = c.experts_per_token, hidden = c.hidden;
   std::vector<int> ids(top);
-  std::vector<float> weights(top);
-  route_token(c, w, logits, ids.data(), weights.data());
+  std::vector<float> weights(top), prob;
+  std::vector<int> scratch;
+  route_token(c, w, logits, ids.data(), weights.data(), prob, scratch);
   std::vector<int> order(top);  // experts in id order
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](int a, int b) { return ids[a] < ids[b]; });
@@ -107,10 +109,10 @@ void moe_layer(const ModelConfig& c, const MoeWeights& w, const float* x, int64_
   // Per expert: the tokens routed to it and their weights.
   std::vector<std::vector<int64_t>> tokens(E);
   std::vector<std::vector<float>> weights(E);
-  std::vector<int> ids(top);
-  std::vector<float> picked(top);
+  std::vector<int> ids(top), order;
+  std::vector<float> picked(top), prob;
   for (int64_t t = 0; t < T; ++t) {
-    route_token(c, w, logits.data() + t * E, ids.data(), picked.data());
+    route_token(c, w, logits.data() + t * E, ids.data(), picked.data(), prob, order);
     for (int i = 0; i < top; ++i) {
       tokens[ids[i]].push_back(t);
       weights[ids[i]].push_back(picked[i]);
@@ -132,17 +134,13 @@ void moe_layer(const ModelConfig& c, const MoeWeights& w, const float* x, int64_
       for (int j = 0; j < hidden; ++j) o[j] += wt * ys[i * hidden + j];
     }
   }
-  if (c.shared_expert_intermediate > 0 && w.shared_gate.in == 0) {  // an ungated shared MLP
-    std::vector<float> shared(static_cast<size_t>(T) * hidden);
-    mlp_layer(w.shared, c.shared_expert_intermediate, x, T, opt, shared.data(), ws, w.shared_limit);
-    for (size_t j = 0; j < shared.size(); ++j) out[j] += shared[j];
-  }
-  if (w.shared_gate.in > 0) {
+  if (c.shared_expert_intermediate > 0) {  // Qwen3-Next's sigmoid-gated, the hybrids' ungated
     std::vector<float> shared(static_cast<size_t>(T) * hidden), gate(static_cast<size_t>(T));
-    mlp_layer(w.shared, c.shared_expert_intermediate, x, T, opt, shared.data(), ws);
-    cpu::linear(x, hidden, T, w.shared_gate, gate.data(), 1, opt.threads, opt.projection);
+    mlp_layer(w.shared, c.shared_expert_intermediate, x, T, opt, shared.data(), ws, w.shared_limit);
+    if (w.shared_gate.in > 0)
+      cpu::linear(x, hidden, T, w.shared_gate, gate.data(), 1, opt.threads, opt.projection);
     for (int64_t t = 0; t < T; ++t) {
-      const float s = sigmoid(gate[t]);
+      const float s = w.shared_gate.in > 0 ? sigmoid(gate[t]) : 1.0f;
       for (int j = 0; j < hidden; ++j) out[t * hidden + j] += s * shared[t * hidden + j];
     }
   }

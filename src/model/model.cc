@@ -58,6 +58,25 @@ SequenceState Model::new_state(DType kv_dtype) const {
 
 namespace {
 
+// Layer i's token mixer over x [T, hidden] of one sequence, its output rows the last
+// out_rows (layers.h), the state's position not yet advanced past them.
+Status mix_sequence(const ModelConfig& c, const LayerWeights& lw, int i, const float* x, int64_t T,
+                    int64_t out_rows, SequenceState* s, const ForwardOptions& opt, float* out,
+                    ForwardProfile* prof, Workspace& ws) {
+  const bool la = lw.kind == LayerKind::kLinearAttention;
+  double* kernel_ms = la ? &prof->la_kernel_ms : &prof->attn_kernel_ms;
+  if (c.kda_hybrid()) {
+    return la ? kda_layer(c, lw.kda, x, T, &s->conv[i], &s->recurrent[i], opt, out_rows, out,
+                          kernel_ms, ws)
+              : mla_layer(c, lw.mla, x, T, s->position, s->kv[i].get(), opt, out_rows, out,
+                          kernel_ms, ws);
+  }
+  return la ? gdn_layer(c, lw.gdn, x, T, &s->conv[i], &s->recurrent[i], opt, out_rows, out,
+                        kernel_ms, ws)
+            : attention_layer(c, lw.attn, x, T, s->position, s->kv[i].get(), opt, out_rows, out,
+                              kernel_ms, ws);
+}
+
 // `s` less its KV caches, which the callers fill.
 SequenceState copy_la(const SequenceState& s) {
   SequenceState c;
@@ -168,19 +187,7 @@ Status Model::run_layers(const int* tokens, int64_t n, int64_t out_from, Sequenc
     }
   }
   const Mixer mix = [&](int i, const float* xn, int64_t r0, float* block, ForwardProfile* prof) {
-    const LayerWeights& lw = weights_.layers[i];
-    if (c.kda_hybrid()) {
-      return lw.kind == LayerKind::kLinearAttention
-                 ? kda_layer(c, lw.kda, xn, n, &state->conv[i], &state->recurrent[i], opt, n - r0,
-                             block, &prof->la_kernel_ms, ws)
-                 : mla_layer(c, lw.mla, xn, n, state->position, state->kv[i].get(), opt, n - r0,
-                             block, &prof->attn_kernel_ms, ws);
-    }
-    return lw.kind == LayerKind::kLinearAttention
-               ? gdn_layer(c, lw.gdn, xn, n, &state->conv[i], &state->recurrent[i], opt, n - r0,
-                           block, &prof->la_kernel_ms, ws)
-               : attention_layer(c, lw.attn, xn, n, state->position, state->kv[i].get(), opt,
-                                 n - r0, block, &prof->attn_kernel_ms, ws);
+    return mix_sequence(c, weights_.layers[i], i, xn, n, n - r0, state, opt, block, prof, ws);
   };
   HANPU_RETURN_IF_ERROR(run_stack(tokens, n, out_from, mix, opt, profile, ws, out));
   state->position += n;
@@ -231,12 +238,7 @@ Status Model::decode_batch(const int* tokens, int n, SequenceState* const* state
       for (int s = 0; s < n; ++s) {
         const float* x = xn + static_cast<int64_t>(s) * c.hidden;
         float* o = block + static_cast<int64_t>(s) * c.hidden;
-        SequenceState* st = states[s];
-        HANPU_RETURN_IF_ERROR(lw.kind == LayerKind::kLinearAttention
-                                  ? kda_layer(c, lw.kda, x, 1, &st->conv[i], &st->recurrent[i], opt,
-                                              1, o, &prof->la_kernel_ms, ws)
-                                  : mla_layer(c, lw.mla, x, 1, st->position, st->kv[i].get(), opt,
-                                              1, o, &prof->attn_kernel_ms, ws));
+        HANPU_RETURN_IF_ERROR(mix_sequence(c, lw, i, x, 1, 1, states[s], opt, o, prof, ws));
       }
       return Status::Ok();
     }

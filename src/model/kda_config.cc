@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "hanpu/attn.h"
 #include "model/json_fields.h"
 
 namespace hanpu::model {
@@ -254,6 +255,18 @@ Status validate_kda_hybrid(const ModelConfig& c, const std::string& source) {
     return Status::Error(fmt::format(
         "{}: qk_rope_head_dim {} must be even and at least 2 (its dims rotate in pairs)", source,
         m.qk_rope_dim));
+  }
+  // The attention kernel's head dims (hanpu/attn.h), each rounded up to 16 as MLA runs them
+  // (mla_layer.h): absorbed decode's cached rows of C + R, decompressed keys and values.
+  for (auto [name, d] :
+       {std::pair{"kv_lora_rank + qk_rope_head_dim", int64_t{m.kv_lora_rank} + m.qk_rope_dim},
+        {"qk_nope_head_dim + qk_rope_head_dim", int64_t{m.qk_dim()}},
+        {"v_head_dim", int64_t{m.v_dim}}}) {
+    if ((d + 15) / 16 * 16 > kAttnMaxHeadDim) {
+      return Status::Error(
+          fmt::format("{}: {} is {}: MLA's attention takes head dims up to {} (multiples of 16)",
+                      source, name, d, kAttnMaxHeadDim));
+    }
   }
   if (c.kv_heads != c.attn_heads) {
     return Status::Error(fmt::format(

@@ -132,6 +132,12 @@ TEST(KdaConfig, BadFieldsAreRefusedByName) {
       {"kimi-linear-tiny", "kv_lora_rank", [](json& j) { j["kv_lora_rank"] = 0; }},
       {"kimi-linear-tiny", "v_head_dim", [](json& j) { j["v_head_dim"] = 0; }},
       {"kimi-linear-tiny", "q_lora_rank", [](json& j) { j["q_lora_rank"] = -4; }},
+      // Past the attention kernel's head dims (576): the cached latent row, the keys, values.
+      {"kimi-linear-tiny", "kv_lora_rank + qk_rope_head_dim",
+       [](json& j) { j["kv_lora_rank"] = 1024; }},
+      {"kimi-linear-tiny", "qk_nope_head_dim + qk_rope_head_dim",
+       [](json& j) { j["qk_nope_head_dim"] = 600; }},
+      {"kimi-linear-tiny", "v_head_dim", [](json& j) { j["v_head_dim"] = 577; }},
       {"kimi-linear-tiny", "num_key_value_heads", [](json& j) { j["num_key_value_heads"] = 2; }},
       {"kimi-linear-tiny", "layer_types",
        [](json& j) { j["layer_types"].push_back("linear_attention"); }},

@@ -221,20 +221,7 @@ def write_gguf(model, config, tok, path, arch, chat_template):
         w.add_expert_used_count(c.num_experts_per_tok)
         w.add_expert_feed_forward_length(c.moe_intermediate_size)
         w.add_expert_shared_feed_forward_length(c.shared_expert_intermediate_size)
-    # Tokenizer as llama.cpp keeps it: tokens by id, types (3 = control), merges "a b".
-    vocab = tok.get_vocab()
-    tokens = [None] * len(vocab)
-    for t, i in vocab.items():
-        tokens[i] = t
-    specials = {a.content for a in tok.get_added_tokens_decoder().values()}
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("qwen35" if arch == "qwen35" else "qwen2")
-    w.add_token_list(tokens)
-    w.add_token_types([3 if t in specials else 1 for t in tokens])
-    merges = json.loads(tok.to_str())["model"]["merges"]
-    w.add_token_merges([" ".join(m) if isinstance(m, list) else m for m in merges])
-    w.add_eos_token_id(c.eos_token_id)
-    w.add_chat_template(chat_template)
+    add_tokenizer(w, tok, c.eos_token_id, chat_template)
     sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
     tiled = v_tiled_order(hk, hv) if arch == "qwen35" else list(range(hv))
 
@@ -307,6 +294,115 @@ def write_gguf(model, config, tok, path, arch, chat_template):
     w.close()
 
 
+def add_tokenizer(w, tok, eos_id, chat_template):
+    """The tokenizer as llama.cpp keeps it: tokens by id, types (3 = control), merges "a b"."""
+    vocab = tok.get_vocab()
+    tokens = [None] * len(vocab)
+    for t, i in vocab.items():
+        tokens[i] = t
+    specials = {a.content for a in tok.get_added_tokens_decoder().values()}
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("qwen35" if w.arch == "qwen35" else "qwen2")
+    w.add_token_list(tokens)
+    w.add_token_types([3 if t in specials else 1 for t in tokens])
+    merges = json.loads(tok.to_str())["model"]["merges"]
+    w.add_token_merges([" ".join(m) if isinstance(m, list) else m for m in merges])
+    w.add_eos_token_id(eos_id)
+    w.add_chat_template(chat_template)
+
+
+def write_kimi_linear_gguf(model, config, tok, path, chat_template):
+    """Kimi Linear as llama.cpp's conversion/kimi_linear.py writes it (F32 tensors): head_count_kv
+    per layer (0 = KDA, 1 = MLA as MQA over the latent), key_length = latent + rope dims, the
+    MLA head dims as key_length_mla / value_length_mla; A_log as -exp(A_log), dt_bias as
+    ssm_dt.bias, the convs as [1, HK, 1, kernel]; kv_b split per head into attn_k_b [H, C, N]
+    (transposed) and attn_v_b [H, Dv, C]; experts stacked; norms as the plain w. The router's
+    groups are written under the standard keys (the converter reads them as n_group /
+    topk_group; Kimi-Linear-48B has one group, so its files need none)."""
+    import gguf
+    import numpy as np
+    c = config
+    w = gguf.GGUFWriter(str(path), "kimi-linear")
+    a = "kimi-linear."
+    full = [t == "full_attention" for t in c.layer_types]
+    w.add_block_count(c.num_hidden_layers)
+    w.add_context_length(c.model_max_length if hasattr(c, "model_max_length") else c.max_position_embeddings)
+    w.add_embedding_length(c.hidden_size)
+    w.add_feed_forward_length(c.intermediate_size)
+    w.add_head_count(c.num_attention_heads)
+    w.add_head_count_kv([1 if f else 0 for f in full])
+    w.add_layer_norm_rms_eps(c.rms_norm_eps)
+    w.add_expert_count(c.num_experts)
+    w.add_expert_used_count(c.num_experts_per_token)
+    w.add_expert_group_count(c.num_expert_group)
+    w.add_expert_group_used_count(c.topk_group)
+    w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+    w.add_vocab_size(c.vocab_size)
+    w.add_ssm_conv_kernel(c.linear_conv_kernel_dim)
+    w.add_kda_head_dim(c.linear_head_dim)
+    w.add_kv_lora_rank(c.kv_lora_rank)
+    w.add_rope_dimension_count(c.qk_rope_head_dim)
+    w.add_key_length(c.kv_lora_rank + c.qk_rope_head_dim)
+    w.add_key_length_mla(c.qk_nope_head_dim + c.qk_rope_head_dim)
+    w.add_value_length_mla(c.v_head_dim)
+    w.add_expert_feed_forward_length(c.moe_intermediate_size)
+    w.add_expert_shared_count(c.num_shared_experts)
+    w.add_leading_dense_block_count(sum(1 for t in c.mlp_layer_types if t == "dense"))
+    w.add_expert_weights_scale(c.routed_scaling_factor)
+    add_tokenizer(w, tok, c.eos_token_id, chat_template)
+    # The names the release uses (what save_pretrained wrote, not the module's own).
+    from safetensors.numpy import load_file
+    sd = load_file(str(path.parent / "model.safetensors"))
+
+    def put(name, x):
+        w.add_tensor(name, np.ascontiguousarray(x.astype(np.float32)))
+
+    put("token_embd.weight", sd["model.embed_tokens.weight"])
+    put("output_norm.weight", sd["model.norm.weight"])
+    put("output.weight", sd["lm_head.weight"])
+    H, N, Dv, C = c.num_attention_heads, c.qk_nope_head_dim, c.v_head_dim, c.kv_lora_rank
+    for i in range(c.num_hidden_layers):
+        p, b = f"model.layers.{i}.", f"blk.{i}."
+        at = p + "self_attn."
+        put(b + "attn_norm.weight", sd[p + "input_layernorm.weight"])
+        put(b + "ffn_norm.weight", sd[p + "post_attention_layernorm.weight"])
+        if not full[i]:
+            for x in "qkv":
+                put(b + f"attn_{x}.weight", sd[at + f"{x}_proj.weight"])
+                conv = sd[at + f"{x}_conv1d.weight"]  # [HK, 1, kernel]
+                put(b + f"ssm_conv1d_{x}.weight", conv.reshape(1, conv.shape[0], 1, conv.shape[-1]))
+            for hf, gg in [("f_a_proj", "ssm_f_a"), ("f_b_proj", "ssm_f_b"), ("g_a_proj", "ssm_g_a"),
+                           ("g_b_proj", "ssm_g_b"), ("b_proj", "ssm_beta"), ("o_norm", "ssm_norm"),
+                           ("o_proj", "attn_output")]:
+                put(b + gg + ".weight", sd[at + hf + ".weight"])
+            put(b + "ssm_a", -np.exp(sd[at + "A_log"]))
+            put(b + "ssm_dt.bias", sd[at + "dt_bias"])
+        else:
+            put(b + "attn_q.weight", sd[at + "q_proj.weight"])
+            put(b + "attn_kv_a_mqa.weight", sd[at + "kv_a_proj_with_mqa.weight"])
+            put(b + "attn_kv_a_norm.weight", sd[at + "kv_a_layernorm.weight"])
+            kv_b = sd[at + "kv_b_proj.weight"].reshape(H, N + Dv, C)
+            put(b + "attn_k_b.weight", kv_b[:, :N, :].transpose(0, 2, 1))
+            put(b + "attn_v_b.weight", kv_b[:, N:, :])
+            put(b + "attn_output.weight", sd[at + "o_proj.weight"])
+        m = p + "block_sparse_moe."
+        if c.mlp_layer_types[i] == "dense":
+            for n in ["gate", "up", "down"]:
+                put(b + f"ffn_{n}.weight", sd[m + f"{n}_proj.weight"])
+            continue
+        put(b + "ffn_gate_inp.weight", sd[m + "gate.weight"])
+        put(b + "exp_probs_b.bias", sd[m + "gate.e_score_correction_bias"])
+        for wid, gg in [("w1", "gate"), ("w3", "up"), ("w2", "down")]:
+            put(b + f"ffn_{gg}_exps.weight", np.stack([sd[f"{m}experts.{e}.{wid}.weight"]
+                                                       for e in range(c.num_experts)]))
+        for n in ["gate", "up", "down"]:
+            put(b + f"ffn_{n}_shexp.weight", sd[m + f"shared_experts.{n}_proj.weight"])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def build(name, make_config, model_cls, seed, root, arch, template, gguf=True):
     d = root / name
     d.mkdir(parents=True, exist_ok=True)
@@ -321,7 +417,9 @@ def build(name, make_config, model_cls, seed, root, arch, template, gguf=True):
     (d / "tokenizer_config.json").write_text(json.dumps({
         "tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>",
         "chat_template": chat_template}, indent=1))
-    if gguf:
+    if arch == "kimi-linear":
+        write_kimi_linear_gguf(model, config, tok, d / "model.gguf", chat_template)
+    elif gguf:
         write_gguf(model, config, tok, d / "model.gguf", arch, chat_template)
     refs = references(model, tok)
     refs["chat"] = chat_references(d, tok)
@@ -341,8 +439,8 @@ def main():
     fixtures = [
         ("qwen35-tiny", tiny_qwen35_config, Qwen3_5ForCausalLM, 35, "qwen35", "qwen3.5.jinja", True),
         ("qwen3next-tiny", tiny_qwen3_next_config, Qwen3NextForCausalLM, 3, "qwen3next", "qwen3.jinja", True),
-        # KDA hybrids: safetensors and references; their GGUF writers come with the loaders.
-        ("kimi-linear-tiny", tiny_kimi_linear_config, KimiLinearForCausalLM, 48, None, "qwen3.jinja", False),
+        # KDA hybrids. llama.cpp's converters write Kimi Linear as a GGUF, not Ling.
+        ("kimi-linear-tiny", tiny_kimi_linear_config, KimiLinearForCausalLM, 48, "kimi-linear", "qwen3.jinja", True),
         ("ling-tiny", tiny_bailing_hybrid_config, BailingHybridForCausalLM, 30, None, "qwen3.jinja", False),
     ]
     for name, make_config, cls, seed, arch, template, gguf in fixtures:

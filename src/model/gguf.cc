@@ -323,6 +323,37 @@ Status load_gguf(const std::string& path, GgufMetadata* meta, WeightStore* store
   return Status::Ok();
 }
 
+Status gguf_int(const GgufMetadata& m, const std::string& key, const std::string& file,
+                bool required, int64_t fallback, int64_t* out) {
+  const auto it = m.find(key);
+  if (it == m.end()) {
+    if (required) return Status::Error(fmt::format("{}: metadata '{}' is missing", file, key));
+    *out = fallback;
+    return Status::Ok();
+  }
+  if (!it->second.is_int())
+    return Status::Error(fmt::format("{}: metadata '{}' is not an integer", file, key));
+  *out = it->second.as_int();
+  return Status::Ok();
+}
+
+Status gguf_number(const GgufMetadata& m, const std::string& key, const std::string& file,
+                   double fallback, double* out) {
+  const auto it = m.find(key);
+  if (it == m.end()) {
+    *out = fallback;
+    return Status::Ok();
+  }
+  if (const auto* d = std::get_if<double>(&it->second.v)) {
+    *out = *d;
+  } else if (it->second.is_int()) {
+    *out = static_cast<double>(it->second.as_int());
+  } else {
+    return Status::Error(fmt::format("{}: metadata '{}' is not a number", file, key));
+  }
+  return Status::Ok();
+}
+
 const std::string* gguf_string(const GgufMetadata& meta, const std::string& key) {
   const auto it = meta.find(key);
   return it == meta.end() ? nullptr : std::get_if<std::string>(&it->second.v);

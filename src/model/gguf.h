@@ -54,6 +54,13 @@ using GgufMetadata = std::map<std::string, GgufValue>;
 
 // The string value of `key`, or null where it is missing or not a string.
 const std::string* gguf_string(const GgufMetadata& meta, const std::string& key);
+// The integer at `key` into `out`; where it is missing, `fallback`, or an error when
+// `required`. A value of another type is an error naming `file` and the key.
+Status gguf_int(const GgufMetadata& meta, const std::string& key, const std::string& file,
+                bool required, int64_t fallback, int64_t* out);
+// The number (float or integer) at `key`, or `fallback` where it is missing.
+Status gguf_number(const GgufMetadata& meta, const std::string& key, const std::string& file,
+                   double fallback, double* out);
 
 // Limits that keep a corrupt header from making the parser allocate or loop without bound.
 inline constexpr uint64_t kGgufMaxTensors = 1u << 20;

@@ -7,37 +7,68 @@
 
 #include <fmt/format.h>
 
+#include "model/gguf_fields.h"
+#include "model/gguf_kda_config.h"
+
 namespace hanpu::model {
 
 namespace {
 
-Status meta_int(const GgufMetadata& m, const std::string& key, const std::string& file,
-                bool required, int64_t fallback, int64_t* out) {
-  const auto it = m.find(key);
-  if (it == m.end()) {
-    if (required) return Status::Error(fmt::format("{}: metadata '{}' is missing", file, key));
-    *out = fallback;
-    return Status::Ok();
+// Qwen3.5 / Qwen3-Next: every interval-th layer full attention, the rest Gated DeltaNet.
+Status qwen_fields(const GgufFields& f, const WeightStore& store, ModelConfig* c) {
+  const std::string& file = f.file();
+  HANPU_RETURN_IF_ERROR(f.count("block_count", true, 0, &c->layers));
+  HANPU_RETURN_IF_ERROR(f.count("embedding_length", true, 0, &c->hidden));
+  HANPU_RETURN_IF_ERROR(
+      f.count("feed_forward_length", c->arch == Arch::kQwen35, 0, &c->intermediate));
+  HANPU_RETURN_IF_ERROR(f.count("attention.head_count", true, 0, &c->attn_heads));
+  HANPU_RETURN_IF_ERROR(f.count("attention.head_count_kv", true, 0, &c->kv_heads));
+  HANPU_RETURN_IF_ERROR(f.count("attention.key_length", true, 0, &c->head_dim));
+  HANPU_RETURN_IF_ERROR(f.count("ssm.conv_kernel", true, 0, &c->conv_kernel));
+  HANPU_RETURN_IF_ERROR(f.count("context_length", false, 0, &c->max_positions));
+  HANPU_RETURN_IF_ERROR(f.count("ssm.state_size", true, 0, &c->la_key_dim));
+  HANPU_RETURN_IF_ERROR(f.count("ssm.group_count", true, 0, &c->la_key_heads));
+  HANPU_RETURN_IF_ERROR(f.count("ssm.time_step_rank", true, 0, &c->la_value_heads));
+  int inner = 0, rope_dims = 0, interval = 4;
+  HANPU_RETURN_IF_ERROR(f.count("ssm.inner_size", true, 0, &inner));
+  HANPU_RETURN_IF_ERROR(f.count("rope.dimension_count", true, 0, &rope_dims));
+  HANPU_RETURN_IF_ERROR(f.count("full_attention_interval", false, 4, &interval));
+  if (c->la_value_heads <= 0 || inner % c->la_value_heads != 0 || c->head_dim <= 0 ||
+      interval <= 0) {
+    return Status::Error(
+        fmt::format("{}: ssm.inner_size {} / time_step_rank {} / key_length {} / interval {} are "
+                    "inconsistent",
+                    file, inner, c->la_value_heads, c->head_dim, interval));
   }
-  if (!it->second.is_int())
-    return Status::Error(fmt::format("{}: metadata '{}' is not an integer", file, key));
-  *out = it->second.as_int();
-  return Status::Ok();
-}
-
-Status meta_float(const GgufMetadata& m, const std::string& key, const std::string& file,
-                  double fallback, double* out) {
-  const auto it = m.find(key);
-  if (it == m.end()) {
-    *out = fallback;
-    return Status::Ok();
+  c->la_value_dim = inner / c->la_value_heads;
+  c->partial_rotary = static_cast<float>(rope_dims) / static_cast<float>(c->head_dim);
+  HANPU_RETURN_IF_ERROR(f.number("rope.freq_base", 1e7, &c->rope_theta));
+  double eps = 1e-6;
+  HANPU_RETURN_IF_ERROR(f.number("attention.layer_norm_rms_epsilon", 1e-6, &eps));
+  c->rms_eps = static_cast<float>(eps);
+  if (c->arch == Arch::kQwen3Next) {
+    HANPU_RETURN_IF_ERROR(f.count("expert_count", false, 0, &c->num_experts));
+    HANPU_RETURN_IF_ERROR(
+        f.count("expert_used_count", c->num_experts > 0, 0, &c->experts_per_token));
+    HANPU_RETURN_IF_ERROR(
+        f.count("expert_feed_forward_length", c->num_experts > 0, 0, &c->moe_intermediate));
+    HANPU_RETURN_IF_ERROR(
+        f.count("expert_shared_feed_forward_length", false, 0, &c->shared_expert_intermediate));
   }
-  if (const auto* d = std::get_if<double>(&it->second.v)) {
-    *out = *d;
-  } else if (it->second.is_int()) {
-    *out = static_cast<double>(it->second.as_int());
-  } else {
-    return Status::Error(fmt::format("{}: metadata '{}' is not a number", file, key));
+  if (c->layers > kMaxLayers) {  // checked before the layer list is built from it
+    return Status::Error(fmt::format("{}: metadata '{}' = {} is more than {}", file,
+                                     f.name("block_count"), c->layers, kMaxLayers));
+  }
+  for (int i = 0; i < c->layers; ++i) {
+    c->layer_kinds.push_back((i + 1) % interval == 0 ? LayerKind::kFullAttention
+                                                     : LayerKind::kLinearAttention);
+  }
+  // Layers whose FFN is dense in a MoE model are those with ffn_gate instead of ffn_gate_inp.
+  if (c->num_experts > 0) {
+    for (int i = 0; i < c->layers; ++i) {
+      if (store.find(fmt::format("blk.{}.ffn_gate_inp.weight", i)) == nullptr)
+        c->mlp_only_layers.push_back(i);
+    }
   }
   return Status::Ok();
 }
@@ -50,74 +81,17 @@ Status gguf_model_config(const GgufMetadata& meta, const WeightStore& store,
   if (arch == nullptr)
     return Status::Error(fmt::format("{}: metadata 'general.architecture' is missing", file));
   ModelConfig c;
-  if (*arch == "qwen35") {
-    c.arch = Arch::kQwen35;
-  } else if (*arch == "qwen3next") {
-    c.arch = Arch::kQwen3Next;
-  } else {
-    return Status::Error(
-        fmt::format("{}: architecture '{}' is not supported (qwen35, qwen3next)", file, *arch));
-  }
   c.model_type = *arch;
-  const std::string a = *arch + ".";
-  int64_t v = 0;
-  const auto get = [&](const char* key, bool required, int64_t fallback, int* dst) -> Status {
-    HANPU_RETURN_IF_ERROR(meta_int(meta, a + key, file, required, fallback, &v));
-    if (v < 0 || v > (int64_t{1} << 30))
-      return Status::Error(
-          fmt::format("{}: metadata '{}{}' = {} is out of range", file, a, key, v));
-    *dst = static_cast<int>(v);
-    return Status::Ok();
-  };
-  HANPU_RETURN_IF_ERROR(get("block_count", true, 0, &c.layers));
-  HANPU_RETURN_IF_ERROR(get("embedding_length", true, 0, &c.hidden));
-  HANPU_RETURN_IF_ERROR(get("feed_forward_length", c.arch == Arch::kQwen35, 0, &c.intermediate));
-  HANPU_RETURN_IF_ERROR(get("attention.head_count", true, 0, &c.attn_heads));
-  HANPU_RETURN_IF_ERROR(get("attention.head_count_kv", true, 0, &c.kv_heads));
-  HANPU_RETURN_IF_ERROR(get("attention.key_length", true, 0, &c.head_dim));
-  HANPU_RETURN_IF_ERROR(get("ssm.conv_kernel", true, 0, &c.conv_kernel));
-  HANPU_RETURN_IF_ERROR(get("context_length", false, 0, &c.max_positions));
-  HANPU_RETURN_IF_ERROR(get("ssm.state_size", true, 0, &c.la_key_dim));
-  HANPU_RETURN_IF_ERROR(get("ssm.group_count", true, 0, &c.la_key_heads));
-  HANPU_RETURN_IF_ERROR(get("ssm.time_step_rank", true, 0, &c.la_value_heads));
-  int inner = 0, rope_dims = 0, interval = 4;
-  HANPU_RETURN_IF_ERROR(get("ssm.inner_size", true, 0, &inner));
-  HANPU_RETURN_IF_ERROR(get("rope.dimension_count", true, 0, &rope_dims));
-  HANPU_RETURN_IF_ERROR(get("full_attention_interval", false, 4, &interval));
-  if (c.la_value_heads <= 0 || inner % c.la_value_heads != 0 || c.head_dim <= 0 || interval <= 0) {
-    return Status::Error(
-        fmt::format("{}: ssm.inner_size {} / time_step_rank {} / key_length {} / interval {} are "
-                    "inconsistent",
-                    file, inner, c.la_value_heads, c.head_dim, interval));
-  }
-  c.la_value_dim = inner / c.la_value_heads;
-  c.partial_rotary = static_cast<float>(rope_dims) / static_cast<float>(c.head_dim);
-  HANPU_RETURN_IF_ERROR(meta_float(meta, a + "rope.freq_base", file, 1e7, &c.rope_theta));
-  double eps = 1e-6;
-  HANPU_RETURN_IF_ERROR(meta_float(meta, a + "attention.layer_norm_rms_epsilon", file, 1e-6, &eps));
-  c.rms_eps = static_cast<float>(eps);
-  if (c.arch == Arch::kQwen3Next) {
-    HANPU_RETURN_IF_ERROR(get("expert_count", false, 0, &c.num_experts));
-    HANPU_RETURN_IF_ERROR(get("expert_used_count", c.num_experts > 0, 0, &c.experts_per_token));
-    HANPU_RETURN_IF_ERROR(
-        get("expert_feed_forward_length", c.num_experts > 0, 0, &c.moe_intermediate));
-    HANPU_RETURN_IF_ERROR(
-        get("expert_shared_feed_forward_length", false, 0, &c.shared_expert_intermediate));
-  }
-  if (c.layers > kMaxLayers) {  // checked before the layer list is built from it
-    return Status::Error(fmt::format("{}: metadata '{}block_count' = {} is more than {}", file, a,
-                                     c.layers, kMaxLayers));
-  }
-  for (int i = 0; i < c.layers; ++i) {
-    c.layer_kinds.push_back((i + 1) % interval == 0 ? LayerKind::kFullAttention
-                                                    : LayerKind::kLinearAttention);
-  }
-  // Layers whose FFN is dense in a MoE model are those with ffn_gate instead of ffn_gate_inp.
-  if (c.num_experts > 0) {
-    for (int i = 0; i < c.layers; ++i) {
-      if (store.find(fmt::format("blk.{}.ffn_gate_inp.weight", i)) == nullptr)
-        c.mlp_only_layers.push_back(i);
-    }
+  const GgufFields fields(meta, *arch, file);
+  if (*arch == "qwen35" || *arch == "qwen3next") {
+    c.arch = *arch == "qwen35" ? Arch::kQwen35 : Arch::kQwen3Next;
+    HANPU_RETURN_IF_ERROR(qwen_fields(fields, store, &c));
+  } else if (*arch == "kimi-linear") {
+    c.arch = Arch::kKimiLinear;
+    HANPU_RETURN_IF_ERROR(kimi_linear_gguf_fields(fields, &c));
+  } else {
+    return Status::Error(fmt::format(
+        "{}: architecture '{}' is not supported (qwen35, qwen3next, kimi-linear)", file, *arch));
   }
   const StoredTensor* embd = store.find("token_embd.weight");
   if (embd == nullptr || embd->shape.size() != 2)
@@ -132,12 +106,12 @@ Status gguf_model_config(const GgufMetadata& meta, const WeightStore& store,
   for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
                           "tokenizer.ggml.eom_token_id"}) {
     int64_t id = -1;
-    HANPU_RETURN_IF_ERROR(meta_int(meta, key, file, false, -1, &id));
+    HANPU_RETURN_IF_ERROR(gguf_int(meta, key, file, false, -1, &id));
     if (id >= 0 && id < c.vocab) c.eos_token_ids.push_back(static_cast<int>(id));
   }
   // The checks a config.json gets, with the GGUF keys' values under the names of config.json.
-  HANPU_RETURN_IF_ERROR(
-      validate_model_config(c, file + " (metadata '" + a + "*' as config.json fields)"));
+  HANPU_RETURN_IF_ERROR(validate_model_config(
+      c, file + " (metadata '" + fields.name("*") + "' as config.json fields)"));
   *out = std::move(c);
   return Status::Ok();
 }
@@ -152,10 +126,10 @@ Status gguf_generation_config(const GgufMetadata& meta, const std::string& file,
   }
   double temp = 0, top_p = 1, min_p = 0;
   int64_t top_k = 0;
-  HANPU_RETURN_IF_ERROR(meta_float(meta, k + "temp", file, 0.0, &temp));
-  HANPU_RETURN_IF_ERROR(meta_int(meta, k + "top_k", file, false, 0, &top_k));
-  HANPU_RETURN_IF_ERROR(meta_float(meta, k + "top_p", file, 1.0, &top_p));
-  HANPU_RETURN_IF_ERROR(meta_float(meta, k + "min_p", file, 0.0, &min_p));
+  HANPU_RETURN_IF_ERROR(gguf_number(meta, k + "temp", file, 0.0, &temp));
+  HANPU_RETURN_IF_ERROR(gguf_int(meta, k + "top_k", file, false, 0, &top_k));
+  HANPU_RETURN_IF_ERROR(gguf_number(meta, k + "top_p", file, 1.0, &top_p));
+  HANPU_RETURN_IF_ERROR(gguf_number(meta, k + "min_p", file, 0.0, &min_p));
   const auto bad = [&](const std::string& key, double v, const char* range) {
     return Status::Error(fmt::format("{}: metadata '{}{}' is {}, {}", file, k, key, v, range));
   };

@@ -14,241 +14,204 @@
 #include <fmt/format.h>
 
 #include "cpu/nn/quant_linear.h"
+#include "model/gguf_converter.h"
 #include "model/weight_table.h"
 
 namespace hanpu::model {
 
-namespace {
-
-// HF value head hv sits at GGUF position tiled_position(hv) (qwen35 with Hk != HV).
-struct HeadOrder {
-  int hk = 1, hv = 1;
-  bool tiled = false;
-  int gguf_of(int h) const { return tiled ? (h % (hv / hk)) * hk + h / (hv / hk) : h; }
-};
-
-}  // namespace
-
-namespace {
-
-class GgufConverter {
- public:
-  GgufConverter(const ModelConfig& c, const WeightStore& s, DType dt, bool keep_blocks,
-                std::optional<QuantType> quantize)
-      : c_(c), s_(s), dt_(dt), keep_blocks_(keep_blocks), quantize_(quantize) {
-    order_ = HeadOrder{c.la_key_heads, c.la_value_heads,
-                       c.arch == Arch::kQwen35 && c.la_key_heads != c.la_value_heads};
-  }
-  Status f32(const std::string& name, const Shape& shape, std::vector<float>* out) {
-    return s_.get_f32(name, shape, out);
-  }
-  // A zero-centred norm weight (GGUF stores 1 + w).
-  Status norm(const std::string& name, int n, std::vector<float>* out) {
-    HANPU_RETURN_IF_ERROR(f32(name, {n}, out));
-    for (float& x : *out) x -= 1.0f;
+Status GgufConverter::linear(const std::string& name, int out, int in, const std::vector<int>& rows,
+                             Linear* l) {
+  const StoredTensor* t = nullptr;
+  HANPU_RETURN_IF_ERROR(s_.get(name, {out, in}, &t));
+  if (t->quant && keep_blocks_) {  // kept in its blocks (cpu/nn/quant_linear.h)
+    *l = cpu::quant_linear_from_rows(*t->quant, t->data, in, rows, t->owner);
     return Status::Ok();
   }
-  Status linear(const std::string& name, int out, int in, const std::vector<int>& rows, Linear* l) {
-    const StoredTensor* t = nullptr;
-    HANPU_RETURN_IF_ERROR(s_.get(name, {out, in}, &t));
-    if (t->quant && keep_blocks_) {  // kept in its blocks (cpu/nn/quant_linear.h)
-      *l = cpu::quant_linear_from_rows(*t->quant, t->data, in, rows, t->owner);
-      return Status::Ok();
-    }
-    std::vector<float>& w = scratch_[0];
-    HANPU_RETURN_IF_ERROR(f32(name, {out, in}, &w));
-    *l = pack_rows(w.data(), in, rows, plain_dtype(*t), quantize_);
+  std::vector<float>& w = scratch_[0];
+  HANPU_RETURN_IF_ERROR(f32(name, {out, in}, &w));
+  *l = pack_rows(w.data(), in, rows, plain_dtype(*t), quantize_);
+  return Status::Ok();
+}
+
+Status GgufConverter::embedding(const std::string& name, int vocab, int hidden, ModelWeights* w) {
+  const StoredTensor* t = nullptr;
+  HANPU_RETURN_IF_ERROR(s_.get(name, {vocab, hidden}, &t));
+  if (t->quant && keep_blocks_) {
+    w->embed_blocks =
+        cpu::quant_linear_from_rows(*t->quant, t->data, hidden, iota(vocab), t->owner);
     return Status::Ok();
   }
-  // A plain tensor's storage: as stored unless the caller asked for a dtype (llama.cpp computes
-  // the F32 routers and gates of a quantized file in F32; rounding them to bf16 would move
-  // which experts are chosen).
-  DType plain_dtype(const StoredTensor& t) const {
-    return keep_blocks_ && !t.quant ? t.dtype : dt_;
-  }
-  Status linear(const std::string& name, int out, int in, Linear* l) {
-    return linear(name, out, in, iota(out), l);
-  }
-  // An untied embedding table: kept in its blocks (a token decodes its row) or in f32.
-  Status embedding(const std::string& name, int vocab, int hidden, ModelWeights* w) {
-    const StoredTensor* t = nullptr;
-    HANPU_RETURN_IF_ERROR(s_.get(name, {vocab, hidden}, &t));
-    if (t->quant && keep_blocks_) {
-      w->embed_blocks =
-          cpu::quant_linear_from_rows(*t->quant, t->data, hidden, iota(vocab), t->owner);
-      return Status::Ok();
-    }
-    return f32(name, {vocab, hidden}, &w->embed);
-  }
-  static std::vector<int> iota(int n, int first = 0) {
-    std::vector<int> r(n);
-    std::iota(r.begin(), r.end(), first);
-    return r;
-  }
-  // GGUF rows of HF value heads 0..HV-1 (blocks of `per` rows), after `base` leading rows.
-  std::vector<int> v_rows(int per, int base = 0) const {
-    std::vector<int> r;
-    for (int h = 0; h < c_.la_value_heads; ++h) {
-      for (int i = 0; i < per; ++i) r.push_back(base + order_.gguf_of(h) * per + i);
-    }
-    return r;
-  }
-  Status mlp(const std::string& b, const char* suffix, int inter, MlpWeights* m) {
-    const std::string gate = fmt::format("{}ffn_gate{}.weight", b, suffix),
-                      up = fmt::format("{}ffn_up{}.weight", b, suffix);
-    const StoredTensor *tg = nullptr, *tu = nullptr;
-    HANPU_RETURN_IF_ERROR(s_.get(gate, {inter, c_.hidden}, &tg));
-    HANPU_RETURN_IF_ERROR(s_.get(up, {inter, c_.hidden}, &tu));
-    if (keep_blocks_ && tg->quant &&
-        tg->quant == tu->quant) {  // one projection of both tensors' rows
-      m->gate_up = cpu::quant_linear_concat(
-          cpu::quant_linear_from_rows(*tg->quant, tg->data, c_.hidden, iota(inter), tg->owner),
-          cpu::quant_linear_from_rows(*tu->quant, tu->data, c_.hidden, iota(inter), tu->owner));
-      return linear(fmt::format("{}ffn_down{}.weight", b, suffix), c_.hidden, inter, &m->down);
-    }
-    // Plain tensors, or a mix of gate and up types: widened to the compute layout.
-    std::vector<float>&g = scratch_[0], &u = scratch_[1];
-    HANPU_RETURN_IF_ERROR(
-        f32(fmt::format("{}ffn_gate{}.weight", b, suffix), {inter, c_.hidden}, &g));
-    HANPU_RETURN_IF_ERROR(f32(fmt::format("{}ffn_up{}.weight", b, suffix), {inter, c_.hidden}, &u));
-    g.insert(g.end(), u.begin(), u.end());
-    m->gate_up = pack_rows(g.data(), c_.hidden, iota(2 * inter), dt_, quantize_);
+  return f32(name, {vocab, hidden}, &w->embed);
+}
+
+Status GgufConverter::mlp(const std::string& b, const char* suffix, int inter, MlpWeights* m) {
+  const std::string gate = fmt::format("{}ffn_gate{}.weight", b, suffix),
+                    up = fmt::format("{}ffn_up{}.weight", b, suffix);
+  const StoredTensor *tg = nullptr, *tu = nullptr;
+  HANPU_RETURN_IF_ERROR(s_.get(gate, {inter, c_.hidden}, &tg));
+  HANPU_RETURN_IF_ERROR(s_.get(up, {inter, c_.hidden}, &tu));
+  if (keep_blocks_ && tg->quant &&
+      tg->quant == tu->quant) {  // one projection of both tensors' rows
+    m->gate_up = cpu::quant_linear_concat(
+        cpu::quant_linear_from_rows(*tg->quant, tg->data, c_.hidden, iota(inter), tg->owner),
+        cpu::quant_linear_from_rows(*tu->quant, tu->data, c_.hidden, iota(inter), tu->owner));
     return linear(fmt::format("{}ffn_down{}.weight", b, suffix), c_.hidden, inter, &m->down);
   }
-  Status gdn(const std::string& b, GdnWeights* w) {
-    const int H = c_.la_key_heads, HV = c_.la_value_heads, K = c_.la_key_dim, V = c_.la_value_dim,
-              hidden = c_.hidden;
-    const int C = c_.la_conv_channels(), qk = 2 * H * K;
-    std::vector<int> qkv_rows = iota(qk);
-    for (int r : v_rows(V, qk)) qkv_rows.push_back(r);
-    HANPU_RETURN_IF_ERROR(linear(b + "attn_qkv.weight", C, hidden, qkv_rows, &w->qkv));
-    HANPU_RETURN_IF_ERROR(linear(b + "attn_gate.weight", HV * V, hidden, v_rows(V), &w->z));
-    if (c_.arch == Arch::kQwen35) {
-      HANPU_RETURN_IF_ERROR(linear(b + "ssm_beta.weight", HV, hidden, v_rows(1), &w->b));
-      HANPU_RETURN_IF_ERROR(linear(b + "ssm_alpha.weight", HV, hidden, v_rows(1), &w->a));
-    } else {  // ssm_ba keeps HF's grouping: per key head [b (g) | a (g)]
-      const int g = HV / H;
-      std::vector<int> rb, ra;
-      for (int h = 0; h < H; ++h) {
-        for (int i = 0; i < g; ++i) rb.push_back(h * 2 * g + i), ra.push_back(h * 2 * g + g + i);
-      }
-      HANPU_RETURN_IF_ERROR(linear(b + "ssm_ba.weight", 2 * HV, hidden, rb, &w->b));
-      HANPU_RETURN_IF_ERROR(linear(b + "ssm_ba.weight", 2 * HV, hidden, ra, &w->a));
+  // Plain tensors, or a mix of gate and up types: widened to the compute layout.
+  std::vector<float>&g = scratch_[0], &u = scratch_[1];
+  HANPU_RETURN_IF_ERROR(f32(fmt::format("{}ffn_gate{}.weight", b, suffix), {inter, c_.hidden}, &g));
+  HANPU_RETURN_IF_ERROR(f32(fmt::format("{}ffn_up{}.weight", b, suffix), {inter, c_.hidden}, &u));
+  g.insert(g.end(), u.begin(), u.end());
+  m->gate_up = pack_rows(g.data(), c_.hidden, iota(2 * inter), dt_, quantize_);
+  return linear(fmt::format("{}ffn_down{}.weight", b, suffix), c_.hidden, inter, &m->down);
+}
+
+Status GgufConverter::gdn(const std::string& b, GdnWeights* w) {
+  const int H = c_.la_key_heads, HV = c_.la_value_heads, K = c_.la_key_dim, V = c_.la_value_dim,
+            hidden = c_.hidden;
+  const int C = c_.la_conv_channels(), qk = 2 * H * K;
+  std::vector<int> qkv_rows = iota(qk);
+  for (int r : v_rows(V, qk)) qkv_rows.push_back(r);
+  HANPU_RETURN_IF_ERROR(linear(b + "attn_qkv.weight", C, hidden, qkv_rows, &w->qkv));
+  HANPU_RETURN_IF_ERROR(linear(b + "attn_gate.weight", HV * V, hidden, v_rows(V), &w->z));
+  if (c_.arch == Arch::kQwen35) {
+    HANPU_RETURN_IF_ERROR(linear(b + "ssm_beta.weight", HV, hidden, v_rows(1), &w->b));
+    HANPU_RETURN_IF_ERROR(linear(b + "ssm_alpha.weight", HV, hidden, v_rows(1), &w->a));
+  } else {  // ssm_ba keeps HF's grouping: per key head [b (g) | a (g)]
+    const int g = HV / H;
+    std::vector<int> rb, ra;
+    for (int h = 0; h < H; ++h) {
+      for (int i = 0; i < g; ++i) rb.push_back(h * 2 * g + i), ra.push_back(h * 2 * g + g + i);
     }
-    const std::vector<int> cols = v_rows(V);
-    const StoredTensor* t_out = nullptr;
-    HANPU_RETURN_IF_ERROR(s_.get(b + "ssm_out.weight", {hidden, HV * V}, &t_out));
-    if (t_out->quant && keep_blocks_) {
-      // Its columns stay in GGUF's head order: the kernel reads x through the permutation
-      // (GGUF column cols[i] is HF column i).
-      w->out = cpu::quant_linear_from_rows(*t_out->quant, t_out->data, HV * V, iota(hidden),
-                                           t_out->owner);
-      w->out.x_order.assign(cols.size(), 0);
-      for (size_t i = 0; i < cols.size(); ++i) w->out.x_order[cols[i]] = static_cast<int32_t>(i);
-      if (!order_.tiled) w->out.x_order.clear();  // the identity
-    } else {
-      std::vector<float> out;  // [hidden, HV V]: value heads are its input columns
-      HANPU_RETURN_IF_ERROR(f32(b + "ssm_out.weight", {hidden, HV * V}, &out));
-      std::vector<float> w_hf(out.size());  // the same matrix with its columns in HF order
-      for (int o = 0; o < hidden; ++o) {
-        for (int i = 0; i < HV * V; ++i)
-          w_hf[static_cast<size_t>(o) * HV * V + i] =
-              out[static_cast<size_t>(o) * HV * V + cols[i]];
-      }
-      w->out = pack_rows(w_hf.data(), HV * V, iota(hidden), dt_, quantize_);
-    }
-    std::vector<float> conv;  // [channels, kernel] -> tap-major, V channels back in HF order
-    HANPU_RETURN_IF_ERROR(f32(b + "ssm_conv1d.weight", {C, c_.conv_kernel}, &conv));
-    w->conv.resize(conv.size());
-    for (int ch = 0; ch < C; ++ch) {
-      const int src = ch < qk ? ch : qkv_rows[ch];
-      for (int j = 0; j < c_.conv_kernel; ++j)
-        w->conv[static_cast<size_t>(j) * C + ch] =
-            conv[static_cast<size_t>(src) * c_.conv_kernel + j];
-    }
-    std::vector<float> a, dt;
-    HANPU_RETURN_IF_ERROR(f32(b + "ssm_a", {HV}, &a));
-    HANPU_RETURN_IF_ERROR(f32(b + "ssm_dt.bias", {HV}, &dt));
-    w->neg_A.resize(HV);
-    w->dt_bias.resize(HV);
-    for (int h = 0; h < HV; ++h) {
-      w->neg_A[h] = a[order_.gguf_of(h)];
-      w->dt_bias[h] = dt[order_.gguf_of(h)];
-    }
-    return f32(b + "ssm_norm.weight", {V}, &w->norm);
+    HANPU_RETURN_IF_ERROR(linear(b + "ssm_ba.weight", 2 * HV, hidden, rb, &w->b));
+    HANPU_RETURN_IF_ERROR(linear(b + "ssm_ba.weight", 2 * HV, hidden, ra, &w->a));
   }
-  Status attn(const std::string& b, AttnWeights* w) {
-    const int Hq = c_.attn_heads, Hkv = c_.kv_heads, D = c_.head_dim;
-    HANPU_RETURN_IF_ERROR(linear(b + "attn_q.weight", Hq * 2 * D, c_.hidden, &w->q));
-    HANPU_RETURN_IF_ERROR(linear(b + "attn_k.weight", Hkv * D, c_.hidden, &w->k));
-    HANPU_RETURN_IF_ERROR(linear(b + "attn_v.weight", Hkv * D, c_.hidden, &w->v));
-    HANPU_RETURN_IF_ERROR(linear(b + "attn_output.weight", c_.hidden, Hq * D, &w->o));
-    HANPU_RETURN_IF_ERROR(norm(b + "attn_q_norm.weight", D, &w->q_norm));
-    return norm(b + "attn_k_norm.weight", D, &w->k_norm);
-  }
-  Status moe(const std::string& b, MoeWeights* m) {
-    const int E = c_.num_experts, I = c_.moe_intermediate, hidden = c_.hidden;
-    HANPU_RETURN_IF_ERROR(linear(b + "ffn_gate_inp.weight", E, hidden, &m->router));
-    m->experts.resize(E);
-    const StoredTensor *tg = nullptr, *tu = nullptr, *td = nullptr;
-    HANPU_RETURN_IF_ERROR(s_.get(b + "ffn_gate_exps.weight", {E, I, hidden}, &tg));
-    HANPU_RETURN_IF_ERROR(s_.get(b + "ffn_up_exps.weight", {E, I, hidden}, &tu));
-    HANPU_RETURN_IF_ERROR(s_.get(b + "ffn_down_exps.weight", {E, hidden, I}, &td));
-    // Row indices are ints: a stack too tall for them (no real model) is refused.
-    if (int64_t{E} * std::max(I, hidden) > std::numeric_limits<int>::max())
-      return Status::Error(
-          fmt::format("{}: {} experts of {} x {} rows are too many", b, E, I, hidden));
-    if (keep_blocks_ && tg->quant && tg->quant == tu->quant && td->quant) {
-      // Each expert's rows kept in their blocks, gate and up as one projection.
-      for (int e = 0; e < E; ++e) {
-        m->experts[e].gate_up = cpu::quant_linear_concat(
-            cpu::quant_linear_from_rows(*tg->quant, tg->data, hidden, iota(I, e * I), tg->owner),
-            cpu::quant_linear_from_rows(*tu->quant, tu->data, hidden, iota(I, e * I), tu->owner));
-        m->experts[e].down = cpu::quant_linear_from_rows(*td->quant, td->data, I,
-                                                         iota(hidden, e * hidden), td->owner);
-      }
-      return shared_expert(b, m);
+  const std::vector<int> cols = v_rows(V);
+  const StoredTensor* t_out = nullptr;
+  HANPU_RETURN_IF_ERROR(s_.get(b + "ssm_out.weight", {hidden, HV * V}, &t_out));
+  if (t_out->quant && keep_blocks_) {
+    // Its columns stay in GGUF's head order: the kernel reads x through the permutation
+    // (GGUF column cols[i] is HF column i).
+    w->out =
+        cpu::quant_linear_from_rows(*t_out->quant, t_out->data, HV * V, iota(hidden), t_out->owner);
+    w->out.x_order.assign(cols.size(), 0);
+    for (size_t i = 0; i < cols.size(); ++i) w->out.x_order[cols[i]] = static_cast<int32_t>(i);
+    if (!order_.tiled) w->out.x_order.clear();  // the identity
+  } else {
+    std::vector<float> out;  // [hidden, HV V]: value heads are its input columns
+    HANPU_RETURN_IF_ERROR(f32(b + "ssm_out.weight", {hidden, HV * V}, &out));
+    std::vector<float> w_hf(out.size());  // the same matrix with its columns in HF order
+    for (int o = 0; o < hidden; ++o) {
+      for (int i = 0; i < HV * V; ++i)
+        w_hf[static_cast<size_t>(o) * HV * V + i] = out[static_cast<size_t>(o) * HV * V + cols[i]];
     }
-    std::vector<float> g, u, d;
-    HANPU_RETURN_IF_ERROR(f32(b + "ffn_gate_exps.weight", {E, I, hidden}, &g));
-    HANPU_RETURN_IF_ERROR(f32(b + "ffn_up_exps.weight", {E, I, hidden}, &u));
-    HANPU_RETURN_IF_ERROR(f32(b + "ffn_down_exps.weight", {E, hidden, I}, &d));
-    const size_t gi = static_cast<size_t>(I) * hidden;
+    w->out = pack_rows(w_hf.data(), HV * V, iota(hidden), dt_, quantize_);
+  }
+  std::vector<float> conv;  // [channels, kernel] -> tap-major, V channels back in HF order
+  HANPU_RETURN_IF_ERROR(f32(b + "ssm_conv1d.weight", {C, c_.conv_kernel}, &conv));
+  w->conv.resize(conv.size());
+  for (int ch = 0; ch < C; ++ch) {
+    const int src = ch < qk ? ch : qkv_rows[ch];
+    for (int j = 0; j < c_.conv_kernel; ++j)
+      w->conv[static_cast<size_t>(j) * C + ch] =
+          conv[static_cast<size_t>(src) * c_.conv_kernel + j];
+  }
+  std::vector<float> a, dt;
+  HANPU_RETURN_IF_ERROR(f32(b + "ssm_a", {HV}, &a));
+  HANPU_RETURN_IF_ERROR(f32(b + "ssm_dt.bias", {HV}, &dt));
+  w->neg_A.resize(HV);
+  w->dt_bias.resize(HV);
+  for (int h = 0; h < HV; ++h) {
+    w->neg_A[h] = a[order_.gguf_of(h)];
+    w->dt_bias[h] = dt[order_.gguf_of(h)];
+  }
+  return f32(b + "ssm_norm.weight", {V}, &w->norm);
+}
+
+Status GgufConverter::attn(const std::string& b, AttnWeights* w) {
+  const int Hq = c_.attn_heads, Hkv = c_.kv_heads, D = c_.head_dim;
+  HANPU_RETURN_IF_ERROR(linear(b + "attn_q.weight", Hq * 2 * D, c_.hidden, &w->q));
+  HANPU_RETURN_IF_ERROR(linear(b + "attn_k.weight", Hkv * D, c_.hidden, &w->k));
+  HANPU_RETURN_IF_ERROR(linear(b + "attn_v.weight", Hkv * D, c_.hidden, &w->v));
+  HANPU_RETURN_IF_ERROR(linear(b + "attn_output.weight", c_.hidden, Hq * D, &w->o));
+  HANPU_RETURN_IF_ERROR(norm(b + "attn_q_norm.weight", D, &w->q_norm));
+  return norm(b + "attn_k_norm.weight", D, &w->k_norm);
+}
+
+Status GgufConverter::moe(const std::string& b, MoeWeights* m) {
+  HANPU_RETURN_IF_ERROR(experts(b, m));
+  return shared_expert(b, m);
+}
+
+Status GgufConverter::experts(const std::string& b, MoeWeights* m) {
+  const int E = c_.num_experts, I = c_.moe_intermediate, hidden = c_.hidden;
+  HANPU_RETURN_IF_ERROR(linear(b + "ffn_gate_inp.weight", E, hidden, &m->router));
+  m->experts.resize(E);
+  const StoredTensor *tg = nullptr, *tu = nullptr, *td = nullptr;
+  HANPU_RETURN_IF_ERROR(s_.get(b + "ffn_gate_exps.weight", {E, I, hidden}, &tg));
+  HANPU_RETURN_IF_ERROR(s_.get(b + "ffn_up_exps.weight", {E, I, hidden}, &tu));
+  HANPU_RETURN_IF_ERROR(s_.get(b + "ffn_down_exps.weight", {E, hidden, I}, &td));
+  // Row indices are ints: a stack too tall for them (no real model) is refused.
+  if (int64_t{E} * std::max(I, hidden) > std::numeric_limits<int>::max())
+    return Status::Error(
+        fmt::format("{}: {} experts of {} x {} rows are too many", b, E, I, hidden));
+  if (keep_blocks_ && tg->quant && tg->quant == tu->quant && td->quant) {
+    // Each expert's rows kept in their blocks, gate and up as one projection.
     for (int e = 0; e < E; ++e) {
-      std::vector<float> gu(g.begin() + e * gi, g.begin() + (e + 1) * gi);
-      gu.insert(gu.end(), u.begin() + e * gi, u.begin() + (e + 1) * gi);
-      m->experts[e].gate_up = pack_rows(gu.data(), hidden, iota(2 * I), dt_, quantize_);
-      m->experts[e].down = pack_rows(d.data() + e * gi, I, iota(hidden), dt_, quantize_);
-    }
-    return shared_expert(b, m);
-  }
-  Status shared_expert(const std::string& b, MoeWeights* m) {
-    const int hidden = c_.hidden;
-    if (c_.shared_expert_intermediate > 0) {
-      HANPU_RETURN_IF_ERROR(mlp(b, "_shexp", c_.shared_expert_intermediate, &m->shared));
-      // The converter writes [1, hidden] (ggml's [hidden, 1]); older files [hidden]. llama.cpp
-      // takes either, as trailing ggml dimensions of 1 do not count.
-      std::vector<float> sg;
-      const std::string gate = b + "ffn_gate_inp_shexp.weight";
-      const StoredTensor* t = s_.find(gate);
-      const Shape shape = t && t->shape.size() == 2 ? Shape{1, hidden} : Shape{hidden};
-      HANPU_RETURN_IF_ERROR(f32(gate, shape, &sg));
-      m->shared_gate = pack_rows(sg.data(), hidden, {0}, plain_dtype(*t), quantize_);
+      m->experts[e].gate_up = cpu::quant_linear_concat(
+          cpu::quant_linear_from_rows(*tg->quant, tg->data, hidden, iota(I, e * I), tg->owner),
+          cpu::quant_linear_from_rows(*tu->quant, tu->data, hidden, iota(I, e * I), tu->owner));
+      m->experts[e].down =
+          cpu::quant_linear_from_rows(*td->quant, td->data, I, iota(hidden, e * hidden), td->owner);
     }
     return Status::Ok();
   }
+  std::vector<float> g, u, d;
+  HANPU_RETURN_IF_ERROR(f32(b + "ffn_gate_exps.weight", {E, I, hidden}, &g));
+  HANPU_RETURN_IF_ERROR(f32(b + "ffn_up_exps.weight", {E, I, hidden}, &u));
+  HANPU_RETURN_IF_ERROR(f32(b + "ffn_down_exps.weight", {E, hidden, I}, &d));
+  const size_t gi = static_cast<size_t>(I) * hidden;
+  for (int e = 0; e < E; ++e) {
+    std::vector<float> gu(g.begin() + e * gi, g.begin() + (e + 1) * gi);
+    gu.insert(gu.end(), u.begin() + e * gi, u.begin() + (e + 1) * gi);
+    m->experts[e].gate_up = pack_rows(gu.data(), hidden, iota(2 * I), dt_, quantize_);
+    m->experts[e].down = pack_rows(d.data() + e * gi, I, iota(hidden), dt_, quantize_);
+  }
+  return Status::Ok();
+}
 
- private:
-  const ModelConfig& c_;
-  const WeightStore& s_;
-  DType dt_;                           // storage of the projections
-  bool keep_blocks_;                   // quantized projections stay in their blocks
-  std::optional<QuantType> quantize_;  // plain projections quantized at load
-  HeadOrder order_;
-  // fp32 copies of the tensor being converted, kept between tensors: fresh ones of up to
-  // hundreds of MB each would cost their page faults and zeroing again every time.
-  std::vector<float> scratch_[2];
-};
+Status GgufConverter::shared_expert(const std::string& b, MoeWeights* m) {
+  const int hidden = c_.hidden;
+  if (c_.shared_expert_intermediate > 0) {
+    HANPU_RETURN_IF_ERROR(mlp(b, "_shexp", c_.shared_expert_intermediate, &m->shared));
+    // The converter writes [1, hidden] (ggml's [hidden, 1]); older files [hidden]. llama.cpp
+    // takes either, as trailing ggml dimensions of 1 do not count.
+    std::vector<float> sg;
+    const std::string gate = b + "ffn_gate_inp_shexp.weight";
+    const StoredTensor* t = s_.find(gate);
+    const Shape shape = t && t->shape.size() == 2 ? Shape{1, hidden} : Shape{hidden};
+    HANPU_RETURN_IF_ERROR(f32(gate, shape, &sg));
+    m->shared_gate = pack_rows(sg.data(), hidden, {0}, plain_dtype(*t), quantize_);
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+Status convert_qwen_layer(GgufConverter& cv, const ModelConfig& c, int i, LayerWeights* l) {
+  const std::string b = fmt::format("blk.{}.", i);
+  l->kind = c.layer_kinds[i];
+  HANPU_RETURN_IF_ERROR(cv.norm(b + "attn_norm.weight", c.hidden, &l->input_norm));
+  HANPU_RETURN_IF_ERROR(cv.norm(b + "post_attention_norm.weight", c.hidden, &l->post_norm));
+  if (l->kind == LayerKind::kLinearAttention) {
+    HANPU_RETURN_IF_ERROR(cv.gdn(b, &l->gdn));
+  } else {
+    HANPU_RETURN_IF_ERROR(cv.attn(b, &l->attn));
+  }
+  l->moe = c.layer_has_moe(i);
+  if (l->moe) return cv.moe(b, &l->moe_w);
+  return cv.mlp(b, "", c.intermediate, &l->mlp);
+}
 
 }  // namespace
 
@@ -256,7 +219,9 @@ Status convert_gguf_weights(const ModelConfig& c, const WeightStore& store, DTyp
                             bool widen, ModelWeights* out, const LoadProgress& progress,
                             std::optional<QuantType> quantize) {
   // Every tensor the config implies, checked before the first is converted or allocated.
-  HANPU_RETURN_IF_ERROR(check_weight_table(gguf_weight_table(c), store));
+  HANPU_RETURN_IF_ERROR(check_weight_table(
+      c.arch == Arch::kKimiLinear ? kimi_linear_gguf_weight_table(c, store) : gguf_weight_table(c),
+      store));
   GgufConverter cv(c, store, weights, !widen, quantize);
   ModelWeights w;
   HANPU_RETURN_IF_ERROR(cv.norm("output_norm.weight", c.hidden, &w.final_norm));
@@ -270,20 +235,10 @@ Status convert_gguf_weights(const ModelConfig& c, const WeightStore& store, DTyp
   w.layers.resize(c.layers);
   for (int i = 0; i < c.layers; ++i) {
     LayerWeights& l = w.layers[i];
-    const std::string b = fmt::format("blk.{}.", i);
-    l.kind = c.layer_kinds[i];
-    HANPU_RETURN_IF_ERROR(cv.norm(b + "attn_norm.weight", c.hidden, &l.input_norm));
-    HANPU_RETURN_IF_ERROR(cv.norm(b + "post_attention_norm.weight", c.hidden, &l.post_norm));
-    if (l.kind == LayerKind::kLinearAttention) {
-      HANPU_RETURN_IF_ERROR(cv.gdn(b, &l.gdn));
+    if (c.arch == Arch::kKimiLinear) {
+      HANPU_RETURN_IF_ERROR(convert_kimi_linear_gguf_layer(cv, i, &l));
     } else {
-      HANPU_RETURN_IF_ERROR(cv.attn(b, &l.attn));
-    }
-    l.moe = c.layer_has_moe(i);
-    if (l.moe) {
-      HANPU_RETURN_IF_ERROR(cv.moe(b, &l.moe_w));
-    } else {
-      HANPU_RETURN_IF_ERROR(cv.mlp(b, "", c.intermediate, &l.mlp));
+      HANPU_RETURN_IF_ERROR(convert_qwen_layer(cv, c, i, &l));
     }
     if (progress) progress(i + 1, c.layers);
   }

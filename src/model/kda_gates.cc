@@ -5,12 +5,12 @@
 
 namespace hanpu::model {
 
-void kda_forget_gate(const float* f, int64_t T, int H, int K, const float* a_log,
+void kda_forget_gate(const float* f, int64_t T, int H, int K, const float* rate,
                      const float* dt_bias, float lower_bound, float* g) {
   const bool bounded = !std::isnan(lower_bound);
   for (int64_t t = 0; t < T; ++t) {
     for (int h = 0; h < H; ++h) {
-      const float decay = std::exp(a_log[h]);
+      const float decay = rate[h];
       const int64_t at = (t * H + h) * K;
       for (int k = 0; k < K; ++k) {
         const float x = f[at + k] + dt_bias[h * K + k];

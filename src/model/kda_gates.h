@@ -7,13 +7,14 @@
 namespace hanpu::model {
 
 // g [T, H K] from the gate projection's output f [T, H K] (Kimi: f_b(f_a(x)); Ling: f_proj(x)),
-// A_log [H] and dt_bias [H K], with x = f + dt_bias:
+// rate [H] = exp(A_log) (a safetensors checkpoint holds A_log, a GGUF -exp(A_log)) and
+// dt_bias [H K], with x = f + dt_bias:
 //   lower_bound NaN (Kimi Linear; Ling without kda_safe_gate):
-//     g = -exp(A_log[h]) softplus(x), softplus(x) = x above 20 as both models' code has it.
+//     g = -rate[h] softplus(x), softplus(x) = x above 20 as both models' code has it.
 //     Unbounded below: a gate far past any bound is the model's own value, never clipped.
-//   lower_bound finite (Ling's kda_safe_gate): g = lower_bound sigmoid(exp(A_log[h]) x), in
+//   lower_bound finite (Ling's kda_safe_gate): g = lower_bound sigmoid(rate[h] x), in
 //     (lower_bound, 0).
-void kda_forget_gate(const float* f, int64_t T, int H, int K, const float* a_log,
+void kda_forget_gate(const float* f, int64_t T, int H, int K, const float* rate,
                      const float* dt_bias, float lower_bound, float* g);
 
 }  // namespace hanpu::model

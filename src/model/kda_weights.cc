@@ -148,7 +148,8 @@ Status Converter::kda(const std::string& p, KdaWeights* w) {
     HANPU_RETURN_IF_ERROR(linear(p + "g_proj.weight", HK, hidden, &w->g_a));
   }
   HANPU_RETURN_IF_ERROR(linear(p + "b_proj.weight", H, hidden, &w->b));
-  HANPU_RETURN_IF_ERROR(f32(p + "A_log", a_log_shape(c_), &w->a_log));
+  HANPU_RETURN_IF_ERROR(f32(p + "A_log", a_log_shape(c_), &w->a_rate));
+  for (float& a : w->a_rate) a = std::exp(a);
   HANPU_RETURN_IF_ERROR(f32(p + "dt_bias", {HK}, &w->dt_bias));
   HANPU_RETURN_IF_ERROR(f32(p + "o_norm.weight", {K}, &w->o_norm));
   w->gate_lower_bound = c_.kda_gate_lower_bound;

@@ -150,7 +150,7 @@ void walk(const ModelWeights& w, OnLinear lin, OnVector vec) {
       lin(*x);
     }
     for (const std::vector<float>* v :
-         {&k.conv, &k.a_log, &k.dt_bias, &k.o_norm, &m.q_a_norm, &m.kv_a_norm}) {
+         {&k.conv, &k.a_rate, &k.dt_bias, &k.o_norm, &m.q_a_norm, &m.kv_a_norm}) {
       vec(*v);
     }
     for (const Linear& x : m.uk) lin(x);
@@ -379,7 +379,8 @@ void random_kda_hybrid_mixer(Rng& rng, const ModelConfig& c, const Storage& dt, 
       k.g_b = random_linear(rng, K, HK, dt);
     }
     k.b = random_linear(rng, hidden, H, dt.plain());
-    k.a_log = random_vec(rng, H, 0.0, 0.5);
+    k.a_rate = random_vec(rng, H, 0.0, 0.5);  // A_log
+    for (float& a : k.a_rate) a = std::exp(a);
     k.dt_bias = random_vec(rng, HK, 0.0, 0.5);
     k.o_norm = random_vec(rng, K, 1.0, 0.1);
     k.out = random_linear(rng, HK, hidden, dt);

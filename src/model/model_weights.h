@@ -45,7 +45,7 @@ struct KdaWeights {
                                // (Ling's f_proj) where f_b has no rows
   Linear b;                    // [hidden -> H]: beta = sigmoid(b x)
   Linear g_a, g_b;             // the output gate, in the same two forms
-  std::vector<float> a_log;    // [H]
+  std::vector<float> a_rate;   // [H]: exp(A_log), the gate's rate (kda_gates.h)
   std::vector<float> dt_bias;  // [H K]
   std::vector<float> o_norm;   // [K], applied as w (not 1 + w)
   Linear out;                  // [H K -> hidden]

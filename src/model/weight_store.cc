@@ -24,6 +24,14 @@ const float* f16_table() {
   return table.data();
 }
 
+Shape squeezed(const Shape& s) {
+  Shape out;
+  for (int64_t d : s) {
+    if (d != 1) out.push_back(d);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::shared_ptr<const MappedFile> WeightStore::keep(MappedFile file) {
@@ -55,7 +63,7 @@ Status WeightStore::get(const std::string& name, const Shape& shape,
                         const StoredTensor** out) const {
   const StoredTensor* t = find(name);
   if (t == nullptr) return Status::Error(fmt::format("checkpoint has no tensor '{}'", name));
-  if (t->shape != shape) {
+  if (squeezed(t->shape) != squeezed(shape)) {
     return Status::Error(fmt::format("tensor '{}' in {} has shape {}, the config implies {}", name,
                                      t->file, shape_str(t->shape), shape_str(shape)));
   }

@@ -42,9 +42,12 @@ class WeightStore {
   Status add(const std::string& name, StoredTensor t);
 
   const StoredTensor* find(const std::string& name) const;
-  // The tensor, checked to have exactly `shape`; errors name the tensor and both shapes.
+  // The tensor, checked to have `shape` up to dimensions of 1 (they do not change the
+  // layout: llama.cpp's converters write [1, n], [n, 1] or [1, n, 1, k] for a vector or a conv
+  // as they please, and llama-quantize drops trailing ones); errors name the tensor and both
+  // shapes.
   Status get(const std::string& name, const Shape& shape, const StoredTensor** out) const;
-  // The tensor converted to fp32 (`out` resized), checked to have exactly `shape` and only
+  // The tensor converted to fp32 (`out` resized), checked to have `shape` (as get) and only
   // finite values; errors name the tensor, its file and the first bad element.
   Status get_f32(const std::string& name, const Shape& shape, std::vector<float>* out) const;
   // Drops from resident memory the pages of each kept file that hold no tensor still read

@@ -162,12 +162,7 @@ std::vector<ExpectedTensor> gguf_weight_table(const ModelConfig& c) {
 
 Status check_weight_table(const std::vector<ExpectedTensor>& table, const WeightStore& store) {
   for (const ExpectedTensor& e : table) {
-    // Outer dimensions of 1 do not count, as in llama.cpp (ggml's trailing ones): the
-    // converter writes the shared-expert gate as [1, hidden], older files as [hidden].
-    const StoredTensor* t = store.find(e.name);
-    if (t != nullptr && t->shape.size() == e.shape.size() + 1 && t->shape.front() == 1 &&
-        std::equal(e.shape.begin(), e.shape.end(), t->shape.begin() + 1))
-      continue;
+    const StoredTensor* t = nullptr;
     HANPU_RETURN_IF_ERROR(store.get(e.name, e.shape, &t));
   }
   return Status::Ok();

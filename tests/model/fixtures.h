@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <gtest/gtest.h>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -29,11 +31,35 @@ inline double nmse(const std::vector<float>& got, const std::vector<float>& want
   return e / n;
 }
 
+// The folders temp_file made, removed when the test process ends so runs leave nothing
+// behind in the system's temp folder.
+class TempFolders {
+ public:
+  void add(const std::string& dir) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    dirs_.insert(dir);
+  }
+  ~TempFolders() {
+    std::error_code ignored;
+    for (const std::string& d : dirs_) std::filesystem::remove_all(d, ignored);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::set<std::string> dirs_;
+};
+
+inline TempFolders& temp_folders() {
+  static TempFolders folders;
+  return folders;
+}
+
 // `name` in a folder of this test process's own under the system's temp folder (`group`
 // tells the tests' folders apart).
 inline std::string temp_file(const std::string& group, const std::string& name) {
   const std::string dir = ::testing::TempDir() + group + "_" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
+  temp_folders().add(dir);
   return dir + "/" + name;
 }
 

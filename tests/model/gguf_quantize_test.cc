@@ -92,11 +92,7 @@ TEST(QuantRecipe, FileTypesByName) {
 
 class QuantizeFile : public ::testing::TestWithParam<const char*> {
  protected:
-  std::string tmp(const std::string& name) {
-    const std::string dir = ::testing::TempDir() + "hanpu_quantize_" + std::to_string(::getpid());
-    std::filesystem::create_directories(dir);
-    return dir + "/" + name;
-  }
+  std::string tmp(const std::string& name) { return testing::temp_file("hanpu_quantize", name); }
 };
 
 // Every mix of the fixture: the output parses, every input key is there with its type and

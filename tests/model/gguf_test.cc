@@ -71,7 +71,8 @@ TEST_P(GgufFixture, EngineTokenizesFromTheGgufAndGeneratesTheSameTokens) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, GgufFixture, ::testing::Values("qwen35-tiny", "qwen3next-tiny"));
+INSTANTIATE_TEST_SUITE_P(Models, GgufFixture,
+                         ::testing::Values("qwen35-tiny", "qwen3next-tiny", "kimi-linear-tiny"));
 
 // A minimal GGUF: one metadata string and tensors described by (name, ne, type, offset).
 struct TensorSpec {

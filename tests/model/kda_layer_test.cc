@@ -52,7 +52,8 @@ Layer layer_of(const json& l) {
   w.b = linear_of(ws["b_proj.weight"]);
   w.out = linear_of(ws["o_proj.weight"]);
   w.o_norm = ws["o_norm.weight"]["data"].get<std::vector<float>>();
-  w.a_log = ws["forget_gate.A_log"]["data"].get<std::vector<float>>();
+  w.a_rate = ws["forget_gate.A_log"]["data"].get<std::vector<float>>();
+  for (float& a : w.a_rate) a = std::exp(a);
   w.dt_bias = ws["forget_gate.dt_bias"]["data"].get<std::vector<float>>();
   if (ws.contains("forget_gate.f_a_proj.weight")) {  // Kimi: low rank, unbounded gate
     w.f_a = linear_of(ws["forget_gate.f_a_proj.weight"]);

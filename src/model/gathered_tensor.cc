@@ -9,7 +9,10 @@ namespace hanpu::model {
 void GatheredTensor::read_row(int64_t r, float* out) const {
   const int64_t n = row_len();
   const Row& src = rows[static_cast<size_t>(r)];
-  if (columns.empty()) {
+  if (column_stride > 0) {
+    for (int64_t i = 0; i < n; ++i)
+      stored_to_f32(*src.from, src.row + i * column_stride, 1, out + i);
+  } else if (columns.empty()) {
     stored_to_f32(*src.from, src.row * n, n, out);
   } else {
     thread_local std::vector<float> in;

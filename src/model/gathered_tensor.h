@@ -19,7 +19,9 @@ struct GatheredTensor {
   enum class Map { kNone, kPlusOne, kNegExp };
   struct Row {
     const StoredTensor* from = nullptr;
-    int64_t row = 0;  // in `from` seen as rows of row_len() values
+    // In `from` seen as rows of row_len() values; with `column_stride`, the element index of
+    // the row's first value.
+    int64_t row = 0;
   };
 
   std::string name;
@@ -28,6 +30,10 @@ struct GatheredTensor {
   std::vector<Row> rows;
   std::vector<int32_t> columns;  // out[c] = in[columns[c]]; empty: in order
   Map map = Map::kNone;
+  // > 0: each row is a column of `from` seen as rows of column_stride values: row r holds
+  // from's elements rows[r].row + i column_stride (MLA's key half of kv_b, which llama.cpp
+  // stores transposed).
+  int64_t column_stride = 0;
   // Set when the tensor is `whole` as stored (rows in order, nothing changed): kept tensors
   // are then copied byte for byte.
   const StoredTensor* whole = nullptr;

@@ -175,10 +175,10 @@ Status quantize_model(const std::string& in, const std::string& out, const std::
   HANPU_RETURN_IF_ERROR(read_input(in, &input));
   GgufMetadata& meta = input.meta;
   const std::string* arch = model::gguf_string(meta, "general.architecture");
-  if (!arch || (*arch != "qwen35" && *arch != "qwen3next"))
-    return Status::Error(
-        fmt::format("{}: architecture '{}' is not one hanpu quantizes (qwen35, qwen3next)", in,
-                    arch ? *arch : std::string("(missing)")));
+  if (!arch || (*arch != "qwen35" && *arch != "qwen3next" && *arch != "kimi-linear"))
+    return Status::Error(fmt::format(
+        "{}: architecture '{}' is not one hanpu quantizes (qwen35, qwen3next, kimi-linear)", in,
+        arch ? *arch : std::string("(missing)")));
   std::map<std::string, const GatheredTensor*> by_name;
   for (const GatheredTensor& g : input.tensors) by_name[g.name] = &g;
   std::vector<std::string> names;

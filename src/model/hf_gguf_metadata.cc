@@ -39,8 +39,55 @@ Status read_json(const std::filesystem::path& path, const char* what, json* out)
   return Status::Ok();
 }
 
+// Kimi Linear's shape as conversion/kimi_linear.py writes it: head_count_kv per layer (0 for
+// KDA, 1 for MLA run as MQA over the latent), key_length the latent row, the MLA head dims
+// under *_mla. The router's groups, which that converter does not read from Kimi's config
+// (Kimi-Linear-48B has one), are written where there are several, so the file runs the model
+// config.json describes.
+void kimi_linear_metadata(const ModelConfig& c, GgufMetadata* meta) {
+  const std::string a = "kimi-linear";
+  GgufMetadata& m = *meta;
+  const MlaShape& mla = c.mla;
+  m["general.architecture"] = str(a);
+  m[a + ".block_count"] = u32(c.layers);
+  if (c.max_positions > 0) m[a + ".context_length"] = u32(c.max_positions);
+  m[a + ".embedding_length"] = u32(c.hidden);
+  m[a + ".feed_forward_length"] = u32(c.intermediate);
+  m[a + ".attention.head_count"] = u32(c.attn_heads);
+  std::vector<GgufValue> kv;
+  for (LayerKind k : c.layer_kinds)
+    kv.push_back({.v = int64_t{k == LayerKind::kFullAttention ? 1 : 0}});
+  m[a + ".attention.head_count_kv"] = array(std::move(kv), kGgufI32);
+  m[a + ".attention.layer_norm_rms_epsilon"] = f32(c.rms_eps);
+  m[a + ".vocab_size"] = u32(c.vocab);
+  m[a + ".ssm.conv_kernel"] = u32(c.conv_kernel);
+  m[a + ".kda.head_dim"] = u32(c.la_key_dim);
+  if (mla.q_lora_rank > 0) m[a + ".attention.q_lora_rank"] = u32(mla.q_lora_rank);
+  m[a + ".attention.kv_lora_rank"] = u32(mla.kv_lora_rank);
+  m[a + ".rope.dimension_count"] = u32(mla.qk_rope_dim);
+  m[a + ".attention.key_length"] = u32(int64_t{mla.kv_lora_rank} + mla.qk_rope_dim);
+  m[a + ".attention.key_length_mla"] = u32(mla.qk_dim());
+  m[a + ".attention.value_length_mla"] = u32(mla.v_dim);
+  if (c.num_experts > 0) {
+    m[a + ".expert_count"] = u32(c.num_experts);
+    m[a + ".expert_used_count"] = u32(c.experts_per_token);
+    if (c.router.groups > 1) {
+      m[a + ".expert_group_count"] = u32(c.router.groups);
+      m[a + ".expert_group_used_count"] = u32(c.router.topk_groups);
+    }
+    m[a + ".expert_gating_func"] = u32(2);  // sigmoid
+    m[a + ".expert_feed_forward_length"] = u32(c.moe_intermediate);
+    m[a + ".expert_shared_count"] = u32(c.router.shared_experts);
+    int dense = 0;
+    while (dense < c.layers && !c.layer_has_moe(dense)) ++dense;
+    m[a + ".leading_dense_block_count"] = u32(dense);
+    m[a + ".expert_weights_scale"] = f32(c.router.routed_scaling);
+  }
+}
+
 // The model's shape, from config.json (the text_config of an image-text checkpoint).
 void shape_metadata(const ModelConfig& c, const json& text, GgufMetadata* meta) {
+  if (c.arch == Arch::kKimiLinear) return kimi_linear_metadata(c, meta);
   const std::string a = c.arch == Arch::kQwen35 ? "qwen35" : "qwen3next";
   GgufMetadata& m = *meta;
   m["general.architecture"] = str(a);

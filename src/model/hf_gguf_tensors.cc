@@ -126,6 +126,84 @@ class Gatherer {
         plain(b + "ffn_up" + suffix + ".weight", p + "up_proj.weight", {inter, hidden}));
     return plain(b + "ffn_down" + suffix + ".weight", p + "down_proj.weight", {hidden, inter});
   }
+  // Kimi Linear's KDA mixer (conversion/kimi_linear.py): the convs as [1, HK, 1, kernel],
+  // A_log as -exp(A_log), norms as stored.
+  Status kda(const std::string& p, const std::string& b) {
+    const int H = c_.la_key_heads, K = c_.la_key_dim, HK = H * K, hidden = c_.hidden;
+    for (const char* x : {"q", "k", "v"}) {
+      HANPU_RETURN_IF_ERROR(plain(fmt::format("{}attn_{}.weight", b, x),
+                                  fmt::format("{}{}_proj.weight", p, x), {HK, hidden}));
+      HANPU_RETURN_IF_ERROR(plain(fmt::format("{}ssm_conv1d_{}.weight", b, x),
+                                  fmt::format("{}{}_conv1d.weight", p, x),
+                                  {1, HK, 1, c_.conv_kernel}));
+    }
+    for (const auto& [hf, gg, out, in] :
+         {std::tuple{"f_a_proj", "ssm_f_a", K, hidden}, std::tuple{"f_b_proj", "ssm_f_b", HK, K},
+          std::tuple{"g_a_proj", "ssm_g_a", K, hidden}, std::tuple{"g_b_proj", "ssm_g_b", HK, K},
+          std::tuple{"b_proj", "ssm_beta", H, hidden},
+          std::tuple{"o_proj", "attn_output", hidden, HK}}) {
+      HANPU_RETURN_IF_ERROR(
+          plain(fmt::format("{}{}.weight", b, gg), fmt::format("{}{}.weight", p, hf), {out, in}));
+    }
+    HANPU_RETURN_IF_ERROR(plain(b + "ssm_a", p + "A_log", {1, 1, H, 1}, Map::kNegExp));
+    HANPU_RETURN_IF_ERROR(plain(b + "ssm_dt.bias", p + "dt_bias", {HK}));
+    return plain(b + "ssm_norm.weight", p + "o_norm.weight", {K});
+  }
+  // Kimi Linear's MLA: kv_b split per head into attn_k_b [H, C, N] (the key half transposed)
+  // and attn_v_b [H, Dv, C], as the converter writes it for llama.cpp's absorbed cache.
+  Status mla(const std::string& p, const std::string& b) {
+    const MlaShape& m = c_.mla;
+    const int H = c_.attn_heads, hidden = c_.hidden, C = m.kv_lora_rank, N = m.qk_nope_dim,
+              Dv = m.v_dim;
+    if (m.q_lora_rank > 0) {
+      HANPU_RETURN_IF_ERROR(
+          plain(b + "attn_q_a.weight", p + "q_a_proj.weight", {m.q_lora_rank, hidden}));
+      HANPU_RETURN_IF_ERROR(
+          plain(b + "attn_q_a_norm.weight", p + "q_a_layernorm.weight", {m.q_lora_rank}));
+      HANPU_RETURN_IF_ERROR(
+          plain(b + "attn_q_b.weight", p + "q_b_proj.weight", {H * m.qk_dim(), m.q_lora_rank}));
+    } else {
+      HANPU_RETURN_IF_ERROR(
+          plain(b + "attn_q.weight", p + "q_proj.weight", {H * m.qk_dim(), hidden}));
+    }
+    HANPU_RETURN_IF_ERROR(plain(b + "attn_kv_a_mqa.weight", p + "kv_a_proj_with_mqa.weight",
+                                {C + m.qk_rope_dim, hidden}));
+    HANPU_RETURN_IF_ERROR(plain(b + "attn_kv_a_norm.weight", p + "kv_a_layernorm.weight", {C}));
+    const StoredTensor* t = nullptr;
+    HANPU_RETURN_IF_ERROR(s_.get(p + "kv_b_proj.weight", {H * (N + Dv), C}, &t));
+    GatheredTensor k = tensor(b + "attn_k_b.weight", {H, C, N});
+    k.column_stride = C;
+    GatheredTensor v = tensor(b + "attn_v_b.weight", {H, Dv, C});
+    for (int h = 0; h < H; ++h) {
+      const int64_t head = int64_t{h} * (N + Dv);
+      for (int j = 0; j < C; ++j) k.rows.push_back({t, head * C + j});
+      for (int d = 0; d < Dv; ++d) v.rows.push_back({t, head + N + d});
+    }
+    HANPU_RETURN_IF_ERROR(add(std::move(k), t->dtype));
+    HANPU_RETURN_IF_ERROR(add(std::move(v), t->dtype));
+    return plain(b + "attn_output.weight", p + "o_proj.weight", {hidden, H * Dv});
+  }
+  // Kimi Linear's MoE: w1 / w3 / w2 per expert stacked, the router's correction bias as
+  // exp_probs_b.bias, an ungated shared expert.
+  Status grouped_moe(const std::string& p, const std::string& b) {
+    const int E = c_.num_experts, I = c_.moe_intermediate, hidden = c_.hidden;
+    HANPU_RETURN_IF_ERROR(plain(b + "ffn_gate_inp.weight", p + "gate.weight", {E, hidden}));
+    HANPU_RETURN_IF_ERROR(plain(b + "exp_probs_b.bias", p + "gate.e_score_correction_bias", {E}));
+    for (const auto& [w, gg, out, in] :
+         {std::tuple{"w1", "gate", I, hidden}, std::tuple{"w3", "up", I, hidden},
+          std::tuple{"w2", "down", hidden, I}}) {
+      GatheredTensor g = tensor(fmt::format("{}ffn_{}_exps.weight", b, gg), {E, out, in});
+      const StoredTensor* t = nullptr;
+      for (int e = 0; e < E; ++e) {
+        HANPU_RETURN_IF_ERROR(
+            s_.get(fmt::format("{}experts.{}.{}.weight", p, e, w), {out, in}, &t));
+        for (int r = 0; r < out; ++r) g.rows.push_back({t, r});
+      }
+      HANPU_RETURN_IF_ERROR(add(std::move(g), t->dtype));
+    }
+    if (c_.shared_expert_intermediate <= 0) return Status::Ok();
+    return mlp(p + "shared_experts.", b, "_shexp", c_.shared_expert_intermediate);
+  }
   Status moe(const std::string& p, const std::string& b) {
     const int E = c_.num_experts, I = c_.moe_intermediate, hidden = c_.hidden;
     HANPU_RETURN_IF_ERROR(plain(b + "ffn_gate_inp.weight", p + "gate.weight", {E, hidden}));
@@ -169,7 +247,8 @@ class Gatherer {
     const bool f32 = g.shape.size() <= 1 || ends_with(g.name, "_norm.weight") ||
                      ends_with(g.name, "ffn_gate_inp.weight") ||
                      ends_with(g.name, "ffn_gate_inp_shexp.weight") ||
-                     ends_with(g.name, "ssm_conv1d.weight") || !ends_with(g.name, ".weight");
+                     g.name.find("ssm_conv1d") != std::string::npos ||
+                     !ends_with(g.name, ".weight");
     g.kept = f32 ? DType::kF32 : stored;
     if (g.whole && g.kept != stored) g.whole = nullptr;
     out_->push_back(std::move(g));
@@ -182,6 +261,28 @@ class Gatherer {
   std::vector<int> tiled_;
 };
 
+Status kimi_linear_tensors(const ModelConfig& c, Gatherer& g) {
+  const std::string& P = c.weight_prefix;
+  for (int l = 0; l < c.layers; ++l) {
+    const std::string p = fmt::format("{}layers.{}.", P, l), b = fmt::format("blk.{}.", l);
+    HANPU_RETURN_IF_ERROR(
+        g.plain(b + "attn_norm.weight", p + "input_layernorm.weight", {c.hidden}));
+    HANPU_RETURN_IF_ERROR(
+        g.plain(b + "ffn_norm.weight", p + "post_attention_layernorm.weight", {c.hidden}));
+    if (c.layer_kinds[l] == LayerKind::kLinearAttention) {
+      HANPU_RETURN_IF_ERROR(g.kda(p + "self_attn.", b));
+    } else {
+      HANPU_RETURN_IF_ERROR(g.mla(p + "self_attn.", b));
+    }
+    if (c.layer_has_moe(l)) {
+      HANPU_RETURN_IF_ERROR(g.grouped_moe(p + "block_sparse_moe.", b));
+    } else {
+      HANPU_RETURN_IF_ERROR(g.mlp(p + "block_sparse_moe.", b, "", c.intermediate));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status hf_gguf_tensors(const ModelConfig& c, const WeightStore& store,
@@ -191,9 +292,14 @@ Status hf_gguf_tensors(const ModelConfig& c, const WeightStore& store,
   const std::string& P = c.weight_prefix;
   HANPU_RETURN_IF_ERROR(
       g.plain("token_embd.weight", P + "embed_tokens.weight", {c.vocab, c.hidden}));
-  HANPU_RETURN_IF_ERROR(g.norm("output_norm.weight", P + "norm.weight", c.hidden));
+  if (c.arch == Arch::kKimiLinear) {  // its norms scale by w: stored as they are
+    HANPU_RETURN_IF_ERROR(g.plain("output_norm.weight", P + "norm.weight", {c.hidden}));
+  } else {
+    HANPU_RETURN_IF_ERROR(g.norm("output_norm.weight", P + "norm.weight", c.hidden));
+  }
   if (!c.tie_embeddings)
     HANPU_RETURN_IF_ERROR(g.plain("output.weight", "lm_head.weight", {c.vocab, c.hidden}));
+  if (c.arch == Arch::kKimiLinear) return kimi_linear_tensors(c, g);
   for (int l = 0; l < c.layers; ++l) {
     const std::string p = fmt::format("{}layers.{}.", P, l), b = fmt::format("blk.{}.", l);
     HANPU_RETURN_IF_ERROR(g.norm(b + "attn_norm.weight", p + "input_layernorm.weight", c.hidden));

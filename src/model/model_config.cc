@@ -262,10 +262,11 @@ Status parse_model_config(const std::string& json_text, const std::string& sourc
 }
 
 Status check_gguf_writable(const ModelConfig& c, const std::string& source) {
-  if (!c.kda_hybrid()) return Status::Ok();
+  if (c.arch != Arch::kLing) return Status::Ok();
   return Status::Error(fmt::format(
-      "{}: a {} checkpoint runs from its safetensors, but this build does not write it as a "
-      "GGUF (it writes Qwen3.5 and Qwen3-Next)",
+      "{}: a {} checkpoint runs from its safetensors, but has no GGUF form to write: llama.cpp "
+      "has no converter or architecture for it (hanpu writes Qwen3.5, Qwen3-Next and Kimi "
+      "Linear)",
       source, c.model_type));
 }
 

@@ -114,9 +114,9 @@ Status parse_model_config(const std::string& json_text, const std::string& sourc
                           ModelConfig* out);
 Status load_model_config(const std::string& path, ModelConfig* out);
 
-// Whether `hanpu quantize` can write the config's architecture as a GGUF: the KDA hybrids
-// load and run from safetensors, but their GGUF tensor names (llama.cpp's kimi-linear) are
-// not written yet, so converting one is an error naming the checkpoint.
+// Whether `hanpu quantize` can write the config's architecture as a GGUF: every one but Ling
+// (bailing_hybrid), which llama.cpp neither converts nor runs; converting one is an error
+// naming the checkpoint.
 Status check_gguf_writable(const ModelConfig& c, const std::string& source);
 
 }  // namespace hanpu::model

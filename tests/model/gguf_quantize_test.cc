@@ -132,7 +132,12 @@ TEST_P(QuantizeFile, WritesTheRecipeBitForBit) {
     size_t quantized = 0;
     for (const auto& [name, t] : store.tensors()) {
       const StoredTensor& src = *in_store.find(name);
-      ASSERT_EQ(t.shape, src.shape) << name;
+      // Dims of 1 past ggml's dimension count are dropped, as llama-quantize writes them.
+      const auto squeezed = [](Shape s) {
+        std::erase(s, 1);
+        return s;
+      };
+      ASSERT_EQ(squeezed(t.shape), squeezed(src.shape)) << name;
       const int64_t numel = shape_numel(t.shape);
       if (!t.quant && t.dtype != src.dtype) {  // a row no block type fits: F16, as llama.cpp
         ASSERT_EQ(t.dtype, DType::kF16) << name;
@@ -165,7 +170,7 @@ TEST_P(QuantizeFile, WritesTheRecipeBitForBit) {
 // The Q8_0 file hanpu writes loads and runs: its logits are as close to the fp32 model's as
 // the fixture's own Q8_0 GGUF's are (gguf_quant_test.cc's bounds: 3e-2, 0.2 with experts).
 TEST_P(QuantizeFile, TheQ8_0FileRuns) {
-  const bool moe = std::string(GetParam()) == "qwen3next-tiny";
+  const bool moe = std::string(GetParam()) != "qwen35-tiny";
   const std::string dir = kFixtures + "/models/" + GetParam();
   const std::string out = tmp("run-q8_0.gguf");
   ASSERT_TRUE(quantize_model(dir + "/model.gguf", out, "q8_0").ok());
@@ -190,6 +195,7 @@ TEST_P(QuantizeFile, BadRequestsAreRefusedAndWriteNothing) {
       {dir + "/config.json", "Q8_0", "not a GGUF file"},
   };
   for (const auto& c : cases) {
+    if (!std::filesystem::exists(c.in)) continue;  // a fixture without a quantized GGUF
     const Status s = quantize_model(c.in, out, c.type);
     ASSERT_FALSE(s.ok()) << c.in << " " << c.type;
     EXPECT_NE(s.message().find(c.message), std::string::npos) << s.message();
@@ -200,18 +206,23 @@ TEST_P(QuantizeFile, BadRequestsAreRefusedAndWriteNothing) {
   EXPECT_NE(same.message().find("overwrite the input"), std::string::npos) << same.message();
 }
 
-// The fixture rewritten (model/gguf_writer.h) with one value of blk.0.attn_qkv.weight set to
-// `poison`.
-std::string poisoned_copy(const std::string& in, const std::string& out, float poison) {
+// A projection of layer 0 each fixture has.
+std::string first_projection(const std::string& fixture) {
+  return fixture == "kimi-linear-tiny" ? "blk.0.attn_q.weight" : "blk.0.attn_qkv.weight";
+}
+
+// The fixture rewritten (model/gguf_writer.h) with one value of `tensor` set to `poison`.
+std::string poisoned_copy(const std::string& in, const std::string& out, const std::string& tensor,
+                          float poison) {
   GgufMetadata meta;
   WeightStore store;
   EXPECT_TRUE(load_gguf(in, &meta, &store).ok());
   std::vector<GgufTensorOut> tensors;
   for (const auto& [name, t] : store.tensors()) {
     const uint64_t bytes = stored_bytes(t, static_cast<uint64_t>(shape_numel(t.shape)));
-    tensors.push_back({name, t.shape, 0, bytes, [&t, name, bytes, poison](uint8_t* dst) {
+    tensors.push_back({name, t.shape, 0, bytes, [&t, name, bytes, tensor, poison](uint8_t* dst) {
                          std::memcpy(dst, t.data, bytes);
-                         if (name == "blk.0.attn_qkv.weight") std::memcpy(dst + 4 * 37, &poison, 4);
+                         if (name == tensor) std::memcpy(dst + 4 * 37, &poison, 4);
                          return Status::Ok();
                        }});
     EXPECT_EQ(t.dtype, DType::kF32) << name;
@@ -225,23 +236,25 @@ std::string poisoned_copy(const std::string& in, const std::string& out, float p
 TEST_P(QuantizeFile, NonFiniteAndHugeValuesAreRefused) {
   const std::string in = kFixtures + "/models/" + GetParam() + "/model.gguf";
   const std::string out = tmp("poisoned-out.gguf");
-  const std::string nan_in = poisoned_copy(in, tmp("nan.gguf"), std::nanf(""));
+  const std::string tensor = first_projection(GetParam());
+  const std::string nan_in = poisoned_copy(in, tmp("nan.gguf"), tensor, std::nanf(""));
   Status s = quantize_model(nan_in, out, "Q4_K_M");
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("'blk.0.attn_qkv.weight'"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("'" + tensor + "'"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("non-finite value at element 37"), std::string::npos) << s.message();
   EXPECT_FALSE(std::filesystem::exists(out));
   EXPECT_FALSE(std::filesystem::exists(out + ".partial"));
-  const std::string huge_in = poisoned_copy(in, tmp("huge.gguf"), 1e30f);
+  const std::string huge_in = poisoned_copy(in, tmp("huge.gguf"), tensor, 1e30f);
   s = quantize_model(huge_in, out, "Q8_0");
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("'blk.0.attn_qkv.weight'"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("'" + tensor + "'"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("row 0 holds values too large for Q8_0"), std::string::npos)
       << s.message();
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, QuantizeFile, ::testing::Values("qwen35-tiny", "qwen3next-tiny"));
+INSTANTIATE_TEST_SUITE_P(Models, QuantizeFile,
+                         ::testing::Values("qwen35-tiny", "qwen3next-tiny", "kimi-linear-tiny"));
 
 }  // namespace
 }  // namespace hanpu::model

@@ -67,9 +67,9 @@ TEST_P(FromFolder, WritesWhatTheConvertersGgufQuantizesTo) {
       EXPECT_EQ(std::memcmp(f->data, g.data, bytes), 0) << name;
     }
     for (const auto& [key, value] : gm) {
-      // The qwen3next fixture's GGUF names its tokenizer "qwen2", but its tokenizer.json
-      // splits with Qwen3.5's regex: the folder's file says what the tokenizer is.
-      if (key == "tokenizer.ggml.pre" && std::string(GetParam()) == "qwen3next-tiny") continue;
+      // The qwen3next and kimi-linear fixtures' GGUFs name their tokenizer "qwen2", but its
+      // tokenizer.json splits with Qwen3.5's regex: the folder's file says what it is.
+      if (key == "tokenizer.ggml.pre" && std::string(GetParam()) != "qwen35-tiny") continue;
       ASSERT_TRUE(fm.count(key)) << key;
       EXPECT_EQ(fm.at(key).type, value.type) << key;
       EXPECT_EQ(fm.at(key).v, value.v) << key;
@@ -78,9 +78,11 @@ TEST_P(FromFolder, WritesWhatTheConvertersGgufQuantizesTo) {
   }
 }
 
+class FromQwenFolder : public ::testing::TestWithParam<const char*> {};
+
 // What the converter adds beyond the fixture's GGUF: Qwen3.5's RoPE sections (the default
 // where config.json has none), which layers are recurrent, the padding token, the name.
-TEST_P(FromFolder, WritesTheConvertersExtraKeys) {
+TEST_P(FromQwenFolder, WritesTheConvertersExtraKeys) {
   const bool qwen35 = std::string(GetParam()) == "qwen35-tiny";
   const std::string arch = qwen35 ? "qwen35" : "qwen3next";
   const std::string out = tmp("extra.gguf");
@@ -122,7 +124,7 @@ TEST_P(FromFolder, WritesTheConvertersExtraKeys) {
 // The folder's file runs: its tokenizer gives the folder tokenizer's ids, and its logits are as
 // close to the fp32 folder model's as the fixture's own Q8_0 GGUF's (gguf_quant_test.cc).
 TEST_P(FromFolder, TheQ8_0FileRunsAsTheFolderDoes) {
-  const bool moe = std::string(GetParam()) == "qwen3next-tiny";
+  const bool moe = std::string(GetParam()) != "qwen35-tiny";
   const std::string dir = testing::fixture_dir(GetParam()), out = tmp("run.gguf");
   ASSERT_TRUE(quantize_model(dir, out, "Q8_0").ok());
   std::unique_ptr<Model> q, ref;
@@ -144,7 +146,10 @@ TEST_P(FromFolder, TheQ8_0FileRunsAsTheFolderDoes) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, FromFolder, ::testing::Values("qwen35-tiny", "qwen3next-tiny"));
+INSTANTIATE_TEST_SUITE_P(Models, FromFolder,
+                         ::testing::Values("qwen35-tiny", "qwen3next-tiny", "kimi-linear-tiny"));
+INSTANTIATE_TEST_SUITE_P(Models, FromQwenFolder,
+                         ::testing::Values("qwen35-tiny", "qwen3next-tiny"));
 
 // The pre-tokenizer is named by its split regex: Qwen2/3's gives "qwen2" (with or without
 // the NFC normaliser transformers gives both).

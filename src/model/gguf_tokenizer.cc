@@ -18,12 +18,13 @@ Status gguf_tokenizer(const GgufMetadata& meta, const std::string& file, Tokeniz
   parts.pattern = Tokenizer::pattern_for_pre(pre ? *pre : "");
   if (parts.pattern.empty()) {
     return Status::Error(
-        fmt::format("{}: tokenizer.ggml.pre '{}' is not one hanpu knows (qwen2, qwen35)", file,
-                    pre ? *pre : std::string("missing")));
+        fmt::format("{}: tokenizer.ggml.pre '{}' is not one hanpu knows (qwen2, qwen35, kimi-k2)",
+                    file, pre ? *pre : std::string("missing")));
   }
   // transformers' Qwen2/3 and Qwen3.5 tokenizers both normalise to NFC (llama.cpp normalises
   // neither; the ids differ only for text not already in NFC): hanpu gives the model's own.
-  parts.nfc = true;
+  // Kimi's tiktoken tokenizer does not normalise.
+  parts.nfc = *pre != "kimi-k2";
   const auto array = [&](const char* key) -> const std::vector<GgufValue>* {
     const auto it = meta.find(key);
     return it == meta.end() ? nullptr : std::get_if<std::vector<GgufValue>>(&it->second.v);

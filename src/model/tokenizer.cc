@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <functional>
 #include <queue>
 #include <sstream>
 
@@ -57,6 +58,20 @@ constexpr const char* kQwen2Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr const char* kQwen35Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+// Kimi's split pattern (tokenization_kimi.py's tiktoken pat_str; llama.cpp's "kimi-k2"): Han
+// runs first and kept out of the letter classes. tiktoken writes the exclusion as a class
+// intersection ([...&&[^\p{Han}]]), which PCRE2 has not; a negative look-ahead before the
+// class says the same. Han is the Script property (sc=): PCRE2's bare \p{Han} takes Script
+// Extensions, which also hold CJK punctuation such as U+3002, which Kimi's tokenizer and
+// llama.cpp split off.
+constexpr const char* kKimiK2Pattern =
+    R"([\p{sc=Han}]+)"
+    R"(|[^\r\n\p{L}\p{N}]?(?:(?!\p{sc=Han})[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}])*)"
+    R"((?:(?!\p{sc=Han})[\p{Ll}\p{Lm}\p{Lo}\p{M}])+(?i:'s|'t|'re|'ve|'m|'ll|'d)?)"
+    R"(|[^\r\n\p{L}\p{N}]?(?:(?!\p{sc=Han})[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}])+)"
+    R"((?:(?!\p{sc=Han})[\p{Ll}\p{Lm}\p{Lo}\p{M}])*(?i:'s|'t|'re|'ve|'m|'ll|'d)?)"
+    R"(|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 // GPT-2's pattern, used by a ByteLevel pre-tokenizer with use_regex = true.
 constexpr const char* kGpt2Pattern =
@@ -228,12 +243,14 @@ Status Tokenizer::read_parts(const json& j, const std::string& source, Parts* ou
 std::string Tokenizer::pattern_for_pre(const std::string& pre) {
   if (pre == "qwen35") return kQwen35Pattern;
   if (pre == "qwen2") return kQwen2Pattern;
+  if (pre == "kimi-k2") return kKimiK2Pattern;
   return std::string();
 }
 
 std::string Tokenizer::pre_for_pattern(const std::string& pattern) {
   if (pattern == kQwen35Pattern) return "qwen35";
   if (pattern == kQwen2Pattern) return "qwen2";
+  if (pattern == kKimiK2Pattern) return "kimi-k2";
   return std::string();
 }
 
@@ -349,7 +366,8 @@ Status Tokenizer::encode_piece(const std::string& piece, std::vector<int>* ids) 
   return Status::Ok();
 }
 
-Status Tokenizer::encode_segment(std::string_view text, std::vector<int>* ids) const {
+Status Tokenizer::for_each_piece(std::string_view text,
+                                 const std::function<Status(const std::string&)>& piece) const {
   if (text.empty()) return Status::Ok();
   std::string norm(text);
   if (nfc_) {
@@ -387,7 +405,7 @@ Status Tokenizer::encode_segment(std::string_view text, std::vector<int>* ids) c
                                pos, check, md, split_->limits);
     check = PCRE2_NO_UTF_CHECK;
     if (rc == PCRE2_ERROR_NOMATCH) {  // no further match: the rest is one piece
-      st = encode_piece(norm.substr(pos), ids);
+      st = piece(norm.substr(pos));
       break;
     }
     if (rc < 0) {  // a resource limit (backtracking) or another failure of the split regex
@@ -409,21 +427,32 @@ Status Tokenizer::encode_segment(std::string_view text, std::vector<int>* ids) c
       st = Status::Error(fmt::format("the pre-tokenizer regex matched backwards at byte {}", pos));
       break;
     }
-    if (ov[0] > pos)
-      st = encode_piece(norm.substr(pos, ov[0] - pos), ids);  // the gap before a match
+    if (ov[0] > pos) st = piece(norm.substr(pos, ov[0] - pos));  // the gap before a match
     if (!st.ok()) break;
     if (ov[1] == ov[0]) {  // an empty match: step one character so the scan moves on
       size_t next = ov[0] + 1;
       while (next < norm.size() && (static_cast<unsigned char>(norm[next]) & 0xC0) == 0x80) ++next;
-      st = encode_piece(norm.substr(ov[0], next - ov[0]), ids);
+      st = piece(norm.substr(ov[0], next - ov[0]));
       pos = next;
       continue;
     }
-    st = encode_piece(norm.substr(ov[0], ov[1] - ov[0]), ids);
+    st = piece(norm.substr(ov[0], ov[1] - ov[0]));
     pos = ov[1];
   }
   pcre2_match_data_free(md);
   return st;
+}
+
+Status Tokenizer::encode_segment(std::string_view text, std::vector<int>* ids) const {
+  return for_each_piece(text, [&](const std::string& p) { return encode_piece(p, ids); });
+}
+
+Status Tokenizer::split(std::string_view text, std::vector<std::string>* pieces) const {
+  pieces->clear();
+  return for_each_piece(text, [&](const std::string& p) {
+    pieces->push_back(p);
+    return Status::Ok();
+  });
 }
 
 Status Tokenizer::encode(std::string_view text, std::vector<int>* ids) const {

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -54,7 +55,8 @@ class Tokenizer {
   // The parts of a parsed tokenizer.json, checked as parse checks them (parse = parse_json +
   // parts_from_json + build).
   static Status parts_from_json(const nlohmann::json& j, const std::string& source, Parts* out);
-  // The split regex llama.cpp's pre-tokenizer names stand for ("qwen2", "qwen35"), or empty.
+  // The split regex llama.cpp's pre-tokenizer names stand for ("qwen2", "qwen35", "kimi-k2"),
+  // or empty.
   static std::string pattern_for_pre(const std::string& pre);
   // The name of a split regex, the inverse of pattern_for_pre (empty for one it has none for).
   static std::string pre_for_pattern(const std::string& pattern);
@@ -62,6 +64,9 @@ class Tokenizer {
   // Token ids of UTF-8 `text` (an error names the byte offset of invalid UTF-8). Added tokens
   // such as <|im_start|> written in the text become their ids.
   Status encode(std::string_view text, std::vector<int>* ids) const;
+  // The pre-tokenizer's pieces of `text` (normalised, split by the regex; no added tokens
+  // matched), as transformers' pre_tokenize_str gives them.
+  Status split(std::string_view text, std::vector<std::string>* pieces) const;
   // The bytes a token stands for (a byte-level token may be part of a UTF-8 character).
   std::string token_bytes(int id) const;
   std::string decode(const std::vector<int>& ids) const;
@@ -77,6 +82,9 @@ class Tokenizer {
   static Status read_parts(const nlohmann::json& j, const std::string& source, Parts* out);
   Status encode_piece(const std::string& piece, std::vector<int>* ids) const;
   Status encode_segment(std::string_view text, std::vector<int>* ids) const;
+  // Normalises `text` and calls `piece` on each piece of the split regex, in order.
+  Status for_each_piece(std::string_view text,
+                        const std::function<Status(const std::string&)>& piece) const;
 
   TokenTable tokens_;  // byte-level strings, or added tokens' content; added ones unindexed
   std::vector<bool> is_added_;

@@ -66,6 +66,31 @@ Tokenizer::Parts fixture_vocab_parts() {
   return parts;
 }
 
+// llama.cpp's "kimi-k2" pre-tokenizer: the pieces of each text as Kimi's tiktoken pattern
+// splits it (scripts/make_kimi_k2_splits.py: Han runs apart from letters, cased words split at
+// a lower-to-upper change, digits in threes), and the ids of the whole text round-trip.
+TEST(Tokenizer, KimiK2SplitsAsKimisTokenizer) {
+  const auto cases = nlohmann::json::parse(
+      testing::read_text(std::string(HANPU_FIXTURES_DIR) + "/tokenizer/kimi_k2_splits.json"));
+  ASSERT_GE(cases.size(), 10u);
+  Tokenizer::Parts parts = fixture_vocab_parts();
+  parts.pattern = Tokenizer::pattern_for_pre("kimi-k2");
+  ASSERT_FALSE(parts.pattern.empty());
+  EXPECT_EQ(Tokenizer::pre_for_pattern(parts.pattern), "kimi-k2");
+  Tokenizer tok;
+  const Status st = Tokenizer::build(std::move(parts), "parts", &tok);
+  ASSERT_TRUE(st.ok()) << st.message();
+  for (const auto& c : cases) {
+    const std::string text = c["text"];
+    std::vector<std::string> pieces;
+    ASSERT_TRUE(tok.split(text, &pieces).ok()) << text;
+    EXPECT_EQ(pieces, c["pieces"].get<std::vector<std::string>>()) << nlohmann::json(pieces).dump();
+    std::vector<int> ids;
+    ASSERT_TRUE(tok.encode(text, &ids).ok()) << text;
+    EXPECT_EQ(tok.decode(ids), text);
+  }
+}
+
 TEST(Tokenizer, SpecialTokensInTextBecomeTheirIds) {
   const Tokenizer tok = fixture_tokenizer();
   std::vector<int> ids;

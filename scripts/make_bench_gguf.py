@@ -37,6 +37,13 @@ def placeholder_tokens(w, vocab):
     w.add_eos_token_id(vocab - 1)
 
 
+def finish(w):
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 class Tensors:
     def __init__(self, w, rng):
         self.w, self.rng = w, rng
@@ -123,10 +130,7 @@ def kimi_linear(path):
         t.bf16(b + "ffn_gate_shexp.weight", (I, hidden))
         t.bf16(b + "ffn_up_shexp.weight", (I, hidden))
         t.bf16(b + "ffn_down_shexp.weight", (hidden, I))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish(w)
 
 
 def main():
@@ -154,25 +158,10 @@ def main():
     w.add_full_attention_interval(4)
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("qwen35")
-    # GPT-2's byte-level alphabet: printable bytes stand for themselves, the rest for 256 + n.
-    printable = [*range(33, 127), *range(161, 173), *range(174, 256)]
-    extra = iter(range(256, 512))
-    byte_tokens = [chr(b) if b in printable else chr(next(extra)) for b in range(256)]
-    tokens = byte_tokens + ["ab"] + [f"t{i}" for i in range(257, VOCAB - 1)] + ["<|im_end|>"]
-    w.add_token_list(tokens)
-    w.add_token_types([1] * (VOCAB - 1) + [3])
-    w.add_token_merges(["a b"])
-    w.add_eos_token_id(VOCAB - 1)
-
-    def bf16(shape, std=0.02):
-        x = rng.standard_normal(shape, dtype=np.float32) * std
-        return (x.view(np.uint32) >> 16).astype(np.uint16)  # truncation is fine for noise
-
-    def put16(name, shape):
-        w.add_tensor(name, bf16(shape), raw_shape=shape, raw_dtype=gguf.GGMLQuantizationType.BF16)
-
-    def put32(name, x):
-        w.add_tensor(name, np.ascontiguousarray(x, dtype=np.float32))
+    placeholder_tokens(w, VOCAB)
+    t = Tensors(w, rng)
+    put16 = t.bf16
+    put32 = t.f32
 
     put16("token_embd.weight", (VOCAB, HIDDEN))
     put32("output_norm.weight", np.ones(HIDDEN))
@@ -200,10 +189,7 @@ def main():
         put16(b + "ffn_gate.weight", (FFN, HIDDEN))
         put16(b + "ffn_up.weight", (FFN, HIDDEN))
         put16(b + "ffn_down.weight", (HIDDEN, FFN))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish(w)
 
 
 if __name__ == "__main__":

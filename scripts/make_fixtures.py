@@ -288,6 +288,10 @@ def write_gguf(model, config, tok, path, arch, chat_template):
         else:
             for n in ["gate", "up", "down"]:
                 put(b + f"ffn_{n}.weight", sd[m + f"{n}_proj.weight"])
+    finish(w)
+
+
+def finish(w):
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -397,10 +401,7 @@ def write_kimi_linear_gguf(model, config, tok, path, chat_template):
                                                        for e in range(c.num_experts)]))
         for n in ["gate", "up", "down"]:
             put(b + f"ffn_{n}_shexp.weight", sd[m + f"shared_experts.{n}_proj.weight"])
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish(w)
 
 
 def build(name, make_config, model_cls, seed, root, arch, template, gguf=True):

@@ -39,6 +39,17 @@ Status read_json(const std::filesystem::path& path, const char* what, json* out)
   return Status::Ok();
 }
 
+// The keys every architecture's converter writes alike (TextModel.set_gguf_parameters).
+void common_metadata(const std::string& a, const ModelConfig& c, GgufMetadata* meta) {
+  GgufMetadata& m = *meta;
+  m["general.architecture"] = str(a);
+  m[a + ".block_count"] = u32(c.layers);
+  if (c.max_positions > 0) m[a + ".context_length"] = u32(c.max_positions);
+  m[a + ".embedding_length"] = u32(c.hidden);
+  m[a + ".feed_forward_length"] = u32(c.intermediate);
+  m[a + ".attention.head_count"] = u32(c.attn_heads);
+}
+
 // Kimi Linear's shape as conversion/kimi_linear.py writes it: head_count_kv per layer (0 for
 // KDA, 1 for MLA run as MQA over the latent), key_length the latent row, the MLA head dims
 // under *_mla. The router's groups, which that converter does not read from Kimi's config
@@ -48,12 +59,7 @@ void kimi_linear_metadata(const ModelConfig& c, GgufMetadata* meta) {
   const std::string a = "kimi-linear";
   GgufMetadata& m = *meta;
   const MlaShape& mla = c.mla;
-  m["general.architecture"] = str(a);
-  m[a + ".block_count"] = u32(c.layers);
-  if (c.max_positions > 0) m[a + ".context_length"] = u32(c.max_positions);
-  m[a + ".embedding_length"] = u32(c.hidden);
-  m[a + ".feed_forward_length"] = u32(c.intermediate);
-  m[a + ".attention.head_count"] = u32(c.attn_heads);
+  common_metadata(a, c, meta);
   std::vector<GgufValue> kv;
   for (LayerKind k : c.layer_kinds)
     kv.push_back({.v = int64_t{k == LayerKind::kFullAttention ? 1 : 0}});
@@ -90,12 +96,7 @@ void shape_metadata(const ModelConfig& c, const json& text, GgufMetadata* meta) 
   if (c.arch == Arch::kKimiLinear) return kimi_linear_metadata(c, meta);
   const std::string a = c.arch == Arch::kQwen35 ? "qwen35" : "qwen3next";
   GgufMetadata& m = *meta;
-  m["general.architecture"] = str(a);
-  m[a + ".block_count"] = u32(c.layers);
-  if (c.max_positions > 0) m[a + ".context_length"] = u32(c.max_positions);
-  m[a + ".embedding_length"] = u32(c.hidden);
-  m[a + ".feed_forward_length"] = u32(c.intermediate);
-  m[a + ".attention.head_count"] = u32(c.attn_heads);
+  common_metadata(a, c, meta);
   m[a + ".attention.head_count_kv"] = u32(c.kv_heads);
   m[a + ".attention.key_length"] = u32(c.head_dim);
   m[a + ".attention.value_length"] = u32(c.head_dim);

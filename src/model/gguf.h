@@ -1,9 +1,9 @@
 // GGUF checkpoints (llama.cpp's format), F32/F16/BF16 tensors and the block types of
-// base/quant_blocks.h in any mix, architectures `qwen35` and
-// `qwen3next`. Layout: "GGUF", u32 version (2 or 3), u64 tensor count, u64 metadata count,
-// metadata (key string, u32 type, value), tensor infos (name, u32 n_dims, u64 ne[n_dims]
-// innermost first, u32 ggml type, u64 offset into the data section), then the data section at
-// the next multiple of general.alignment (default 32).
+// base/quant_blocks.h in any mix, architectures `qwen35`, `qwen3next` and `kimi-linear`.
+// Layout: "GGUF", u32 version (2 or 3), u64 tensor count, u64 metadata count, metadata (key
+// string, u32 type, value), tensor infos (name, u32 n_dims, u64 ne[n_dims] innermost first,
+// u32 ggml type, u64 offset into the data section), then the data section at the next
+// multiple of general.alignment (default 32).
 #pragma once
 
 #include <cstdint>

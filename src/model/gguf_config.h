@@ -1,5 +1,6 @@
-// A Qwen3.5 (`qwen35`) or Qwen3-Next (`qwen3next`) config from a GGUF's metadata, checked by
-// the validator a config.json passes (model_config.h), and llama.cpp's sampling defaults.
+// A Qwen3.5 (`qwen35`), Qwen3-Next (`qwen3next`) or Kimi Linear (`kimi-linear`,
+// gguf_kda_config.h) config from a GGUF's metadata, checked by the validator a config.json
+// passes (model_config.h), and llama.cpp's sampling defaults.
 #pragma once
 
 #include <optional>

@@ -1,7 +1,8 @@
-// A Qwen3.5 (`qwen35`) or Qwen3-Next (`qwen3next`) model from a GGUF written by llama.cpp's
-// converter: the config from its metadata, the weights with the converter's conventions
-// undone (norms stored as 1 + w, Qwen3.5's value heads in tiled order); the tokenizer from
-// its tokenizer.ggml.* arrays is in gguf_tokenizer.h.
+// A Qwen3.5 (`qwen35`), Qwen3-Next (`qwen3next`) or Kimi Linear (`kimi-linear`) model from a
+// GGUF written by llama.cpp's converter: the config from its metadata, the weights with the
+// converter's conventions undone (Qwen's norms stored as 1 + w, Qwen3.5's value heads in tiled
+// order, Kimi's kv_b split and transposed: gguf_kda_weights.cc); the tokenizer from its
+// tokenizer.ggml.* arrays is in gguf_tokenizer.h.
 #pragma once
 
 #include <optional>

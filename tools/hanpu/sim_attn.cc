@@ -3,10 +3,13 @@
 // reference (nmse_o), one row per run.
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "hanpu/npu.h"
 #include "ref/attn_ref.h"
@@ -29,6 +32,7 @@ int run_sim_attn(const SimOptions& o) {
                 "util%", "energy_mJ", "nmse_o");
   }
   const bool tty = isatty(fileno(stderr)) != 0;
+  NmseGate gate(o.max_nmse);
   // Placement applies to steel only: dato and layer compute every block on a fixed dealing.
   const auto placements_of = [&](const std::string& v) {
     return v == "steel" ? o.placement : std::vector<std::string>{"none"};
@@ -80,7 +84,10 @@ int run_sim_attn(const SimOptions& o) {
               num += (out[i] - want[i]) * (out[i] - want[i]);
               den += want[i] * want[i];
             }
-            err = num / den;
+            err = std::isfinite(num) && den > 0 ? num / den : INFINITY;
+            gate.check(
+                fmt::format("{} attn {} {}, {} heads, T {}", st.target, variant, placement, H, T),
+                "output", err);
           }
           if (tty) std::fprintf(stderr, "\r\033[K");
           if (o.json) {
@@ -114,7 +121,7 @@ int run_sim_attn(const SimOptions& o) {
       }
     }
   }
-  return 0;
+  return gate.finish();
 }
 
 }  // namespace hanpu::cli

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include <fmt/format.h>
+
 #include "hanpu/npu.h"
 
 namespace hanpu::cli {
@@ -52,6 +54,17 @@ Inputs make_inputs(bool kda, int64_t T, int H, int D, uint64_t seed) {
   return in;
 }
 
+// sum (got - want)^2 / sum want^2 in double; infinite where the sum is not finite.
+double nmse(const std::vector<float>& got, const std::vector<float>& want) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double d = static_cast<double>(got[i]) - want[i];
+    num += d * d;
+    den += static_cast<double>(want[i]) * want[i];
+  }
+  return std::isfinite(num) && den > 0 ? num / den : INFINITY;
+}
+
 LaArgs make_args(bool kda, int64_t T, int H, int D, Inputs& in) {
   LaArgs a;
   a.mech = kda ? LaMech::kKda : LaMech::kGdn;
@@ -67,6 +80,18 @@ LaArgs make_args(bool kda, int64_t T, int H, int D, Inputs& in) {
 }
 
 }  // namespace
+
+void NmseGate::check(const std::string& row, const char* what, double nmse) {
+  if (nmse < 0) return;  // not checked
+  if (!(nmse <= max_)) failed_.push_back(fmt::format("{}: {} NMSE {:.3g}", row, what, nmse));
+}
+
+int NmseGate::finish() const {
+  if (failed_.empty()) return 0;
+  std::fprintf(stderr, "error: %zu check(s) past --max-nmse %g:\n", failed_.size(), max_);
+  for (const std::string& f : failed_) std::fprintf(stderr, "  %s\n", f.c_str());
+  return 1;
+}
 
 void add_sim_options(CLI::App& cmd, SimOptions& o) {
   std::string targets, variants;
@@ -122,7 +147,12 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
   cmd.add_option("--chunk", o.chunk, "chunk size C: 16, 32, 64")
       ->capture_default_str()
       ->check(shape_range());
-  cmd.add_flag("!--no-check", o.check, "skip the float64 reference check (faster)");
+  cmd.add_flag("!--no-check", o.check, "skip the reference check (faster)");
+  cmd.add_option("--max-nmse", o.max_nmse,
+                 "fail the command when a run's output or final-state NMSE against the reference "
+                 "is above this (or not finite)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd.add_flag("--json", o.json, "one JSON object per row on stdout");
 }
 
@@ -153,11 +183,13 @@ int run_sim(const SimOptions& o) {
     }
   }
   if (!o.json) {
-    std::printf("%-12s %-4s %-15s %6s %5s %11s %9s %9s %9s %8s %8s %7s %7s %9s %9s\n", "target",
-                "mech", "variant", "T", "heads", "latency_ms", "gm_MiB", "l1l0_MiB", "spill_MiB",
-                "UB_KiB", "L1_KiB", "cube%", "vec%", "energy_mJ", "nmse_o");
+    std::printf("%-12s %-4s %-15s %6s %5s %11s %9s %9s %9s %8s %8s %7s %7s %9s %9s %10s\n",
+                "target", "mech", "variant", "T", "heads", "latency_ms", "gm_MiB", "l1l0_MiB",
+                "spill_MiB", "UB_KiB", "L1_KiB", "cube%", "vec%", "energy_mJ", "nmse_o",
+                "nmse_state");
   }
   const bool tty = isatty(fileno(stderr)) != 0;
+  NmseGate gate(o.max_nmse);
   const size_t total = o.mech.size() * o.heads.size() * o.seq.size() * variants.size();
   size_t done = 0;
   for (const std::string& mech : o.mech) {
@@ -178,10 +210,10 @@ int run_sim(const SimOptions& o) {
             std::fprintf(stderr, "error: %s\n", st.message().c_str());
             return 2;
           }
-          double err = -1;
+          double err = -1, err_state = -1;
           if (o.check) {  // against the CPU's fp32 recurrent kernel on the same fp16 inputs
-            std::vector<float> want(run.o.size()), q(run.q.size()), k(run.k.size()),
-                vv(run.v.size());
+            std::vector<float> want(run.o.size()), want_state(run.s1.size()), q(run.q.size()),
+                k(run.k.size()), vv(run.v.size());
             for (size_t i = 0; i < q.size(); ++i)
               q[i] = f16_bits_to_f32(run.q[i]), k[i] = f16_bits_to_f32(run.k[i]);
             for (size_t i = 0; i < vv.size(); ++i) vv[i] = f16_bits_to_f32(run.v[i]);
@@ -190,16 +222,20 @@ int run_sim(const SimOptions& o) {
             cpu.k = {k.data(), DType::kF32, args.k.shape};
             cpu.v = {vv.data(), DType::kF32, args.v.shape};
             cpu.o = {want.data(), DType::kF32, args.o.shape};
-            cpu.final_state = {};
-            if (la_prefill(cpu, {.strategy = "recurrent"}).ok()) {
-              double num = 0, den = 0;
-              for (size_t i = 0; i < want.size(); ++i) {
-                const double d = static_cast<double>(f16_bits_to_f32(run.o[i])) - want[i];
-                num += d * d;
-                den += static_cast<double>(want[i]) * want[i];
-              }
-              err = std::isfinite(num) ? num / den : INFINITY;
+            cpu.final_state = {want_state.data(), DType::kF32, args.final_state.shape};
+            const Status ref = la_prefill(cpu, {.strategy = "recurrent"});
+            if (!ref.ok()) {
+              std::fprintf(stderr, "error: the reference run failed: %s\n", ref.message().c_str());
+              return 2;
             }
+            std::vector<float> got(run.o.size());
+            for (size_t i = 0; i < got.size(); ++i) got[i] = f16_bits_to_f32(run.o[i]);
+            err = nmse(got, want);
+            err_state = nmse(run.s1, want_state);
+            const std::string row =
+                fmt::format("{} {} {}, {} heads, T {}", s.target, mech, v, H, T);
+            gate.check(row, "output", err);
+            gate.check(row, "final state", err_state);
           }
           if (tty) std::fprintf(stderr, "\r\033[K");
           const double mib = 1.0 / (1 << 20);
@@ -224,24 +260,25 @@ int run_sim(const SimOptions& o) {
                                 {"vector_util", s.vector_util},
                                 {"energy_mj", s.energy_mj},
                                 {"launches", s.launches},
-                                {"nmse_o", err}};
+                                {"nmse_o", err},
+                                {"nmse_state", err_state}};
             for (const auto& [b, bytes] : s.peak_bytes) j["peak_" + b + "_bytes"] = bytes;
             std::printf("%s\n", j.dump().c_str());
           } else {
             std::printf(
                 "%-12s %-4s %-15s %6ld %5d %11.3f %9.2f %9.2f %9.2f %8.1f %8.1f %6.2f%% %6.2f%% "
-                "%9.3f %9.2e\n",
+                "%9.3f %9.2e %10.2e\n",
                 s.target.c_str(), mech.c_str(), v.c_str(), T, H, s.latency_ms, s.gm_bytes() * mib,
                 s.l1_l0_bytes * mib, s.spill_bytes * mib, s.peak_bytes["UB"] / 1024.0,
                 s.peak_bytes["L1"] / 1024.0, 100 * s.cube_util, 100 * s.vector_util, s.energy_mj,
-                err);
+                err, err_state);
           }
           std::fflush(stdout);
         }
       }
     }
   }
-  return 0;
+  return gate.finish();
 }
 
 }  // namespace hanpu::cli

@@ -84,6 +84,70 @@ TEST(HostileConfig, GgufMetadataPassesTheConfigValidator) {
   }
 }
 
+// The same for Kimi Linear's metadata (gguf_kda_config.h): per-layer lists of the wrong
+// length or type, MLA dims that do not add up, a router the model's code does not have.
+TEST(HostileConfig, KimiLinearGgufMetadataIsRefusedByKey) {
+  GgufMetadata meta;
+  WeightStore store;
+  ASSERT_TRUE(
+      load_gguf(testing::fixture_dir("kimi-linear-tiny") + "/model.gguf", &meta, &store).ok());
+  ModelConfig good;
+  ASSERT_TRUE(gguf_model_config(meta, store, "m.gguf", &good).ok());
+  EXPECT_EQ(good.arch, Arch::kKimiLinear);
+  const auto list = [](std::vector<int64_t> v) {
+    std::vector<GgufValue> items;
+    for (int64_t x : v) items.push_back(GgufValue{x});
+    return GgufValue{items};
+  };
+  using Edits = std::vector<std::pair<std::string, GgufValue>>;
+  const std::vector<std::tuple<const char*, Edits, std::string>> cases = {
+      {"kv heads for 3 of 4 layers",
+       {{"attention.head_count_kv", list({0, 0, 1})}},
+       "'kimi-linear.attention.head_count_kv' is not an integer or a list of 4"},
+      {"a string among the kv heads",
+       {{"attention.head_count_kv",
+         GgufValue{std::vector<GgufValue>{GgufValue{int64_t{0}}, GgufValue{std::string("x")},
+                                          GgufValue{int64_t{1}}, GgufValue{int64_t{0}}}}}},
+       "'kimi-linear.attention.head_count_kv'[1] is not an integer"},
+      {"a negative kv head count",
+       {{"attention.head_count_kv", list({0, -1, 1, 0})}},
+       "'kimi-linear.attention.head_count_kv' = -1 is out of range"},
+      {"key dims shorter than the rope dims",
+       {{"attention.key_length_mla", GgufValue{uint64_t{4}}}},
+       "'kimi-linear.attention.key_length_mla' = 4 is less than "
+       "'kimi-linear.rope.dimension_count'"},
+      {"no KDA head dim", {{"kda.head_dim", GgufValue{uint64_t{0}}}}, "linear_key_head_dim is 0"},
+      {"softmax gating",
+       {{"expert_gating_func", GgufValue{uint64_t{1}}}},
+       "'kimi-linear.expert_gating_func' = 1 is not supported"},
+      {"more dense layers than layers",
+       {{"leading_dense_block_count", GgufValue{uint64_t{9}}}},
+       "'kimi-linear.leading_dense_block_count' = 9 is more than the 4 layers"},
+      {"expert sizes differing between sparse layers",
+       {{"expert_feed_forward_length", list({0, 32, 16, 32})}},
+       "'kimi-linear.expert_feed_forward_length' differs between sparse layers (32, 16)"},
+      {"groups that do not divide the experts",
+       {{"expert_group_count", GgufValue{uint64_t{3}}}},
+       "num_expert_group 3 does not divide num_experts 8"},
+      {"a flag that is a number",
+       {{"expert_weights_norm", GgufValue{uint64_t{1}}}},
+       "'kimi-linear.expert_weights_norm' is not a bool"},
+      {"an MLA latent past the attention kernel",
+       {{"attention.kv_lora_rank", GgufValue{uint64_t{1000}}}},
+       "kv_lora_rank + qk_rope_head_dim is 1008"},
+  };
+  for (const auto& [what, edits, want] : cases) {
+    GgufMetadata bad = meta;
+    for (const auto& [key, value] : edits) bad["kimi-linear." + key] = value;
+    ModelConfig c;
+    c.layers = -7;  // untouched on error
+    SCOPED_TRACE(what);
+    expect_error(gguf_model_config(bad, store, "m.gguf", &c), "m.gguf");
+    expect_error(gguf_model_config(bad, store, "m.gguf", &c), want);
+    EXPECT_EQ(c.layers, -7);
+  }
+}
+
 nlohmann::json qwen35_text_config() {
   return nlohmann::json{{"model_type", "qwen3_5_text"},
                         {"vocab_size", 100},

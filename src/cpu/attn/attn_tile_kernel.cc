@@ -15,7 +15,10 @@ namespace hanpu::cpu {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-// Units with fewer query columns than this take the row-major path (key_loop_rows).
+// Units with at most this many query columns take the row-major path (key_loop_rows). 16
+// covers MLA's absorbed decode (Kimi Linear's 16 heads against one latent row of 576 per
+// key), where the column path's packed fp32 copy of every bf16 key tile cost more than
+// re-reading the tile from cache once per 4 query rows (measured: docs/journal, 2026-12-05).
 constexpr int kRowPathMaxColumns = 16;
 
 ptrdiff_t padded_columns(int n) {
@@ -107,9 +110,9 @@ bool key_loop_columns(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvR
   return !first;
 }
 
-// Scores row-major (query rows x keys) for units with fewer query rows than a SIMD vector
-// (decode: 1 token x a few query heads). Both products read the key/value rows in place, in
-// their storage dtype (16-bit rows widened in registers), each exactly once, as a
+// Scores row-major (query rows x keys) for units of at most kRowPathMaxColumns query rows
+// (decode: 1 token x a few query heads, or MLA's 16). Both products read the key/value rows in
+// place, in their storage dtype (16-bit rows widened in registers), each exactly once, as a
 // memory-bound decode should: the scores as dot products along D (gemm_few_rows_bt: no K^T,
 // which cost a transpose pass per tile), P V on the few-row micro-kernel (gemm_few_rows.h).
 bool key_loop_rows(const AttnProblem& p, AttnWorkspace& ws, int hk, const KvRows& kv, int64_t t0,
@@ -186,9 +189,9 @@ void attend_query_tile(const AttnProblem& p, AttnWorkspace& ws, int hk, const Kv
   const int64_t hi = std::min(key_hi, p.key_end(t0 + r - 1));
   bool any = false;
   if (lo < hi) {
-    any = ws.bf16_products         ? key_loop_pairs(p, ws, hk, kv, packed, t0, r, lo, hi)
-          : N < kRowPathMaxColumns ? key_loop_rows(p, ws, hk, kv, t0, r, lo, hi)
-                                   : key_loop_columns(p, ws, hk, kv, t0, r, lo, hi);
+    any = ws.bf16_products          ? key_loop_pairs(p, ws, hk, kv, packed, t0, r, lo, hi)
+          : N <= kRowPathMaxColumns ? key_loop_rows(p, ws, hk, kv, t0, r, lo, hi)
+                                    : key_loop_columns(p, ws, hk, kv, t0, r, lo, hi);
   }
   const bool first = !any;
   // Normalise; rows that saw nothing (l = 0) become 0 with lse -inf.

@@ -7,7 +7,7 @@
 // Scores are kept transposed (keys x queries) so the per-query statistics are SIMD lanes and
 // P is read as the micro-kernel's k-major "packed A" without a copy. No T x Tk matrix exists:
 // a unit holds Q^T [D x N], one score tile [kv x N] and its N output rows (N = group x rows).
-// Units with fewer query columns than a SIMD vector (decode: 1 token x a few heads) keep the
+// Units of at most 16 query columns (decode: 1 token x a few heads, or MLA's 16) keep the
 // scores row-major instead (dot products along D), reading K and V in place.
 // K and V are read as contiguous rows: in place in a token-major layout, consecutive keys of
 // one head sit Hkv x D floats apart (8 KiB for 32 heads of 64), every row in the same L1 set,

@@ -123,10 +123,14 @@ std::vector<AttnCase> parity_cases() {
        .D = 96,
        .Dv = 64});
   add({.kv = DType::kF16, .T = 3, .Tk = 200, .Hq = 4, .Hkv = 1, .D = 64, .Dv = 128});
-  // MLA's absorbed form: every head against one latent row per key, the widest head dim.
+  // MLA's absorbed form: every head against one latent row per key, the widest head dim;
+  // 16 heads (Kimi Linear's decode: 16 query rows of one unit, the most the row path takes)
+  // with values the keys' first 512 dims, and 2 rows x 8 heads.
   for (DType kv : {DType::kF32, DType::kBF16}) {
     add({.kv = kv, .T = 1, .Tk = 333, .Hq = 8, .Hkv = 1, .D = kAttnMaxHeadDim});
     add({.kv = kv, .T = 37, .Tk = 101, .Hq = 4, .Hkv = 1, .D = kAttnMaxHeadDim});
+    add({.kv = kv, .T = 1, .Tk = 301, .Hq = 16, .Hkv = 1, .D = kAttnMaxHeadDim, .Dv = 512});
+    add({.kv = kv, .T = 2, .Tk = 190, .Hq = 8, .Hkv = 1, .D = 64});
   }
   return cases;
 }

@@ -288,10 +288,6 @@ constexpr int kUnitBytes = quant_unit_bytes(T);
 // Unit u of a row of type T into registers (kSignedWide types: signed values, no offsets).
 template <QuantType T>
 HANPU_AVX2_INLINE void unpack(const uint8_t* row, int in, int u, QuantUnit* scratch, Unit* out) {
-  constexpr bool kVector = T == QuantType::kQ6_K || T == QuantType::kQ8_0 ||
-                           T == QuantType::kQ4_0 || T == QuantType::kQ4_1 ||
-                           T == QuantType::kQ5_0 || T == QuantType::kQ5_1 ||
-                           T == QuantType::kIQ4_NL;
   // Rows of 256-value blocks: every unit is whole.
   if constexpr (T == QuantType::kQ4_K)
     return unpack_q4_k(row + static_cast<size_t>(u) * kUnitBytes<T>, out);
@@ -303,16 +299,14 @@ HANPU_AVX2_INLINE void unpack(const uint8_t* row, int in, int u, QuantUnit* scra
     return unpack_q2_k(row + static_cast<size_t>(u) * kUnitBytes<T>, out);
   if constexpr (T == QuantType::kQ3_K)
     return unpack_q3_k(row + static_cast<size_t>(u) * kUnitBytes<T>, out);
-  if constexpr (kVector) {
-    if ((u + 1) * kQuantUnit <= in) {
-      const uint8_t* at = row + static_cast<size_t>(u) * kUnitBytes<T>;
-      if constexpr (T == QuantType::kQ6_K) return unpack_q6_k(at, out);
-      if constexpr (T == QuantType::kQ8_0) return unpack_q8_0(at, out);
-      if constexpr (T == QuantType::kQ4_0) return unpack_q4_0(at, out);
-      if constexpr (T == QuantType::kQ4_1 || T == QuantType::kQ5_0 || T == QuantType::kQ5_1 ||
-                    T == QuantType::kIQ4_NL)
-        return unpack_blocks<T>(at, out);
-    }
+  if constexpr (T == QuantType::kQ6_K)
+    return unpack_q6_k(row + static_cast<size_t>(u) * kUnitBytes<T>, out);
+  if constexpr (kBlocks32<T>) {  // whole units, and a partial last one (unit_of_blocks)
+    alignas(32) uint8_t buf[quant_unit_bytes(T)];
+    const uint8_t* at = unit_of_blocks<T>(row, in, u, buf);
+    if constexpr (T == QuantType::kQ8_0) return unpack_q8_0(at, out);
+    if constexpr (T == QuantType::kQ4_0) return unpack_q4_0(at, out);
+    if constexpr (T != QuantType::kQ8_0 && T != QuantType::kQ4_0) return unpack_blocks<T>(at, out);
   }
   unpack_unit(T, row, in, u, scratch);
   from_scalar(*scratch, out);

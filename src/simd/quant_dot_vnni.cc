@@ -1,7 +1,7 @@
 // The AVX512-VNNI quantized kernel (see quant_dot.h). The file builds for the baseline ISA;
 // each function that uses AVX-512 carries the target attribute, so nothing here runs before
-// quant_vnni_usable() said yes. Every type's whole units are unpacked in registers; a row's
-// partial last unit goes through the scalar unpacker (quant_unpack.h).
+// quant_vnni_usable() said yes. Every type's units are unpacked in registers, a 32-value
+// type's partial last unit from a zero-padded copy (unit_of_blocks, quant_unpack.h).
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
@@ -352,30 +352,28 @@ HANPU_VNNI_INLINE void unpack_blocks(const uint8_t* b, Unit* u) {
   }
 }
 
-// Unit u of a row of type T into registers (a row's partial last unit through the scalar
-// unpacker).
+// Unit u of a row of type T into registers (the scalar unpacker for a type without a vector
+// one).
 template <QuantType T>
 HANPU_VNNI_INLINE void unpack(const uint8_t* row, int in, int u, QuantUnit* scratch, Unit* out) {
-  constexpr bool kVector =
-      T == QuantType::kQ4_K || T == QuantType::kQ5_K || T == QuantType::kQ6_K ||
-      T == QuantType::kQ8_0 || T == QuantType::kQ4_0 || T == QuantType::kIQ4_XS ||
-      T == QuantType::kQ2_K || T == QuantType::kQ3_K || T == QuantType::kQ4_1 ||
-      T == QuantType::kQ5_0 || T == QuantType::kQ5_1 || T == QuantType::kIQ4_NL;
-  if constexpr (kVector) {
-    if ((u + 1) * kQuantUnit <= in) {
-      const uint8_t* at = row + static_cast<size_t>(u) * quant_unit_bytes(T);
-      if constexpr (T == QuantType::kQ4_K) return unpack_q4_k(at, out);
-      if constexpr (T == QuantType::kQ5_K) return unpack_q5_k(at, out);
-      if constexpr (T == QuantType::kIQ4_XS) return unpack_iq4_xs(at, out);
-      if constexpr (T == QuantType::kQ2_K) return unpack_q2_k(at, out);
-      if constexpr (T == QuantType::kQ3_K) return unpack_q3_k(at, out);
-      if constexpr (T == QuantType::kQ6_K) return unpack_q6_k(at, out);
-      if constexpr (T == QuantType::kQ8_0) return unpack_q8_0(at, out);
-      if constexpr (T == QuantType::kQ4_0) return unpack_q4_0(at, out);
-      if constexpr (T == QuantType::kQ4_1 || T == QuantType::kQ5_0 || T == QuantType::kQ5_1 ||
-                    T == QuantType::kIQ4_NL)
-        return unpack_blocks<T>(at, out);
-    }
+  if constexpr (kBlocks32<T>) {  // whole units, and a partial last one (unit_of_blocks)
+    alignas(64) uint8_t buf[quant_unit_bytes(T)];
+    const uint8_t* at = unit_of_blocks<T>(row, in, u, buf);
+    if constexpr (T == QuantType::kQ8_0) return unpack_q8_0(at, out);
+    if constexpr (T == QuantType::kQ4_0) return unpack_q4_0(at, out);
+    if constexpr (T != QuantType::kQ8_0 && T != QuantType::kQ4_0) return unpack_blocks<T>(at, out);
+  }
+  constexpr bool kVector = T == QuantType::kQ4_K || T == QuantType::kQ5_K ||
+                           T == QuantType::kQ6_K || T == QuantType::kIQ4_XS ||
+                           T == QuantType::kQ2_K || T == QuantType::kQ3_K;
+  if constexpr (kVector) {  // 256-value blocks: every unit is whole
+    const uint8_t* at = row + static_cast<size_t>(u) * quant_unit_bytes(T);
+    if constexpr (T == QuantType::kQ4_K) return unpack_q4_k(at, out);
+    if constexpr (T == QuantType::kQ5_K) return unpack_q5_k(at, out);
+    if constexpr (T == QuantType::kIQ4_XS) return unpack_iq4_xs(at, out);
+    if constexpr (T == QuantType::kQ2_K) return unpack_q2_k(at, out);
+    if constexpr (T == QuantType::kQ3_K) return unpack_q3_k(at, out);
+    if constexpr (T == QuantType::kQ6_K) return unpack_q6_k(at, out);
   }
   unpack_unit(T, row, in, u, scratch);
   from_scalar(*scratch, out);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "base/quant_blocks.h"
@@ -62,6 +63,28 @@ inline int quant_units(int in) { return (in + kQuantUnit - 1) / kQuantUnit; }
 // `row`. Values past the row's end get code 0, scale 0 and offset 0. Plain scalar code: the
 // reference of the vector unpackers, and the path of types without one.
 void unpack_unit(QuantType t, const uint8_t* row, int in, int u, QuantUnit* out);
+
+// The types stored in 32-value blocks, eight to a unit (a row's last unit may be partial).
+template <QuantType T>
+inline constexpr bool kBlocks32 =
+    T == QuantType::kQ4_0 || T == QuantType::kQ4_1 || T == QuantType::kQ5_0 ||
+    T == QuantType::kQ5_1 || T == QuantType::kQ8_0 || T == QuantType::kIQ4_NL;
+
+// Unit u of a row of `in` values of a 32-value block type T, as a whole unit's bytes for the
+// vector unpackers: in place where the unit is whole; a partial last unit (a row of 128 values
+// has no whole one) copied in front of zero bytes into `buf`, whose blocks are then all-zero
+// weights (scale 0) against the activations' zero padding.
+template <QuantType T>
+inline const uint8_t* unit_of_blocks(const uint8_t* row, int in, int u,
+                                     uint8_t (&buf)[quant_unit_bytes(T)]) {
+  constexpr int kBlockBytes = quant_unit_bytes(T) / (kQuantUnit / 32);
+  const uint8_t* at = row + static_cast<size_t>(u) * quant_unit_bytes(T);
+  const int have = in - u * kQuantUnit;
+  if (have >= kQuantUnit) return at;
+  std::memset(buf, 0, sizeof(buf));
+  std::memcpy(buf, at, static_cast<size_t>(have / 32) * kBlockBytes);
+  return buf;
+}
 
 // The weights stream from DRAM once per decode step: the kernels ask for the lines of unit
 // u + 1 of a row kQuantPrefetchBytes further on, beyond what the hardware prefetcher runs ahead

@@ -42,7 +42,7 @@ std::vector<uint8_t> random_rows(QuantType t, int rows, int in, Rng& rng) {
 // Row lengths: whole units, and for the 32-value types rows ending inside a unit.
 std::vector<int> row_lengths(QuantType t) {
   if (quant_type_info(t).block_elems == 256) return {256, 768};
-  return {32, 256, 352, 800};
+  return {32, 128, 256, 352, 800};  // 128: no whole unit (the KDA gates' second halves)
 }
 
 TEST(QuantUnpack, UnitsDecodeAsTheBlockDecoderDoes) {

@@ -81,8 +81,9 @@ inline const uint8_t* unit_of_blocks(const uint8_t* row, int in, int u,
   const uint8_t* at = row + static_cast<size_t>(u) * quant_unit_bytes(T);
   const int have = in - u * kQuantUnit;
   if (have >= kQuantUnit) return at;
-  std::memset(buf, 0, sizeof(buf));
-  std::memcpy(buf, at, static_cast<size_t>(have / 32) * kBlockBytes);
+  const size_t kept = static_cast<size_t>(have / 32) * kBlockBytes;
+  std::memcpy(buf, at, kept);
+  std::memset(buf + kept, 0, sizeof(buf) - kept);
   return buf;
 }
 

@@ -1,7 +1,8 @@
 // The AVX512-VNNI quantized kernel (see quant_dot.h). The file builds for the baseline ISA;
 // each function that uses AVX-512 carries the target attribute, so nothing here runs before
 // quant_vnni_usable() said yes. Every type's units are unpacked in registers, a 32-value
-// type's partial last unit from a zero-padded copy (unit_of_blocks, quant_unpack.h).
+// type's partial last unit too (its missing blocks scale 0).
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
@@ -274,12 +275,15 @@ HANPU_VNNI_INLINE void unpack_q6_k(const uint8_t* b, Unit* u) {
 }
 
 // The f16 scales of 8 consecutive 32-value blocks (`bytes` apart), each spread over its two
-// groups.
-HANPU_VNNI_INLINE __m512 block_scales(const uint8_t* b, int bytes) {
+// groups; blocks from `nb` on (past a partial unit's row end) scale 0.
+HANPU_VNNI_INLINE __m512 block_scales(const uint8_t* b, int bytes, int nb = 8) {
   // Read as eight 16-bit inserts (not stores then a vector load, which would stall on
   // store forwarding).
   uint16_t h[8];
-  for (int j = 0; j < 8; ++j) std::memcpy(&h[j], b + j * bytes, 2);
+  for (int j = 0; j < 8; ++j) {
+    h[j] = 0;
+    if (j < nb) std::memcpy(&h[j], b + j * bytes, 2);
+  }
   const __m256 d8 = _mm256_cvtph_ps(_mm_setr_epi16(
       static_cast<int16_t>(h[0]), static_cast<int16_t>(h[1]), static_cast<int16_t>(h[2]),
       static_cast<int16_t>(h[3]), static_cast<int16_t>(h[4]), static_cast<int16_t>(h[5]),
@@ -289,23 +293,32 @@ HANPU_VNNI_INLINE __m512 block_scales(const uint8_t* b, int bytes) {
   return _mm512_permutexvar_ps(pair, _mm512_zextps256_ps512(d8));
 }
 
-HANPU_VNNI_INLINE void unpack_q8_0(const uint8_t* b, Unit* u) {
+// Block j of a unit at b, of `bytes` each: the unit's first block where j is past a partial
+// unit's `nb` (any readable codes do: that block's scale and offset are 0).
+HANPU_VNNI_INLINE const uint8_t* block_at(const uint8_t* b, int bytes, int j, int nb) {
+  return b + bytes * (j < nb ? j : 0);
+}
+
+// nb: the unit's blocks in the row (8, or fewer in a partial last unit).
+HANPU_VNNI_INLINE void unpack_q8_0(const uint8_t* b, Unit* u, int nb = 8) {
   const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
   for (int k = 0; k < 4; ++k) {
-    const uint8_t* b0 = b + 34 * (2 * k);
-    const __m256i v0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2));
-    const __m256i v1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 34 + 2));
+    const __m256i v0 =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block_at(b, 34, 2 * k, nb) + 2));
+    const __m256i v1 =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block_at(b, 34, 2 * k + 1, nb) + 2));
     u->code[k] = join(_mm256_xor_si256(v0, flip), _mm256_xor_si256(v1, flip));
   }
-  const __m512 scale = block_scales(b, 34);
+  const __m512 scale = block_scales(b, 34, nb);
   spread_scales(scale, u);
   u->offset = _mm512_mul_ps(_mm512_set1_ps(128.0f), scale);
 }
 
-HANPU_VNNI_INLINE void unpack_q4_0(const uint8_t* b, Unit* u) {
+HANPU_VNNI_INLINE void unpack_q4_0(const uint8_t* b, Unit* u, int nb = 8) {
   for (int k = 0; k < 4; ++k)
-    u->code[k] = join(block_nibbles(b + 18 * (2 * k) + 2), block_nibbles(b + 18 * (2 * k + 1) + 2));
-  const __m512 scale = block_scales(b, 18);
+    u->code[k] = join(block_nibbles(block_at(b, 18, 2 * k, nb) + 2),
+                      block_nibbles(block_at(b, 18, 2 * k + 1, nb) + 2));
+  const __m512 scale = block_scales(b, 18, nb);
   spread_scales(scale, u);
   u->offset = _mm512_mul_ps(_mm512_set1_ps(8.0f), scale);
 }
@@ -339,14 +352,15 @@ HANPU_VNNI_INLINE __m256i block_codes(const uint8_t* blk) {
 // scale d first in the block; Q4_1 and Q5_1 add their f16 min m (offset -m), Q5_0 offsets its
 // codes by 16 and IQ4_NL by 128 (times d).
 template <QuantType T>
-HANPU_VNNI_INLINE void unpack_blocks(const uint8_t* b, Unit* u) {
+HANPU_VNNI_INLINE void unpack_blocks(const uint8_t* b, Unit* u, int nb = 8) {
   constexpr int bytes = quant_unit_bytes(T) / (kQuantUnit / 32);  // a 32-value block
   for (int k = 0; k < 4; ++k)
-    u->code[k] = join(block_codes<T>(b + bytes * (2 * k)), block_codes<T>(b + bytes * (2 * k + 1)));
-  const __m512 scale = block_scales(b, bytes);
+    u->code[k] = join(block_codes<T>(block_at(b, bytes, 2 * k, nb)),
+                      block_codes<T>(block_at(b, bytes, 2 * k + 1, nb)));
+  const __m512 scale = block_scales(b, bytes, nb);
   spread_scales(scale, u);
   if constexpr (T == QuantType::kQ4_1 || T == QuantType::kQ5_1) {
-    u->offset = _mm512_sub_ps(_mm512_setzero_ps(), block_scales(b + 2, bytes));
+    u->offset = _mm512_sub_ps(_mm512_setzero_ps(), block_scales(b + 2, bytes, nb));
   } else {
     u->offset = _mm512_mul_ps(_mm512_set1_ps(T == QuantType::kQ5_0 ? 16.0f : 128.0f), scale);
   }
@@ -356,12 +370,13 @@ HANPU_VNNI_INLINE void unpack_blocks(const uint8_t* b, Unit* u) {
 // one).
 template <QuantType T>
 HANPU_VNNI_INLINE void unpack(const uint8_t* row, int in, int u, QuantUnit* scratch, Unit* out) {
-  if constexpr (kBlocks32<T>) {  // whole units, and a partial last one (unit_of_blocks)
-    alignas(64) uint8_t buf[quant_unit_bytes(T)];
-    const uint8_t* at = unit_of_blocks<T>(row, in, u, buf);
-    if constexpr (T == QuantType::kQ8_0) return unpack_q8_0(at, out);
-    if constexpr (T == QuantType::kQ4_0) return unpack_q4_0(at, out);
-    if constexpr (T != QuantType::kQ8_0 && T != QuantType::kQ4_0) return unpack_blocks<T>(at, out);
+  if constexpr (kBlocks32<T>) {  // whole units, and a partial last one of nb blocks
+    const uint8_t* at = row + static_cast<size_t>(u) * quant_unit_bytes(T);
+    const int nb = std::min(8, (in - u * kQuantUnit) / 32);
+    if constexpr (T == QuantType::kQ8_0) return unpack_q8_0(at, out, nb);
+    if constexpr (T == QuantType::kQ4_0) return unpack_q4_0(at, out, nb);
+    if constexpr (T != QuantType::kQ8_0 && T != QuantType::kQ4_0)
+      return unpack_blocks<T>(at, out, nb);
   }
   constexpr bool kVector = T == QuantType::kQ4_K || T == QuantType::kQ5_K ||
                            T == QuantType::kQ6_K || T == QuantType::kIQ4_XS ||

@@ -29,6 +29,25 @@ void expect_error(const Status& st, const std::string& want) {
   EXPECT_NE(st.message().find(want), std::string::npos) << st.message();
 }
 
+using MetadataEdits = std::vector<std::pair<std::string, GgufValue>>;
+using MetadataCases = std::vector<std::tuple<const char*, MetadataEdits, std::string>>;
+
+// Each case's edits of `meta` (keys under `prefix`) refused naming the file and `want`, the
+// config left untouched.
+void expect_each_refused(const GgufMetadata& meta, const WeightStore& store,
+                         const std::string& prefix, const MetadataCases& cases) {
+  for (const auto& [what, edits, want] : cases) {
+    GgufMetadata bad = meta;
+    for (const auto& [key, value] : edits) bad[prefix + key] = value;
+    ModelConfig c;
+    c.layers = -7;  // untouched on error
+    SCOPED_TRACE(what);
+    expect_error(gguf_model_config(bad, store, "m.gguf", &c), "m.gguf");
+    expect_error(gguf_model_config(bad, store, "m.gguf", &c), want);
+    EXPECT_EQ(c.layers, -7);
+  }
+}
+
 // Each edit of the fixture GGUF's metadata found by the attack, refused by name before a
 // tensor is read or a layer list is built.
 TEST(HostileConfig, GgufMetadataPassesTheConfigValidator) {
@@ -38,8 +57,7 @@ TEST(HostileConfig, GgufMetadataPassesTheConfigValidator) {
   ModelConfig good;
   ASSERT_TRUE(gguf_model_config(meta, store, "m.gguf", &good).ok());
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  using Edits = std::vector<std::pair<std::string, GgufValue>>;
-  const std::vector<std::tuple<const char*, Edits, std::string>> cases = {
+  const MetadataCases cases = {
       {"rope dims past the head",
        {{"rope.dimension_count", GgufValue{uint64_t{1000}}}},
        "rotary dims 1000"},
@@ -72,16 +90,7 @@ TEST(HostileConfig, GgufMetadataPassesTheConfigValidator) {
        {{"attention.head_count", GgufValue{uint64_t{1} << 30}}},
        "num_attention_heads is 1073741824"},
   };
-  for (const auto& [what, edits, want] : cases) {
-    GgufMetadata bad = meta;
-    for (const auto& [key, value] : edits) bad["qwen35." + key] = value;
-    ModelConfig c;
-    c.layers = -7;  // untouched on error
-    SCOPED_TRACE(what);
-    expect_error(gguf_model_config(bad, store, "m.gguf", &c), "m.gguf");
-    expect_error(gguf_model_config(bad, store, "m.gguf", &c), want);
-    EXPECT_EQ(c.layers, -7);
-  }
+  expect_each_refused(meta, store, "qwen35.", cases);
 }
 
 // The same for Kimi Linear's metadata (gguf_kda_config.h): per-layer lists of the wrong
@@ -99,8 +108,7 @@ TEST(HostileConfig, KimiLinearGgufMetadataIsRefusedByKey) {
     for (int64_t x : v) items.push_back(GgufValue{x});
     return GgufValue{items};
   };
-  using Edits = std::vector<std::pair<std::string, GgufValue>>;
-  const std::vector<std::tuple<const char*, Edits, std::string>> cases = {
+  const MetadataCases cases = {
       {"kv heads for 3 of 4 layers",
        {{"attention.head_count_kv", list({0, 0, 1})}},
        "'kimi-linear.attention.head_count_kv' is not an integer or a list of 4"},
@@ -136,16 +144,7 @@ TEST(HostileConfig, KimiLinearGgufMetadataIsRefusedByKey) {
        {{"attention.kv_lora_rank", GgufValue{uint64_t{1000}}}},
        "kv_lora_rank + qk_rope_head_dim is 1008"},
   };
-  for (const auto& [what, edits, want] : cases) {
-    GgufMetadata bad = meta;
-    for (const auto& [key, value] : edits) bad["kimi-linear." + key] = value;
-    ModelConfig c;
-    c.layers = -7;  // untouched on error
-    SCOPED_TRACE(what);
-    expect_error(gguf_model_config(bad, store, "m.gguf", &c), "m.gguf");
-    expect_error(gguf_model_config(bad, store, "m.gguf", &c), want);
-    EXPECT_EQ(c.layers, -7);
-  }
+  expect_each_refused(meta, store, "kimi-linear.", cases);
 }
 
 nlohmann::json qwen35_text_config() {

@@ -2,7 +2,6 @@
 // each function that uses AVX-512 carries the target attribute, so nothing here runs before
 // quant_vnni_usable() said yes. Every type's units are unpacked in registers, a 32-value
 // type's partial last unit too (its missing blocks scale 0).
-#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
@@ -366,17 +365,26 @@ HANPU_VNNI_INLINE void unpack_blocks(const uint8_t* b, Unit* u, int nb = 8) {
   }
 }
 
+// A unit of a 32-value block type with its first nb blocks in the row (8: a whole unit).
+template <QuantType T>
+HANPU_VNNI_INLINE void unpack_blocks32(const uint8_t* at, Unit* out, int nb) {
+  if constexpr (T == QuantType::kQ8_0) return unpack_q8_0(at, out, nb);
+  if constexpr (T == QuantType::kQ4_0) return unpack_q4_0(at, out, nb);
+  if constexpr (T != QuantType::kQ8_0 && T != QuantType::kQ4_0)
+    return unpack_blocks<T>(at, out, nb);
+}
+
 // Unit u of a row of type T into registers (the scalar unpacker for a type without a vector
 // one).
 template <QuantType T>
 HANPU_VNNI_INLINE void unpack(const uint8_t* row, int in, int u, QuantUnit* scratch, Unit* out) {
-  if constexpr (kBlocks32<T>) {  // whole units, and a partial last one of nb blocks
+  if constexpr (kBlocks32<T>) {
     const uint8_t* at = row + static_cast<size_t>(u) * quant_unit_bytes(T);
-    const int nb = std::min(8, (in - u * kQuantUnit) / 32);
-    if constexpr (T == QuantType::kQ8_0) return unpack_q8_0(at, out, nb);
-    if constexpr (T == QuantType::kQ4_0) return unpack_q4_0(at, out, nb);
-    if constexpr (T != QuantType::kQ8_0 && T != QuantType::kQ4_0)
-      return unpack_blocks<T>(at, out, nb);
+    // Whole units with the block count a constant (no per-block selects on the hot path); a
+    // partial last unit with its own.
+    const int have = in - u * kQuantUnit;
+    if (have >= kQuantUnit) return unpack_blocks32<T>(at, out, 8);
+    return unpack_blocks32<T>(at, out, have / 32);
   }
   constexpr bool kVector = T == QuantType::kQ4_K || T == QuantType::kQ5_K ||
                            T == QuantType::kQ6_K || T == QuantType::kIQ4_XS ||

@@ -14,7 +14,8 @@ namespace hanpu::model {
 //     Unbounded below: a gate far past any bound is the model's own value, never clipped.
 //   lower_bound finite (Ling's kda_safe_gate): g = lower_bound sigmoid(rate[h] x), in
 //     (lower_bound, 0).
+// g may alias f. threads: as parallel_rows takes them (0: the default pool).
 void kda_forget_gate(const float* f, int64_t T, int H, int K, const float* rate,
-                     const float* dt_bias, float lower_bound, float* g);
+                     const float* dt_bias, float lower_bound, float* g, int threads = 1);
 
 }  // namespace hanpu::model

@@ -62,7 +62,8 @@ Status kda_layer(const ModelConfig& c, const KdaWeights& w, const float* x, int6
   float* v = ws.layer(6, static_cast<size_t>(T) * HK);
   cpu::causal_conv1d_silu(mixed, T, C, w.conv.data(), c.conv_kernel, conv,
                           {{0, HK, q, HK}, {HK, HK, k, HK}, {2 * HK, HK, v, HK}}, opt.threads);
-  kda_forget_gate(g, T, H, K, w.a_rate.data(), w.dt_bias.data(), w.gate_lower_bound, g);
+  kda_forget_gate(g, T, H, K, w.a_rate.data(), w.dt_bias.data(), w.gate_lower_bound, g,
+                  opt.threads);
   float* o = ws.layer(0, static_cast<size_t>(T) * HK);  // over mixed: read by now
   HANPU_RETURN_IF_ERROR(
       la_call(LaMech::kKda, c, q, k, v, g, beta, T, recurrent, opt, o, kernel_ms));

@@ -1,4 +1,5 @@
-// SiLU products and the causal short convolution (see activation_ops.h), per Highway target.
+// SiLU products, the causal short convolution and the KDA forget gate (see activation_ops.h), per
+// Highway target.
 #include "simd/activation_ops.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -7,6 +8,8 @@
 #include <hwy/highway.h>
 #include <hwy/contrib/math/math-inl.h>
 
+#include <cmath>
+
 HWY_BEFORE_NAMESPACE();
 namespace hanpu::simd::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
@@ -14,9 +17,21 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
-// silu(x) = x / (1 + exp(-x))
+// Highway's exp is defined for arguments up to 104 and returns garbage past it: 1 / (1 +
+// exp(-x)) gave silu(-200) = -200. So a sigmoid takes e = exp(-|x|) <= 1 (1 / (1 + e) for
+// x >= 0, e / (1 + e) below), and silu is 0 below -88, where |silu(x)| < |x| e^-88 (and
+// exp(-x) is inf in fp32 anyway).
+HWY_INLINE VF Sigmoid(DF d, VF x) {
+  const VF e = hn::CallExp(d, hn::Neg(hn::Abs(x)));
+  const VF r = hn::Div(hn::Set(d, 1.0f), hn::Add(hn::Set(d, 1.0f), e));
+  return hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Mul(e, r), r);
+}
+
+// silu(x) = x / (1 + exp(-x)) from -88 up.
 HWY_INLINE VF Silu(DF d, VF x) {
-  return hn::Div(x, hn::Add(hn::Set(d, 1.0f), hn::CallExp(d, hn::Neg(x))));
+  const VF e = hn::CallExp(d, hn::Min(hn::Neg(x), hn::Set(d, 88.0f)));
+  return hn::IfThenZeroElse(hn::Lt(x, hn::Set(d, -88.0f)),
+                            hn::Div(x, hn::Add(hn::Set(d, 1.0f), e)));
 }
 
 void SiluMul(const float* gate, const float* up, float* out, size_t n) {
@@ -54,6 +69,28 @@ void CausalConvSilu(const float* in, ptrdiff_t ld_in, const float* w, int C, int
   }
 }
 
+void KdaGate(const float* x, const float* bias, float rate, float lower_bound, float* g, size_t n) {
+  const DF d;
+  const size_t NL = hn::Lanes(d);
+  const bool bounded = !std::isnan(lower_bound);
+  const VF r = hn::Set(d, rate);
+  for (size_t i = 0; i < n; i += NL) {
+    const auto m = hn::FirstN(d, n - i);
+    const VF v = hn::Add(hn::MaskedLoad(m, d, x + i), hn::MaskedLoad(m, d, bias + i));
+    VF out;
+    if (bounded) {
+      out = hn::Mul(hn::Set(d, lower_bound), Sigmoid(d, hn::Mul(r, v)));
+    } else {
+      // Above 20 softplus is x itself, as torch's threshold has it (exp would overflow past 88).
+      const VF softplus =
+          hn::IfThenElse(hn::Gt(v, hn::Set(d, 20.0f)), v,
+                         hn::CallLog1p(d, hn::CallExp(d, hn::Min(v, hn::Set(d, 20.0f)))));
+      out = hn::Neg(hn::Mul(r, softplus));
+    }
+    hn::BlendedStore(out, m, d, g + i);
+  }
+}
+
 }  // namespace hanpu::simd::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -61,6 +98,7 @@ HWY_AFTER_NAMESPACE();
 namespace hanpu::simd {
 HWY_EXPORT(SiluMul);
 HWY_EXPORT(CausalConvSilu);
+HWY_EXPORT(KdaGate);
 
 void silu_mul(const float* gate, const float* up, float* out, size_t n) {
   HWY_DYNAMIC_DISPATCH(SiluMul)(gate, up, out, n);
@@ -68,6 +106,10 @@ void silu_mul(const float* gate, const float* up, float* out, size_t n) {
 void causal_conv_silu(const float* in, ptrdiff_t ld_in, const float* w, int C, int kc, int64_t T,
                       int c0, int c1, float* out, ptrdiff_t ld_out) {
   HWY_DYNAMIC_DISPATCH(CausalConvSilu)(in, ld_in, w, C, kc, T, c0, c1, out, ld_out);
+}
+void kda_gate(const float* x, const float* bias, float rate, float lower_bound, float* g,
+              size_t n) {
+  HWY_DYNAMIC_DISPATCH(KdaGate)(x, bias, rate, lower_bound, g, n);
 }
 }  // namespace hanpu::simd
 #endif

@@ -1,5 +1,5 @@
 // The "vector unit" work of a model layer outside the LA and attention kernels: SiLU-gated
-// products and the GDN short convolution, vectorised along channels.
+// products, the GDN short convolution and the KDA forget gate, vectorised along channels.
 #pragma once
 
 #include <cstddef>
@@ -17,5 +17,11 @@ void silu_mul(const float* gate, const float* up, float* out, size_t n);
 // so a channel range can land in a buffer of its own.
 void causal_conv_silu(const float* in, ptrdiff_t ld_in, const float* w, int C, int kc, int64_t T,
                       int c0, int c1, float* out, ptrdiff_t ld_out);
+
+// The KDA forget gate on n channels of one head (model/kda_gates.h), v = x[i] + bias[i]:
+//   lower_bound NaN:  g[i] = -rate softplus(v), softplus(v) = v above 20 (torch's threshold);
+//   lower_bound finite: g[i] = lower_bound sigmoid(rate v).
+// g may alias x.
+void kda_gate(const float* x, const float* bias, float rate, float lower_bound, float* g, size_t n);
 
 }  // namespace hanpu::simd

@@ -6,8 +6,6 @@
 
 #include <cstdint>
 
-#include "base/quant_block_fields.h"
-
 namespace hanpu::simd {
 
 // 16 bytes of nibbles at qs as a block's 32 values: low nibbles values 0-15, high 16-31
@@ -20,13 +18,31 @@ __attribute__((target("avx2"), always_inline)) inline __m256i block_nibbles(cons
 }
 
 // Q4_K's and Q5_K's 12 scale bytes at s as 16 bytes: scales 0-7, then mins 0-7 (ggml's word
-// operations, quant_fields::q4k_scales_mins_words).
-__attribute__((target("sse2"), always_inline)) inline __m128i q4k_scales_mins_bytes(
+// operations, quant_fields::q4k_scales_mins_words, on bytes in one register: the scalar words
+// and the inserts building the vector were a quarter of a decode kernel's instructions a
+// unit). Reads 16 bytes from s; the scales sit at byte 4 of a 144- or 176-byte block.
+//   j < 4:  sc[j] = s[j] & 63,                          m[j] = s[j + 4] & 63
+//   j >= 4: sc[j] = (s[j + 4] & 15) | (s[j - 4] >> 6) << 4, m[j] = (s[j + 4] >> 4) | (s[j] >> 6) <<
+//   4
+__attribute__((target("ssse3"), always_inline)) inline __m128i q4k_scales_mins_bytes(
     const uint8_t* s) {
-  uint32_t w[4];
-  quant_fields::q4k_scales_mins_words(s, w);
-  return _mm_set_epi32(static_cast<int>(w[3]), static_cast<int>(w[2]), static_cast<int>(w[1]),
-                       static_cast<int>(w[0]));
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
+  // The low bits' source bytes, and the bytes whose top two bits become bits 4-5.
+  const __m128i low_src =
+      _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+  const __m128i top_src =
+      _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7));
+  // Bytes 0-3 and 8-11 keep six bits, 4-7 the low nibble, 12-15 the high nibble (a 16-bit
+  // shift, then the mask drops what crossed from the neighbouring byte).
+  const __m128i low = _mm_or_si128(
+      _mm_and_si128(low_src,
+                    _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)),
+      _mm_and_si128(_mm_srli_epi16(low_src, 4),
+                    _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)));
+  const __m128i top =
+      _mm_and_si128(_mm_srli_epi16(top_src, 2),
+                    _mm_setr_epi8(0, 0, 0, 0, 48, 48, 48, 48, 0, 0, 0, 0, 48, 48, 48, 48));
+  return _mm_or_si128(low, top);
 }
 
 }  // namespace hanpu::simd

@@ -1,5 +1,6 @@
-// SiLU products and the causal short convolution against double-precision loops, over odd
-// sizes and channel ranges, with poisoned outputs.
+// SiLU products, the causal short convolution and the KDA forget gate against
+// double-precision loops, over odd sizes, channel ranges and inputs far out in both
+// directions, with poisoned outputs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -23,6 +24,54 @@ TEST(ActivationOps, SiluMulMatchesDouble) {
     for (size_t i = 0; i < n; ++i) {
       const double want = silu(g[i]) * u[i];
       ASSERT_NEAR(out[i], want, 1e-6 * (1 + std::abs(want))) << "n=" << n << " i=" << i;
+    }
+  }
+}
+
+// Gates far below zero: silu(x) -> 0 (a SwiGLU gate of -200 once came back as -200, the
+// vector exp being undefined past 104), and far above: silu(x) -> x. NaN stays NaN.
+TEST(ActivationOps, SiluMulHoldsFarOutInBothDirections) {
+  std::vector<float> g, u;
+  for (float x : {-3e38f, -1e6f, -700.0f, -200.0f, -105.0f, -104.0f, -89.0f, -88.0f, -87.0f, -20.0f,
+                  0.0f, 20.0f, 88.0f, 89.0f, 200.0f, 1e6f, 3e38f}) {
+    g.push_back(x);
+    u.push_back(1.0f);
+  }
+  std::vector<float> out(g.size() + 1, NAN);
+  silu_mul(g.data(), u.data(), out.data(), g.size());
+  for (size_t i = 0; i < g.size(); ++i) {
+    const double want = silu(g[i]);
+    EXPECT_NEAR(out[i], want, 1e-6 * (1 + std::abs(want))) << "gate " << g[i];
+  }
+  EXPECT_TRUE(std::isnan(out.back())) << "wrote past n";
+  const float nan_gate = NAN, one = 1.0f;
+  float nan_out = 0;
+  silu_mul(&nan_gate, &one, &nan_out, 1);
+  EXPECT_TRUE(std::isnan(nan_out));
+}
+
+// g = -rate softplus(x + bias) (softplus(v) = v above 20), or lower_bound sigmoid(rate v).
+TEST(ActivationOps, KdaGateMatchesDouble) {
+  Rng rng(7);
+  for (size_t n : {1u, 5u, 16u, 33u, 128u, 131u}) {
+    for (float bound : {NAN, -5.0f}) {
+      std::vector<float> x(n), bias(n), g(n + 1, NAN);
+      for (size_t i = 0; i < n; ++i) {
+        // Normal draws and a few far out, where exp overflows or underflows.
+        x[i] = static_cast<float>(i % 7 == 3 ? rng.uniform(-400, 400) : rng.normal() * 8);
+        bias[i] = static_cast<float>(rng.normal());
+      }
+      const float rate = static_cast<float>(std::exp(rng.uniform(-1, 2)));
+      kda_gate(x.data(), bias.data(), rate, bound, g.data(), n);
+      EXPECT_TRUE(std::isnan(g[n])) << "wrote past n";
+      for (size_t i = 0; i < n; ++i) {
+        const double v = double(x[i]) + bias[i];
+        const double want = std::isnan(bound)
+                                ? -double(rate) * (v > 20 ? v : std::log1p(std::exp(v)))
+                                : bound / (1.0 + std::exp(-double(rate) * v));
+        ASSERT_NEAR(g[i], want, 2e-6 * (1 + std::abs(want)))
+            << "n=" << n << " i=" << i << " v=" << v << " bound " << bound;
+      }
     }
   }
 }

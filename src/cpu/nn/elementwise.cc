@@ -14,4 +14,9 @@ void silu_mul(const float* gate, const float* up, float* out, size_t n) {
 
 size_t argmax(const float* x, size_t n) { return simd::argmax(x, n); }
 
+void kda_gate(const float* x, const float* bias, float rate, float lower_bound, float* g,
+              size_t n) {
+  simd::kda_gate(x, bias, rate, lower_bound, g, n);
+}
+
 }  // namespace hanpu::cpu

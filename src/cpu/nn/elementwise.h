@@ -14,5 +14,7 @@ void silu_mul(const float* gate, const float* up, float* out, size_t n);
 // Index of the first largest x[i], NaNs passed over (0 when n is 0 or every x is NaN): a
 // greedy pick over a vocabulary, on the one core between two decode steps.
 size_t argmax(const float* x, size_t n);
+// One head's KDA forget gate over n channels (simd/activation_ops.h, simd::kda_gate).
+void kda_gate(const float* x, const float* bias, float rate, float lower_bound, float* g, size_t n);
 
 }  // namespace hanpu::cpu

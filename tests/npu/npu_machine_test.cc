@@ -1,7 +1,14 @@
 // NPU targets as data: the built-in files parse, carry sources, and malformed files are
-// refused naming the field; the simulator refuses an over-full buffer by name.
+// refused naming the field; the simulator refuses an over-full buffer by name and orders a
+// write into reused buffer bytes after their last reader; FlashQLA's segments are searched.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "npu/kernels/gdn_kernels.h"
 #include "npu/machine/npu_machine.h"
 #include "npu/machine/spatial_machine.h"
 #include "npu/sim/npu_sim.h"
@@ -161,6 +168,66 @@ TEST(NpuSim, OverFullBufferIsAnErrorThatNamesIt) {
   ASSERT_TRUE(sim.alloc(0, Buf::kL0B, 16, 16, true, Layout::kNZ, "y", &y).ok());
   ASSERT_TRUE(sim.alloc(0, Buf::kL0C, 16, 16, false, Layout::kNZ, "z", &z).ok());
   EXPECT_NE(sim.mmad(z, x, y, false).message().find("fp16 NZ"), std::string::npos);
+}
+
+// A tile placed over bytes a freed tile held is not written before that tile's last reader
+// is done (write after read on a reused buffer): a load into UB the vector unit still reads
+// from waits for the vector pass, where a load into fresh bytes overlaps it.
+TEST(NpuSim, ATileOverFreedBytesWaitsForTheirLastReader) {
+  NpuMachine m;
+  ASSERT_TRUE(load_npu_machine("ascend-310p", &m).ok());
+  const auto run = [&](bool reuse, bool second_load) {
+    NpuSim sim(m);
+    GmTensor* x = sim.gm("x", 64, 256, false);
+    Tile *a = nullptr, *b = nullptr, *c = nullptr;
+    EXPECT_TRUE(sim.alloc(0, Buf::kUB, 64, 256, false, Layout::kND, "a", &a).ok());  // 64 KiB
+    EXPECT_TRUE(sim.alloc(0, Buf::kUB, 64, 256, false, Layout::kND, "b", &b).ok());
+    EXPECT_TRUE(sim.load(a, {x, 0, 64, 0, 256}).ok());
+    // A long pass reading a (50 times its bytes).
+    EXPECT_TRUE(sim.vector({a}, {b}, int64_t{50} * a->bytes, false, [] {}).ok());
+    if (reuse) sim.free(a);  // c then takes a's bytes (first fit), else the next free ones
+    EXPECT_TRUE(sim.alloc(0, Buf::kUB, 64, 256, false, Layout::kND, "c", &c).ok());
+    EXPECT_EQ(c->offset == a->offset, reuse);
+    if (second_load) {
+      EXPECT_TRUE(sim.load(c, {x, 0, 64, 0, 256}).ok());
+    }
+    return sim.finish().latency_cycles;
+  };
+  const double load_and_pass = run(false, false), fresh = run(false, true),
+               reused = run(true, true);
+  const double second_load = reused - load_and_pass;
+  EXPECT_NEAR(fresh, load_and_pass, 1e-6 * fresh) << "a load into fresh bytes overlaps the pass";
+  EXPECT_GT(second_load, 0.05 * load_and_pass) << "the load into a's bytes waited for the pass";
+}
+
+// FlashQLA's segment count is searched as hanpu's tail schedule is: every candidate runs on
+// the model and the fastest is taken; the variant then runs exactly that one.
+TEST(NpuSim, FlashQlaRunsItsFastestSegmentCount) {
+  NpuMachine m;
+  ASSERT_TRUE(load_npu_machine("ascend-310p", &m).ok());
+  GdnGm shape;
+  shape.T = 640;  // 10 chunks: candidates 1, 2, 4, 8
+  shape.H = 1;
+  shape.K = shape.V = 128;
+  std::vector<std::pair<int, double>> cycles;
+  const int pick = flashqla_segments(m, shape, &cycles);
+  ASSERT_EQ(cycles.size(), 4u);
+  double fastest = cycles[0].second;
+  for (const auto& [segs, c] : cycles) {
+    EXPECT_TRUE(std::isfinite(c)) << segs;
+    fastest = std::min(fastest, c);
+  }
+  const auto chosen =
+      std::find_if(cycles.begin(), cycles.end(), [&](const auto& sc) { return sc.first == pick; });
+  ASSERT_NE(chosen, cycles.end());
+  EXPECT_EQ(chosen->second, fastest);
+  EXPECT_GT(pick, 1) << "one head on 10 cores: one segment leaves most cores idle";
+  NpuSim sim(m);
+  ASSERT_TRUE(gdn_flashqla(sim, zero_inputs(sim, shape, shape.T)).ok());
+  EXPECT_EQ(sim.finish().latency_cycles, fastest);
+  NpuSim bad(m);
+  const Status s = gdn_flashqla_segments(bad, zero_inputs(bad, shape, shape.T), 11);
+  EXPECT_NE(s.message().find("11 segments for 10 chunks"), std::string::npos) << s.message();
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 // FlashQLA's segment-parallel GDN flow on the simulated Ascend cores (see gdn_kernels.h).
 #include <algorithm>
 #include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
 
 #include "npu/kernels/gdn_kernels.h"
 #include "npu/kernels/wy_prepare.h"
@@ -136,12 +139,56 @@ Status output_walk(CoreOps& op, const GdnGm& gm, const QlaGm& x, int h, int seg,
 
 }  // namespace
 
+namespace {
+
+// FlashQLA's cycles with `segs` segments over the sequence's first `chunks` chunks, on zero
+// inputs.
+double segments_run(const NpuMachine& m, const GdnGm& shape, int segs, int64_t chunks) {
+  NpuSim sim(m);
+  const GdnGm g = zero_inputs(sim, shape, std::min<int64_t>(shape.T, chunks * shape.chunk));
+  if (!gdn_flashqla_segments(sim, g, segs).ok()) return std::numeric_limits<double>::infinity();
+  return sim.finish().latency_cycles;
+}
+
+}  // namespace
+
+int flashqla_segments(const NpuMachine& m, const GdnGm& shape,
+                      std::vector<std::pair<int, double>>* cycles) {
+  const int64_t NT = (shape.T + shape.chunk - 1) / shape.chunk;
+  // Past 32 chunks a count's cycles are extrapolated from runs over 16 and 32: with the
+  // segments fixed, every launch's work grows linearly in the chunks (as hanpu's probe).
+  constexpr int64_t kShort = 16, kLong = 32;
+  int best = 1;
+  double best_cycles = std::numeric_limits<double>::infinity();
+  for (int segs : {1, 2, 4, 8, 16}) {
+    if (segs > NT) break;
+    double c = 0;
+    if (NT <= kLong) {
+      c = segments_run(m, shape, segs, NT);
+    } else {
+      const double a = segments_run(m, shape, segs, kShort),
+                   b = segments_run(m, shape, segs, kLong);
+      c = a + (b - a) / static_cast<double>(kLong - kShort) * static_cast<double>(NT - kShort);
+    }
+    if (cycles != nullptr) cycles->push_back({segs, c});
+    if (c < best_cycles) {
+      best = segs;
+      best_cycles = c;
+    }
+  }
+  return best;
+}
+
 Status gdn_flashqla(NpuSim& sim, const GdnGm& gm) {
+  return gdn_flashqla_segments(sim, gm, flashqla_segments(sim.machine(), gm));
+}
+
+Status gdn_flashqla_segments(NpuSim& sim, const GdnGm& gm, int segs) {
   const int P = sim.machine().cores, H = gm.H, K = gm.K, V = gm.V;
   const int64_t NT = (gm.T + gm.chunk - 1) / gm.chunk;
-  // Segments so that segments x heads gives every core two units, capped by the chunks.
-  const int segs =
-      static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(NT, (2 * P + H - 1) / H)));
+  if (segs < 1 || segs > std::max<int64_t>(1, NT)) {
+    return Status::Error(fmt::format("flashqla: {} segments for {} chunks", segs, NT));
+  }
   QlaGm x;
   x.wy = wy_workspace(sim, gm, "qla");
   x.m = x.b = x.hseg = nullptr;

@@ -547,23 +547,7 @@ double probe_run(const NpuMachine& m, const GdnGm& shape, int64_t chunks,
                  const plan::CoreSchedule& sched, const plan::LayoutPlan& layouts,
                  const GdnTechniques& tech) {
   NpuSim sim(m);
-  GdnGm g;
-  g.kda = shape.kda;
-  g.T = std::min<int64_t>(shape.T, chunks * shape.chunk);
-  g.H = shape.H;
-  g.K = shape.K;
-  g.V = shape.V;
-  g.chunk = shape.chunk;
-  g.scale = shape.scale;
-  const int64_t HK = static_cast<int64_t>(g.H) * g.K, HV = static_cast<int64_t>(g.H) * g.V;
-  g.q = sim.gm("q", g.T, HK, true);
-  g.k = sim.gm("k", g.T, HK, true);
-  g.v = sim.gm("v", g.T, HV, true);
-  g.o = sim.gm("o", g.T, HV, true);
-  g.g = sim.gm("g", g.T, g.kda ? HK : g.H, false);
-  g.beta = sim.gm("beta", g.T, g.H, false);
-  if (shape.state0 != nullptr) g.state0 = sim.gm("state0", HK, g.V, false);
-  if (shape.state1 != nullptr) g.state1 = sim.gm("state1", HK, g.V, false);
+  const GdnGm g = zero_inputs(sim, shape, std::min<int64_t>(shape.T, chunks * shape.chunk));
   if (!run_schedule(sim, g, sched, layouts, tech).ok())
     return std::numeric_limits<double>::infinity();
   return sim.finish().latency_cycles;

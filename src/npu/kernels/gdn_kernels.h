@@ -4,6 +4,7 @@
 
 #include <span>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "hanpu/status.h"
@@ -36,13 +37,24 @@ plan::CoreSchedule fused_schedule(const NpuMachine& m, const GdnGm& shape,
                                   const plan::LayoutPlan& layouts, const GdnTechniques& tech);
 std::span<const GdnVariant> gdn_variants();
 
+// GM tensors of `shape` over T tokens on `sim`, all zero: a kernel's timing does not depend
+// on its values, so the runs that pick a variant's tunables by measuring it use these.
+GdnGm zero_inputs(NpuSim& sim, const GdnGm& shape, int64_t T);
+
 // FlashQLA's flow (segment-parallel): launch 1 the WY form per (chunk, head) to GM as FLA's;
 // launch 2 per (segment, head) walks the segment's chunks from a zero state, building its
 // local state B and transition M (S_end = M S_start + B, the extra pre-computation that makes
 // segments independent); launch 3 per head combines the segments' boundary states in order;
 // launch 4 per (segment, head) walks the segment again from its true state with the output
-// fused into the walk. Segments: enough for every core to have work (1 when H >= 2 cores).
+// fused into the walk. The segment count is FlashQLA's tunable: gdn_flashqla takes the one
+// flashqla_segments measures fastest, as hanpu's schedule takes its measured tail.
 Status gdn_flashqla(NpuSim& sim, const GdnGm& gm);
+Status gdn_flashqla_segments(NpuSim& sim, const GdnGm& gm, int segments);
+// The fastest segment count for `shape` on `m` among 1, 2, 4, 8, 16 (at most the chunk
+// count), each run on zero inputs (whole up to 32 chunks, extrapolated from 16 and 32 past
+// that); *cycles (if given) gets each candidate's.
+int flashqla_segments(const NpuMachine& m, const GdnGm& shape,
+                      std::vector<std::pair<int, double>>* cycles = nullptr);
 // HA-NPU: a core owns whole heads and walks all chunks with the fp32 state resident in UB
 // (its fp16 copy in L1 for the cube); per chunk the GEMM-first group ([K;Q] S0, [K;Q] K^T
 // on operands loaded to L0 once), the decay masks, (I + L)^-1 applied to the right-hand side,

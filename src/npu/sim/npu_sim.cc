@@ -46,14 +46,25 @@ Engine engine_of(Path p) {
 
 }  // namespace
 
-// First-fit allocation of one buffer of one core, tracking the live and the peak bytes.
+// First-fit allocation of one buffer of one core, tracking the live and the peak bytes, and
+// for the free space the last instruction that used each byte: a tile placed over bytes a
+// freed tile held may not be written before that tile's last reader is done (the
+// write-after-read order Ascend's set_flag/wait_flag pairs keep on a reused buffer; without
+// it a load into a freed buffer started while the cube still read the old tile).
 struct NpuSim::Arena {
   int64_t capacity = 0;
   int align = 32;
   std::map<int64_t, int64_t> used;  // offset -> bytes
   int64_t live = 0, peak = 0;
+  struct FreedBytes {
+    int64_t end = 0;
+    int64_t last_use = -1;
+  };
+  std::map<int64_t, FreedBytes> freed;  // disjoint ranges [begin, end) of free bytes once used
 
-  bool take(int64_t bytes, int64_t* offset) {
+  // Places `bytes` first-fit; *after: the last instruction that used any of those bytes
+  // (-1: none).
+  bool take(int64_t bytes, int64_t* offset, int64_t* after) {
     int64_t at = 0;
     for (const auto& [off, n] : used) {
       if (off - at >= bytes) break;
@@ -64,13 +75,32 @@ struct NpuSim::Arena {
     live += bytes;
     peak = std::max(peak, live);
     *offset = at;
+    *after = claim_freed(at, at + bytes);
     return true;
   }
-  void give(int64_t offset) {
+  void give(int64_t offset, int64_t last_use) {
     const auto it = used.find(offset);
     if (it == used.end()) return;
     live -= it->second;
+    if (last_use >= 0) freed[offset] = {offset + it->second, last_use};
     used.erase(it);
+  }
+
+ private:
+  // The newest last use over [b, e), which leaves the freed map (what lies outside stays).
+  int64_t claim_freed(int64_t b, int64_t e) {
+    int64_t newest = -1;
+    auto it = freed.lower_bound(b);
+    if (it != freed.begin() && std::prev(it)->second.end > b) --it;
+    while (it != freed.end() && it->first < e) {
+      const int64_t rb = it->first;
+      const FreedBytes r = it->second;
+      newest = std::max(newest, r.last_use);
+      it = freed.erase(it);
+      if (rb < b) freed[rb] = {b, r.last_use};
+      if (r.end > e) freed[e] = {r.end, r.last_use};
+    }
+    return newest;
   }
 };
 
@@ -106,8 +136,8 @@ Status NpuSim::alloc(int core, Buf buf, int rows, int cols, bool fp16, Layout la
   const int r = layout == Layout::kNZ ? (rows + 15) / 16 * 16 : rows;
   const int c = layout == Layout::kNZ ? (cols + 15) / 16 * 16 : cols;
   const int64_t bytes = align_up(matrix_bytes(r, c, fp16), a.align);
-  int64_t offset = 0;
-  if (!a.take(bytes, &offset)) {
+  int64_t offset = 0, after = -1;
+  if (!a.take(bytes, &offset, &after)) {
     return Status::Error(fmt::format(
         "core {}: {} cannot hold {} ({} x {} {}, {} B): {} of {} B in use", core, buf_name(buf),
         name, rows, cols, fp16 ? "fp16" : "fp32", bytes, a.live, a.capacity));
@@ -121,6 +151,7 @@ Status NpuSim::alloc(int core, Buf buf, int rows, int cols, bool fp16, Layout la
   t.layout = layout;
   t.offset = offset;
   t.bytes = bytes;
+  t.last_use = after;  // its first write waits for the bytes' previous readers
   t.name = name;
   t.v.assign(static_cast<size_t>(rows) * cols, 0.0f);
   *out = &t;
@@ -129,16 +160,17 @@ Status NpuSim::alloc(int core, Buf buf, int rows, int cols, bool fp16, Layout la
 
 bool NpuSim::fits(int core, Buf buf, std::initializer_list<int64_t> bytes) const {
   Arena probe = *arenas_[static_cast<size_t>(core) * kNumBufs + static_cast<int>(buf)];
-  int64_t offset = 0;
+  int64_t offset = 0, after = -1;
   for (int64_t b : bytes) {
-    if (!probe.take(align_up(b, probe.align), &offset)) return false;
+    if (!probe.take(align_up(b, probe.align), &offset, &after)) return false;
   }
   return true;
 }
 
 void NpuSim::free(Tile* t) {
   if (t == nullptr) return;
-  arenas_[static_cast<size_t>(t->core) * kNumBufs + static_cast<int>(t->buf)]->give(t->offset);
+  arenas_[static_cast<size_t>(t->core) * kNumBufs + static_cast<int>(t->buf)]->give(t->offset,
+                                                                                    t->last_use);
   t->v.clear();
   t->v.shrink_to_fit();
 }

@@ -377,7 +377,8 @@ double makespan(const CoreSchedule& s, const PartCost& cost) {
 
 }  // namespace
 
-CoreSchedule schedule_heads(int H, int V, int cores, int col_align, const PartCost& part_cost) {
+CoreSchedule schedule_heads(int H, int V, int cores, int col_align, const PartCost& part_cost,
+                            bool tail_columns_evenly) {
   const PartCost cost =
       part_cost ? part_cost : PartCost([](int w) { return static_cast<double>(w); });
   CoreSchedule base;
@@ -404,7 +405,7 @@ CoreSchedule schedule_heads(int H, int V, int cores, int col_align, const PartCo
       have = true;
     }
   };
-  for (int p = 1; p <= units_per_head; ++p) {
+  for (int p = 1; p <= units_per_head && !tail_columns_evenly; ++p) {
     CoreSchedule s = base;
     deal_parts(first, R, V, col_align, p, cost, &s);
     s.split_heads = p > 1 ? R : 0;

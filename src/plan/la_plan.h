@@ -142,8 +142,10 @@ using PartCost = std::function<double(int w)>;
 // intra-chunk products), splitting can cost more than it balances: the tail is then also
 // tried as whole heads and as p equal parts per head (dealt longest first to the least
 // loaded core), and the placement with the smallest makespan wins (ties: fewer parts).
+// `tail_columns_evenly`: the tail's even column split whatever its makespan (HA-NPU's own
+// choice for 16 heads on 10 cores, reported beside the planner's).
 CoreSchedule schedule_heads(int H, int V, int cores, int col_align,
-                            const PartCost& part_cost = nullptr);
+                            const PartCost& part_cost = nullptr, bool tail_columns_evenly = false);
 // Tier III: the tail heads (from first_tail_head on) leave the per-core lists and run
 // chunk-head-chunk over all cores after the whole rounds; `why` says what decided it.
 void chunk_split_tail(CoreSchedule* s, int first_tail_head, int H, const std::string& why);

@@ -185,6 +185,22 @@ TEST(NpuSchedule, ExtremeTailsRunChunkHeadChunk) {
   EXPECT_EQ(plan.find("chunk-split"), std::string::npos) << plan;
 }
 
+// 16 heads on 10 cores: the paper splits the 6 tail heads by value columns over all cores;
+// the planner keeps them whole because every part repeats the chunk's inverse (and KDA's
+// intra-chunk products) and re-reads q and k. Both run; the planner's is the faster, and the
+// split moves more GM bytes.
+TEST(NpuSchedule, PlannersTailBeatsThePapersColumnSplitAtSixteenHeads) {
+  for (bool is_kda : {false, true}) {
+    LaData d = make_la_data(is_kda ? kda(512, 16, 128, 128, false, Gates::kMild, 61)
+                                   : gdn(512, 16, 128, 128, false, Gates::kMild, 62));
+    NpuLaStats planned, split;
+    ASSERT_TRUE(npu_la_prefill(d.args(), {.variant = "hanpu"}, &planned).ok());
+    ASSERT_TRUE(npu_la_prefill(d.args(), {.variant = "hanpu-colsplit"}, &split).ok());
+    EXPECT_LT(planned.latency_ms, split.latency_ms) << (is_kda ? "kda" : "gdn");
+    EXPECT_LT(planned.gm_bytes(), split.gm_bytes()) << (is_kda ? "kda" : "gdn");
+  }
+}
+
 // HA-NPU Figure 18's steps at its shape (T = 1024, H = 16): each technique cuts latency from
 // the step before it except head mapping over FLA (see docs/npu-model.md for why the model's
 // FLA port is faster than the paper's); FLA's order spills on the core, the reordered ones do not.

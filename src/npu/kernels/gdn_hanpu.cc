@@ -570,10 +570,10 @@ double probe(const NpuMachine& m, const GdnGm& shape, const plan::CoreSchedule& 
 
 plan::CoreSchedule fused_schedule(const NpuMachine& m, const GdnGm& shape,
                                   const plan::LayoutPlan& layouts, const GdnTechniques& tech) {
-  plan::CoreSchedule s =
-      plan::schedule_heads(shape.H, shape.V, m.cores, 16, part_cost(m, shape, layouts));
+  plan::CoreSchedule s = plan::schedule_heads(
+      shape.H, shape.V, m.cores, 16, part_cost(m, shape, layouts), tech.tail_columns_evenly);
   const int R = shape.H % m.cores;
-  if (R == 0) return s;
+  if (R == 0 || tech.tail_columns_evenly) return s;
   plan::CoreSchedule split = s;
   plan::chunk_split_tail(&split, shape.H - R, shape.H, "");
   const double keep = probe(m, shape, s, layouts, tech);

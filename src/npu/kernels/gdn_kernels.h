@@ -25,6 +25,9 @@ struct GdnVariant {
 struct GdnTechniques {
   bool reorder = true;      // chunk-first in-place state update, GEMM-first rewrite
   bool plan_layout = true;  // the planner's per-chain layouts (else dense everywhere)
+  // The tail heads split by value columns evenly over all cores, as the paper places 16
+  // heads on 10 cores, instead of the placement the planner's cost and measurement pick.
+  bool tail_columns_evenly = false;
 };
 Status gdn_fused(NpuSim& sim, const GdnGm& gm, const GdnTechniques& tech);
 // What the planner sees of a machine, and the fused kernel's core schedule, shared by the

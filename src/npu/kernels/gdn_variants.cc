@@ -28,6 +28,13 @@ std::span<const GdnVariant> gdn_variants() {
        "outputs",
        &gdn_flashqla},
       {"hanpu", "HA-NPU: + the planner's layouts (all three techniques)", &gdn_hanpu},
+      {"hanpu-colsplit",
+       "hanpu with the tail heads split by value columns evenly over all cores, as the paper "
+       "places them, whatever the planner picks",
+       [](NpuSim& sim, const GdnGm& gm) {
+         return gdn_fused(sim, gm, {.tail_columns_evenly = true});
+       },
+       true},
   };
   return kVariants;
 }

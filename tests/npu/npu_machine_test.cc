@@ -28,7 +28,8 @@ TEST(NpuMachine, BuiltInTargetsLoadWithSources) {
   EXPECT_DOUBLE_EQ(p.path_gbps[static_cast<int>(Path::kGmToL1)], 95.0);
   EXPECT_DOUBLE_EQ(p.path_gbps[static_cast<int>(Path::kUbToL1)], 205.0);
   EXPECT_EQ(p.cube_macs_per_cycle(), 4096.0);
-  for (const char* key : {"cores", "clock_ghz", "buffers", "paths_gbps", "gm_gbps", "energy_pj"}) {
+  for (const char* key :
+       {"cores", "clock_ghz", "buffers", "paths_gbps", "dma_burst", "gm_gbps", "energy_pj"}) {
     EXPECT_FALSE(p.sources[key].empty()) << key;
   }
 }
@@ -50,10 +51,11 @@ TEST(NpuMachine, MalformedFilesAreRefusedByField) {
     "vector": {"bytes_per_cycle": 256, "startup_cycles": 0, "nz_row_op_factor": 1},
     "paths_gbps": {"GM->L1": 1, "GM->UB": 1, "UB->GM": 1, "UB->L1": 1, "L1->L0A": 1, "L1->L0B": 1,
                    "L0C->UB": 1, "L1->UB": 1},
-    "dma_latency_cycles": {"GM": 0, "local": 0}, "gm_gbps": 10,
+    "dma_latency_cycles": {"GM": 0, "local": 0}, "dma_burst": {"setup_cycles": 0, "min_bytes": 32},
+    "gm_gbps": 10,
     "energy_pj": {"gm_byte": 1, "l1_byte": 1, "l0_byte": 1, "ub_byte": 1, "cube_mac": 1, "vector_byte": 1, "static_w": 0},
     "sources": {"cores": "s", "clock_ghz": "s", "buffers": "s", "cube": "s", "vector": "s", "paths_gbps": "s",
-                "gm_gbps": "s", "energy_pj": "s"}})";
+                "dma_burst": "s", "gm_gbps": "s", "energy_pj": "s"}})";
   ASSERT_TRUE(parse_npu_machine(base, "t.json", &m).ok());
   const auto broken = [&](const std::string& from, const std::string& to) {
     std::string s = base;
@@ -65,6 +67,11 @@ TEST(NpuMachine, MalformedFilesAreRefusedByField) {
                 .find("buffers.L0A: align must be a power of two"),
             std::string::npos);
   EXPECT_NE(broken("\"L1->UB\": 1", "\"L1->XB\": 1").find("L1->UB"), std::string::npos);
+  EXPECT_NE(broken("\"min_bytes\": 32", "\"min_bytes\": -1").find("dma_burst: min_bytes"),
+            std::string::npos);
+  EXPECT_NE(broken("\"setup_cycles\": 0, \"min", "\"setup_cycles\": -3, \"min")
+                .find("dma_burst: setup_cycles"),
+            std::string::npos);
   EXPECT_NE(broken("\"gm_gbps\": \"s\",", "").find("sources.gm_gbps is missing"),
             std::string::npos);
   // Found by the fuzzer: a size far beyond any integer type is refused, not converted.
@@ -198,6 +205,28 @@ TEST(NpuSim, ATileOverFreedBytesWaitsForTheirLastReader) {
   const double second_load = reused - load_and_pass;
   EXPECT_NEAR(fresh, load_and_pass, 1e-6 * fresh) << "a load into fresh bytes overlaps the pass";
   EXPECT_GT(second_load, 0.05 * load_and_pass) << "the load into a's bytes waited for the pass";
+}
+
+// A GM transfer moves in bursts: a block whose rows span the tensor's width is one burst, a
+// narrower one a burst a row; each burst pays the setup and at least the minimum burst.
+TEST(NpuSim, GmTransfersPayPerBurst) {
+  NpuMachine m;
+  ASSERT_TRUE(load_npu_machine("ascend-310p", &m).ok());
+  m.dma_burst_setup_cycles = 100;
+  m.dma_min_burst_bytes = 512;
+  const auto cycles = [&](int64_t tensor_cols) {
+    NpuSim sim(m);
+    GmTensor* x = sim.gm("x", 64, tensor_cols, true);
+    Tile* t = nullptr;
+    EXPECT_TRUE(sim.alloc(0, Buf::kUB, 64, 128, true, Layout::kND, "t", &t).ok());
+    EXPECT_TRUE(sim.load(t, {x, 0, 64, 0, 128}).ok());
+    return sim.finish().latency_cycles;
+  };
+  const double rate = m.path_bytes_per_cycle(Path::kGmToUb);
+  // 64 rows of 128 fp16 values: 16 KiB, one burst when contiguous.
+  EXPECT_NEAR(cycles(128), m.gm_latency_cycles + 16384 / rate + 100, 1e-6);
+  // Rows 2 KiB apart: 64 bursts of 256 B, each taken as 512.
+  EXPECT_NEAR(cycles(1024), m.gm_latency_cycles + 64 * 512 / rate + 64 * 100, 1e-6);
 }
 
 // FlashQLA's segment count is searched as hanpu's tail schedule is: every candidate runs on

@@ -94,6 +94,12 @@ Status parse_npu_machine(const std::string& text, const std::string& src, NpuMac
       non_negative(*lat, src + ": dma_latency_cycles", "GM", &m.gm_latency_cycles));
   HANPU_RETURN_IF_ERROR(
       non_negative(*lat, src + ": dma_latency_cycles", "local", &m.local_latency_cycles));
+  const nlohmann::json* burst = nullptr;
+  HANPU_RETURN_IF_ERROR(object(j, src, "dma_burst", &burst));
+  HANPU_RETURN_IF_ERROR(
+      non_negative(*burst, src + ": dma_burst", "setup_cycles", &m.dma_burst_setup_cycles));
+  HANPU_RETURN_IF_ERROR(
+      integer(*burst, src + ": dma_burst", "min_bytes", 0, 1 << 20, &m.dma_min_burst_bytes));
   HANPU_RETURN_IF_ERROR(positive(j, src, "gm_gbps", &m.gm_gbps));
   const nlohmann::json* e = nullptr;
   HANPU_RETURN_IF_ERROR(object(j, src, "energy_pj", &e));
@@ -107,7 +113,8 @@ Status parse_npu_machine(const std::string& text, const std::string& src, NpuMac
   HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "static_w", &m.energy.static_w));
   HANPU_RETURN_IF_ERROR(fields::sources(
       j, src,
-      {"cores", "clock_ghz", "buffers", "cube", "vector", "paths_gbps", "gm_gbps", "energy_pj"},
+      {"cores", "clock_ghz", "buffers", "cube", "vector", "paths_gbps", "dma_burst", "gm_gbps",
+       "energy_pj"},
       &m.sources));
   *out = std::move(m);
   return Status::Ok();

@@ -53,6 +53,11 @@ struct NpuMachine {
   double vector_bytes_per_cycle = 256, vector_startup_cycles = 0, vector_nz_row_op_factor = 1;
   std::array<double, kNumPaths> path_gbps{};
   double gm_latency_cycles = 0, local_latency_cycles = 0;
+  // A GM transfer moves in bursts (one per contiguous run of bytes: a block's rows unless they
+  // span the tensor's whole width): each burst costs a setup, and one shorter than the
+  // minimum efficient burst takes that burst's time and bandwidth.
+  double dma_burst_setup_cycles = 0;
+  int64_t dma_min_burst_bytes = 0;
   double gm_gbps = 0;  // shared by all cores
   EnergyTable energy;
   std::map<std::string, std::string> sources;

@@ -44,6 +44,24 @@ Engine engine_of(Path p) {
   return Engine::kMte2;
 }
 
+// A GM block's transfer as bursts: one when its rows span the tensor's whole width (they
+// are contiguous), else one a row. `moved`: the bytes the bursts take from the DMA path and
+// the shared bandwidth, each burst at least the target's minimum efficient burst.
+struct GmBursts {
+  int64_t count = 0, moved = 0;
+  double cycles(const NpuMachine& m, Path p) const {
+    return static_cast<double>(moved) / m.path_bytes_per_cycle(p) +
+           static_cast<double>(count) * m.dma_burst_setup_cycles;
+  }
+};
+
+GmBursts gm_bursts(const GmBlock& b, int64_t bytes, int64_t min_burst) {
+  GmBursts out;
+  out.count = b.cols == b.t->cols || b.rows <= 1 ? 1 : b.rows;
+  out.moved = out.count * std::max(bytes / out.count, min_burst);
+  return out;
+}
+
 }  // namespace
 
 // First-fit allocation of one buffer of one core, tracking the live and the peak bytes, and
@@ -228,8 +246,9 @@ Status NpuSim::load(Tile* dst, const GmBlock& src, bool spill) {
   const Path p = dst->buf == Buf::kL1 ? Path::kGmToL1 : Path::kGmToUb;
   const int64_t bytes = matrix_bytes(src.rows, src.cols, src.t->fp16);
   account_transfer(p, bytes, spill);
-  record(dst->core, engine_of(p), bytes / m_.path_bytes_per_cycle(p), m_.gm_latency_cycles, bytes,
-         {}, {dst}, {src.t});
+  const GmBursts b = gm_bursts(src, bytes, m_.dma_min_burst_bytes);
+  record(dst->core, engine_of(p), b.cycles(m_, p), m_.gm_latency_cycles, b.moved, {}, {dst},
+         {src.t});
   return Status::Ok();
 }
 
@@ -249,8 +268,9 @@ Status NpuSim::store(const GmBlock& dst, Tile* src, bool spill) {
   }
   const int64_t bytes = matrix_bytes(dst.rows, dst.cols, dst.t->fp16);
   account_transfer(Path::kUbToGm, bytes, spill);
-  record(src->core, Engine::kMte3, bytes / m_.path_bytes_per_cycle(Path::kUbToGm),
-         m_.gm_latency_cycles, bytes, {src}, {}, {}, dst.t);
+  const GmBursts b = gm_bursts(dst, bytes, m_.dma_min_burst_bytes);
+  record(src->core, Engine::kMte3, b.cycles(m_, Path::kUbToGm), m_.gm_latency_cycles, b.moved,
+         {src}, {}, {}, dst.t);
   return Status::Ok();
 }
 

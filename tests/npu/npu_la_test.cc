@@ -160,12 +160,12 @@ TEST(NpuTraffic, FlaMovesMoreAndRunsLonger) {
   EXPECT_EQ(again.gm_bytes(), fused.gm_bytes());
 }
 
-// Tier III: with fewer KDA heads than cores, keeping each head whole leaves cores idle and a
-// column split repeats the heavy intra-chunk work, so the tail runs FLA's chunk-head-chunk
-// flow over all cores inside the fused kernel's launch (its intermediates through GM); GDN's
-// cheaper parts keep the column split at the same shape.
+// Tier III: with one KDA head on ten cores, keeping it whole leaves nine cores idle and ten
+// column parts repeat the heavy intra-chunk work ten times, so the head runs FLA's
+// chunk-head-chunk flow over all cores inside the fused kernel's launch (its intermediates
+// through GM); with four GDN heads the cheaper parts keep a column split.
 TEST(NpuSchedule, ExtremeTailsRunChunkHeadChunk) {
-  LaData kd = make_la_data(kda(1024, 4, 128, 128, true, Gates::kMild, 41));
+  LaData kd = make_la_data(kda(1024, 1, 128, 128, true, Gates::kMild, 41));
   NpuLaStats fused, mega;
   ASSERT_TRUE(npu_la_prefill(kd.args(), {.variant = "hanpu"}, &fused).ok());
   ASSERT_TRUE(npu_la_prefill(kd.args(), {.variant = "fla-mega"}, &mega).ok());
@@ -174,9 +174,9 @@ TEST(NpuSchedule, ExtremeTailsRunChunkHeadChunk) {
   EXPECT_NEAR(fused.latency_ms, mega.latency_ms,
               0.02 * mega.latency_ms);  // the same flow, one sync more
   std::string plan;
-  ASSERT_TRUE(describe_npu_plan("ascend-310p", LaMech::kKda, 4, 1024, 128, 64, &plan).ok());
-  EXPECT_NE(plan.find("4 tail head(s) chunk-split over all cores"), std::string::npos) << plan;
-  EXPECT_NE(plan.find("then all cores, chunk-head-chunk: h0 h1 h2 h3"), std::string::npos) << plan;
+  ASSERT_TRUE(describe_npu_plan("ascend-310p", LaMech::kKda, 1, 1024, 128, 64, &plan).ok());
+  EXPECT_NE(plan.find("1 tail head(s) chunk-split over all cores"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("then all cores, chunk-head-chunk: h0"), std::string::npos) << plan;
   LaData gd = make_la_data(gdn(1024, 4, 128, 128, true, Gates::kMild, 42));
   NpuLaStats g;
   ASSERT_TRUE(npu_la_prefill(gd.args(), {.variant = "hanpu"}, &g).ok());

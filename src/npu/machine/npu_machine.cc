@@ -111,11 +111,10 @@ Status parse_npu_machine(const std::string& text, const std::string& src, NpuMac
   HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "cube_mac", &m.energy.cube_mac));
   HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "vector_byte", &m.energy.vector_byte));
   HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "static_w", &m.energy.static_w));
-  HANPU_RETURN_IF_ERROR(fields::sources(
-      j, src,
-      {"cores", "clock_ghz", "buffers", "cube", "vector", "paths_gbps", "dma_burst", "gm_gbps",
-       "energy_pj"},
-      &m.sources));
+  HANPU_RETURN_IF_ERROR(fields::sources(j, src,
+                                        {"cores", "clock_ghz", "buffers", "cube", "vector",
+                                         "paths_gbps", "dma_burst", "gm_gbps", "energy_pj"},
+                                        &m.sources));
   *out = std::move(m);
   return Status::Ok();
 }

@@ -30,6 +30,7 @@ struct NpuLaStats {
   int64_t l1_l0_bytes = 0;  // L1 -> L0A / L0B
   int64_t spill_bytes = 0;
   int64_t gm_workspace_bytes = 0;  // device memory for intermediates beyond inputs and outputs
+  int64_t gm_device_bytes = 0;     // all device memory the kernel holds: inputs, outputs, workspace
   std::map<std::string, int64_t>
       peak_bytes;  // per buffer ("L1", "L0A", "L0B", "L0C", "UB"), largest core
   int64_t cube_macs = 0;

@@ -153,6 +153,13 @@ TEST(NpuTraffic, FlaMovesMoreAndRunsLonger) {
   // FLA materialises every chunk's state h in GM (grows with T); the fused kernel needs none.
   EXPECT_GE(fla.gm_workspace_bytes, int64_t{512 / 64} * 16 * 128 * 128 * 2);
   EXPECT_EQ(fused.gm_workspace_bytes, 0);
+  // Device memory (Figure 16): the fused kernel holds its inputs, outputs and states only
+  // (q, k, v, o fp16; g, beta fp32 [T, H]; the initial and final states fp32), FLA those plus
+  // its workspace.
+  const int64_t io =
+      4 * int64_t{512} * 16 * 128 * 2 + 2 * int64_t{512} * 16 * 4 + 2 * int64_t{16} * 128 * 128 * 4;
+  EXPECT_EQ(fused.gm_device_bytes, io);
+  EXPECT_EQ(fla.gm_device_bytes, io + fla.gm_workspace_bytes);
   // Deterministic: the same call measures the same.
   NpuLaStats again;
   ASSERT_TRUE(npu_la_prefill(d.args(), {.variant = "hanpu"}, &again).ok());

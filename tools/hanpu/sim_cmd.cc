@@ -256,6 +256,7 @@ int run_sim(const SimOptions& o) {
                                 {"l1_l0_bytes", s.l1_l0_bytes},
                                 {"spill_bytes", s.spill_bytes},
                                 {"gm_workspace_bytes", s.gm_workspace_bytes},
+                                {"gm_device_bytes", s.gm_device_bytes},
                                 {"cube_util", s.cube_util},
                                 {"vector_util", s.vector_util},
                                 {"energy_mj", s.energy_mj},

@@ -221,6 +221,7 @@ Status npu_la_prefill(const LaArgs& a, const NpuLaOptions& o, NpuLaStats* stats)
     r.l1_l0_bytes = s.l1_l0_bytes;
     r.spill_bytes = s.spill_bytes;
     r.gm_workspace_bytes = s.gm_workspace_bytes;
+    r.gm_device_bytes = s.gm_device_bytes;
     for (int b = 0; b < npu::kNumBufs; ++b)
       r.peak_bytes[npu::buf_name(static_cast<npu::Buf>(b))] = s.peak_bytes[b];
     r.cube_macs = s.cube_macs;

@@ -138,6 +138,7 @@ NpuSim::~NpuSim() = default;
 GmTensor* NpuSim::gm(const std::string& name, int64_t rows, int64_t cols, bool fp16,
                      bool workspace) {
   if (workspace) stats_.gm_workspace_bytes += rows * cols * (fp16 ? 2 : 4);
+  stats_.gm_device_bytes += rows * cols * (fp16 ? 2 : 4);
   GmTensor& t = gm_.emplace_back();
   t.name = name;
   t.rows = rows;

@@ -80,6 +80,9 @@ struct SimStats {
   int64_t spill_bytes = 0;  // transfers a kernel marked as spill or reload (both directions)
   int64_t gm_workspace_bytes =
       0;  // GM the kernel's intermediates occupy (FLA's W, U, h, Vn; spill slots)
+  // Every GM tensor the kernel holds (inputs, outputs, states, workspace, sync flags): the
+  // device memory it needs at its peak, all of them being live for the whole kernel.
+  int64_t gm_device_bytes = 0;
   int64_t path_bytes[kNumPaths] = {};
   int64_t peak_bytes[kNumBufs] = {};            // the largest peak of any core
   int64_t cube_macs = 0;                        // fractal-padded MACs the cube executed

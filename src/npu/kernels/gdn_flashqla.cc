@@ -137,10 +137,6 @@ Status output_walk(CoreOps& op, const GdnGm& gm, const QlaGm& x, int h, int seg,
   return Status::Ok();
 }
 
-}  // namespace
-
-namespace {
-
 // FlashQLA's cycles with `segs` segments over the sequence's first `chunks` chunks, on zero
 // inputs.
 double segments_run(const NpuMachine& m, const GdnGm& shape, int segs, int64_t chunks) {

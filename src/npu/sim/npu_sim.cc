@@ -64,25 +64,14 @@ GmBursts gm_bursts(const GmBlock& b, int64_t bytes, int64_t min_burst) {
 
 }  // namespace
 
-// First-fit allocation of one buffer of one core, tracking the live and the peak bytes, and
-// for the free space the last instruction that used each byte: a tile placed over bytes a
-// freed tile held may not be written before that tile's last reader is done (the
-// write-after-read order Ascend's set_flag/wait_flag pairs keep on a reused buffer; without
-// it a load into a freed buffer started while the cube still read the old tile).
-struct NpuSim::Arena {
+// First-fit placement in one buffer of one core, tracking the live and the peak bytes.
+struct Placement {
   int64_t capacity = 0;
   int align = 32;
   std::map<int64_t, int64_t> used;  // offset -> bytes
   int64_t live = 0, peak = 0;
-  struct FreedBytes {
-    int64_t end = 0;
-    int64_t last_use = -1;
-  };
-  std::map<int64_t, FreedBytes> freed;  // disjoint ranges [begin, end) of free bytes once used
 
-  // Places `bytes` first-fit; *after: the last instruction that used any of those bytes
-  // (-1: none).
-  bool take(int64_t bytes, int64_t* offset, int64_t* after) {
+  bool take(int64_t bytes, int64_t* offset) {
     int64_t at = 0;
     for (const auto& [off, n] : used) {
       if (off - at >= bytes) break;
@@ -93,18 +82,36 @@ struct NpuSim::Arena {
     live += bytes;
     peak = std::max(peak, live);
     *offset = at;
-    *after = claim_freed(at, at + bytes);
     return true;
   }
-  void give(int64_t offset, int64_t last_use) {
+  // The bytes a tile at `offset` held (0: none there).
+  int64_t give(int64_t offset) {
     const auto it = used.find(offset);
-    if (it == used.end()) return;
-    live -= it->second;
-    if (last_use >= 0) freed[offset] = {offset + it->second, last_use};
+    if (it == used.end()) return 0;
+    const int64_t bytes = it->second;
+    live -= bytes;
     used.erase(it);
+    return bytes;
   }
+};
 
- private:
+// One buffer of one core: its placement and, for the free space, the last instruction that
+// used each byte: a tile placed over bytes a freed tile held may not be written before that
+// tile's last reader is done (the write-after-read order Ascend's set_flag/wait_flag pairs
+// keep on a reused buffer; without it a load into a freed buffer started while the cube
+// still read the old tile).
+struct NpuSim::Arena {
+  Placement space;
+  struct FreedBytes {
+    int64_t end = 0;
+    int64_t last_use = -1;
+  };
+  std::map<int64_t, FreedBytes> freed;  // disjoint ranges [begin, end) of free bytes once used
+
+  void give(int64_t offset, int64_t last_use) {
+    const int64_t bytes = space.give(offset);
+    if (bytes > 0 && last_use >= 0) freed[offset] = {offset + bytes, last_use};
+  }
   // The newest last use over [b, e), which leaves the freed map (what lies outside stays).
   int64_t claim_freed(int64_t b, int64_t e) {
     int64_t newest = -1;
@@ -126,8 +133,8 @@ NpuSim::NpuSim(const NpuMachine& machine) : m_(machine) {
   for (int c = 0; c < m_.cores; ++c) {
     for (int b = 0; b < kNumBufs; ++b) {
       auto a = std::make_unique<Arena>();
-      a->capacity = m_.buffers[b].bytes;
-      a->align = m_.buffers[b].align;
+      a->space.capacity = m_.buffers[b].bytes;
+      a->space.align = m_.buffers[b].align;
       arenas_.push_back(std::move(a));
     }
   }
@@ -137,8 +144,9 @@ NpuSim::~NpuSim() = default;
 
 GmTensor* NpuSim::gm(const std::string& name, int64_t rows, int64_t cols, bool fp16,
                      bool workspace) {
-  if (workspace) stats_.gm_workspace_bytes += rows * cols * (fp16 ? 2 : 4);
-  stats_.gm_device_bytes += rows * cols * (fp16 ? 2 : 4);
+  const int64_t bytes = rows * cols * (fp16 ? 2 : 4);
+  if (workspace) stats_.gm_workspace_bytes += bytes;
+  stats_.gm_device_bytes += bytes;
   GmTensor& t = gm_.emplace_back();
   t.name = name;
   t.rows = rows;
@@ -154,12 +162,12 @@ Status NpuSim::alloc(int core, Buf buf, int rows, int cols, bool fp16, Layout la
   // Fractal operands occupy whole 16 x 16 fractals.
   const int r = layout == Layout::kNZ ? (rows + 15) / 16 * 16 : rows;
   const int c = layout == Layout::kNZ ? (cols + 15) / 16 * 16 : cols;
-  const int64_t bytes = align_up(matrix_bytes(r, c, fp16), a.align);
-  int64_t offset = 0, after = -1;
-  if (!a.take(bytes, &offset, &after)) {
+  const int64_t bytes = align_up(matrix_bytes(r, c, fp16), a.space.align);
+  int64_t offset = 0;
+  if (!a.space.take(bytes, &offset)) {
     return Status::Error(fmt::format(
         "core {}: {} cannot hold {} ({} x {} {}, {} B): {} of {} B in use", core, buf_name(buf),
-        name, rows, cols, fp16 ? "fp16" : "fp32", bytes, a.live, a.capacity));
+        name, rows, cols, fp16 ? "fp16" : "fp32", bytes, a.space.live, a.space.capacity));
   }
   Tile& t = tiles_.emplace_back();
   t.core = core;
@@ -170,7 +178,7 @@ Status NpuSim::alloc(int core, Buf buf, int rows, int cols, bool fp16, Layout la
   t.layout = layout;
   t.offset = offset;
   t.bytes = bytes;
-  t.last_use = after;  // its first write waits for the bytes' previous readers
+  t.last_use = a.claim_freed(offset, offset + bytes);  // its first write waits for them
   t.name = name;
   t.v.assign(static_cast<size_t>(rows) * cols, 0.0f);
   *out = &t;
@@ -178,10 +186,11 @@ Status NpuSim::alloc(int core, Buf buf, int rows, int cols, bool fp16, Layout la
 }
 
 bool NpuSim::fits(int core, Buf buf, std::initializer_list<int64_t> bytes) const {
-  Arena probe = *arenas_[static_cast<size_t>(core) * kNumBufs + static_cast<int>(buf)];
-  int64_t offset = 0, after = -1;
+  // A copy of the placement alone: whether they fit does not depend on who used the bytes.
+  Placement probe = arenas_[static_cast<size_t>(core) * kNumBufs + static_cast<int>(buf)]->space;
+  int64_t offset = 0;
   for (int64_t b : bytes) {
-    if (!probe.take(align_up(b, probe.align), &offset, &after)) return false;
+    if (!probe.take(align_up(b, probe.align), &offset)) return false;
   }
   return true;
 }
@@ -439,7 +448,7 @@ SimStats NpuSim::finish() {
   s.latency_ms = latency / (m_.clock_ghz * 1e6);
   for (size_t i = 0; i < arenas_.size(); ++i) {
     const int b = static_cast<int>(i % kNumBufs);
-    s.peak_bytes[b] = std::max(s.peak_bytes[b], arenas_[i]->peak);
+    s.peak_bytes[b] = std::max(s.peak_bytes[b], arenas_[i]->space.peak);
   }
   s.cube_util = static_cast<double>(s.cube_macs) / (m_.cube_macs_per_cycle() * C * latency);
   s.vector_util = s.engine_busy_cycles[static_cast<int>(Engine::kVector)] / (C * latency);

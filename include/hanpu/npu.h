@@ -37,6 +37,7 @@ struct NpuLaStats {
   double cube_util = 0, vector_util = 0;
   double energy_mj = 0;
   int launches = 0;
+  int framework_ops = 0;  // eager operators the host dispatched (vllm-ascend's chain)
   int64_t instructions = 0;
   int64_t gm_bytes() const { return gm_read_bytes + gm_write_bytes; }
 };

@@ -44,6 +44,19 @@ TEST(EventCore, EpochsWaitForThePreviousPlusOverhead) {
   EXPECT_EQ(empty.latency_cycles, 5);  // a launch with nothing in it still costs its overhead
 }
 
+TEST(EventCore, AHostSlowerThanTheDeviceSetsThePace) {
+  // Two launches the host issues at 30 and 32: the first opens at 30 + 7 although the device
+  // is idle from 0; the second waits for the first (37 + 10) rather than for its issue.
+  const Replay r = replay({ev(0, 10, {}, 1), ev(0, 10, {}, 2)}, 1, {7, 7}, 1.0, {30, 32});
+  EXPECT_EQ(r.start[0], 37);
+  EXPECT_EQ(r.finish[1], 64);  // 47 + 7 + 10
+  // A host issuing ahead of the device changes nothing.
+  const Replay ahead = replay({ev(0, 10, {}, 1), ev(0, 10, {}, 2)}, 1, {7, 7}, 1.0, {0, 1});
+  EXPECT_EQ(ahead.finish[1], 34);
+  const Replay empty = replay({}, 1, {5}, 1.0, {40});
+  EXPECT_EQ(empty.latency_cycles, 45);
+}
+
 TEST(EventCore, ABoundedProducerWaitsForItsSlowestConsumer) {
   // A depth-1 buffer broadcast to two consumers: the producer's second write (event 3)
   // depends on both consumers' reads of the first (events 1, 2); consumer 2 is slow.

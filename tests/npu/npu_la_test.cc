@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <map>
+#include <sstream>
 
 #include "hanpu/npu.h"
 #include "la_test_util.h"
@@ -54,6 +56,12 @@ LaCase gdn(int64_t T, int H, int K, int V, bool s0, Gates g, uint64_t seed) {
   return c;
 }
 
+// Grouped value attention: `hv` value heads over the case's q/k heads.
+LaCase with_hv(LaCase c, int hv) {
+  c.HV = hv;
+  return c;
+}
+
 std::vector<NpuCase> cases() {
   std::vector<NpuCase> out;
   static std::vector<std::string> names;  // every variant of the table, ablation steps included
@@ -67,6 +75,8 @@ std::vector<NpuCase> cases() {
     out.push_back({v, gdn(200, 2, 128, 128, true, Gates::kMild, 13), 64});
     out.push_back({v, gdn(97, 12, 64, 64, false, Gates::kZero, 14), 32});
     out.push_back({v, gdn(50, 1, 128, 16, true, Gates::kMild, 15), 16});
+    out.push_back({v, with_hv(gdn(130, 2, 32, 32, true, Gates::kStrong, 16), 6), 64});
+    out.push_back({v, with_hv(gdn(70, 4, 64, 64, true, Gates::kMild, 17), 12), 32});
   }
   return out;
 }
@@ -90,6 +100,8 @@ std::vector<NpuCase> kda_cases() {
     out.push_back({v, kda(150, 2, 128, 128, true, Gates::kMild, 33), 64});
     out.push_back({v, kda(40, 12, 64, 64, false, Gates::kZero, 34), 32});
     out.push_back({v, kda(50, 1, 128, 16, true, Gates::kMild, 35), 16});
+    out.push_back({v, with_hv(kda(90, 2, 32, 32, true, Gates::kStrong, 36), 6), 64});
+    out.push_back({v, with_hv(kda(70, 4, 64, 64, true, Gates::kMild, 37), 12), 32});
   }
   return out;
 }
@@ -165,6 +177,44 @@ TEST(NpuTraffic, FlaMovesMoreAndRunsLonger) {
   ASSERT_TRUE(npu_la_prefill(d.args(), {.variant = "hanpu"}, &again).ok());
   EXPECT_EQ(again.latency_ms, fused.latency_ms);
   EXPECT_EQ(again.gm_bytes(), fused.gm_bytes());
+}
+
+// vLLM-Ascend's chain dispatches the eager operators of the reference code it follows: 419
+// whatever the shape (the 63-row triangular solve is 378 of them) and 18 a chunk. With a host
+// far slower than the device the host sets the pace: the latency is at least the dispatch
+// time; with a free host it is the device's alone, which is shorter.
+TEST(NpuTraffic, VllmAscendPaysTheHostForEveryEagerOperator) {
+  for (const bool kda_mech : {false, true}) {
+    LaCase c = kda_mech ? kda(300, 3, 32, 48, true, Gates::kMild, 23)
+                        : gdn(300, 3, 32, 48, true, Gates::kMild, 23);
+    LaData d = make_la_data(c);
+    NpuLaStats st;
+    ASSERT_TRUE(npu_la_prefill(d.args(), {.variant = "vllm-ascend"}, &st).ok());
+    EXPECT_EQ(st.framework_ops, 419 + 18 * 5);  // 300 tokens: 5 chunks, the last short
+    const auto with_host_us = [&](double us, NpuLaStats* out) {
+      std::ifstream in(std::string(HANPU_DATA_DIR) + "/npu/ascend-310p.json");
+      std::stringstream text;
+      text << in.rdbuf();
+      std::string json = text.str();
+      const std::string key = "\"framework_op_us\": ";
+      const size_t at = json.find(key);
+      EXPECT_NE(at, std::string::npos);
+      const size_t end = json.find(',', at);
+      json.replace(at + key.size(), end - at - key.size(), std::to_string(us));
+      const std::string path = testing::TempDir() + "ascend-310p-host.json";
+      std::ofstream(path) << json;
+      return npu_la_prefill(d.args(), {.target = path, .variant = "vllm-ascend"}, out);
+    };
+    NpuLaStats slow_host, free_host;
+    ASSERT_TRUE(with_host_us(1000, &slow_host).ok());
+    ASSERT_TRUE(with_host_us(0, &free_host).ok());
+    EXPECT_GE(slow_host.latency_ms, (419 + 18 * 5) * 1.0);
+    EXPECT_LT(slow_host.latency_ms, (419 + 18 * 5) * 1.0 + 2 * free_host.latency_ms);
+    EXPECT_LT(free_host.latency_ms, st.latency_ms);
+    NpuLaStats fused;
+    ASSERT_TRUE(npu_la_prefill(d.args(), {.variant = "hanpu"}, &fused).ok());
+    EXPECT_EQ(fused.framework_ops, 0);
+  }
 }
 
 // Tier III: with one KDA head on ten cores, keeping it whole leaves nine cores idle and ten

@@ -44,6 +44,7 @@ TEST(NpuMachine, MalformedFilesAreRefusedByField) {
   NpuMachine ok;
   ASSERT_TRUE(load_npu_machine("ascend-310p", &ok).ok());
   const std::string base = R"({"name": "t", "cores": 2, "clock_ghz": 1, "launch_overhead_us": 0,
+    "framework_op_us": 0,
     "buffers": {"L1": {"bytes": 1024, "align": 32}, "L0A": {"bytes": 1024, "align": 512},
                 "L0B": {"bytes": 1024, "align": 512}, "L0C": {"bytes": 1024, "align": 64},
                 "UB": {"bytes": 1024, "align": 32}},
@@ -54,7 +55,7 @@ TEST(NpuMachine, MalformedFilesAreRefusedByField) {
     "dma_latency_cycles": {"GM": 0, "local": 0}, "dma_burst": {"setup_cycles": 0, "min_bytes": 32},
     "gm_gbps": 10,
     "energy_pj": {"gm_byte": 1, "l1_byte": 1, "l0_byte": 1, "ub_byte": 1, "cube_mac": 1, "vector_byte": 1, "static_w": 0},
-    "sources": {"cores": "s", "clock_ghz": "s", "buffers": "s", "cube": "s", "vector": "s", "paths_gbps": "s",
+    "sources": {"cores": "s", "clock_ghz": "s", "framework_op_us": "s", "buffers": "s", "cube": "s", "vector": "s", "paths_gbps": "s",
                 "dma_burst": "s", "gm_gbps": "s", "energy_pj": "s"}})";
   ASSERT_TRUE(parse_npu_machine(base, "t.json", &m).ok());
   const auto broken = [&](const std::string& from, const std::string& to) {
@@ -69,6 +70,9 @@ TEST(NpuMachine, MalformedFilesAreRefusedByField) {
   EXPECT_NE(broken("\"L1->UB\": 1", "\"L1->XB\": 1").find("L1->UB"), std::string::npos);
   EXPECT_NE(broken("\"min_bytes\": 32", "\"min_bytes\": -1").find("dma_burst: min_bytes"),
             std::string::npos);
+  EXPECT_NE(broken("\"framework_op_us\": 0", "\"framework_op_us\": -1").find("framework_op_us"),
+            std::string::npos);
+  EXPECT_NE(broken("\"framework_op_us\": 0,", "").find("framework_op_us"), std::string::npos);
   EXPECT_NE(broken("\"setup_cycles\": 0, \"min", "\"setup_cycles\": -3, \"min")
                 .find("dma_burst: setup_cycles"),
             std::string::npos);

@@ -25,14 +25,15 @@ struct Inputs {
   std::vector<float> g, beta, s1;
 };
 
-Inputs make_inputs(bool kda, int64_t T, int H, int D, uint64_t seed) {
+// H value heads over QH q/k heads.
+Inputs make_inputs(bool kda, int64_t T, int H, int QH, int D, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> nd;
   Inputs in;
   auto rows = [&](std::vector<uint16_t>& x) {
-    x.resize(static_cast<size_t>(T * H * D));
+    x.resize(static_cast<size_t>(T * QH * D));
     std::vector<float> r(D);
-    for (int64_t i = 0; i < T * H; ++i) {
+    for (int64_t i = 0; i < T * QH; ++i) {
       float ss = 0;
       for (float& e : r) {
         e = nd(rng);
@@ -65,11 +66,11 @@ double nmse(const std::vector<float>& got, const std::vector<float>& want) {
   return std::isfinite(num) && den > 0 ? num / den : INFINITY;
 }
 
-LaArgs make_args(bool kda, int64_t T, int H, int D, Inputs& in) {
+LaArgs make_args(bool kda, int64_t T, int H, int QH, int D, Inputs& in) {
   LaArgs a;
   a.mech = kda ? LaMech::kKda : LaMech::kGdn;
-  a.q = {in.q.data(), DType::kF16, {T, H, D}};
-  a.k = {in.k.data(), DType::kF16, {T, H, D}};
+  a.q = {in.q.data(), DType::kF16, {T, QH, D}};
+  a.k = {in.k.data(), DType::kF16, {T, QH, D}};
   a.v = {in.v.data(), DType::kF16, {T, H, D}};
   a.o = {in.o.data(), DType::kF16, {T, H, D}};
   a.g = kda ? TensorView{in.g.data(), DType::kF32, {T, H, D}}
@@ -111,7 +112,7 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
                  "--op attn: query blocks on pipelines: uniform, sparsity-aware")
       ->capture_default_str();
   cmd.add_option("--mech", o.mech, "gdn and/or kda")->capture_default_str();
-  auto* heads = cmd.add_option("--heads", o.heads, "heads H (= HV)")
+  auto* heads = cmd.add_option("--heads", o.heads, "heads H (the value heads HV with --gva)")
                     ->capture_default_str()
                     ->check(shape_range());
   auto* seq = cmd.add_option("--seq", o.seq, "sequence lengths T")
@@ -144,6 +145,11 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
     if (heads->count() == 0) o.heads = {16};
     if (seq->count() == 0) o.seq = {1024};
   });
+  cmd.add_option("--gva", o.gva,
+                 "LA: value heads per q/k head (grouped value attention, as Qwen3-Next's 2); "
+                 "must divide every --heads")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   cmd.add_option("--chunk", o.chunk, "chunk size C: 16, 32, 64")
       ->capture_default_str()
       ->check(shape_range());
@@ -176,6 +182,12 @@ int run_sim(const SimOptions& o) {
       }
     }
   }
+  for (int H : o.heads) {
+    if (H % o.gva != 0) {
+      std::fprintf(stderr, "error: --gva %d must divide --heads %d\n", o.gva, H);
+      return 2;
+    }
+  }
   for (const std::string& m : o.mech) {
     if (m != "gdn" && m != "kda") {
       std::fprintf(stderr, "error: --mech %s: gdn or kda\n", m.c_str());
@@ -196,13 +208,13 @@ int run_sim(const SimOptions& o) {
     const bool kda = mech == "kda";
     for (int H : o.heads) {
       for (long T : o.seq) {
-        Inputs in = make_inputs(kda, T, H, o.dim, 1000 + T * 7 + H);
+        Inputs in = make_inputs(kda, T, H, H / o.gva, o.dim, 1000 + T * 7 + H);
         for (const std::string& v : variants) {
           if (tty)
             std::fprintf(stderr, "\r[%zu/%zu] %s, %d heads, T = %ld ...", ++done, total, v.c_str(),
                          H, T);
           Inputs run = in;
-          const LaArgs args = make_args(kda, T, H, o.dim, run);
+          const LaArgs args = make_args(kda, T, H, H / o.gva, o.dim, run);
           NpuLaStats s;
           const Status st =
               npu_la_prefill(args, {.target = o.target, .variant = v, .chunk_size = o.chunk}, &s);
@@ -245,6 +257,7 @@ int run_sim(const SimOptions& o) {
                                 {"variant", v},
                                 {"T", T},
                                 {"heads", H},
+                                {"qk_heads", H / o.gva},
                                 {"K", o.dim},
                                 {"V", o.dim},
                                 {"chunk", o.chunk},
@@ -261,6 +274,7 @@ int run_sim(const SimOptions& o) {
                                 {"vector_util", s.vector_util},
                                 {"energy_mj", s.energy_mj},
                                 {"launches", s.launches},
+                                {"framework_ops", s.framework_ops},
                                 {"nmse_o", err},
                                 {"nmse_state", err_state}};
             for (const auto& [b, bytes] : s.peak_bytes) j["peak_" + b + "_bytes"] = bytes;

@@ -12,12 +12,17 @@
 
 namespace hanpu::npu {
 
-// The GM tensors of one GDN call: q, k [T, H*K], v, o [T, H*V] fp16; g, beta [T, H] fp32;
-// states [H*K, V] fp32 (state0 may be null: zeros).
+// The GM tensors of one GDN call: q, k [T, (H / group) * K], v, o [T, H*V] fp16; g, beta
+// [T, H] fp32; states [H*K, V] fp32 (state0 may be null: zeros). H counts the value heads,
+// each with its own state; with grouped value attention (GVA, `group` > 1) each q/k head is
+// shared by `group` consecutive value heads, as in Qwen3-Next.
 struct GdnGm {
   bool kda = false;  // KDA: g is [T, H*K] (a gate per key channel) instead of [T, H]
   int64_t T = 0;
   int H = 0, K = 0, V = 0, chunk = 64;
+  int group = 1;
+  // The first column of value head h's q/k head in q and k.
+  int64_t qk_col(int h) const { return static_cast<int64_t>(h / group) * K; }
   float scale = 1.0f;
   GmTensor *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr, *g = nullptr, *beta = nullptr;
   GmTensor *state0 = nullptr, *state1 = nullptr;

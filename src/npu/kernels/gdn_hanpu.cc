@@ -77,8 +77,8 @@ class FusedHead {
     const int c = in->c, K = gm_.K;
     HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &in->k));
     HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kL1, c, K, true, Layout::kNZ, "q", &in->q));
-    HANPU_RETURN_IF_ERROR(sim_.load(in->k, {gm_.k, t0, c, static_cast<int64_t>(h_) * K, K}));
-    HANPU_RETURN_IF_ERROR(sim_.load(in->q, {gm_.q, t0, c, static_cast<int64_t>(h_) * K, K}));
+    HANPU_RETURN_IF_ERROR(sim_.load(in->k, {gm_.k, t0, c, gm_.qk_col(h_), K}));
+    HANPU_RETURN_IF_ERROR(sim_.load(in->q, {gm_.q, t0, c, gm_.qk_col(h_), K}));
     // v arrives in the layout its chain works in (MTE2's Nd2Nz copy is free of vector time).
     const Layout vl = tech_.reorder ? layout(plan::Chain::kRhs) : Layout::kND;
     HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, c, w_, true, vl, "v", &in->v));

@@ -12,9 +12,11 @@ GdnGm zero_inputs(NpuSim& sim, const GdnGm& shape, int64_t T) {
   g.V = shape.V;
   g.chunk = shape.chunk;
   g.scale = shape.scale;
+  g.group = shape.group;
   const int64_t HK = static_cast<int64_t>(g.H) * g.K, HV = static_cast<int64_t>(g.H) * g.V;
-  g.q = sim.gm("q", g.T, HK, true);
-  g.k = sim.gm("k", g.T, HK, true);
+  const int64_t QK = static_cast<int64_t>(g.H / g.group) * g.K;
+  g.q = sim.gm("q", g.T, QK, true);
+  g.k = sim.gm("k", g.T, QK, true);
   g.v = sim.gm("v", g.T, HV, true);
   g.o = sim.gm("o", g.T, HV, true);
   g.g = sim.gm("g", g.T, g.kda ? HK : g.H, false);

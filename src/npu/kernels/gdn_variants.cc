@@ -6,8 +6,8 @@ namespace hanpu::npu {
 std::span<const GdnVariant> gdn_variants() {
   static const GdnVariant kVariants[] = {
       {"vllm-ascend",
-       "vLLM-Ascend's native path: one framework operator per launch, every intermediate through "
-       "GM",
+       "vLLM-Ascend's native path: the PyTorch reference's eager operators (a 63-step row loop "
+       "for the solve), each dispatched by the host, every intermediate through GM",
        &gdn_vllm_ascend},
       {"fla", "FLA's chunk-head-chunk flow: three launches, every intermediate through GM",
        &gdn_fla},

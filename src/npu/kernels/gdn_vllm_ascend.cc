@@ -1,6 +1,17 @@
 // vLLM-Ascend's native GDN path on the simulated cores: the chunkwise algorithm as a chain of
 // framework operators (torch_npu-style), each its own launch over all (chunk, head) units or,
 // in the recurrence, over the heads of one chunk, and every intermediate through GM.
+//
+// Where Triton-Ascend kernels do not run (the 310P), vLLM-Ascend imports
+// `torch_chunk_gated_delta_rule`, the transformers PyTorch reference, as its chunked path
+// (FLA's naive chunk KDA has the same structure). That code is what this chain follows,
+// and the host dispatches each of its eager operators one at a time: every launch below
+// names the operators it stands for (`ops`), which the host pays `framework_op_us` each
+// for (NpuSim::launch). Two of its features set the count:
+//   - the triangular solve is a Python loop over the 63 rows of a chunk, six operators a
+//     row (two clones, a product, a sum, an add, an indexed copy), each over all chunks
+//     and heads at once: about 380 operators whatever T and H are;
+//   - the chunk loop runs 18 operators a chunk (9 for the state, 9 for the output).
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -12,13 +23,15 @@ namespace hanpu::npu {
 namespace {
 
 struct Scratch {  // every intermediate the operator chain materialises in GM
-  GmTensor *gam, *kk, *L, *A, *kb, *vb, *w, *u, *S, *h, *ws, *vn, *kd, *ds, *qk, *qm, *qh, *ov;
+  GmTensor *gam, *kk, *L, *M, *A, *kb, *vb, *w, *u, *S, *h, *ws, *vn, *kd, *ds, *qk, *qm, *qh, *ov;
   GmTensor* qg;  // KDA: Q o exp(gam)
 };
 
-// Launches one framework operator over `units` work items dealt round robin to the cores.
-Status launch_op(NpuSim& sim, int64_t units, const std::function<Status(CoreOps&, int64_t)>& body) {
-  sim.launch();
+// Launches one kernel over `units` work items dealt round robin to the cores, standing for
+// `ops` eager operators of the reference code (see the header comment).
+Status launch_op(NpuSim& sim, int ops, int64_t units,
+                 const std::function<Status(CoreOps&, int64_t)>& body) {
+  sim.launch(ops);
   for (int64_t u = 0; u < units; ++u) {
     CoreOps op(sim, static_cast<int>(u % sim.machine().cores));
     HANPU_RETURN_IF_ERROR(body(op, u));
@@ -76,6 +89,15 @@ Status gm_vector(
   return Status::Ok();
 }
 
+// Eager operators of the reference code per launch where a launch stands for more than one.
+constexpr int kPrologueOps = 19;  // 5 layout copies, 5 casts, 5 pads, the q scale, the mask, cumsum
+constexpr int kMaskOps = 7;       // the decay mask (4), its product, the masked fill, the negation
+constexpr int kSolveRowOps = 6;   // per row of the solve: 2 clones, product, sum, add, indexed copy
+constexpr int kIdentityOps = 2;   // eye, add
+constexpr int kBetaOps = 4;       // v * beta, k * beta, exp(g), their product
+constexpr int kStateInitOps = 4;  // the zero state, the zero output, the causal mask (2)
+constexpr int kEpilogueOps = 2;   // the output's layout copy and cast
+
 }  // namespace
 
 Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
@@ -95,6 +117,7 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
   x.qg = kda ? ws("q_gate", T, HK, true) : nullptr;
   x.kk = ws("kkt", T, static_cast<int64_t>(H) * C, false);
   x.L = ws("L", T, static_cast<int64_t>(H) * C, false);
+  x.M = ws("solve", T, static_cast<int64_t>(H) * C, false);
   x.A = ws("A", T, static_cast<int64_t>(H) * C, true);
   x.kb = ws("k_beta", T, HK, true);
   x.vb = ws("v_beta", T, HV, true);
@@ -115,7 +138,7 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
   const float scale = gm.scale;
 
   // Map 1: gates, K K^T, masks, inverse, scaled K and V, W and U — one operator at a time.
-  HANPU_RETURN_IF_ERROR(launch_op(sim, units, [&](CoreOps& op, int64_t u) {
+  HANPU_RETURN_IF_ERROR(launch_op(sim, kPrologueOps, units, [&](CoreOps& op, int64_t u) {
     const int64_t n = u / H, t0 = n * C;
     const int h = static_cast<int>(u % H), c = rows(n);
     return gm_vector(op, {{gm.g, t0, c, h * int64_t{GW}, GW}},
@@ -126,15 +149,15 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
                        }
                      });
   }));
-  HANPU_RETURN_IF_ERROR(launch_op(sim, units, [&](CoreOps& op, int64_t u) {
+  HANPU_RETURN_IF_ERROR(launch_op(sim, 1, units, [&](CoreOps& op, int64_t u) {
     const int64_t n = u / H, t0 = n * C;
     const int h = static_cast<int>(u % H), c = rows(n);
     if (kda) {  // decayed K K^T and Q K^T from scaled rows, to GM
       Tile *Ku, *Qu, *gam, *Lr, *Qr;
       HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, K, true, Layout::kND, "k", &Ku));
-      HANPU_RETURN_IF_ERROR(op.sim().load(Ku, {gm.k, t0, c, h * int64_t{K}, K}));
+      HANPU_RETURN_IF_ERROR(op.sim().load(Ku, {gm.k, t0, c, gm.qk_col(h), K}));
       HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, K, true, Layout::kND, "q", &Qu));
-      HANPU_RETURN_IF_ERROR(op.sim().load(Qu, {gm.q, t0, c, h * int64_t{K}, K}));
+      HANPU_RETURN_IF_ERROR(op.sim().load(Qu, {gm.q, t0, c, gm.qk_col(h), K}));
       HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, K, false, Layout::kND, "gam", &gam));
       HANPU_RETURN_IF_ERROR(op.sim().load(gam, {x.gam, t0, c, h * int64_t{K}, K}));
       HANPU_RETURN_IF_ERROR(op.kda_intra(Ku, Qu, gam, &Lr, &Qr));
@@ -146,7 +169,7 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
     }
     Tile *K1, *Ka, *KTb, *KK, *KKu;
     HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &K1));
-    HANPU_RETURN_IF_ERROR(op.sim().load(K1, {gm.k, t0, c, h * int64_t{K}, K}));
+    HANPU_RETURN_IF_ERROR(op.sim().load(K1, {gm.k, t0, c, gm.qk_col(h), K}));
     HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, K1, false, "k", &Ka));
     HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, K1, true, "kT", &KTb));
     HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, c, false, Layout::kNZ, "kkt", &KK));
@@ -158,7 +181,7 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
     op.free({KKu});
     return Status::Ok();
   }));
-  HANPU_RETURN_IF_ERROR(launch_op(sim, units, [&](CoreOps& op, int64_t u) {
+  HANPU_RETURN_IF_ERROR(launch_op(sim, kMaskOps, units, [&](CoreOps& op, int64_t u) {
     const int64_t n = u / H, t0 = n * C;
     const int h = static_cast<int>(u % H), c = rows(n);
     if (kda) {  // the decay is already inside
@@ -182,22 +205,41 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
           }
         });
   }));
-  HANPU_RETURN_IF_ERROR(launch_op(sim, units, [&](CoreOps& op, int64_t u) {
+  // The triangular solve as the reference runs it: row i of the chunk's (I + L)^-1 - I is
+  // -L[i, :i] plus that row times the rows solved before it, one launch (six eager
+  // operators) per row over every chunk and head; then the identity is added.
+  for (int i = 1; i < C; ++i) {
+    HANPU_RETURN_IF_ERROR(launch_op(sim, kSolveRowOps, units, [&](CoreOps& op, int64_t u) {
+      const int64_t n = u / H, t0 = n * C;
+      const int h = static_cast<int>(u % H);
+      if (i >= rows(n)) return Status::Ok();  // a short last chunk has no row i
+      return gm_vector(op, {{x.L, t0 + i, 1, h * int64_t{C}, i}, {x.M, t0, i, h * int64_t{C}, i}},
+                       {{x.M, t0 + i, 1, h * int64_t{C}, i}}, false, [&](auto& in, auto& out) {
+                         const Tile *l = in[0], *sub = in[1];
+                         for (int j = 0; j < i; ++j) {
+                           float acc = -l->v[j];
+                           for (int m = j + 1; m < i; ++m) acc -= l->v[m] * sub->at(m, j);
+                           out[0]->v[j] = acc;
+                         }
+                       });
+    }));
+  }
+  HANPU_RETURN_IF_ERROR(launch_op(sim, kIdentityOps, units, [&](CoreOps& op, int64_t u) {
     const int64_t n = u / H, t0 = n * C;
     const int h = static_cast<int>(u % H), c = rows(n);
-    Tile *L, *A;
-    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, c, false, Layout::kND, "L", &L));
-    HANPU_RETURN_IF_ERROR(op.sim().load(L, {x.L, t0, c, h * int64_t{C}, c}));
-    HANPU_RETURN_IF_ERROR(op.unit_lower_inverse(L, "A", &A));
-    HANPU_RETURN_IF_ERROR(op.sim().store({x.A, t0, c, h * int64_t{C}, c}, A));
-    op.free({L, A});
-    return Status::Ok();
+    return gm_vector(op, {{x.M, t0, c, h * int64_t{C}, c}}, {{x.A, t0, c, h * int64_t{C}, c}},
+                     false, [&](auto& in, auto& out) {
+                       for (int r = 0; r < c; ++r) {
+                         for (int j = 0; j < c; ++j)
+                           out[0]->at(r, j) = j < r ? in[0]->at(r, j) : (j == r ? 1.0f : 0.0f);
+                       }
+                     });
   }));
-  HANPU_RETURN_IF_ERROR(launch_op(sim, units, [&](CoreOps& op, int64_t u) {
+  HANPU_RETURN_IF_ERROR(launch_op(sim, kBetaOps, units, [&](CoreOps& op, int64_t u) {
     const int64_t n = u / H, t0 = n * C;
     const int h = static_cast<int>(u % H), c = rows(n);
     return gm_vector(op,
-                     {{gm.k, t0, c, h * int64_t{K}, K},
+                     {{gm.k, t0, c, gm.qk_col(h), K},
                       {gm.v, t0, c, h * int64_t{V}, V},
                       {gm.beta, t0, c, h, 1},
                       {x.gam, t0, c, h * int64_t{GW}, GW}},
@@ -213,7 +255,7 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
                        }
                      });
   }));
-  HANPU_RETURN_IF_ERROR(launch_op(sim, units, [&](CoreOps& op, int64_t u) {
+  HANPU_RETURN_IF_ERROR(launch_op(sim, 2, units, [&](CoreOps& op, int64_t u) {
     const int64_t n = u / H, t0 = n * C;
     const int h = static_cast<int>(u % H), c = rows(n);
     HANPU_RETURN_IF_ERROR(gm_matmul(op, {x.A, t0, c, h * int64_t{C}, c}, false,
@@ -224,7 +266,7 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
   }));
 
   // Reduce: the chunk loop runs on the host; every step is a few operators over the heads.
-  HANPU_RETURN_IF_ERROR(launch_op(sim, H, [&](CoreOps& op, int64_t h) {
+  HANPU_RETURN_IF_ERROR(launch_op(sim, kStateInitOps, H, [&](CoreOps& op, int64_t h) {
     const GmBlock dst{x.S, h * K, K, 0, V};
     if (gm.state0 != nullptr) {
       return gm_vector(op, {{gm.state0, h * K, K, 0, V}}, {dst}, false,
@@ -235,15 +277,15 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
   for (int64_t n = 0; n < NT; ++n) {
     const int64_t t0 = n * C;
     const int c = rows(n);
-    HANPU_RETURN_IF_ERROR(launch_op(sim, H, [&](CoreOps& op, int64_t h) {  // h_n = S (fp16 copy)
+    HANPU_RETURN_IF_ERROR(launch_op(sim, 0, H, [&](CoreOps& op, int64_t h) {  // h_n = S (fp16 copy)
       return gm_vector(op, {{x.S, h * K, K, 0, V}}, {{x.h, (n * H + h) * K, K, 0, V}}, false,
                        [](auto& in, auto& out) { out[0]->v = in[0]->v; });
     }));
-    HANPU_RETURN_IF_ERROR(launch_op(sim, H, [&](CoreOps& op, int64_t h) {  // W S
+    HANPU_RETURN_IF_ERROR(launch_op(sim, 1, H, [&](CoreOps& op, int64_t h) {  // W S
       return gm_matmul(op, {x.w, t0, c, h * K, K}, false, {x.h, (n * H + h) * K, K, 0, V},
                        {x.ws, t0, c, h * V, V});
     }));
-    HANPU_RETURN_IF_ERROR(launch_op(sim, H, [&](CoreOps& op, int64_t h) {  // Vn = U - W S
+    HANPU_RETURN_IF_ERROR(launch_op(sim, 1, H, [&](CoreOps& op, int64_t h) {  // Vn = U - W S
       return gm_vector(op, {{x.u, t0, c, h * V, V}, {x.ws, t0, c, h * V, V}},
                        {{x.vn, t0, c, h * V, V}}, false, [](auto& in, auto& out) {
                          for (size_t i = 0; i < out[0]->v.size(); ++i)
@@ -251,8 +293,8 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
                        });
     }));
     HANPU_RETURN_IF_ERROR(
-        launch_op(sim, H, [&](CoreOps& op, int64_t h) {  // kd = exp(gam_last - gam) o k
-          return gm_vector(op, {{gm.k, t0, c, h * K, K}, {x.gam, t0, c, h * GW, GW}},
+        launch_op(sim, 3, H, [&](CoreOps& op, int64_t h) {  // kd = exp(gam_last - gam) o k
+          return gm_vector(op, {{gm.k, t0, c, gm.qk_col(h), K}, {x.gam, t0, c, h * GW, GW}},
                            {{x.kd, t0, c, h * K, K}}, true, [&](auto& in, auto& out) {
                              const Tile* g = in[1];
                              for (int i = 0; i < c; ++i) {
@@ -264,11 +306,11 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
                              }
                            });
         }));
-    HANPU_RETURN_IF_ERROR(launch_op(sim, H, [&](CoreOps& op, int64_t h) {  // dS = kd^T Vn
+    HANPU_RETURN_IF_ERROR(launch_op(sim, 1, H, [&](CoreOps& op, int64_t h) {  // dS = kd^T Vn
       return gm_matmul(op, {x.kd, t0, c, h * K, K}, true, {x.vn, t0, c, h * V, V},
                        {x.ds, h * K, K, 0, V});
     }));
-    HANPU_RETURN_IF_ERROR(launch_op(sim, H, [&](CoreOps& op, int64_t h) {  // S = decay S + dS
+    HANPU_RETURN_IF_ERROR(launch_op(sim, 3, H, [&](CoreOps& op, int64_t h) {  // S = decay S + dS
       return gm_vector(op,
                        {{x.S, h * K, K, 0, V}, {x.ds, h * K, K, 0, V}, {x.gam, t0, c, h * GW, GW}},
                        {{x.S, h * K, K, 0, V}}, kda, [&](auto& in, auto& out) {
@@ -281,7 +323,7 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
     }));
   }
   if (gm.state1 != nullptr) {
-    HANPU_RETURN_IF_ERROR(launch_op(sim, H, [&](CoreOps& op, int64_t h) {
+    HANPU_RETURN_IF_ERROR(launch_op(sim, 0, H, [&](CoreOps& op, int64_t h) {
       return gm_vector(op, {{x.S, h * K, K, 0, V}}, {{gm.state1, h * K, K, 0, V}}, false,
                        [](auto& in, auto& out) { out[0]->v = in[0]->v; });
     }));
@@ -289,86 +331,92 @@ Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
 
   // Map 2: Q K^T (KDA: formed in map 1, and Q o exp(gam) instead), its mask, Q h, Qm Vn,
   // and the sum — again one operator at a time.
-  HANPU_RETURN_IF_ERROR(launch_op(sim, units, [&](CoreOps& op, int64_t u) {
-    if (kda) {
-      const int64_t n = u / H, t0 = n * C;
-      const int h = static_cast<int>(u % H), c = rows(n);
-      return gm_vector(op, {{gm.q, t0, c, h * int64_t{K}, K}, {x.gam, t0, c, h * int64_t{K}, K}},
-                       {{x.qg, t0, c, h * int64_t{K}, K}}, false, [&](auto& in, auto& out) {
-                         for (size_t i = 0; i < out[0]->v.size(); ++i)
-                           out[0]->v[i] = in[0]->v[i] * std::exp(in[1]->v[i]);
-                       });
-    }
-    const int64_t n = u / H, t0 = n * C;
-    const int h = static_cast<int>(u % H), c = rows(n);
-    Tile *Q1, *K1, *Qa, *KTb, *QK, *QKu;
-    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "q", &Q1));
-    HANPU_RETURN_IF_ERROR(op.sim().load(Q1, {gm.q, t0, c, h * int64_t{K}, K}));
-    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &K1));
-    HANPU_RETURN_IF_ERROR(op.sim().load(K1, {gm.k, t0, c, h * int64_t{K}, K}));
-    HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Q1, false, "q", &Qa));
-    HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, K1, true, "kT", &KTb));
-    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, c, false, Layout::kNZ, "qkt", &QK));
-    HANPU_RETURN_IF_ERROR(op.sim().mmad(QK, Qa, KTb, false));
-    op.free({Qa, KTb, Q1, K1});
-    HANPU_RETURN_IF_ERROR(op.from_l0c(QK, "qkt", &QKu));
-    HANPU_RETURN_IF_ERROR(op.to_layout(QKu, Layout::kND));
-    HANPU_RETURN_IF_ERROR(op.sim().store({x.qk, t0, c, h * int64_t{C}, c}, QKu));
-    op.free({QKu});
-    return Status::Ok();
-  }));
-  HANPU_RETURN_IF_ERROR(launch_op(sim, units, [&](CoreOps& op, int64_t u) {
-    const int64_t n = u / H, t0 = n * C;
-    const int h = static_cast<int>(u % H), c = rows(n);
-    if (kda) {
-      return gm_vector(op, {{x.qk, t0, c, h * int64_t{C}, c}}, {{x.qm, t0, c, h * int64_t{C}, c}},
-                       true, [&](auto& in, auto& out) {
-                         for (int i = 0; i < c; ++i) {
-                           for (int j = 0; j < c; ++j)
-                             out[0]->at(i, j) = j <= i ? scale * in[0]->at(i, j) : 0.0f;
-                         }
-                       });
-    }
-    return gm_vector(op, {{x.qk, t0, c, h * int64_t{C}, c}, {x.gam, t0, c, h, 1}},
-                     {{x.qm, t0, c, h * int64_t{C}, c}}, true, [&](auto& in, auto& out) {
-                       for (int i = 0; i < c; ++i) {
-                         for (int j = 0; j < c; ++j) {
-                           out[0]->at(i, j) = j <= i ? scale * in[0]->at(i, j) *
-                                                           std::exp(in[1]->v[i] - in[1]->v[j])
-                                                     : 0.0f;
-                         }
-                       }
-                     });
-  }));
-  HANPU_RETURN_IF_ERROR(launch_op(sim, units, [&](CoreOps& op, int64_t u) {
-    const int64_t n = u / H, t0 = n * C;
-    const int h = static_cast<int>(u % H), c = rows(n);
-    HANPU_RETURN_IF_ERROR(gm_matmul(op, {kda ? x.qg : gm.q, t0, c, h * int64_t{K}, K}, false,
-                                    {x.h, (n * H + h) * K, K, 0, V},
-                                    {x.qh, t0, c, h * int64_t{V}, V}));
-    return gm_matmul(op, {x.qm, t0, c, h * int64_t{C}, c}, false, {x.vn, t0, c, h * int64_t{V}, V},
-                     {x.ov, t0, c, h * int64_t{V}, V});
-  }));
-  return launch_op(sim, units, [&](CoreOps& op, int64_t u) {
-    const int64_t n = u / H, t0 = n * C;
-    const int h = static_cast<int>(u % H), c = rows(n);
-    if (kda) {  // exp(gam) is already in Q h
-      return gm_vector(op, {{x.ov, t0, c, h * int64_t{V}, V}, {x.qh, t0, c, h * int64_t{V}, V}},
-                       {{gm.o, t0, c, h * int64_t{V}, V}}, false, [&](auto& in, auto& out) {
-                         for (size_t i = 0; i < out[0]->v.size(); ++i)
-                           out[0]->v[i] = in[0]->v[i] + scale * in[1]->v[i];
-                       });
-    }
-    return gm_vector(
-        op,
-        {{x.ov, t0, c, h * int64_t{V}, V}, {x.qh, t0, c, h * int64_t{V}, V}, {x.gam, t0, c, h, 1}},
-        {{gm.o, t0, c, h * int64_t{V}, V}}, true, [&](auto& in, auto& out) {
-          for (int i = 0; i < c; ++i) {
-            const float e = scale * std::exp(in[2]->v[i]);
-            for (int j = 0; j < V; ++j) out[0]->at(i, j) = in[0]->at(i, j) + e * in[1]->at(i, j);
-          }
-        });
-  });
+  HANPU_RETURN_IF_ERROR(
+      launch_op(sim, static_cast<int>(NT) * 1, units, [&](CoreOps& op, int64_t u) {
+        if (kda) {
+          const int64_t n = u / H, t0 = n * C;
+          const int h = static_cast<int>(u % H), c = rows(n);
+          return gm_vector(op, {{gm.q, t0, c, gm.qk_col(h), K}, {x.gam, t0, c, h * int64_t{K}, K}},
+                           {{x.qg, t0, c, h * int64_t{K}, K}}, false, [&](auto& in, auto& out) {
+                             for (size_t i = 0; i < out[0]->v.size(); ++i)
+                               out[0]->v[i] = in[0]->v[i] * std::exp(in[1]->v[i]);
+                           });
+        }
+        const int64_t n = u / H, t0 = n * C;
+        const int h = static_cast<int>(u % H), c = rows(n);
+        Tile *Q1, *K1, *Qa, *KTb, *QK, *QKu;
+        HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "q", &Q1));
+        HANPU_RETURN_IF_ERROR(op.sim().load(Q1, {gm.q, t0, c, gm.qk_col(h), K}));
+        HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &K1));
+        HANPU_RETURN_IF_ERROR(op.sim().load(K1, {gm.k, t0, c, gm.qk_col(h), K}));
+        HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Q1, false, "q", &Qa));
+        HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, K1, true, "kT", &KTb));
+        HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, c, false, Layout::kNZ, "qkt", &QK));
+        HANPU_RETURN_IF_ERROR(op.sim().mmad(QK, Qa, KTb, false));
+        op.free({Qa, KTb, Q1, K1});
+        HANPU_RETURN_IF_ERROR(op.from_l0c(QK, "qkt", &QKu));
+        HANPU_RETURN_IF_ERROR(op.to_layout(QKu, Layout::kND));
+        HANPU_RETURN_IF_ERROR(op.sim().store({x.qk, t0, c, h * int64_t{C}, c}, QKu));
+        op.free({QKu});
+        return Status::Ok();
+      }));
+  HANPU_RETURN_IF_ERROR(
+      launch_op(sim, static_cast<int>(NT) * 2, units, [&](CoreOps& op, int64_t u) {
+        const int64_t n = u / H, t0 = n * C;
+        const int h = static_cast<int>(u % H), c = rows(n);
+        if (kda) {
+          return gm_vector(op, {{x.qk, t0, c, h * int64_t{C}, c}},
+                           {{x.qm, t0, c, h * int64_t{C}, c}}, true, [&](auto& in, auto& out) {
+                             for (int i = 0; i < c; ++i) {
+                               for (int j = 0; j < c; ++j)
+                                 out[0]->at(i, j) = j <= i ? scale * in[0]->at(i, j) : 0.0f;
+                             }
+                           });
+        }
+        return gm_vector(op, {{x.qk, t0, c, h * int64_t{C}, c}, {x.gam, t0, c, h, 1}},
+                         {{x.qm, t0, c, h * int64_t{C}, c}}, true, [&](auto& in, auto& out) {
+                           for (int i = 0; i < c; ++i) {
+                             for (int j = 0; j < c; ++j) {
+                               out[0]->at(i, j) = j <= i ? scale * in[0]->at(i, j) *
+                                                               std::exp(in[1]->v[i] - in[1]->v[j])
+                                                         : 0.0f;
+                             }
+                           }
+                         });
+      }));
+  HANPU_RETURN_IF_ERROR(
+      launch_op(sim, static_cast<int>(NT) * 4, units, [&](CoreOps& op, int64_t u) {
+        const int64_t n = u / H, t0 = n * C;
+        const int h = static_cast<int>(u % H), c = rows(n);
+        HANPU_RETURN_IF_ERROR(
+            gm_matmul(op, {kda ? x.qg : gm.q, t0, c, kda ? h * int64_t{K} : gm.qk_col(h), K}, false,
+                      {x.h, (n * H + h) * K, K, 0, V}, {x.qh, t0, c, h * int64_t{V}, V}));
+        return gm_matmul(op, {x.qm, t0, c, h * int64_t{C}, c}, false,
+                         {x.vn, t0, c, h * int64_t{V}, V}, {x.ov, t0, c, h * int64_t{V}, V});
+      }));
+  return launch_op(
+      sim, static_cast<int>(NT) * 2 + kEpilogueOps, units, [&](CoreOps& op, int64_t u) {
+        const int64_t n = u / H, t0 = n * C;
+        const int h = static_cast<int>(u % H), c = rows(n);
+        if (kda) {  // exp(gam) is already in Q h
+          return gm_vector(op, {{x.ov, t0, c, h * int64_t{V}, V}, {x.qh, t0, c, h * int64_t{V}, V}},
+                           {{gm.o, t0, c, h * int64_t{V}, V}}, false, [&](auto& in, auto& out) {
+                             for (size_t i = 0; i < out[0]->v.size(); ++i)
+                               out[0]->v[i] = in[0]->v[i] + scale * in[1]->v[i];
+                           });
+        }
+        return gm_vector(op,
+                         {{x.ov, t0, c, h * int64_t{V}, V},
+                          {x.qh, t0, c, h * int64_t{V}, V},
+                          {x.gam, t0, c, h, 1}},
+                         {{gm.o, t0, c, h * int64_t{V}, V}}, true, [&](auto& in, auto& out) {
+                           for (int i = 0; i < c; ++i) {
+                             const float e = scale * std::exp(in[2]->v[i]);
+                             for (int j = 0; j < V; ++j)
+                               out[0]->at(i, j) = in[0]->at(i, j) + e * in[1]->at(i, j);
+                           }
+                         });
+      });
 }
 
 }  // namespace hanpu::npu

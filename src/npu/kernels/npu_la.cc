@@ -16,7 +16,9 @@ namespace hanpu {
 
 namespace {
 
-Status validate(const LaArgs& a, const NpuLaOptions& o, int64_t* T, int* H, int* K, int* V) {
+// H: the value heads (each with a state); QH: the q/k heads, H / QH value heads sharing one.
+Status validate(const LaArgs& a, const NpuLaOptions& o, int64_t* T, int* H, int* QH, int* K,
+                int* V) {
   if (a.q.shape.size() != 3 || a.k.shape != a.q.shape || a.v.shape.size() != 3 ||
       a.o.shape != a.v.shape) {
     return Status::Error(fmt::format(
@@ -24,15 +26,16 @@ Status validate(const LaArgs& a, const NpuLaOptions& o, int64_t* T, int* H, int*
         shape_str(a.k.shape), shape_str(a.v.shape), shape_str(a.o.shape)));
   }
   *T = a.q.shape[0];
-  *H = static_cast<int>(a.q.shape[1]);
+  *QH = static_cast<int>(a.q.shape[1]);
+  *H = static_cast<int>(a.v.shape[1]);
   *K = static_cast<int>(a.q.shape[2]);
   *V = static_cast<int>(a.v.shape[2]);
-  if (a.v.shape[0] != *T || a.v.shape[1] != *H) {
+  if (*T < 1 || *QH < 1) return Status::Error("npu: T and H must be >= 1");
+  if (a.v.shape[0] != *T || *H < *QH || *H % *QH != 0) {
     return Status::Error(
-        fmt::format("npu: v {} must be [T, H, V] with T {} and H {} (GVA: not yet)",
-                    shape_str(a.v.shape), *T, *H));
+        fmt::format("npu: v {} must be [T, HV, V] with T {} and HV a multiple of the {} q/k heads",
+                    shape_str(a.v.shape), *T, *QH));
   }
-  if (*T < 1 || *H < 1) return Status::Error("npu: T and H must be >= 1");
   for (const auto& [name, d] : {std::pair{"K", *K}, std::pair{"V", *V}}) {
     if (d < 16 || d > 128 || d % 16 != 0) {
       return Status::Error(
@@ -166,8 +169,8 @@ Status describe_npu_plan(const std::string& target, LaMech mech, int heads, int6
 
 Status npu_la_prefill(const LaArgs& a, const NpuLaOptions& o, NpuLaStats* stats) {
   int64_t T = 0;
-  int H = 0, K = 0, V = 0;
-  HANPU_RETURN_IF_ERROR(validate(a, o, &T, &H, &K, &V));
+  int H = 0, QH = 0, K = 0, V = 0;
+  HANPU_RETURN_IF_ERROR(validate(a, o, &T, &H, &QH, &K, &V));
   const npu::GdnVariant* variant = nullptr;
   std::string names;
   for (const npu::GdnVariant& v : npu::gdn_variants()) {
@@ -184,10 +187,11 @@ Status npu_la_prefill(const LaArgs& a, const NpuLaOptions& o, NpuLaStats* stats)
   gm.H = H;
   gm.K = K;
   gm.V = V;
+  gm.group = H / QH;
   gm.chunk = o.chunk_size;
   gm.scale = a.scale.value_or(1.0f / std::sqrt(static_cast<float>(K)));
-  gm.q = sim.gm("q", T, static_cast<int64_t>(H) * K, true);
-  gm.k = sim.gm("k", T, static_cast<int64_t>(H) * K, true);
+  gm.q = sim.gm("q", T, static_cast<int64_t>(QH) * K, true);
+  gm.k = sim.gm("k", T, static_cast<int64_t>(QH) * K, true);
   gm.v = sim.gm("v", T, static_cast<int64_t>(H) * V, true);
   gm.o = sim.gm("o", T, static_cast<int64_t>(H) * V, true);
   gm.kda = a.mech == LaMech::kKda;
@@ -229,6 +233,7 @@ Status npu_la_prefill(const LaArgs& a, const NpuLaOptions& o, NpuLaStats* stats)
     r.vector_util = s.vector_util;
     r.energy_mj = s.energy_mj;
     r.launches = s.launches;
+    r.framework_ops = s.framework_ops;
     r.instructions = s.instructions;
     *stats = std::move(r);
   }

@@ -72,9 +72,9 @@ Status wy_prepare_kda(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_
   const int K = gm.K, V = gm.V;
   Tile *Ku, *Qu, *vt, *beta, *gam, *elast, *L, *Qm, *Ainv;
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, K, true, Layout::kND, "k", &Ku));
-  HANPU_RETURN_IF_ERROR(sim.load(Ku, {gm.k, t0, c, static_cast<int64_t>(h) * K, K}));
+  HANPU_RETURN_IF_ERROR(sim.load(Ku, {gm.k, t0, c, gm.qk_col(h), K}));
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, K, true, Layout::kND, "q", &Qu));
-  HANPU_RETURN_IF_ERROR(sim.load(Qu, {gm.q, t0, c, static_cast<int64_t>(h) * K, K}));
+  HANPU_RETURN_IF_ERROR(sim.load(Qu, {gm.q, t0, c, gm.qk_col(h), K}));
   HANPU_RETURN_IF_ERROR(op.kda_gates(gm, t0, c, h, &beta, &gam, &elast));
   op.free({elast});
   HANPU_RETURN_IF_ERROR(sim.store({x.gam, t0, c, x.at(h) * K, K}, gam));
@@ -111,7 +111,7 @@ Status wy_prepare(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0
   const int K = gm.K, V = gm.V;
   Tile *Kc, *vt, *beta, *gam, *egam, *Ka, *KTb, *KK, *L, *Ainv;
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &Kc));
-  HANPU_RETURN_IF_ERROR(sim.load(Kc, {gm.k, t0, c, static_cast<int64_t>(h) * K, K}));
+  HANPU_RETURN_IF_ERROR(sim.load(Kc, {gm.k, t0, c, gm.qk_col(h), K}));
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "v", &vt));
   HANPU_RETURN_IF_ERROR(sim.load(vt, {gm.v, t0, c, static_cast<int64_t>(h) * V, V}));
   HANPU_RETURN_IF_ERROR(op.gates(gm, t0, c, h, &beta, &gam, &egam));

@@ -31,7 +31,7 @@ Status wy_advance(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0
   HANPU_RETURN_IF_ERROR(sim.load(U, {x.u, t0, c, x.at(h) * V, V}));
   HANPU_RETURN_IF_ERROR(wy_load_gam(op, gm, x, h, t0, c, &gam));
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &K1));
-  HANPU_RETURN_IF_ERROR(sim.load(K1, {gm.k, t0, c, static_cast<int64_t>(h) * K, K}));
+  HANPU_RETURN_IF_ERROR(sim.load(K1, {gm.k, t0, c, gm.qk_col(h), K}));
   HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, W1, false, "w", &Wa));
   HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, S16, false, "S", &Sb));
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, V, false, Layout::kNZ, "WS", &WSc));
@@ -107,12 +107,12 @@ Status wy_output_operands(CoreOps& op, const GdnGm& gm, int h, int64_t t0, int c
   if (gm.kda) {
     *k = nullptr;
     HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, K, true, Layout::kND, "q", q));
-    return sim.load(*q, {gm.q, t0, c, static_cast<int64_t>(h) * K, K});
+    return sim.load(*q, {gm.q, t0, c, gm.qk_col(h), K});
   }
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "q", q));
-  HANPU_RETURN_IF_ERROR(sim.load(*q, {gm.q, t0, c, static_cast<int64_t>(h) * K, K}));
+  HANPU_RETURN_IF_ERROR(sim.load(*q, {gm.q, t0, c, gm.qk_col(h), K}));
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", k));
-  return sim.load(*k, {gm.k, t0, c, static_cast<int64_t>(h) * K, K});
+  return sim.load(*k, {gm.k, t0, c, gm.qk_col(h), K});
 }
 
 namespace {

@@ -52,6 +52,7 @@ Status parse_npu_machine(const std::string& text, const std::string& src, NpuMac
   m.cores = static_cast<int>(n);
   HANPU_RETURN_IF_ERROR(positive(j, src, "clock_ghz", &m.clock_ghz));
   HANPU_RETURN_IF_ERROR(non_negative(j, src, "launch_overhead_us", &m.launch_overhead_us));
+  HANPU_RETURN_IF_ERROR(non_negative(j, src, "framework_op_us", &m.framework_op_us));
   const nlohmann::json* bufs = nullptr;
   HANPU_RETURN_IF_ERROR(object(j, src, "buffers", &bufs));
   for (int b = 0; b < kNumBufs; ++b) {
@@ -111,10 +112,11 @@ Status parse_npu_machine(const std::string& text, const std::string& src, NpuMac
   HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "cube_mac", &m.energy.cube_mac));
   HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "vector_byte", &m.energy.vector_byte));
   HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "static_w", &m.energy.static_w));
-  HANPU_RETURN_IF_ERROR(fields::sources(j, src,
-                                        {"cores", "clock_ghz", "buffers", "cube", "vector",
-                                         "paths_gbps", "dma_burst", "gm_gbps", "energy_pj"},
-                                        &m.sources));
+  HANPU_RETURN_IF_ERROR(
+      fields::sources(j, src,
+                      {"cores", "clock_ghz", "framework_op_us", "buffers", "cube", "vector",
+                       "paths_gbps", "dma_burst", "gm_gbps", "energy_pj"},
+                      &m.sources));
   *out = std::move(m);
   return Status::Ok();
 }

@@ -48,6 +48,11 @@ struct NpuMachine {
   int cores = 1;
   double clock_ghz = 1.0;
   double launch_overhead_us = 0;
+  // Host time to dispatch one framework operator (an eager torch_npu op: argument checks,
+  // shape inference, tiling, allocation) before its kernel can be queued. Only a variant
+  // written as a chain of framework operators (vLLM-Ascend's) pays it; the device runs
+  // behind the host, so it costs time only where the host falls behind.
+  double framework_op_us = 0;
   std::array<BufferSpec, kNumBufs> buffers{};
   int cube_m = 16, cube_k = 16, cube_n = 16, cube_startup_cycles = 0;
   double vector_bytes_per_cycle = 256, vector_startup_cycles = 0, vector_nz_row_op_factor = 1;

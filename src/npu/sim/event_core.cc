@@ -6,7 +6,8 @@
 namespace hanpu::npu {
 
 Replay replay(const std::vector<Event>& events, int queues,
-              const std::vector<double>& epoch_overhead, double shared_bytes_per_cycle) {
+              const std::vector<double>& epoch_overhead, double shared_bytes_per_cycle,
+              const std::vector<double>& host_issue) {
   Replay r;
   const size_t n = events.size();
   r.finish.assign(n, -1.0);
@@ -19,6 +20,7 @@ Replay replay(const std::vector<Event>& events, int queues,
     epochs = std::max(epochs, events[i].epoch + 1);
   }
   epochs = std::max(epochs, static_cast<int>(epoch_overhead.size()) + 1);
+  epochs = std::max(epochs, static_cast<int>(host_issue.size()) + 1);
   std::vector<size_t> head(queue.size(), 0);
   std::vector<double> queue_free(queue.size(), 0.0);
   std::vector<int64_t> left(epochs, 0);
@@ -29,9 +31,17 @@ Replay replay(const std::vector<Event>& events, int queues,
   std::vector<double> overhead(epochs + 1, 0.0);
   for (int e = 1; e < epochs && e - 1 < static_cast<int>(epoch_overhead.size()); ++e)
     overhead[e] = epoch_overhead[e - 1];
+  // issued[e]: when the host has issued epoch e's launch. The device queue runs ahead of
+  // nothing: a launch starts once the previous epoch is done and the host has issued it.
+  std::vector<double> issued(epochs + 1, 0.0);
+  for (int e = 1; e < epochs && e - 1 < static_cast<int>(host_issue.size()); ++e)
+    issued[e] = host_issue[e - 1];
+  const auto open_next = [&](int e, double prev_done) {
+    epoch_start[e + 1] = std::max(prev_done, issued[e + 1]) + overhead[e + 1];
+  };
   int open_epoch = 0;
   while (open_epoch < epochs && left[open_epoch] == 0) {
-    epoch_start[open_epoch + 1] = epoch_start[open_epoch] + overhead[open_epoch + 1];
+    open_next(open_epoch, epoch_start[open_epoch]);
     ++open_epoch;
   }
   double shared_free = 0;
@@ -78,14 +88,14 @@ Replay replay(const std::vector<Event>& events, int queues,
     epoch_end[ev.epoch] = std::max(epoch_end[ev.epoch], end);
     if (--left[ev.epoch] == 0 && ev.epoch == open_epoch) {
       while (open_epoch < epochs && left[open_epoch] == 0) {
-        epoch_start[open_epoch + 1] =
-            std::max(epoch_end[open_epoch], epoch_start[open_epoch]) + overhead[open_epoch + 1];
+        open_next(open_epoch, std::max(epoch_end[open_epoch], epoch_start[open_epoch]));
         ++open_epoch;
       }
     }
   }
   for (double f : r.finish) r.latency_cycles = std::max(r.latency_cycles, f);
-  r.latency_cycles = std::max(r.latency_cycles, epochs > 1 ? overhead[1] : 0.0);
+  r.latency_cycles = std::max(r.latency_cycles, epochs > 1 ? issued[1] + overhead[1] : 0.0);
+  r.latency_cycles = std::max(r.latency_cycles, epoch_start[epochs - 1]);
   return r;
 }
 

@@ -27,8 +27,12 @@ struct Replay {
   double latency_cycles = 0;          // when the last event (or the first launch) is done
 };
 
-// `epoch_overhead[e]`: what starting epoch e + 1 costs after epoch e ends.
+// `epoch_overhead[e]`: what starting epoch e + 1 costs after epoch e ends. `host_issue[e]`
+// (optional): when the host has issued the launch that opens epoch e + 1, so a host slower
+// than the device (a framework dispatching one small operator after another) sets the pace:
+// epoch e + 1 starts at max(epoch e done, issued) + its overhead.
 Replay replay(const std::vector<Event>& events, int queues,
-              const std::vector<double>& epoch_overhead, double shared_bytes_per_cycle);
+              const std::vector<double>& epoch_overhead, double shared_bytes_per_cycle,
+              const std::vector<double>& host_issue = {});
 
 }  // namespace hanpu::npu

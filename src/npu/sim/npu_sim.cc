@@ -220,11 +220,17 @@ int64_t NpuSim::record(int core, Engine e, double cycles, double latency, int64_
     if (t->last_use >= 0) in.deps.push_back(t->last_use);
   }
   for (GmTensor* g : gm_reads) {
-    if (g->last_write >= 0) in.deps.push_back(g->last_write);
+    if (static_cast<size_t>(core) < g->last_write_on_core.size() &&
+        g->last_write_on_core[core] >= 0)
+      in.deps.push_back(g->last_write_on_core[core]);
   }
   for (Tile* t : reads) t->last_use = std::max(t->last_use, id);
   for (Tile* t : writes) t->last_write = t->last_use = id;
-  if (gm_write != nullptr) gm_write->last_write = id;
+  if (gm_write != nullptr) {
+    if (gm_write->last_write_on_core.size() <= static_cast<size_t>(core))
+      gm_write->last_write_on_core.resize(static_cast<size_t>(core) + 1, -1);
+    gm_write->last_write_on_core[core] = id;
+  }
   instrs_.push_back(std::move(in));
   return id;
 }
@@ -410,10 +416,13 @@ Status NpuSim::relayout(Tile* t, Layout to) {
   return Status::Ok();
 }
 
-void NpuSim::launch() {
+void NpuSim::launch(int framework_ops) {
   ++epoch_;
   ++stats_.launches;
+  stats_.framework_ops += framework_ops;
+  host_cycles_ += framework_ops * m_.framework_op_us * 1e3 * m_.clock_ghz;
   epoch_overhead_.push_back(m_.launch_overhead_us * 1e3 * m_.clock_ghz);
+  epoch_issue_.push_back(host_cycles_);
 }
 
 Status NpuSim::cross_core_sync() {
@@ -427,6 +436,7 @@ Status NpuSim::cross_core_sync() {
   }
   ++epoch_;
   epoch_overhead_.push_back(0.0);
+  epoch_issue_.push_back(host_cycles_);
   for (int c = 0; c < m_.cores; ++c) {
     Tile* all;
     HANPU_RETURN_IF_ERROR(alloc(c, Buf::kUB, 1, 8 * m_.cores, false, Layout::kND, "flags", &all));
@@ -441,7 +451,8 @@ SimStats NpuSim::finish() {
   SimStats s = stats_;
   const int C = m_.cores;
   s.instructions = static_cast<int64_t>(instrs_.size());
-  const Replay r = replay(instrs_, C * kNumEngines, epoch_overhead_, m_.gm_gbps / m_.clock_ghz);
+  const Replay r =
+      replay(instrs_, C * kNumEngines, epoch_overhead_, m_.gm_gbps / m_.clock_ghz, epoch_issue_);
   for (size_t q = 0; q < r.busy.size(); ++q) s.engine_busy_cycles[q % kNumEngines] += r.busy[q];
   const double latency = r.latency_cycles;
   s.latency_cycles = latency;

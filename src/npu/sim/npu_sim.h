@@ -60,7 +60,11 @@ struct GmTensor {
   int64_t rows = 0, cols = 0;
   bool fp16 = false;
   std::vector<float> v;
-  int64_t last_write = -1;
+  // The last store into it from each core (instruction ids, -1: none). A load waits for its
+  // own core's last store only: a core reading what another core wrote is ordered by the
+  // launch or cross-core sync between them, as on the device, and two cores' blocks of one
+  // tensor inside a launch do not wait for each other.
+  std::vector<int64_t> last_write_on_core;
 };
 
 // Rows [row0, row0 + n) of columns [col0, col0 + w) of a GM tensor, rows `row_step` apart
@@ -92,6 +96,7 @@ struct SimStats {
   double energy_mj = 0;
   int64_t instructions = 0;
   int launches = 0;
+  int framework_ops = 0;  // eager operators the host dispatched (see NpuSim::launch)
 };
 
 class NpuSim {
@@ -135,8 +140,10 @@ class NpuSim {
   // Re-lays a UB tile out (ND <-> NZ) with the vector unit: one read and one write pass.
   Status relayout(Tile* t, Layout to);
   // A kernel launch boundary: nothing after it starts before everything before it is done,
-  // plus the launch overhead.
-  void launch();
+  // plus the launch overhead. `framework_ops`: the eager framework operators the host
+  // dispatches for it (each costs the machine's framework_op_us of host time, and the launch
+  // cannot start before the host has issued it); 0 for a kernel launched directly.
+  void launch(int framework_ops = 0);
   // All cores meet through GM inside one launch (each writes a flag, then reads them all):
   // nothing after it starts before everything before it is done and the flags went round.
   Status cross_core_sync();
@@ -160,6 +167,8 @@ class NpuSim {
   std::vector<Event> instrs_;  // queue = core * kNumEngines + engine; shared bytes = GM bytes
   int epoch_ = 0;
   std::vector<double> epoch_overhead_;  // per epoch boundary (launch overhead or 0)
+  std::vector<double> epoch_issue_;     // per epoch boundary: when the host has issued it
+  double host_cycles_ = 0;              // the host's dispatch clock
   GmTensor* sync_flags_ = nullptr;
   SimStats stats_;
   double vector_bytes_ = 0;

@@ -35,6 +35,9 @@ struct NpuLaStats {
       peak_bytes;  // per buffer ("L1", "L0A", "L0B", "L0C", "UB"), largest core
   int64_t cube_macs = 0;
   double cube_util = 0, vector_util = 0;
+  // Each engine's busy time over cores x latency ("mte2": GM -> L1/UB, "mte1": L1 -> L0/UB,
+  // "mte3": UB -> GM/L1, "cube", "vector"): where a kernel's time goes.
+  std::map<std::string, double> engine_busy;
   double energy_mj = 0;
   int launches = 0;
   int framework_ops = 0;  // eager operators the host dispatched (vllm-ascend's chain)

@@ -62,6 +62,13 @@ LaCase with_hv(LaCase c, int hv) {
   return c;
 }
 
+// q and k as raw projections (rows of norm 2-8), normalised inside the kernel.
+LaCase with_l2norm(LaCase c) {
+  c.normalized_qk = false;
+  c.l2norm_in_kernel = true;
+  return c;
+}
+
 std::vector<NpuCase> cases() {
   std::vector<NpuCase> out;
   static std::vector<std::string> names;  // every variant of the table, ablation steps included
@@ -77,6 +84,8 @@ std::vector<NpuCase> cases() {
     out.push_back({v, gdn(50, 1, 128, 16, true, Gates::kMild, 15), 16});
     out.push_back({v, with_hv(gdn(130, 2, 32, 32, true, Gates::kStrong, 16), 6), 64});
     out.push_back({v, with_hv(gdn(70, 4, 64, 64, true, Gates::kMild, 17), 12), 32});
+    out.push_back({v, with_l2norm(gdn(150, 3, 64, 64, true, Gates::kMild, 18)), 64});
+    out.push_back({v, with_l2norm(with_hv(gdn(60, 1, 32, 48, true, Gates::kStrong, 19), 2)), 32});
   }
   return out;
 }
@@ -102,6 +111,8 @@ std::vector<NpuCase> kda_cases() {
     out.push_back({v, kda(50, 1, 128, 16, true, Gates::kMild, 35), 16});
     out.push_back({v, with_hv(kda(90, 2, 32, 32, true, Gates::kStrong, 36), 6), 64});
     out.push_back({v, with_hv(kda(70, 4, 64, 64, true, Gates::kMild, 37), 12), 32});
+    out.push_back({v, with_l2norm(kda(150, 3, 64, 64, true, Gates::kMild, 38)), 64});
+    out.push_back({v, with_l2norm(with_hv(kda(60, 1, 32, 48, true, Gates::kStrong, 39), 2)), 32});
   }
   return out;
 }
@@ -214,6 +225,15 @@ TEST(NpuTraffic, VllmAscendPaysTheHostForEveryEagerOperator) {
     NpuLaStats fused;
     ASSERT_TRUE(npu_la_prefill(d.args(), {.variant = "hanpu"}, &fused).ok());
     EXPECT_EQ(fused.framework_ops, 0);
+    // Where the time goes: every engine's busy share is in [0, 1], and the cube and the GM
+    // loads did some work.
+    ASSERT_EQ(fused.engine_busy.size(), 5u);
+    for (const auto& [engine, busy] : fused.engine_busy) {
+      EXPECT_GE(busy, 0.0) << engine;
+      EXPECT_LE(busy, 1.0) << engine;
+    }
+    EXPECT_GT(fused.engine_busy["cube"], 0.0);
+    EXPECT_GT(fused.engine_busy["mte2"], 0.0);
   }
 }
 
@@ -234,6 +254,17 @@ TEST(NpuSchedule, ExtremeTailsRunChunkHeadChunk) {
   ASSERT_TRUE(describe_npu_plan("ascend-310p", LaMech::kKda, 1, 1024, 128, 64, &plan).ok());
   EXPECT_NE(plan.find("1 tail head(s) chunk-split over all cores"), std::string::npos) << plan;
   EXPECT_NE(plan.find("then all cores, chunk-head-chunk: h0"), std::string::npos) << plan;
+  // With q and k normalised in the kernel the chunk-split head normalises them to GM first
+  // (its flow reads them from there), inside the same launch.
+  LaData kn = make_la_data(with_l2norm(kda(1024, 1, 128, 128, true, Gates::kMild, 43)));
+  kn.poison();
+  const ref::LaRefResult want = ref::la_recurrent(kn.args());
+  NpuLaStats normed;
+  ASSERT_TRUE(npu_la_prefill(kn.args(), {.variant = "hanpu"}, &normed).ok());
+  EXPECT_LE(nmse(want.o, kn.o_as_double()), 1e-5);
+  EXPECT_LE(nmse(want.final_state, kn.s1), 1e-5);
+  EXPECT_EQ(normed.launches, 1);
+  EXPECT_EQ(normed.gm_workspace_bytes, fused.gm_workspace_bytes + 2 * int64_t{1024} * 128 * 2);
   LaData gd = make_la_data(gdn(1024, 4, 128, 128, true, Gates::kMild, 42));
   NpuLaStats g;
   ASSERT_TRUE(npu_la_prefill(gd.args(), {.variant = "hanpu"}, &g).ok());

@@ -25,8 +25,9 @@ struct Inputs {
   std::vector<float> g, beta, s1;
 };
 
-// H value heads over QH q/k heads.
-Inputs make_inputs(bool kda, int64_t T, int H, int QH, int D, uint64_t seed) {
+// H value heads over QH q/k heads. `raw_qk`: q/k rows of norm 2-8, as projections give them
+// to a kernel that normalises them itself.
+Inputs make_inputs(bool kda, int64_t T, int H, int QH, int D, bool raw_qk, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> nd;
   Inputs in;
@@ -39,7 +40,8 @@ Inputs make_inputs(bool kda, int64_t T, int H, int QH, int D, uint64_t seed) {
         e = nd(rng);
         ss += e * e;
       }
-      for (int j = 0; j < D; ++j) x[i * D + j] = f32_to_f16_bits(r[j] / std::sqrt(ss));
+      const float norm = raw_qk ? 2.0f + 6.0f * static_cast<float>(rng() % 1024) / 1023.0f : 1.0f;
+      for (int j = 0; j < D; ++j) x[i * D + j] = f32_to_f16_bits(norm * r[j] / std::sqrt(ss));
     }
   };
   rows(in.q);
@@ -150,6 +152,10 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
                  "must divide every --heads")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
+  cmd.add_flag("--qk-l2norm", o.qk_l2norm,
+               "LA: q and k as raw projections, L2-normalised inside the kernel (Qwen3.5's "
+               "use_qk_l2norm_in_kernel); the fused kernels normalise as they load a chunk, "
+               "the baselines in a pass of their own");
   cmd.add_option("--chunk", o.chunk, "chunk size C: 16, 32, 64")
       ->capture_default_str()
       ->check(shape_range());
@@ -208,13 +214,14 @@ int run_sim(const SimOptions& o) {
     const bool kda = mech == "kda";
     for (int H : o.heads) {
       for (long T : o.seq) {
-        Inputs in = make_inputs(kda, T, H, H / o.gva, o.dim, 1000 + T * 7 + H);
+        Inputs in = make_inputs(kda, T, H, H / o.gva, o.dim, o.qk_l2norm, 1000 + T * 7 + H);
         for (const std::string& v : variants) {
           if (tty)
             std::fprintf(stderr, "\r[%zu/%zu] %s, %d heads, T = %ld ...", ++done, total, v.c_str(),
                          H, T);
           Inputs run = in;
-          const LaArgs args = make_args(kda, T, H, H / o.gva, o.dim, run);
+          LaArgs args = make_args(kda, T, H, H / o.gva, o.dim, run);
+          args.qk_l2norm = o.qk_l2norm;
           NpuLaStats s;
           const Status st =
               npu_la_prefill(args, {.target = o.target, .variant = v, .chunk_size = o.chunk}, &s);
@@ -258,6 +265,7 @@ int run_sim(const SimOptions& o) {
                                 {"T", T},
                                 {"heads", H},
                                 {"qk_heads", H / o.gva},
+                                {"qk_l2norm", o.qk_l2norm},
                                 {"K", o.dim},
                                 {"V", o.dim},
                                 {"chunk", o.chunk},
@@ -278,6 +286,7 @@ int run_sim(const SimOptions& o) {
                                 {"nmse_o", err},
                                 {"nmse_state", err_state}};
             for (const auto& [b, bytes] : s.peak_bytes) j["peak_" + b + "_bytes"] = bytes;
+            for (const auto& [e, busy] : s.engine_busy) j["busy_" + e] = busy;
             std::printf("%s\n", j.dump().c_str());
           } else {
             std::printf(

@@ -20,8 +20,9 @@ struct SimOptions {
   std::vector<int> heads = {16, 32, 48};
   std::vector<long> seq = {512, 1024, 2048, 4096};
   std::vector<std::string> variant = {"all"};
-  int dim = 128;  // K = V
-  int gva = 1;    // LA: value heads per q/k head (--heads counts the value heads)
+  int dim = 128;           // K = V
+  int gva = 1;             // LA: value heads per q/k head (--heads counts the value heads)
+  bool qk_l2norm = false;  // LA: q/k as raw projections, L2-normalised inside the kernel
   int chunk = 64;
   bool ablation = false;  // the ablation steps (fla -> +mapping -> +reordering -> +layout)
   bool check = true;      // compare each run's outputs with the reference

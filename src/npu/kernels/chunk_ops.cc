@@ -1,6 +1,8 @@
 // CoreOps (see chunk_ops.h).
 #include "npu/kernels/chunk_ops.h"
 
+#include "hanpu/dtype.h"
+
 #include "plan/la_plan.h"
 
 #include <algorithm>
@@ -22,6 +24,22 @@ Status CoreOps::stage_to_l1(Tile* ub, const std::string& name, Tile** l1) {
   HANPU_RETURN_IF_ERROR(sim_.move(*l1, half));
   if (half != ub) sim_.free(half);
   return Status::Ok();
+}
+
+Status CoreOps::l2norm_rows(Tile* t) {
+  // One pass for the sums of squares, one to scale: a read, a read and a write of the tile.
+  const int64_t bytes = 3 * matrix_bytes(t->rows, t->cols, t->fp16);
+  return sim_.vector({t}, {t}, bytes, true, [t] {
+    for (int i = 0; i < t->rows; ++i) {
+      float ss = 0;
+      for (int j = 0; j < t->cols; ++j) ss += t->at(i, j) * t->at(i, j);
+      const float r = 1.0f / std::sqrt(ss + 1e-6f);
+      for (int j = 0; j < t->cols; ++j) t->at(i, j) *= r;
+    }
+    if (t->fp16) {
+      for (float& x : t->v) x = f16_bits_to_f32(f32_to_f16_bits(x));
+    }
+  });
 }
 
 Status CoreOps::to_layout(Tile* t, Layout l) { return sim_.relayout(t, l); }

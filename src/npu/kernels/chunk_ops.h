@@ -21,6 +21,9 @@ struct GdnGm {
   int64_t T = 0;
   int H = 0, K = 0, V = 0, chunk = 64;
   int group = 1;
+  // q and k rows scaled to unit L2 norm before use (Qwen3.5's use_qk_l2norm_in_kernel): the
+  // fused kernels do it as they load a chunk, the baselines in a pass of their own first.
+  bool qk_l2norm = false;
   // The first column of value head h's q/k head in q and k.
   int64_t qk_col(int h) const { return static_cast<int64_t>(h / group) * K; }
   float scale = 1.0f;
@@ -42,6 +45,8 @@ class CoreOps {
     for (Tile* t : tiles) sim_.free(t);
   }
 
+  // Every row of a UB tile times rsqrt(sum of its squares + 1e-6), FLA's l2norm.
+  Status l2norm_rows(Tile* t);
   // A UB matrix (fp32 or fp16, either layout) as an fp16 NZ tile in L1: convert on the
   // vector unit, re-lay it out to fractals if it is dense, move UB -> L1.
   Status stage_to_l1(Tile* ub, const std::string& name, Tile** l1);

@@ -104,21 +104,21 @@ Status fla_flow(NpuSim& sim, const GdnGm& gm, const std::vector<int>& heads, boo
   return Status::Ok();
 }
 
-namespace {
-
-std::vector<int> all_heads(const GdnGm& gm) {
-  std::vector<int> h(static_cast<size_t>(gm.H));
-  for (int i = 0; i < gm.H; ++i) h[static_cast<size_t>(i)] = i;
-  return h;
-}
-
-}  // namespace
-
 Status gdn_fla(NpuSim& sim, const GdnGm& gm) {
-  return fla_flow(sim, gm, all_heads(gm), false, true);
+  if (gm.qk_l2norm) {  // FLA's l2norm_fwd on q, then on k, each a kernel of its own
+    GdnGm normed;
+    HANPU_RETURN_IF_ERROR(l2norm_qk(sim, gm, all_value_heads(gm), 0, true, &normed));
+    return gdn_fla(sim, normed);
+  }
+  return fla_flow(sim, gm, all_value_heads(gm), false, true);
 }
 Status gdn_fla_mega(NpuSim& sim, const GdnGm& gm) {
-  return fla_flow(sim, gm, all_heads(gm), true, true);
+  if (gm.qk_l2norm) {
+    GdnGm normed;
+    HANPU_RETURN_IF_ERROR(l2norm_qk(sim, gm, all_value_heads(gm), 0, true, &normed));
+    return gdn_fla_mega(sim, normed);
+  }
+  return fla_flow(sim, gm, all_value_heads(gm), true, true);
 }
 
 }  // namespace hanpu::npu

@@ -176,6 +176,11 @@ int flashqla_segments(const NpuMachine& m, const GdnGm& shape,
 }
 
 Status gdn_flashqla(NpuSim& sim, const GdnGm& gm) {
+  if (gm.qk_l2norm) {  // q and k normalised first, each in a kernel of its own, as FLA's
+    GdnGm normed;
+    HANPU_RETURN_IF_ERROR(l2norm_qk(sim, gm, all_value_heads(gm), 0, true, &normed));
+    return gdn_flashqla(sim, normed);
+  }
   return gdn_flashqla_segments(sim, gm, flashqla_segments(sim.machine(), gm));
 }
 

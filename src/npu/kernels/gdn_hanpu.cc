@@ -75,10 +75,15 @@ class FusedHead {
     in->t0 = t0;
     in->c = static_cast<int>(std::min<int64_t>(gm_.chunk, gm_.T - t0));
     const int c = in->c, K = gm_.K;
-    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &in->k));
-    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kL1, c, K, true, Layout::kNZ, "q", &in->q));
-    HANPU_RETURN_IF_ERROR(sim_.load(in->k, {gm_.k, t0, c, gm_.qk_col(h_), K}));
-    HANPU_RETURN_IF_ERROR(sim_.load(in->q, {gm_.q, t0, c, gm_.qk_col(h_), K}));
+    if (gm_.qk_l2norm) {  // through UB: normalised on the vector unit, then staged to L1
+      HANPU_RETURN_IF_ERROR(load_normalised(gm_.k, t0, c, "k", &in->k));
+      HANPU_RETURN_IF_ERROR(load_normalised(gm_.q, t0, c, "q", &in->q));
+    } else {
+      HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &in->k));
+      HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kL1, c, K, true, Layout::kNZ, "q", &in->q));
+      HANPU_RETURN_IF_ERROR(sim_.load(in->k, {gm_.k, t0, c, gm_.qk_col(h_), K}));
+      HANPU_RETURN_IF_ERROR(sim_.load(in->q, {gm_.q, t0, c, gm_.qk_col(h_), K}));
+    }
     // v arrives in the layout its chain works in (MTE2's Nd2Nz copy is free of vector time).
     const Layout vl = tech_.reorder ? layout(plan::Chain::kRhs) : Layout::kND;
     HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, c, w_, true, vl, "v", &in->v));
@@ -87,6 +92,17 @@ class FusedHead {
     if (gm_.kda)
       return Status::Ok();  // KDA's [c x K] gates are made at the chunk's start (UB space)
     return op_.gates(gm_, t0, c, h_, &in->beta, &in->gam, &in->egam);
+  }
+
+  // One chunk of q or k rows of this head, L2-normalised, as an fp16 NZ tile in L1.
+  Status load_normalised(GmTensor* src, int64_t t0, int c, const char* name, Tile** l1) {
+    Tile* u;
+    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, c, gm_.K, true, Layout::kND, name, &u));
+    HANPU_RETURN_IF_ERROR(sim_.load(u, {src, t0, c, gm_.qk_col(h_), gm_.K}));
+    HANPU_RETURN_IF_ERROR(op_.l2norm_rows(u));
+    HANPU_RETURN_IF_ERROR(op_.stage_to_l1(u, name, l1));
+    op_.free({u});
+    return Status::Ok();
   }
 
   // The GEMM-first group: K and Q go to L0A once and serve K S0, Q S0 (when `with_state`),
@@ -538,7 +554,15 @@ Status run_schedule(NpuSim& sim, const GdnGm& gm, const plan::CoreSchedule& sche
   sim.launch();
   HANPU_RETURN_IF_ERROR(run_parts(sim, gm, sched, layouts, tech));
   if (sched.chunk_split_heads.empty()) return Status::Ok();
-  return fla_flow(sim, gm, sched.chunk_split_heads, /*one_launch=*/true, /*starts_launch=*/false);
+  if (!gm.qk_l2norm)
+    return fla_flow(sim, gm, sched.chunk_split_heads, /*one_launch=*/true, /*starts_launch=*/false);
+  // FLA's flow reads q and k from GM: their normalised rows go there first, in this launch
+  // (the flow's first cross-core sync orders them before its reads).
+  GdnGm normed;
+  HANPU_RETURN_IF_ERROR(
+      l2norm_qk(sim, gm, sched.chunk_split_heads, 0, /*own_launch=*/false, &normed));
+  return fla_flow(sim, normed, sched.chunk_split_heads, /*one_launch=*/true,
+                  /*starts_launch=*/false);
 }
 
 // Cycles of the whole kernel under `sched` over the sequence's first `chunks` chunks, on

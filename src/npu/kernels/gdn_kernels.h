@@ -40,6 +40,16 @@ plan::CoreSchedule fused_schedule(const NpuMachine& m, const GdnGm& shape,
                                   const plan::LayoutPlan& layouts, const GdnTechniques& tech);
 std::span<const GdnVariant> gdn_variants();
 
+// q and k L2-normalised as the baselines do it (FLA's l2norm_fwd, a kernel of its own before
+// the flow): the q/k heads that `value_heads` read, a (chunk, head) unit at a time, to new GM
+// tensors; *out is `gm` reading them, with qk_l2norm cleared. `own_launch`: q and k each in
+// a launch of its own, standing for `framework_ops` eager operators each (see
+// NpuSim::launch); else inside the current launch.
+Status l2norm_qk(NpuSim& sim, const GdnGm& gm, const std::vector<int>& value_heads,
+                 int framework_ops, bool own_launch, GdnGm* out);
+// Every value head, 0 .. H - 1.
+std::vector<int> all_value_heads(const GdnGm& gm);
+
 // GM tensors of `shape` over T tokens on `sim`, all zero: a kernel's timing does not depend
 // on its values, so the runs that pick a variant's tunables by measuring it use these.
 GdnGm zero_inputs(NpuSim& sim, const GdnGm& shape, int64_t T);

@@ -13,6 +13,7 @@ GdnGm zero_inputs(NpuSim& sim, const GdnGm& shape, int64_t T) {
   g.chunk = shape.chunk;
   g.scale = shape.scale;
   g.group = shape.group;
+  g.qk_l2norm = shape.qk_l2norm;
   const int64_t HK = static_cast<int64_t>(g.H) * g.K, HV = static_cast<int64_t>(g.H) * g.V;
   const int64_t QK = static_cast<int64_t>(g.H / g.group) * g.K;
   g.q = sim.gm("q", g.T, QK, true);

@@ -97,10 +97,17 @@ constexpr int kIdentityOps = 2;   // eye, add
 constexpr int kBetaOps = 4;       // v * beta, k * beta, exp(g), their product
 constexpr int kStateInitOps = 4;  // the zero state, the zero output, the causal mask (2)
 constexpr int kEpilogueOps = 2;   // the output's layout copy and cast
+constexpr int kL2normOps = 5;     // per tensor (q, k): x * x, sum, + eps, rsqrt, product
 
 }  // namespace
 
 Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm) {
+  if (gm.qk_l2norm) {  // the reference's l2norm: x * x, sum, + eps, rsqrt, product; q then k
+    GdnGm normed;
+    HANPU_RETURN_IF_ERROR(
+        l2norm_qk(sim, gm, all_value_heads(gm), kL2normOps, /*own_launch=*/true, &normed));
+    return gdn_vllm_ascend(sim, normed);
+  }
   const int H = gm.H, K = gm.K, V = gm.V, C = gm.chunk;
   const int64_t T = gm.T, NT = (T + C - 1) / C, HK = static_cast<int64_t>(H) * K,
                 HV = static_cast<int64_t>(H) * V;

@@ -53,7 +53,6 @@ Status validate(const LaArgs& a, const NpuLaOptions& o, int64_t* T, int* H, int*
       !(a.cu_seqlens.size() == 2 && a.cu_seqlens[0] == 0 && a.cu_seqlens[1] == *T)) {
     return Status::Error("npu: varlen batches (cu_seqlens) are not supported yet");
   }
-  if (a.qk_l2norm) return Status::Error("npu: in-kernel q/k L2 norm is not supported yet");
   const Shape st{1, *H, *K, *V};
   if (!a.initial_state.empty() &&
       (a.initial_state.shape != st || a.initial_state.dtype != DType::kF32)) {
@@ -188,6 +187,7 @@ Status npu_la_prefill(const LaArgs& a, const NpuLaOptions& o, NpuLaStats* stats)
   gm.K = K;
   gm.V = V;
   gm.group = H / QH;
+  gm.qk_l2norm = a.qk_l2norm;
   gm.chunk = o.chunk_size;
   gm.scale = a.scale.value_or(1.0f / std::sqrt(static_cast<float>(K)));
   gm.q = sim.gm("q", T, static_cast<int64_t>(QH) * K, true);
@@ -231,6 +231,10 @@ Status npu_la_prefill(const LaArgs& a, const NpuLaOptions& o, NpuLaStats* stats)
     r.cube_macs = s.cube_macs;
     r.cube_util = s.cube_util;
     r.vector_util = s.vector_util;
+    static constexpr const char* kEngines[npu::kNumEngines] = {"mte2", "mte1", "mte3", "cube",
+                                                               "vector"};
+    for (int e = 0; e < npu::kNumEngines; ++e)
+      r.engine_busy[kEngines[e]] = s.engine_busy_cycles[e] / (m.cores * s.latency_cycles);
     r.energy_mj = s.energy_mj;
     r.launches = s.launches;
     r.framework_ops = s.framework_ops;

@@ -155,12 +155,30 @@ class FusedHead {
     op_.free({Aa, Bb});
     return op_.from_l0c(C, name, out_ub);
   }
+  // The same with B already in L0B (a B two products share is loaded once: GEMM-first).
+  Status product_l0b(Tile* a_l1, Tile* b_l0, const std::string& name, int rows, int cols,
+                     Tile** out_ub) {
+    Tile *Aa, *C;
+    HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0A, a_l1, false, name + ".a", &Aa));
+    HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kL0C, rows, cols, false, Layout::kNZ, name, &C));
+    HANPU_RETURN_IF_ERROR(sim_.mmad(C, Aa, b_l0, false));
+    op_.free({Aa});
+    return op_.from_l0c(C, name, out_ub);
+  }
 
   // Kd^T Vn: Kd = exp(gam_last - gam) o K computed in UB in the kd chain's layout (GDN: one
   // factor per row; KDA: one per element, from the per-channel gates).
   Status state_delta(const ChunkIn& in, Tile* Vn1, Layout kd_layout, Tile** dS) {
+    Tile* Vnb;
+    HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0B, Vn1, false, "Vn", &Vnb));
+    HANPU_RETURN_IF_ERROR(state_delta_l0b(in, Vnb, kd_layout, dS));
+    op_.free({Vnb});
+    return Status::Ok();
+  }
+  // The same with Vn already in L0B.
+  Status state_delta_l0b(const ChunkIn& in, Tile* Vnb, Layout kd_layout, Tile** dS) {
     const int c = in.c, K = gm_.K;
-    Tile *Kub, *Kd1, *KdT, *Vnb, *U;
+    Tile *Kub, *Kd1, *KdT, *U;
     HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kUB, c, K, true, Layout::kNZ, "kd", &Kub));
     HANPU_RETURN_IF_ERROR(sim_.move(Kub, in.k));
     HANPU_RETURN_IF_ERROR(op_.to_layout(Kub, kd_layout));
@@ -170,10 +188,9 @@ class FusedHead {
     HANPU_RETURN_IF_ERROR(sim_.move(Kd1, Kub));
     op_.free({Kub});
     HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0A, Kd1, true, "kdT", &KdT));
-    HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0B, Vn1, false, "Vn", &Vnb));
     HANPU_RETURN_IF_ERROR(op_.alloc(Buf::kL0C, K, w_, false, Layout::kNZ, "dS", &U));
     HANPU_RETURN_IF_ERROR(sim_.mmad(U, KdT, Vnb, false));
-    op_.free({KdT, Vnb, Kd1});
+    op_.free({KdT, Kd1});
     return op_.from_l0c(U, "dS", dS);
   }
 
@@ -241,13 +258,20 @@ class FusedHead {
     op_.free({Ainv, R1});
     HANPU_RETURN_IF_ERROR(op_.stage_to_l1(Vn, "Vn", &Vn1));
     op_.free({Vn});
-    HANPU_RETURN_IF_ERROR(product(Qm, Vn1, "O", c, w_, &O));
+    // Vn is the right operand of both the output's Qm Vn and the state's Kd^T Vn: it goes to
+    // L0B once and stays there for both (GEMM-first: shared inputs reused on the core).
+    Tile *Vnb, *Qm1;
+    HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0B, Vn1, false, "Vn", &Vnb));
+    op_.free({Vn1});
+    HANPU_RETURN_IF_ERROR(op_.stage_to_l1(Qm, "O.a", &Qm1));
     op_.free({Qm});
+    HANPU_RETURN_IF_ERROR(product_l0b(Qm1, Vnb, "O", c, w_, &O));
+    op_.free({Qm1});
     HANPU_RETURN_IF_ERROR(output(in, O, QS, layout(plan::Chain::kOutput)));
     // KDA's kd chain is not planned yet (the DP's chain costs are GDN's): dense rows.
     HANPU_RETURN_IF_ERROR(
-        state_delta(in, Vn1, gm_.kda ? Layout::kND : layout(plan::Chain::kKd), &dS));
-    op_.free({Vn1});
+        state_delta_l0b(in, Vnb, gm_.kda ? Layout::kND : layout(plan::Chain::kKd), &dS));
+    op_.free({Vnb});
     HANPU_RETURN_IF_ERROR(commit_state(in, dS));
     release(in);
     return Status::Ok();
@@ -300,9 +324,12 @@ class FusedHead {
     Tile *L, *Qm;
     HANPU_RETURN_IF_ERROR(op_.kda_intra(Ku, Qu, gam, &L, &Qm));
     op_.free({Ku, Qu});
-    HANPU_RETURN_IF_ERROR(product_l1(Kg1, S16_, "KS0", c, w_, &KS));
-    HANPU_RETURN_IF_ERROR(product_l1(Qg1, S16_, "QS0", c, w_, &QS));
-    op_.free({Kg1, Qg1});
+    // S0 is the right operand of both: to L0B once (GEMM-first).
+    Tile* Sb;
+    HANPU_RETURN_IF_ERROR(op_.to_l0(Buf::kL0B, S16_, false, "S0", &Sb));
+    HANPU_RETURN_IF_ERROR(product_l0b(Kg1, Sb, "KS0", c, w_, &KS));
+    HANPU_RETURN_IF_ERROR(product_l0b(Qg1, Sb, "QS0", c, w_, &QS));
+    op_.free({Kg1, Qg1, Sb});
     Tile* beta = in.beta;
     HANPU_RETURN_IF_ERROR(op_.kda_masks(L, Qm, beta, gm_.scale));
     // rhs = beta (V - K S0 e), over K S0's storage.

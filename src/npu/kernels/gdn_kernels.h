@@ -74,9 +74,10 @@ int flashqla_segments(const NpuMachine& m, const GdnGm& shape,
 // the outputs, then the state updated in place (chunk-first). GM sees only the compulsory
 // traffic: q, k, v, g, beta and the initial state read once, o and the final state written once.
 Status gdn_hanpu(NpuSim& sim, const GdnGm& gm);
-// vLLM-Ascend's native path: the chunkwise algorithm as a chain of framework operators, each
-// a launch over every (chunk, head) unit (or, in the chunk loop the host drives, over the
-// heads of one chunk), every intermediate through GM.
+// vLLM-Ascend's native path: the PyTorch reference chunk function it runs where Triton-Ascend
+// kernels do not (its solve a 63-step row loop), as a chain of launches over every (chunk,
+// head) unit (or, in the chunk loop the host drives, over the heads of one chunk), every
+// intermediate through GM, each launch paying the host's dispatch of its eager operators.
 Status gdn_vllm_ascend(NpuSim& sim, const GdnGm& gm);
 // FLA's chunk-head-chunk flow as three launches through GM: (1) per (chunk, head) on any core:
 // A = (I + L)^-1, W = A diag(beta exp(gam)) K, U = A diag(beta) V to GM; (2) per head: walk

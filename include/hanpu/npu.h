@@ -64,9 +64,26 @@ Status describe_npu_plan(const std::string& target, LaMech mech, int heads, int6
 
 // GDN or KDA prefill of one sequence on the target. q/k/v/o may be stored in any dtype: the
 // NPU holds them as fp16 in GM (the paper's mixed precision: fp16 q/k/v/o, fp32 gates and
-// states). Every variant runs GDN and KDA. Not yet supported (a clear error): varlen
-// batches, GVA (HV != H), in-kernel q/k L2 norm, K or V above 128 or not a multiple of 16.
+// states). Every variant runs GDN and KDA, with grouped value heads (HV a multiple of H) and
+// q/k L2-normalised in the kernel (args.qk_l2norm). Not yet supported (a clear error): varlen
+// batches, K or V above 128 or not a multiple of 16.
 Status npu_la_prefill(const LaArgs& args, const NpuLaOptions& options, NpuLaStats* stats);
+
+// ---- Ascend-class targets: full attention -----------------------------------------------
+
+struct NpuAscendAttnOptions {
+  std::string target = "ascend-310p";  // an Ascend-class target (npu_targets()) or a JSON file
+  bool skip_masked = true;  // key blocks wholly above the causal diagonal are not computed
+};
+
+// Causal or unmasked attention prefill on an Ascend-class target as one fused FlashAttention
+// kernel (per query head and block of 64 query rows on one core: Q K^T and P V on the cube,
+// the online softmax on the vector unit): q, o [T, Hq, D], k, v [T, Hkv, D] of any storage
+// dtype (held as fp16 in GM), Hq a multiple of Hkv (grouped-query attention), D a multiple of
+// 16 up to 512, no query offset or kv strides. The measures are the LA kernels' (variant
+// "flash"), so an attention layer and an LA layer compare on one machine.
+Status npu_attn_prefill_ascend(const AttnArgs& args, const NpuAscendAttnOptions& options,
+                               NpuLaStats* stats);
 
 // ---- Spatial (XDNA-class) targets: fused attention --------------------------------------
 

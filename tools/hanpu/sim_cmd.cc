@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -82,6 +83,17 @@ LaArgs make_args(bool kda, int64_t T, int H, int QH, int D, Inputs& in) {
   return a;
 }
 
+// A built-in spatial target, or a JSON file of kind "spatial" (anything else goes to the
+// Ascend-class path, whose loader names what is wrong with it).
+bool is_spatial_target(const std::string& target) {
+  const std::vector<std::string> spatial = npu_spatial_targets();
+  if (std::find(spatial.begin(), spatial.end(), target) != spatial.end()) return true;
+  std::ifstream f(target);
+  if (!f) return false;
+  const nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
+  return j.is_object() && j.contains("kind") && j["kind"] == "spatial";
+}
+
 }  // namespace
 
 void NmseGate::check(const std::string& row, const char* what, double nmse) {
@@ -104,12 +116,17 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
   std::string spatial;
   for (const auto& t : npu_spatial_targets()) spatial += (spatial.empty() ? "" : ", ") + t;
   cmd.add_option("--op", o.op,
-                 "la (LA prefill, Ascend-class targets) or attn (STEEL attention, spatial targets)")
+                 "la (LA prefill, Ascend-class targets) or attn (full attention: STEEL on "
+                 "spatial targets, fused FlashAttention on Ascend-class ones)")
       ->capture_default_str();
   auto* target = cmd.add_option("--target", o.target,
-                                "NPU target: " + targets + " (--op la); " + spatial +
-                                    " (--op attn, default xdna2); or a JSON file")
+                                "NPU target: " + targets + " (--op la or attn); " + spatial +
+                                    " (--op attn, its default xdna2); or a JSON file")
                      ->capture_default_str();
+  cmd.add_option("--kv-heads", o.kv_heads,
+                 "--op attn on an Ascend-class target: kv heads, dividing --heads (default: as "
+                 "many as --heads)")
+      ->check(CLI::Range(1, 1024));
   cmd.add_option("--placement", o.placement,
                  "--op attn: query blocks on pipelines: uniform, sparsity-aware")
       ->capture_default_str();
@@ -132,14 +149,16 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
                "unless --seq / --heads)")
       ->excludes("--variant");
   auto* dim =
-      cmd.add_option("--dim", o.dim, "head dim (LA: K = V, multiple of 16, <= 128; attn: 64)")
+      cmd.add_option("--dim", o.dim,
+                     "head dim (LA: K = V, multiple of 16, <= 128; attn: 64 on spatial targets, "
+                     "a multiple of 16 up to 512 on Ascend-class ones, default 128)")
           ->check(shape_range())
           ->capture_default_str();
   cmd.callback([&o, heads, seq, target, dim] {
     if (o.op == "attn") {  // STEEL's BERT shape unless told otherwise
       if (target->count() == 0) o.target = "xdna2";
       if (heads->count() == 0) o.heads = {12};
-      if (dim->count() == 0) o.dim = 64;
+      if (dim->count() == 0) o.dim = o.target == "xdna1" || o.target == "xdna2" ? 64 : 128;
       if (seq->count() == 0) o.seq = {512, 1024, 2048, 4096};
       return;
     }
@@ -169,7 +188,7 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
 }
 
 int run_sim(const SimOptions& o) {
-  if (o.op == "attn") return run_sim_attn(o);
+  if (o.op == "attn") return is_spatial_target(o.target) ? run_sim_attn(o) : run_sim_attn_ascend(o);
   if (o.op != "la") {
     std::fprintf(stderr, "error: --op %s: la or attn\n", o.op.c_str());
     return 2;

@@ -13,8 +13,10 @@
 namespace hanpu::cli {
 
 struct SimOptions {
-  std::string op = "la";               // la (Ascend-class targets) or attn (spatial targets)
-  std::string target = "ascend-310p";  // attn: xdna2 unless given
+  // la (Ascend-class targets) or attn (full attention: STEEL on spatial targets, fused
+  // FlashAttention on Ascend-class ones)
+  std::string op = "la";
+  std::string target = "ascend-310p";                                  // attn: xdna2 unless given
   std::vector<std::string> placement = {"uniform", "sparsity-aware"};  // attn
   std::vector<std::string> mech = {"gdn"};
   std::vector<int> heads = {16, 32, 48};
@@ -22,6 +24,7 @@ struct SimOptions {
   std::vector<std::string> variant = {"all"};
   int dim = 128;           // K = V
   int gva = 1;             // LA: value heads per q/k head (--heads counts the value heads)
+  int kv_heads = 0;        // attn on Ascend-class targets: kv heads (0: as many as --heads)
   bool qk_l2norm = false;  // LA: q/k as raw projections, L2-normalised inside the kernel
   int chunk = 64;
   bool ablation = false;  // the ablation steps (fla -> +mapping -> +reordering -> +layout)
@@ -51,5 +54,7 @@ void add_sim_options(CLI::App& cmd, SimOptions& o);
 int run_sim(const SimOptions& o);
 // --op attn: fused attention on a spatial target (STEEL), one row per run.
 int run_sim_attn(const SimOptions& o);
+// --op attn on an Ascend-class target: the fused FlashAttention kernel, one row per run.
+int run_sim_attn_ascend(const SimOptions& o);
 
 }  // namespace hanpu::cli

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "hanpu/npu.h"
+#include "npu/kernels/ascend_stats.h"
 #include "npu/kernels/gdn_kernels.h"
 #include "npu/machine/npu_machine.h"
 #include "npu/sim/npu_sim.h"
@@ -215,32 +216,7 @@ Status npu_la_prefill(const LaArgs& a, const NpuLaOptions& o, NpuLaStats* stats)
     for (size_t i = 0; i < gm.state1->v.size(); ++i)
       static_cast<float*>(a.final_state.data)[i] = gm.state1->v[i];
   }
-  if (stats != nullptr) {
-    NpuLaStats r;
-    r.target = m.name;
-    r.variant = o.variant;
-    r.latency_ms = s.latency_ms;
-    r.gm_read_bytes = s.gm_read_bytes;
-    r.gm_write_bytes = s.gm_write_bytes;
-    r.l1_l0_bytes = s.l1_l0_bytes;
-    r.spill_bytes = s.spill_bytes;
-    r.gm_workspace_bytes = s.gm_workspace_bytes;
-    r.gm_device_bytes = s.gm_device_bytes;
-    for (int b = 0; b < npu::kNumBufs; ++b)
-      r.peak_bytes[npu::buf_name(static_cast<npu::Buf>(b))] = s.peak_bytes[b];
-    r.cube_macs = s.cube_macs;
-    r.cube_util = s.cube_util;
-    r.vector_util = s.vector_util;
-    static constexpr const char* kEngines[npu::kNumEngines] = {"mte2", "mte1", "mte3", "cube",
-                                                               "vector"};
-    for (int e = 0; e < npu::kNumEngines; ++e)
-      r.engine_busy[kEngines[e]] = s.engine_busy_cycles[e] / (m.cores * s.latency_cycles);
-    r.energy_mj = s.energy_mj;
-    r.launches = s.launches;
-    r.framework_ops = s.framework_ops;
-    r.instructions = s.instructions;
-    *stats = std::move(r);
-  }
+  if (stats != nullptr) *stats = npu::ascend_stats(m, s, o.variant);
   return Status::Ok();
 }
 

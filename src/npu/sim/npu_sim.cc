@@ -57,7 +57,11 @@ struct GmBursts {
 
 GmBursts gm_bursts(const GmBlock& b, int64_t bytes, int64_t min_burst) {
   GmBursts out;
-  out.count = b.cols == b.t->cols || b.rows <= 1 ? 1 : b.rows;
+  if (b.t->nz) {  // 16-column strips, each contiguous down every row
+    out.count = b.rows == b.t->rows ? 1 : (b.cols + 15) / 16;
+  } else {
+    out.count = b.cols == b.t->cols || b.rows <= 1 ? 1 : b.rows;
+  }
   out.moved = out.count * std::max(bytes / out.count, min_burst);
   return out;
 }
@@ -243,22 +247,32 @@ void NpuSim::account_transfer(Path p, int64_t bytes, bool spill) {
   if (spill) stats_.spill_bytes += bytes;
 }
 
-Status NpuSim::load(Tile* dst, const GmBlock& src, bool spill) {
+Status NpuSim::load(Tile* dst, const GmBlock& src, bool spill, int tile_row0) {
   if (dst->buf != Buf::kL1 && dst->buf != Buf::kUB) {
     return Status::Error(
         fmt::format("load into {}: GM reaches only L1 and UB", buf_name(dst->buf)));
   }
-  if (src.rows != dst->rows || src.cols != dst->cols || src.row0 < 0 || src.col0 < 0 ||
-      src.row0 + src.rows > src.t->rows || src.col0 + src.cols > src.t->cols) {
+  const bool whole = tile_row0 == 0 && src.rows == dst->rows;
+  if (tile_row0 < 0 || tile_row0 + src.rows > dst->rows || src.cols != dst->cols || src.row0 < 0 ||
+      src.col0 < 0 || src.row0 + src.rows > src.t->rows || src.col0 + src.cols > src.t->cols ||
+      (!whole && dst->layout == Layout::kNZ && tile_row0 % 16 != 0)) {
     return Status::Error(fmt::format(
-        "load {} [{} x {}] from {} rows {}+{} cols {}+{}: shapes or bounds differ", dst->name,
-        dst->rows, dst->cols, src.t->name, src.row0, src.rows, src.col0, src.cols));
+        "load {} [{} x {}] rows {}+ from {} rows {}+{} cols {}+{}: shapes or bounds differ",
+        dst->name, dst->rows, dst->cols, tile_row0, src.t->name, src.row0, src.rows, src.col0,
+        src.cols));
+  }
+  if (src.t->nz && (dst->buf != Buf::kL1 || dst->layout != Layout::kNZ || src.col0 % 16 != 0)) {
+    return Status::Error(fmt::format(
+        "load {} from {}: an NZ tensor goes into NZ tiles in L1, whole 16-column strips", dst->name,
+        src.t->name));
   }
   for (int r = 0; r < src.rows; ++r) {
     const float* row = src.t->v.data() + (src.row0 + r) * src.t->cols + src.col0;
-    std::copy_n(row, src.cols, &dst->at(r, 0));
+    std::copy_n(row, src.cols, &dst->at(tile_row0 + r, 0));
   }
-  if (dst->fp16) round_f16(dst->v.data(), dst->v.size());
+  if (dst->fp16) {
+    round_f16(&dst->at(tile_row0, 0), static_cast<size_t>(src.rows) * src.cols);
+  }
   const Path p = dst->buf == Buf::kL1 ? Path::kGmToL1 : Path::kGmToUb;
   const int64_t bytes = matrix_bytes(src.rows, src.cols, src.t->fp16);
   account_transfer(p, bytes, spill);
@@ -268,18 +282,18 @@ Status NpuSim::load(Tile* dst, const GmBlock& src, bool spill) {
   return Status::Ok();
 }
 
-Status NpuSim::store(const GmBlock& dst, Tile* src, bool spill) {
+Status NpuSim::store(const GmBlock& dst, Tile* src, bool spill, int tile_row0) {
   if (src->buf != Buf::kUB || src->layout != Layout::kND) {
     return Status::Error(fmt::format("store {}: only ND tiles in UB go to GM", src->name));
   }
-  if (dst.rows != src->rows || dst.cols != src->cols || dst.row0 + dst.rows > dst.t->rows ||
-      dst.col0 + dst.cols > dst.t->cols) {
+  if (tile_row0 < 0 || tile_row0 + dst.rows > src->rows || dst.cols != src->cols ||
+      dst.row0 + dst.rows > dst.t->rows || dst.col0 + dst.cols > dst.t->cols) {
     return Status::Error(
         fmt::format("store {} into {}: shapes or bounds differ", src->name, dst.t->name));
   }
   for (int r = 0; r < dst.rows; ++r) {
     float* row = dst.t->v.data() + (dst.row0 + r) * dst.t->cols + dst.col0;
-    std::copy_n(&src->at(r, 0), dst.cols, row);
+    std::copy_n(&src->at(tile_row0 + r, 0), dst.cols, row);
     if (dst.t->fp16) round_f16(row, dst.cols);
   }
   const int64_t bytes = matrix_bytes(dst.rows, dst.cols, dst.t->fp16);
@@ -290,7 +304,7 @@ Status NpuSim::store(const GmBlock& dst, Tile* src, bool spill) {
   return Status::Ok();
 }
 
-Status NpuSim::move(Tile* dst, Tile* src, bool transpose) {
+Status NpuSim::move(Tile* dst, Tile* src, bool transpose, int row0, int col0) {
   Path p;
   if (src->buf == Buf::kUB && dst->buf == Buf::kL1) {
     p = Path::kUbToL1;
@@ -306,12 +320,22 @@ Status NpuSim::move(Tile* dst, Tile* src, bool transpose) {
     return Status::Error(
         fmt::format("move {} -> {}: no such path", buf_name(src->buf), buf_name(dst->buf)));
   }
-  const int rows = transpose ? src->cols : src->rows, cols = transpose ? src->rows : src->cols;
-  if (dst->rows != rows || dst->cols != cols || src->core != dst->core) {
-    return Status::Error(fmt::format("move {} [{} x {}] -> {} [{} x {}]{}: shapes differ",
-                                     src->name, src->rows, src->cols, dst->name, dst->rows,
-                                     dst->cols, transpose ? " transposed" : ""));
+  // The block of src that moves: dst's shape (before the transpose) at (row0, col0).
+  const int src_rows = transpose ? dst->cols : dst->rows;
+  const int src_cols = transpose ? dst->rows : dst->cols;
+  const bool whole = row0 == 0 && col0 == 0 && src_rows == src->rows && src_cols == src->cols;
+  if (src->core != dst->core || row0 < 0 || col0 < 0 || row0 + src_rows > src->rows ||
+      col0 + src_cols > src->cols) {
+    return Status::Error(
+        fmt::format("move {} [{} x {}] rows {}+ cols {}+ -> {} [{} x {}]{}: shapes differ",
+                    src->name, src->rows, src->cols, row0, col0, dst->name, dst->rows, dst->cols,
+                    transpose ? " transposed" : ""));
   }
+  if (!whole && src->layout == Layout::kNZ && (row0 % 16 != 0 || col0 % 16 != 0)) {
+    return Status::Error(fmt::format("move {} rows {}+ cols {}+: an NZ block starts on a fractal",
+                                     src->name, row0, col0));
+  }
+  const int rows = dst->rows, cols = dst->cols;
   if (src->layout != dst->layout) {
     // Only the L0 loads reorder data (between the NZ family's fractal orders); every other
     // path copies bytes as they are, so a layout change is a separate relayout.
@@ -325,10 +349,12 @@ Status NpuSim::move(Tile* dst, Tile* src, bool transpose) {
   }
   if (transpose) {
     for (int r = 0; r < rows; ++r) {
-      for (int c = 0; c < cols; ++c) dst->at(r, c) = src->at(c, r);
+      for (int c = 0; c < cols; ++c) dst->at(r, c) = src->at(row0 + c, col0 + r);
     }
-  } else {
+  } else if (whole) {
     dst->v = src->v;
+  } else {
+    for (int r = 0; r < rows; ++r) std::copy_n(&src->at(row0 + r, col0), cols, &dst->at(r, 0));
   }
   if (dst->fp16 && !src->fp16) round_f16(dst->v.data(), dst->v.size());
   const int64_t bytes = matrix_bytes(rows, cols, src->fp16);

@@ -59,6 +59,11 @@ struct GmTensor {
   std::string name;
   int64_t rows = 0, cols = 0;
   bool fp16 = false;
+  // Stored in the cube's fractal order (NZ: 16-column strips, each contiguous down all the
+  // rows), as an Ascend runtime keeps weights it casts to FRACTAL_NZ once at load: a block
+  // moves as one burst per strip (one in all when it spans every row), straight into an NZ
+  // tile in L1.
+  bool nz = false;
   std::vector<float> v;
   // The last store into it from each core (instruction ids, -1: none). A load waits for its
   // own core's last store only: a core reading what another core wrote is ordered by the
@@ -124,13 +129,18 @@ class NpuSim {
   bool fits(int core, Buf buf, std::initializer_list<int64_t> bytes) const;
 
   // GM -> L1 or UB (MTE2). An NZ destination is converted on the way (MTE2's Nd2Nz copy).
-  Status load(Tile* dst, const GmBlock& src, bool spill = false);
+  // `tile_row0`: the block fills rows [tile_row0, tile_row0 + src.rows) of dst (whole
+  // fractal rows on an NZ tile), e.g. the query rows of several heads stacked for one pass.
+  Status load(Tile* dst, const GmBlock& src, bool spill = false, int tile_row0 = 0);
   // UB -> GM (MTE3); the tile must be ND (310P has no NZ->ND on this path).
-  Status store(const GmBlock& dst, Tile* src, bool spill = false);
+  // `tile_row0`: the block is rows [tile_row0, tile_row0 + dst.rows) of src.
+  Status store(const GmBlock& dst, Tile* src, bool spill = false, int tile_row0 = 0);
   // On-core moves: UB->L1 (MTE3), L1->L0A/L0B/UB (MTE1), L0C->UB (the vector path on 310P).
   // `transpose` stores src^T (L1->L0B's transposing load). fp32 -> fp16 rounds on the way;
-  // the layout becomes dst's.
-  Status move(Tile* dst, Tile* src, bool transpose = false);
+  // the layout becomes dst's. `row0`, `col0`: the corner of the block of src that moves (its
+  // shape dst's, before any transpose; whole fractals on an NZ src), e.g. one k-step of an L1
+  // panel into L0.
+  Status move(Tile* dst, Tile* src, bool transpose = false, int row0 = 0, int col0 = 0);
   // L0C (+)= L0A x L0B: a [m x k], b [k x n] fp16 NZ, c fp32. One 16x16x16 fractal a cycle.
   Status mmad(Tile* c, Tile* a, Tile* b, bool accumulate);
   // A vector-unit pass over `bytes` bytes that reads `in` and writes `out` (UB tiles only);

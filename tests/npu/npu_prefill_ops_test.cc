@@ -1,0 +1,265 @@
+// The whole prefill's other kernels on the simulated Ascend cores: the cube projection and
+// fused full attention, each against a float64 reference on the same fp16 inputs (odd sizes,
+// outputs poisoned first, NaN never passes), their GM traffic exact, the NZ weight's bursts
+// as the simulator defines them, and bad calls named.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "hanpu/dtype.h"
+#include "npu/kernels/attn_ascend.h"
+#include "npu/kernels/cube_gemm.h"
+#include "npu/machine/npu_machine.h"
+#include "npu/sim/npu_sim.h"
+
+namespace hanpu::npu {
+namespace {
+
+float f16(float x) { return f16_bits_to_f32(f32_to_f16_bits(x)); }
+
+void fill_random(GmTensor* t, std::mt19937_64& rng, float sd) {
+  std::normal_distribution<float> n(0.0f, sd);
+  for (float& x : t->v) x = f16(n(rng));
+}
+
+void poison(GmTensor* t) {
+  for (float& x : t->v) x = std::numeric_limits<float>::quiet_NaN();
+}
+
+// NaN or inf anywhere: +inf.
+double nmse(const std::vector<float>& got, const std::vector<double>& want) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double e = got[i] - want[i];
+    num += e * e;
+    den += want[i] * want[i];
+  }
+  return std::isfinite(num) && den > 0 ? num / den : INFINITY;
+}
+
+NpuMachine ascend() {
+  NpuMachine m;
+  EXPECT_TRUE(load_npu_machine("ascend-310p", &m).ok());
+  return m;
+}
+
+struct GemmCase {
+  int64_t M, K, N;
+};
+
+TEST(CubeGemm, MatchesFloat64OnOddShapesWithExactTraffic) {
+  const NpuMachine m = ascend();
+  std::mt19937_64 rng(0x6e6d);
+  for (const GemmCase c : {GemmCase{1, 16, 16}, GemmCase{37, 80, 50}, GemmCase{130, 600, 270},
+                           GemmCase{257, 1040, 530}}) {
+    SCOPED_TRACE(testing::Message() << "M " << c.M << " K " << c.K << " N " << c.N);
+    NpuSim sim(m);
+    GmTensor *x = sim.gm("x", c.M, c.K, true), *w = sim.gm("w", c.K, c.N, true),
+             *y = sim.gm("y", c.M, c.N, true);
+    w->nz = true;
+    fill_random(x, rng, 1.0f);
+    fill_random(w, rng, 0.05f);
+    poison(y);
+    sim.launch();
+    const Status st = cube_gemm(sim, x, w, y);
+    ASSERT_TRUE(st.ok()) << st.message();
+    const SimStats s = sim.finish();
+    std::vector<double> want(static_cast<size_t>(c.M * c.N));
+    for (int64_t i = 0; i < c.M; ++i) {
+      for (int64_t j = 0; j < c.N; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < c.K; ++k)
+          acc += static_cast<double>(x->v[i * c.K + k]) * w->v[k * c.N + j];
+        want[i * c.N + j] = acc;
+      }
+    }
+    // fp32 sums rounded once to fp16: about 2^-12 relative, squared.
+    EXPECT_LT(nmse(y->v, want), 1e-6);
+    // x is read once per column tile and w once per row tile; y written once.
+    const GemmTiling t = gemm_tiling(m, c.M, c.K, c.N);
+    const int64_t row_tiles = (c.M + t.bm - 1) / t.bm, col_tiles = (c.N + t.bn - 1) / t.bn;
+    EXPECT_EQ(s.gm_read_bytes, 2 * (col_tiles * c.M * c.K + row_tiles * c.K * c.N));
+    EXPECT_EQ(s.gm_write_bytes, 2 * c.M * c.N);
+    EXPECT_GT(s.cube_util, 0);
+    EXPECT_LE(s.cube_util, 1);
+  }
+}
+
+// A large product runs near the larger of its two bounds (the busiest core's cube time, its
+// GM bytes at the chip's rate): loads overlap the multiplies, and the tiling picks the bound.
+TEST(CubeGemm, RunsNearItsRoofline) {
+  const NpuMachine m = ascend();
+  for (const GemmCase c :
+       {GemmCase{1024, 1024, 2560}, GemmCase{512, 2048, 6144}, GemmCase{2048, 512, 512}}) {
+    SCOPED_TRACE(testing::Message() << "M " << c.M << " K " << c.K << " N " << c.N);
+    NpuSim sim(m);
+    GmTensor *x = sim.gm("x", c.M, c.K, true), *w = sim.gm("w", c.K, c.N, true),
+             *y = sim.gm("y", c.M, c.N, true);
+    w->nz = true;
+    sim.launch();
+    const Status st = cube_gemm(sim, x, w, y);
+    ASSERT_TRUE(st.ok()) << st.message();
+    const SimStats s = sim.finish();
+    const double cube = s.engine_busy_cycles[static_cast<int>(Engine::kCube)] / m.cores;
+    const double gm =
+        static_cast<double>(s.gm_read_bytes + s.gm_write_bytes) / (m.gm_gbps / m.clock_ghz);
+    EXPECT_LT(s.latency_cycles, 1.3 * std::max(cube, gm))
+        << "cube " << cube << " gm " << gm << " util " << s.cube_util;
+  }
+}
+
+TEST(CubeGemm, RefusesBadOperandsByName) {
+  const NpuMachine m = ascend();
+  NpuSim sim(m);
+  GmTensor *x = sim.gm("x", 8, 32, true), *w = sim.gm("w", 32, 16, true),
+           *y = sim.gm("y", 8, 16, true), *y2 = sim.gm("y2", 8, 17, true);
+  Status s = cube_gemm(sim, x, w, y);
+  EXPECT_NE(s.message().find("NZ order"), std::string::npos) << s.message();  // w not NZ
+  w->nz = true;
+  s = cube_gemm(sim, x, w, y2);
+  EXPECT_NE(s.message().find("y2 [8 x 17]"), std::string::npos) << s.message();
+  s = cube_gemm(sim, x, w, y, GemmTiling{.bm = 100});
+  EXPECT_NE(s.message().find("multiples of 16"), std::string::npos) << s.message();
+  // An NZ tensor goes only into NZ tiles in L1.
+  Tile* u;
+  ASSERT_TRUE(sim.alloc(0, Buf::kUB, 8, 16, true, Layout::kND, "u", &u).ok());
+  s = sim.load(u, {w, 0, 8, 0, 16});
+  EXPECT_NE(s.message().find("NZ tiles in L1"), std::string::npos) << s.message();
+}
+
+// An NZ weight block moves as one burst per 16-column strip, or one in all when it spans every
+// row; a row-major block of the same shape pays a burst a row.
+TEST(CubeGemm, AnNzWeightMovesInStrips) {
+  NpuMachine m = ascend();
+  m.dma_burst_setup_cycles = 100;
+  m.dma_min_burst_bytes = 512;
+  const auto cycles = [&](bool nz, int64_t rows) {
+    NpuSim sim(m);
+    GmTensor* w = sim.gm("w", rows, 1024, true);
+    w->nz = nz;
+    Tile* t = nullptr;
+    EXPECT_TRUE(sim.alloc(0, Buf::kL1, 64, 128, true, Layout::kNZ, "t", &t).ok());
+    EXPECT_TRUE(sim.load(t, {w, 0, 64, 0, 128}).ok());
+    return sim.finish().latency_cycles;
+  };
+  const double rate = m.path_bytes_per_cycle(Path::kGmToL1), bytes = 64 * 128 * 2;
+  EXPECT_NEAR(cycles(true, 64), m.gm_latency_cycles + bytes / rate + 100, 1e-6);
+  EXPECT_NEAR(cycles(true, 512), m.gm_latency_cycles + bytes / rate + 8 * 100, 1e-6);
+  // Row-major: 64 bursts of 256 B, each taken as 512.
+  EXPECT_NEAR(cycles(false, 512), m.gm_latency_cycles + 64 * 512 / rate + 64 * 100, 1e-6);
+}
+
+struct AttnCase {
+  int64_t T;
+  int Hq, Hkv, D;
+  bool causal;
+};
+
+std::vector<double> attention_reference(const AscendAttnGm& g) {
+  const int group = g.Hq / g.Hkv;
+  std::vector<double> o(static_cast<size_t>(g.T) * g.Hq * g.D);
+  std::vector<double> s(static_cast<size_t>(g.T));
+  for (int h = 0; h < g.Hq; ++h) {
+    const int64_t qc = static_cast<int64_t>(h) * g.D, kc = static_cast<int64_t>(h / group) * g.D;
+    for (int64_t i = 0; i < g.T; ++i) {
+      const int64_t n = g.causal ? i + 1 : g.T;
+      double mx = -INFINITY;
+      for (int64_t j = 0; j < n; ++j) {
+        double d = 0;
+        for (int e = 0; e < g.D; ++e)
+          d += static_cast<double>(g.q->v[i * g.q->cols + qc + e]) * g.k->v[j * g.k->cols + kc + e];
+        s[j] = d * g.scale;
+        mx = std::max(mx, s[j]);
+      }
+      double sum = 0;
+      for (int64_t j = 0; j < n; ++j) sum += s[j] = std::exp(s[j] - mx);
+      for (int e = 0; e < g.D; ++e) {
+        double acc = 0;
+        for (int64_t j = 0; j < n; ++j) acc += s[j] * g.v->v[j * g.v->cols + kc + e];
+        o[i * g.o->cols + qc + e] = acc / sum;
+      }
+    }
+  }
+  return o;
+}
+
+AscendAttnGm attn_tensors(NpuSim& sim, const AttnCase& c, std::mt19937_64& rng) {
+  AscendAttnGm g;
+  g.T = c.T;
+  g.Hq = c.Hq;
+  g.Hkv = c.Hkv;
+  g.D = c.D;
+  g.causal = c.causal;
+  g.scale = 1.0f / std::sqrt(static_cast<float>(c.D));
+  g.q = sim.gm("q", c.T, int64_t{c.Hq} * c.D, true);
+  g.k = sim.gm("k", c.T, int64_t{c.Hkv} * c.D, true);
+  g.v = sim.gm("v", c.T, int64_t{c.Hkv} * c.D, true);
+  g.o = sim.gm("o", c.T, int64_t{c.Hq} * c.D, true);
+  for (GmTensor* t : {g.q, g.k, g.v}) fill_random(t, rng, 1.0f);
+  poison(g.o);
+  return g;
+}
+
+TEST(AscendAttention, MatchesFloat64OnOddShapes) {
+  const NpuMachine m = ascend();
+  std::mt19937_64 rng(0xa77e);
+  for (const AttnCase c :
+       {AttnCase{1, 1, 1, 16, true}, AttnCase{70, 2, 1, 64, true}, AttnCase{200, 4, 2, 256, true},
+        AttnCase{130, 2, 2, 48, false}, AttnCase{129, 3, 1, 128, true}}) {
+    SCOPED_TRACE(testing::Message() << "T " << c.T << " heads " << c.Hq << "/" << c.Hkv << " D "
+                                    << c.D << (c.causal ? " causal" : " unmasked"));
+    NpuSim sim(m);
+    const AscendAttnGm g = attn_tensors(sim, c, rng);
+    sim.launch();
+    ASSERT_TRUE(ascend_flash_attention(sim, g).ok());
+    const SimStats s = sim.finish();
+    // P rounded to fp16 for the cube and O to fp16 on the way out: ~1e-7 when right.
+    EXPECT_LT(nmse(g.o->v, attention_reference(g)), 1e-5);
+    EXPECT_GT(s.latency_ms, 0);
+  }
+}
+
+// Skipping the key blocks above the diagonal changes no output bit, and saves cube work and
+// time; GM reads drop with the K and V blocks not loaded.
+TEST(AscendAttention, SkippingMaskedBlocksChangesNothingButTheWork) {
+  const NpuMachine m = ascend();
+  std::mt19937_64 rng(7);
+  const AttnCase c{520, 4, 2, 128, true};
+  SimStats st[2];
+  std::vector<float> out[2];
+  for (int skip = 0; skip < 2; ++skip) {
+    std::mt19937_64 same = rng;
+    NpuSim sim(m);
+    const AscendAttnGm g = attn_tensors(sim, c, same);
+    sim.launch();
+    ASSERT_TRUE(ascend_flash_attention(sim, g, {.skip_masked = skip == 1}).ok());
+    st[skip] = sim.finish();
+    out[skip] = g.o->v;
+  }
+  EXPECT_EQ(out[0], out[1]);
+  EXPECT_LT(st[1].cube_macs, 0.7 * st[0].cube_macs);
+  EXPECT_LT(st[1].latency_ms, st[0].latency_ms);
+  EXPECT_LT(st[1].gm_read_bytes, st[0].gm_read_bytes);
+}
+
+TEST(AscendAttention, RefusesBadShapesByName) {
+  const NpuMachine m = ascend();
+  std::mt19937_64 rng(1);
+  NpuSim sim(m);
+  AscendAttnGm g = attn_tensors(sim, {32, 3, 2, 64, true}, rng);
+  Status s = ascend_flash_attention(sim, g);
+  EXPECT_NE(s.message().find("3 query heads over 2 kv heads"), std::string::npos) << s.message();
+  g = attn_tensors(sim, {32, 2, 1, 64, true}, rng);
+  g.D = 60;
+  s = ascend_flash_attention(sim, g);
+  EXPECT_NE(s.message().find("D 60"), std::string::npos) << s.message();
+  g.D = 64;
+  s = ascend_flash_attention(sim, g, {.rows = 20});
+  EXPECT_NE(s.message().find("multiples of 16"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace hanpu::npu

@@ -85,6 +85,47 @@ struct NpuAscendAttnOptions {
 Status npu_attn_prefill_ascend(const AttnArgs& args, const NpuAscendAttnOptions& options,
                                NpuLaStats* stats);
 
+// ---- Ascend-class targets: a hybrid model's prefill --------------------------------------
+
+// A Qwen3.5-style hybrid's shape: GDN layers and gated attention layers, each with an MLP.
+struct NpuHybridShape {
+  int hidden = 0, ffn = 0;
+  int la_layers = 0, attn_layers = 0;
+  int la_qk_heads = 0, la_v_heads = 0, la_key_dim = 128, la_value_dim = 128, conv_kernel = 4;
+  int attn_heads = 0, kv_heads = 0, head_dim = 0;
+  float rotary_fraction = 0.25f;
+  float rope_theta = 1e7f;
+};
+
+struct NpuPrefillOptions {
+  std::string target = "ascend-310p";
+  std::string la_variant = "vllm-ascend";  // the LA core: one of npu_la_variants()
+  uint64_t seed = 1;
+};
+
+// Operator times are grouped as HA-NPU's Figure 3 groups a prefill: "linear attention" (the
+// GDN mixer from its input projections to its output projection), "full attention" (the
+// same for attention), "mlp", "norm" (each layer's input and post-mixer RMSNorm).
+struct NpuPrefillStats {
+  std::string target, la_variant;
+  double la_layer_ms = 0, attn_layer_ms = 0;  // one whole layer of each kind
+  double la_mixer_ms = 0, attn_mixer_ms = 0;  // its token mixer (the group above)
+  double la_core_ms = 0, attn_core_ms = 0;    // the LA core alone, the attention core alone
+  double prefill_ms = 0;                   // la_layers x LA layer + attn_layers x attention layer
+  double energy_mj = 0;                    // the same sum of the layers' energies
+  std::map<std::string, double> group_ms;  // over the whole prefill, by group
+  // Each layer kind's operators in order ("la." or "attn." then the operator), ms per layer.
+  std::vector<std::pair<std::string, double>> ops;
+};
+
+// The prefill of one sequence of T tokens through every layer of `shape` on an Ascend-class
+// target, as vLLM-Ascend runs it (every operator dispatched by the host), with the LA core as
+// options.la_variant. One layer of each kind runs on the model (the layers of a kind share a
+// shape and no kernel's timing depends on its values); the prefill is the layer counts times
+// those. The embedding lookup and the LM head's last row are not included.
+Status npu_hybrid_prefill(const NpuHybridShape& shape, int64_t T, const NpuPrefillOptions& options,
+                          NpuPrefillStats* stats);
+
 // ---- Spatial (XDNA-class) targets: fused attention --------------------------------------
 
 struct NpuAttnOptions {

@@ -2,7 +2,10 @@
 // 1024 for 0.8B, GDN 16/16 heads of 128, vocab 248320, rope theta 1e7 and partial rotary
 // 0.25 as the models' published config.json files give them; the fields not published there
 // (intermediate size, attention heads, 2B's hidden) are our assumptions, chosen to land on
-// the models' nominal parameter counts.
+// the models' nominal parameter counts. Qwen3.5-4B: 32 layers, hidden 2560, FFN 9216, GDN
+// with 16 q/k heads over 32 value heads, attention 16/4 heads of 256 — our reading of the
+// family's layout at that size (not checked against a published config here), for the NPU
+// model's prefill (`hanpu sim --op prefill`).
 #include "model/synthetic_models.h"
 
 namespace hanpu::model {
@@ -69,12 +72,20 @@ ModelConfig kda_hybrid_2b(Arch arch, int layers, int vocab) {
 }  // namespace
 
 std::vector<std::string> synthetic_model_names() {
-  return {"qwen3.5-0.8b", "qwen3.5-2b", "qwen3-next-tiny", "kimi-linear-2b", "ling-2b"};
+  return {"qwen3.5-0.8b",    "qwen3.5-2b",     "qwen3.5-4b",
+          "qwen3-next-tiny", "kimi-linear-2b", "ling-2b"};
 }
 
 std::optional<ModelConfig> synthetic_model_config(const std::string& name) {
   if (name == "qwen3.5-0.8b") return qwen35(1024, 3584, 24);
   if (name == "qwen3.5-2b") return qwen35(2048, 6144, 24);
+  if (name == "qwen3.5-4b") {
+    ModelConfig c = qwen35(2560, 9216, 32);
+    c.la_value_heads = 32;
+    c.attn_heads = 16;
+    c.kv_heads = 4;
+    return c;
+  }
   if (name == "qwen3-next-tiny") {  // Qwen3-Next's layout at a size a 2-core board can run
     ModelConfig c = qwen35(512, 1536, 8);
     c.arch = Arch::kQwen3Next;

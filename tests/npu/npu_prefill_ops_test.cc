@@ -4,14 +4,18 @@
 // as the simulator defines them, and bad calls named.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 #include <limits>
 #include <random>
 #include <vector>
 
 #include "hanpu/dtype.h"
+#include "hanpu/npu.h"
 #include "npu/kernels/attn_ascend.h"
 #include "npu/kernels/cube_gemm.h"
+#include "npu/kernels/row_pass.h"
 #include "npu/machine/npu_machine.h"
 #include "npu/sim/npu_sim.h"
 
@@ -259,6 +263,142 @@ TEST(AscendAttention, RefusesBadShapesByName) {
   g.D = 64;
   s = ascend_flash_attention(sim, g, {.rows = 20});
   EXPECT_NE(s.message().find("multiples of 16"), std::string::npos) << s.message();
+}
+
+// Regions split the replayed timeline: their times add up to the latency, and a region whose
+// operator the host dispatches slowly carries that wait.
+TEST(NpuSim, RegionsSplitTheTimeline) {
+  const NpuMachine m = ascend();
+  NpuSim sim(m);
+  GmTensor* x = sim.gm("x", 64, 256, false);
+  Tile* t;
+  ASSERT_TRUE(sim.alloc(0, Buf::kUB, 64, 256, false, Layout::kND, "t", &t).ok());
+  sim.region("host-bound");
+  sim.launch(3);
+  ASSERT_TRUE(sim.load(t, {x, 0, 64, 0, 256}).ok());
+  sim.region("device-bound");
+  sim.launch();
+  ASSERT_TRUE(sim.vector({t}, {t}, int64_t{400} * t->bytes, false, [] {}).ok());
+  const SimStats s = sim.finish();
+  ASSERT_EQ(s.region_ms.size(), 2u);
+  EXPECT_EQ(s.region_ms[0].first, "host-bound");
+  EXPECT_NEAR(s.region_ms[0].second + s.region_ms[1].second, s.latency_ms, 1e-9);
+  EXPECT_GE(s.region_ms[0].second, 3 * m.framework_op_us * 1e-3);
+  EXPECT_GT(s.region_ms[1].second,
+            400.0 * t->bytes / m.vector_bytes_per_cycle / m.clock_ghz * 1e-6);
+}
+
+// A row pass with a halo (a causal moving sum over 3 rows) in blocks smaller than T: every
+// output row sees the rows before it across block edges, and no row past the top.
+TEST(RowPass, BlocksSeeTheirHaloAcrossEdges) {
+  const NpuMachine m = ascend();
+  NpuSim sim(m);
+  const int64_t T = 1000;
+  const int C = 48;
+  GmTensor *x = sim.gm("x", T, C, false), *y = sim.gm("y", T, C, false);
+  std::mt19937_64 rng(3);
+  fill_random(x, rng, 1.0f);
+  poison(y);
+  RowPass p;
+  p.in = {{x, 0, C}};
+  p.out = {{y, 0, C}};
+  p.halo = 2;
+  int blocks = 0;
+  p.fn = [&](const std::vector<Tile*>& in, const std::vector<Tile*>&, const std::vector<Tile*>& out,
+             int halo, int64_t) {
+    ++blocks;
+    for (int i = 0; i < out[0]->rows; ++i) {
+      for (int c = 0; c < C; ++c) {
+        float acc = 0;
+        for (int j = 0; j < 3; ++j) {
+          const int r = halo + i - 2 + j;
+          if (r >= 0) acc += in[0]->at(r, c);
+        }
+        out[0]->at(i, c) = acc;
+      }
+    }
+  };
+  sim.launch();
+  ASSERT_TRUE(row_pass(sim, T, p).ok());
+  sim.finish();
+  EXPECT_GT(blocks, 1);
+  for (int64_t t = 0; t < T; ++t) {
+    for (int c = 0; c < C; ++c) {
+      double want = 0;
+      for (int64_t j = std::max<int64_t>(0, t - 2); j <= t; ++j) want += x->v[j * C + c];
+      ASSERT_NEAR(y->v[t * C + c], want, 1e-4) << "row " << t << " col " << c;
+    }
+  }
+}
+
+NpuHybridShape tiny_hybrid() {
+  NpuHybridShape s;
+  s.hidden = 64;
+  s.ffn = 128;
+  s.la_layers = 3;
+  s.attn_layers = 1;
+  s.la_qk_heads = 2;
+  s.la_v_heads = 4;
+  s.la_key_dim = s.la_value_dim = 32;
+  s.attn_heads = 4;
+  s.kv_heads = 2;
+  s.head_dim = 32;
+  return s;
+}
+
+// The whole prefill adds up: each layer kind's operators in order sum to its layer, the
+// prefill is the layer counts times the layers, the groups partition it; swapping the LA core
+// changes only the LA layers, and hanpu's core beats vLLM-Ascend's chain.
+TEST(HybridPrefill, OperatorsAddUpToThePrefill) {
+  const NpuHybridShape s = tiny_hybrid();
+  NpuPrefillStats st[2];
+  const char* variants[2] = {"vllm-ascend", "hanpu"};
+  for (int i = 0; i < 2; ++i) {
+    const Status r = npu_hybrid_prefill(s, 70, {.la_variant = variants[i]}, &st[i]);
+    ASSERT_TRUE(r.ok()) << r.message();
+  }
+  for (const NpuPrefillStats& x : st) {
+    SCOPED_TRACE(x.la_variant);
+    double la = 0, attn = 0, groups = 0;
+    std::vector<std::string> names;
+    for (const auto& [op, ms] : x.ops) {
+      EXPECT_GT(ms, 0) << op;
+      names.push_back(op);
+      (names.size() <= 12 ? la : attn) += ms;
+    }
+    ASSERT_EQ(names.size(), 22u);
+    EXPECT_EQ(names[5], "la.core");
+    EXPECT_EQ(names[15], "attn.core");
+    EXPECT_NEAR(la, x.la_layer_ms, 1e-9);
+    EXPECT_NEAR(attn, x.attn_layer_ms, 1e-9);
+    EXPECT_NEAR(x.prefill_ms, 3 * x.la_layer_ms + x.attn_layer_ms, 1e-9);
+    for (const auto& [g, ms] : x.group_ms) groups += ms;
+    EXPECT_NEAR(groups, x.prefill_ms, 1e-9);
+    EXPECT_GT(x.energy_mj, 0);
+  }
+  EXPECT_NEAR(st[0].attn_layer_ms, st[1].attn_layer_ms, 1e-9);
+  EXPECT_LT(st[1].la_core_ms, st[0].la_core_ms);
+  EXPECT_LT(st[1].prefill_ms, st[0].prefill_ms);
+}
+
+TEST(HybridPrefill, RefusesBadShapesByField) {
+  NpuHybridShape s = tiny_hybrid();
+  s.la_v_heads = 3;
+  Status r = npu_hybrid_prefill(s, 16, {}, nullptr);
+  EXPECT_NE(r.message().find("LA heads 2 (q/k) and 3 (v)"), std::string::npos) << r.message();
+  s = tiny_hybrid();
+  s.kv_heads = 3;
+  r = npu_hybrid_prefill(s, 16, {}, nullptr);
+  EXPECT_NE(r.message().find("attention heads 4 over 3 kv heads"), std::string::npos)
+      << r.message();
+  s = tiny_hybrid();
+  s.hidden = 60;
+  r = npu_hybrid_prefill(s, 16, {}, nullptr);
+  EXPECT_NE(r.message().find("hidden 60"), std::string::npos) << r.message();
+  r = npu_hybrid_prefill(tiny_hybrid(), 0, {}, nullptr);
+  EXPECT_NE(r.message().find("T 0"), std::string::npos) << r.message();
+  r = npu_hybrid_prefill(tiny_hybrid(), 16, {.la_variant = "nope"}, nullptr);
+  EXPECT_NE(r.message().find("unknown LA variant 'nope'"), std::string::npos) << r.message();
 }
 
 }  // namespace

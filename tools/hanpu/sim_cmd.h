@@ -22,9 +22,10 @@ struct SimOptions {
   std::vector<int> heads = {16, 32, 48};
   std::vector<long> seq = {512, 1024, 2048, 4096};
   std::vector<std::string> variant = {"all"};
-  int dim = 128;           // K = V
-  int gva = 1;             // LA: value heads per q/k head (--heads counts the value heads)
-  int kv_heads = 0;        // attn on Ascend-class targets: kv heads (0: as many as --heads)
+  int dim = 128;     // K = V
+  int gva = 1;       // LA: value heads per q/k head (--heads counts the value heads)
+  int kv_heads = 0;  // attn on Ascend-class targets: kv heads (0: as many as --heads)
+  std::vector<std::string> model = {"qwen3.5-2b"};  // prefill: the model shapes
   bool qk_l2norm = false;  // LA: q/k as raw projections, L2-normalised inside the kernel
   int chunk = 64;
   bool ablation = false;  // the ablation steps (fla -> +mapping -> +reordering -> +layout)
@@ -56,5 +57,7 @@ int run_sim(const SimOptions& o);
 int run_sim_attn(const SimOptions& o);
 // --op attn on an Ascend-class target: the fused FlashAttention kernel, one row per run.
 int run_sim_attn_ascend(const SimOptions& o);
+// --op prefill: a hybrid model's whole prefill on an Ascend-class target, one row per run.
+int run_sim_prefill(const SimOptions& o);
 
 }  // namespace hanpu::cli

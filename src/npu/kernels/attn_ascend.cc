@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -48,9 +49,9 @@ Status scores(CoreOps& op, const AscendAttnGm& gm, const Unit& u, Tile* Q1, int6
   out->k0 = k0;
   out->kr = kr;
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, kr, D, true, Layout::kNZ, "k_block", &K1));
-  HANPU_RETURN_IF_ERROR(sim.load(K1, {gm.k, k0, kr, col, D}));
+  HANPU_RETURN_IF_ERROR(sim.load(K1, {gm.k, k0, kr, gm.k_col + col, D}));
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, kr, D, true, Layout::kNZ, "v_block", &out->V1));
-  HANPU_RETURN_IF_ERROR(sim.load(out->V1, {gm.v, k0, kr, col, D}));
+  HANPU_RETURN_IF_ERROR(sim.load(out->V1, {gm.v, k0, kr, gm.v_col + col, D}));
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, R, kr, false, Layout::kNZ, "s", &S));
   for (int d0 = 0; d0 < D; d0 += kReduceStep) {
     const int dk = std::min(kReduceStep, D - d0);
@@ -139,7 +140,7 @@ Status run_unit(CoreOps& op, const AscendAttnGm& gm, const AscendAttnTiling& t, 
   Tile *Q1, *O, *m, *l;
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, R, D, true, Layout::kNZ, "q_rows", &Q1));
   for (int i = 0; i < u.heads; ++i) {
-    const int64_t col = static_cast<int64_t>(u.head0 + i) * D;
+    const int64_t col = gm.q_col + static_cast<int64_t>(u.head0 + i) * D;
     HANPU_RETURN_IF_ERROR(sim.load(Q1, {gm.q, u.q0, u.valid, col, D}, false, i * u.bq));
   }
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, R, D, false, Layout::kNZ, "o_acc", &O));
@@ -185,7 +186,7 @@ Status run_unit(CoreOps& op, const AscendAttnGm& gm, const AscendAttnTiling& t, 
       sim.vector({O}, {h}, matrix_bytes(R, D, false), false, [&] { h->v = O->v; }));
   op.free({O});
   for (int i = 0; i < u.heads; ++i) {
-    const int64_t col = static_cast<int64_t>(u.head0 + i) * D;
+    const int64_t col = gm.o_col + static_cast<int64_t>(u.head0 + i) * D;
     HANPU_RETURN_IF_ERROR(sim.store({gm.o, u.q0, u.valid, col, D}, h, false, i * u.bq));
   }
   op.free({h});
@@ -204,12 +205,17 @@ Status ascend_flash_attention(NpuSim& sim, const AscendAttnGm& gm, const AscendA
   }
   const int64_t qcols = static_cast<int64_t>(gm.Hq) * gm.D;
   const int64_t kvcols = static_cast<int64_t>(gm.Hkv) * gm.D;
-  for (const GmTensor* x : {gm.q, gm.k, gm.v, gm.o}) {
-    const int64_t want = x == gm.q || x == gm.o ? qcols : kvcols;
-    if (x == nullptr || x->rows != gm.T || x->cols != want || !x->fp16 || x->nz) {
-      return Status::Error(
-          fmt::format("ascend attention: q, o must be [{}, {}] and k, v [{}, {}], fp16 row-major",
-                      gm.T, qcols, gm.T, kvcols));
+  const std::pair<const GmTensor*, int64_t> views[] = {{gm.q, gm.q_col + qcols},
+                                                       {gm.o, gm.o_col + qcols},
+                                                       {gm.k, gm.k_col + kvcols},
+                                                       {gm.v, gm.v_col + kvcols}};
+  for (const auto& [x, cols] : views) {
+    if (x == nullptr || x->rows != gm.T || x->cols < cols || !x->fp16 || x->nz ||
+        std::min({gm.q_col, gm.k_col, gm.v_col, gm.o_col}) < 0) {
+      return Status::Error(fmt::format(
+          "ascend attention: q, o must hold [{}, {}] and k, v [{}, {}] from their columns, "
+          "fp16 row-major",
+          gm.T, qcols, gm.T, kvcols));
     }
   }
   if (t.rows < 16 || t.rows % 16 != 0 || t.bkv < 16 || t.bkv % 16 != 0) {

@@ -13,14 +13,16 @@
 
 namespace hanpu::npu {
 
-// q, o [T, Hq * D], k, v [T, Hkv * D], fp16, row-major; query head h reads kv head
-// h / (Hq / Hkv) (grouped-query attention).
+// q, o [T, Hq * D], k, v [T, Hkv * D], fp16, row-major, each from its column `*_col` of a
+// tensor that may be wider (k and v as columns of one projection's output, say); query head h
+// reads kv head h / (Hq / Hkv) (grouped-query attention).
 struct AscendAttnGm {
   int64_t T = 0;
   int Hq = 0, Hkv = 0, D = 0;
   bool causal = true;
   float scale = 1.0f;
   GmTensor *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr;
+  int64_t q_col = 0, k_col = 0, v_col = 0, o_col = 0;
 };
 
 // Stacked query rows per unit (at most; D above 256 takes fewer so the running O fits UB)

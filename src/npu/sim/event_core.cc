@@ -93,6 +93,8 @@ Replay replay(const std::vector<Event>& events, int queues,
       }
     }
   }
+  r.epoch_done.resize(static_cast<size_t>(epochs));
+  for (int e = 0; e < epochs; ++e) r.epoch_done[e] = std::max(epoch_end[e], epoch_start[e]);
   for (double f : r.finish) r.latency_cycles = std::max(r.latency_cycles, f);
   r.latency_cycles = std::max(r.latency_cycles, epochs > 1 ? issued[1] + overhead[1] : 0.0);
   r.latency_cycles = std::max(r.latency_cycles, epoch_start[epochs - 1]);

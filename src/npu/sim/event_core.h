@@ -25,6 +25,8 @@ struct Replay {
   std::vector<double> start, finish;  // per event
   std::vector<double> busy;           // per queue: summed event time
   double latency_cycles = 0;          // when the last event (or the first launch) is done
+  std::vector<double> epoch_done;     // per epoch: when its last event is done (an empty
+                                      // epoch: when it opened)
 };
 
 // `epoch_overhead[e]`: what starting epoch e + 1 costs after epoch e ends. `host_issue[e]`

@@ -451,6 +451,11 @@ void NpuSim::launch(int framework_ops) {
   epoch_issue_.push_back(host_cycles_);
 }
 
+void NpuSim::host_ops(int framework_ops) {
+  stats_.framework_ops += framework_ops;
+  host_cycles_ += framework_ops * m_.framework_op_us * 1e3 * m_.clock_ghz;
+}
+
 Status NpuSim::cross_core_sync() {
   // Each core writes its flag to GM and then reads every core's: the GM round trip a
   // single-launch kernel pays where a multi-kernel flow pays a launch.
@@ -473,6 +478,8 @@ Status NpuSim::cross_core_sync() {
   return Status::Ok();
 }
 
+void NpuSim::region(const std::string& name) { regions_.emplace_back(name, epoch_); }
+
 SimStats NpuSim::finish() {
   SimStats s = stats_;
   const int C = m_.cores;
@@ -483,6 +490,13 @@ SimStats NpuSim::finish() {
   const double latency = r.latency_cycles;
   s.latency_cycles = latency;
   s.latency_ms = latency / (m_.clock_ghz * 1e6);
+  const auto done_before = [&](size_t i) {  // when the work before region i is done
+    return i < regions_.size() ? r.epoch_done[static_cast<size_t>(regions_[i].second)] : latency;
+  };
+  for (size_t i = 0; i < regions_.size(); ++i) {
+    s.region_ms.emplace_back(regions_[i].first,
+                             (done_before(i + 1) - done_before(i)) / (m_.clock_ghz * 1e6));
+  }
   for (size_t i = 0; i < arenas_.size(); ++i) {
     const int b = static_cast<int>(i % kNumBufs);
     s.peak_bytes[b] = std::max(s.peak_bytes[b], arenas_[i]->space.peak);

@@ -27,6 +27,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hanpu/status.h"
@@ -102,6 +103,10 @@ struct SimStats {
   int64_t instructions = 0;
   int launches = 0;
   int framework_ops = 0;  // eager operators the host dispatched (see NpuSim::launch)
+  // Per NpuSim::region, in program order: its name and its time, from the end of the work
+  // before it (so the host's dispatch and the launch overheads of its own launches count)
+  // to the end of its own.
+  std::vector<std::pair<std::string, double>> region_ms;
 };
 
 class NpuSim {
@@ -154,6 +159,12 @@ class NpuSim {
   // dispatches for it (each costs the machine's framework_op_us of host time, and the launch
   // cannot start before the host has issued it); 0 for a kernel launched directly.
   void launch(int framework_ops = 0);
+  // The host dispatches `framework_ops` eager operators before the next launch (e.g. one
+  // for a kernel whose own launches count none).
+  void host_ops(int framework_ops);
+  // Names the work recorded from here to the next region() (whole launches: call it before
+  // a launch), so finish() reports each region's time (SimStats::region_ms).
+  void region(const std::string& name);
   // All cores meet through GM inside one launch (each writes a flag, then reads them all):
   // nothing after it starts before everything before it is done and the flags went round.
   Status cross_core_sync();
@@ -180,6 +191,7 @@ class NpuSim {
   std::vector<double> epoch_issue_;     // per epoch boundary: when the host has issued it
   double host_cycles_ = 0;              // the host's dispatch clock
   GmTensor* sync_flags_ = nullptr;
+  std::vector<std::pair<std::string, int>> regions_;  // name, the epoch open at its start
   SimStats stats_;
   double vector_bytes_ = 0;
 };

@@ -1,0 +1,30 @@
+// A hybrid model's layers on the simulated Ascend cores, operator by operator as vLLM-Ascend
+// runs a Qwen3.5-style model (each operator a kernel the host dispatches; the LA core the
+// chosen variant): RMSNorm, the merged input projections on the cube, the causal conv and
+// gates, the LA core, the gated norm, the output projection, residual + norm, and the MLP;
+// the attention layer's q/k norms and RoPE, fused attention and its output gate. Every
+// operator runs on seeded data; the layer's time, each operator's and the energy come out of
+// the replay.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hanpu/npu.h"
+#include "npu/machine/npu_machine.h"
+
+namespace hanpu::npu {
+
+struct LayerRun {
+  double ms = 0, energy_mj = 0;
+  std::vector<std::pair<std::string, double>> ops;  // operator, ms (in order)
+};
+
+// One GDN layer (`attention` false) or one attention layer of `shape` over T tokens, with
+// the LA core as `la_variant` (a gdn_variants() name).
+Status hybrid_layer(const NpuMachine& m, const NpuHybridShape& shape, int64_t T, bool attention,
+                    const std::string& la_variant, uint64_t seed, LayerRun* out);
+
+}  // namespace hanpu::npu

@@ -95,6 +95,7 @@ struct NpuHybridShape {
   int attn_heads = 0, kv_heads = 0, head_dim = 0;
   float rotary_fraction = 0.25f;
   float rope_theta = 1e7f;
+  int64_t vocab = 0;  // the LM head's rows (npu_hybrid_request)
 };
 
 struct NpuPrefillOptions {
@@ -111,9 +112,10 @@ struct NpuPrefillStats {
   double la_layer_ms = 0, attn_layer_ms = 0;  // one whole layer of each kind
   double la_mixer_ms = 0, attn_mixer_ms = 0;  // its token mixer (the group above)
   double la_core_ms = 0, attn_core_ms = 0;    // the LA core alone, the attention core alone
-  double prefill_ms = 0;                   // la_layers x LA layer + attn_layers x attention layer
-  double energy_mj = 0;                    // the same sum of the layers' energies
-  std::map<std::string, double> group_ms;  // over the whole prefill, by group
+  double prefill_ms = 0;  // la_layers x LA layer + attn_layers x attention layer
+  double energy_mj = 0;   // the same sum of the layers' energies
+  double la_layer_energy_mj = 0, attn_layer_energy_mj = 0;  // one layer of each kind
+  std::map<std::string, double> group_ms;                   // over the whole prefill, by group
   // Each layer kind's operators in order ("la." or "attn." then the operator), ms per layer.
   std::vector<std::pair<std::string, double>> ops;
 };
@@ -125,6 +127,28 @@ struct NpuPrefillStats {
 // those. The embedding lookup and the LM head's last row are not included.
 Status npu_hybrid_prefill(const NpuHybridShape& shape, int64_t T, const NpuPrefillOptions& options,
                           NpuPrefillStats* stats);
+
+// A request: the prefill of `input` tokens, the LM head for its last row (time to first
+// token), then a decode step for each further output token, as the native backend decodes
+// whatever the prefill's LA variant (HA-NPU leaves decode to it).
+struct NpuRequestStats {
+  std::string target, la_variant;
+  int64_t input_tokens = 0, output_tokens = 0;
+  double prefill_ms = 0;      // as npu_hybrid_prefill
+  double ttft_ms = 0;         // the prefill, then the final norm and the LM head on its last row
+  double decode_ms = 0;       // the output tokens after the first
+  double latency_ms = 0;      // ttft_ms + decode_ms
+  double energy_mj = 0;       // all of it
+  double decode_step_ms = 0;  // the last decode step (the longest: the largest cache)
+};
+
+// The request for each LA variant in `la_variants`, sharing what does not depend on it (the
+// attention layers, decode, the LM head: each run once on the model); options.la_variant is
+// ignored. Decode steps each run on the model at their own cache length (output_tokens up to
+// 256); shape.vocab must be set.
+Status npu_hybrid_request(const NpuHybridShape& shape, int64_t input_tokens, int64_t output_tokens,
+                          const std::vector<std::string>& la_variants,
+                          const NpuPrefillOptions& options, std::vector<NpuRequestStats>* out);
 
 // ---- Spatial (XDNA-class) targets: fused attention --------------------------------------
 

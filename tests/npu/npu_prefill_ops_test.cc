@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <limits>
 #include <random>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "hanpu/npu.h"
 #include "npu/kernels/attn_ascend.h"
 #include "npu/kernels/cube_gemm.h"
+#include "npu/kernels/gdn_decode.h"
 #include "npu/kernels/row_pass.h"
 #include "npu/machine/npu_machine.h"
 #include "npu/sim/npu_sim.h"
@@ -164,12 +166,13 @@ struct AttnCase {
 
 std::vector<double> attention_reference(const AscendAttnGm& g) {
   const int group = g.Hq / g.Hkv;
+  const int64_t Tk = g.Tk > 0 ? g.Tk : g.T;
   std::vector<double> o(static_cast<size_t>(g.T) * g.Hq * g.D);
-  std::vector<double> s(static_cast<size_t>(g.T));
+  std::vector<double> s(static_cast<size_t>(Tk));
   for (int h = 0; h < g.Hq; ++h) {
     const int64_t qc = static_cast<int64_t>(h) * g.D, kc = static_cast<int64_t>(h / group) * g.D;
     for (int64_t i = 0; i < g.T; ++i) {
-      const int64_t n = g.causal ? i + 1 : g.T;
+      const int64_t n = g.causal ? Tk - g.T + i + 1 : Tk;
       double mx = -INFINITY;
       for (int64_t j = 0; j < n; ++j) {
         double d = 0;
@@ -190,17 +193,18 @@ std::vector<double> attention_reference(const AscendAttnGm& g) {
   return o;
 }
 
-AscendAttnGm attn_tensors(NpuSim& sim, const AttnCase& c, std::mt19937_64& rng) {
+AscendAttnGm attn_tensors(NpuSim& sim, const AttnCase& c, std::mt19937_64& rng, int64_t Tk = 0) {
   AscendAttnGm g;
   g.T = c.T;
+  g.Tk = Tk;
   g.Hq = c.Hq;
   g.Hkv = c.Hkv;
   g.D = c.D;
   g.causal = c.causal;
   g.scale = 1.0f / std::sqrt(static_cast<float>(c.D));
   g.q = sim.gm("q", c.T, int64_t{c.Hq} * c.D, true);
-  g.k = sim.gm("k", c.T, int64_t{c.Hkv} * c.D, true);
-  g.v = sim.gm("v", c.T, int64_t{c.Hkv} * c.D, true);
+  g.k = sim.gm("k", Tk > 0 ? Tk : c.T, int64_t{c.Hkv} * c.D, true);
+  g.v = sim.gm("v", Tk > 0 ? Tk : c.T, int64_t{c.Hkv} * c.D, true);
   g.o = sim.gm("o", c.T, int64_t{c.Hq} * c.D, true);
   for (GmTensor* t : {g.q, g.k, g.v}) fill_random(t, rng, 1.0f);
   poison(g.o);
@@ -223,6 +227,25 @@ TEST(AscendAttention, MatchesFloat64OnOddShapes) {
     // P rounded to fp16 for the cube and O to fp16 on the way out: ~1e-7 when right.
     EXPECT_LT(nmse(g.o->v, attention_reference(g)), 1e-5);
     EXPECT_GT(s.latency_ms, 0);
+  }
+}
+
+// Queries after a cache of keys (a decode step, a chunk of a longer prefill): query i sits
+// at Tk - T + i and attends to every key up to it.
+TEST(AscendAttention, QueriesAfterACacheMatchFloat64) {
+  const NpuMachine m = ascend();
+  std::mt19937_64 rng(0xdec0);
+  for (const auto& [c, Tk] : {std::pair{AttnCase{1, 8, 2, 256, true}, int64_t{300}},
+                              std::pair{AttnCase{70, 4, 2, 64, true}, int64_t{200}},
+                              std::pair{AttnCase{3, 2, 2, 32, false}, int64_t{40}}}) {
+    SCOPED_TRACE(testing::Message() << "T " << c.T << " after " << Tk - c.T);
+    NpuSim sim(m);
+    const AscendAttnGm g = attn_tensors(sim, c, rng, Tk);
+    sim.launch();
+    const Status st = ascend_flash_attention(sim, g);
+    ASSERT_TRUE(st.ok()) << st.message();
+    sim.finish();
+    EXPECT_LT(nmse(g.o->v, attention_reference(g)), 1e-5);
   }
 }
 
@@ -331,6 +354,72 @@ TEST(RowPass, BlocksSeeTheirHaloAcrossEdges) {
   }
 }
 
+// The decode step against a float64 delta rule on the same fp16 inputs: grouped value heads,
+// q and k normalised in the kernel, the state updated in place.
+TEST(GdnDecode, MatchesFloat64) {
+  const NpuMachine m = ascend();
+  std::mt19937_64 rng(0x5eed);
+  NpuSim sim(m);
+  GdnGm gm;
+  gm.T = 1;
+  gm.H = 4;
+  gm.K = 32;
+  gm.V = 48;
+  gm.group = 2;
+  gm.qk_l2norm = true;
+  gm.scale = 0.2f;
+  gm.q = sim.gm("q", 1, 2 * 32, true);
+  gm.k = sim.gm("k", 1, 2 * 32, true);
+  gm.v = sim.gm("v", 1, 4 * 48, true);
+  gm.o = sim.gm("o", 1, 4 * 48, true);
+  gm.g = sim.gm("g", 1, 4, false);
+  gm.beta = sim.gm("beta", 1, 4, false);
+  gm.state0 = sim.gm("s", 4 * 32, 48, false);
+  for (GmTensor* t : {gm.q, gm.k, gm.v}) fill_random(t, rng, 1.0f);
+  fill_random(gm.state0, rng, 0.3f);
+  for (int h = 0; h < 4; ++h) {
+    gm.g->v[h] = -0.1f * static_cast<float>(h + 1);
+    gm.beta->v[h] = 0.2f * static_cast<float>(h + 1);
+  }
+  poison(gm.o);
+  const std::vector<float> s0 = gm.state0->v;
+  sim.launch();
+  ASSERT_TRUE(gdn_decode_step(sim, gm).ok());
+  sim.finish();
+  std::vector<double> want_o(4 * 48), want_s(s0.begin(), s0.end());
+  for (int h = 0; h < 4; ++h) {
+    const int qh = h / 2;
+    std::vector<double> q(32), k(32);
+    double nq = 0, nk = 0;
+    for (int i = 0; i < 32; ++i) {
+      q[i] = gm.q->v[qh * 32 + i];
+      k[i] = gm.k->v[qh * 32 + i];
+      nq += q[i] * q[i];
+      nk += k[i] * k[i];
+    }
+    for (int i = 0; i < 32; ++i) {
+      q[i] /= std::sqrt(nq + 1e-6);
+      k[i] /= std::sqrt(nk + 1e-6);
+    }
+    double* S = &want_s[static_cast<size_t>(h) * 32 * 48];
+    for (int x = 0; x < 32 * 48; ++x) S[x] *= std::exp(static_cast<double>(gm.g->v[h]));
+    for (int j = 0; j < 48; ++j) {
+      double kv = 0;
+      for (int i = 0; i < 32; ++i) kv += S[i * 48 + j] * k[i];
+      const double delta = gm.beta->v[h] * (gm.v->v[h * 48 + j] - kv);
+      double o = 0;
+      for (int i = 0; i < 32; ++i) {
+        S[i * 48 + j] += k[i] * delta;
+        o += S[i * 48 + j] * q[i];
+      }
+      want_o[h * 48 + j] = gm.scale * o;
+    }
+  }
+  // q, k rounded to fp16 after their norm, o rounded to fp16: ~1e-7.
+  EXPECT_LT(nmse(gm.o->v, want_o), 1e-5);
+  EXPECT_LT(nmse(gm.state0->v, want_s), 1e-5);
+}
+
 NpuHybridShape tiny_hybrid() {
   NpuHybridShape s;
   s.hidden = 64;
@@ -379,6 +468,39 @@ TEST(HybridPrefill, OperatorsAddUpToThePrefill) {
   EXPECT_NEAR(st[0].attn_layer_ms, st[1].attn_layer_ms, 1e-9);
   EXPECT_LT(st[1].la_core_ms, st[0].la_core_ms);
   EXPECT_LT(st[1].prefill_ms, st[0].prefill_ms);
+}
+
+// A request: the time to first token is the prefill and the LM head; decode (the same for
+// every prefill variant: the native backend's) adds a step per further token, each at least
+// the LM head; a longer cache never makes a step shorter.
+TEST(HybridRequest, ComposesPrefillHeadAndDecode) {
+  NpuHybridShape s = tiny_hybrid();
+  s.vocab = 1000;
+  std::vector<NpuRequestStats> rows;
+  const Status st = npu_hybrid_request(s, 50, 4, {"vllm-ascend", "hanpu"}, {}, &rows);
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_EQ(rows.size(), 2u);
+  NpuPrefillStats p;
+  ASSERT_TRUE(npu_hybrid_prefill(s, 50, {.la_variant = "hanpu"}, &p).ok());
+  EXPECT_NEAR(rows[1].prefill_ms, p.prefill_ms, 1e-9);
+  for (const NpuRequestStats& r : rows) {
+    SCOPED_TRACE(r.la_variant);
+    EXPECT_GT(r.ttft_ms, r.prefill_ms);
+    EXPECT_NEAR(r.latency_ms, r.ttft_ms + r.decode_ms, 1e-9);
+    EXPECT_GT(r.decode_ms, 3 * (r.ttft_ms - r.prefill_ms));
+    EXPECT_NEAR(r.decode_ms, rows[0].decode_ms, 1e-12);
+    EXPECT_GT(r.energy_mj, 0);
+  }
+  EXPECT_LT(rows[1].latency_ms, rows[0].latency_ms);
+  std::vector<NpuRequestStats> one;
+  ASSERT_TRUE(npu_hybrid_request(s, 50, 1, {"hanpu"}, {}, &one).ok());
+  EXPECT_EQ(one[0].decode_ms, 0);
+  EXPECT_NEAR(one[0].ttft_ms, rows[1].ttft_ms, 1e-9);
+  const Status bad = npu_hybrid_request(s, 50, 0, {"hanpu"}, {}, &one);
+  EXPECT_NE(bad.message().find("0 output tokens"), std::string::npos) << bad.message();
+  s.vocab = 0;
+  const Status no_head = npu_hybrid_request(s, 50, 2, {"hanpu"}, {}, &one);
+  EXPECT_NE(no_head.message().find("vocab 0"), std::string::npos) << no_head.message();
 }
 
 TEST(HybridPrefill, RefusesBadShapesByField) {

@@ -117,12 +117,17 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
   for (const auto& t : npu_spatial_targets()) spatial += (spatial.empty() ? "" : ", ") + t;
   cmd.add_option("--op", o.op,
                  "la (LA prefill, Ascend-class targets), attn (full attention: STEEL on "
-                 "spatial targets, fused FlashAttention on Ascend-class ones) or prefill (a "
-                 "model's whole prefill, Ascend-class targets, with --variant the LA core)")
+                 "spatial targets, fused FlashAttention on Ascend-class ones), prefill (a "
+                 "model's whole prefill, Ascend-class targets, with --variant the LA core) or "
+                 "request (--seq input tokens, then --output-tokens; every --variant)")
       ->capture_default_str();
   cmd.add_option("--model", o.model,
-                 "--op prefill: model shapes (qwen3.5-0.8b, qwen3.5-2b, qwen3.5-4b)")
+                 "--op prefill / request: model shapes (qwen3.5-0.8b, qwen3.5-2b, qwen3.5-4b)")
       ->capture_default_str();
+  cmd.add_option("--output-tokens", o.output_tokens,
+                 "--op request: tokens generated, the first by the prefill (1-256)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
   auto* target = cmd.add_option("--target", o.target,
                                 "NPU target: " + targets + " (--op la or attn); " + spatial +
                                     " (--op attn, its default xdna2); or a JSON file")
@@ -159,7 +164,7 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
           ->check(shape_range())
           ->capture_default_str();
   cmd.callback([&o, heads, seq, target, dim] {
-    if (o.op == "prefill" && seq->count() == 0) o.seq = {512, 4096};
+    if ((o.op == "prefill" || o.op == "request") && seq->count() == 0) o.seq = {512, 4096};
     if (o.op == "attn") {  // STEEL's BERT shape unless told otherwise
       if (target->count() == 0) o.target = "xdna2";
       if (heads->count() == 0) o.heads = {12};
@@ -195,8 +200,9 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
 int run_sim(const SimOptions& o) {
   if (o.op == "attn") return is_spatial_target(o.target) ? run_sim_attn(o) : run_sim_attn_ascend(o);
   if (o.op == "prefill") return run_sim_prefill(o);
+  if (o.op == "request") return run_sim_request(o);
   if (o.op != "la") {
-    std::fprintf(stderr, "error: --op %s: la, attn or prefill\n", o.op.c_str());
+    std::fprintf(stderr, "error: --op %s: la, attn, prefill or request\n", o.op.c_str());
     return 2;
   }
   std::vector<std::string> variants;

@@ -25,7 +25,8 @@ struct SimOptions {
   int dim = 128;     // K = V
   int gva = 1;       // LA: value heads per q/k head (--heads counts the value heads)
   int kv_heads = 0;  // attn on Ascend-class targets: kv heads (0: as many as --heads)
-  std::vector<std::string> model = {"qwen3.5-2b"};  // prefill: the model shapes
+  std::vector<std::string> model = {"qwen3.5-2b"};  // prefill, request: the model shapes
+  int output_tokens = 8;                            // request: tokens out (the first from prefill)
   bool qk_l2norm = false;  // LA: q/k as raw projections, L2-normalised inside the kernel
   int chunk = 64;
   bool ablation = false;  // the ablation steps (fla -> +mapping -> +reordering -> +layout)
@@ -59,5 +60,7 @@ int run_sim_attn(const SimOptions& o);
 int run_sim_attn_ascend(const SimOptions& o);
 // --op prefill: a hybrid model's whole prefill on an Ascend-class target, one row per run.
 int run_sim_prefill(const SimOptions& o);
+// --op request: a request (prefill, LM head, decode steps) per LA variant, one row each.
+int run_sim_request(const SimOptions& o);
 
 }  // namespace hanpu::cli

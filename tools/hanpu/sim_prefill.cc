@@ -38,6 +38,7 @@ Status shape_of(const std::string& name, NpuHybridShape* s) {
   s->head_dim = c->head_dim;
   s->rotary_fraction = c->partial_rotary;
   s->rope_theta = static_cast<float>(c->rope_theta);
+  s->vocab = c->vocab;
   return Status::Ok();
 }
 
@@ -104,6 +105,66 @@ int run_sim_prefill(const SimOptions& o) {
         }
         std::fflush(stdout);
       }
+    }
+  }
+  return 0;
+}
+
+int run_sim_request(const SimOptions& o) {
+  std::vector<std::string> variants;
+  for (const std::string& v : o.variant) {
+    if (v == "all") {
+      for (const auto& info : npu_la_variants()) {
+        if (!info.ablation_only) variants.emplace_back(info.name);
+      }
+    } else {
+      variants.push_back(v);
+    }
+  }
+  if (!o.json) {
+    std::printf("%-12s %-13s %-12s %7s %5s %11s %9s %10s %11s %10s\n", "target", "model", "variant",
+                "input", "out", "prefill_ms", "ttft_ms", "decode_ms", "latency_ms", "energy_J");
+  }
+  const bool tty = isatty(fileno(stderr)) != 0;
+  for (const std::string& name : o.model) {
+    NpuHybridShape shape;
+    if (const Status st = shape_of(name, &shape); !st.ok()) {
+      std::fprintf(stderr, "error: %s\n", st.message().c_str());
+      return 2;
+    }
+    for (long T : o.seq) {
+      if (tty) std::fprintf(stderr, "\r%s, %ld + %d tokens ...", name.c_str(), T, o.output_tokens);
+      std::vector<NpuRequestStats> rows;
+      const Status st =
+          npu_hybrid_request(shape, T, o.output_tokens, variants, {.target = o.target}, &rows);
+      if (tty) std::fprintf(stderr, "\r\033[K");
+      if (!st.ok()) {
+        std::fprintf(stderr, "error: %s\n", st.message().c_str());
+        return 2;
+      }
+      for (const NpuRequestStats& r : rows) {
+        if (o.json) {
+          const nlohmann::json j = {{"target", r.target},
+                                    {"op", "request"},
+                                    {"model", name},
+                                    {"variant", r.la_variant},
+                                    {"T", T},
+                                    {"output_tokens", r.output_tokens},
+                                    {"prefill_ms", r.prefill_ms},
+                                    {"ttft_ms", r.ttft_ms},
+                                    {"decode_ms", r.decode_ms},
+                                    {"latency_ms", r.latency_ms},
+                                    {"decode_step_ms", r.decode_step_ms},
+                                    {"energy_mj", r.energy_mj}};
+          std::printf("%s\n", j.dump().c_str());
+        } else {
+          std::printf("%-12s %-13s %-12s %7ld %5ld %11.1f %9.1f %10.1f %11.1f %10.3f\n",
+                      r.target.c_str(), name.c_str(), r.la_variant.c_str(), T,
+                      static_cast<long>(r.output_tokens), r.prefill_ms, r.ttft_ms, r.decode_ms,
+                      r.latency_ms, r.energy_mj / 1e3);
+        }
+      }
+      std::fflush(stdout);
     }
   }
   return 0;

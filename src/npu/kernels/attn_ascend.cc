@@ -29,8 +29,9 @@ struct Unit {
   int bq = 0;     // rows per head in the tile (a multiple of 16)
   int valid = 0;  // rows per head inside T
   int rows() const { return heads * bq; }
+  int64_t offset = 0;  // the position of query row 0 (keys before it: a cache)
   // The query position of stacked row r, or -1 for padding.
-  int64_t position(int r) const { return r % bq < valid ? q0 + r % bq : -1; }
+  int64_t position(int r) const { return r % bq < valid ? offset + q0 + r % bq : -1; }
 };
 
 // One key block after its first half: V in L1 and S = Q K^T in UB (fractal fp32).
@@ -151,14 +152,15 @@ Status run_unit(CoreOps& op, const AscendAttnGm& gm, const AscendAttnTiling& t, 
     std::fill(m->v.begin(), m->v.end(), kNegInf);
     std::fill(l->v.begin(), l->v.end(), 0.0f);
   }));
-  const int64_t last_row = u.q0 + u.valid - 1;
+  const int64_t Tk = gm.Tk > 0 ? gm.Tk : gm.T;
+  const int64_t last_row = u.offset + u.q0 + u.valid - 1;
   std::vector<int64_t> starts;
-  for (int64_t k0 = 0; k0 < gm.T; k0 += t.bkv) {
+  for (int64_t k0 = 0; k0 < Tk; k0 += t.bkv) {
     if (gm.causal && t.skip_masked && k0 > last_row) break;
     starts.push_back(k0);
   }
   const auto rows_at = [&](int64_t k0) {
-    return static_cast<int>(std::min<int64_t>(t.bkv, gm.T - k0));
+    return static_cast<int>(std::min<int64_t>(t.bkv, Tk - k0));
   };
   // Software pipelining: block j + 1's Q K^T is issued before block j's softmax and P V.
   KeyBlock cur, next;
@@ -205,17 +207,26 @@ Status ascend_flash_attention(NpuSim& sim, const AscendAttnGm& gm, const AscendA
   }
   const int64_t qcols = static_cast<int64_t>(gm.Hq) * gm.D;
   const int64_t kvcols = static_cast<int64_t>(gm.Hkv) * gm.D;
-  const std::pair<const GmTensor*, int64_t> views[] = {{gm.q, gm.q_col + qcols},
-                                                       {gm.o, gm.o_col + qcols},
-                                                       {gm.k, gm.k_col + kvcols},
-                                                       {gm.v, gm.v_col + kvcols}};
-  for (const auto& [x, cols] : views) {
-    if (x == nullptr || x->rows != gm.T || x->cols < cols || !x->fp16 || x->nz ||
+  const int64_t Tk = gm.Tk > 0 ? gm.Tk : gm.T;
+  if (Tk < gm.T) {
+    return Status::Error(
+        fmt::format("ascend attention: {} key rows for {} queries (at least as many)", Tk, gm.T));
+  }
+  struct View {
+    const GmTensor* t;
+    int64_t rows, cols;
+  };
+  const View views[] = {{gm.q, gm.T, gm.q_col + qcols},
+                        {gm.o, gm.T, gm.o_col + qcols},
+                        {gm.k, Tk, gm.k_col + kvcols},
+                        {gm.v, Tk, gm.v_col + kvcols}};
+  for (const View& x : views) {
+    if (x.t == nullptr || x.t->rows != x.rows || x.t->cols < x.cols || !x.t->fp16 || x.t->nz ||
         std::min({gm.q_col, gm.k_col, gm.v_col, gm.o_col}) < 0) {
       return Status::Error(fmt::format(
           "ascend attention: q, o must hold [{}, {}] and k, v [{}, {}] from their columns, "
           "fp16 row-major",
-          gm.T, qcols, gm.T, kvcols));
+          gm.T, qcols, Tk, kvcols));
     }
   }
   if (t.rows < 16 || t.rows % 16 != 0 || t.bkv < 16 || t.bkv % 16 != 0) {
@@ -231,7 +242,9 @@ Status ascend_flash_attention(NpuSim& sim, const AscendAttnGm& gm, const AscendA
   for (int s = 1; s <= group; ++s) {
     if (group % s == 0 && s * 16 <= max_rows) stack = s;
   }
-  const int bq = max_rows / stack / 16 * 16;
+  // Rows a head: as many as fit, no more than the queries need (a decode step: 16).
+  const int bq =
+      static_cast<int>(std::min<int64_t>(max_rows / stack / 16 * 16, (gm.T + 15) / 16 * 16));
   const int P = sim.machine().cores;
   const int64_t blocks = (gm.T + bq - 1) / bq;
   int64_t unit = 0;
@@ -245,6 +258,7 @@ Status ascend_flash_attention(NpuSim& sim, const AscendAttnGm& gm, const AscendA
         u.q0 = b * bq;
         u.bq = bq;
         u.valid = static_cast<int>(std::min<int64_t>(bq, gm.T - u.q0));
+        u.offset = Tk - gm.T;
         CoreOps op(sim, static_cast<int>(unit++ % P));
         HANPU_RETURN_IF_ERROR(run_unit(op, gm, t, u));
       }

@@ -13,11 +13,14 @@
 
 namespace hanpu::npu {
 
-// q, o [T, Hq * D], k, v [T, Hkv * D], fp16, row-major, each from its column `*_col` of a
+// q, o [T, Hq * D], k, v [Tk, Hkv * D], fp16, row-major, each from its column `*_col` of a
 // tensor that may be wider (k and v as columns of one projection's output, say); query head h
 // reads kv head h / (Hq / Hkv) (grouped-query attention).
 struct AscendAttnGm {
   int64_t T = 0;
+  // Key rows (0: T). With more keys than queries (a decode step over a cache) the queries are
+  // the last T positions: query i sits at Tk - T + i.
+  int64_t Tk = 0;
   int Hq = 0, Hkv = 0, D = 0;
   bool causal = true;
   float scale = 1.0f;

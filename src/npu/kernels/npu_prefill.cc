@@ -53,8 +53,9 @@ Status npu_hybrid_prefill(const NpuHybridShape& s, int64_t T, const NpuPrefillOp
     const int count = attention ? s.attn_layers : s.la_layers;
     if (count == 0) continue;
     npu::LayerRun run;
-    HANPU_RETURN_IF_ERROR(npu::hybrid_layer(m, s, T, attention, o.la_variant, o.seed, &run));
+    HANPU_RETURN_IF_ERROR(npu::hybrid_layer(m, s, T, 0, attention, o.la_variant, o.seed, &run));
     (attention ? r.attn_layer_ms : r.la_layer_ms) = run.ms;
+    (attention ? r.attn_layer_energy_mj : r.la_layer_energy_mj) = run.energy_mj;
     r.prefill_ms += count * run.ms;
     r.energy_mj += count * run.energy_mj;
     for (const auto& [op, ms] : run.ops) {

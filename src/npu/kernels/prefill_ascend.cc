@@ -11,12 +11,16 @@
 #include <algorithm>
 #include <functional>
 #include <random>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "npu/kernels/attn_ascend.h"
 #include "npu/kernels/cube_gemm.h"
+#include "npu/kernels/gdn_decode.h"
 #include "npu/kernels/gdn_kernels.h"
+#include "npu/kernels/layer_program.h"
 #include "npu/kernels/row_pass.h"
 #include "npu/sim/npu_sim.h"
 
@@ -24,100 +28,46 @@ namespace hanpu::npu {
 
 namespace {
 
-float silu(float x) { return x / (1.0f + std::exp(-x)); }
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
-
-class LayerProgram {
- public:
-  LayerProgram(NpuSim& sim, int64_t T, uint64_t seed) : sim_(sim), T_(T), rng_(seed) {}
-
-  GmTensor* act(const std::string& name, int64_t cols, bool fp16 = true) {
-    return sim_.gm(name, T_, cols, fp16);
-  }
-  GmTensor* random_act(const std::string& name, int64_t cols) {
-    GmTensor* t = act(name, cols);
-    std::normal_distribution<float> n;
-    for (float& x : t->v) x = n(rng_);
-    return t;
-  }
-  // A projection's weight [in, out] in NZ order, scaled so activations keep unit size.
-  GmTensor* weight(const std::string& name, int64_t in, int64_t out) {
-    GmTensor* t = sim_.gm(name, in, out, true);
-    t->nz = true;
-    std::normal_distribution<float> n(0.0f, 1.0f / std::sqrt(static_cast<float>(in)));
-    for (float& x : t->v) x = n(rng_);
-    return t;
-  }
-  GmTensor* param(const std::string& name, int64_t cols, float mean, float sd) {
-    GmTensor* t = sim_.gm(name, 1, cols, false);
-    std::normal_distribution<float> n(mean, sd);
-    for (float& x : t->v) x = n(rng_);
-    return t;
-  }
-  // One operator: a region of its own, dispatched by the host as one eager operator.
-  Status op(const std::string& name, const std::function<Status()>& body) {
-    sim_.region(name);
-    sim_.launch(1);
-    return body();
-  }
-  Status gemm(const std::string& name, GmTensor* x, GmTensor* w, GmTensor* y) {
-    return op(name, [&] { return cube_gemm(sim_, x, w, y); });
-  }
-  // h = a + b; hn = RMSNorm(h) (1 + w).
-  Status add_norm(const std::string& name, GmTensor* a, GmTensor* b, GmTensor* h, GmTensor* hn) {
-    const int H = static_cast<int>(a->cols);
-    GmTensor* w = param(name + ".w", H, 0.0f, 0.1f);
-    RowPass p;
-    p.in = {{a, 0, H}, {b, 0, H}};
-    p.params = {w};
-    p.out = {{h, 0, H}, {hn, 0, H}};
-    p.passes = 2;
-    p.fn = [H](const std::vector<Tile*>& in, const std::vector<Tile*>& pr,
-               const std::vector<Tile*>& out, int, int64_t) {
-      for (int i = 0; i < out[0]->rows; ++i) {
-        double ss = 0;
-        for (int c = 0; c < H; ++c) {
-          const float x = in[0]->at(i, c) + in[1]->at(i, c);
-          out[0]->at(i, c) = x;
-          ss += static_cast<double>(x) * x;
-        }
-        const float r = static_cast<float>(1.0 / std::sqrt(ss / H + 1e-6));
-        for (int c = 0; c < H; ++c) out[1]->at(i, c) = out[0]->at(i, c) * r * (1 + pr[0]->v[c]);
+// A decode step's causal conv: each of q, k, v on a core of its own, the window of the last
+// CK - 1 tokens (the conv state) and the new one in UB, the state shifted and stored back.
+Status conv_step(LayerProgram& L, GmTensor* qkvz, GmTensor* w, int CK,
+                 const std::vector<std::pair<int64_t, GmTensor*>>& parts) {
+  NpuSim& sim = L.sim();
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const auto [c0, dst] = parts[i];
+    const int cols = static_cast<int>(dst->cols);
+    CoreOps op(sim, static_cast<int>(i) % sim.machine().cores);
+    GmTensor* state = L.param("la.conv_state", cols, 0.0f, 1.0f, CK - 1);
+    GmTensor* wt = sim.gm("la.conv_w_part", 1, static_cast<int64_t>(cols) * CK, false);
+    std::copy_n(w->v.begin() + c0 * CK, static_cast<int64_t>(cols) * CK, wt->v.begin());
+    Tile *win, *wu, *y;
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, CK, cols, false, Layout::kND, "conv_window", &win));
+    HANPU_RETURN_IF_ERROR(sim.load(win, {state, 0, CK - 1, 0, cols}));
+    HANPU_RETURN_IF_ERROR(sim.load(win, {qkvz, 0, 1, c0, cols}, false, CK - 1));
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, 1, cols * CK, false, Layout::kND, "conv_w", &wu));
+    HANPU_RETURN_IF_ERROR(sim.load(wu, {wt, 0, 1, 0, cols * CK}));
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, 1, cols, true, Layout::kND, "conv_out", &y));
+    HANPU_RETURN_IF_ERROR(sim.vector({win, wu}, {y, win}, 2 * win->bytes + wu->bytes, false, [&] {
+      for (int c = 0; c < cols; ++c) {
+        float acc = 0;
+        for (int j = 0; j < CK; ++j) acc += wu->v[static_cast<size_t>(c) * CK + j] * win->at(j, c);
+        y->v[c] = silu(acc);
       }
-    };
-    return op(name, [&] { return row_pass(sim_, T_, p); });
-  }
-  // gate_up, SwiGLU, down: the MLP's output into `y`.
-  Status mlp(GmTensor* hn, int ffn, GmTensor* y) {
-    const int H = static_cast<int>(hn->cols);
-    GmTensor* gu = act("mlp.gate_up", 2 * static_cast<int64_t>(ffn));
-    GmTensor* a = act("mlp.act", ffn);
-    HANPU_RETURN_IF_ERROR(gemm("mlp.gate_up", hn, weight("mlp.w_gate_up", H, 2 * ffn), gu));
-    RowPass p;
-    p.in = {{gu, 0, ffn}, {gu, ffn, ffn}};
-    p.out = {{a, 0, ffn}};
-    p.fn = [ffn](const std::vector<Tile*>& in, const std::vector<Tile*>&,
-                 const std::vector<Tile*>& out, int, int64_t) {
-      for (int i = 0; i < out[0]->rows; ++i) {
-        for (int c = 0; c < ffn; ++c) out[0]->at(i, c) = silu(in[0]->at(i, c)) * in[1]->at(i, c);
+      for (int j = 0; j + 1 < CK; ++j) {  // the window moves on a token
+        for (int c = 0; c < cols; ++c) win->at(j, c) = win->at(j + 1, c);
       }
-    };
-    HANPU_RETURN_IF_ERROR(op("mlp.swiglu", [&] { return row_pass(sim_, T_, p); }));
-    return gemm("mlp.down", a, weight("mlp.w_down", ffn, H), y);
+    }));
+    HANPU_RETURN_IF_ERROR(sim.store({dst, 0, 1, 0, cols}, y));
+    HANPU_RETURN_IF_ERROR(sim.store({state, 0, CK - 1, 0, cols}, win));
+    op.free({win, wu, y});
   }
+  return Status::Ok();
+}
 
-  NpuSim& sim() { return sim_; }
-  int64_t T() const { return T_; }
-
- private:
-  NpuSim& sim_;
-  int64_t T_;
-  std::mt19937_64 rng_;
-};
-
-Status gdn_mixer(LayerProgram& L, const NpuHybridShape& s, const GdnVariant& core, GmTensor* xn,
-                 GmTensor* out) {
+// `past` > 0: a decode step after `past` tokens (T = 1): the conv over its state window and
+// the native backend's recurrent step in place of the chunked core.
+Status gdn_mixer(LayerProgram& L, const NpuHybridShape& s, const GdnVariant& core, int64_t past,
+                 GmTensor* xn, GmTensor* out) {
   NpuSim& sim = L.sim();
   const int H = s.hidden, QH = s.la_qk_heads, HV = s.la_v_heads, K = s.la_key_dim,
             V = s.la_value_dim, CK = s.conv_kernel;
@@ -140,9 +90,18 @@ Status gdn_mixer(LayerProgram& L, const NpuHybridShape& s, const GdnVariant& cor
   gm.o = L.act("la.o", vv);
   gm.g = L.act("la.g", HV, false);
   gm.beta = L.act("la.beta", HV, false);
-  gm.state1 = sim.gm("la.state", static_cast<int64_t>(HV) * K, V, false);
-  {  // the causal depthwise conv over q, k, v, then SiLU: one operator, a pass per tensor (the
-     // channels of all three with their weights would not fit a block of rows in the UB)
+  if (past > 0) {
+    gm.state0 = L.param("la.state", V, 0.0f, 0.1f, static_cast<int64_t>(HV) * K);
+    GmTensor* w = L.param("la.conv_w", static_cast<int64_t>(conv) * CK, 0.0f, 0.5f);
+    HANPU_RETURN_IF_ERROR(L.op("la.conv", [&] {
+      return conv_step(L, qkvz, w, CK, {{0, gm.q}, {qk, gm.k}, {2 * qk, gm.v}});
+    }));
+  } else {
+    gm.state1 = sim.gm("la.state", static_cast<int64_t>(HV) * K, V, false);
+  }
+  if (past == 0) {  // the causal depthwise conv over q, k, v, then SiLU: one operator, a pass per
+                    // tensor (the
+    // channels of all three with their weights would not fit a block of rows in the UB)
     GmTensor* w = L.param("la.conv_w", static_cast<int64_t>(conv) * CK, 0.0f, 0.5f);
     const auto pass = [&, CK](int64_t c0, int cols, GmTensor* dst) {
       GmTensor* wt = sim.gm("la.conv_w_part", 1, static_cast<int64_t>(cols) * CK, true);
@@ -192,10 +151,14 @@ Status gdn_mixer(LayerProgram& L, const NpuHybridShape& s, const GdnVariant& cor
     HANPU_RETURN_IF_ERROR(L.op("la.gates", [&] { return row_pass(sim, L.T(), p); }));
   }
   // The LA core: vLLM-Ascend's chain pays the host for each of its own operators; any other
-  // kernel is one operator the host dispatches.
-  sim.region("la.core");
-  if (core.name != "vllm-ascend") sim.host_ops(1);
-  HANPU_RETURN_IF_ERROR(core.run(sim, gm));
+  // kernel is one operator the host dispatches. A decode step runs the recurrent step.
+  if (past > 0) {
+    HANPU_RETURN_IF_ERROR(L.op("la.core", [&] { return gdn_decode_step(sim, gm); }));
+  } else {
+    sim.region("la.core");
+    if (core.name != "vllm-ascend") sim.host_ops(1);
+    HANPU_RETURN_IF_ERROR(core.run(sim, gm));
+  }
   GmTensor* y = L.act("la.gated", vv);
   {  // w RMSNorm(o) silu(z), per head
     RowPass p;
@@ -223,7 +186,10 @@ Status gdn_mixer(LayerProgram& L, const NpuHybridShape& s, const GdnVariant& cor
   return L.gemm("la.out_proj", y, L.weight("la.w_out", vv, H), out);
 }
 
-Status attention_mixer(LayerProgram& L, const NpuHybridShape& s, GmTensor* xn, GmTensor* out) {
+// `past` > 0: the T new tokens' keys and values go into caches after `past` rows and the
+// queries attend to all of them.
+Status attention_mixer(LayerProgram& L, const NpuHybridShape& s, int64_t past, GmTensor* xn,
+                       GmTensor* out) {
   NpuSim& sim = L.sim();
   const int H = s.hidden, HQ = s.attn_heads, HKV = s.kv_heads, D = s.head_dim;
   const int q = HQ * D, kv = HKV * D;
@@ -275,6 +241,29 @@ Status attention_mixer(LayerProgram& L, const NpuHybridShape& s, GmTensor* xn, G
     };
     HANPU_RETURN_IF_ERROR(L.op("attn.qk_norm_rope", [&] { return row_pass(sim, L.T(), p); }));
   }
+  if (past > 0) {  // append the new rows to the caches (the cache holds `past` before them)
+    const int64_t T = L.T();
+    GmTensor* kc = sim.gm("attn.k_cache", past + T, kv, true);
+    GmTensor* vc = sim.gm("attn.v_cache", past + T, kv, true);
+    HANPU_RETURN_IF_ERROR(L.op("attn.cache_append", [&]() -> Status {
+      const std::pair<GmBlock, GmTensor*> rows[] = {
+          {{gm.k, 0, static_cast<int>(T), 0, kv}, kc},
+          {{qkv, 0, static_cast<int>(T), 2 * q + kv, kv}, vc}};
+      for (int i = 0; i < 2; ++i) {
+        Tile* t;
+        HANPU_RETURN_IF_ERROR(
+            sim.alloc(i, Buf::kUB, static_cast<int>(T), kv, true, Layout::kND, "kv_row", &t));
+        HANPU_RETURN_IF_ERROR(sim.load(t, rows[i].first));
+        HANPU_RETURN_IF_ERROR(sim.store({rows[i].second, past, static_cast<int>(T), 0, kv}, t));
+        sim.free(t);
+      }
+      return Status::Ok();
+    }));
+    gm.k = kc;
+    gm.v = vc;
+    gm.v_col = 0;
+    gm.Tk = past + T;
+  }
   HANPU_RETURN_IF_ERROR(L.op("attn.core", [&] { return ascend_flash_attention(sim, gm); }));
   GmTensor* og = L.act("attn.gated", q);
   {  // o sigmoid(gate)
@@ -295,8 +284,8 @@ Status attention_mixer(LayerProgram& L, const NpuHybridShape& s, GmTensor* xn, G
 
 }  // namespace
 
-Status hybrid_layer(const NpuMachine& m, const NpuHybridShape& s, int64_t T, bool attention,
-                    const std::string& la_variant, uint64_t seed, LayerRun* out) {
+Status hybrid_layer(const NpuMachine& m, const NpuHybridShape& s, int64_t T, int64_t past,
+                    bool attention, const std::string& la_variant, uint64_t seed, LayerRun* out) {
   const GdnVariant* core = nullptr;
   for (const GdnVariant& v : gdn_variants()) {
     if (v.name == la_variant) core = &v;
@@ -311,9 +300,9 @@ Status hybrid_layer(const NpuMachine& m, const NpuHybridShape& s, int64_t T, boo
   GmTensor *h2 = L.act("h2", H), *hn2 = L.act("hn2", H), *y = L.act("layer_out", H);
   HANPU_RETURN_IF_ERROR(L.add_norm("norm.input", res, prev, h, hn));
   if (attention) {
-    HANPU_RETURN_IF_ERROR(attention_mixer(L, s, hn, mix));
+    HANPU_RETURN_IF_ERROR(attention_mixer(L, s, past, hn, mix));
   } else {
-    HANPU_RETURN_IF_ERROR(gdn_mixer(L, s, *core, hn, mix));
+    HANPU_RETURN_IF_ERROR(gdn_mixer(L, s, *core, past, hn, mix));
   }
   HANPU_RETURN_IF_ERROR(L.add_norm("norm.post", h, mix, h2, hn2));
   HANPU_RETURN_IF_ERROR(L.mlp(hn2, s.ffn, y));
@@ -321,6 +310,23 @@ Status hybrid_layer(const NpuMachine& m, const NpuHybridShape& s, int64_t T, boo
   for (float x : y->v) {
     if (!std::isfinite(x)) return Status::Error("npu prefill: the layer's output is not finite");
   }
+  out->ms = st.latency_ms;
+  out->energy_mj = st.energy_mj;
+  out->ops = st.region_ms;
+  return Status::Ok();
+}
+
+Status lm_head(const NpuMachine& m, const NpuHybridShape& s, uint64_t seed, LayerRun* out) {
+  if (s.vocab < 16 || s.vocab > (int64_t{1} << 22))
+    return Status::Error(fmt::format("npu request: vocab {} must be in [16, 2^22]", s.vocab));
+  NpuSim sim(m);
+  LayerProgram L(sim, 1, seed);
+  GmTensor *res = L.random_act("residual", s.hidden), *prev = L.random_act("mlp_out", s.hidden);
+  GmTensor *h = L.act("h", s.hidden), *hn = L.act("hn", s.hidden),
+           *logits = L.act("logits", s.vocab);
+  HANPU_RETURN_IF_ERROR(L.add_norm("norm.final", res, prev, h, hn));
+  HANPU_RETURN_IF_ERROR(L.gemm("lm_head", hn, L.weight("lm_head.w", s.hidden, s.vocab), logits));
+  const SimStats st = sim.finish();
   out->ms = st.latency_ms;
   out->energy_mj = st.energy_mj;
   out->ops = st.region_ms;

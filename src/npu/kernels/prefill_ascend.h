@@ -22,9 +22,14 @@ struct LayerRun {
   std::vector<std::pair<std::string, double>> ops;  // operator, ms (in order)
 };
 
-// One GDN layer (`attention` false) or one attention layer of `shape` over T tokens, with
-// the LA core as `la_variant` (a gdn_variants() name).
-Status hybrid_layer(const NpuMachine& m, const NpuHybridShape& shape, int64_t T, bool attention,
-                    const std::string& la_variant, uint64_t seed, LayerRun* out);
+// One GDN layer (`attention` false) or one attention layer of `shape` over T tokens after
+// `past` ones: 0 for a prefill, with the LA core as `la_variant` (a gdn_variants() name);
+// else a decode step (T = 1) as the native backend runs it whatever the prefill's variant (the
+// recurrent LA step over the state, attention over a cache of `past` rows).
+Status hybrid_layer(const NpuMachine& m, const NpuHybridShape& shape, int64_t T, int64_t past,
+                    bool attention, const std::string& la_variant, uint64_t seed, LayerRun* out);
+
+// The final RMSNorm and the LM head [hidden, vocab] for one row.
+Status lm_head(const NpuMachine& m, const NpuHybridShape& shape, uint64_t seed, LayerRun* out);
 
 }  // namespace hanpu::npu

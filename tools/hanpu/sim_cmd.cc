@@ -135,7 +135,7 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
   cmd.add_option("--kv-heads", o.kv_heads,
                  "--op attn on an Ascend-class target: kv heads, dividing --heads (default: as "
                  "many as --heads)")
-      ->check(CLI::Range(1, 1024));
+      ->check(shape_range());
   cmd.add_option("--placement", o.placement,
                  "--op attn: query blocks on pipelines: uniform, sparsity-aware")
       ->capture_default_str();

@@ -285,7 +285,8 @@ Status attention_mixer(LayerProgram& L, const NpuHybridShape& s, int64_t past, G
 }  // namespace
 
 Status hybrid_layer(const NpuMachine& m, const NpuHybridShape& s, int64_t T, int64_t past,
-                    bool attention, const std::string& la_variant, uint64_t seed, LayerRun* out) {
+                    bool attention, const std::string& la_variant, uint64_t seed, LayerRun* out,
+                    const std::function<void(const NpuSim&)>& inspect) {
   const GdnVariant* core = nullptr;
   for (const GdnVariant& v : gdn_variants()) {
     if (v.name == la_variant) core = &v;
@@ -310,6 +311,7 @@ Status hybrid_layer(const NpuMachine& m, const NpuHybridShape& s, int64_t T, int
   for (float x : y->v) {
     if (!std::isfinite(x)) return Status::Error("npu prefill: the layer's output is not finite");
   }
+  if (inspect) inspect(sim);
   out->ms = st.latency_ms;
   out->energy_mj = st.energy_mj;
   out->ops = st.region_ms;

@@ -8,12 +8,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "hanpu/npu.h"
 #include "npu/machine/npu_machine.h"
+#include "npu/sim/npu_sim.h"
 
 namespace hanpu::npu {
 
@@ -26,8 +28,11 @@ struct LayerRun {
 // `past` ones: 0 for a prefill, with the LA core as `la_variant` (a gdn_variants() name);
 // else a decode step (T = 1) as the native backend runs it whatever the prefill's variant (the
 // recurrent LA step over the state, attention over a cache of `past` rows).
+// `inspect` (optional) sees the simulator after the run, every GM tensor the layer made
+// (NpuSim::find_gm): the tests check the layer's arithmetic against a float64 one with it.
 Status hybrid_layer(const NpuMachine& m, const NpuHybridShape& shape, int64_t T, int64_t past,
-                    bool attention, const std::string& la_variant, uint64_t seed, LayerRun* out);
+                    bool attention, const std::string& la_variant, uint64_t seed, LayerRun* out,
+                    const std::function<void(const NpuSim&)>& inspect = {});
 
 // The final RMSNorm and the LM head [hidden, vocab] for one row.
 Status lm_head(const NpuMachine& m, const NpuHybridShape& shape, uint64_t seed, LayerRun* out);

@@ -478,6 +478,13 @@ Status NpuSim::cross_core_sync() {
   return Status::Ok();
 }
 
+const GmTensor* NpuSim::find_gm(const std::string& name) const {
+  for (auto it = gm_.rbegin(); it != gm_.rend(); ++it) {
+    if (it->name == name) return &*it;
+  }
+  return nullptr;
+}
+
 void NpuSim::region(const std::string& name) { regions_.emplace_back(name, epoch_); }
 
 SimStats NpuSim::finish() {

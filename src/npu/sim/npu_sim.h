@@ -117,6 +117,9 @@ class NpuSim {
   NpuSim& operator=(const NpuSim&) = delete;
 
   const NpuMachine& machine() const { return m_; }
+  // The GM tensor made last under `name` (nullptr: none), for a test to read what a program
+  // made.
+  const GmTensor* find_gm(const std::string& name) const;
 
   // A GM tensor. `workspace`: an intermediate the kernel materialises (counted in
   // SimStats::gm_workspace_bytes, the device memory a variant needs beyond inputs and outputs).

@@ -227,6 +227,10 @@ TEST(AscendAttention, MatchesFloat64OnOddShapes) {
     // P rounded to fp16 for the cube and O to fp16 on the way out: ~1e-7 when right.
     EXPECT_LT(nmse(g.o->v, attention_reference(g)), 1e-5);
     EXPECT_GT(s.latency_ms, 0);
+    // The estimate callers bound a run with is an upper one, and not a loose one.
+    const double est = ascend_attention_events(g);
+    EXPECT_LE(static_cast<double>(s.instructions), est);
+    EXPECT_GE(static_cast<double>(s.instructions), 0.5 * est);
   }
 }
 
@@ -286,6 +290,10 @@ TEST(AscendAttention, RefusesBadShapesByName) {
   g.D = 64;
   s = ascend_flash_attention(sim, g, {.rows = 20});
   EXPECT_NE(s.message().find("multiples of 16"), std::string::npos) << s.message();
+  // A run whose events would not fit memory is refused before anything is recorded.
+  AscendAttnGm big = g;
+  big.T = 1 << 20;
+  EXPECT_GT(ascend_attention_events(big), kMaxAttentionEvents);
 }
 
 // Regions split the replayed timeline: their times add up to the latency, and a region whose

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "hanpu/npu.h"
+#include "npu/kernels/attn_ascend.h"
 #include "ref/attn_ref.h"
 #include "sim_cmd.h"
 
@@ -37,6 +38,20 @@ int run_sim_attn_ascend(const SimOptions& o) {
     if (H % kv != 0) {
       std::fprintf(stderr, "error: --kv-heads %d must divide --heads %d\n", kv, H);
       return 2;
+    }
+    for (long T : o.seq) {  // a run too large for the model is refused before its inputs exist
+      npu::AscendAttnGm shape;
+      shape.T = T;
+      shape.Hq = H;
+      shape.Hkv = kv;
+      shape.D = o.dim;
+      if (o.dim >= 16 && npu::ascend_attention_events(shape) > npu::kMaxAttentionEvents) {
+        std::fprintf(stderr,
+                     "error: --seq %ld with %d kv heads would record more than %.0f M events on "
+                     "the model: a shorter T or fewer heads\n",
+                     T, kv, npu::kMaxAttentionEvents / 1e6);
+        return 2;
+      }
     }
   }
   if (!o.json) {
@@ -109,6 +124,7 @@ int run_sim_attn_ascend(const SimOptions& o) {
                               {"vector_util", s.vector_util},
                               {"energy_mj", s.energy_mj},
                               {"launches", s.launches},
+                              {"instructions", s.instructions},
                               {"nmse_o", err}};
           for (const auto& [b, bytes] : s.peak_bytes) j["peak_" + b + "_bytes"] = bytes;
           for (const auto& [e, busy] : s.engine_busy) j["busy_" + e] = busy;

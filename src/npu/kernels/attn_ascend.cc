@@ -195,7 +195,43 @@ Status run_unit(CoreOps& op, const AscendAttnGm& gm, const AscendAttnTiling& t, 
   return Status::Ok();
 }
 
+// A unit's heads stacked and rows a head.
+struct UnitShape {
+  int stack = 1, bq = 16;
+};
+
+UnitShape unit_shape(const AscendAttnGm& gm, const AscendAttnTiling& t) {
+  // The running O (fp32) takes at most half the UB: 128 rows up to D 256.
+  const int max_rows = std::max(16, std::min(t.rows, 32768 / gm.D) / 16 * 16);
+  const int group = gm.Hq / gm.Hkv;
+  UnitShape u;  // the most heads of a group that divide it and fit 16 rows each
+  for (int s = 1; s <= group; ++s) {
+    if (group % s == 0 && s * 16 <= max_rows) u.stack = s;
+  }
+  // Rows a head: as many as fit, no more than the queries need (a decode step: 16).
+  u.bq = static_cast<int>(std::min<int64_t>(max_rows / u.stack / 16 * 16, (gm.T + 15) / 16 * 16));
+  return u;
+}
+
 }  // namespace
+
+double ascend_attention_events(const AscendAttnGm& gm, const AscendAttnTiling& t) {
+  const UnitShape us = unit_shape(gm, t);
+  const int64_t Tk = gm.Tk > 0 ? gm.Tk : gm.T;
+  const int dv = gm.D > 128 ? 64 : 128;
+  // Per key block: its loads, the Q K^T steps (an L0 move each way and the product), the
+  // softmax and O's scale, P to L0, and each P V step (a move, the product, L0C out, the add).
+  const double per_block = 10.0 + 3.0 * ((gm.D + 127) / 128) + 4.0 * ((gm.D + dv - 1) / dv);
+  double blocks = 0;
+  for (int64_t q0 = 0; q0 < gm.T; q0 += us.bq) {
+    const int64_t last = Tk - gm.T + std::min<int64_t>(q0 + us.bq, gm.T) - 1;
+    const int64_t keys = gm.causal && t.skip_masked ? std::min(Tk, last + 1) : Tk;
+    blocks += static_cast<double>((keys + t.bkv - 1) / t.bkv);
+  }
+  const double units_a_block = static_cast<double>(gm.Hq) / us.stack;
+  return units_a_block *
+         (blocks * per_block + 12.0 * static_cast<double>((gm.T + us.bq - 1) / us.bq));
+}
 
 Status ascend_flash_attention(NpuSim& sim, const AscendAttnGm& gm, const AscendAttnTiling& t) {
   if (gm.T < 1 || gm.Hq < 1 || gm.Hkv < 1 || gm.Hq % gm.Hkv != 0 || gm.D < 16 || gm.D % 16 != 0 ||
@@ -235,16 +271,14 @@ Status ascend_flash_attention(NpuSim& sim, const AscendAttnGm& gm, const AscendA
         "16",
         t.rows, t.bkv));
   }
-  // The running O (fp32) takes at most half the UB: 128 rows up to D 256.
-  const int max_rows = std::max(16, std::min(t.rows, 32768 / gm.D) / 16 * 16);
-  const int group = gm.Hq / gm.Hkv;
-  int stack = 1;  // the most heads of a group that divide it and fit 16 rows each
-  for (int s = 1; s <= group; ++s) {
-    if (group % s == 0 && s * 16 <= max_rows) stack = s;
+  const UnitShape us = unit_shape(gm, t);
+  const int group = gm.Hq / gm.Hkv, stack = us.stack, bq = us.bq;
+  if (const double events = ascend_attention_events(gm, t); events > kMaxAttentionEvents) {
+    return Status::Error(fmt::format(
+        "ascend attention: T {} over {} keys with {} kv heads would record ~{:.0f} M events on "
+        "the model (~{:.1f} GiB); the limit is {:.0f} M: a shorter T or fewer heads",
+        gm.T, Tk, gm.Hkv, events / 1e6, events * 135 / (1 << 30), kMaxAttentionEvents / 1e6));
   }
-  // Rows a head: as many as fit, no more than the queries need (a decode step: 16).
-  const int bq =
-      static_cast<int>(std::min<int64_t>(max_rows / stack / 16 * 16, (gm.T + 15) / 16 * 16));
   const int P = sim.machine().cores;
   const int64_t blocks = (gm.T + bq - 1) / bq;
   int64_t unit = 0;

@@ -36,6 +36,11 @@ struct AscendAttnTiling {
   bool skip_masked = true;
 };
 
+// About how many instructions the kernel records for `gm` (an upper estimate): the
+// simulator keeps every one (~135 bytes) until its replay, so callers bound a run with it.
+double ascend_attention_events(const AscendAttnGm& gm, const AscendAttnTiling& tiling = {});
+inline constexpr double kMaxAttentionEvents = 64e6;
+
 // Inside the current launch (the caller calls launch()). Units are dealt to the cores in
 // round robin, the last query blocks (the most key blocks under a causal mask) first.
 // Outputs of padding rows (a short last block) are never stored.

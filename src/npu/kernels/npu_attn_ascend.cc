@@ -47,6 +47,16 @@ Status npu_attn_prefill_ascend(const AttnArgs& a, const NpuAscendAttnOptions& op
         "multiple of the kv heads, D a multiple of 16 up to 512",
         g.T, g.Hq, g.Hkv, g.D));
   }
+  {  // the run's size, before anything is allocated for it
+    npu::AscendAttnGm probe = g;
+    if (const double events = npu::ascend_attention_events(probe, {.skip_masked = opt.skip_masked});
+        events > npu::kMaxAttentionEvents) {
+      return Status::Error(fmt::format(
+          "npu attn: T {} with {} kv heads would record ~{:.0f} M events on the model (~{:.1f} "
+          "GiB); the limit is {:.0f} M: a shorter T or fewer heads",
+          g.T, g.Hkv, events / 1e6, events * 135 / (1 << 30), npu::kMaxAttentionEvents / 1e6));
+    }
+  }
   const auto fill = [&](const char* name, const TensorView& t) {
     npu::GmTensor* x = sim.gm(name, g.T, t.shape[1] * g.D, true);
     for (size_t i = 0; i < x->v.size(); ++i) x->v[i] = load_as_f32(t.data, t.dtype, i);

@@ -44,6 +44,7 @@ Status npu_hybrid_prefill(const NpuHybridShape& s, int64_t T, const NpuPrefillOp
         "attention heads {} over {} kv heads of {}: the heads a multiple of the kv heads, the dim "
         "a multiple of 16 up to 512, rotary fraction in [0, 1], theta > 0",
         s.attn_heads, s.kv_heads, s.head_dim));
+  HANPU_RETURN_IF_ERROR(npu::check_hybrid_size(s, T, 0));
   npu::NpuMachine m;
   HANPU_RETURN_IF_ERROR(npu::load_npu_machine(o.target, &m));
   NpuPrefillStats r;

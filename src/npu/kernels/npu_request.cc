@@ -14,6 +14,14 @@ Status npu_hybrid_request(const NpuHybridShape& s, int64_t input, int64_t output
   if (output < 1 || output > 256)
     return Status::Error(fmt::format("npu request: {} output tokens: 1 to 256", output));
   if (la_variants.empty()) return Status::Error("npu request: no LA variant");
+  HANPU_RETURN_IF_ERROR(npu::check_hybrid_size(s, input, 0));
+  HANPU_RETURN_IF_ERROR(npu::check_hybrid_size(s, 1, input + output));
+  if (static_cast<double>(s.hidden) * static_cast<double>(s.vocab) * 4 > npu::kMaxLayerBytes) {
+    return Status::Error(
+        fmt::format("npu request: the LM head [{} x {}] would hold more than "
+                    "{:.0f} GiB on the model",
+                    s.hidden, s.vocab, npu::kMaxLayerBytes / (1 << 30)));
+  }
   npu::NpuMachine m;
   HANPU_RETURN_IF_ERROR(npu::load_npu_machine(o.target, &m));
   // The shape's checks and the attention layers' prefill: npu_hybrid_prefill with a layer

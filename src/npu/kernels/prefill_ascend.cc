@@ -318,6 +318,36 @@ Status hybrid_layer(const NpuMachine& m, const NpuHybridShape& s, int64_t T, int
   return Status::Ok();
 }
 
+Status check_hybrid_size(const NpuHybridShape& s, int64_t T, int64_t past) {
+  const double H = s.hidden, F = s.ffn, qk = double{s.la_qk_heads} * s.la_key_dim,
+               vv = double{s.la_v_heads} * s.la_value_dim, conv = 2 * qk + vv,
+               q = double{s.attn_heads} * s.head_dim, kv = double{s.kv_heads} * s.head_dim;
+  // Per token: the residual stream's tensors, the MLP's, and the larger mixer's.
+  const double la_row = conv + vv + 2.0 * s.la_v_heads + conv + 2 * vv + 2.0 * s.la_v_heads;
+  const double attn_row = 2 * q + 2 * kv + 2 * q + kv + q;
+  const double row = 8 * H + 3 * F + std::max(la_row, attn_row);
+  const double la_weights = H * (conv + vv) + H * 2.0 * s.la_v_heads + vv * H;
+  const double attn_weights = H * (2 * q + 2 * kv) + q * H;
+  const double weights = std::max(la_weights, attn_weights) + 3 * H * F;
+  const double bytes =
+      4 * (static_cast<double>(T) * row + weights + 2.0 * static_cast<double>(past + T) * kv);
+  AscendAttnGm a;
+  a.T = T;
+  a.Tk = past + T;
+  a.Hq = s.attn_heads;
+  a.Hkv = s.kv_heads;
+  a.D = s.head_dim;
+  const double events = s.attn_layers > 0 ? ascend_attention_events(a) : 0;
+  if (bytes > kMaxLayerBytes || events > kMaxAttentionEvents) {
+    return Status::Error(fmt::format(
+        "npu prefill: a layer over {} tokens after {} holds ~{:.1f} GiB on the model and its "
+        "attention records ~{:.0f} M events; the limits are {:.0f} GiB and {:.0f} M: a shorter T",
+        T, past, bytes / (1 << 30), events / 1e6, kMaxLayerBytes / (1 << 30),
+        kMaxAttentionEvents / 1e6));
+  }
+  return Status::Ok();
+}
+
 Status lm_head(const NpuMachine& m, const NpuHybridShape& s, uint64_t seed, LayerRun* out) {
   if (s.vocab < 16 || s.vocab > (int64_t{1} << 22))
     return Status::Error(fmt::format("npu request: vocab {} must be in [16, 2^22]", s.vocab));

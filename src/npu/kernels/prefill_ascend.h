@@ -34,6 +34,12 @@ Status hybrid_layer(const NpuMachine& m, const NpuHybridShape& shape, int64_t T,
                     bool attention, const std::string& la_variant, uint64_t seed, LayerRun* out,
                     const std::function<void(const NpuSim&)>& inspect = {});
 
+// Whether a layer of `shape` over T tokens after `past` fits the simulator: the values it
+// holds (every GM tensor of a layer as fp32, weights included) up to kMaxLayerBytes, the
+// attention kernel's recorded events up to kMaxAttentionEvents. An error names both.
+inline constexpr double kMaxLayerBytes = 8.0 * (1 << 30);
+Status check_hybrid_size(const NpuHybridShape& shape, int64_t T, int64_t past);
+
 // The final RMSNorm and the LM head [hidden, vocab] for one row.
 Status lm_head(const NpuMachine& m, const NpuHybridShape& shape, uint64_t seed, LayerRun* out);
 

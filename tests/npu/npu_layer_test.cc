@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hanpu/npu.h"
+#include "hybrid_shape_util.h"
 #include "npu/kernels/prefill_ascend.h"
 #include "npu/machine/npu_machine.h"
 
@@ -75,23 +76,6 @@ double nmse(const std::vector<float>& got, const Mat& want) {
     den += want[i] * want[i];
   }
   return std::isfinite(num) && den > 0 ? num / den : INFINITY;
-}
-
-NpuHybridShape shape() {
-  NpuHybridShape s;
-  s.hidden = 64;
-  s.ffn = 96;
-  s.la_layers = 3;
-  s.attn_layers = 1;
-  s.la_qk_heads = 2;
-  s.la_v_heads = 4;
-  s.la_key_dim = s.la_value_dim = 32;
-  s.attn_heads = 4;
-  s.kv_heads = 2;
-  s.head_dim = 32;
-  s.rotary_fraction = 0.25f;
-  s.rope_theta = 1e4f;
-  return s;
 }
 
 // The GDN mixer in float64 from hn: returns its output [T x H].
@@ -240,7 +224,7 @@ struct Case {
 TEST(HybridLayer, MatchesAFloat64Layer) {
   NpuMachine m;
   ASSERT_TRUE(load_npu_machine("ascend-310p", &m).ok());
-  const NpuHybridShape s = shape();
+  const NpuHybridShape s = tiny_hybrid_shape();
   for (const Case c :
        {Case{false, "hanpu", 70, 0}, Case{false, "vllm-ascend", 70, 0}, Case{false, "fla", 70, 0},
         Case{false, "flashqla", 70, 0}, Case{true, "hanpu", 70, 0}, Case{true, "hanpu", 1, 90}}) {

@@ -14,6 +14,7 @@
 
 #include "hanpu/dtype.h"
 #include "hanpu/npu.h"
+#include "hybrid_shape_util.h"
 #include "npu/kernels/attn_ascend.h"
 #include "npu/kernels/cube_gemm.h"
 #include "npu/kernels/gdn_decode.h"
@@ -428,26 +429,11 @@ TEST(GdnDecode, MatchesFloat64) {
   EXPECT_LT(nmse(gm.state0->v, want_s), 1e-5);
 }
 
-NpuHybridShape tiny_hybrid() {
-  NpuHybridShape s;
-  s.hidden = 64;
-  s.ffn = 128;
-  s.la_layers = 3;
-  s.attn_layers = 1;
-  s.la_qk_heads = 2;
-  s.la_v_heads = 4;
-  s.la_key_dim = s.la_value_dim = 32;
-  s.attn_heads = 4;
-  s.kv_heads = 2;
-  s.head_dim = 32;
-  return s;
-}
-
 // The whole prefill adds up: each layer kind's operators in order sum to its layer, the
 // prefill is the layer counts times the layers, the groups partition it; swapping the LA core
 // changes only the LA layers, and hanpu's core beats vLLM-Ascend's chain.
 TEST(HybridPrefill, OperatorsAddUpToThePrefill) {
-  const NpuHybridShape s = tiny_hybrid();
+  const NpuHybridShape s = tiny_hybrid_shape();
   NpuPrefillStats st[2];
   const char* variants[2] = {"vllm-ascend", "hanpu"};
   for (int i = 0; i < 2; ++i) {
@@ -482,7 +468,7 @@ TEST(HybridPrefill, OperatorsAddUpToThePrefill) {
 // every prefill variant: the native backend's) adds a step per further token, each at least
 // the LM head; a longer cache never makes a step shorter.
 TEST(HybridRequest, ComposesPrefillHeadAndDecode) {
-  NpuHybridShape s = tiny_hybrid();
+  NpuHybridShape s = tiny_hybrid_shape();
   s.vocab = 1000;
   std::vector<NpuRequestStats> rows;
   const Status st = npu_hybrid_request(s, 50, 4, {"vllm-ascend", "hanpu"}, {}, &rows);
@@ -512,22 +498,22 @@ TEST(HybridRequest, ComposesPrefillHeadAndDecode) {
 }
 
 TEST(HybridPrefill, RefusesBadShapesByField) {
-  NpuHybridShape s = tiny_hybrid();
+  NpuHybridShape s = tiny_hybrid_shape();
   s.la_v_heads = 3;
   Status r = npu_hybrid_prefill(s, 16, {}, nullptr);
   EXPECT_NE(r.message().find("LA heads 2 (q/k) and 3 (v)"), std::string::npos) << r.message();
-  s = tiny_hybrid();
+  s = tiny_hybrid_shape();
   s.kv_heads = 3;
   r = npu_hybrid_prefill(s, 16, {}, nullptr);
   EXPECT_NE(r.message().find("attention heads 4 over 3 kv heads"), std::string::npos)
       << r.message();
-  s = tiny_hybrid();
+  s = tiny_hybrid_shape();
   s.hidden = 60;
   r = npu_hybrid_prefill(s, 16, {}, nullptr);
   EXPECT_NE(r.message().find("hidden 60"), std::string::npos) << r.message();
-  r = npu_hybrid_prefill(tiny_hybrid(), 0, {}, nullptr);
+  r = npu_hybrid_prefill(tiny_hybrid_shape(), 0, {}, nullptr);
   EXPECT_NE(r.message().find("T 0"), std::string::npos) << r.message();
-  r = npu_hybrid_prefill(tiny_hybrid(), 16, {.la_variant = "nope"}, nullptr);
+  r = npu_hybrid_prefill(tiny_hybrid_shape(), 16, {.la_variant = "nope"}, nullptr);
   EXPECT_NE(r.message().find("unknown LA variant 'nope'"), std::string::npos) << r.message();
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -42,29 +43,47 @@ Status shape_of(const std::string& name, NpuHybridShape* s) {
   return Status::Ok();
 }
 
+// Every --model's shape (an error, printed, ends the command: false).
+bool shapes_of(const std::vector<std::string>& names,
+               std::vector<std::pair<std::string, NpuHybridShape>>* out) {
+  for (const std::string& name : names) {
+    NpuHybridShape shape;
+    if (const Status st = shape_of(name, &shape); !st.ok()) {
+      std::fprintf(stderr, "error: %s\n", st.message().c_str());
+      return false;
+    }
+    out->emplace_back(name, shape);
+  }
+  return true;
+}
+
+// --variant with "all" standing for `all`.
+std::vector<std::string> variants_of(const std::vector<std::string>& asked,
+                                     const std::vector<std::string>& all) {
+  std::vector<std::string> out;
+  for (const std::string& v : asked) {
+    if (v == "all") {
+      out.insert(out.end(), all.begin(), all.end());
+    } else {
+      out.push_back(v);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 int run_sim_prefill(const SimOptions& o) {
-  std::vector<std::string> variants;
-  for (const std::string& v : o.variant) {
-    if (v == "all") {
-      variants.insert(variants.end(), {"vllm-ascend", "hanpu"});
-    } else {
-      variants.push_back(v);
-    }
-  }
+  const std::vector<std::string> variants = variants_of(o.variant, {"vllm-ascend", "hanpu"});
+  std::vector<std::pair<std::string, NpuHybridShape>> shapes;
+  if (!shapes_of(o.model, &shapes)) return 2;
   if (!o.json) {
     std::printf("%-12s %-13s %-12s %6s %11s %9s %9s %9s %9s %9s %9s %6s %10s\n", "target", "model",
                 "variant", "T", "prefill_ms", "la_layer", "attn_lyr", "la_mixer", "attn_mix",
                 "la_core", "attn_core", "LA%", "energy_mJ");
   }
   const bool tty = isatty(fileno(stderr)) != 0;
-  for (const std::string& name : o.model) {
-    NpuHybridShape shape;
-    if (const Status st = shape_of(name, &shape); !st.ok()) {
-      std::fprintf(stderr, "error: %s\n", st.message().c_str());
-      return 2;
-    }
+  for (const auto& [name, shape] : shapes) {
     for (long T : o.seq) {
       for (const std::string& v : variants) {
         if (tty) std::fprintf(stderr, "\r%s, %s, T = %ld ...", name.c_str(), v.c_str(), T);
@@ -111,27 +130,19 @@ int run_sim_prefill(const SimOptions& o) {
 }
 
 int run_sim_request(const SimOptions& o) {
-  std::vector<std::string> variants;
-  for (const std::string& v : o.variant) {
-    if (v == "all") {
-      for (const auto& info : npu_la_variants()) {
-        if (!info.ablation_only) variants.emplace_back(info.name);
-      }
-    } else {
-      variants.push_back(v);
-    }
+  std::vector<std::string> all;
+  for (const auto& info : npu_la_variants()) {
+    if (!info.ablation_only) all.emplace_back(info.name);
   }
+  const std::vector<std::string> variants = variants_of(o.variant, all);
+  std::vector<std::pair<std::string, NpuHybridShape>> shapes;
+  if (!shapes_of(o.model, &shapes)) return 2;
   if (!o.json) {
     std::printf("%-12s %-13s %-12s %7s %5s %11s %9s %10s %11s %10s\n", "target", "model", "variant",
                 "input", "out", "prefill_ms", "ttft_ms", "decode_ms", "latency_ms", "energy_J");
   }
   const bool tty = isatty(fileno(stderr)) != 0;
-  for (const std::string& name : o.model) {
-    NpuHybridShape shape;
-    if (const Status st = shape_of(name, &shape); !st.ok()) {
-      std::fprintf(stderr, "error: %s\n", st.message().c_str());
-      return 2;
-    }
+  for (const auto& [name, shape] : shapes) {
     for (long T : o.seq) {
       if (tty) std::fprintf(stderr, "\r%s, %ld + %d tokens ...", name.c_str(), T, o.output_tokens);
       std::vector<NpuRequestStats> rows;

@@ -10,6 +10,7 @@
 
 #include "hanpu/npu.h"
 #include "hybrid_shape_util.h"
+#include "la_test_util.h"
 #include "npu/kernels/prefill_ascend.h"
 #include "npu/machine/npu_machine.h"
 
@@ -67,15 +68,6 @@ Mat mlp(const Ref& r, const Mat& hn, int64_t T, int H, int F) {
     for (int c = 0; c < F; ++c) a[t * F + c] = silu(gu[t * 2 * F + c]) * gu[t * 2 * F + F + c];
   }
   return matmul(a, r.m("mlp.w_down"), T, F, H);
-}
-
-double nmse(const std::vector<float>& got, const Mat& want) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    num += (got[i] - want[i]) * (got[i] - want[i]);
-    den += want[i] * want[i];
-  }
-  return std::isfinite(num) && den > 0 ? num / den : INFINITY;
 }
 
 // The GDN mixer in float64 from hn: returns its output [T x H].
@@ -237,8 +229,8 @@ TEST(HybridLayer, MatchesAFloat64Layer) {
           const Ref r{sim};
           Mat mix, out;
           layer_reference(r, s, c.T, c.attention, c.past, &mix, &out);
-          err_mix = nmse(r.t("mixer_out").v, mix);
-          err_out = nmse(r.t("layer_out").v, out);
+          err_mix = test::nmse(mix, r.t("mixer_out").v);
+          err_out = test::nmse(out, r.t("layer_out").v);
         });
     ASSERT_TRUE(st.ok()) << st.message();
     // fp16 activations between about a dozen operators: ~1e-6 when right.

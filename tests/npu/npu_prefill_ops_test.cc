@@ -15,6 +15,7 @@
 #include "hanpu/dtype.h"
 #include "hanpu/npu.h"
 #include "hybrid_shape_util.h"
+#include "la_test_util.h"
 #include "npu/kernels/attn_ascend.h"
 #include "npu/kernels/cube_gemm.h"
 #include "npu/kernels/gdn_decode.h"
@@ -34,17 +35,6 @@ void fill_random(GmTensor* t, std::mt19937_64& rng, float sd) {
 
 void poison(GmTensor* t) {
   for (float& x : t->v) x = std::numeric_limits<float>::quiet_NaN();
-}
-
-// NaN or inf anywhere: +inf.
-double nmse(const std::vector<float>& got, const std::vector<double>& want) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double e = got[i] - want[i];
-    num += e * e;
-    den += want[i] * want[i];
-  }
-  return std::isfinite(num) && den > 0 ? num / den : INFINITY;
 }
 
 NpuMachine ascend() {
@@ -84,7 +74,7 @@ TEST(CubeGemm, MatchesFloat64OnOddShapesWithExactTraffic) {
       }
     }
     // fp32 sums rounded once to fp16: about 2^-12 relative, squared.
-    EXPECT_LT(nmse(y->v, want), 1e-6);
+    EXPECT_LT(test::nmse(want, y->v), 1e-6);
     // x is read once per column tile and w once per row tile; y written once.
     const GemmTiling t = gemm_tiling(m, c.M, c.K, c.N);
     const int64_t row_tiles = (c.M + t.bm - 1) / t.bm, col_tiles = (c.N + t.bn - 1) / t.bn;
@@ -226,7 +216,7 @@ TEST(AscendAttention, MatchesFloat64OnOddShapes) {
     ASSERT_TRUE(ascend_flash_attention(sim, g).ok());
     const SimStats s = sim.finish();
     // P rounded to fp16 for the cube and O to fp16 on the way out: ~1e-7 when right.
-    EXPECT_LT(nmse(g.o->v, attention_reference(g)), 1e-5);
+    EXPECT_LT(test::nmse(attention_reference(g), g.o->v), 1e-5);
     EXPECT_GT(s.latency_ms, 0);
     // The estimate callers bound a run with is an upper one, and not a loose one.
     const double est = ascend_attention_events(g);
@@ -250,7 +240,7 @@ TEST(AscendAttention, QueriesAfterACacheMatchFloat64) {
     const Status st = ascend_flash_attention(sim, g);
     ASSERT_TRUE(st.ok()) << st.message();
     sim.finish();
-    EXPECT_LT(nmse(g.o->v, attention_reference(g)), 1e-5);
+    EXPECT_LT(test::nmse(attention_reference(g), g.o->v), 1e-5);
   }
 }
 
@@ -425,8 +415,8 @@ TEST(GdnDecode, MatchesFloat64) {
     }
   }
   // q, k rounded to fp16 after their norm, o rounded to fp16: ~1e-7.
-  EXPECT_LT(nmse(gm.o->v, want_o), 1e-5);
-  EXPECT_LT(nmse(gm.state0->v, want_s), 1e-5);
+  EXPECT_LT(test::nmse(want_o, gm.o->v), 1e-5);
+  EXPECT_LT(test::nmse(want_s, gm.state0->v), 1e-5);
 }
 
 // The whole prefill adds up: each layer kind's operators in order sum to its layer, the

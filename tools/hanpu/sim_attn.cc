@@ -79,12 +79,7 @@ int run_sim_attn(const SimOptions& o) {
           double err = -1;
           if (o.check) {
             if (want.empty()) want = ref::attention(a).o;
-            double num = 0, den = 0;
-            for (size_t i = 0; i < n; ++i) {
-              num += (out[i] - want[i]) * (out[i] - want[i]);
-              den += want[i] * want[i];
-            }
-            err = std::isfinite(num) && den > 0 ? num / den : INFINITY;
+            err = nmse(out, want);
             gate.check(
                 fmt::format("{} attn {} {}, {} heads, T {}", st.target, variant, placement, H, T),
                 "output", err);

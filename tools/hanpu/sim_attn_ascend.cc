@@ -96,12 +96,7 @@ int run_sim_attn_ascend(const SimOptions& o) {
         double err = -1;
         if (o.check) {
           if (want.empty()) want = ref::attention(a).o;
-          double num = 0, den = 0;
-          for (size_t i = 0; i < out.size(); ++i) {
-            num += (out[i] - want[i]) * (out[i] - want[i]);
-            den += want[i] * want[i];
-          }
-          err = std::isfinite(num) && den > 0 ? num / den : INFINITY;
+          err = nmse(out, want);
           gate.check(fmt::format("{} attn {}, {}/{} heads, T {}", s.target, variant, H, KV, T),
                      "output", err);
         }

@@ -58,17 +58,6 @@ Inputs make_inputs(bool kda, int64_t T, int H, int QH, int D, bool raw_qk, uint6
   return in;
 }
 
-// sum (got - want)^2 / sum want^2 in double; infinite where the sum is not finite.
-double nmse(const std::vector<float>& got, const std::vector<float>& want) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    const double d = static_cast<double>(got[i]) - want[i];
-    num += d * d;
-    den += static_cast<double>(want[i]) * want[i];
-  }
-  return std::isfinite(num) && den > 0 ? num / den : INFINITY;
-}
-
 LaArgs make_args(bool kda, int64_t T, int H, int QH, int D, Inputs& in) {
   LaArgs a;
   a.mech = kda ? LaMech::kKda : LaMech::kGdn;
@@ -94,7 +83,25 @@ bool is_spatial_target(const std::string& target) {
   return j.is_object() && j.contains("kind") && j["kind"] == "spatial";
 }
 
+template <typename Want>
+double nmse_impl(const std::vector<float>& got, const std::vector<Want>& want) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double d = static_cast<double>(got[i]) - static_cast<double>(want[i]);
+    num += d * d;
+    den += static_cast<double>(want[i]) * static_cast<double>(want[i]);
+  }
+  return std::isfinite(num) && den > 0 ? num / den : INFINITY;
+}
+
 }  // namespace
+
+double nmse(const std::vector<float>& got, const std::vector<float>& want) {
+  return nmse_impl(got, want);
+}
+double nmse(const std::vector<float>& got, const std::vector<double>& want) {
+  return nmse_impl(got, want);
+}
 
 void NmseGate::check(const std::string& row, const char* what, double nmse) {
   if (nmse < 0) return;  // not checked

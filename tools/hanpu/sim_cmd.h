@@ -38,6 +38,10 @@ struct SimOptions {
   bool json = false;
 };
 
+// sum (got - want)^2 / sum want^2 in double; infinite where the sum is not finite.
+double nmse(const std::vector<float>& got, const std::vector<float>& want);
+double nmse(const std::vector<float>& got, const std::vector<double>& want);
+
 // The runs whose check failed, reported together once every row is printed.
 class NmseGate {
  public:

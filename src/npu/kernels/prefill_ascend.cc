@@ -28,6 +28,16 @@ namespace hanpu::npu {
 
 namespace {
 
+// Channels [c0, c0 + cols) of the conv weights (CK taps a channel, channel-major) as a GM
+// tensor of their own: the conv runs a pass per q, k and v, each with its channels' taps.
+GmTensor* conv_weights_part(NpuSim& sim, const GmTensor& w, int64_t c0, int cols, int CK,
+                            bool fp16) {
+  const int64_t n = static_cast<int64_t>(cols) * CK;
+  GmTensor* part = sim.gm("la.conv_w_part", 1, n, fp16);
+  std::copy_n(w.v.begin() + c0 * CK, n, part->v.begin());
+  return part;
+}
+
 // A decode step's causal conv: each of q, k, v on a core of its own, the window of the last
 // CK - 1 tokens (the conv state) and the new one in UB, the state shifted and stored back.
 Status conv_step(LayerProgram& L, GmTensor* qkvz, GmTensor* w, int CK,
@@ -38,8 +48,7 @@ Status conv_step(LayerProgram& L, GmTensor* qkvz, GmTensor* w, int CK,
     const int cols = static_cast<int>(dst->cols);
     CoreOps op(sim, static_cast<int>(i) % sim.machine().cores);
     GmTensor* state = L.param("la.conv_state", cols, 0.0f, 1.0f, CK - 1);
-    GmTensor* wt = sim.gm("la.conv_w_part", 1, static_cast<int64_t>(cols) * CK, false);
-    std::copy_n(w->v.begin() + c0 * CK, static_cast<int64_t>(cols) * CK, wt->v.begin());
+    GmTensor* wt = conv_weights_part(sim, *w, c0, cols, CK, false);
     Tile *win, *wu, *y;
     HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, CK, cols, false, Layout::kND, "conv_window", &win));
     HANPU_RETURN_IF_ERROR(sim.load(win, {state, 0, CK - 1, 0, cols}));
@@ -104,8 +113,7 @@ Status gdn_mixer(LayerProgram& L, const NpuHybridShape& s, const GdnVariant& cor
     // channels of all three with their weights would not fit a block of rows in the UB)
     GmTensor* w = L.param("la.conv_w", static_cast<int64_t>(conv) * CK, 0.0f, 0.5f);
     const auto pass = [&, CK](int64_t c0, int cols, GmTensor* dst) {
-      GmTensor* wt = sim.gm("la.conv_w_part", 1, static_cast<int64_t>(cols) * CK, true);
-      std::copy_n(w->v.begin() + c0 * CK, static_cast<int64_t>(cols) * CK, wt->v.begin());
+      GmTensor* wt = conv_weights_part(sim, *w, c0, cols, CK, true);
       RowPass p;
       p.in = {{qkvz, c0, cols}};
       p.params = {wt};

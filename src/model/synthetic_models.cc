@@ -72,7 +72,7 @@ ModelConfig kda_hybrid_2b(Arch arch, int layers, int vocab) {
 }  // namespace
 
 std::vector<std::string> synthetic_model_names() {
-  return {"qwen3.5-0.8b",    "qwen3.5-2b",     "qwen3.5-4b",
+  return {"qwen3.5-0.8b",    "qwen3.5-2b",     "qwen3.5-4b", "qwen3.5-9b",
           "qwen3-next-tiny", "kimi-linear-2b", "ling-2b"};
 }
 
@@ -84,6 +84,17 @@ std::optional<ModelConfig> synthetic_model_config(const std::string& name) {
     c.la_value_heads = 32;
     c.attn_heads = 16;
     c.kv_heads = 4;
+    return c;
+  }
+  if (name == "qwen3.5-9b") {
+    // Qwen3.5-9B's model card: 32 layers of hidden 4096 (8 x (3 GDN + 1 attention)), GDN 16
+    // q/k and 32 value heads of 128, attention 16/4 heads of 256, FFN 12288; its 8.95 B
+    // parameters count a separate LM head.
+    ModelConfig c = qwen35(4096, 12288, 32);
+    c.la_value_heads = 32;
+    c.attn_heads = 16;
+    c.kv_heads = 4;
+    c.tie_embeddings = false;
     return c;
   }
   if (name == "qwen3-next-tiny") {  // Qwen3-Next's layout at a size a 2-core board can run

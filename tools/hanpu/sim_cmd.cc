@@ -128,8 +128,9 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
                  "model's whole prefill, Ascend-class targets, with --variant the LA core) or "
                  "request (--seq input tokens, then --output-tokens; every --variant)")
       ->capture_default_str();
-  cmd.add_option("--model", o.model,
-                 "--op prefill / request: model shapes (qwen3.5-0.8b, qwen3.5-2b, qwen3.5-4b)")
+  cmd.add_option(
+         "--model", o.model,
+         "--op prefill / request: model shapes (qwen3.5-0.8b, qwen3.5-2b, qwen3.5-4b, qwen3.5-9b)")
       ->capture_default_str();
   cmd.add_option("--output-tokens", o.output_tokens,
                  "--op request: tokens generated, the first by the prefill (1-256)")

@@ -21,8 +21,8 @@ namespace {
 Status shape_of(const std::string& name, NpuHybridShape* s) {
   const std::optional<model::ModelConfig> c = model::synthetic_model_config(name);
   if (!c || c->arch != model::Arch::kQwen35) {
-    return Status::Error(
-        fmt::format("--model {}: a Qwen3.5 shape (qwen3.5-0.8b, qwen3.5-2b, qwen3.5-4b)", name));
+    return Status::Error(fmt::format(
+        "--model {}: a Qwen3.5 shape (qwen3.5-0.8b, qwen3.5-2b, qwen3.5-4b, qwen3.5-9b)", name));
   }
   s->hidden = c->hidden;
   s->ffn = c->intermediate;

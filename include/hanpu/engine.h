@@ -271,10 +271,10 @@ class Engine {
  public:
   ~Engine();
   // A checkpoint: a folder with config.json, safetensors (single or sharded) and
-  // tokenizer.json, or a .gguf file. `weights`: how to hold the projections — "auto" (the
-  // checkpoint's dtype; a quantized GGUF's own blocks), "f32", "bf16" or "f16" (a quantized
-  // GGUF decoded into it), or "q8_0" / "q4_0" (plain projections quantized at load).
-  // on_progress(layers done, layers) while the weights convert.
+  // tokenizer.json (or Kimi's tiktoken.model), or a .gguf file. `weights`: how to hold the
+  // projections — "auto" (the checkpoint's dtype; a quantized GGUF's own blocks), "f32", "bf16" or
+  // "f16" (a quantized GGUF decoded into it), or "q8_0" / "q4_0" (plain projections quantized at
+  // load). on_progress(layers done, layers) while the weights convert.
   static Status load(const std::string& dir, std::unique_ptr<Engine>* out,
                      const std::string& weights = "auto",
                      const std::function<void(int, int)>& on_progress = nullptr);

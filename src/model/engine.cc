@@ -27,6 +27,7 @@
 #include "model/perplexity.h"
 #include "model/state_file.h"
 #include "model/synthetic_models.h"
+#include "model/tiktoken_vocab.h"
 #include "model/tokenizer.h"
 #include "model/engine_impl.h"
 
@@ -113,6 +114,13 @@ Status Engine::load(const std::string& dir, std::unique_ptr<Engine>* out,
     if (std::filesystem::exists(tok_source)) {
       impl->tokenizer.emplace();
       HANPU_RETURN_IF_ERROR(model::Tokenizer::load(tok_source, &*impl->tokenizer));
+    } else if (model::has_tiktoken_model(dir)) {  // Kimi's folders ship tiktoken.model instead
+      tok_source = (std::filesystem::path(dir) / "tiktoken.model").string();
+      model::Tokenizer::Parts parts;
+      HANPU_RETURN_IF_ERROR(model::tiktoken_parts(dir, &parts));
+      impl->tokenizer.emplace();
+      HANPU_RETURN_IF_ERROR(
+          model::Tokenizer::build(std::move(parts), tok_source, &*impl->tokenizer));
     }
     std::optional<model::ChatTemplate> t;
     impl->chat_error = model::load_hf_chat_template(dir, &t);

@@ -314,6 +314,12 @@ Status Tokenizer::build(Parts parts, const std::string& source, Tokenizer* out) 
   return Status::Ok();
 }
 
+std::string Tokenizer::byte_level(std::string_view bytes) {
+  std::string out;
+  for (char c : bytes) out += byte_map().to_utf8[static_cast<unsigned char>(c)];
+  return out;
+}
+
 std::optional<int> Tokenizer::token_id(std::string_view token) const {
   for (const Added& a : added_) {
     if (a.content == token) return a.id;

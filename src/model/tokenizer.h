@@ -60,6 +60,8 @@ class Tokenizer {
   static std::string pattern_for_pre(const std::string& pre);
   // The name of a split regex, the inverse of pattern_for_pre (empty for one it has none for).
   static std::string pre_for_pattern(const std::string& pattern);
+  // Raw bytes as a byte-level token's text (GPT-2's byte -> character map).
+  static std::string byte_level(std::string_view bytes);
 
   // Token ids of UTF-8 `text` (an error names the byte offset of invalid UTF-8). Added tokens
   // such as <|im_start|> written in the text become their ids.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <filesystem>
 #include <string_view>
 #include <unordered_map>
@@ -58,6 +59,13 @@ bool decode_base64(std::string_view s, std::string* out) {
   return true;
 }
 
+// `text` as a whole number of 1 to `max_digits` decimal digits (no sign, no spaces).
+bool parse_decimal(std::string_view text, size_t max_digits, size_t* out) {
+  if (text.empty() || text.size() > max_digits) return false;
+  const auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return err == std::errc() && end == text.data() + text.size();
+}
+
 // The special ids [n, n + 256): the config's added_tokens_decoder where it names them.
 Status special_tokens(const std::string& config_json, const std::string& source, size_t n,
                       std::vector<std::string>* names) {
@@ -73,10 +81,7 @@ Status special_tokens(const std::string& config_json, const std::string& source,
   if (!added.is_object()) return Status::Error(fmt::format("{} is not an object", where));
   for (const auto& [key, entry] : added.items()) {
     size_t id = 0;
-    bool digits = !key.empty() && key.size() <= 10;
-    for (char c : key) digits = digits && c >= '0' && c <= '9';
-    if (digits) id = std::stoull(key);
-    if (!digits || id < n || id >= n + kTiktokenReservedSpecials) {
+    if (!parse_decimal(key, 10, &id) || id < n || id >= n + kTiktokenReservedSpecials) {
       return Status::Error(fmt::format(
           "{}: id {} is not one of the special ids {}-{} after tiktoken.model's {} ranks", where,
           json_excerpt(key), n, n + kTiktokenReservedSpecials - 1, n));
@@ -102,10 +107,11 @@ bool has_tiktoken_model(const std::string& dir) {
 Status tiktoken_parts_from_text(const std::string& model_text, const std::string& config_json,
                                 const std::string& source, Tokenizer::Parts* out) {
   const std::string file = source + "/tiktoken.model";
-  // Tokens by rank, each with its line (for errors).
-  std::vector<std::string> by_rank;
-  std::vector<size_t> line_of;
-  std::vector<std::pair<std::string, size_t>> read;  // (bytes, rank) in file order
+  struct Entry {
+    std::string bytes;
+    size_t rank, line;
+  };
+  std::vector<Entry> read;  // in file order
   size_t line = 0;
   for (size_t at = 0; at < model_text.size();) {
     size_t end = model_text.find('\n', at);
@@ -130,35 +136,33 @@ Status tiktoken_parts_from_text(const std::string& model_text, const std::string
       return Status::Error(fmt::format("{}: line {}: a token of {} bytes (at most {})", file, line,
                                        bytes.size(), kMaxTokenBytes));
     }
-    bool digits = !rank_text.empty() && rank_text.size() <= 9;
-    for (char c : rank_text) digits = digits && c >= '0' && c <= '9';
-    if (!digits) {
+    size_t rank = 0;
+    if (!parse_decimal(rank_text, 9, &rank)) {
       return Status::Error(fmt::format("{}: line {}: the rank is not a whole number ({})", file,
                                        line, json_excerpt(std::string(rank_text.substr(0, 40)))));
     }
-    read.emplace_back(std::move(bytes), static_cast<size_t>(std::stoul(std::string(rank_text))));
-    line_of.push_back(line);
+    read.push_back({std::move(bytes), rank, line});
   }
   const size_t n = read.size();
   if (n == 0) return Status::Error(fmt::format("{}: no tokens", file));
-  by_rank.assign(n, std::string());
+  // Tokens by rank, each with its line (for errors).
+  std::vector<std::string> by_rank(n);
   std::vector<size_t> rank_line(n, 0);
-  std::unordered_map<std::string_view, int> rank_of;  // into by_rank, which no longer grows
-  rank_of.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    const auto& [bytes, rank] = read[i];
-    if (rank >= n) {
+  for (Entry& e : read) {
+    if (e.rank >= n) {
       return Status::Error(
           fmt::format("{}: line {}: rank {} is past the file's {} tokens (ranks run 0 to {})", file,
-                      line_of[i], rank, n, n - 1));
+                      e.line, e.rank, n, n - 1));
     }
-    if (rank_line[rank] != 0) {
-      return Status::Error(fmt::format("{}: line {}: rank {} is also on line {}", file, line_of[i],
-                                       rank, rank_line[rank]));
+    if (rank_line[e.rank] != 0) {
+      return Status::Error(fmt::format("{}: line {}: rank {} is also on line {}", file, e.line,
+                                       e.rank, rank_line[e.rank]));
     }
-    rank_line[rank] = line_of[i];
-    by_rank[rank] = bytes;
+    rank_line[e.rank] = e.line;
+    by_rank[e.rank] = std::move(e.bytes);
   }
+  std::unordered_map<std::string_view, int> rank_of;  // into by_rank, which no longer grows
+  rank_of.reserve(n);
   for (size_t r = 0; r < n; ++r) {
     const auto [it, fresh] = rank_of.emplace(by_rank[r], static_cast<int>(r));
     if (!fresh) {

@@ -4,6 +4,7 @@
 #include "model/hf_gguf_metadata.h"
 
 #include <filesystem>
+#include <map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include "base/input_limits.h"
 #include "base/json_limits.h"
 #include "model/chat_template.h"
+#include "model/tiktoken_vocab.h"
 #include "model/tokenizer.h"
 
 namespace hanpu::model {
@@ -153,35 +155,78 @@ bool looks_special(const std::string& t) {
          wraps("<\xef\xbd\x9c", "\xef\xbd\x9c>") || wraps("<unused", ">");
 }
 
-Status tokenizer_metadata(const std::filesystem::path& dir, const ModelConfig& c, const json& root,
-                          const json& text, GgufMetadata* meta) {
-  const std::filesystem::path tok_path = dir / "tokenizer.json";
+// A folder's tokenizer as the converter sees it: the parts, which ids are special (control)
+// and the added tokens' ids by content (for the special-token lookup).
+struct FolderVocab {
+  Tokenizer::Parts parts;
+  std::map<int64_t, bool> special;  // added ids: whether special
+  std::map<std::string, int64_t> added_id;
+  bool byte_level_post = false;  // a byte-level post-processor (adds neither BOS nor EOS)
+  std::string source;            // the file, for errors
+};
+
+Status vocab_from_tokenizer_json(const std::filesystem::path& tok_path, FolderVocab* v) {
+  v->source = tok_path.string();
   std::string tok_text;
   HANPU_RETURN_IF_ERROR(
       read_regular_file(tok_path.string(), kMaxJsonFileBytes, "tokenizer.json", &tok_text));
   json tok;
   HANPU_RETURN_IF_ERROR(parse_json(tok_text, tok_path.string(), &tok));
-  Tokenizer::Parts parts;
-  HANPU_RETURN_IF_ERROR(Tokenizer::parts_from_json(tok, tok_path.string(), &parts));
+  HANPU_RETURN_IF_ERROR(Tokenizer::parts_from_json(tok, tok_path.string(), &v->parts));
+  for (const json& a : tok.value("added_tokens", json::array())) {
+    const int64_t id = a["id"].get<int64_t>();
+    v->special[id] = a.value("special", false);
+    v->added_id.emplace(a["content"].get<std::string>(), id);
+  }
+  if (const json pp = tok.value("post_processor", json()); pp.is_object()) {
+    for (const json& p : pp.value("processors", json::array({pp})))
+      v->byte_level_post =
+          v->byte_level_post || (p.is_object() && p.value("type", "") == "ByteLevel");
+  }
+  return Status::Ok();
+}
+
+// Kimi's tiktoken.model (tiktoken_vocab.h). conversion/kimi_linear.py marks every special
+// token control. Its merges are one split per token (the last merge BPE would make); every
+// split into two tokens is written here, each at its token's rank, so llama.cpp's BPE merges
+// as tiktoken does (a lower-ranked token's every split before a higher one's).
+Status vocab_from_tiktoken(const std::filesystem::path& dir, FolderVocab* v) {
+  v->source = (dir / "tiktoken.model").string();
+  HANPU_RETURN_IF_ERROR(tiktoken_parts(dir.string(), &v->parts));
+  for (size_t id = 0; id < v->parts.tokens.size(); ++id) {
+    if (!v->parts.added[id]) continue;
+    v->special[static_cast<int64_t>(id)] = true;
+    v->added_id.emplace(v->parts.tokens[id], static_cast<int64_t>(id));
+  }
+  return Status::Ok();
+}
+
+Status tokenizer_metadata(const std::filesystem::path& dir, const ModelConfig& c, const json& root,
+                          const json& text, GgufMetadata* meta) {
+  FolderVocab vocab;
+  if (std::filesystem::exists(dir / "tokenizer.json")) {
+    HANPU_RETURN_IF_ERROR(vocab_from_tokenizer_json(dir / "tokenizer.json", &vocab));
+  } else if (has_tiktoken_model(dir.string())) {  // Kimi's folders ship tiktoken.model instead
+    HANPU_RETURN_IF_ERROR(vocab_from_tiktoken(dir, &vocab));
+  } else {
+    return Status::Error(fmt::format(
+        "{}: no tokenizer.json or tiktoken.model, so no tokenizer to write into the GGUF",
+        dir.string()));
+  }
+  const Tokenizer::Parts& parts = vocab.parts;
   // Named by the split regex alone, as the converter's hash of the tokenizer's output tells
   // them apart: transformers gives Qwen2/3's tokenizer and Qwen3.5's the NFC normaliser both.
   const std::string pre = Tokenizer::pre_for_pattern(parts.pattern);
   if (pre.empty())
     return Status::Error(fmt::format(
-        "{}: its pre-tokenizer regex is neither Qwen2's nor Qwen3.5's, the ones llama.cpp names "
-        "(qwen2, qwen35)",
-        tok_path.string()));
+        "{}: its pre-tokenizer regex is none of those llama.cpp names here (qwen2, qwen35, "
+        "kimi-k2)",
+        vocab.source));
   if (parts.tokens.size() > static_cast<size_t>(c.vocab))
     return Status::Error(fmt::format("{}: {} token ids, more than config.json's vocab_size {}",
-                                     tok_path.string(), parts.tokens.size(), c.vocab));
-  // Added tokens by id: special, and their ids by content for the special-token lookup.
-  std::map<int64_t, bool> special;
-  std::map<std::string, int64_t> added_id;
-  for (const json& a : tok.value("added_tokens", json::array())) {
-    const int64_t id = a["id"].get<int64_t>();
-    special[id] = a.value("special", false);
-    added_id.emplace(a["content"].get<std::string>(), id);
-  }
+                                     vocab.source, parts.tokens.size(), c.vocab));
+  const std::map<int64_t, bool>& special = vocab.special;
+  const std::map<std::string, int64_t>& added_id = vocab.added_id;
   std::vector<GgufValue> tokens, types, merges;
   for (int64_t i = 0; i < c.vocab; ++i) {
     const std::string* t =
@@ -228,11 +273,7 @@ Status tokenizer_metadata(const std::filesystem::path& dir, const ModelConfig& c
     m[key] = u32(static_cast<uint64_t>(*id));
   }
   // A byte-level post-processor adds neither BOS nor EOS; tokenizer_config.json may say more.
-  bool byte_level = false;
-  if (const json pp = tok.value("post_processor", json()); pp.is_object()) {
-    for (const json& p : pp.value("processors", json::array({pp})))
-      byte_level = byte_level || (p.is_object() && p.value("type", "") == "ByteLevel");
-  }
+  const bool byte_level = vocab.byte_level_post;
   for (const char* kind : {"bos", "eos"}) {
     const std::string add = fmt::format("add_{}_token", kind);
     std::optional<bool> v;

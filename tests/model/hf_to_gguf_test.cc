@@ -195,7 +195,7 @@ TEST(FromFolderRefused, NamesTheProblemAndWritesNothing) {
     const char* file;
     std::string text, message;
   } cases[] = {
-      {"tokenizer.json", odd_regex.dump(), "neither Qwen2's nor Qwen3.5's"},
+      {"tokenizer.json", odd_regex.dump(), "none of those llama.cpp names here"},
       {"config.json", small_vocab.dump(), "more than config.json's vocab_size 100"},
       {"config.json", bad_eos.dump(), "bos_token_id is 1048576, outside the vocabulary"},
       {"tokenizer.json", "{\"model\": 3}", "tokenizer.json"},

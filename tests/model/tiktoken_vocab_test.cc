@@ -3,7 +3,7 @@
 // reference text to the ids the `tiktoken` package gives it with Kimi's split pattern and
 // every special token allowed, and decodes them back; broken files are refused naming the
 // line and what is wrong; an engine reads a folder's tiktoken.model where it has no
-// tokenizer.json.
+// tokenizer.json, and hanpu quantize writes it as llama.cpp's kimi-k2 vocabulary.
 #include "model/tiktoken_vocab.h"
 
 #include <gtest/gtest.h>
@@ -17,6 +17,10 @@
 
 #include "fixtures.h"
 #include "hanpu/engine.h"
+#include "hanpu/quantize.h"
+#include "model/gguf_tokenizer.h"
+#include "model/hf_gguf_metadata.h"
+#include "model/model_config.h"
 
 namespace hanpu::model {
 namespace {
@@ -110,23 +114,87 @@ TEST(TiktokenVocab, EverySplitIntoTwoTokensIsAMerge) {
   EXPECT_EQ(parts.tokens.size(), 260u + kTiktokenReservedSpecials);
 }
 
-TEST(TiktokenVocab, AnEngineReadsAFoldersTiktokenModel) {
-  // The Kimi fixture's weights with the tiktoken folder in place of its tokenizer.json: the
-  // engine reads tiktoken.model, whose 856 ids the tiny model's vocabulary cannot hold.
+// The Kimi fixture's weights with the tiktoken folder in place of its tokenizer.json.
+std::string kimi_tiktoken_folder(const std::string& name) {
   namespace fs = std::filesystem;
-  const fs::path d =
-      fs::path(testing::temp_file("tiktoken_engine", "model")).parent_path() / "kimi";
+  const fs::path d = fs::path(testing::temp_file("tiktoken_engine", "model")).parent_path() / name;
   fs::remove_all(d);
   fs::create_directories(d);
   for (const char* f : {"config.json", "model.safetensors", "generation_config.json"})
     fs::copy_file(testing::fixture_dir("kimi-linear-tiny") + "/" + f, d / f);
   for (const char* f : {"tiktoken.model", "tokenizer_config.json"})
     fs::copy_file(tiktoken_dir() + "/" + f, d / f);
+  return d.string();
+}
+
+TEST(TiktokenVocab, AnEngineReadsAFoldersTiktokenModel) {
+  // The engine reads tiktoken.model, whose 856 ids the tiny model's vocabulary cannot hold.
+  const std::string d = kimi_tiktoken_folder("kimi");
   std::unique_ptr<Engine> engine;
-  const Status st = Engine::load(d.string(), &engine);
+  const Status st = Engine::load(d, &engine);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("tiktoken.model: the tokenizer has 856 tokens"), std::string::npos)
       << st.message();
+}
+
+// hanpu quantize from such a folder writes tiktoken.model's vocabulary as llama.cpp's
+// kimi-linear GGUF has it (conversion/kimi_linear.py): the byte-level tokens by id, the
+// specials control, ids past them up to vocab_size unused "[PADn]", pre "kimi-k2",
+// tokenizer_config.json's BOS and EOS. The tokenizer read back from those keys gives the
+// tiktoken package's ids for every reference text.
+TEST(TiktokenVocab, QuantizeWritesItsVocabularyAsTheConverterDoes) {
+  const std::string d = kimi_tiktoken_folder("kimi-quantize");
+  // The tiny model's 384 ids cannot hold the fixture's 856: refused naming both, via the
+  // tiktoken reader (so quantize reads it), and nothing is written.
+  const std::string out = testing::temp_file("tiktoken_quantize", "kimi.gguf");
+  std::filesystem::remove(out);
+  const Status refused = quantize_model(d, out, "Q8_0");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("tiktoken.model: 856 token ids, more than config.json's "
+                                   "vocab_size 384"),
+            std::string::npos)
+      << refused.message();
+  EXPECT_FALSE(std::filesystem::exists(out));
+
+  // The metadata of the same folder for a model with room for them.
+  ModelConfig c;
+  ASSERT_TRUE(load_model_config(d + "/config.json", &c).ok());
+  c.vocab = 1000;
+  GgufMetadata meta;
+  const Status st = hf_gguf_metadata(d, c, &meta);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(*gguf_string(meta, "tokenizer.ggml.pre"), "kimi-k2");
+  const auto ref = nlohmann::json::parse(testing::read_text(tiktoken_dir() + "/reference.json"));
+  const int n = ref["tokens"];
+  const auto& types = std::get<std::vector<GgufValue>>(meta.at("tokenizer.ggml.token_type").v);
+  const auto& tokens = std::get<std::vector<GgufValue>>(meta.at("tokenizer.ggml.tokens").v);
+  ASSERT_EQ(types.size(), 1000u);
+  ASSERT_EQ(tokens.size(), 1000u);
+  const auto type_of = [&](int id) { return std::get<int64_t>(types[id].v); };
+  EXPECT_EQ(type_of(0), 1);  // normal
+  EXPECT_EQ(type_of(n - 1), 1);
+  EXPECT_EQ(type_of(n), 3);  // [BOS], control
+  EXPECT_EQ(type_of(n + kTiktokenReservedSpecials - 1), 3);
+  EXPECT_EQ(type_of(n + kTiktokenReservedSpecials), 5);  // unused
+  EXPECT_EQ(std::get<std::string>(tokens[n].v), "[BOS]");
+  EXPECT_EQ(std::get<std::string>(tokens[999].v), "[PAD999]");
+  EXPECT_EQ(std::get<uint64_t>(meta.at("tokenizer.ggml.bos_token_id").v), static_cast<uint64_t>(n));
+  EXPECT_EQ(std::get<uint64_t>(meta.at("tokenizer.ggml.eos_token_id").v),
+            static_cast<uint64_t>(n + 1));
+  Tokenizer tok;
+  const Status read = gguf_tokenizer(meta, "metadata", &tok);
+  ASSERT_TRUE(read.ok()) << read.message();
+  for (const auto& t : ref["cases"]) {
+    const std::string text = t["text"];
+    std::vector<int> ids;
+    ASSERT_TRUE(tok.encode(text, &ids).ok()) << text;
+    EXPECT_EQ(ids, t["ids"].get<std::vector<int>>()) << text;
+  }
+  // Neither file: refused naming the folder.
+  std::filesystem::remove(d + "/tiktoken.model");
+  const Status none = hf_gguf_metadata(d, c, &meta);
+  EXPECT_NE(none.message().find("no tokenizer.json or tiktoken.model"), std::string::npos)
+      << none.message();
 }
 
 }  // namespace

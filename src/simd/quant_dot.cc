@@ -12,19 +12,31 @@
 
 namespace hanpu::simd {
 
+void size_acts(int64_t rows, int in, ActsKinds kinds, QuantActs* a) {
+  a->in = in;
+  a->units = quant_units(in);
+  a->rows = rows;
+  const int padded = a->units * kQuantUnit;
+  if (kinds != ActsKinds::kPer32) {
+    a->q256.resize(static_cast<size_t>(rows) * padded);
+    a->d256.resize(static_cast<size_t>(rows) * a->units);
+    a->bsum16.resize(static_cast<size_t>(rows) * a->units * kQuantGroups);
+  }
+  if (kinds != ActsKinds::kPerUnit) {
+    a->q.assign(static_cast<size_t>(rows) * padded, 0);  // a partial last unit's rest stays 0
+    a->dlane.assign(static_cast<size_t>(rows) * a->units * 64, 0.0f);
+    a->dsum.assign(static_cast<size_t>(rows) * a->units * kQuantGroups, 0.0f);
+  }
+}
+
 namespace {
 
-// a's q256, d256 and bsum16 (quant_dot.h): scale = max |x| / 127 over each 256-value unit (the
-// padding zeros included), values rounded to nearest; NaN scales for a non-finite row.
-void quantize_acts_per_unit(const float* x, int64_t ldx, int64_t rows, int in, const int32_t* order,
-                            QuantActs* a) {
-  const int padded = a->units * kQuantUnit;
-  a->q256.resize(static_cast<size_t>(rows) * padded);
-  a->d256.resize(static_cast<size_t>(rows) * a->units);
-  a->bsum16.resize(static_cast<size_t>(rows) * a->units * kQuantGroups);
+void quantize_rows_per_unit(const float* x, int64_t ldx, int64_t r0, int64_t r1,
+                            const int32_t* order, QuantActs* a) {
+  const int in = a->in, padded = a->units * kQuantUnit;
   float unit[kQuantUnit];
   int32_t sums[kQuantGroups];
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int64_t r = r0; r < r1; ++r) {
     const float* xr = x + r * ldx;
     for (int u = 0; u < a->units; ++u) {
       const int i0 = u * kQuantUnit;
@@ -44,22 +56,12 @@ void quantize_acts_per_unit(const float* x, int64_t ldx, int64_t rows, int in, c
   }
 }
 
-}  // namespace
-
-void quantize_acts(const float* x, int64_t ldx, int64_t rows, int in, const int32_t* order,
-                   QuantActs* a, ActsKinds kinds) {
-  a->in = in;
-  a->units = quant_units(in);
-  a->rows = rows;
-  if (kinds != ActsKinds::kPer32) quantize_acts_per_unit(x, ldx, rows, in, order, a);
-  if (kinds == ActsKinds::kPerUnit) return;
-  const int padded = a->units * kQuantUnit;
-  a->q.assign(static_cast<size_t>(rows) * padded, 0);  // a partial last unit's rest stays 0
-  a->dlane.assign(static_cast<size_t>(rows) * a->units * 64, 0.0f);
-  a->dsum.assign(static_cast<size_t>(rows) * a->units * kQuantGroups, 0.0f);
+void quantize_rows_per32(const float* x, int64_t ldx, int64_t r0, int64_t r1, const int32_t* order,
+                         QuantActs* a) {
+  const int in = a->in, padded = a->units * kQuantUnit;
   float block[32];
   int32_t sums[2];
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int64_t r = r0; r < r1; ++r) {
     const float* xr = x + r * ldx;
     int8_t* q = a->q.data() + r * padded;
     float* dlane = a->dlane.data() + r * a->units * 64;
@@ -82,6 +84,20 @@ void quantize_acts(const float* x, int64_t ldx, int64_t rows, int in, const int3
       dsum[u * kQuantGroups + 2 * k + 1] = d * static_cast<float>(sums[1]);
     }
   }
+}
+
+}  // namespace
+
+void quantize_acts_rows(const float* x, int64_t ldx, int64_t r0, int64_t r1, const int32_t* order,
+                        ActsKinds kinds, QuantActs* a) {
+  if (kinds != ActsKinds::kPer32) quantize_rows_per_unit(x, ldx, r0, r1, order, a);
+  if (kinds != ActsKinds::kPerUnit) quantize_rows_per32(x, ldx, r0, r1, order, a);
+}
+
+void quantize_acts(const float* x, int64_t ldx, int64_t rows, int in, const int32_t* order,
+                   QuantActs* a, ActsKinds kinds) {
+  size_acts(rows, in, kinds, a);
+  quantize_acts_rows(x, ldx, 0, rows, order, kinds, a);
 }
 
 void quant_gemm_scalar(QuantType t, const uint8_t* const* rows, int n, const QuantActs& a,

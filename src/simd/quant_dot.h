@@ -60,6 +60,12 @@ enum class ActsKinds { kPer32, kPerUnit, kBoth };
 void quantize_acts(const float* x, int64_t ldx, int64_t rows, int in, const int32_t* order,
                    QuantActs* a, ActsKinds kinds = ActsKinds::kBoth);
 
+// quantize_acts in steps, so that threads can quantize rows of one set side by side: size
+// `a` for `rows` rows of `in` values, then quantize rows [r0, r1) of x into it.
+void size_acts(int64_t rows, int in, ActsKinds kinds, QuantActs* a);
+void quantize_acts_rows(const float* x, int64_t ldx, int64_t r0, int64_t r1, const int32_t* order,
+                        ActsKinds kinds, QuantActs* a);
+
 enum class QuantKernel { kScalar, kAvx2, kVnni, kNeonDot };
 
 // Whether this CPU runs the VNNI kernel (AVX512-VNNI and AVX512-BW), the AVX2 one (AVX2, FMA),

@@ -459,7 +459,7 @@ void linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<Linea
   if (std::any_of(outs.begin(), outs.end(), [](const LinearOut& o) { return o.w->quant; })) {
     const bool together = std::all_of(outs.begin(), outs.end(), [&](const LinearOut& o) {
       return o.w->quant && o.w->in == outs[0].w->in && o.w->x_order == outs[0].w->x_order &&
-             !quant_prefill_widens(*o.w, T, ceiling);
+             !quant_prefill_widens(*o.w, T, ceiling) && !quant_prefill_panels(*o.w, T, ceiling);
     });
     if (together) return quant_linear_many(x, ldx, T, outs, threads);
     for (const LinearOut& o : outs) {  // each quantizes x for itself (its own x_order)
@@ -543,6 +543,7 @@ void StripProduct::multiply(const uint16_t* w, int strips, int n_cols, float* y,
 const char* linear_kernel_name(const PackedLinear& w, int64_t T, int threads,
                                ProjectionKernel ceiling) {
   if (w.quant) {
+    if (quant_prefill_panels(w, T, ceiling)) return "int8-panel";
     if (!quant_prefill_widens(w, T, ceiling)) return quant_linear_kernel_name();
     return linear_uses_amx(ceiling)   ? "widen+amx"
            : linear_uses_dot(ceiling) ? "widen+dot"

@@ -13,6 +13,7 @@
 #include "simd/amx.h"
 #include "simd/pairs_pack.h"
 #include "simd/quant_dot.h"
+#include "simd/quant_panel.h"
 #include "simd/vec_ops.h"
 
 namespace hanpu::cpu {
@@ -180,15 +181,57 @@ void quant_prefill_decoded(const float* x, int64_t ldx, int64_t T, const PackedL
       });
 }
 
+// A prefill on the int8 panel kernel (simd/quant_panel.h): x quantized per unit once, then
+// each core packs the panel (32 output rows) it multiplies next into a buffer of its own and
+// multiplies it by all of x's rows before the next, as quant_prefill_decoded does with strips.
+void quant_prefill_panels(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y,
+                          int64_t ldy, int threads) {
+  // The caller's, by reference: inside the pool's threads a thread_local names their own.
+  thread_local simd::QuantActs acts;
+  thread_local simd::PanelActs panel_acts;
+  simd::QuantActs& a = acts;
+  simd::PanelActs& pa = panel_acts;
+  const QuantType t = *w.quant;
+  const simd::ActsKinds kinds = simd::quant_panel_acts(t);
+  simd::size_acts(T, w.in, kinds, &a);
+  simd::size_panel_acts(t, a, &pa);
+  const int32_t* order = w.x_order.empty() ? nullptr : w.x_order.data();
+  parallel_rows(threads, T, int64_t{8} * w.in, [&](int64_t r0, int64_t r1) {
+    simd::quantize_acts_rows(x, ldx, r0, r1, order, kinds, &a);
+    simd::panel_acts_rows(t, a, r0, r1, &pa);
+  });
+  const int panels = (w.out + simd::kPanelCols - 1) / simd::kPanelCols;
+  parallel_rows(threads, panels, int64_t{simd::kPanelCols} * w.in * T, [&](int64_t p0, int64_t p1) {
+    thread_local std::vector<uint8_t, CacheAlignedAllocator<uint8_t>> panel;
+    panel.resize(simd::quant_panel_bytes(*w.quant, w.in));
+    const uint8_t* rows[simd::kPanelCols];
+    for (int64_t p = p0; p < p1; ++p) {
+      const int c0 = static_cast<int>(p) * simd::kPanelCols;
+      const int n = std::min(simd::kPanelCols, w.out - c0);
+      for (int c = 0; c < n; ++c) rows[c] = w.qrow(c0 + c);
+      simd::pack_quant_panel(*w.quant, rows, n, w.in, panel.data());
+      simd::quant_panel_gemm(*w.quant, panel.data(), n, a, pa, 0, T, y + c0, ldy);
+    }
+  });
+}
+
 }  // namespace
 
+bool quant_prefill_panels(const PackedLinear& w, int64_t T, ProjectionKernel ceiling) {
+  return T >= kQuantPanelRows && ceiling == ProjectionKernel::kAuto &&
+         simd::quant_panel_usable(*w.quant);
+}
+
 bool quant_prefill_widens(const PackedLinear& w, int64_t T, ProjectionKernel ceiling) {
-  return T >= kQuantWidenRows && projection_kernel_allowed(ceiling, ProjectionKernel::kPairs);
+  return T >= kQuantWidenRows && projection_kernel_allowed(ceiling, ProjectionKernel::kPairs) &&
+         !quant_prefill_panels(w, T, ceiling);
 }
 
 void quant_linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y,
                   int64_t ldy, int threads, ProjectionKernel ceiling) {
   if (T <= 0 || w.out <= 0) return;
+  if (quant_prefill_panels(w, T, ceiling))
+    return quant_prefill_panels(x, ldx, T, w, y, ldy, threads);
   if (quant_prefill_widens(w, T, ceiling))
     return quant_prefill_decoded(x, ldx, T, w, y, ldy, threads, ceiling);
   quant_linear_many(x, ldx, T, {{&w, y, ldy}}, threads);

@@ -48,6 +48,16 @@ PackedLinear random_quant_linear(QuantType t, int in, int out, uint64_t seed, fl
 inline constexpr int64_t kQuantWidenRows = 40;
 bool quant_prefill_widens(const PackedLinear& w, int64_t T,
                           ProjectionKernel ceiling = ProjectionKernel::kAuto);
+// Whether a prefill runs on the int8 panel kernel (simd/quant_panel.h) instead of either:
+// where the CPU has it for w's type, `ceiling` is auto (naming a bf16 kernel widens) and x
+// has kQuantPanelRows rows or more. Packing a panel costs about what the int8 row kernels
+// spend on 4-6 rows; from 8 rows the panels win on every projection of the 0.8B, Q4_K and
+// Q6_K alike, and at 512 rows they run 1.25-1.45x the bf16 dot kernel on the same shapes
+// (`hanpu bench linear --weights q4_k q6_k bf16 --seq 4 6 8 12 16 24 512`; docs/journal,
+// 2026-12-06).
+inline constexpr int64_t kQuantPanelRows = 8;
+bool quant_prefill_panels(const PackedLinear& w, int64_t T,
+                          ProjectionKernel ceiling = ProjectionKernel::kAuto);
 
 // y[T, out] (leading dim ldy) = x[T, in] (leading dim ldx) W^T for a quantized w.
 void quant_linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y,

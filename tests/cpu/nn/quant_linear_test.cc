@@ -1,6 +1,7 @@
 // Quantized projections (cpu/nn/quant_linear.h) under every kernel ceiling this CPU has,
-// decode (int8 activations on the int8 kernels) and prefill (W decoded to bf16 for the amx,
-// dot or pairs kernel, or the int8 kernels under blas and fma), against the float64 product of
+// decode (int8 activations on the int8 kernels) and prefill (the int8 panels under auto where
+// the CPU has them, W decoded to bf16 for the amx, dot or pairs kernel, or the int8 kernels
+// under blas and fma), against the float64 product of
 // the reference-decoded weights and x, on fresh random blocks, odd sizes and NaN-poisoned y.
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 #include "cpu/nn/projection_kernels.h"
 #include "cpu/nn/quant_linear.h"
 #include "simd/quant_dot.h"
+#include "simd/quant_panel.h"
 
 namespace hanpu::cpu {
 namespace {
@@ -73,6 +75,11 @@ int int8_block(const PackedLinear& w, int64_t T) {
              : 32;
 }
 
+// Activations per block of the int8 panels for type t.
+int panel_block(QuantType t) {
+  return simd::quant_panel_acts(t) == simd::ActsKinds::kPerUnit ? simd::kQuantUnit : 32;
+}
+
 TEST(QuantLinear, EveryCeilingMatchesDoubleOnDecodeAndPrefill) {
   Rng rng(0x9a17 ^ static_cast<uint64_t>(::testing::UnitTest::GetInstance()->random_seed()));
   const struct {
@@ -113,13 +120,19 @@ TEST(QuantLinear, EveryCeilingMatchesDoubleOnDecodeAndPrefill) {
           want[static_cast<size_t>(t) * s.out + o] = acc;
         }
       for (const ProjectionKernelInfo& k : projection_kernels()) {
-        if (!k.usable() || k.kernel == ProjectionKernel::kAuto) continue;
+        if (!k.usable()) continue;
         std::vector<float> y(want.size(), NAN);
         quant_linear(x.data(), s.in, T, w, y.data(), s.out, 2, k.kernel);
+        const bool panels = quant_prefill_panels(w, T, k.kernel);
+        EXPECT_EQ(panels, T >= kQuantPanelRows && k.kernel == ProjectionKernel::kAuto &&
+                              simd::quant_panel_usable(s.type));
         const bool widened = quant_prefill_widens(w, T, k.kernel);
-        EXPECT_EQ(widened, T >= kQuantWidenRows &&
+        EXPECT_EQ(widened, T >= kQuantWidenRows && !panels &&
                                projection_kernel_allowed(k.kernel, ProjectionKernel::kPairs));
-        if (widened) {
+        if (panels) {  // the int8 panels: activations as the decode kernels quantize them
+          EXPECT_EQ(outputs_past_int8_bound(y, want, x, wd, T, s.in, s.out, panel_block(s.type)), 0)
+              << quant_type_info(s.type).name << " T " << T << " panels";
+        } else if (widened) {
           EXPECT_LE(error_per_product(y, want, products), kWidenedBound)
               << quant_type_info(s.type).name << " T " << T << " ceiling " << k.name;
         } else {
@@ -148,7 +161,7 @@ TEST(QuantLinear, ManyProjectionsOfOneInputMatchDouble) {
     std::vector<float> x(static_cast<size_t>(T) * in);
     for (float& v : x) v = static_cast<float>(rng.normal());
     for (const ProjectionKernelInfo& k : projection_kernels()) {
-      if (!k.usable() || k.kernel == ProjectionKernel::kAuto) continue;
+      if (!k.usable()) continue;
       std::vector<std::vector<float>> ys;
       std::vector<LinearOut> outs;
       for (const PackedLinear& w : ws) ys.emplace_back(static_cast<size_t>(T) * w.out, NAN);
@@ -175,7 +188,10 @@ TEST(QuantLinear, ManyProjectionsOfOneInputMatchDouble) {
         }
         const std::string what = std::string(quant_type_info(w.quant.value()).name) + " T " +
                                  std::to_string(T) + " ceiling " + std::string(k.name);
-        if (quant_prefill_widens(w, T, k.kernel)) {
+        if (quant_prefill_panels(w, T, k.kernel)) {
+          EXPECT_EQ(outputs_past_int8_bound(ys[i], want, x, wd, T, in, w.out, simd::kQuantUnit), 0)
+              << what;
+        } else if (quant_prefill_widens(w, T, k.kernel)) {
           EXPECT_LE(error_per_product(ys[i], want, products), kWidenedBound) << what;
         } else {
           EXPECT_EQ(outputs_past_int8_bound(ys[i], want, x, wd, T, in, w.out, int8_block(w, T)), 0)

@@ -12,6 +12,7 @@
 #include "hanpu/attn.h"
 #include "hanpu/machine.h"
 #include "simd/gemm.h"
+#include "simd/quant_panel.h"
 
 namespace hanpu::cli {
 
@@ -59,7 +60,18 @@ int run_info(const InfoOptions& o) {
               : attn_bf16_products_usable() ? "fp32 products (HANPU_ATTN_PRODUCTS=f32)"
                                             : "fp32 products (no bf16 dot instruction here)");
   // Quantized (GGUF block) projections: int8 activations times the blocks on this kernel.
-  std::printf("quantized projections: int8 dot kernel %s\n", cpu::quant_linear_kernel_name());
+  if (simd::quant_panel_usable(QuantType::kQ4_K)) {
+    std::printf(
+        "quantized projections: int8 dot kernel %s; a prefill of %lld rows or more on the int8 "
+        "panels (Q2_K, Q3_K: widened to bf16 from %lld rows)\n",
+        cpu::quant_linear_kernel_name(), static_cast<long long>(cpu::kQuantPanelRows),
+        static_cast<long long>(cpu::kQuantWidenRows));
+  } else {
+    std::printf(
+        "quantized projections: int8 dot kernel %s; a prefill of %lld rows or more widened to "
+        "bf16\n",
+        cpu::quant_linear_kernel_name(), static_cast<long long>(cpu::kQuantWidenRows));
+  }
   // The environment as hanpu reads it (base/env_settings.h): every variable, set or not.
   std::printf("environment:\n");
   for (const EnvVarInfo& v : env_vars()) {

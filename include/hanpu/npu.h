@@ -65,8 +65,10 @@ Status describe_npu_plan(const std::string& target, LaMech mech, int heads, int6
 // GDN or KDA prefill of one sequence on the target. q/k/v/o may be stored in any dtype: the
 // NPU holds them as fp16 in GM (the paper's mixed precision: fp16 q/k/v/o, fp32 gates and
 // states). Every variant runs GDN and KDA, with grouped value heads (HV a multiple of H) and
-// q/k L2-normalised in the kernel (args.qk_l2norm). Not yet supported (a clear error): varlen
-// batches, K or V above 128 or not a multiple of 16.
+// q/k L2-normalised in the kernel (args.qk_l2norm), K and V up to 256 (a head wider than a
+// core's buffers were sized for runs as value-column parts, each a value head sharing the q/k
+// head). Not yet supported (a clear error): varlen batches, K or V above 256 or not a multiple
+// of 16.
 Status npu_la_prefill(const LaArgs& args, const NpuLaOptions& options, NpuLaStats* stats);
 
 // ---- Ascend-class targets: full attention -----------------------------------------------

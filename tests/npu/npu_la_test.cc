@@ -1,8 +1,8 @@
 // The modelled Ascend NPU: every GDN kernel variant's outputs and final state match the
 // float64 reference (fp16 storage, fp32 gates and states: NMSE <= 1e-5) on fresh random
-// inputs of odd sizes; the fused kernel's GM traffic is exactly the compulsory traffic (the
-// paper's Figure 4: 21.41 MiB at T = 2048, H = 10, C = 64, K = V = 128); FLA's flow moves more
-// and runs longer; runs are deterministic; bad calls are refused by name.
+// inputs of odd sizes, heads up to 256 wide included; the fused kernel's GM traffic is exactly the
+// compulsory traffic (the paper's Figure 4: 21.41 MiB at T = 2048, H = 10, C = 64, K = V = 128);
+// FLA's flow moves more and runs longer; runs are deterministic; bad calls are refused by name.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -86,6 +86,11 @@ std::vector<NpuCase> cases() {
     out.push_back({v, with_hv(gdn(70, 4, 64, 64, true, Gates::kMild, 17), 12), 32});
     out.push_back({v, with_l2norm(gdn(150, 3, 64, 64, true, Gates::kMild, 18)), 64});
     out.push_back({v, with_l2norm(with_hv(gdn(60, 1, 32, 48, true, Gates::kStrong, 19), 2)), 32});
+    // Heads wider than 128, run as value-column parts: 256 x 256 (4 parts of 64), 192 x 160
+    // (2 of 80), and 256-wide grouped value heads.
+    out.push_back({v, gdn(70, 2, 256, 256, true, Gates::kMild, 20), 64});
+    out.push_back({v, gdn(45, 1, 192, 160, true, Gates::kStrong, 21), 32});
+    out.push_back({v, with_hv(gdn(33, 1, 128, 256, true, Gates::kMild, 22), 2), 64});
   }
   return out;
 }
@@ -113,6 +118,8 @@ std::vector<NpuCase> kda_cases() {
     out.push_back({v, with_hv(kda(70, 4, 64, 64, true, Gates::kMild, 37), 12), 32});
     out.push_back({v, with_l2norm(kda(150, 3, 64, 64, true, Gates::kMild, 38)), 64});
     out.push_back({v, with_l2norm(with_hv(kda(60, 1, 32, 48, true, Gates::kStrong, 39), 2)), 32});
+    out.push_back({v, kda(70, 2, 256, 256, true, Gates::kMild, 40), 64});
+    out.push_back({v, with_l2norm(kda(45, 1, 192, 160, true, Gates::kStrong, 41)), 32});
   }
   return out;
 }
@@ -315,8 +322,8 @@ TEST(NpuErrors, BadCallsAreNamed) {
   EXPECT_NE(err({.variant = "nope"}).find("unknown variant 'nope'"), std::string::npos);
   EXPECT_NE(err({.target = "ascend-999"}).find("ascend-999"), std::string::npos);
   EXPECT_NE(err({.chunk_size = 128}).find("chunk_size 128"), std::string::npos);
-  LaData wide = make_la_data(gdn(8, 1, 256, 16, false, Gates::kMild, 24));
-  EXPECT_NE(npu_la_prefill(wide.args(), {}, nullptr).message().find("K = 256"), std::string::npos);
+  LaData wide = make_la_data(gdn(8, 1, 272, 16, false, Gates::kMild, 24));
+  EXPECT_NE(npu_la_prefill(wide.args(), {}, nullptr).message().find("K = 272"), std::string::npos);
 }
 
 }  // namespace

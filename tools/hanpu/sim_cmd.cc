@@ -165,12 +165,12 @@ void add_sim_options(CLI::App& cmd, SimOptions& o) {
                "the ablation steps fla, hanpu-fused, hanpu-reordered, hanpu (at T 1024, 16 heads "
                "unless --seq / --heads)")
       ->excludes("--variant");
-  auto* dim =
-      cmd.add_option("--dim", o.dim,
-                     "head dim (LA: K = V, multiple of 16, <= 128; attn: 64 on spatial targets, "
-                     "a multiple of 16 up to 512 on Ascend-class ones, default 128)")
-          ->check(shape_range())
-          ->capture_default_str();
+  auto* dim = cmd.add_option("--dim", o.dim,
+                             "head dim (LA: K = V, multiple of 16, <= 256, wider than 128 in "
+                             "value-column parts; attn: 64 on spatial targets, a multiple of 16 "
+                             "up to 512 on Ascend-class ones, default 128)")
+                  ->check(shape_range())
+                  ->capture_default_str();
   cmd.callback([&o, heads, seq, target, dim] {
     if ((o.op == "prefill" || o.op == "request") && seq->count() == 0) o.seq = {512, 4096};
     if (o.op == "attn") {  // STEEL's BERT shape unless told otherwise

@@ -17,6 +17,25 @@ namespace hanpu {
 
 namespace {
 
+// Head dims the NPU path takes; a head's state is at most kMaxStateCells (K x V) on a core.
+constexpr int kMaxHeadDim = 256;
+constexpr int kMaxStateCells = 128 * 128;
+
+// Value-column parts per value head: the fewest that divide V into multiples of 16 whose
+// K x (V / parts) state fits what a core's buffers were sized for (the 128 x 128 of Qwen3.5's
+// and Kimi's heads; half that for KDA keys wider than 128, whose gated q and k copies are
+// K wide beside the state). A state's value columns evolve independently (column j of S reads
+// only v's column j and q, k, g, beta), so each part runs as a value head of its own sharing
+// the q/k head, as grouped value heads do: what FLA's kernels do with their value-block grid
+// axis for wide heads, re-reading q, k, g and beta per part.
+int value_parts(bool kda, int K, int V) {
+  const int64_t budget = kda && K > 128 ? kMaxStateCells / 2 : kMaxStateCells;
+  for (int parts = 1;; ++parts) {
+    if (V % parts != 0 || (V / parts) % 16 != 0) continue;
+    if (static_cast<int64_t>(K) * (V / parts) <= budget || V / parts == 16) return parts;
+  }
+}
+
 // H: the value heads (each with a state); QH: the q/k heads, H / QH value heads sharing one.
 Status validate(const LaArgs& a, const NpuLaOptions& o, int64_t* T, int* H, int* QH, int* K,
                 int* V) {
@@ -38,9 +57,9 @@ Status validate(const LaArgs& a, const NpuLaOptions& o, int64_t* T, int* H, int*
                     shape_str(a.v.shape), *T, *QH));
   }
   for (const auto& [name, d] : {std::pair{"K", *K}, std::pair{"V", *V}}) {
-    if (d < 16 || d > 128 || d % 16 != 0) {
+    if (d < 16 || d > kMaxHeadDim || d % 16 != 0) {
       return Status::Error(
-          fmt::format("npu: {} = {} must be a multiple of 16 in [16, 128]", name, d));
+          fmt::format("npu: {} = {} must be a multiple of 16 in [16, {}]", name, d, kMaxHeadDim));
     }
   }
   const Shape gshape = a.mech == LaMech::kKda ? Shape{*T, *H, *K} : Shape{*T, *H};
@@ -182,39 +201,68 @@ Status npu_la_prefill(const LaArgs& a, const NpuLaOptions& o, NpuLaStats* stats)
   npu::NpuMachine m;
   HANPU_RETURN_IF_ERROR(npu::load_npu_machine(o.target, &m));
   npu::NpuSim sim(m);
+  // Wide value heads as `parts` value heads of V / parts columns each (value_parts).
+  const int parts = value_parts(a.mech == LaMech::kKda, K, V), Vp = V / parts, Hp = H * parts;
   npu::GdnGm gm;
   gm.T = T;
-  gm.H = H;
+  gm.H = Hp;
   gm.K = K;
-  gm.V = V;
-  gm.group = H / QH;
+  gm.V = Vp;
+  gm.group = Hp / QH;
   gm.qk_l2norm = a.qk_l2norm;
   gm.chunk = o.chunk_size;
   gm.scale = a.scale.value_or(1.0f / std::sqrt(static_cast<float>(K)));
   gm.q = sim.gm("q", T, static_cast<int64_t>(QH) * K, true);
   gm.k = sim.gm("k", T, static_cast<int64_t>(QH) * K, true);
-  gm.v = sim.gm("v", T, static_cast<int64_t>(H) * V, true);
-  gm.o = sim.gm("o", T, static_cast<int64_t>(H) * V, true);
+  // v and o keep their layout: a head's parts are its consecutive column ranges.
+  gm.v = sim.gm("v", T, static_cast<int64_t>(Hp) * Vp, true);
+  gm.o = sim.gm("o", T, static_cast<int64_t>(Hp) * Vp, true);
   gm.kda = a.mech == LaMech::kKda;
-  gm.g = sim.gm("g", T, gm.kda ? static_cast<int64_t>(H) * K : H, false);
-  gm.beta = sim.gm("beta", T, H, false);
+  const int gate_cols = gm.kda ? K : 1;  // per value head
+  gm.g = sim.gm("g", T, static_cast<int64_t>(Hp) * gate_cols, false);
+  gm.beta = sim.gm("beta", T, Hp, false);
   fill(gm.q, a.q.data, a.q.dtype);
   fill(gm.k, a.k.data, a.k.dtype);
   fill(gm.v, a.v.data, a.v.dtype);
-  fill(gm.g, a.g.data, DType::kF32);
-  fill(gm.beta, a.beta.data, DType::kF32);
+  // g and beta once per part: element (t, h, p, c) from (t, h, c).
+  const auto per_part = [&](npu::GmTensor* t, const void* data, int cols) {
+    for (int64_t r = 0; r < T; ++r) {
+      for (int h = 0; h < H; ++h) {
+        for (int p = 0; p < parts; ++p) {
+          for (int c = 0; c < cols; ++c) {
+            t->v[static_cast<size_t>((r * Hp + h * parts + p) * cols + c)] =
+                static_cast<const float*>(data)[(r * H + h) * cols + c];
+          }
+        }
+      }
+    }
+  };
+  per_part(gm.g, a.g.data, gate_cols);
+  per_part(gm.beta, a.beta.data, 1);
+  // States [H, K, V] as [H parts, K, V / parts]: part p of head h holds columns p Vp .. + Vp.
+  const auto state_at = [&](int hp, int64_t kk, int c) {
+    const int h = hp / parts, p = hp % parts;
+    return (static_cast<size_t>(h) * K + kk) * V + static_cast<size_t>(p) * Vp + c;
+  };
   if (!a.initial_state.empty()) {
-    gm.state0 = sim.gm("state0", static_cast<int64_t>(H) * K, V, false);
-    fill(gm.state0, a.initial_state.data, DType::kF32);
+    gm.state0 = sim.gm("state0", static_cast<int64_t>(Hp) * K, Vp, false);
+    const float* s0 = static_cast<const float*>(a.initial_state.data);
+    for (int hp = 0; hp < Hp; ++hp)
+      for (int64_t kk = 0; kk < K; ++kk)
+        for (int c = 0; c < Vp; ++c)
+          gm.state0->v[static_cast<size_t>((hp * K + kk) * Vp + c)] = s0[state_at(hp, kk, c)];
   }
-  if (!a.final_state.empty()) gm.state1 = sim.gm("state1", static_cast<int64_t>(H) * K, V, false);
+  if (!a.final_state.empty()) gm.state1 = sim.gm("state1", static_cast<int64_t>(Hp) * K, Vp, false);
   HANPU_RETURN_IF_ERROR(variant->run(sim, gm));
   const npu::SimStats s = sim.finish();
   // Outputs only after the whole run succeeded: an error leaves the caller's tensors untouched.
   for (size_t i = 0; i < gm.o->v.size(); ++i) store_from_f32(a.o.data, a.o.dtype, i, gm.o->v[i]);
   if (gm.state1 != nullptr) {
-    for (size_t i = 0; i < gm.state1->v.size(); ++i)
-      static_cast<float*>(a.final_state.data)[i] = gm.state1->v[i];
+    float* s1 = static_cast<float*>(a.final_state.data);
+    for (int hp = 0; hp < Hp; ++hp)
+      for (int64_t kk = 0; kk < K; ++kk)
+        for (int c = 0; c < Vp; ++c)
+          s1[state_at(hp, kk, c)] = gm.state1->v[static_cast<size_t>((hp * K + kk) * Vp + c)];
   }
   if (stats != nullptr) *stats = npu::ascend_stats(m, s, o.variant);
   return Status::Ok();

@@ -67,8 +67,10 @@ Status describe_npu_plan(const std::string& target, LaMech mech, int heads, int6
 // states). Every variant runs GDN and KDA, with grouped value heads (HV a multiple of H) and
 // q/k L2-normalised in the kernel (args.qk_l2norm), K and V up to 256 (a head wider than a
 // core's buffers were sized for runs as value-column parts, each a value head sharing the q/k
-// head). Not yet supported (a clear error): varlen batches, K or V above 256 or not a multiple
-// of 16.
+// head), and varlen batches (args.cu_seqlens: the sequences side by side as head blocks,
+// padded to the longest with rows that leave a state as it was; refused where the padding
+// would pass 4x the batch's tokens). Refused with a clear error: K or V above 256 or not a
+// multiple of 16.
 Status npu_la_prefill(const LaArgs& args, const NpuLaOptions& options, NpuLaStats* stats);
 
 // ---- Ascend-class targets: full attention -----------------------------------------------

@@ -62,6 +62,12 @@ LaCase with_hv(LaCase c, int hv) {
   return c;
 }
 
+// A varlen batch of these sequence lengths.
+LaCase with_seqs(LaCase c, std::vector<int64_t> lens) {
+  c.seq_lens = std::move(lens);
+  return c;
+}
+
 // q and k as raw projections (rows of norm 2-8), normalised inside the kernel.
 LaCase with_l2norm(LaCase c) {
   c.normalized_qk = false;
@@ -91,6 +97,10 @@ std::vector<NpuCase> cases() {
     out.push_back({v, gdn(70, 2, 256, 256, true, Gates::kMild, 20), 64});
     out.push_back({v, gdn(45, 1, 192, 160, true, Gates::kStrong, 21), 32});
     out.push_back({v, with_hv(gdn(33, 1, 128, 256, true, Gates::kMild, 22), 2), 64});
+    // Varlen batches: an empty sequence (its state passes through), unequal and equal lengths.
+    out.push_back({v, with_seqs(gdn(0, 2, 32, 48, true, Gates::kStrong, 25), {30, 0, 45}), 32});
+    out.push_back(
+        {v, with_seqs(with_hv(gdn(0, 1, 64, 64, true, Gates::kMild, 26), 2), {64, 64}), 64});
   }
   return out;
 }
@@ -120,6 +130,7 @@ std::vector<NpuCase> kda_cases() {
     out.push_back({v, with_l2norm(with_hv(kda(60, 1, 32, 48, true, Gates::kStrong, 39), 2)), 32});
     out.push_back({v, kda(70, 2, 256, 256, true, Gates::kMild, 40), 64});
     out.push_back({v, with_l2norm(kda(45, 1, 192, 160, true, Gates::kStrong, 41)), 32});
+    out.push_back({v, with_seqs(kda(0, 2, 32, 32, true, Gates::kMild, 42), {17, 40, 1}), 16});
   }
   return out;
 }
@@ -324,6 +335,18 @@ TEST(NpuErrors, BadCallsAreNamed) {
   EXPECT_NE(err({.chunk_size = 128}).find("chunk_size 128"), std::string::npos);
   LaData wide = make_la_data(gdn(8, 1, 272, 16, false, Gates::kMild, 24));
   EXPECT_NE(npu_la_prefill(wide.args(), {}, nullptr).message().find("K = 272"), std::string::npos);
+  // A varlen batch whose rectangle (sequences by the longest) would pad past 4x its tokens.
+  LaCase skew = gdn(0, 1, 16, 16, false, Gates::kMild, 27);
+  skew.seq_lens = {100, 1, 1, 1, 1, 1, 1, 1, 1};
+  LaData skewed = make_la_data(skew);
+  EXPECT_NE(npu_la_prefill(skewed.args(), {}, nullptr).message().find("padded to 900 rows"),
+            std::string::npos);
+  // Offsets that go backwards.
+  LaData back = make_la_data(gdn(64, 1, 16, 16, false, Gates::kMild, 28));
+  LaArgs args = back.args();
+  args.cu_seqlens = {0, 30, 20, 64};
+  EXPECT_NE(npu_la_prefill(args, {}, nullptr).message().find("cu_seqlens[2] = 20"),
+            std::string::npos);
 }
 
 }  // namespace

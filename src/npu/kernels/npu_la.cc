@@ -1,6 +1,8 @@
 // npu_la_prefill (include/hanpu/npu.h): validates the call, lays the tensors out in the
 // simulator's GM, runs the chosen kernel variant and turns its measures into NpuLaStats.
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -20,6 +22,9 @@ namespace {
 // Head dims the NPU path takes; a head's state is at most kMaxStateCells (K x V) on a core.
 constexpr int kMaxHeadDim = 256;
 constexpr int kMaxStateCells = 128 * 128;
+// A varlen batch's rectangle (sequences by the longest) may hold at most this many times its
+// tokens.
+constexpr int64_t kMaxPaddedFactor = 4;
 
 // Value-column parts per value head: the fewest that divide V into multiples of 16 whose
 // K x (V / parts) state fits what a core's buffers were sized for (the 128 x 128 of Qwen3.5's
@@ -69,11 +74,31 @@ Status validate(const LaArgs& a, const NpuLaOptions& o, int64_t* T, int* H, int*
                                      shape_str(a.g.shape), shape_str(gshape),
                                      shape_str(a.beta.shape), *T, *H));
   }
-  if (!a.cu_seqlens.empty() &&
-      !(a.cu_seqlens.size() == 2 && a.cu_seqlens[0] == 0 && a.cu_seqlens[1] == *T)) {
-    return Status::Error("npu: varlen batches (cu_seqlens) are not supported yet");
+  int64_t N = 1, longest = *T;
+  if (!a.cu_seqlens.empty()) {
+    const std::vector<int64_t>& cu = a.cu_seqlens;
+    if (cu.size() < 2 || cu.front() != 0 || cu.back() != *T)
+      return Status::Error(
+          fmt::format("npu: cu_seqlens must be N + 1 offsets from 0 to T = {} (got {} offsets)", *T,
+                      cu.size()));
+    N = static_cast<int64_t>(cu.size()) - 1;
+    longest = 0;
+    for (int64_t n = 0; n < N; ++n) {
+      if (cu[n + 1] < cu[n])
+        return Status::Error(fmt::format("npu: cu_seqlens[{}] = {} is below cu_seqlens[{}] = {}",
+                                         n + 1, cu[n + 1], n, cu[n]));
+      longest = std::max(longest, cu[n + 1] - cu[n]);
+    }
+    // The batch runs as a rectangle of N sequences by the longest one (see npu_la_prefill):
+    // bounded so that padding cannot multiply the work past a small factor.
+    if (N * longest > kMaxPaddedFactor * *T) {
+      return Status::Error(fmt::format(
+          "npu: varlen batch of {} sequences, the longest {} tokens: padded to {} rows, more "
+          "than {}x its {} tokens (run the long sequences apart)",
+          N, longest, N * longest, kMaxPaddedFactor, *T));
+    }
   }
-  const Shape st{1, *H, *K, *V};
+  const Shape st{N, *H, *K, *V};
   if (!a.initial_state.empty() &&
       (a.initial_state.shape != st || a.initial_state.dtype != DType::kF32)) {
     return Status::Error(fmt::format("npu: initial_state {} must be f32 {}",
@@ -92,13 +117,6 @@ Status validate(const LaArgs& a, const NpuLaOptions& o, int64_t* T, int* H, int*
       return Status::Error(fmt::format("npu: g[{}] = {} must be finite and <= 0", i, g));
   }
   return Status::Ok();
-}
-
-void fill(npu::GmTensor* t, const void* data, DType dt) {
-  for (size_t i = 0; i < t->v.size(); ++i) {
-    const float x = load_as_f32(data, dt, i);
-    t->v[i] = t->fp16 ? f16_bits_to_f32(f32_to_f16_bits(x)) : x;
-  }
 }
 
 }  // namespace
@@ -201,48 +219,73 @@ Status npu_la_prefill(const LaArgs& a, const NpuLaOptions& o, NpuLaStats* stats)
   npu::NpuMachine m;
   HANPU_RETURN_IF_ERROR(npu::load_npu_machine(o.target, &m));
   npu::NpuSim sim(m);
+  // A varlen batch as a rectangle: sequence n's heads are head block n (q/k heads n QH .., value
+  // heads n H ..), its tokens rows 0 .. its length, padded to the longest with rows that leave a
+  // state as it was (g = 0, beta = 0, k = v = 0), so every result is exact and the kernels run
+  // as on one sequence of N times the heads. The model then charges the padding's chunks, which
+  // FLA's chunk indices and hanpu's queue of (sequence, head) items would skip: with sequences
+  // of equal length there is none.
+  const int64_t N = a.cu_seqlens.empty() ? 1 : static_cast<int64_t>(a.cu_seqlens.size()) - 1;
+  std::vector<int64_t> first(N, 0), len(N, T);
+  int64_t rows = T;
+  if (!a.cu_seqlens.empty()) {
+    rows = 1;  // a batch of empty sequences still runs a row (its states pass through)
+    for (int64_t n = 0; n < N; ++n) {
+      first[n] = a.cu_seqlens[n];
+      len[n] = a.cu_seqlens[n + 1] - a.cu_seqlens[n];
+      rows = std::max(rows, len[n]);
+    }
+  }
+  const int QHr = static_cast<int>(N * QH), Hr = static_cast<int>(N * H);
   // Wide value heads as `parts` value heads of V / parts columns each (value_parts).
-  const int parts = value_parts(a.mech == LaMech::kKda, K, V), Vp = V / parts, Hp = H * parts;
+  const int parts = value_parts(a.mech == LaMech::kKda, K, V), Vp = V / parts, Hp = Hr * parts;
   npu::GdnGm gm;
-  gm.T = T;
+  gm.T = rows;
   gm.H = Hp;
   gm.K = K;
   gm.V = Vp;
-  gm.group = Hp / QH;
+  gm.group = Hp / QHr;
   gm.qk_l2norm = a.qk_l2norm;
   gm.chunk = o.chunk_size;
   gm.scale = a.scale.value_or(1.0f / std::sqrt(static_cast<float>(K)));
-  gm.q = sim.gm("q", T, static_cast<int64_t>(QH) * K, true);
-  gm.k = sim.gm("k", T, static_cast<int64_t>(QH) * K, true);
-  // v and o keep their layout: a head's parts are its consecutive column ranges.
-  gm.v = sim.gm("v", T, static_cast<int64_t>(Hp) * Vp, true);
-  gm.o = sim.gm("o", T, static_cast<int64_t>(Hp) * Vp, true);
+  gm.q = sim.gm("q", rows, static_cast<int64_t>(QHr) * K, true);
+  gm.k = sim.gm("k", rows, static_cast<int64_t>(QHr) * K, true);
+  // v and o as [rows, Hr, V]: a head's parts are its consecutive column ranges.
+  gm.v = sim.gm("v", rows, static_cast<int64_t>(Hp) * Vp, true);
+  gm.o = sim.gm("o", rows, static_cast<int64_t>(Hp) * Vp, true);
   gm.kda = a.mech == LaMech::kKda;
   const int gate_cols = gm.kda ? K : 1;  // per value head
-  gm.g = sim.gm("g", T, static_cast<int64_t>(Hp) * gate_cols, false);
-  gm.beta = sim.gm("beta", T, Hp, false);
-  fill(gm.q, a.q.data, a.q.dtype);
-  fill(gm.k, a.k.data, a.k.dtype);
-  fill(gm.v, a.v.data, a.v.dtype);
-  // g and beta once per part: element (t, h, p, c) from (t, h, c).
-  const auto per_part = [&](npu::GmTensor* t, const void* data, int cols) {
-    for (int64_t r = 0; r < T; ++r) {
-      for (int h = 0; h < H; ++h) {
-        for (int p = 0; p < parts; ++p) {
+  gm.g = sim.gm("g", rows, static_cast<int64_t>(Hp) * gate_cols, false);
+  gm.beta = sim.gm("beta", rows, Hp, false);
+  // Element (row r of sequence n, head h, column c) of a [T, heads, cols] input into a
+  // rectangle tensor whose head hr = n heads + h has `copies` consecutive slots (the parts).
+  const auto place = [&](npu::GmTensor* t, const void* data, DType dt, int heads, int cols,
+                         int copies) {
+    const int64_t width = static_cast<int64_t>(N) * heads * copies * cols;
+    for (int64_t n = 0; n < N; ++n) {
+      for (int64_t r = 0; r < len[n]; ++r) {
+        for (int h = 0; h < heads; ++h) {
           for (int c = 0; c < cols; ++c) {
-            t->v[static_cast<size_t>((r * Hp + h * parts + p) * cols + c)] =
-                static_cast<const float*>(data)[(r * H + h) * cols + c];
+            const float x = load_as_f32(data, dt, ((first[n] + r) * heads + h) * cols + c);
+            const float stored = t->fp16 ? f16_bits_to_f32(f32_to_f16_bits(x)) : x;
+            for (int p = 0; p < copies; ++p)
+              t->v[static_cast<size_t>(r * width + ((n * heads + h) * copies + p) * cols + c)] =
+                  stored;
           }
         }
       }
     }
   };
-  per_part(gm.g, a.g.data, gate_cols);
-  per_part(gm.beta, a.beta.data, 1);
-  // States [H, K, V] as [H parts, K, V / parts]: part p of head h holds columns p Vp .. + Vp.
+  place(gm.q, a.q.data, a.q.dtype, QH, K, 1);
+  place(gm.k, a.k.data, a.k.dtype, QH, K, 1);
+  place(gm.v, a.v.data, a.v.dtype, H, V, 1);
+  place(gm.g, a.g.data, DType::kF32, H, gate_cols, parts);  // once per part
+  place(gm.beta, a.beta.data, DType::kF32, H, 1, parts);
+  // States [N, H, K, V] = [Hr, K, V] as [Hr parts, K, V / parts]: part p of head hr holds
+  // columns p Vp .. + Vp.
   const auto state_at = [&](int hp, int64_t kk, int c) {
-    const int h = hp / parts, p = hp % parts;
-    return (static_cast<size_t>(h) * K + kk) * V + static_cast<size_t>(p) * Vp + c;
+    const int hr = hp / parts, p = hp % parts;
+    return (static_cast<size_t>(hr) * K + kk) * V + static_cast<size_t>(p) * Vp + c;
   };
   if (!a.initial_state.empty()) {
     gm.state0 = sim.gm("state0", static_cast<int64_t>(Hp) * K, Vp, false);
@@ -256,7 +299,14 @@ Status npu_la_prefill(const LaArgs& a, const NpuLaOptions& o, NpuLaStats* stats)
   HANPU_RETURN_IF_ERROR(variant->run(sim, gm));
   const npu::SimStats s = sim.finish();
   // Outputs only after the whole run succeeded: an error leaves the caller's tensors untouched.
-  for (size_t i = 0; i < gm.o->v.size(); ++i) store_from_f32(a.o.data, a.o.dtype, i, gm.o->v[i]);
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t r = 0; r < len[n]; ++r) {
+      for (int64_t i = 0; i < static_cast<int64_t>(H) * V; ++i) {
+        store_from_f32(a.o.data, a.o.dtype, (first[n] + r) * H * V + i,
+                       gm.o->v[static_cast<size_t>((r * Hr + n * H) * V + i)]);
+      }
+    }
+  }
   if (gm.state1 != nullptr) {
     float* s1 = static_cast<float*>(a.final_state.data);
     for (int hp = 0; hp < Hp; ++hp)

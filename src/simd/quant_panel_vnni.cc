@@ -16,6 +16,9 @@
 #include <cstring>
 
 #include "simd/quant_vnni_unpack.h"
+#if HANPU_HAVE_VNNI
+#include "simd/transpose_words_x86.h"
+#endif
 
 namespace hanpu::simd {
 
@@ -103,31 +106,6 @@ void panel_acts_rows(QuantType t, const QuantActs& a, int64_t r0, int64_t r1, Pa
 
 namespace {
 
-// r[i] lane j becomes r[j] lane i (a 16 x 16 transpose of 32-bit words in 64 shuffles).
-HANPU_VNNI_INLINE void transpose16(__m512i (&r)[16]) {
-  __m512i t[16];
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; ++i) {
-    r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-    r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-    r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-    r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-  }
-  for (int i = 0; i < 2; ++i) {
-    for (int j = 0; j < 4; ++j) {
-      t[8 * i + j] = _mm512_shuffle_i32x4(r[8 * i + j], r[8 * i + j + 4], 0x88);
-      t[8 * i + j + 4] = _mm512_shuffle_i32x4(r[8 * i + j], r[8 * i + j + 4], 0xdd);
-    }
-  }
-  for (int j = 0; j < 8; ++j) {
-    r[j] = _mm512_shuffle_i32x4(t[j], t[j + 8], 0x88);
-    r[j + 8] = _mm512_shuffle_i32x4(t[j], t[j + 8], 0xdd);
-  }
-}
-
 // The codes of one panel unit from the columns' unpacked codes: word m (values 4m .. + 3) of
 // column 16 v + l goes to lane l of vector 2m + v, by 16 x 16 transposes (gathers of the same
 // words cost the packing twice as much).
@@ -136,7 +114,7 @@ HANPU_VNNI_INLINE void store_codes(const uint8_t (&codes)[kPanelCols][kQuantUnit
     for (int m0 = 0; m0 < kQuantUnit / 4; m0 += 16) {
       __m512i r[16];
       for (int l = 0; l < 16; ++l) r[l] = _mm512_load_si512(&codes[16 * v + l][4 * m0]);
-      transpose16(r);
+      transpose_words_16x16(r);
       for (int i = 0; i < 16; ++i) _mm512_store_si512(out + (2 * (m0 + i) + v) * 64, r[i]);
     }
   }

@@ -262,7 +262,6 @@ TEST(QuantGemm, EveryKernelMatchesFloat64WithinTheDerivedBound) {
         for (int o = 0; o < n; ++o) {
           const uint8_t* row = ptrs[o];
           dequantize_blocks(info.type, row, in / info.block_elems, wd.data());
-          QuantUnit unit;
           for (int64_t r = 0; r < T; ++r) {
             if (r < r0) {
               ASSERT_TRUE(std::isnan(y[r * ldy + o]));
@@ -271,18 +270,8 @@ TEST(QuantGemm, EveryKernelMatchesFloat64WithinTheDerivedBound) {
             // The activations the kernel multiplied: per 32 values, or per unit where it
             // keeps a unit's sum in integers.
             const bool per_unit = quant_gemm_uses_unit_acts(info.type, n, r1 - r0, kernel);
-            double ref = 0, mag = 0;
-            for (int i = 0; i < in; ++i) {
-              const double act =
-                  per_unit ? double(a.d256_row(r)[i / 256]) * a.q256_row(r)[i]
-                           : double(a.dlane_row(r)[(i / 256) * 64 + (i % 256) / 4]) * a.q_row(r)[i];
-              ref += double(wd[i]) * act;
-              if (i % 256 == 0) unpack_unit(info.type, row, in, i / 256, &unit);
-              const int j = i % 256;
-              mag += (std::abs(double(unit.scale[j / 16]) * unit.code[j]) +
-                      std::abs(double(unit.offset[j / 16]))) *
-                     std::abs(act);
-            }
+            const RefDot dot = ref_dot(info.type, row, in, wd, a, r, per_unit);
+            const double ref = dot.ref, mag = dot.mag;
             // f32 error: each group's scale product and multiply-add round once, the decoder
             // rounds its parts once or twice, and the sums of at most G group terms (G = in /
             // 16, fewer in lanes) round once per addition; all are relative to the magnitudes

@@ -48,7 +48,6 @@ TEST(QuantPanel, MatchesFloat64WithinTheDerivedBound) {
         std::vector<float> y(T * ldy, std::numeric_limits<float>::quiet_NaN());
         quant_panel_gemm(info.type, panel.data(), n, a, pa, r0, T, y.data(), ldy);
         std::vector<float> wd(in);
-        QuantUnit unit;
         const bool per_unit = quant_panel_acts(info.type) == ActsKinds::kPerUnit;
         for (int64_t r = 0; r < T; ++r) {
           for (int c = 0; c < ldy; ++c) {
@@ -58,20 +57,13 @@ TEST(QuantPanel, MatchesFloat64WithinTheDerivedBound) {
               continue;
             }
             dequantize_blocks(info.type, rows[c], in / info.block_elems, wd.data());
-            double ref = 0, mag = 0;
-            for (int i = 0; i < in; ++i) {
-              const double act =
-                  per_unit ? double(a.d256_row(r)[i / 256]) * a.q256_row(r)[i]
-                           : double(a.dlane_row(r)[(i / 256) * 64 + (i % 256) / 4]) * a.q_row(r)[i];
-              ref += double(wd[i]) * act;
-              if (i % 256 == 0) unpack_unit(info.type, rows[c], in, i / 256, &unit);
-              const int j = i % 256;
-              mag += (std::abs(double(unit.scale[j / 16]) * unit.code[j]) +
-                      std::abs(double(unit.offset[j / 16]))) *
-                     std::abs(act);
-              // The signed-code layout's sums carry 128 sum_g scale_g sum c more, taken off
-              // per unit: their part is at most 128 |w_i| d_a a value.
-              if (per_unit)
+            const RefDot dot = ref_dot(info.type, rows[c], in, wd, a, r, per_unit);
+            const double ref = dot.ref;
+            double mag = dot.mag;
+            // The signed-code layout's sums carry 128 sum_g scale_g sum c more, taken off per
+            // unit: their part is at most 128 |w_i| d_a a value.
+            if (per_unit) {
+              for (int i = 0; i < in; ++i)
                 mag += 128 * std::abs(double(wd[i])) * std::abs(double(a.d256_row(r)[i / 256]));
             }
             // f32 error: the decoder's scale and offset round once or twice; per group the

@@ -327,9 +327,10 @@ Status hybrid_layer(const NpuMachine& m, const NpuHybridShape& s, int64_t T, int
 }
 
 Status check_hybrid_size(const NpuHybridShape& s, int64_t T, int64_t past) {
-  const double H = s.hidden, F = s.ffn, qk = double{s.la_qk_heads} * s.la_key_dim,
-               vv = double{s.la_v_heads} * s.la_value_dim, conv = 2 * qk + vv,
-               q = double{s.attn_heads} * s.head_dim, kv = double{s.kv_heads} * s.head_dim;
+  const double H = s.hidden, F = s.ffn, qk = static_cast<double>(s.la_qk_heads) * s.la_key_dim,
+               vv = static_cast<double>(s.la_v_heads) * s.la_value_dim, conv = 2 * qk + vv,
+               q = static_cast<double>(s.attn_heads) * s.head_dim,
+               kv = static_cast<double>(s.kv_heads) * s.head_dim;
   // Per token: the residual stream's tensors, the MLP's, and the larger mixer's.
   const double la_row = conv + vv + 2.0 * s.la_v_heads + conv + 2 * vv + 2.0 * s.la_v_heads;
   const double attn_row = 2 * q + 2 * kv + 2 * q + kv + q;

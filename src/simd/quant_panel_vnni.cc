@@ -120,31 +120,50 @@ HANPU_VNNI_INLINE void store_codes(const uint8_t (&codes)[kPanelCols][kQuantUnit
   }
 }
 
+// Per column, its group fields as one vector: kMins, lanes 0-7 the 8 scales of 32 values and
+// 8-15 their offsets; kCentred, lanes 0-15 the 16 scales of 16 values. The unpacked unit's
+// group g scale is lane 4 (g % 4) of scale_lane[g / 4] and its offset lane g of offset.
+template <Layout L>
+HANPU_VNNI_INLINE __m512 group_fields(const Unit& w) {
+  if constexpr (L == Layout::kMins) {  // 32 values: group 2j
+    const __m512i pick = _mm512_setr_epi32(0, 8, 16, 24, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512 lo = _mm512_permutex2var_ps(w.scale_lane[0], pick, w.scale_lane[1]);
+    const __m512 hi = _mm512_permutex2var_ps(w.scale_lane[2], pick, w.scale_lane[3]);
+    const __m512 scales = _mm512_permutex2var_ps(
+        lo, _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 0, 0, 0, 0, 0, 0, 0, 0), hi);
+    return _mm512_permutex2var_ps(
+        scales, _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 16, 18, 20, 22, 24, 26, 28, 30),
+        w.offset);
+  } else {
+    const __m512i pick = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512 lo = _mm512_permutex2var_ps(w.scale_lane[0], pick, w.scale_lane[1]);
+    const __m512 hi = _mm512_permutex2var_ps(w.scale_lane[2], pick, w.scale_lane[3]);
+    return _mm512_permutex2var_ps(
+        lo, _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23), hi);
+  }
+}
+
 template <QuantType T>
 HANPU_VNNI_TARGET void pack_of_type(const uint8_t* const* rows, int n, int in, uint8_t* panel) {
   constexpr Layout L = kLayout<T>;
   using S = Shape<L>;
+  static_assert(S::kScaleFloats + (L == Layout::kMins ? S::kExtraFloats : 0) ==
+                16 * kPanelCols);  // the fields are a [16][32] array
   alignas(64) uint8_t codes[kPanelCols][kQuantUnit];
-  alignas(64) float scale[S::kGroups][kPanelCols];
-  alignas(64) float extra[S::kExtraFloats];
+  alignas(64) float fields[kPanelCols][16];
+  alignas(64) float corr[kPanelCols];  // kCentred's weights-only term
   alignas(64) QuantUnit scratch;
-  alignas(64) float lanes[4][16], offsets[16];
   for (int u = 0; u < quant_units(in); ++u) {
     for (int c = 0; c < kPanelCols; ++c) {
       if (c >= n) {  // zero weights: codes z, scale 0, offset 0
         std::memset(codes[c], 0, sizeof(codes[c]));
-        for (int g = 0; g < S::kGroups; ++g) scale[g][c] = 0.0f;
-        if constexpr (L == Layout::kMins) {
-          for (int j = 0; j < S::kGroups; ++j) extra[j * kPanelCols + c] = 0.0f;
-        } else {
-          extra[c] = 0.0f;
-        }
+        _mm512_store_ps(fields[c], _mm512_setzero_ps());
+        corr[c] = 0.0f;
         continue;
       }
       Unit w;
       unpack<T>(rows[c], in, u, &scratch, &w);
       for (int k = 0; k < 4; ++k) {
-        _mm512_store_ps(lanes[k], w.scale_lane[k]);
         if constexpr (L == Layout::kMins) {
           _mm512_store_si512(codes[c] + 64 * k, w.code[k]);
         } else {  // signed: code - z (two's complement bytes)
@@ -152,34 +171,34 @@ HANPU_VNNI_TARGET void pack_of_type(const uint8_t* const* rows, int n, int in, u
                              _mm512_sub_epi8(w.code[k], _mm512_set1_epi8(kCentre)));
         }
       }
-      _mm512_store_ps(offsets, w.offset);
-      // Group g of 16's scale is lane 4 (g % 4) of scale_lane[g / 4].
-      const auto group_scale = [&](int g16) { return lanes[g16 / 4][4 * (g16 % 4)]; };
-      if constexpr (L == Layout::kMins) {
-        for (int j = 0; j < S::kGroups; ++j) {  // both of a 32's groups have its values
-          scale[j][c] = group_scale(2 * j);
-          extra[j * kPanelCols + c] = offsets[2 * j];
-        }
-      } else {
+      _mm512_store_ps(fields[c], group_fields<L>(w));
+      if constexpr (L == Layout::kCentred) {
         // Each group's sum of codes by vpsadbw (per 8 bytes), less 16 z for the signed ones.
         alignas(64) uint64_t eights[4][8];
         for (int k = 0; k < 4; ++k)
           _mm512_store_si512(eights[k], _mm512_sad_epu8(w.code[k], _mm512_setzero_si512()));
-        double corr = 0;  // one rounding
+        double sum = 0;  // one rounding
         for (int g = 0; g < S::kGroups; ++g) {
-          scale[g][c] = group_scale(g);
-          const int64_t sum =
+          const int64_t codes_sum =
               static_cast<int64_t>(eights[g / 4][2 * (g % 4)] + eights[g / 4][2 * (g % 4) + 1]) -
               16 * kCentre;
-          corr += 128.0 * static_cast<double>(scale[g][c]) * static_cast<double>(sum);
+          sum += 128.0 * static_cast<double>(fields[c][g]) * static_cast<double>(codes_sum);
         }
-        extra[c] = static_cast<float>(corr);
+        corr[c] = static_cast<float>(sum);
       }
     }
     uint8_t* out = panel + static_cast<size_t>(u) * S::kUnitBytes;
     store_codes(codes, out);
-    std::memcpy(out + S::kCodeBytes, scale, sizeof(scale));
-    std::memcpy(out + S::kCodeBytes + sizeof(scale), extra, sizeof(extra));
+    // Field i of 16 columns at once: a 16 x 16 transpose, row i to the fields' row i.
+    float* field_rows = reinterpret_cast<float*>(out + S::kCodeBytes);
+    for (int v = 0; v < 2; ++v) {
+      __m512i r[16];
+      for (int l = 0; l < 16; ++l) r[l] = _mm512_load_si512(fields[16 * v + l]);
+      transpose_words_16x16(r);
+      for (int i = 0; i < 16; ++i) _mm512_store_si512(field_rows + i * kPanelCols + 16 * v, r[i]);
+    }
+    if constexpr (L == Layout::kCentred)
+      std::memcpy(field_rows + S::kScaleFloats, corr, sizeof(corr));
   }
 }
 

@@ -31,6 +31,9 @@ void size_acts(int64_t rows, int in, ActsKinds kinds, QuantActs* a) {
 
 namespace {
 
+// Rows [r0, r1) into a's q256, d256 and bsum16 (quant_dot.h): scale = max |x| / 127 over each
+// 256-value unit (the padding zeros included), values rounded to nearest; NaN scales for a
+// non-finite row.
 void quantize_rows_per_unit(const float* x, int64_t ldx, int64_t r0, int64_t r1,
                             const int32_t* order, QuantActs* a) {
   const int in = a->in, padded = a->units * kQuantUnit;
@@ -56,6 +59,7 @@ void quantize_rows_per_unit(const float* x, int64_t ldx, int64_t r0, int64_t r1,
   }
 }
 
+// Rows [r0, r1) into a's q, dlane and dsum: the same per block of 32 values.
 void quantize_rows_per32(const float* x, int64_t ldx, int64_t r0, int64_t r1, const int32_t* order,
                          QuantActs* a) {
   const int in = a->in, padded = a->units * kQuantUnit;

@@ -39,10 +39,14 @@ constexpr Layout kLayout =
 // kCentred's z (offset = z scale), as quant_unpack.h's decoders make Q6_K's offsets.
 constexpr int kCentre = 32;
 
-// The types whose decode kernels quantize activations per unit (quant_gemm_uses_unit_acts).
-bool per_unit_acts(QuantType t) {
-  return t == QuantType::kQ4_K || t == QuantType::kQ5_K || t == QuantType::kQ6_K;
+Layout layout_of(QuantType t) {
+  Layout l = Layout::kNone;
+  for_quant_type(t, [&](auto type) { l = kLayout<decltype(type)::value>; });
+  return l;
 }
+
+// Whether the VNNI decode kernel, whose activations the panels share, quantizes t's per unit.
+bool per_unit_acts(QuantType t) { return quant_vnni_unit_acts(t, 0, 1); }
 
 template <Layout L>
 struct Shape {
@@ -67,8 +71,8 @@ ActsKinds quant_panel_acts(QuantType t) {
 }
 
 size_t quant_panel_bytes(QuantType t, int in) {
-  const bool centred = t == QuantType::kQ6_K;
-  const int unit = centred ? Shape<Layout::kCentred>::kUnitBytes : Shape<Layout::kMins>::kUnitBytes;
+  const int unit = layout_of(t) == Layout::kCentred ? Shape<Layout::kCentred>::kUnitBytes
+                                                    : Shape<Layout::kMins>::kUnitBytes;
   return static_cast<size_t>(quant_units(in)) * unit;
 }
 
@@ -76,7 +80,7 @@ void size_panel_acts(QuantType t, const QuantActs& a, PanelActs* p) {
   const size_t blocks = static_cast<size_t>(a.rows) * a.units * 8;
   p->sums.resize(blocks);
   p->d32.resize(per_unit_acts(t) ? 0 : blocks);
-  p->shifted.resize(t == QuantType::kQ6_K ? blocks * 32 : 0);
+  p->shifted.resize(layout_of(t) == Layout::kCentred ? blocks * 32 : 0);
 }
 
 void panel_acts_rows(QuantType t, const QuantActs& a, int64_t r0, int64_t r1, PanelActs* p) {
@@ -95,7 +99,7 @@ void panel_acts_rows(QuantType t, const QuantActs& a, int64_t r0, int64_t r1, Pa
     const int16_t* b = a.bsum16_row(r);
     for (int j = 0; j < a.units * 8; ++j)
       s[j] = static_cast<float>(b[2 * j]) + static_cast<float>(b[2 * j + 1]);
-    if (t != QuantType::kQ6_K) continue;
+    if (layout_of(t) != Layout::kCentred) continue;
     const int8_t* q = a.q256_row(r);
     uint8_t* u = p->shifted.data() + r * a.units * kQuantUnit;
     for (int i = 0; i < a.units * kQuantUnit; ++i) u[i] = static_cast<uint8_t>(q[i] ^ 0x80);
@@ -312,9 +316,7 @@ void gemm_of_layout(const uint8_t* panel, int n, const QuantActs& a, const Panel
 }  // namespace
 
 bool quant_panel_usable(QuantType t) {
-  bool known = false;
-  for_quant_type(t, [&](auto type) { known = kLayout<decltype(type)::value> != Layout::kNone; });
-  return known && quant_vnni_usable();
+  return layout_of(t) != Layout::kNone && quant_vnni_usable();
 }
 
 void pack_quant_panel(QuantType t, const uint8_t* const* rows, int n, int in, uint8_t* panel) {
@@ -330,7 +332,7 @@ void pack_quant_panel(QuantType t, const uint8_t* const* rows, int n, int in, ui
 
 void quant_panel_gemm(QuantType t, const uint8_t* panel, int n, const QuantActs& a,
                       const PanelActs& p, int64_t r0, int64_t r1, float* y, int64_t ldy) {
-  if (t == QuantType::kQ6_K)
+  if (layout_of(t) == Layout::kCentred)
     return gemm_of_layout<Layout::kCentred, false>(panel, n, a, p, r0, r1, y, ldy);
   if (per_unit_acts(t)) return gemm_of_layout<Layout::kMins, false>(panel, n, a, p, r0, r1, y, ldy);
   gemm_of_layout<Layout::kMins, true>(panel, n, a, p, r0, r1, y, ldy);

@@ -203,14 +203,14 @@ void quant_prefill_panels(const float* x, int64_t ldx, int64_t T, const PackedLi
   const int panels = (w.out + simd::kPanelCols - 1) / simd::kPanelCols;
   parallel_rows(threads, panels, int64_t{simd::kPanelCols} * w.in * T, [&](int64_t p0, int64_t p1) {
     thread_local std::vector<uint8_t, CacheAlignedAllocator<uint8_t>> panel;
-    panel.resize(simd::quant_panel_bytes(*w.quant, w.in));
+    panel.resize(simd::quant_panel_bytes(t, w.in));
     const uint8_t* rows[simd::kPanelCols];
     for (int64_t p = p0; p < p1; ++p) {
       const int c0 = static_cast<int>(p) * simd::kPanelCols;
       const int n = std::min(simd::kPanelCols, w.out - c0);
       for (int c = 0; c < n; ++c) rows[c] = w.qrow(c0 + c);
-      simd::pack_quant_panel(*w.quant, rows, n, w.in, panel.data());
-      simd::quant_panel_gemm(*w.quant, panel.data(), n, a, pa, 0, T, y + c0, ldy);
+      simd::pack_quant_panel(t, rows, n, w.in, panel.data());
+      simd::quant_panel_gemm(t, panel.data(), n, a, pa, 0, T, y + c0, ldy);
     }
   });
 }

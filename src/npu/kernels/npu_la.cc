@@ -287,13 +287,17 @@ Status npu_la_prefill(const LaArgs& a, const NpuLaOptions& o, NpuLaStats* stats)
     const int hr = hp / parts, p = hp % parts;
     return (static_cast<size_t>(hr) * K + kk) * V + static_cast<size_t>(p) * Vp + c;
   };
-  if (!a.initial_state.empty()) {
-    gm.state0 = sim.gm("state0", static_cast<int64_t>(Hp) * K, Vp, false);
-    const float* s0 = static_cast<const float*>(a.initial_state.data);
+  // f(index in the caller's state, index in the parts' state) for every cell.
+  const auto each_state_cell = [&](const auto& f) {
     for (int hp = 0; hp < Hp; ++hp)
       for (int64_t kk = 0; kk < K; ++kk)
         for (int c = 0; c < Vp; ++c)
-          gm.state0->v[static_cast<size_t>((hp * K + kk) * Vp + c)] = s0[state_at(hp, kk, c)];
+          f(state_at(hp, kk, c), static_cast<size_t>((hp * K + kk) * Vp + c));
+  };
+  if (!a.initial_state.empty()) {
+    gm.state0 = sim.gm("state0", static_cast<int64_t>(Hp) * K, Vp, false);
+    const float* s0 = static_cast<const float*>(a.initial_state.data);
+    each_state_cell([&](size_t caller, size_t part) { gm.state0->v[part] = s0[caller]; });
   }
   if (!a.final_state.empty()) gm.state1 = sim.gm("state1", static_cast<int64_t>(Hp) * K, Vp, false);
   HANPU_RETURN_IF_ERROR(variant->run(sim, gm));
@@ -309,10 +313,7 @@ Status npu_la_prefill(const LaArgs& a, const NpuLaOptions& o, NpuLaStats* stats)
   }
   if (gm.state1 != nullptr) {
     float* s1 = static_cast<float*>(a.final_state.data);
-    for (int hp = 0; hp < Hp; ++hp)
-      for (int64_t kk = 0; kk < K; ++kk)
-        for (int c = 0; c < Vp; ++c)
-          s1[state_at(hp, kk, c)] = gm.state1->v[static_cast<size_t>((hp * K + kk) * Vp + c)];
+    each_state_cell([&](size_t caller, size_t part) { s1[caller] = gm.state1->v[part]; });
   }
   if (stats != nullptr) *stats = npu::ascend_stats(m, s, o.variant);
   return Status::Ok();

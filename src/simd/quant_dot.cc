@@ -21,6 +21,10 @@ void size_acts(int64_t rows, int in, ActsKinds kinds, QuantActs* a) {
     a->q256.resize(static_cast<size_t>(rows) * padded);
     a->d256.resize(static_cast<size_t>(rows) * a->units);
     a->bsum16.resize(static_cast<size_t>(rows) * a->units * kQuantGroups);
+    const size_t decode_units = rows == 1 ? a->units : 0;
+    a->q256_nibbles.resize(decode_units * kQuantUnit);
+    a->bsum32.resize(decode_units * 8);
+    a->shift16.resize(decode_units * kQuantGroups);
   }
   if (kinds != ActsKinds::kPerUnit) {
     a->q.assign(static_cast<size_t>(rows) * padded, 0);  // a partial last unit's rest stays 0
@@ -30,6 +34,24 @@ void size_acts(int64_t rows, int in, ActsKinds kinds, QuantActs* a) {
 }
 
 namespace {
+
+// Unit u's q256_nibbles, bsum32 and shift16 (quant_dot.h) from its q256 values and group sums.
+void fill_decode_forms(const int8_t* q, const int32_t* sums, int u, QuantActs* a) {
+  int8_t* nibbles = a->q256_nibbles.data() + u * kQuantUnit;
+  for (int k = 0; k < 4; ++k) {
+    const int first = 128 * (k / 2) + 32 * (k % 2);
+    std::memcpy(nibbles + 64 * k, q + first, 32);
+    std::memcpy(nibbles + 64 * k + 32, q + first + 64, 32);
+  }
+  for (int s = 0; s < 8; ++s) {
+    a->bsum32[u * 8 + s] = static_cast<int16_t>(sums[2 * s] + sums[2 * s + 1]);
+  }
+  for (int g = 0; g < kQuantGroups; ++g) {
+    // |sum| <= 16 * 127, so -16 sum fits a 16-bit word.
+    const uint32_t word = static_cast<uint16_t>(static_cast<int16_t>(-16 * sums[g]));
+    a->shift16[u * kQuantGroups + g] = static_cast<int32_t>(word | word << 16);
+  }
+}
 
 // Rows [r0, r1) into a's q256, d256 and bsum16 (quant_dot.h): scale = max |x| / 127 over each
 // 256-value unit (the padding zeros included), values rounded to nearest; NaN scales for a
@@ -55,6 +77,7 @@ void quantize_rows_per_unit(const float* x, int64_t ldx, int64_t r0, int64_t r1,
       a->d256[r * a->units + u] =
           quantize_block(src, kQuantUnit, a->q256.data() + r * padded + i0, sums);
       for (int g = 0; g < kQuantGroups; ++g) bsum[g] = static_cast<int16_t>(sums[g]);
+      if (a->rows == 1) fill_decode_forms(a->q256.data() + i0, sums, u, a);
     }
   }
 }

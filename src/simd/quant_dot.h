@@ -42,6 +42,16 @@ struct QuantActs {
   std::vector<int8_t> q256;     // [rows][units * 256]
   std::vector<float> d256;      // [rows][units]
   std::vector<int16_t> bsum16;  // [rows][units * 16]: the sum of each group of 16 of q256
+  // Forms of q256 the VNNI decode kernels of Q4_K and Q6_K read, filled for a single row (a
+  // decode step; no other call reads them). A 64-byte load of Q4_K's nibbles holds values
+  // 0-31 and 64-95 in its low halves and 32-63 and 96-127 in its high ones, so q256_nibbles
+  // lays each unit's values out in that order (vector k: values 128 (k / 2) + 32 (k % 2) +
+  // 0..31, then the same + 64), and the codes multiply it without a shuffle. bsum32: the sum
+  // over each 32 values of q256. shift16: per group of 16, -16 times its sum in both words of
+  // a dword, so one vpdpwssd against the group's scale in both words adds Q6_K's offset of 32.
+  std::vector<int8_t> q256_nibbles;  // [units * 256]
+  std::vector<int16_t> bsum32;       // [units * 8]
+  std::vector<int32_t> shift16;      // [units * 16]
   const int8_t* q_row(int64_t r) const { return q.data() + r * units * kQuantUnit; }
   const int8_t* q256_row(int64_t r) const { return q256.data() + r * units * kQuantUnit; }
   const float* d256_row(int64_t r) const { return d256.data() + r * units; }

@@ -109,79 +109,167 @@ HANPU_VNNI_TARGET void rows_times_one(const uint8_t* const* rows, int n, const Q
 // unit's products stay in integers, the sub-block scales applied exactly by vpdpwssd, and are
 // scaled to f32 once (d times the unit's activation scale). The per-32 kernel (rows_times_one)
 // spends four f32 multiplies, conversions and multiply-adds of 16 lanes a unit where this
-// spends one of each; its scales spread over lanes by permutes.
-// Bounds: a vpdpbusd lane sums 4 products of a code (Q4_K <= 15, Q5_K <= 31, Q6_K <= 63) and |q| <=
-// 127, < 2^15, so the lane is its own low 16 bits for vpdpwssd; times a scale (Q4_K <= 63, Q6_K
-// |sc| <= 128), over a unit's 4 vectors, < 2^24 in an i32 lane: exact, and exact in f32.
+// spends one of each.
+// Q4_K and Q6_K, a decode step's bulk, take the fewest instructions a unit: Q4_K's codes come
+// from two 64-byte loads against activations in the nibbles' order (QuantActs::q256_nibbles),
+// two vectors of vpdpbusd sums are packed to 16-bit words (vpackssdw) so one vpdpwssd applies
+// the scales of four sub-blocks, and Q6_K's offset of 32 is one more vpdpwssd
+// (QuantActs::shift16); Q6_K's two high bits join the low four by one vpternlogd. Q5_K keeps
+// the older form (a 32-byte broadcast and a shift per 64 codes, a vpdpwssd per vector). A
+// decode step streams its weights from DRAM, but a kernel that only just keeps up with the
+// memory leaves it idle whenever the memory is fast (docs/performance.md).
+// Bounds: a vpdpbusd lane sums 4 products of a code (Q4_K <= 15, Q5_K <= 31, Q6_K <= 63) and
+// |q| <= 127: <= 32004, so it packs to a word exactly and is its own low 16 bits for vpdpwssd.
+// Q4_K and Q5_K: times a scale <= 63, over a unit's vectors, < 2^24 in an i32 lane: exact, and
+// exact in f32. Q6_K (|sc| <= 128, two packed words a lane, and the offset term 32 |sc| 2032
+// twice): < 2^25, exact in i32 and rounded once (relative 2^-24) converting to f32.
 struct UnitActsConsts {
-  __m512i q4k_pick[4], q6k_pick[4];
+  __m512i q5k_pick[4];
+  __m512i q4k_pick[2];  // Q4_K's scale words for the packed pairs (0, 1) and (2, 3)
+  __m128i q4k_mins;     // Q4_K's 8 mins as words
+  __m512i q6k_pick[2];  // Q6_K's scale words for the packed pairs
+  __m512i q6k_dup;      // Q6_K's 16 scales, each in both words of a dword
 };
 
 HANPU_VNNI_INLINE UnitActsConsts unit_acts_consts() {
   UnitActsConsts c;
+  alignas(64) int8_t bytes[64];
+  alignas(64) int16_t words[32];
   for (int k = 0; k < 4; ++k) {
-    // Q4_K: vector k's dword lanes 0-7 take sub-block 2k's scale, 8-15 sub-block 2k + 1's (its
+    // Q5_K: vector k's dword lanes 0-7 take sub-block 2k's scale, 8-15 sub-block 2k + 1's (its
     // i16: bytes 2j, 2j + 1 of each 128-bit lane's copy of the 8 scales; zeros above).
-    alignas(64) int8_t bytes[64];
     for (int lane = 0; lane < 16; ++lane) {
       const int j = 2 * k + (lane >= 8 ? 1 : 0);
       bytes[4 * lane] = static_cast<int8_t>(2 * j);
       bytes[4 * lane + 1] = static_cast<int8_t>(2 * j + 1);
       bytes[4 * lane + 2] = bytes[4 * lane + 3] = static_cast<int8_t>(0x80);
     }
-    c.q4k_pick[k] = _mm512_load_si512(bytes);
-    // Q6_K: dword lane l of vector k covers group 4k + l / 4: its i16 (word 4k + l / 4 of
-    // the 16 scales) in the dword's low word; the high words are zeroed by the mask.
-    alignas(64) int16_t words[32];
-    for (int lane = 0; lane < 16; ++lane) {
-      words[2 * lane] = static_cast<int16_t>(4 * k + lane / 4);
-      words[2 * lane + 1] = 0;
-    }
-    c.q6k_pick[k] = _mm512_load_si512(words);
+    c.q5k_pick[k] = _mm512_load_si512(bytes);
   }
+  // vpackssdw of vectors a, b: each 128-bit lane L holds a's dwords 4L .. 4L + 3 as words 0-3
+  // and b's as words 4-7.
+  for (int pair = 0; pair < 2; ++pair) {
+    for (int lane = 0; lane < 4; ++lane) {
+      for (int w = 0; w < 8; ++w) {
+        // Q4_K: vector k's dword lanes 0-7 cover sub-block 4 (k / 2) + k % 2, lanes 8-15 the
+        // same + 2; the scale byte widened to a word by a zero byte (0x80 picks zero).
+        const int sub = 4 * pair + (lane >= 2 ? 2 : 0) + (w >= 4 ? 1 : 0);
+        bytes[16 * lane + 2 * w] = static_cast<int8_t>(sub);
+        bytes[16 * lane + 2 * w + 1] = static_cast<int8_t>(0x80);
+        // Q6_K: vector k's dword lane l covers group 4k + l / 4.
+        words[8 * lane + w] = static_cast<int16_t>(8 * pair + (w >= 4 ? 4 : 0) + lane);
+      }
+    }
+    c.q4k_pick[pair] = _mm512_load_si512(bytes);
+    c.q6k_pick[pair] = _mm512_load_si512(words);
+  }
+  for (int w = 0; w < 8; ++w) {  // the mins: bytes 8-15 of q4k_scales_mins_bytes
+    bytes[2 * w] = static_cast<int8_t>(8 + w);
+    bytes[2 * w + 1] = static_cast<int8_t>(0x80);
+  }
+  c.q4k_mins = _mm_load_si128(reinterpret_cast<const __m128i*>(bytes));
+  for (int g = 0; g < 16; ++g) words[2 * g] = words[2 * g + 1] = static_cast<int16_t>(g);
+  c.q6k_dup = _mm512_load_si512(words);
   return c;
 }
 
-// One unit of a row of type T times the unit's activations: d da sum(code q) into acc (16
-// lanes), and for Q4_K the mins' term dmin da sum(m bsum) into acc_min (4 lanes).
+// One unit's activations, as the type's kernel reads them: its 256 values (q256, or
+// q256_nibbles for Q4_K) as 4 vectors, the unit's scale, and the group sums the type's
+// offsets need (Q4_K bsum32, Q5_K bsum16, Q6_K shift16).
+struct UnitActs {
+  __m512i q[4];
+  float d;
+  const void* sums;
+};
+
 template <QuantType T>
-HANPU_VNNI_INLINE void unit_times_acts(const uint8_t* b, const int8_t* q, float da,
-                                       const int16_t* bsum, const UnitActsConsts& c, __m512* acc,
-                                       __m128* acc_min) {
-  __m512i isum = _mm512_setzero_si512();
-  if constexpr (T == QuantType::kQ4_K || T == QuantType::kQ5_K) {
+HANPU_VNNI_INLINE UnitActs unit_acts(const QuantActs& a, int64_t r, int u) {
+  UnitActs x;
+  const int8_t* q =
+      (T == QuantType::kQ4_K ? a.q256_nibbles.data() : a.q256_row(r)) + u * kQuantUnit;
+  for (int k = 0; k < 4; ++k) x.q[k] = _mm512_loadu_si512(q + 64 * k);
+  x.d = a.d256_row(r)[u];
+  if constexpr (T == QuantType::kQ4_K) x.sums = a.bsum32.data() + u * 8;
+  if constexpr (T == QuantType::kQ5_K) x.sums = a.bsum16_row(r) + u * kQuantGroups;
+  if constexpr (T == QuantType::kQ6_K) x.sums = a.shift16.data() + u * kQuantGroups;
+  return x;
+}
+
+// One unit of a row of type T (at b) times the unit's activations: d da sum(code q) into acc
+// (16 lanes), and for Q4_K and Q5_K the mins' term dmin da sum(m bsum) into acc_min (4 lanes).
+template <QuantType T>
+HANPU_VNNI_INLINE void unit_times_acts(const uint8_t* b, const UnitActs& x, const UnitActsConsts& c,
+                                       __m512* acc, __m128* acc_min) {
+  const __m512i zero = _mm512_setzero_si512();
+  if constexpr (T == QuantType::kQ4_K) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m512i lo = _mm512_loadu_si512(b + 16), hi = _mm512_loadu_si512(b + 80);
+    const __m512i p0 = _mm512_dpbusd_epi32(zero, _mm512_and_si512(lo, low4), x.q[0]);
+    const __m512i p1 =
+        _mm512_dpbusd_epi32(zero, _mm512_and_si512(_mm512_srli_epi16(lo, 4), low4), x.q[1]);
+    const __m512i p2 = _mm512_dpbusd_epi32(zero, _mm512_and_si512(hi, low4), x.q[2]);
+    const __m512i p3 =
+        _mm512_dpbusd_epi32(zero, _mm512_and_si512(_mm512_srli_epi16(hi, 4), low4), x.q[3]);
+    const __m128i bytes = q4k_scales_mins_bytes(b + 4);  // scales 0-7, mins 0-7
+    const __m512i scales = _mm512_broadcast_i32x4(bytes);
+    __m512i isum = _mm512_dpwssd_epi32(zero, _mm512_packs_epi32(p0, p1),
+                                       _mm512_shuffle_epi8(scales, c.q4k_pick[0]));
+    isum = _mm512_dpwssd_epi32(isum, _mm512_packs_epi32(p2, p3),
+                               _mm512_shuffle_epi8(scales, c.q4k_pick[1]));
+    int32_t d_dmin;  // the two f16 at b, converted together
+    std::memcpy(&d_dmin, b, sizeof(d_dmin));
+    const __m128 dd = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(d_dmin)), _mm_set1_ps(x.d));
+    *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_broadcastss_ps(dd), *acc);
+    const __m128i mins = _mm_shuffle_epi8(bytes, c.q4k_mins);
+    const __m128i bsum = _mm_loadu_si128(static_cast<const __m128i*>(x.sums));
+    *acc_min = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_madd_epi16(mins, bsum)), _mm_permute_ps(dd, 0x55),
+                            *acc_min);
+  } else if constexpr (T == QuantType::kQ5_K) {
+    __m512i isum = zero;
     const __m128i bytes = q4k_scales_mins_bytes(b + 4);  // scales 0-7, mins 0-7
     const __m512i scales = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(bytes));
     for (int k = 0; k < 4; ++k) {
-      const __m512i code =
-          T == QuantType::kQ4_K ? k4_codes(b + 16, nullptr, k) : k4_codes(b + 48, b + 16, k);
-      const __m512i prod =
-          _mm512_dpbusd_epi32(_mm512_setzero_si512(), code, _mm512_loadu_si512(q + 64 * k));
-      isum = _mm512_dpwssd_epi32(isum, prod, _mm512_shuffle_epi8(scales, c.q4k_pick[k]));
+      const __m512i prod = _mm512_dpbusd_epi32(zero, k4_codes(b + 48, b + 16, k), x.q[k]);
+      isum = _mm512_dpwssd_epi32(isum, prod, _mm512_shuffle_epi8(scales, c.q5k_pick[k]));
     }
-    *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(half_at(b) * da), *acc);
+    *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(half_at(b) * x.d), *acc);
     // Mins against the sums of q per sub-block of 32 (two groups of 16 each).
+    const int16_t* bsum = static_cast<const int16_t*>(x.sums);
     const __m128i sub = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bsum)),
                                        _mm_loadu_si128(reinterpret_cast<const __m128i*>(bsum + 8)));
     const __m128i mins = _mm_cvtepu8_epi16(_mm_srli_si128(bytes, 8));
     *acc_min = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_madd_epi16(mins, sub)),
-                            _mm_set1_ps(half_at(b + 2) * da), *acc_min);
+                            _mm_set1_ps(half_at(b + 2) * x.d), *acc_min);
   } else {  // Q6_K: code - 32 times sc per group of 16
+    // Codes: the low 4 bits from ql, the high 2 at bits 4-5 merged in by vpternlogd (bits 0-3
+    // from the first operand, the rest from the second). Half h's 32 qh bytes, broadcast,
+    // give pairs 0 and 2 (bits 0-1, 4-5) masked by 0x33 in the low 256 bits and pairs 1 and 3
+    // shifted down 2 in the high, so pairs 0 and 1 sit a shift of 4 below where the codes of
+    // values 0-63 want them and pairs 2 and 3 where those of 64-127 do.
+    const __m512i low4 = _mm512_set1_epi8(0x0F), pairs = _mm512_set1_epi8(0x33);
+    const __m512i down2 = _mm512_inserti64x4(zero, _mm256_set1_epi16(2), 1);
+    constexpr int kLowFromA = 0xE4;  // (A & C) | (B & ~C), C the 0x0F mask
+    __m512i prod[4];
+    for (int h = 0; h < 2; ++h) {
+      const __m512i ql = _mm512_loadu_si512(b + 64 * h);
+      const __m512i qh = _mm512_broadcast_i64x4(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * h)));
+      const __m512i high = _mm512_and_si512(_mm512_srlv_epi16(qh, down2), pairs);
+      const __m512i c0 = _mm512_ternarylogic_epi32(ql, _mm512_slli_epi16(high, 4), low4, kLowFromA);
+      const __m512i c1 = _mm512_ternarylogic_epi32(_mm512_srli_epi16(ql, 4), high, low4, kLowFromA);
+      prod[2 * h] = _mm512_dpbusd_epi32(zero, c0, x.q[2 * h]);
+      prod[2 * h + 1] = _mm512_dpbusd_epi32(zero, c1, x.q[2 * h + 1]);
+    }
     const __m512i scales = _mm512_castsi256_si512(
         _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192))));
-    __m512i code[4];
-    q6k_codes(b, code);
-    for (int k = 0; k < 4; ++k) {
-      const __m512i prod =
-          _mm512_dpbusd_epi32(_mm512_setzero_si512(), code[k], _mm512_loadu_si512(q + 64 * k));
-      isum = _mm512_dpwssd_epi32(isum, prod,
-                                 _mm512_maskz_permutexvar_epi16(0x55555555, c.q6k_pick[k], scales));
-    }
-    // The shift of 32: minus 32 sum_g sc_g bsum_g, added into the first 8 lanes.
-    const __m256i off = _mm256_madd_epi16(
-        _mm512_castsi512_si256(scales), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bsum)));
-    isum = _mm512_sub_epi32(isum, _mm512_zextsi256_si512(_mm256_slli_epi32(off, 5)));
-    *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(half_at(b + 208) * da), *acc);
+    __m512i isum = _mm512_dpwssd_epi32(zero, _mm512_packs_epi32(prod[0], prod[1]),
+                                       _mm512_permutexvar_epi16(c.q6k_pick[0], scales));
+    isum = _mm512_dpwssd_epi32(isum, _mm512_packs_epi32(prod[2], prod[3]),
+                               _mm512_permutexvar_epi16(c.q6k_pick[1], scales));
+    // The shift of 32: -16 bsum_g in both words against sc_g in both.
+    isum = _mm512_dpwssd_epi32(isum, _mm512_permutexvar_epi16(c.q6k_dup, scales),
+                               _mm512_loadu_si512(x.sums));
+    *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(half_at(b + 208) * x.d), *acc);
   }
 }
 
@@ -201,9 +289,6 @@ HANPU_VNNI_TARGET void unit_acts_rows_times_one(const uint8_t* const* rows, int 
                                                 const QuantActs& a, int64_t r0, float* y) {
   constexpr int kBytes = quant_unit_bytes(T);
   const UnitActsConsts c = unit_acts_consts();
-  const int8_t* q = a.q256_row(r0);
-  const float* d = a.d256_row(r0);
-  const int16_t* bsum = a.bsum16_row(r0);
   const int per = n / kStreams;
   for (int o = 0; o < per; ++o) {
     __m512 acc[kStreams];
@@ -213,12 +298,12 @@ HANPU_VNNI_TARGET void unit_acts_rows_times_one(const uint8_t* const* rows, int 
       acc_min[s] = _mm_setzero_ps();
     }
     for (int u = 0; u < a.units; ++u) {
+      const UnitActs x = unit_acts<T>(a, r0, u);
 #pragma GCC unroll 4
       for (int s = 0; s < kStreams; ++s) {
         const uint8_t* row = rows[o + s * per];
         prefetch_ahead<T>(row, u);
-        unit_times_acts<T>(row + static_cast<size_t>(u) * kBytes, q + u * kQuantUnit, d[u],
-                           bsum + u * kQuantGroups, c, &acc[s], &acc_min[s]);
+        unit_times_acts<T>(row + static_cast<size_t>(u) * kBytes, x, c, &acc[s], &acc_min[s]);
       }
     }
     for (int s = 0; s < kStreams; ++s) y[o + s * per] = finish(acc[s], acc_min[s]);
@@ -227,8 +312,8 @@ HANPU_VNNI_TARGET void unit_acts_rows_times_one(const uint8_t* const* rows, int 
     __m512 acc = _mm512_setzero_ps();
     __m128 acc_min = _mm_setzero_ps();
     for (int u = 0; u < a.units; ++u) {
-      unit_times_acts<T>(rows[o] + static_cast<size_t>(u) * kBytes, q + u * kQuantUnit, d[u],
-                         bsum + u * kQuantGroups, c, &acc, &acc_min);
+      unit_times_acts<T>(rows[o] + static_cast<size_t>(u) * kBytes, unit_acts<T>(a, r0, u), c, &acc,
+                         &acc_min);
     }
     y[o] = finish(acc, acc_min);
   }
@@ -238,7 +323,7 @@ template <QuantType T>
 HANPU_VNNI_TARGET void gemm_of_type(const uint8_t* const* rows, int n, const QuantActs& a,
                                     int64_t r0, int64_t r1, float* y, int64_t ldy) {
   if constexpr (kUnitActsType<T>) {
-    if (r1 - r0 == 1) return unit_acts_rows_times_one<T>(rows, n, a, r0, y + r0 * ldy);
+    if (a.rows == 1) return unit_acts_rows_times_one<T>(rows, n, a, r0, y + r0 * ldy);
   }
   if (r1 - r0 == 1 && n >= 4 * kStreams) {
     const int done = n / kStreams * kStreams;

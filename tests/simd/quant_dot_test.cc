@@ -156,6 +156,44 @@ TEST(QuantActs, UnitsHoldRoundedValuesScalesAndGroupSums) {
   }
 }
 
+// A single row (a decode step) also gets the forms the VNNI decode kernels read: q256 in
+// Q4_K's nibble order, sums per 32 values, and Q6_K's -16 sum per group in both words.
+TEST(QuantActs, OneRowHoldsTheDecodeKernelsForms) {
+  Rng rng(7);
+  const int in = 300;
+  std::vector<float> x(in);
+  for (float& v : x) v = static_cast<float>(rng.normal() * 3);
+  QuantActs a;
+  quantize_acts(x.data(), in, 1, in, nullptr, &a, ActsKinds::kPerUnit);
+  ASSERT_EQ(a.q256_nibbles.size(), 2u * 256);
+  for (int u = 0; u < 2; ++u) {
+    const int8_t* q = a.q256_row(0) + 256 * u;
+    for (int k = 0; k < 4; ++k) {
+      for (int i = 0; i < 64; ++i) {
+        // Byte i of Q4_K's k-th code vector: nibble k % 2 of qs byte 64 (k / 2) + i, value
+        // 128 (k / 2) + 64 (i / 32) + 32 (k % 2) + i % 32.
+        const int value = 128 * (k / 2) + 64 * (i / 32) + 32 * (k % 2) + i % 32;
+        ASSERT_EQ(a.q256_nibbles[256 * u + 64 * k + i], q[value]) << u << " " << k << " " << i;
+      }
+    }
+    for (int s = 0; s < 8; ++s) {
+      int sum = 0;
+      for (int j = 32 * s; j < 32 * s + 32; ++j) sum += q[j];
+      ASSERT_EQ(a.bsum32[8 * u + s], sum);
+    }
+    for (int g = 0; g < 16; ++g) {
+      const int16_t want = static_cast<int16_t>(-16 * a.bsum16_row(0)[16 * u + g]);
+      int16_t words[2];
+      std::memcpy(words, &a.shift16[16 * u + g], sizeof(words));
+      ASSERT_EQ(words[0], want);
+      ASSERT_EQ(words[1], want);
+    }
+  }
+  QuantActs two;
+  std::vector<float> x2(2 * in, 1.0f);
+  quantize_acts(x2.data(), in, 2, in, nullptr, &two, ActsKinds::kPerUnit);
+  EXPECT_TRUE(two.q256_nibbles.empty());  // only a single row's
+}
 // One block against its definition (d = max |x| / 127, q = nearest of x * (1 / d), ties to
 // even, group sums; NaN scale and zero codes for a non-finite value) on every SIMD target
 // this CPU runs, for blocks of 16, 32 and 256 values: ties placed on purpose (max |x| of 127

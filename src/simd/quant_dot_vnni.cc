@@ -105,6 +105,64 @@ HANPU_VNNI_TARGET void rows_times_one(const uint8_t* const* rows, int n, const Q
   }
 }
 
+// A unit holding two rows of 128 values times their activations twice over (q, dlane, dsum's
+// lanes; ds: dsum as a vector) into y[0] and y[1].
+HANPU_VNNI_INLINE void pair_times_acts(const Unit& w, const int8_t* q, const float* dlane,
+                                       __m512 ds, float* y) {
+  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (int k = 0; k < 4; ++k) {
+    const __m512i isum =
+        _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.code[k], _mm512_load_si512(q + 64 * k));
+    const __m512 f = _mm512_mul_ps(_mm512_load_ps(dlane + 16 * k), w.scale_lane[k]);
+    acc[k / 2] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), f, acc[k / 2]);
+  }
+  const __m512 off = _mm512_mul_ps(w.offset, ds);  // lanes 0-7 the first row's groups
+  y[0] = _mm512_reduce_add_ps(acc[0]) - _mm512_mask_reduce_add_ps(0x00FF, off);
+  y[1] = _mm512_reduce_add_ps(acc[1]) - _mm512_mask_reduce_add_ps(0xFF00, off);
+}
+
+// Decode of rows of 128 values in a 32-value block type (Kimi Linear's low-rank gates and
+// MLA's key halves): a unit would be half padding, so two adjacent rows, 8 blocks in a row in
+// memory, are read as one unit against the activations twice over, vectors 0-1 summing into
+// the first row and 2-3 into the second. Returns false (nothing done) unless every row pair
+// is adjacent.
+template <QuantType T>
+HANPU_VNNI_TARGET bool row_pairs_times_one(const uint8_t* const* rows, int n, const QuantActs& a,
+                                           int64_t r0, float* y) {
+  constexpr size_t kRowBytes = quant_unit_bytes(T) / 2;
+  for (int o = 0; o + 1 < n; o += 2) {
+    if (rows[o + 1] != rows[o] + kRowBytes) return false;
+  }
+  // The unit's activations: a row's 128 values, their lane scales and group sums, twice.
+  alignas(64) int8_t q[kQuantUnit];
+  alignas(64) float dlane[64], dsum[kQuantGroups];
+  for (int half = 0; half < 2; ++half) {
+    std::memcpy(q + 128 * half, a.q_row(r0), 128);
+    std::memcpy(dlane + 32 * half, a.dlane_row(r0), sizeof(float) * 32);
+    std::memcpy(dsum + 8 * half, a.dsum_row(r0), sizeof(float) * 8);
+  }
+  const __m512 ds = _mm512_load_ps(dsum);
+  alignas(64) QuantUnit scratch;
+  const int pairs = n / 2, per = pairs / kStreams;
+  for (int j = 0; j < per; ++j) {
+#pragma GCC unroll 4
+    for (int s = 0; s < kStreams; ++s) {
+      const int p = s * per + j;
+      prefetch_ahead<T>(rows[2 * p], 0);
+      Unit w;
+      unpack<T>(rows[2 * p], kQuantUnit, 0, &scratch, &w);
+      pair_times_acts(w, q, dlane, ds, y + 2 * p);
+    }
+  }
+  for (int p = per * kStreams; p < pairs; ++p) {
+    Unit w;
+    unpack<T>(rows[2 * p], kQuantUnit, 0, &scratch, &w);
+    pair_times_acts(w, q, dlane, ds, y + 2 * p);
+  }
+  if (n % 2 != 0) rows_times_acts<T, 1>(rows + n - 1, 1, a, r0, y + n - 1, 1);
+  return true;
+}
+
 // Decode of Q4_K, Q5_K and Q6_K rows against activations quantized per unit (QuantActs::q256): a
 // unit's products stay in integers, the sub-block scales applied exactly by vpdpwssd, and are
 // scaled to f32 once (d times the unit's activation scale). The per-32 kernel (rows_times_one)
@@ -324,6 +382,12 @@ HANPU_VNNI_TARGET void gemm_of_type(const uint8_t* const* rows, int n, const Qua
                                     int64_t r0, int64_t r1, float* y, int64_t ldy) {
   if constexpr (kUnitActsType<T>) {
     if (a.rows == 1) return unit_acts_rows_times_one<T>(rows, n, a, r0, y + r0 * ldy);
+  }
+  if constexpr (kBlocks32<T>) {
+    if (a.rows == 1 && a.in == kQuantUnit / 2 &&
+        row_pairs_times_one<T>(rows, n, a, r0, y + r0 * ldy)) {
+      return;
+    }
   }
   if (r1 - r0 == 1 && n >= 4 * kStreams) {
     const int done = n / kStreams * kStreams;

@@ -5,9 +5,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "fixtures.h"
+#include "base/quant_quantize.h"
+#include "model/gguf.h"
+#include "model/gguf_writer.h"
 #include "model/mla_layer.h"
 #include "model/model.h"
 
@@ -122,6 +128,61 @@ TEST_P(MlaForms, SharedSegmentsGiveTheSameLogitsInBothForms) {
   EXPECT_LE(max_abs_diff(first[0], first[1]), 1e-5f * spread(first[1]));
   const auto straight = run(*m, MlaForm::kDecompressed, ids, {160}, 1);
   EXPECT_LE(max_abs_diff(first[1], straight), 1e-5f * spread(straight));
+}
+
+// The Kimi fixture's GGUF with attn_v_b (head h's Dv rows of C) in Q8_0 blocks, as a
+// quantized file holds it (the fixture's attn_k_b rows, N = 16 values, fit no block type).
+std::string kimi_with_quantized_v_b(const std::string& out) {
+  GgufMetadata meta;
+  WeightStore store;
+  EXPECT_TRUE(
+      load_gguf(testing::fixture_dir("kimi-linear-tiny") + "/model.gguf", &meta, &store).ok());
+  std::vector<GgufTensorOut> tensors;
+  for (const auto& [name, t] : store.tensors()) {
+    const int64_t numel = shape_numel(t.shape);
+    const bool quantize = name.find("attn_v_b") != std::string::npos;
+    EXPECT_EQ(t.dtype, DType::kF32) << name;
+    const uint64_t bytes = quantize ? static_cast<uint64_t>(numel / 32) * 34 : numel * 4;
+    tensors.push_back(
+        {name, t.shape, quantize ? 8u : 0u, bytes, [&t, numel, quantize, bytes](uint8_t* dst) {
+           if (quantize) {
+             quantize_blocks(QuantType::kQ8_0, reinterpret_cast<const float*>(t.data),
+                             static_cast<size_t>(numel / 32), dst);
+           } else {
+             std::memcpy(dst, t.data, bytes);
+           }
+           return Status::Ok();
+         }});
+  }
+  EXPECT_TRUE(write_gguf(out, meta, tensors).ok());
+  return out;
+}
+
+// A quantized GGUF's per-head halves stay in its blocks (a decode step reads their stored
+// bytes), and its absorbed decode still follows the decompressed form, whose kv_b is the same
+// blocks widened: they differ by the int8 rounding of the absorbed form's activations alone.
+TEST(MlaQuantized, TheHalvesStayInTheFilesBlocksAndAgreeWithTheDecompressedForm) {
+  const std::string out =
+      kimi_with_quantized_v_b(testing::temp_file("hanpu_mla", "kimi-v_b-q8_0.gguf"));
+  std::unique_ptr<Model> m;
+  const Status st = load_model(out, {}, &m);
+  ASSERT_TRUE(st.ok()) << st.message();
+  int mla_layers = 0;
+  for (const LayerWeights& l : m->weights().layers) {
+    if (l.kind == LayerKind::kLinearAttention) continue;
+    ++mla_layers;
+    ASSERT_FALSE(l.mla.uv.empty());
+    for (size_t h = 0; h < l.mla.uv.size(); ++h) {
+      EXPECT_EQ(l.mla.uv[h].quant, QuantType::kQ8_0) << h;
+      EXPECT_FALSE(l.mla.uk[h].quant.has_value()) << h;  // F32 in the file
+    }
+  }
+  EXPECT_GT(mla_layers, 0);
+  const auto ids = token_ids(80, m->config().vocab, 11);
+  const auto a = run(*m, MlaForm::kAbsorbed, ids, {60}, 6);
+  const auto d = run(*m, MlaForm::kDecompressed, ids, {60}, 6);
+  EXPECT_GT(max_abs_diff(a, d), 0.0f) << "the absorbed halves are not the file's blocks";
+  EXPECT_LE(max_abs_diff(a, d), 0.02f * spread(d));
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, MlaForms, ::testing::Values("kimi-linear-tiny", "ling-tiny"),

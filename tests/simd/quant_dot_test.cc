@@ -263,10 +263,12 @@ std::vector<QuantKernel> kernels() {
 // Shapes: 7 weight rows against activation rows 1..5 of 6 (prefill tiles of 4 and a tail), 5
 // against rows 1..10 of 11 (the VNNI kernel's tile of 8 and a tail), and
 // 38 weight rows against one activation row (decode: the VNNI kernel's interleaved streams of
-// 9 rows each and a 2-row tail).
+// 9 rows each and a 2-row tail), and 39 adjacent rows against one (rows of 128 values read two
+// to a unit: streams of 4 pairs, 3 pairs and a row left over).
 struct GemmShape {
   int n;
   int64_t T, r0;
+  bool adjacent = false;  // rows at their place in w (else through the table in reverse)
 };
 
 TEST(QuantGemm, EveryKernelMatchesFloat64WithinTheDerivedBound) {
@@ -279,6 +281,7 @@ TEST(QuantGemm, EveryKernelMatchesFloat64WithinTheDerivedBound) {
                cases.push_back({in, {7, 6, 1}});
                cases.push_back({in, {5, 11, 1}});  // a tile of 8 (a batched decode), a tail of 2
                cases.push_back({in, {38, 1, 0}});
+               cases.push_back({in, {39, 1, 0, true}});
              }
              return cases;
            }()) {
@@ -292,9 +295,11 @@ TEST(QuantGemm, EveryKernelMatchesFloat64WithinTheDerivedBound) {
         quantize_acts(x.data(), in, T, in, nullptr, &a);
         std::vector<float> y(T * ldy, std::numeric_limits<float>::quiet_NaN());
         const int64_t r0 = shape.r0, r1 = T;  // rows before r0 are left alone
-        // Rows through the pointer table in reverse: output o is stored row n - 1 - o.
+        // Rows through the pointer table in reverse (output o is stored row n - 1 - o), or
+        // in place.
         std::vector<const uint8_t*> ptrs(n);
-        for (int o = 0; o < n; ++o) ptrs[o] = w.data() + (n - 1 - o) * row_bytes;
+        for (int o = 0; o < n; ++o)
+          ptrs[o] = w.data() + (shape.adjacent ? o : n - 1 - o) * row_bytes;
         quant_gemm(info.type, ptrs.data(), n, a, r0, r1, y.data(), ldy, kernel);
         std::vector<float> wd(in);
         for (int o = 0; o < n; ++o) {

@@ -1,4 +1,3 @@
-#include <cstdlib>
 // Quantized projections (see quant_linear.h).
 #include "cpu/nn/quant_linear.h"
 
@@ -241,12 +240,6 @@ void quant_linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w,
 void quant_linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<LinearOut>& outs,
                        int threads) {
   if (T <= 0 || outs.empty()) return;
-  static const bool skip = getenv("HACK_SKIP") != nullptr;
-  if (skip && T == 1) {
-    for (auto& o : outs)
-      for (int64_t i = 0; i < o.w->out; ++i) o.y[i] = 0.001f * (i % 7);
-    return;
-  }
   const PackedLinear& w0 = *outs[0].w;
   const simd::QuantKernel kernel = simd::quant_kernel_default();
   // The activation forms the kernels will read (one, unless the projections' types differ).

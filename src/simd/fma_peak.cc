@@ -4,6 +4,7 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "simd/fma_peak.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 HWY_BEFORE_NAMESPACE();
@@ -27,21 +28,38 @@ double FmaLoop(int64_t iterations) {
   return 2.0 * kChains * static_cast<double>(hn::Lanes(d)) * static_cast<double>(iterations);
 }
 
-float ReadStreams(const float* HWY_RESTRICT x, size_t n) {
+// S equal parts of x walked in lockstep into independent accumulators; with a prefetch
+// distance, each part asks for its lines that many bytes ahead, as the quantized decode
+// kernels do (simd/quant_unpack.h).
+template <int S, size_t kAheadBytes>
+float ReadParts(const float* HWY_RESTRICT x, size_t n) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
   const size_t NL = hn::Lanes(d);
-  const size_t per = n / kReadStreams / NL * NL;  // each stream's whole vectors
-  V acc[kReadStreams];
-  for (int s = 0; s < kReadStreams; ++s) acc[s] = hn::Zero(d);
+  const size_t per = n / S / NL * NL;  // each part's whole vectors
+  V acc[S];
+  for (int s = 0; s < S; ++s) acc[s] = hn::Zero(d);
+  constexpr size_t kAhead = kAheadBytes / sizeof(float);
   for (size_t i = 0; i < per; i += NL) {
-    for (int s = 0; s < kReadStreams; ++s) acc[s] = hn::Add(acc[s], hn::LoadU(d, x + s * per + i));
+    for (int s = 0; s < S; ++s) {
+      if constexpr (kAhead > 0) {
+        // One prefetch a 64-byte line (a vector of 16 floats at most per load).
+        if ((i * sizeof(float)) % 64 == 0) hwy::Prefetch(x + s * per + i + kAhead);
+      }
+      acc[s] = hn::Add(acc[s], hn::LoadU(d, x + s * per + i));
+    }
   }
   V sum = acc[0];
-  for (int s = 1; s < kReadStreams; ++s) sum = hn::Add(sum, acc[s]);
+  for (int s = 1; s < S; ++s) sum = hn::Add(sum, acc[s]);
   float total = hn::GetLane(hn::SumOfLanes(d, sum));
-  for (size_t i = kReadStreams * per; i < n; ++i) total += x[i];  // what the streams left
+  for (size_t i = S * per; i < n; ++i) total += x[i];  // what the parts left
   return total;
+}
+
+float ReadStreams(const float* HWY_RESTRICT x, size_t n) { return ReadParts<kReadStreams, 0>(x, n); }
+
+float ReadStreamsPrefetched(const float* HWY_RESTRICT x, size_t n) {
+  return ReadParts<kPrefetchedStreams, kPrefetchAheadBytes>(x, n);
 }
 
 }  // namespace hanpu::simd::HWY_NAMESPACE
@@ -51,7 +69,11 @@ HWY_AFTER_NAMESPACE();
 namespace hanpu::simd {
 HWY_EXPORT(FmaLoop);
 HWY_EXPORT(ReadStreams);
+HWY_EXPORT(ReadStreamsPrefetched);
 double fma_loop(int64_t iterations) { return HWY_DYNAMIC_DISPATCH(FmaLoop)(iterations); }
 float read_streams(const float* x, size_t n) { return HWY_DYNAMIC_DISPATCH(ReadStreams)(x, n); }
+float read_streams_prefetched(const float* x, size_t n) {
+  return HWY_DYNAMIC_DISPATCH(ReadStreamsPrefetched)(x, n);
+}
 }  // namespace hanpu::simd
 #endif

@@ -19,4 +19,12 @@ double fma_loop(int64_t iterations);
 inline constexpr int kReadStreams = 8;
 float read_streams(const float* x, size_t n);
 
+// The same read as kPrefetchedStreams parts, each asking for its lines kPrefetchAheadBytes
+// ahead in software, as the quantized decode kernels read their rows. On a fast memory the
+// hardware prefetchers alone left the plain read short of what those kernels reached (the
+// decode rows then read faster than "the bound"), so a probe takes the faster of the two.
+inline constexpr int kPrefetchedStreams = 4;
+inline constexpr size_t kPrefetchAheadBytes = 2048;
+float read_streams_prefetched(const float* x, size_t n);
+
 }  // namespace hanpu::simd

@@ -1,6 +1,6 @@
-// The machine probes compute what they claim: the streaming read sums every element once
-// (lengths that leave a remainder after the streams' whole vectors included), and the FMA
-// loop counts its operations.
+// The machine probes compute what they claim: the streaming reads (plain and prefetched) sum
+// every element once (lengths that leave a remainder after the streams' whole vectors
+// included), and the FMA loop counts its operations.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -22,6 +22,7 @@ TEST(ReadStreams, SumsEveryElementOnce) {
       want += x[i];
     }
     EXPECT_EQ(read_streams(x.data(), n), static_cast<float>(want)) << "n=" << n;
+    EXPECT_EQ(read_streams_prefetched(x.data(), n), static_cast<float>(want)) << "n=" << n;
   }
 }
 

@@ -154,7 +154,8 @@ int run_bench_e2e(const BenchE2eOptions& o) {
   std::fprintf(
       info,
       "# measured DRAM read bandwidth %.1f GB/s now; %%bound: each decode step's rate over the "
-      "bandwidth bound = the rate a %zu MiB read probe run just before that step reads / the "
+      "bandwidth bound = the rate a %zu MiB read probe run just before that step reads (the "
+      "faster of a plain and a software-prefetched read) / the "
       "weight bytes a "
       "token reads (all but the embedding table; MoE: the routed share of the experts), median "
       "over the "

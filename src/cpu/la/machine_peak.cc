@@ -109,13 +109,19 @@ MemoryReadProbe::~MemoryReadProbe() = default;
 double MemoryReadProbe::read_gbps() {
   ThreadPool& pool = ThreadPool::shared(threads_);
   std::vector<float> sink(slices_.size());
-  Timer t;
-  pool.run_on_all(
-      [&](int w) { sink[w] = simd::read_streams(slices_[w].data(), slices_[w].size()); });
-  const double ms = t.ms();
   size_t bytes = 0;
   for (const auto& s : slices_) bytes += s.size() * sizeof(float);
-  return static_cast<double>(bytes) / (ms / 1e3) / 1e9;
+  // The faster of the software-prefetched and the plain read (simd/fma_peak.h): which one the
+  // memory favours changes with its load, and the bound is what the machine can read. The
+  // prefetched read goes first, so that the lines the first read leaves in the last-level
+  // cache can only flatter the plain one, the rate the bound used before.
+  double best = 0;
+  for (const auto read : {simd::read_streams_prefetched, simd::read_streams}) {
+    Timer t;
+    pool.run_on_all([&](int w) { sink[w] = read(slices_[w].data(), slices_[w].size()); });
+    best = std::max(best, static_cast<double>(bytes) / (t.ms() / 1e3) / 1e9);
+  }
+  return best;
 }
 
 double measure_memory_read_gbps(int threads, size_t bytes, int repeats) {

@@ -56,7 +56,9 @@ float ReadParts(const float* HWY_RESTRICT x, size_t n) {
   return total;
 }
 
-float ReadStreams(const float* HWY_RESTRICT x, size_t n) { return ReadParts<kReadStreams, 0>(x, n); }
+float ReadStreams(const float* HWY_RESTRICT x, size_t n) {
+  return ReadParts<kReadStreams, 0>(x, n);
+}
 
 float ReadStreamsPrefetched(const float* HWY_RESTRICT x, size_t n) {
   return ReadParts<kPrefetchedStreams, kPrefetchAheadBytes>(x, n);

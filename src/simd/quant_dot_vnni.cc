@@ -185,6 +185,10 @@ struct UnitActsConsts {
   __m512i q5k_pick[4];
   __m512i q4k_pick[2];  // Q4_K's scale words for the packed pairs (0, 1) and (2, 3)
   __m128i q4k_mins;     // Q4_K's 8 mins as words
+  // q4k_four_units: q4k_scales_mins_bytes's shuffles and masks a lane each, the four rows'
+  // f16 pairs, dmin's lanes, the mins as words, and lane 0's dwords.
+  __m512i q4k_x4_low_src, q4k_x4_top_src, q4k_x4_low_keep, q4k_x4_low_high, q4k_x4_top_keep;
+  __m512i q4k_x4_halves, q4k_x4_dmin, q4k_x4_mins, q4k_x4_lane0;
   __m512i q6k_pick[2];  // Q6_K's scale words for the packed pairs
   __m512i q6k_dup;      // Q6_K's 16 scales, each in both words of a dword
 };
@@ -226,6 +230,21 @@ HANPU_VNNI_INLINE UnitActsConsts unit_acts_consts() {
     bytes[2 * w + 1] = static_cast<int8_t>(0x80);
   }
   c.q4k_mins = _mm_load_si128(reinterpret_cast<const __m128i*>(bytes));
+  c.q4k_x4_mins = _mm512_broadcast_i32x4(c.q4k_mins);
+  // q4k_scales_mins_bytes's source bytes, here 4 further on (the lane holds the unit's start).
+  c.q4k_x4_low_src = _mm512_broadcast_i32x4(
+      _mm_setr_epi8(4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15));
+  c.q4k_x4_top_src =
+      _mm512_broadcast_i32x4(_mm_setr_epi8(4, 5, 6, 7, 4, 5, 6, 7, 8, 9, 10, 11, 8, 9, 10, 11));
+  c.q4k_x4_low_keep = _mm512_broadcast_i32x4(
+      _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0));
+  c.q4k_x4_low_high =
+      _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
+  c.q4k_x4_top_keep =
+      _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 0, 0, 48, 48, 48, 48, 0, 0, 0, 0, 48, 48, 48, 48));
+  c.q4k_x4_halves = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  c.q4k_x4_dmin = _mm512_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3, 5, 5, 5, 5, 7, 7, 7, 7);
+  c.q4k_x4_lane0 = _mm512_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3);
   for (int g = 0; g < 16; ++g) words[2 * g] = words[2 * g + 1] = static_cast<int16_t>(g);
   c.q6k_dup = _mm512_load_si512(words);
   return c;
@@ -331,6 +350,58 @@ HANPU_VNNI_INLINE void unit_times_acts(const uint8_t* b, const UnitActs& x, cons
   }
 }
 
+// Q4_K's units of four rows at once (the decode's four streams): their headers (d, dmin and
+// the 12 scale bytes, 16 bytes from each unit's start) sit in one vector a row a 128-bit lane,
+// so the six-bit fields, the f16 pairs and the mins' term are decoded once for the four,
+// where one row's take as many instructions a row in 128-bit vectors; the codes as
+// unit_times_acts<kQ4_K>. acc[s]: row s's 16 lanes; acc_min: row s's mins term in lanes
+// 4s .. 4s + 3.
+HANPU_VNNI_INLINE void q4k_four_units(const uint8_t* const* b, const UnitActs& x,
+                                      const UnitActsConsts& c, __m512* acc, __m512* acc_min) {
+  __m512i head = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0])));
+  head = _mm512_inserti32x4(head, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[1])), 1);
+  head = _mm512_inserti32x4(head, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[2])), 2);
+  head = _mm512_inserti32x4(head, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[3])), 3);
+  // Lane s: row s's scales 0-7 then mins 0-7 (q4k_scales_mins_bytes on each lane, whose
+  // scale bytes start at byte 4 here).
+  const __m512i low_src = _mm512_shuffle_epi8(head, c.q4k_x4_low_src);
+  const __m512i top_src = _mm512_shuffle_epi8(head, c.q4k_x4_top_src);
+  const __m512i low =
+      _mm512_or_si512(_mm512_and_si512(low_src, c.q4k_x4_low_keep),
+                      _mm512_and_si512(_mm512_srli_epi16(low_src, 4), c.q4k_x4_low_high));
+  const __m512i top = _mm512_and_si512(_mm512_srli_epi16(top_src, 2), c.q4k_x4_top_keep);
+  const __m512i bytes = _mm512_or_si512(low, top);
+  // d and dmin of the four rows (dword 0 of each lane) as f32 pairs times the unit's
+  // activation scale: d0 dmin0 d1 dmin1 ...
+  const __m512 dd = _mm512_castps256_ps512(_mm256_mul_ps(
+      _mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_permutexvar_epi32(c.q4k_x4_halves, head))),
+      _mm256_set1_ps(x.d)));
+  const __m512i bsum = _mm512_broadcast_i32x4(_mm_loadu_si128(static_cast<const __m128i*>(x.sums)));
+  *acc_min = _mm512_fmadd_ps(
+      _mm512_cvtepi32_ps(_mm512_madd_epi16(_mm512_shuffle_epi8(bytes, c.q4k_x4_mins), bsum)),
+      _mm512_permutexvar_ps(c.q4k_x4_dmin, dd), *acc_min);
+  const __m512i low4 = _mm512_set1_epi8(0x0F), zero = _mm512_setzero_si512();
+#pragma GCC unroll 4
+  for (int s = 0; s < 4; ++s) {
+    const __m512i lo = _mm512_loadu_si512(b[s] + 16), hi = _mm512_loadu_si512(b[s] + 80);
+    const __m512i p0 = _mm512_dpbusd_epi32(zero, _mm512_and_si512(lo, low4), x.q[0]);
+    const __m512i p1 =
+        _mm512_dpbusd_epi32(zero, _mm512_and_si512(_mm512_srli_epi16(lo, 4), low4), x.q[1]);
+    const __m512i p2 = _mm512_dpbusd_epi32(zero, _mm512_and_si512(hi, low4), x.q[2]);
+    const __m512i p3 =
+        _mm512_dpbusd_epi32(zero, _mm512_and_si512(_mm512_srli_epi16(hi, 4), low4), x.q[3]);
+    // Row s's 16 bytes in every lane, for the in-lane picks of its scale words.
+    const __m512i scales =
+        _mm512_permutexvar_epi32(_mm512_add_epi32(c.q4k_x4_lane0, _mm512_set1_epi32(4 * s)), bytes);
+    __m512i isum = _mm512_dpwssd_epi32(zero, _mm512_packs_epi32(p0, p1),
+                                       _mm512_shuffle_epi8(scales, c.q4k_pick[0]));
+    isum = _mm512_dpwssd_epi32(isum, _mm512_packs_epi32(p2, p3),
+                               _mm512_shuffle_epi8(scales, c.q4k_pick[1]));
+    acc[s] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum),
+                             _mm512_permutexvar_ps(_mm512_set1_epi32(2 * s), dd), acc[s]);
+  }
+}
+
 HANPU_VNNI_INLINE float finish(__m512 acc, __m128 acc_min) {
   const __m128 m = _mm_add_ps(acc_min, _mm_movehl_ps(acc_min, acc_min));
   return _mm512_reduce_add_ps(acc) - _mm_cvtss_f32(_mm_add_ss(m, _mm_movehdup_ps(m)));
@@ -355,13 +426,28 @@ HANPU_VNNI_TARGET void unit_acts_rows_times_one(const uint8_t* const* rows, int 
       acc[s] = _mm512_setzero_ps();
       acc_min[s] = _mm_setzero_ps();
     }
+    __m512 acc_min4 = _mm512_setzero_ps();  // Q4_K: the four rows' mins terms, 4 lanes each
     for (int u = 0; u < a.units; ++u) {
       const UnitActs x = unit_acts<T>(a, r0, u);
-#pragma GCC unroll 4
+      const uint8_t* unit[kStreams];
       for (int s = 0; s < kStreams; ++s) {
-        const uint8_t* row = rows[o + s * per];
-        prefetch_ahead<T>(row, u);
-        unit_times_acts<T>(row + static_cast<size_t>(u) * kBytes, x, c, &acc[s], &acc_min[s]);
+        unit[s] = rows[o + s * per] + static_cast<size_t>(u) * kBytes;
+        prefetch_ahead<T>(rows[o + s * per], u);
+      }
+      if constexpr (T == QuantType::kQ4_K) {
+        static_assert(kStreams == 4);
+        q4k_four_units(unit, x, c, acc, &acc_min4);
+      } else {
+#pragma GCC unroll 4
+        for (int s = 0; s < kStreams; ++s) unit_times_acts<T>(unit[s], x, c, &acc[s], &acc_min[s]);
+      }
+    }
+    if constexpr (T == QuantType::kQ4_K) {
+      for (int s = 0; s < kStreams; ++s) {
+        acc_min[s] = _mm512_extractf32x4_ps(
+            _mm512_permutexvar_ps(_mm512_add_epi32(c.q4k_x4_lane0, _mm512_set1_epi32(4 * s)),
+                                  acc_min4),
+            0);
       }
     }
     for (int s = 0; s < kStreams; ++s) y[o + s * per] = finish(acc[s], acc_min[s]);

@@ -1,7 +1,8 @@
-// Row-parallel loops for the element-wise work of a model layer (norms, gates, residuals):
-// ranges of rows claimed from a shared counter by the pool's workers, so a core slowed by
-// other load simply takes fewer; small jobs run on the caller, where waking the pool would
-// cost more than the work.
+// Row-parallel loops for the element-wise work of a model layer (norms, gates, residuals)
+// and the decode's quantized projections: each of the pool's workers runs a fixed share of
+// the rows and claims the rest from a shared counter, so a core slowed by other load simply
+// takes less of the tail; small jobs run on the caller, where waking the pool would cost more
+// than the work.
 #pragma once
 
 #include <cstdint>

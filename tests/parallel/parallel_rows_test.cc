@@ -1,6 +1,6 @@
 // parallel_rows (parallel/parallel_rows.h): every row handed out exactly once, in ranges that
 // do not overlap, whatever the row count against the workers, and the ranges shrinking
-// towards the end (guided dealing).
+// towards the end (a fixed share each, then guided dealing).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -272,6 +272,26 @@ HANPU_VNNI_INLINE UnitActs unit_acts(const QuantActs& a, int64_t r, int u) {
   return x;
 }
 
+// Q4_K's unit at b times the unit's activations, in integers: its codes by two 64-byte loads
+// against q256_nibbles, each vector's vpdpbusd sums packed to words in pairs, and the
+// sub-block scales applied by vpdpwssd from `scales` (the unit's scale and min bytes, as
+// q4k_scales_mins_bytes gives them, in every 128-bit lane).
+HANPU_VNNI_INLINE __m512i q4k_unit_isum(const uint8_t* b, const UnitActs& x, __m512i scales,
+                                        const UnitActsConsts& c) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F), zero = _mm512_setzero_si512();
+  const __m512i lo = _mm512_loadu_si512(b + 16), hi = _mm512_loadu_si512(b + 80);
+  const __m512i p0 = _mm512_dpbusd_epi32(zero, _mm512_and_si512(lo, low4), x.q[0]);
+  const __m512i p1 =
+      _mm512_dpbusd_epi32(zero, _mm512_and_si512(_mm512_srli_epi16(lo, 4), low4), x.q[1]);
+  const __m512i p2 = _mm512_dpbusd_epi32(zero, _mm512_and_si512(hi, low4), x.q[2]);
+  const __m512i p3 =
+      _mm512_dpbusd_epi32(zero, _mm512_and_si512(_mm512_srli_epi16(hi, 4), low4), x.q[3]);
+  const __m512i isum = _mm512_dpwssd_epi32(zero, _mm512_packs_epi32(p0, p1),
+                                           _mm512_shuffle_epi8(scales, c.q4k_pick[0]));
+  return _mm512_dpwssd_epi32(isum, _mm512_packs_epi32(p2, p3),
+                             _mm512_shuffle_epi8(scales, c.q4k_pick[1]));
+}
+
 // One unit of a row of type T (at b) times the unit's activations: d da sum(code q) into acc
 // (16 lanes), and for Q4_K and Q5_K the mins' term dmin da sum(m bsum) into acc_min (4 lanes).
 template <QuantType T>
@@ -279,20 +299,8 @@ HANPU_VNNI_INLINE void unit_times_acts(const uint8_t* b, const UnitActs& x, cons
                                        __m512* acc, __m128* acc_min) {
   const __m512i zero = _mm512_setzero_si512();
   if constexpr (T == QuantType::kQ4_K) {
-    const __m512i low4 = _mm512_set1_epi8(0x0F);
-    const __m512i lo = _mm512_loadu_si512(b + 16), hi = _mm512_loadu_si512(b + 80);
-    const __m512i p0 = _mm512_dpbusd_epi32(zero, _mm512_and_si512(lo, low4), x.q[0]);
-    const __m512i p1 =
-        _mm512_dpbusd_epi32(zero, _mm512_and_si512(_mm512_srli_epi16(lo, 4), low4), x.q[1]);
-    const __m512i p2 = _mm512_dpbusd_epi32(zero, _mm512_and_si512(hi, low4), x.q[2]);
-    const __m512i p3 =
-        _mm512_dpbusd_epi32(zero, _mm512_and_si512(_mm512_srli_epi16(hi, 4), low4), x.q[3]);
     const __m128i bytes = q4k_scales_mins_bytes(b + 4);  // scales 0-7, mins 0-7
-    const __m512i scales = _mm512_broadcast_i32x4(bytes);
-    __m512i isum = _mm512_dpwssd_epi32(zero, _mm512_packs_epi32(p0, p1),
-                                       _mm512_shuffle_epi8(scales, c.q4k_pick[0]));
-    isum = _mm512_dpwssd_epi32(isum, _mm512_packs_epi32(p2, p3),
-                               _mm512_shuffle_epi8(scales, c.q4k_pick[1]));
+    const __m512i isum = q4k_unit_isum(b, x, _mm512_broadcast_i32x4(bytes), c);
     int32_t d_dmin;  // the two f16 at b, converted together
     std::memcpy(&d_dmin, b, sizeof(d_dmin));
     const __m128 dd = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(d_dmin)), _mm_set1_ps(x.d));
@@ -380,23 +388,12 @@ HANPU_VNNI_INLINE void q4k_four_units(const uint8_t* const* b, const UnitActs& x
   *acc_min = _mm512_fmadd_ps(
       _mm512_cvtepi32_ps(_mm512_madd_epi16(_mm512_shuffle_epi8(bytes, c.q4k_x4_mins), bsum)),
       _mm512_permutexvar_ps(c.q4k_x4_dmin, dd), *acc_min);
-  const __m512i low4 = _mm512_set1_epi8(0x0F), zero = _mm512_setzero_si512();
 #pragma GCC unroll 4
   for (int s = 0; s < 4; ++s) {
-    const __m512i lo = _mm512_loadu_si512(b[s] + 16), hi = _mm512_loadu_si512(b[s] + 80);
-    const __m512i p0 = _mm512_dpbusd_epi32(zero, _mm512_and_si512(lo, low4), x.q[0]);
-    const __m512i p1 =
-        _mm512_dpbusd_epi32(zero, _mm512_and_si512(_mm512_srli_epi16(lo, 4), low4), x.q[1]);
-    const __m512i p2 = _mm512_dpbusd_epi32(zero, _mm512_and_si512(hi, low4), x.q[2]);
-    const __m512i p3 =
-        _mm512_dpbusd_epi32(zero, _mm512_and_si512(_mm512_srli_epi16(hi, 4), low4), x.q[3]);
     // Row s's 16 bytes in every lane, for the in-lane picks of its scale words.
     const __m512i scales =
         _mm512_permutexvar_epi32(_mm512_add_epi32(c.q4k_x4_lane0, _mm512_set1_epi32(4 * s)), bytes);
-    __m512i isum = _mm512_dpwssd_epi32(zero, _mm512_packs_epi32(p0, p1),
-                                       _mm512_shuffle_epi8(scales, c.q4k_pick[0]));
-    isum = _mm512_dpwssd_epi32(isum, _mm512_packs_epi32(p2, p3),
-                               _mm512_shuffle_epi8(scales, c.q4k_pick[1]));
+    const __m512i isum = q4k_unit_isum(b[s], x, scales, c);
     acc[s] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum),
                              _mm512_permutexvar_ps(_mm512_set1_epi32(2 * s), dd), acc[s]);
   }

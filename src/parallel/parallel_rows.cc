@@ -18,15 +18,16 @@ void parallel_rows(int threads, int64_t rows, int64_t row_cost,
   }
   ThreadPool& pool = ThreadPool::shared(threads);
   // Each worker first runs a fixed share, together 7/8 of the rows; the last eighth is dealt
-  // in guided ranges: each claim takes half of an even share of what is left, down to a
-  // quarter of 1 / (8 workers) of the rows, so the ranges shrink towards the end and the
-  // workers finish together (a decode step's ~100 calls each ended waiting on one worker's
-  // last range), and a core slowed by other load takes less of the tail. Every claim costs a
-  // hand-over of the counter between cores and restarts a quantized kernel's row streams:
-  // with all rows dealt guided, the decode's 1024-row projections read their weights at
-  // 42-49 GB/s, with the fixed shares at 51-55 (docs/journal, 2026-12-06).
+  // in guided ranges: each claim takes half of an even share of what is left, down to
+  // 1 / (8 workers) of the rows, so the ranges shrink towards the end and the workers finish
+  // together (a decode step's ~100 calls each ended waiting on one worker's last range), and
+  // a core slowed by other load takes less of the tail. Every claim costs a hand-over of the
+  // counter between cores and restarts a quantized kernel's row streams: with all rows dealt
+  // guided down to 1 / (32 workers), the decode's 1024-row projections read their weights at
+  // 42-49 GB/s, with the fixed shares at 51-55, and with the tail's claims no smaller than
+  // 1 / (8 workers) at 56-57 (docs/journal, 2026-12-06).
   const int64_t workers = static_cast<int64_t>(pool.size());
-  const int64_t min_grain = std::max<int64_t>(1, rows / (32 * workers));
+  const int64_t min_grain = std::max<int64_t>(1, rows / (8 * workers));
   const int64_t share = rows * 7 / (8 * workers);
   std::atomic<int64_t> next{share * workers};
   pool.run_on_all([&](int w) {

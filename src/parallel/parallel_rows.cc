@@ -25,7 +25,7 @@ void parallel_rows(int threads, int64_t rows, int64_t row_cost,
   // counter between cores and restarts a quantized kernel's row streams: with all rows dealt
   // guided down to 1 / (32 workers), the decode's 1024-row projections read their weights at
   // 42-49 GB/s, with the fixed shares at 51-55, and with the tail's claims no smaller than
-  // 1 / (8 workers) at 56-57 (docs/journal, 2026-12-06).
+  // 1 / (8 workers) at 56-57 in three rounds of four (docs/journal, 2026-12-06).
   const int64_t workers = static_cast<int64_t>(pool.size());
   const int64_t min_grain = std::max<int64_t>(1, rows / (8 * workers));
   const int64_t share = rows * 7 / (8 * workers);

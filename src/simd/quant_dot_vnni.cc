@@ -231,17 +231,15 @@ HANPU_VNNI_INLINE UnitActsConsts unit_acts_consts() {
   }
   c.q4k_mins = _mm_load_si128(reinterpret_cast<const __m128i*>(bytes));
   c.q4k_x4_mins = _mm512_broadcast_i32x4(c.q4k_mins);
-  // q4k_scales_mins_bytes's source bytes, here 4 further on (the lane holds the unit's start).
-  c.q4k_x4_low_src = _mm512_broadcast_i32x4(
-      _mm_setr_epi8(4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15));
-  c.q4k_x4_top_src =
-      _mm512_broadcast_i32x4(_mm_setr_epi8(4, 5, 6, 7, 4, 5, 6, 7, 8, 9, 10, 11, 8, 9, 10, 11));
-  c.q4k_x4_low_keep = _mm512_broadcast_i32x4(
-      _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0));
-  c.q4k_x4_low_high =
-      _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
-  c.q4k_x4_top_keep =
-      _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 0, 0, 48, 48, 48, 48, 0, 0, 0, 0, 48, 48, 48, 48));
+  // q4k_scales_mins_bytes's tables a lane each, its picks 4 further on (the lane holds the
+  // unit's start, the scales from byte 4).
+  const Q4kFieldTables& f = kQ4kFields;
+  const __m512i four = _mm512_set1_epi8(4);
+  c.q4k_x4_low_src = _mm512_add_epi8(_mm512_broadcast_i32x4(q4k_field_table(f.low_src)), four);
+  c.q4k_x4_top_src = _mm512_add_epi8(_mm512_broadcast_i32x4(q4k_field_table(f.top_src)), four);
+  c.q4k_x4_low_keep = _mm512_broadcast_i32x4(q4k_field_table(f.low_keep));
+  c.q4k_x4_low_high = _mm512_broadcast_i32x4(q4k_field_table(f.low_high));
+  c.q4k_x4_top_keep = _mm512_broadcast_i32x4(q4k_field_table(f.top_keep));
   c.q4k_x4_halves = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
   c.q4k_x4_dmin = _mm512_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3, 5, 5, 5, 5, 7, 7, 7, 7);
   c.q4k_x4_lane0 = _mm512_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3);

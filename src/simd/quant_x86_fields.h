@@ -24,24 +24,35 @@ __attribute__((target("avx2"), always_inline)) inline __m256i block_nibbles(cons
 //   j < 4:  sc[j] = s[j] & 63,                          m[j] = s[j + 4] & 63
 //   j >= 4: sc[j] = (s[j + 4] & 15) | (s[j - 4] >> 6) << 4, m[j] = (s[j + 4] >> 4) | (s[j] >> 6) <<
 //   4
+// Its byte picks (counted from the first scale byte) and masks: the low bits' source bytes,
+// the bytes whose top two bits become bits 4-5; bytes 0-3 and 8-11 keep six bits, 4-7 the low
+// nibble, 12-15 the high nibble (a 16-bit shift, then the mask drops what crossed from the
+// neighbouring byte). Shared with the four-row AVX-512 form (quant_dot_vnni.cc).
+struct Q4kFieldTables {
+  int8_t low_src[16], top_src[16], low_keep[16], low_high[16], top_keep[16];
+};
+inline constexpr Q4kFieldTables kQ4kFields = {
+    {0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11},
+    {0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7},
+    {63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0},
+    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15},
+    {0, 0, 0, 0, 48, 48, 48, 48, 0, 0, 0, 0, 48, 48, 48, 48}};
+
+__attribute__((target("ssse3"), always_inline)) inline __m128i q4k_field_table(
+    const int8_t (&t)[16]) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(t));
+}
+
 __attribute__((target("ssse3"), always_inline)) inline __m128i q4k_scales_mins_bytes(
     const uint8_t* s) {
+  const Q4kFieldTables& f = kQ4kFields;
   const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
-  // The low bits' source bytes, and the bytes whose top two bits become bits 4-5.
-  const __m128i low_src =
-      _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
-  const __m128i top_src =
-      _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7));
-  // Bytes 0-3 and 8-11 keep six bits, 4-7 the low nibble, 12-15 the high nibble (a 16-bit
-  // shift, then the mask drops what crossed from the neighbouring byte).
-  const __m128i low = _mm_or_si128(
-      _mm_and_si128(low_src,
-                    _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)),
-      _mm_and_si128(_mm_srli_epi16(low_src, 4),
-                    _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)));
-  const __m128i top =
-      _mm_and_si128(_mm_srli_epi16(top_src, 2),
-                    _mm_setr_epi8(0, 0, 0, 0, 48, 48, 48, 48, 0, 0, 0, 0, 48, 48, 48, 48));
+  const __m128i low_src = _mm_shuffle_epi8(v, q4k_field_table(f.low_src));
+  const __m128i top_src = _mm_shuffle_epi8(v, q4k_field_table(f.top_src));
+  const __m128i low =
+      _mm_or_si128(_mm_and_si128(low_src, q4k_field_table(f.low_keep)),
+                   _mm_and_si128(_mm_srli_epi16(low_src, 4), q4k_field_table(f.low_high)));
+  const __m128i top = _mm_and_si128(_mm_srli_epi16(top_src, 2), q4k_field_table(f.top_keep));
   return _mm_or_si128(low, top);
 }
 

@@ -163,7 +163,6 @@ Status GgufConverter::mla(const std::string& b, MlaWeights* w) {
                   head + static_cast<size_t>(N) * C);
     }
   }
-  pack_mla_up_projection(c_, kv_b, dt_, quantize_, w);
   // A decode step reads the per-head halves uk and uv (the absorbed form, mla_layer.h); a file
   // that splits kv_b per head stores them as the halves' own rows (attn_k_b: head h's C rows of
   // N, attn_v_b: its Dv rows of C), so they stay in the file's blocks as llama.cpp reads them
@@ -171,10 +170,13 @@ Status GgufConverter::mla(const std::string& b, MlaWeights* w) {
   // prefill's decompression reads, stays widened.
   const StoredTensor* k_b = store().find(b + "attn_k_b.weight");
   const StoredTensor* v_b = store().find(b + "attn_v_b.weight");
-  for (int h = 0; keep_blocks_ && h < H; ++h) {
-    if (k_b != nullptr && k_b->quant)
+  const bool uk_blocks = keep_blocks_ && k_b != nullptr && k_b->quant;
+  const bool uv_blocks = keep_blocks_ && v_b != nullptr && v_b->quant;
+  pack_mla_up_projection(c_, kv_b, dt_, quantize_, w, !uk_blocks, !uv_blocks);
+  for (int h = 0; h < H; ++h) {
+    if (uk_blocks)
       w->uk[h] = cpu::quant_linear_from_rows(*k_b->quant, k_b->data, N, iota(C, h * C), k_b->owner);
-    if (v_b != nullptr && v_b->quant)
+    if (uv_blocks)
       w->uv[h] =
           cpu::quant_linear_from_rows(*v_b->quant, v_b->data, C, iota(Dv, h * Dv), v_b->owner);
   }

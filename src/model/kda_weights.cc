@@ -179,7 +179,8 @@ Status Converter::mla(const std::string& p, MlaWeights* w) {
 }
 
 void pack_mla_up_projection(const ModelConfig& c, const std::vector<float>& kv_b, DType dtype,
-                            std::optional<QuantType> quantize, MlaWeights* w) {
+                            std::optional<QuantType> quantize, MlaWeights* w, bool pack_uk,
+                            bool pack_uv) {
   const MlaShape& m = c.mla;
   const int H = c.attn_heads, N = m.qk_nope_dim, Dv = m.v_dim, C = m.kv_lora_rank;
   w->kv_b = pack_rows(kv_b.data(), C, iota_rows(H * (N + Dv)), dtype, quantize);
@@ -188,11 +189,14 @@ void pack_mla_up_projection(const ModelConfig& c, const std::vector<float>& kv_b
   std::vector<float> uk_t(static_cast<size_t>(C) * N);  // [C, N]: W_uk[h] transposed
   for (int h = 0; h < H; ++h) {
     const float* head = kv_b.data() + static_cast<size_t>(h) * (N + Dv) * C;
-    for (int n = 0; n < N; ++n) {
-      for (int j = 0; j < C; ++j) uk_t[static_cast<size_t>(j) * N + n] = head[n * C + j];
+    if (pack_uk) {
+      for (int n = 0; n < N; ++n) {
+        for (int j = 0; j < C; ++j) uk_t[static_cast<size_t>(j) * N + n] = head[n * C + j];
+      }
+      w->uk[h] = pack_rows(uk_t.data(), N, iota_rows(C), dtype, quantize);
     }
-    w->uk[h] = pack_rows(uk_t.data(), N, iota_rows(C), dtype, quantize);
-    w->uv[h] = pack_rows(kv_b.data(), C, iota_rows(Dv, h * (N + Dv) + N), dtype, quantize);
+    if (pack_uv)
+      w->uv[h] = pack_rows(kv_b.data(), C, iota_rows(Dv, h * (N + Dv) + N), dtype, quantize);
   }
 }
 

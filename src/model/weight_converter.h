@@ -77,8 +77,10 @@ std::vector<ExpectedTensor> kda_hybrid_weight_table(const ModelConfig& config,
 std::string hybrid_embedding_name(const ModelConfig& c);
 Status convert_kda_hybrid_layer(Converter& cv, int i, LayerWeights* l);
 // MLA's up-projection kv_b [H (N + Dv), C] (nn.Linear's layout, fp32) as w's kv_b and its
-// per-head absorbed halves uk, uv (model_weights.h).
+// per-head absorbed halves uk, uv (model_weights.h); a half the caller takes from a file's
+// blocks instead is not packed (pack_uk, pack_uv false: its entries are left empty).
 void pack_mla_up_projection(const ModelConfig& c, const std::vector<float>& kv_b, DType dtype,
-                            std::optional<QuantType> quantize, MlaWeights* w);
+                            std::optional<QuantType> quantize, MlaWeights* w, bool pack_uk = true,
+                            bool pack_uv = true);
 
 }  // namespace hanpu::model

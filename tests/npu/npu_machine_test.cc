@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -261,6 +263,69 @@ TEST(NpuSim, FlashQlaRunsItsFastestSegmentCount) {
   NpuSim bad(m);
   const Status s = gdn_flashqla_segments(bad, zero_inputs(bad, shape, shape.T), 11);
   EXPECT_NE(s.message().find("11 segments for 10 chunks"), std::string::npos) << s.message();
+}
+
+// FLA's recurrence launch in value blocks: a block's state columns evolve on their own, so
+// every block width gives the whole-head run's outputs and final states bit for bit; the
+// width FLA runs is the fastest the model measures (whole heads, 64 or 32 columns).
+TEST(NpuSim, FlaValueBlocksAgreeWithWholeHeadsAndTheFastestIsRun) {
+  NpuMachine m;
+  ASSERT_TRUE(load_npu_machine("ascend-310p", &m).ok());
+  for (const bool kda : {false, true}) {
+    GdnGm shape;
+    shape.kda = kda;
+    shape.T = 200;  // 4 chunks, the last short
+    shape.H = 3;
+    shape.K = 64;
+    shape.V = 128;
+    shape.scale = 0.125f;
+    GmTensor marker;
+    shape.state0 = shape.state1 = &marker;  // zero_inputs: allocate both states
+    const auto run = [&](int bv, std::vector<float>* o, std::vector<float>* s1, double* cyc) {
+      NpuSim sim(m);
+      GdnGm g = zero_inputs(sim, shape, shape.T);
+      std::mt19937 rng(41);
+      std::uniform_real_distribution<float> u(-1, 1), gate(-0.3f, -0.01f), b(0.1f, 0.9f);
+      for (GmTensor* t : {g.q, g.v, g.state0}) {
+        for (float& x : t->v) x = u(rng);
+      }
+      for (float& x : g.k->v) x = 0.2f * u(rng);  // |k|^2 about 0.85: a stable delta rule
+      for (float& x : g.g->v) x = gate(rng);
+      for (float& x : g.beta->v) x = b(rng);
+      std::fill(g.o->v.begin(), g.o->v.end(), std::nanf(""));
+      std::fill(g.state1->v.begin(), g.state1->v.end(), std::nanf(""));
+      const Status st = fla_flow(sim, g, all_value_heads(g), false, true, bv);
+      ASSERT_TRUE(st.ok()) << st.message();
+      *o = g.o->v;
+      *s1 = g.state1->v;
+      *cyc = sim.finish().latency_cycles;
+    };
+    std::vector<float> o_whole, s_whole;
+    double c_whole = 0;
+    run(0, &o_whole, &s_whole, &c_whole);
+    for (float x : o_whole) ASSERT_TRUE(std::isfinite(x));
+    for (float x : s_whole) ASSERT_TRUE(std::isfinite(x));
+    for (int bv : {64, 32}) {
+      std::vector<float> o, s1;
+      double c = 0;
+      run(bv, &o, &s1, &c);
+      EXPECT_EQ(o, o_whole) << kda << " " << bv;
+      EXPECT_EQ(s1, s_whole) << kda << " " << bv;
+    }
+    std::vector<std::pair<int, double>> cycles;
+    const int pick = fla_value_block(m, shape, false, &cycles);
+    ASSERT_EQ(cycles.size(), 3u);
+    double fastest = cycles[0].second;
+    for (const auto& [bv, c] : cycles) fastest = std::min(fastest, c);
+    EXPECT_EQ(
+        std::find_if(cycles.begin(), cycles.end(), [&](const auto& p) { return p.first == pick; })
+            ->second,
+        fastest);
+    NpuSim bad(m);
+    const Status s =
+        fla_flow(bad, zero_inputs(bad, shape, shape.T), all_value_heads(shape), false, true, 48);
+    EXPECT_NE(s.message().find("value block 48 for 128"), std::string::npos) << s.message();
+  }
 }
 
 }  // namespace

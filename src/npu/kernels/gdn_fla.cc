@@ -2,7 +2,11 @@
 // launches, every intermediate through GM, (chunk, head) units dealt round robin to cores.
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <utility>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "npu/kernels/gdn_kernels.h"
 #include "npu/kernels/wy_prepare.h"
@@ -20,20 +24,23 @@ struct FlaScratch {  // the GM intermediates FLA materialises, for `heads` heads
 
 int64_t chunks_of(const GdnGm& gm) { return (gm.T + gm.chunk - 1) / gm.chunk; }
 
-// Launch 2, one head: every chunk's input state h to GM, Vn = U - W h to GM, S updated.
-Status recurrence(CoreOps& op, const GdnGm& gm, const FlaScratch& x, int h) {
+// Launch 2, one (head, value block): every chunk's input state h to GM, Vn = U - W h to GM,
+// S updated, for the state's value columns [v0, v0 + bv).
+Status recurrence(CoreOps& op, const GdnGm& gm, const FlaScratch& x, int h, int v0, int bv) {
   NpuSim& sim = op.sim();
   const int K = gm.K, V = gm.V;
   Tile* S;
-  HANPU_RETURN_IF_ERROR(wy_initial_state(op, gm, h, &S));
+  HANPU_RETURN_IF_ERROR(wy_initial_state(op, gm, h, &S, v0, bv));
   for (int64_t n = 0, t0 = 0; t0 < gm.T; ++n, t0 += gm.chunk) {
     const int c = static_cast<int>(std::min<int64_t>(gm.chunk, gm.T - t0));
     const int64_t slot = x.wy.at(h);
-    const GmBlock h_out{x.h, (n * x.heads + slot) * K, K, 0, V}, vn_out{x.vn, t0, c, slot * V, V};
-    HANPU_RETURN_IF_ERROR(wy_advance(op, gm, x.wy, h, t0, c, S, &h_out, &vn_out, false, nullptr));
+    const GmBlock h_out{x.h, (n * x.heads + slot) * K, K, v0, bv},
+        vn_out{x.vn, t0, c, slot * V + v0, bv};
+    HANPU_RETURN_IF_ERROR(
+        wy_advance(op, gm, x.wy, h, t0, c, S, &h_out, &vn_out, false, nullptr, v0));
   }
   if (gm.state1 != nullptr) {
-    HANPU_RETURN_IF_ERROR(sim.store({gm.state1, static_cast<int64_t>(h) * K, K, 0, V}, S));
+    HANPU_RETURN_IF_ERROR(sim.store({gm.state1, static_cast<int64_t>(h) * K, K, v0, bv}, S));
   }
   op.free({S});
   return Status::Ok();
@@ -58,8 +65,12 @@ Status outputs(CoreOps& op, const GdnGm& gm, const FlaScratch& x, int h, int64_t
 }  // namespace
 
 Status fla_flow(NpuSim& sim, const GdnGm& gm, const std::vector<int>& heads, bool one_launch,
-                bool starts_launch) {
+                bool starts_launch, int value_block) {
   const int P = sim.machine().cores;
+  const int bv = value_block > 0 ? value_block : gm.V;
+  if (gm.V % bv != 0 || bv % 16 != 0) {
+    return Status::Error(fmt::format("fla: value block {} for {} value columns", bv, gm.V));
+  }
   const int64_t NT = chunks_of(gm);
   const bool all = static_cast<int>(heads.size()) == gm.H;
   FlaScratch x;
@@ -87,9 +98,12 @@ Status fla_flow(NpuSim& sim, const GdnGm& gm, const std::vector<int>& heads, boo
     }
   }
   HANPU_RETURN_IF_ERROR(next_phase());
-  for (size_t i = 0; i < heads.size(); ++i) {
-    CoreOps op(sim, static_cast<int>(i % P));
-    HANPU_RETURN_IF_ERROR(recurrence(op, gm, x, heads[i]));
+  unit = 0;  // FLA's grid (V / BV, heads): a head's value blocks side by side
+  for (int h : heads) {
+    for (int v0 = 0; v0 < gm.V; v0 += bv) {
+      CoreOps op(sim, static_cast<int>(unit++ % P));
+      HANPU_RETURN_IF_ERROR(recurrence(op, gm, x, h, v0, bv));
+    }
   }
   HANPU_RETURN_IF_ERROR(next_phase());
   unit = 0;
@@ -104,13 +118,60 @@ Status fla_flow(NpuSim& sim, const GdnGm& gm, const std::vector<int>& heads, boo
   return Status::Ok();
 }
 
+namespace {
+
+// FLA's flow with value blocks of `bv` over the sequence's first `chunks` chunks, on zero
+// inputs.
+double value_block_run(const NpuMachine& m, const GdnGm& shape, bool one_launch, int bv,
+                       int64_t chunks) {
+  NpuSim sim(m);
+  const GdnGm g = zero_inputs(sim, shape, std::min<int64_t>(shape.T, chunks * shape.chunk));
+  if (!fla_flow(sim, g, all_value_heads(g), one_launch, true, bv).ok()) {
+    return std::numeric_limits<double>::infinity();
+  }
+  return sim.finish().latency_cycles;
+}
+
+}  // namespace
+
+int fla_value_block(const NpuMachine& m, const GdnGm& shape, bool one_launch,
+                    std::vector<std::pair<int, double>>* cycles) {
+  const int64_t NT = (shape.T + shape.chunk - 1) / shape.chunk;
+  // Past 32 chunks a candidate's cycles are extrapolated from runs over 16 and 32, as
+  // flashqla_segments does: every launch's work grows linearly in the chunks.
+  constexpr int64_t kShort = 16, kLong = 32;
+  int best = shape.V;
+  double best_cycles = std::numeric_limits<double>::infinity();
+  std::vector<int> candidates{shape.V};
+  for (int bv : {64, 32}) {
+    if (bv < shape.V && shape.V % bv == 0) candidates.push_back(bv);
+  }
+  for (int bv : candidates) {
+    double c = 0;
+    if (NT <= kLong) {
+      c = value_block_run(m, shape, one_launch, bv, NT);
+    } else {
+      const double a = value_block_run(m, shape, one_launch, bv, kShort),
+                   b = value_block_run(m, shape, one_launch, bv, kLong);
+      c = a + (b - a) / static_cast<double>(kLong - kShort) * static_cast<double>(NT - kShort);
+    }
+    if (cycles != nullptr) cycles->push_back({bv, c});
+    if (c < best_cycles) {
+      best = bv;
+      best_cycles = c;
+    }
+  }
+  return best;
+}
+
 Status gdn_fla(NpuSim& sim, const GdnGm& gm) {
   if (gm.qk_l2norm) {  // FLA's l2norm_fwd on q, then on k, each a kernel of its own
     GdnGm normed;
     HANPU_RETURN_IF_ERROR(l2norm_qk(sim, gm, all_value_heads(gm), 0, true, &normed));
     return gdn_fla(sim, normed);
   }
-  return fla_flow(sim, gm, all_value_heads(gm), false, true);
+  return fla_flow(sim, gm, all_value_heads(gm), false, true,
+                  fla_value_block(sim.machine(), gm, false));
 }
 Status gdn_fla_mega(NpuSim& sim, const GdnGm& gm) {
   if (gm.qk_l2norm) {
@@ -118,7 +179,8 @@ Status gdn_fla_mega(NpuSim& sim, const GdnGm& gm) {
     HANPU_RETURN_IF_ERROR(l2norm_qk(sim, gm, all_value_heads(gm), 0, true, &normed));
     return gdn_fla_mega(sim, normed);
   }
-  return fla_flow(sim, gm, all_value_heads(gm), true, true);
+  return fla_flow(sim, gm, all_value_heads(gm), true, true,
+                  fla_value_block(sim.machine(), gm, true));
 }
 
 }  // namespace hanpu::npu

@@ -191,7 +191,7 @@ Status gdn_flashqla_segments(NpuSim& sim, const GdnGm& gm, int segs) {
     return Status::Error(fmt::format("flashqla: {} segments for {} chunks", segs, NT));
   }
   QlaGm x;
-  x.wy = wy_workspace(sim, gm, "qla");
+  x.wy = wy_workspace(sim, gm, "qla", {}, WyForm::kA);
   x.m = x.b = x.hseg = nullptr;
   if (segs > 1) {
     x.m = sim.gm("qla.transition", static_cast<int64_t>(segs) * H * K, K, false, true);

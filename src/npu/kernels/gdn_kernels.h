@@ -54,13 +54,16 @@ std::vector<int> all_value_heads(const GdnGm& gm);
 // on its values, so the runs that pick a variant's tunables by measuring it use these.
 GdnGm zero_inputs(NpuSim& sim, const GdnGm& shape, int64_t T);
 
-// FlashQLA's flow (segment-parallel): launch 1 the WY form per (chunk, head) to GM as FLA's;
-// launch 2 per (segment, head) walks the segment's chunks from a zero state, building its
-// local state B and transition M (S_end = M S_start + B, the extra pre-computation that makes
-// segments independent); launch 3 per head combines the segments' boundary states in order;
-// launch 4 per (segment, head) walks the segment again from its true state with the output
-// fused into the walk. The segment count is FlashQLA's tunable: gdn_flashqla takes the one
-// flashqla_segments measures fastest, as hanpu's schedule takes its measured tail.
+// FlashQLA's flow (segment-parallel): launch 1 per (chunk, head) the gates' cumsum and
+// A = (I + L)^-1 to GM (its chunk_local_cumsum and kkt_solve; unlike FLA it keeps no W or
+// U in GM: each walk below rebuilds them on the core from A, k, v and beta, as its fused
+// kernels do); launch 2 per (segment, head) walks the segment's chunks from a zero state,
+// building its local state B and transition M (S_end = M S_start + B, the extra
+// pre-computation that makes segments independent); launch 3 per head combines the
+// segments' boundary states in order; launch 4 per (segment, head) walks the segment again
+// from its true state with the output fused into the walk. The segment count is FlashQLA's
+// tunable: gdn_flashqla takes the one flashqla_segments measures fastest, as hanpu's schedule
+// takes its measured tail.
 Status gdn_flashqla(NpuSim& sim, const GdnGm& gm);
 Status gdn_flashqla_segments(NpuSim& sim, const GdnGm& gm, int segments);
 // The fastest segment count for `shape` on `m` among 1, 2, 4, 8, 16 (at most the chunk
@@ -90,7 +93,16 @@ Status gdn_fla_mega(NpuSim& sim, const GdnGm& gm);
 // FLA's three phases for `heads` only, over all cores: phases meet by launches or, with
 // `one_launch`, by cross-core syncs; the first phase starts with a launch or, without
 // `starts_launch`, a sync inside the running launch (the fused kernel's chunk-split tier).
+// The recurrence launch deals (head, value block) units of `value_block` state columns
+// (0: whole heads), FLA's grid (V / BV, heads); its other launches take whole heads.
 Status fla_flow(NpuSim& sim, const GdnGm& gm, const std::vector<int>& heads, bool one_launch,
-                bool starts_launch);
+                bool starts_launch, int value_block = 0);
+// FLA's value block for `shape` on `m`, its tunable: the fastest of whole heads (as the
+// Triton-Ascend port of its chunk_delta_h kernel runs them: one program a head, both 64-column
+// halves inside) and the 64 and 32 columns its GPU autotuning tries (those that divide V),
+// each run on zero inputs (whole up to 32 chunks, extrapolated from 16 and 32 past that);
+// *cycles (if given) gets each candidate's.
+int fla_value_block(const NpuMachine& m, const GdnGm& shape, bool one_launch,
+                    std::vector<std::pair<int, double>>* cycles = nullptr);
 
 }  // namespace hanpu::npu

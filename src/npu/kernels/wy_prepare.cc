@@ -6,7 +6,7 @@
 namespace hanpu::npu {
 
 WyGm wy_workspace(NpuSim& sim, const GdnGm& gm, const std::string& prefix,
-                  const std::vector<int>& heads) {
+                  const std::vector<int>& heads, WyForm form) {
   WyGm x;
   int64_t S = gm.H;
   if (!heads.empty()) {
@@ -15,8 +15,12 @@ WyGm wy_workspace(NpuSim& sim, const GdnGm& gm, const std::string& prefix,
     for (size_t i = 0; i < heads.size(); ++i)
       x.slot[static_cast<size_t>(heads[i])] = static_cast<int>(i);
   }
-  x.w = sim.gm(prefix + ".w", gm.T, S * gm.K, true, true);
-  x.u = sim.gm(prefix + ".u", gm.T, S * gm.V, true, true);
+  if (form == WyForm::kA) {
+    x.a = sim.gm(prefix + ".A", gm.T, S * gm.chunk, true, true);
+  } else {
+    x.w = sim.gm(prefix + ".w", gm.T, S * gm.K, true, true);
+    x.u = sim.gm(prefix + ".u", gm.T, S * gm.V, true, true);
+  }
   x.gam = sim.gm(prefix + ".g_cumsum", gm.T, gm.kda ? S * gm.K : S, false, true);
   if (gm.kda) x.aqk = sim.gm(prefix + ".Aqk", gm.T, S * gm.chunk, true, true);
   return x;
@@ -24,45 +28,28 @@ WyGm wy_workspace(NpuSim& sim, const GdnGm& gm, const std::string& prefix,
 
 namespace {
 
-// W = A kb and U = A vb on the cube from UB's A, kb, vb (freed), stored to GM as dense rows.
-Status wy_products(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c,
-                   Tile* Ainv, Tile* kb, Tile* vb) {
+// A (fp32, UB) stored as fp16 rows: FlashQLA's kkt_solve output.
+Status store_a(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c, Tile* Ainv) {
   NpuSim& sim = op.sim();
-  const int K = gm.K, V = gm.V;
-  Tile *A1, *kb1, *vb1, *Aa, *kbB, *vbB, *W, *U, *Wu, *Uu;
-  HANPU_RETURN_IF_ERROR(op.stage_to_l1(Ainv, "Ainv", &A1));
-  HANPU_RETURN_IF_ERROR(op.stage_to_l1(kb, "kb", &kb1));
-  HANPU_RETURN_IF_ERROR(op.stage_to_l1(vb, "vb", &vb1));
-  op.free({Ainv, kb, vb});
-  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, A1, false, "A", &Aa));
-  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, kb1, false, "kb", &kbB));
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, K, false, Layout::kNZ, "W", &W));
-  HANPU_RETURN_IF_ERROR(sim.mmad(W, Aa, kbB, false));
-  op.free({kbB, kb1});
-  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, vb1, false, "vb", &vbB));
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, V, false, Layout::kNZ, "U", &U));
-  HANPU_RETURN_IF_ERROR(sim.mmad(U, Aa, vbB, false));
-  op.free({vbB, vb1, Aa, A1});
-  HANPU_RETURN_IF_ERROR(op.from_l0c(W, "W", &Wu));
-  HANPU_RETURN_IF_ERROR(op.from_l0c(U, "U", &Uu));
-  HANPU_RETURN_IF_ERROR(op.to_layout(Wu, Layout::kND));  // GM takes dense rows
-  HANPU_RETURN_IF_ERROR(op.to_layout(Uu, Layout::kND));
-  HANPU_RETURN_IF_ERROR(sim.store({x.w, t0, c, x.at(h) * K, K}, Wu));
-  HANPU_RETURN_IF_ERROR(sim.store({x.u, t0, c, x.at(h) * V, V}, Uu));
-  op.free({Wu, Uu});
+  Tile* a16;
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, c, true, Layout::kND, "A", &a16));
+  HANPU_RETURN_IF_ERROR(
+      sim.vector({Ainv}, {a16}, matrix_bytes(c, c, false), false, [&] { a16->v = Ainv->v; }));
+  op.free({Ainv});
+  HANPU_RETURN_IF_ERROR(sim.store({x.a, t0, c, x.at(h) * gm.chunk, c}, a16));
+  op.free({a16});
   return Status::Ok();
 }
 
-// vb = diag(beta) V into a new UB tile.
-Status beta_rows(CoreOps& op, Tile* vt, Tile* beta, Tile** vb) {
-  const int c = vt->rows, V = vt->cols;
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "vb", vb));
-  Tile* o = *vb;
-  return op.sim().vector({vt, beta}, {o}, 2 * matrix_bytes(c, V, true), true, [&] {
-    for (int i = 0; i < c; ++i) {
-      for (int j = 0; j < V; ++j) o->at(i, j) = beta->v[i] * vt->at(i, j);
-    }
-  });
+// W and U from the products to GM as dense fp16 rows.
+Status store_wu(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c, Tile* Ainv,
+                Tile* kb, Tile* vb) {
+  Tile *Wu, *Uu;
+  HANPU_RETURN_IF_ERROR(wy_products(op, gm, c, Ainv, kb, vb, &Wu, &Uu));
+  HANPU_RETURN_IF_ERROR(op.sim().store({x.w, t0, c, x.at(h) * gm.K, gm.K}, Wu));
+  HANPU_RETURN_IF_ERROR(op.sim().store({x.u, t0, c, x.at(h) * gm.V, gm.V}, Uu));
+  op.free({Wu, Uu});
+  return Status::Ok();
 }
 
 // KDA: K and Q come to UB as dense rows (the decayed products are formed from scaled rows),
@@ -89,6 +76,10 @@ Status wy_prepare_kda(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_
   op.free({Qm, qm16});
   HANPU_RETURN_IF_ERROR(op.unit_lower_inverse(L, "Ainv", &Ainv));
   op.free({L});
+  if (x.a != nullptr) {
+    op.free({Ku, beta, gam});
+    return store_a(op, gm, x, h, t0, c, Ainv);
+  }
   // kb = diag(beta) (K o exp(gam)) over K's rows, vb = diag(beta) V.
   HANPU_RETURN_IF_ERROR(sim.vector({Ku, beta, gam}, {Ku}, 3 * matrix_bytes(c, K, true), true, [&] {
     for (int i = 0; i < c; ++i) {
@@ -100,20 +91,62 @@ Status wy_prepare_kda(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_
   Tile* vb;
   HANPU_RETURN_IF_ERROR(beta_rows(op, vt, beta, &vb));
   op.free({vt, beta, gam});
-  return wy_products(op, gm, x, h, t0, c, Ainv, Ku, vb);
+  return store_wu(op, gm, x, h, t0, c, Ainv, Ku, vb);
 }
 
 }  // namespace
+
+Status wy_products(CoreOps& op, const GdnGm& gm, int c, Tile* Ainv, Tile* kb, Tile* vb, Tile** Wu,
+                   Tile** Uu) {
+  NpuSim& sim = op.sim();
+  const int K = gm.K, V = gm.V;
+  Tile *A1 = Ainv, *kb1, *vb1, *Aa, *kbB, *vbB, *W, *U;
+  const bool staged = Ainv->buf != Buf::kL1;
+  if (staged) HANPU_RETURN_IF_ERROR(op.stage_to_l1(Ainv, "Ainv", &A1));
+  HANPU_RETURN_IF_ERROR(op.stage_to_l1(kb, "kb", &kb1));
+  HANPU_RETURN_IF_ERROR(op.stage_to_l1(vb, "vb", &vb1));
+  if (staged) {
+    op.free({Ainv, kb, vb});
+  } else {
+    op.free({kb, vb});
+  }
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, A1, false, "A", &Aa));
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, kb1, false, "kb", &kbB));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, K, false, Layout::kNZ, "W", &W));
+  HANPU_RETURN_IF_ERROR(sim.mmad(W, Aa, kbB, false));
+  op.free({kbB, kb1});
+  HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, vb1, false, "vb", &vbB));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, V, false, Layout::kNZ, "U", &U));
+  HANPU_RETURN_IF_ERROR(sim.mmad(U, Aa, vbB, false));
+  op.free({vbB, vb1, Aa, A1});
+  HANPU_RETURN_IF_ERROR(op.from_l0c(W, "W", Wu));
+  HANPU_RETURN_IF_ERROR(op.from_l0c(U, "U", Uu));
+  HANPU_RETURN_IF_ERROR(op.to_layout(*Wu, Layout::kND));  // GM and the vector unit take dense rows
+  return op.to_layout(*Uu, Layout::kND);
+}
+
+Status beta_rows(CoreOps& op, Tile* vt, Tile* beta, Tile** vb) {
+  const int c = vt->rows, V = vt->cols;
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "vb", vb));
+  Tile* o = *vb;
+  return op.sim().vector({vt, beta}, {o}, 2 * matrix_bytes(c, V, true), true, [&] {
+    for (int i = 0; i < c; ++i) {
+      for (int j = 0; j < V; ++j) o->at(i, j) = beta->v[i] * vt->at(i, j);
+    }
+  });
+}
 
 Status wy_prepare(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c) {
   if (gm.kda) return wy_prepare_kda(op, gm, x, h, t0, c);
   NpuSim& sim = op.sim();
   const int K = gm.K, V = gm.V;
-  Tile *Kc, *vt, *beta, *gam, *egam, *Ka, *KTb, *KK, *L, *Ainv;
+  Tile *Kc, *vt = nullptr, *beta, *gam, *egam, *Ka, *KTb, *KK, *L, *Ainv;
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &Kc));
   HANPU_RETURN_IF_ERROR(sim.load(Kc, {gm.k, t0, c, gm.qk_col(h), K}));
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "v", &vt));
-  HANPU_RETURN_IF_ERROR(sim.load(vt, {gm.v, t0, c, static_cast<int64_t>(h) * V, V}));
+  if (x.a == nullptr) {  // A alone needs no V
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "v", &vt));
+    HANPU_RETURN_IF_ERROR(sim.load(vt, {gm.v, t0, c, static_cast<int64_t>(h) * V, V}));
+  }
   HANPU_RETURN_IF_ERROR(op.gates(gm, t0, c, h, &beta, &gam, &egam));
   HANPU_RETURN_IF_ERROR(sim.store({x.gam, t0, c, x.at(h), 1}, gam));
   HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, Kc, false, "K", &Ka));
@@ -126,6 +159,10 @@ Status wy_prepare(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0
   HANPU_RETURN_IF_ERROR(op.decay_masks(L, nullptr, beta, gam, gm.scale));
   HANPU_RETURN_IF_ERROR(op.unit_lower_inverse(L, "Ainv", &Ainv));
   op.free({L});
+  if (x.a != nullptr) {
+    op.free({Kc, beta, gam, egam});
+    return store_a(op, gm, x, h, t0, c, Ainv);
+  }
   // kb = diag(beta exp(gam)) K (rows of the NZ tile: the slower row op), vb = diag(beta) V.
   Tile *kb, *vb;
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, K, true, Layout::kNZ, "kb", &kb));
@@ -139,7 +176,7 @@ Status wy_prepare(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0
   }));
   HANPU_RETURN_IF_ERROR(beta_rows(op, vt, beta, &vb));
   op.free({vt, beta, gam, egam});
-  return wy_products(op, gm, x, h, t0, c, Ainv, kb, vb);
+  return store_wu(op, gm, x, h, t0, c, Ainv, kb, vb);
 }
 
 }  // namespace hanpu::npu

@@ -3,12 +3,55 @@
 
 #include <cmath>
 
+#include <fmt/format.h>
+
 namespace hanpu::npu {
 
-Status wy_advance(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c, Tile* S,
-                  const GmBlock* h_out, const GmBlock* vn_out, bool keep, WyStep* out) {
+namespace {
+
+// FlashQLA's fused kernels: W and U of one (chunk, head) rebuilt on the core from A (GM,
+// straight into L1 as the cube's operand), beta, v and the caller's gam and K rows (UB, kept):
+// W = A diag(beta exp(gam)) K (KDA: A diag(beta) (K o exp(gam))), U = A diag(beta) V. W comes
+// back as the cube's fp16 operand in L1, U as dense fp32 rows in UB.
+Status wy_rebuild(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c, Tile* gam,
+                  Tile* kraw, Tile** W1, Tile** U) {
   NpuSim& sim = op.sim();
   const int K = gm.K, V = gm.V;
+  Tile *A1, *beta, *kb, *vt, *vb, *Wu;
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, c, true, Layout::kNZ, "A", &A1));
+  HANPU_RETURN_IF_ERROR(sim.load(A1, {x.a, t0, c, x.at(h) * gm.chunk, c}));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, 1, false, Layout::kND, "beta", &beta));
+  HANPU_RETURN_IF_ERROR(sim.load(beta, {gm.beta, t0, c, h, 1}));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, K, true, Layout::kND, "kb", &kb));
+  const bool kda = gm.kda;
+  HANPU_RETURN_IF_ERROR(
+      sim.vector({kraw, beta, gam}, {kb}, 2 * matrix_bytes(c, K, true), true, [&] {
+        for (int i = 0; i < c; ++i) {
+          for (int d = 0; d < K; ++d) {
+            const float e = std::exp(kda ? gam->at(i, d) : gam->v[i]);
+            kb->at(i, d) = beta->v[i] * e * kraw->at(i, d);
+          }
+        }
+      }));
+  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "v", &vt));
+  HANPU_RETURN_IF_ERROR(sim.load(vt, {gm.v, t0, c, static_cast<int64_t>(h) * V, V}));
+  HANPU_RETURN_IF_ERROR(beta_rows(op, vt, beta, &vb));
+  op.free({vt, beta});
+  HANPU_RETURN_IF_ERROR(wy_products(op, gm, c, A1, kb, vb, &Wu, U));
+  HANPU_RETURN_IF_ERROR(op.stage_to_l1(Wu, "w", W1));
+  op.free({Wu});
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status wy_advance(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c, Tile* S,
+                  const GmBlock* h_out, const GmBlock* vn_out, bool keep, WyStep* out, int v0) {
+  NpuSim& sim = op.sim();
+  const int K = gm.K, V = S->cols;  // the state's value columns [v0, v0 + V) of the head's
+  if (v0 + V > gm.V || (x.a != nullptr && V != gm.V)) {
+    return Status::Error(fmt::format("wy_advance: value columns [{}, {}) of {}", v0, v0 + V, gm.V));
+  }
   // The state the step starts from, as the cube's fp16 operand (and to GM when asked).
   Tile* S16;
   if (h_out != nullptr) {
@@ -24,14 +67,22 @@ Status wy_advance(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0
   } else {
     HANPU_RETURN_IF_ERROR(op.stage_to_l1(S, "S16", &S16));
   }
-  Tile *W1, *U, *gam, *K1, *Wa, *Sb, *WSc, *WS, *vn16;
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "w", &W1));
-  HANPU_RETURN_IF_ERROR(sim.load(W1, {x.w, t0, c, x.at(h) * K, K}));
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "u", &U));
-  HANPU_RETURN_IF_ERROR(sim.load(U, {x.u, t0, c, x.at(h) * V, V}));
-  HANPU_RETURN_IF_ERROR(wy_load_gam(op, gm, x, h, t0, c, &gam));
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &K1));
-  HANPU_RETURN_IF_ERROR(sim.load(K1, {gm.k, t0, c, gm.qk_col(h), K}));
+  Tile *W1, *U, *gam, *K1 = nullptr, *Kub = nullptr, *Wa, *Sb, *WSc, *WS, *vn16;
+  if (x.a != nullptr) {
+    // K comes once, as dense rows: W's right factor and, decayed, the state update's.
+    HANPU_RETURN_IF_ERROR(wy_load_gam(op, gm, x, h, t0, c, &gam));
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, K, true, Layout::kND, "kd", &Kub));
+    HANPU_RETURN_IF_ERROR(sim.load(Kub, {gm.k, t0, c, gm.qk_col(h), K}));
+    HANPU_RETURN_IF_ERROR(wy_rebuild(op, gm, x, h, t0, c, gam, Kub, &W1, &U));
+  } else {
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "w", &W1));
+    HANPU_RETURN_IF_ERROR(sim.load(W1, {x.w, t0, c, x.at(h) * K, K}));
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, V, true, Layout::kND, "u", &U));
+    HANPU_RETURN_IF_ERROR(sim.load(U, {x.u, t0, c, x.at(h) * gm.V + v0, V}));
+    HANPU_RETURN_IF_ERROR(wy_load_gam(op, gm, x, h, t0, c, &gam));
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &K1));
+    HANPU_RETURN_IF_ERROR(sim.load(K1, {gm.k, t0, c, gm.qk_col(h), K}));
+  }
   HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0A, W1, false, "w", &Wa));
   HANPU_RETURN_IF_ERROR(op.to_l0(Buf::kL0B, S16, false, "S", &Sb));
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, c, V, false, Layout::kNZ, "WS", &WSc));
@@ -46,11 +97,13 @@ Status wy_advance(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0
   op.free({U, WS});
   if (vn_out != nullptr) HANPU_RETURN_IF_ERROR(sim.store(*vn_out, vn16));
   // Kd = exp(gam_last - gam) o K, transposed into L0A.
-  Tile *Kub, *Kd1, *KdT, *Vn1, *Vnb, *dSc, *dS;
-  HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, K, true, Layout::kNZ, "kd", &Kub));
-  HANPU_RETURN_IF_ERROR(sim.move(Kub, K1));
-  op.free({K1});
-  HANPU_RETURN_IF_ERROR(op.to_layout(Kub, Layout::kND));
+  Tile *Kd1, *KdT, *Vn1, *Vnb, *dSc, *dS;
+  if (Kub == nullptr) {
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, K, true, Layout::kNZ, "kd", &Kub));
+    HANPU_RETURN_IF_ERROR(sim.move(Kub, K1));
+    op.free({K1});
+    HANPU_RETURN_IF_ERROR(op.to_layout(Kub, Layout::kND));
+  }
   HANPU_RETURN_IF_ERROR(op.decay_to_chunk_end(Kub, gam, gm.kda));
   HANPU_RETURN_IF_ERROR(op.stage_to_l1(Kub, "kd", &Kd1));
   op.free({Kub});
@@ -85,11 +138,11 @@ Status wy_advance(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0
   return Status::Ok();
 }
 
-Status wy_initial_state(CoreOps& op, const GdnGm& gm, int h, Tile** S) {
-  const int K = gm.K, V = gm.V;
+Status wy_initial_state(CoreOps& op, const GdnGm& gm, int h, Tile** S, int v0, int width) {
+  const int K = gm.K, V = width > 0 ? width : gm.V;
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, K, V, false, Layout::kND, "S", S));
   if (gm.state0 != nullptr)
-    return op.sim().load(*S, {gm.state0, static_cast<int64_t>(h) * K, K, 0, V});
+    return op.sim().load(*S, {gm.state0, static_cast<int64_t>(h) * K, K, v0, V});
   return op.sim().vector({}, {*S}, matrix_bytes(K, V, false), false, [] {});
 }
 

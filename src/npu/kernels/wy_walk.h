@@ -16,12 +16,16 @@ struct WyStep {
 };
 
 // h_out / vn_out (may be null): GM blocks that receive the state before the step (fp16) and
-// Vn. With `keep` the step's tiles are handed over in *out (the caller frees them).
+// Vn. With `keep` the step's tiles are handed over in *out (the caller frees them). S may
+// hold only the value columns [v0, v0 + S->cols) of the head's state (FLA's value blocks:
+// a block's columns evolve on their own; W and K are read whole for each), from W and U in
+// GM; a step that rebuilds W and U from A (WyForm::kA) takes whole heads.
 Status wy_advance(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c, Tile* S,
-                  const GmBlock* h_out, const GmBlock* vn_out, bool keep, WyStep* out);
+                  const GmBlock* h_out, const GmBlock* vn_out, bool keep, WyStep* out, int v0 = 0);
 
-// A head's fp32 state [K x V] in UB, dense: gm.state0's rows for head h, or zeros.
-Status wy_initial_state(CoreOps& op, const GdnGm& gm, int h, Tile** S);
+// A head's fp32 state [K x V] in UB, dense: gm.state0's rows for head h, or zeros; with
+// `width` > 0 only its value columns [v0, v0 + width).
+Status wy_initial_state(CoreOps& op, const GdnGm& gm, int h, Tile** S, int v0 = 0, int width = 0);
 
 // The operands wy_output reads from gm.q / gm.k: GDN, q and k in L1 (fp16 NZ); KDA, q as
 // dense UB rows (scaled per channel before the cube sees it) and no k (Aqk comes from GM).

@@ -43,6 +43,7 @@ Status local_walk(CoreOps& op, const GdnGm& gm, const QlaGm& x, int h, int seg, 
     HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL0C, K, K, false, Layout::kNZ, "KdW", &KWc));
     HANPU_RETURN_IF_ERROR(sim.mmad(KWc, w.kdt, Wb, false));
     op.free({Wb, w.kdt, w.w1, w.vn1, w.s16});
+    if (w.k1 != nullptr) op.free({w.k1});
     HANPU_RETURN_IF_ERROR(op.from_l0c(KWc, "T", &Tm));
     HANPU_RETURN_IF_ERROR(op.to_layout(Tm, Layout::kND));
     Tile* gam = w.gam;  // the decay: exp(gam_last), one per key channel for KDA
@@ -126,8 +127,8 @@ Status output_walk(CoreOps& op, const GdnGm& gm, const QlaGm& x, int h, int seg,
     // The state before this chunk is what Q reads: keep its fp16 copy from the walk.
     HANPU_RETURN_IF_ERROR(wy_advance(op, gm, x.wy, h, t0, c, S, nullptr, nullptr, true, &w));
     op.free({w.kdt, w.w1});
-    Tile *Q1, *K1;
-    HANPU_RETURN_IF_ERROR(wy_output_operands(op, gm, h, t0, c, &Q1, &K1));
+    Tile *Q1, *K1;  // K as the step loaded it: FlashQLA's fused kernel reads it once
+    HANPU_RETURN_IF_ERROR(wy_output_operands(op, gm, h, t0, c, &Q1, &K1, w.k1));
     HANPU_RETURN_IF_ERROR(wy_output(op, gm, x.wy, h, t0, c, Q1, K1, w.s16, w.vn1, w.gam));
   }
   if (last_writes_state && gm.state1 != nullptr) {

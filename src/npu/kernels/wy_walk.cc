@@ -69,10 +69,14 @@ Status wy_advance(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0
   }
   Tile *W1, *U, *gam, *K1 = nullptr, *Kub = nullptr, *Wa, *Sb, *WSc, *WS, *vn16;
   if (x.a != nullptr) {
-    // K comes once, as dense rows: W's right factor and, decayed, the state update's.
+    // K comes from GM once: the cube's operand in L1 (kept for Q K^T when the caller keeps
+    // the step) and its dense rows in UB, W's right factor and, decayed, the state update's.
     HANPU_RETURN_IF_ERROR(wy_load_gam(op, gm, x, h, t0, c, &gam));
-    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, K, true, Layout::kND, "kd", &Kub));
-    HANPU_RETURN_IF_ERROR(sim.load(Kub, {gm.k, t0, c, gm.qk_col(h), K}));
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", &K1));
+    HANPU_RETURN_IF_ERROR(sim.load(K1, {gm.k, t0, c, gm.qk_col(h), K}));
+    HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, K, true, Layout::kNZ, "kd", &Kub));
+    HANPU_RETURN_IF_ERROR(sim.move(Kub, K1));
+    HANPU_RETURN_IF_ERROR(op.to_layout(Kub, Layout::kND));
     HANPU_RETURN_IF_ERROR(wy_rebuild(op, gm, x, h, t0, c, gam, Kub, &W1, &U));
   } else {
     HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "w", &W1));
@@ -102,6 +106,7 @@ Status wy_advance(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0
     HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, K, true, Layout::kNZ, "kd", &Kub));
     HANPU_RETURN_IF_ERROR(sim.move(Kub, K1));
     op.free({K1});
+    K1 = nullptr;
     HANPU_RETURN_IF_ERROR(op.to_layout(Kub, Layout::kND));
   }
   HANPU_RETURN_IF_ERROR(op.decay_to_chunk_end(Kub, gam, gm.kda));
@@ -131,9 +136,10 @@ Status wy_advance(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0
   }
   op.free({dS});
   if (keep) {
-    *out = {Vn1, KdT, W1, S16, gam};
+    *out = {Vn1, KdT, W1, S16, gam, K1};
   } else {
     op.free({Vn1, KdT, W1, S16, gam});
+    if (K1 != nullptr) op.free({K1});
   }
   return Status::Ok();
 }
@@ -154,16 +160,21 @@ Status wy_load_gam(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t
 }
 
 Status wy_output_operands(CoreOps& op, const GdnGm& gm, int h, int64_t t0, int c, Tile** q,
-                          Tile** k) {
+                          Tile** k, Tile* k_held) {
   NpuSim& sim = op.sim();
   const int K = gm.K;
   if (gm.kda) {
+    if (k_held != nullptr) op.free({k_held});
     *k = nullptr;
     HANPU_RETURN_IF_ERROR(op.alloc(Buf::kUB, c, K, true, Layout::kND, "q", q));
     return sim.load(*q, {gm.q, t0, c, gm.qk_col(h), K});
   }
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "q", q));
   HANPU_RETURN_IF_ERROR(sim.load(*q, {gm.q, t0, c, gm.qk_col(h), K}));
+  if (k_held != nullptr) {
+    *k = k_held;
+    return Status::Ok();
+  }
   HANPU_RETURN_IF_ERROR(op.alloc(Buf::kL1, c, K, true, Layout::kNZ, "k", k));
   return sim.load(*k, {gm.k, t0, c, gm.qk_col(h), K});
 }

@@ -10,9 +10,10 @@
 namespace hanpu::npu {
 
 // What a caller may keep of a step for more products: Vn (fp16, L1), Kd^T (L0A), W (L1),
-// the state before the step (fp16, L1) and gam (UB).
+// the state before the step (fp16, L1), gam (UB) and, from a step that rebuilt W and U from
+// A, the chunk's K as the cube's operand (L1; else null).
 struct WyStep {
-  Tile *vn1 = nullptr, *kdt = nullptr, *w1 = nullptr, *s16 = nullptr, *gam = nullptr;
+  Tile *vn1 = nullptr, *kdt = nullptr, *w1 = nullptr, *s16 = nullptr, *gam = nullptr, *k1 = nullptr;
 };
 
 // h_out / vn_out (may be null): GM blocks that receive the state before the step (fp16) and
@@ -29,8 +30,10 @@ Status wy_initial_state(CoreOps& op, const GdnGm& gm, int h, Tile** S, int v0 = 
 
 // The operands wy_output reads from gm.q / gm.k: GDN, q and k in L1 (fp16 NZ); KDA, q as
 // dense UB rows (scaled per channel before the cube sees it) and no k (Aqk comes from GM).
+// k_held (may be null): the chunk's K already in L1 (WyStep::k1), taken instead of a load
+// (KDA's output, which reads no K, frees it).
 Status wy_output_operands(CoreOps& op, const GdnGm& gm, int h, int64_t t0, int c, Tile** q,
-                          Tile** k);
+                          Tile** k, Tile* k_held = nullptr);
 
 // o = scale exp(gam) Q S + Qm Vn for one (chunk, head) and stored to gm.o: Q K^T masked into
 // Qm, Q S against the chunk's input state (KDA: (Q o exp(gam)) S and Qm = Aqk from x.aqk).

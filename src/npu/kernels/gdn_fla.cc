@@ -137,9 +137,6 @@ double value_block_run(const NpuMachine& m, const GdnGm& shape, bool one_launch,
 int fla_value_block(const NpuMachine& m, const GdnGm& shape, bool one_launch,
                     std::vector<std::pair<int, double>>* cycles) {
   const int64_t NT = (shape.T + shape.chunk - 1) / shape.chunk;
-  // Past 32 chunks a candidate's cycles are extrapolated from runs over 16 and 32, as
-  // flashqla_segments does: every launch's work grows linearly in the chunks.
-  constexpr int64_t kShort = 16, kLong = 32;
   int best = shape.V;
   double best_cycles = std::numeric_limits<double>::infinity();
   std::vector<int> candidates{shape.V};
@@ -147,14 +144,8 @@ int fla_value_block(const NpuMachine& m, const GdnGm& shape, bool one_launch,
     if (bv < shape.V && shape.V % bv == 0) candidates.push_back(bv);
   }
   for (int bv : candidates) {
-    double c = 0;
-    if (NT <= kLong) {
-      c = value_block_run(m, shape, one_launch, bv, NT);
-    } else {
-      const double a = value_block_run(m, shape, one_launch, bv, kShort),
-                   b = value_block_run(m, shape, one_launch, bv, kLong);
-      c = a + (b - a) / static_cast<double>(kLong - kShort) * static_cast<double>(NT - kShort);
-    }
+    const double c =
+        probe_cycles(NT, [&](int64_t n) { return value_block_run(m, shape, one_launch, bv, n); });
     if (cycles != nullptr) cycles->push_back({bv, c});
     if (c < best_cycles) {
       best = bv;

@@ -152,21 +152,11 @@ double segments_run(const NpuMachine& m, const GdnGm& shape, int segs, int64_t c
 int flashqla_segments(const NpuMachine& m, const GdnGm& shape,
                       std::vector<std::pair<int, double>>* cycles) {
   const int64_t NT = (shape.T + shape.chunk - 1) / shape.chunk;
-  // Past 32 chunks a count's cycles are extrapolated from runs over 16 and 32: with the
-  // segments fixed, every launch's work grows linearly in the chunks (as hanpu's probe).
-  constexpr int64_t kShort = 16, kLong = 32;
   int best = 1;
   double best_cycles = std::numeric_limits<double>::infinity();
   for (int segs : {1, 2, 4, 8, 16}) {
     if (segs > NT) break;
-    double c = 0;
-    if (NT <= kLong) {
-      c = segments_run(m, shape, segs, NT);
-    } else {
-      const double a = segments_run(m, shape, segs, kShort),
-                   b = segments_run(m, shape, segs, kLong);
-      c = a + (b - a) / static_cast<double>(kLong - kShort) * static_cast<double>(NT - kShort);
-    }
+    const double c = probe_cycles(NT, [&](int64_t n) { return segments_run(m, shape, segs, n); });
     if (cycles != nullptr) cycles->push_back({segs, c});
     if (c < best_cycles) {
       best = segs;

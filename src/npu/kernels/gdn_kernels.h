@@ -2,6 +2,7 @@
 // once (the table drives the tests, `hanpu sim` and its --variant values).
 #pragma once
 
+#include <functional>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -53,6 +54,11 @@ std::vector<int> all_value_heads(const GdnGm& gm);
 // GM tensors of `shape` over T tokens on `sim`, all zero: a kernel's timing does not depend
 // on its values, so the runs that pick a variant's tunables by measuring it use these.
 GdnGm zero_inputs(NpuSim& sim, const GdnGm& shape, int64_t T);
+// A tunable's cycles over a sequence of `chunks` chunks, from `run(n)`, the cycles of a run
+// over its first n chunks: the whole run up to 32 chunks; past that extrapolated from runs
+// over 16 and 32, since with the tunable fixed every launch's work grows linearly in the
+// chunks (the searches of flashqla_segments and fla_value_block).
+double probe_cycles(int64_t chunks, const std::function<double(int64_t)>& run);
 
 // FlashQLA's flow (segment-parallel): launch 1 per (chunk, head) the gates' cumsum and
 // A = (I + L)^-1 to GM (its chunk_local_cumsum and kkt_solve; unlike FLA it keeps no W or

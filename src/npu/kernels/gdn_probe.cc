@@ -27,4 +27,11 @@ GdnGm zero_inputs(NpuSim& sim, const GdnGm& shape, int64_t T) {
   return g;
 }
 
+double probe_cycles(int64_t chunks, const std::function<double(int64_t)>& run) {
+  constexpr int64_t kShort = 16, kLong = 32;
+  if (chunks <= kLong) return run(chunks);
+  const double a = run(kShort), b = run(kLong);
+  return a + (b - a) / static_cast<double>(kLong - kShort) * static_cast<double>(chunks - kShort);
+}
+
 }  // namespace hanpu::npu

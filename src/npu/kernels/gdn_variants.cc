@@ -9,7 +9,9 @@ std::span<const GdnVariant> gdn_variants() {
        "vLLM-Ascend's native path: the PyTorch reference's eager operators (a 63-step row loop "
        "for the solve), each dispatched by the host, every intermediate through GM",
        &gdn_vllm_ascend},
-      {"fla", "FLA's chunk-head-chunk flow: three launches, every intermediate through GM",
+      {"fla",
+       "FLA's chunk-head-chunk flow: three launches, every intermediate through GM (the "
+       "recurrence's value block searched)",
        &gdn_fla},
       {"fla-mega", "the same flow in one launch (FLA + MegaKernel), cores meeting through GM flags",
        &gdn_fla_mega},
@@ -24,8 +26,8 @@ std::span<const GdnVariant> gdn_variants() {
        },
        true},
       {"flashqla",
-       "FlashQLA's flow: WY form to GM, segment-parallel local states, a short combine, fused "
-       "outputs",
+       "FlashQLA's flow: A to GM, segment-parallel local states, a short combine, fused "
+       "outputs (W and U rebuilt on the core)",
        &gdn_flashqla},
       {"hanpu", "HA-NPU: + the planner's layouts (all three techniques)", &gdn_hanpu},
       {"hanpu-colsplit",

@@ -68,7 +68,7 @@ Status fla_flow(NpuSim& sim, const GdnGm& gm, const std::vector<int>& heads, boo
                 bool starts_launch, int value_block) {
   const int P = sim.machine().cores;
   const int bv = value_block > 0 ? value_block : gm.V;
-  if (gm.V % bv != 0 || bv % 16 != 0) {
+  if (value_block > 0 && (gm.V % bv != 0 || bv % 16 != 0)) {
     return Status::Error(fmt::format("fla: value block {} for {} value columns", bv, gm.V));
   }
   const int64_t NT = chunks_of(gm);

@@ -48,7 +48,7 @@ Status wy_rebuild(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0
 Status wy_advance(CoreOps& op, const GdnGm& gm, const WyGm& x, int h, int64_t t0, int c, Tile* S,
                   const GmBlock* h_out, const GmBlock* vn_out, bool keep, WyStep* out, int v0) {
   NpuSim& sim = op.sim();
-  const int K = gm.K, V = S->cols;  // the state's value columns [v0, v0 + V) of the head's
+  const int K = gm.K, V = S->cols;  // S holds the head's value columns [v0, v0 + V)
   if (v0 + V > gm.V || (x.a != nullptr && V != gm.V)) {
     return Status::Error(fmt::format("wy_advance: value columns [{}, {}) of {}", v0, v0 + V, gm.V));
   }

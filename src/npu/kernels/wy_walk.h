@@ -1,7 +1,8 @@
 // One chunk of the GDN recurrence in FLA's WY form on a simulated core, shared by the flows
-// that walk chunks from W and U in GM (fla's recurrence launch, flashqla's segment walks):
-// Vn = U - W S, then S = exp(gam_last) S + (exp(gam_last - gam) o K)^T Vn in place (KDA:
-// the decays per key channel, diag(exp(gam_last)) S).
+// that walk chunks from the WY form (fla's recurrence launch, from W and U in GM; flashqla's
+// segment walks, which rebuild W and U from A): Vn = U - W S, then
+// S = exp(gam_last) S + (exp(gam_last - gam) o K)^T Vn in place (KDA: the decays per key
+// channel, diag(exp(gam_last)) S).
 #pragma once
 
 #include "npu/kernels/chunk_ops.h"

@@ -168,6 +168,7 @@ struct NpuAttnStats {
   int64_t offchip_bytes = 0;      // DRAM read + written
   double stall_ms = 0;            // producers held by consumers that had not released (summed)
   double compute_util = 0;        // busy compute-core time / (compute tiles x latency)
+  int design_switches = 0;        // launches that load another design (in the latency)
   int busy_tiles = 0;             // compute tiles that did any work
   std::vector<double> tile_util;  // per compute tile (column-major, rows 2 up): busy / latency
   double macs = 0;

@@ -2,7 +2,8 @@
 // same bf16 inputs (odd sizes, causal and unmasked, both targets, both placements; the output
 // poisoned first), placement never changes the output, causal blocks are skipped in compute
 // but not in the K/V streams, sparsity-aware placement is never slower than uniform on
-// causal inputs, STEEL's pipeline layout, steel beats dato and layer, and bad calls are named.
+// causal inputs, STEEL's pipeline layout, steel beats dato and layer, the layer baseline's
+// design switches, and bad calls are named.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -125,6 +126,45 @@ TEST(NpuAttn, LayerBaselineIsCorrectAndSteelBeatsIt) {
     EXPECT_LT(4 * steel.offchip_bytes, layer.offchip_bytes) << target;  // S and P through DRAM
     EXPECT_EQ(layer.placement, "none");
   }
+}
+
+// xdna2's file with another design_switch_us, written to a temporary file.
+std::string xdna2_with_switch(const std::string& us) {
+  std::ifstream in(std::string(HANPU_DATA_DIR) + "/npu/xdna2.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string json = text.str();
+  const std::string from = "\"design_switch_us\": 110.0,";
+  EXPECT_NE(json.find(from), std::string::npos);
+  json.replace(json.find(from), from.size(), "\"design_switch_us\": " + us + ",");
+  const std::string path = testing::TempDir() + "xdna2-switch-" + us + ".json";
+  std::ofstream(path) << json;
+  return path;
+}
+
+TEST(NpuAttn, LayerBaselineLoadsADesignAtEachOfItsFourLaunches) {
+  // GEMM, scale, softmax, GEMM (STEEL's Figure 5 baseline from IRON operators): each launch
+  // loads its own design, in the latency once each; STEEL and DATO run one design.
+  Data d = make(200, 3, 21);
+  const AttnArgs a = d.args(AttnMask::kCausal);
+  const std::string none = xdna2_with_switch("0"), slow = xdna2_with_switch("1000");
+  NpuAttnStats layer0, layer1, steel0, steel1, dato;
+  ASSERT_TRUE(npu_attn_prefill(a, {.target = none, .variant = "layer"}, &layer0).ok());
+  ASSERT_TRUE(npu_attn_prefill(a, {.target = slow, .variant = "layer"}, &layer1).ok());
+  ASSERT_TRUE(npu_attn_prefill(a, {.target = none, .variant = "steel"}, &steel0).ok());
+  ASSERT_TRUE(npu_attn_prefill(a, {.target = slow, .variant = "steel"}, &steel1).ok());
+  ASSERT_TRUE(npu_attn_prefill(a, {.target = slow, .variant = "dato"}, &dato).ok());
+  EXPECT_EQ(layer1.design_switches, 4);
+  EXPECT_EQ(steel1.design_switches, 0);
+  EXPECT_EQ(dato.design_switches, 0);
+  EXPECT_NEAR(layer1.latency_ms - layer0.latency_ms, 4 * 1.0, 1e-9);
+  EXPECT_EQ(steel1.latency_ms, steel0.latency_ms);
+  EXPECT_GT(layer1.energy_mj, layer0.energy_mj);  // the array idles through the switches
+  // DRAM tiles (64 x 64 bf16) a head: Q K^T reads two a product and writes S; the scale
+  // reads and writes S; the softmax reads S twice and writes P; P V reads two a product and
+  // writes O a query block.
+  const int64_t nb = (200 + 63) / 64, tile = 64 * 64 * 2;
+  EXPECT_EQ(layer0.offchip_bytes, 3 * (10 * nb * nb + nb) * tile);
 }
 
 TEST(NpuAttn, SteelRunsThePapersPipelineLayout) {

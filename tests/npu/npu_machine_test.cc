@@ -125,14 +125,14 @@ TEST(SpatialMachine, MalformedFilesAreRefusedByField) {
   ASSERT_TRUE(load_spatial_machine("xdna2", &ok).ok());
   const std::string base =
       R"({"name": "t", "kind": "spatial", "columns": 2, "compute_rows": 4, "clock_ghz": 1,
-    "launch_overhead_us": 0,
+    "launch_overhead_us": 0, "design_switch_us": 0,
     "compute_tile": {"local_bytes": 65536, "bf16_macs_per_cycle": 128, "vector_bytes_per_cycle": 64,
                      "exp_per_cycle": 4, "exp_lookup_table": true, "dma_in": 2, "dma_out": 2},
     "mem_tile": {"bytes": 524288, "dma_in": 6, "dma_out": 6}, "shim_tile": {"dma_in": 2, "dma_out": 2},
     "stream_bytes_per_cycle": 4, "fifo_depth": 2, "dram_gbps": 60, "dma_latency_cycles": {"dram": 0, "stream": 0},
     "energy_pj": {"dram_byte": 1, "memtile_byte": 1, "local_byte": 1, "stream_byte": 1, "bf16_mac": 1,
                   "vector_byte": 1, "static_w": 0},
-    "sources": {"columns": "s", "compute_rows": "s", "clock_ghz": "s", "compute_tile": "s", "mem_tile": "s",
+    "sources": {"columns": "s", "compute_rows": "s", "clock_ghz": "s", "design_switch_us": "s", "compute_tile": "s", "mem_tile": "s",
                 "shim_tile": "s", "stream_bytes_per_cycle": "s", "fifo_depth": "s", "dram_gbps": "s",
                 "energy_pj": "s"}})";
   SpatialMachine m;

@@ -97,6 +97,7 @@ int run_sim_attn(const SimOptions& o) {
                                       {"offchip_bytes", st.offchip_bytes},
                                       {"stall_ms", st.stall_ms},
                                       {"compute_util", st.compute_util},
+                                      {"design_switches", st.design_switches},
                                       {"energy_mj", st.energy_mj},
                                       {"macs", st.macs},
                                       {"nmse_o", err},

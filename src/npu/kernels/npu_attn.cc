@@ -95,6 +95,7 @@ Status npu_attn_prefill(const AttnArgs& a, const NpuAttnOptions& opt, NpuAttnSta
     r.offchip_bytes = st.offchip_bytes;
     r.stall_ms = st.stall_ms;
     r.compute_util = st.compute_util;
+    r.design_switches = st.design_switches;
     for (double u : st.tile_util) r.busy_tiles += u > 0 ? 1 : 0;
     r.tile_util = st.tile_util;
     r.macs = st.macs;

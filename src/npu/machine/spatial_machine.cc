@@ -44,6 +44,7 @@ Status parse_spatial_machine(const std::string& text, const std::string& src, Sp
   HANPU_RETURN_IF_ERROR(count(j, src, "compute_rows", 1, 16, &m.compute_rows));
   HANPU_RETURN_IF_ERROR(positive(j, src, "clock_ghz", &m.clock_ghz));
   HANPU_RETURN_IF_ERROR(non_negative(j, src, "launch_overhead_us", &m.launch_overhead_us));
+  HANPU_RETURN_IF_ERROR(non_negative(j, src, "design_switch_us", &m.design_switch_us));
   const nlohmann::json *ct = nullptr, *mt = nullptr, *st = nullptr, *lat = nullptr, *e = nullptr;
   HANPU_RETURN_IF_ERROR(object(j, src, "compute_tile", &ct));
   const std::string cw = src + ": compute_tile";
@@ -84,8 +85,8 @@ Status parse_spatial_machine(const std::string& text, const std::string& src, Sp
   HANPU_RETURN_IF_ERROR(non_negative(*e, ew, "static_w", &m.energy.static_w));
   HANPU_RETURN_IF_ERROR(fields::sources(
       j, src,
-      {"columns", "compute_rows", "clock_ghz", "compute_tile", "mem_tile", "shim_tile",
-       "stream_bytes_per_cycle", "fifo_depth", "dram_gbps", "energy_pj"},
+      {"columns", "compute_rows", "clock_ghz", "design_switch_us", "compute_tile", "mem_tile",
+       "shim_tile", "stream_bytes_per_cycle", "fifo_depth", "dram_gbps", "energy_pj"},
       &m.sources));
   *out = std::move(m);
   return Status::Ok();

@@ -25,6 +25,9 @@ struct SpatialMachine {
   int columns = 1, compute_rows = 1;
   double clock_ghz = 1.0;
   double launch_overhead_us = 0;
+  // Loading another design onto the array (a kernel compiled for other tiles' programs,
+  // switches and DMAs): paid at a launch whose design differs from the one before it.
+  double design_switch_us = 0;
   // Compute tile.
   int64_t local_bytes = 0;
   double bf16_macs_per_cycle = 0, vector_bytes_per_cycle = 0, exp_per_cycle = 0;

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -24,11 +26,13 @@ SpatialSim::SpatialSim(const SpatialMachine& m) : m_(m), rows_(m.compute_rows + 
   queues_ = m_.compute_tiles();
 }
 
-void SpatialSim::launch() {
+void SpatialSim::launch(const std::string& design) {
   if (!events_.empty() || epoch_ > 0) {
     ++epoch_;
     epoch_overhead_.push_back(m_.launch_overhead_us * 1e3 * m_.clock_ghz);
   }
+  designs_.resize(static_cast<size_t>(epoch_) + 1);
+  designs_.back() = design;
   std::fill(held_.begin(), held_.end(), 0);
   std::fill(dma_in_.begin(), dma_in_.end(), 0);
   std::fill(dma_out_.begin(), dma_out_.end(), 0);
@@ -232,7 +236,22 @@ Status SpatialSim::finish(SpatialStats* out) {
       events_[puts_[i].first].deps.push_back(f.releases[c][k - f.depth]);
     }
   }
-  const Replay r = replay(events_, queues_, epoch_overhead_, m_.dram_gbps / m_.clock_ghz);
+  // Design switches: at each launch whose design differs from the one before it (the last
+  // launch precedes the first). The first launch's switch delays everything alike.
+  const double switch_cycles = m_.design_switch_us * 1e3 * m_.clock_ghz;
+  std::vector<double> overhead = epoch_overhead_;
+  double first_switch = 0;
+  for (size_t e = 0; designs_.size() > 1 && e < designs_.size(); ++e) {
+    const std::string& before = designs_[e == 0 ? designs_.size() - 1 : e - 1];
+    if (designs_[e] == before) continue;
+    ++s.design_switches;
+    if (e == 0) {
+      first_switch = switch_cycles;
+    } else {
+      overhead[e - 1] += switch_cycles;
+    }
+  }
+  const Replay r = replay(events_, queues_, overhead, m_.dram_gbps / m_.clock_ghz);
   for (size_t i = 0; i < r.finish.size(); ++i) {
     if (r.finish[i] < 0) {
       return Status::Error(
@@ -242,7 +261,8 @@ Status SpatialSim::finish(SpatialStats* out) {
     }
   }
   s.events = static_cast<int64_t>(events_.size());
-  s.latency_cycles = std::max(r.latency_cycles, m_.launch_overhead_us * 1e3 * m_.clock_ghz);
+  s.latency_cycles =
+      first_switch + std::max(r.latency_cycles, m_.launch_overhead_us * 1e3 * m_.clock_ghz);
   s.latency_ms = s.latency_cycles / (m_.clock_ghz * 1e6);
   s.offchip_bytes = offchip_;
   s.stream_bytes = stream_;

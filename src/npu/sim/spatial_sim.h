@@ -34,6 +34,7 @@ struct SpatialStats {
   double stall_cycles = 0;    // producers waiting on consumers to release (summed)
   double stall_ms = 0;
   double compute_util = 0;        // busy compute-core time / (compute tiles x latency)
+  int design_switches = 0;        // launches that load another design (see launch())
   std::vector<double> tile_util;  // per compute tile, column-major (col * rows + row - 2)
   double macs = 0;
   double energy_mj = 0;
@@ -47,8 +48,12 @@ class SpatialSim {
 
   // Starts a new kernel launch: it begins when everything before it is done plus the
   // target's launch overhead, with the array's memory and DMA channels free again (its
-  // FIFOs are configured anew; FIFOs of earlier launches are not used after it).
-  void launch();
+  // FIFOs are configured anew; FIFOs of earlier launches are not used after it). `design`
+  // names the compiled design the launch runs: a launch whose design differs from the one
+  // before it also pays the target's design switch. The program is timed as one iteration
+  // of a loop, as a benchmark repeats it after warm-up runs, so the first launch's
+  // predecessor is the last launch; a program of one design never switches.
+  void launch(const std::string& design = "");
 
   // Reserves `bytes` of a compute tile's local memory or a mem tile's SRAM for `what`;
   // an error names the tile and what is already held when it does not fit.
@@ -110,6 +115,7 @@ class SpatialSim {
   std::vector<Event> events_;
   int epoch_ = 0;
   std::vector<double> epoch_overhead_;
+  std::vector<std::string> designs_;  // per epoch
   std::vector<std::pair<int64_t, std::vector<int64_t>>>
       puts_;                                 // send event, its `after` (stall time)
   std::vector<std::pair<int, int>> put_of_;  // per put: (fifo, object index)

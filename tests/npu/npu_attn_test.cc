@@ -128,18 +128,22 @@ TEST(NpuAttn, LayerBaselineIsCorrectAndSteelBeatsIt) {
   }
 }
 
-// xdna2's file with another design_switch_us, written to a temporary file.
-std::string xdna2_with_switch(const std::string& us) {
+// xdna2's file with `from` replaced by `to`, written to a temporary file `name`.
+std::string xdna2_with(const std::string& from, const std::string& to, const std::string& name) {
   std::ifstream in(std::string(HANPU_DATA_DIR) + "/npu/xdna2.json");
   std::stringstream text;
   text << in.rdbuf();
   std::string json = text.str();
-  const std::string from = "\"design_switch_us\": 110.0,";
-  EXPECT_NE(json.find(from), std::string::npos);
-  json.replace(json.find(from), from.size(), "\"design_switch_us\": " + us + ",");
-  const std::string path = testing::TempDir() + "xdna2-switch-" + us + ".json";
+  EXPECT_NE(json.find(from), std::string::npos) << from;
+  if (json.find(from) != std::string::npos) json.replace(json.find(from), from.size(), to);
+  const std::string path = testing::TempDir() + name;
   std::ofstream(path) << json;
   return path;
+}
+
+std::string xdna2_with_switch(const std::string& us) {
+  return xdna2_with("\"design_switch_us\": 110.0,", "\"design_switch_us\": " + us + ",",
+                    "xdna2-switch-" + us + ".json");
 }
 
 TEST(NpuAttn, LayerBaselineLoadsADesignAtEachOfItsFourLaunches) {
@@ -181,16 +185,9 @@ TEST(NpuAttn, ADesignNeedingMorePortsThanTheArrayHasIsRefused) {
   // xdna2 with three channels each way per mem tile: STEEL's Q/O groups shrink to 2
   // pipelines and fill five mem tiles, one of which V's broadcast also needs. The design is
   // refused, naming the tile that ran out, and nothing is run or written.
-  std::ifstream in(std::string(HANPU_DATA_DIR) + "/npu/xdna2.json");
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string json = text.str();
-  const std::string from = "\"mem_tile\": {\"bytes\": 524288, \"dma_in\": 6, \"dma_out\": 6}";
-  ASSERT_NE(json.find(from), std::string::npos);
-  json.replace(json.find(from), from.size(),
-               "\"mem_tile\": {\"bytes\": 524288, \"dma_in\": 3, \"dma_out\": 3}");
-  const std::string path = testing::TempDir() + "xdna2-few-ports.json";
-  std::ofstream(path) << json;
+  const std::string path = xdna2_with(
+      "\"mem_tile\": {\"bytes\": 524288, \"dma_in\": 6, \"dma_out\": 6}",
+      "\"mem_tile\": {\"bytes\": 524288, \"dma_in\": 3, \"dma_out\": 3}", "xdna2-few-ports.json");
   Data d = make(128, 1, 3);
   const Status st = npu_attn_prefill(d.args(AttnMask::kCausal), {.target = path}, nullptr);
   ASSERT_FALSE(st.ok());

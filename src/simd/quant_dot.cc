@@ -24,7 +24,7 @@ void size_acts(int64_t rows, int in, ActsKinds kinds, QuantActs* a) {
     const size_t decode_units = rows == 1 ? a->units : 0;
     a->q256_nibbles.resize(decode_units * kQuantUnit);
     a->bsum32.resize(decode_units * 8);
-    a->shift16.resize(decode_units * kQuantGroups);
+    a->shift_lane.resize(decode_units * 64);
   }
   if (kinds != ActsKinds::kPerUnit) {
     a->q.assign(static_cast<size_t>(rows) * padded, 0);  // a partial last unit's rest stays 0
@@ -35,7 +35,8 @@ void size_acts(int64_t rows, int in, ActsKinds kinds, QuantActs* a) {
 
 namespace {
 
-// Unit u's q256_nibbles, bsum32 and shift16 (quant_dot.h) from its q256 values and group sums.
+// Unit u's q256_nibbles, bsum32 and shift_lane (quant_dot.h) from its q256 values and group
+// sums.
 void fill_decode_forms(const int8_t* q, const int32_t* sums, int u, QuantActs* a) {
   int8_t* nibbles = a->q256_nibbles.data() + u * kQuantUnit;
   for (int k = 0; k < 4; ++k) {
@@ -46,10 +47,8 @@ void fill_decode_forms(const int8_t* q, const int32_t* sums, int u, QuantActs* a
   for (int s = 0; s < 8; ++s) {
     a->bsum32[u * 8 + s] = static_cast<int16_t>(sums[2 * s] + sums[2 * s + 1]);
   }
-  for (int g = 0; g < kQuantGroups; ++g) {
-    // |sum| <= 16 * 127, so -16 sum fits a 16-bit word.
-    const uint32_t word = static_cast<uint16_t>(static_cast<int16_t>(-16 * sums[g]));
-    a->shift16[u * kQuantGroups + g] = static_cast<int32_t>(word | word << 16);
+  for (int m = 0; m < 64; ++m) {
+    a->shift_lane[u * 64 + m] = -32 * (q[4 * m] + q[4 * m + 1] + q[4 * m + 2] + q[4 * m + 3]);
   }
 }
 

@@ -47,11 +47,12 @@ struct QuantActs {
   // 0-31 and 64-95 in its low halves and 32-63 and 96-127 in its high ones, so q256_nibbles
   // lays each unit's values out in that order (vector k: values 128 (k / 2) + 32 (k % 2) +
   // 0..31, then the same + 64), and the codes multiply it without a shuffle. bsum32: the sum
-  // over each 32 values of q256. shift16: per group of 16, -16 times its sum in both words of
-  // a dword, so one vpdpwssd against the group's scale in both words adds Q6_K's offset of 32.
+  // over each 32 values of q256. shift_lane: per 4 values (a vpdpbusd lane), -32 times their
+  // sum, where Q6_K's vpdpbusd start, so that each lane sums (code - 32) q: its offset of 32
+  // at no instruction a row.
   std::vector<int8_t> q256_nibbles;  // [units * 256]
   std::vector<int16_t> bsum32;       // [units * 8]
-  std::vector<int32_t> shift16;      // [units * 16]
+  std::vector<int32_t> shift_lane;   // [units * 64]
   const int8_t* q_row(int64_t r) const { return q.data() + r * units * kQuantUnit; }
   const int8_t* q256_row(int64_t r) const { return q256.data() + r * units * kQuantUnit; }
   const float* d256_row(int64_t r) const { return d256.data() + r * units; }

@@ -171,16 +171,18 @@ HANPU_VNNI_TARGET bool row_pairs_times_one(const uint8_t* const* rows, int n, co
 // Q4_K and Q6_K, a decode step's bulk, take the fewest instructions a unit: Q4_K's codes come
 // from two 64-byte loads against activations in the nibbles' order (QuantActs::q256_nibbles),
 // two vectors of vpdpbusd sums are packed to 16-bit words (vpackssdw) so one vpdpwssd applies
-// the scales of four sub-blocks, and Q6_K's offset of 32 is one more vpdpwssd
-// (QuantActs::shift16); Q6_K's two high bits join the low four by one vpternlogd. Q5_K keeps
+// the scales of four sub-blocks, and Q6_K's offset of 32 costs no instruction a row: its
+// vpdpbusd lanes start at -32 times their activations' sum (QuantActs::shift_lane, made once
+// a token); Q6_K's two high bits join the low four by one vpternlogd. Q5_K keeps
 // the older form (a 32-byte broadcast and a shift per 64 codes, a vpdpwssd per vector). A
 // decode step streams its weights from DRAM, but a kernel that only just keeps up with the
 // memory leaves it idle whenever the memory is fast (docs/performance.md).
 // Bounds: a vpdpbusd lane sums 4 products of a code (Q4_K <= 15, Q5_K <= 31, Q6_K <= 63) and
 // |q| <= 127: <= 32004, so it packs to a word exactly and is its own low 16 bits for vpdpwssd.
 // Q4_K and Q5_K: times a scale <= 63, over a unit's vectors, < 2^24 in an i32 lane: exact, and
-// exact in f32. Q6_K (|sc| <= 128, two packed words a lane, and the offset term 32 |sc| 2032
-// twice): < 2^25, exact in i32 and rounded once (relative 2^-24) converting to f32.
+// exact in f32. Q6_K's lanes sum 4 products (code - 32) q, |code - 32| <= 32: <= 16256, a word
+// exactly; times |sc| <= 128, two packed words a lane and two vpdpwssd: < 2^24, exact in i32
+// and in f32.
 struct UnitActsConsts {
   __m512i q5k_pick[4];
   __m512i q4k_pick[2];  // Q4_K's scale words for the packed pairs (0, 1) and (2, 3)
@@ -190,7 +192,6 @@ struct UnitActsConsts {
   __m512i q4k_x4_low_src, q4k_x4_top_src, q4k_x4_low_keep, q4k_x4_low_high, q4k_x4_top_keep;
   __m512i q4k_x4_halves, q4k_x4_dmin, q4k_x4_mins, q4k_x4_lane0;
   __m512i q6k_pick[2];  // Q6_K's scale words for the packed pairs
-  __m512i q6k_dup;      // Q6_K's 16 scales, each in both words of a dword
 };
 
 HANPU_VNNI_INLINE UnitActsConsts unit_acts_consts() {
@@ -243,14 +244,12 @@ HANPU_VNNI_INLINE UnitActsConsts unit_acts_consts() {
   c.q4k_x4_halves = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
   c.q4k_x4_dmin = _mm512_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3, 5, 5, 5, 5, 7, 7, 7, 7);
   c.q4k_x4_lane0 = _mm512_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3);
-  for (int g = 0; g < 16; ++g) words[2 * g] = words[2 * g + 1] = static_cast<int16_t>(g);
-  c.q6k_dup = _mm512_load_si512(words);
   return c;
 }
 
 // One unit's activations, as the type's kernel reads them: its 256 values (q256, or
 // q256_nibbles for Q4_K) as 4 vectors, the unit's scale, and the group sums the type's
-// offsets need (Q4_K bsum32, Q5_K bsum16, Q6_K shift16).
+// offsets need (Q4_K bsum32, Q5_K bsum16, Q6_K shift_lane).
 struct UnitActs {
   __m512i q[4];
   float d;
@@ -266,7 +265,7 @@ HANPU_VNNI_INLINE UnitActs unit_acts(const QuantActs& a, int64_t r, int u) {
   x.d = a.d256_row(r)[u];
   if constexpr (T == QuantType::kQ4_K) x.sums = a.bsum32.data() + u * 8;
   if constexpr (T == QuantType::kQ5_K) x.sums = a.bsum16_row(r) + u * kQuantGroups;
-  if constexpr (T == QuantType::kQ6_K) x.sums = a.shift16.data() + u * kQuantGroups;
+  if constexpr (T == QuantType::kQ6_K) x.sums = a.shift_lane.data() + u * 64;
   return x;
 }
 
@@ -340,8 +339,11 @@ HANPU_VNNI_INLINE void unit_times_acts(const uint8_t* b, const UnitActs& x, cons
       const __m512i high = _mm512_and_si512(_mm512_srlv_epi16(qh, down2), pairs);
       const __m512i c0 = _mm512_ternarylogic_epi32(ql, _mm512_slli_epi16(high, 4), low4, kLowFromA);
       const __m512i c1 = _mm512_ternarylogic_epi32(_mm512_srli_epi16(ql, 4), high, low4, kLowFromA);
-      prod[2 * h] = _mm512_dpbusd_epi32(zero, c0, x.q[2 * h]);
-      prod[2 * h + 1] = _mm512_dpbusd_epi32(zero, c1, x.q[2 * h + 1]);
+      // Each lane starts at -32 times its activations' sum (QuantActs::shift_lane): it sums
+      // (code - 32) q, Q6_K's offset paid on the activations' side, once a token.
+      const int32_t* shift = static_cast<const int32_t*>(x.sums) + 32 * h;
+      prod[2 * h] = _mm512_dpbusd_epi32(_mm512_loadu_si512(shift), c0, x.q[2 * h]);
+      prod[2 * h + 1] = _mm512_dpbusd_epi32(_mm512_loadu_si512(shift + 16), c1, x.q[2 * h + 1]);
     }
     const __m512i scales = _mm512_castsi256_si512(
         _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192))));
@@ -349,9 +351,6 @@ HANPU_VNNI_INLINE void unit_times_acts(const uint8_t* b, const UnitActs& x, cons
                                        _mm512_permutexvar_epi16(c.q6k_pick[0], scales));
     isum = _mm512_dpwssd_epi32(isum, _mm512_packs_epi32(prod[2], prod[3]),
                                _mm512_permutexvar_epi16(c.q6k_pick[1], scales));
-    // The shift of 32: -16 bsum_g in both words against sc_g in both.
-    isum = _mm512_dpwssd_epi32(isum, _mm512_permutexvar_epi16(c.q6k_dup, scales),
-                               _mm512_loadu_si512(x.sums));
     *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(half_at(b + 208) * x.d), *acc);
   }
 }

@@ -157,7 +157,7 @@ TEST(QuantActs, UnitsHoldRoundedValuesScalesAndGroupSums) {
 }
 
 // A single row (a decode step) also gets the forms the VNNI decode kernels read: q256 in
-// Q4_K's nibble order, sums per 32 values, and Q6_K's -16 sum per group in both words.
+// Q4_K's nibble order, sums per 32 values, and Q6_K's -32 sum per vpdpbusd lane.
 TEST(QuantActs, OneRowHoldsTheDecodeKernelsForms) {
   Rng rng(7);
   const int in = 300;
@@ -181,12 +181,10 @@ TEST(QuantActs, OneRowHoldsTheDecodeKernelsForms) {
       for (int j = 32 * s; j < 32 * s + 32; ++j) sum += q[j];
       ASSERT_EQ(a.bsum32[8 * u + s], sum);
     }
-    for (int g = 0; g < 16; ++g) {
-      const int16_t want = static_cast<int16_t>(-16 * a.bsum16_row(0)[16 * u + g]);
-      int16_t words[2];
-      std::memcpy(words, &a.shift16[16 * u + g], sizeof(words));
-      ASSERT_EQ(words[0], want);
-      ASSERT_EQ(words[1], want);
+    for (int m = 0; m < 64; ++m) {  // a vpdpbusd lane: values 4m .. 4m + 3
+      ASSERT_EQ(a.shift_lane[64 * u + m],
+                -32 * (q[4 * m] + q[4 * m + 1] + q[4 * m + 2] + q[4 * m + 3]))
+          << u << " " << m;
     }
   }
   QuantActs two;

@@ -2,6 +2,7 @@
 // each function that uses AVX-512 carries the target attribute, so nothing here runs before
 // quant_vnni_usable() said yes. Every type's units are unpacked in registers, a 32-value
 // type's partial last unit too (its missing blocks scale 0).
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
@@ -359,37 +360,47 @@ HANPU_VNNI_INLINE void unit_times_acts(const uint8_t* b, const UnitActs& x, cons
 // the 12 scale bytes, 16 bytes from each unit's start) sit in one vector a row a 128-bit lane,
 // so the six-bit fields, the f16 pairs and the mins' term are decoded once for the four,
 // where one row's take as many instructions a row in 128-bit vectors; the codes as
-// unit_times_acts<kQ4_K>. acc[s]: row s's 16 lanes; acc_min: row s's mins term in lanes
-// 4s .. 4s + 3.
-HANPU_VNNI_INLINE void q4k_four_units(const uint8_t* const* b, const UnitActs& x,
-                                      const UnitActsConsts& c, __m512* acc, __m512* acc_min) {
+// unit_times_acts<kQ4_K>. The header of the next unit is decoded before this unit's codes
+// are multiplied (Q4kHeads): decoding it is a long chain of dependent shuffles, which a unit's
+// codes then waited on.
+struct Q4kHeads {
+  __m512i bytes;  // lane s: row s's scales 0-7 then mins 0-7
+  __m512 dd;      // d0 dmin0 d1 dmin1 ... (f32, not yet times the activations' scale)
+};
+
+HANPU_VNNI_INLINE Q4kHeads q4k_four_heads(const uint8_t* const* b, const UnitActsConsts& c) {
   __m512i head = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0])));
   head = _mm512_inserti32x4(head, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[1])), 1);
   head = _mm512_inserti32x4(head, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[2])), 2);
   head = _mm512_inserti32x4(head, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[3])), 3);
-  // Lane s: row s's scales 0-7 then mins 0-7 (q4k_scales_mins_bytes on each lane, whose
-  // scale bytes start at byte 4 here).
+  // q4k_scales_mins_bytes on each lane, whose scale bytes start at byte 4 here.
   const __m512i low_src = _mm512_shuffle_epi8(head, c.q4k_x4_low_src);
   const __m512i top_src = _mm512_shuffle_epi8(head, c.q4k_x4_top_src);
   const __m512i low =
       _mm512_or_si512(_mm512_and_si512(low_src, c.q4k_x4_low_keep),
                       _mm512_and_si512(_mm512_srli_epi16(low_src, 4), c.q4k_x4_low_high));
   const __m512i top = _mm512_and_si512(_mm512_srli_epi16(top_src, 2), c.q4k_x4_top_keep);
-  const __m512i bytes = _mm512_or_si512(low, top);
-  // d and dmin of the four rows (dword 0 of each lane) as f32 pairs times the unit's
-  // activation scale: d0 dmin0 d1 dmin1 ...
-  const __m512 dd = _mm512_castps256_ps512(_mm256_mul_ps(
-      _mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_permutexvar_epi32(c.q4k_x4_halves, head))),
-      _mm256_set1_ps(x.d)));
+  Q4kHeads h;
+  h.bytes = _mm512_or_si512(low, top);
+  // d and dmin of the four rows (dword 0 of each lane) as f32 pairs.
+  h.dd = _mm512_castps256_ps512(
+      _mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_permutexvar_epi32(c.q4k_x4_halves, head))));
+  return h;
+}
+
+// acc[s]: row s's 16 lanes; acc_min: row s's mins term in lanes 4s .. 4s + 3.
+HANPU_VNNI_INLINE void q4k_four_units(const uint8_t* const* b, const Q4kHeads& h, const UnitActs& x,
+                                      const UnitActsConsts& c, __m512* acc, __m512* acc_min) {
+  const __m512 dd = _mm512_mul_ps(h.dd, _mm512_set1_ps(x.d));
   const __m512i bsum = _mm512_broadcast_i32x4(_mm_loadu_si128(static_cast<const __m128i*>(x.sums)));
   *acc_min = _mm512_fmadd_ps(
-      _mm512_cvtepi32_ps(_mm512_madd_epi16(_mm512_shuffle_epi8(bytes, c.q4k_x4_mins), bsum)),
+      _mm512_cvtepi32_ps(_mm512_madd_epi16(_mm512_shuffle_epi8(h.bytes, c.q4k_x4_mins), bsum)),
       _mm512_permutexvar_ps(c.q4k_x4_dmin, dd), *acc_min);
 #pragma GCC unroll 4
   for (int s = 0; s < 4; ++s) {
     // Row s's 16 bytes in every lane, for the in-lane picks of its scale words.
-    const __m512i scales =
-        _mm512_permutexvar_epi32(_mm512_add_epi32(c.q4k_x4_lane0, _mm512_set1_epi32(4 * s)), bytes);
+    const __m512i scales = _mm512_permutexvar_epi32(
+        _mm512_add_epi32(c.q4k_x4_lane0, _mm512_set1_epi32(4 * s)), h.bytes);
     const __m512i isum = q4k_unit_isum(b[s], x, scales, c);
     acc[s] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum),
                              _mm512_permutexvar_ps(_mm512_set1_epi32(2 * s), dd), acc[s]);
@@ -421,6 +432,12 @@ HANPU_VNNI_TARGET void unit_acts_rows_times_one(const uint8_t* const* rows, int 
       acc_min[s] = _mm_setzero_ps();
     }
     __m512 acc_min4 = _mm512_setzero_ps();  // Q4_K: the four rows' mins terms, 4 lanes each
+    [[maybe_unused]] Q4kHeads next_heads;
+    if constexpr (T == QuantType::kQ4_K) {
+      const uint8_t* first[kStreams];
+      for (int s = 0; s < kStreams; ++s) first[s] = rows[o + s * per];
+      next_heads = q4k_four_heads(first, c);
+    }
     for (int u = 0; u < a.units; ++u) {
       const UnitActs x = unit_acts<T>(a, r0, u);
       const uint8_t* unit[kStreams];
@@ -430,7 +447,13 @@ HANPU_VNNI_TARGET void unit_acts_rows_times_one(const uint8_t* const* rows, int 
       }
       if constexpr (T == QuantType::kQ4_K) {
         static_assert(kStreams == 4);
-        q4k_four_units(unit, x, c, acc, &acc_min4);
+        // The next unit's headers (this row group's last unit: its own again, already read).
+        const Q4kHeads heads = next_heads;
+        const size_t ahead = static_cast<size_t>(std::min(u + 1, a.units - 1)) * kBytes;
+        const uint8_t* next[kStreams];
+        for (int s = 0; s < kStreams; ++s) next[s] = rows[o + s * per] + ahead;
+        next_heads = q4k_four_heads(next, c);
+        q4k_four_units(unit, heads, x, c, acc, &acc_min4);
       } else {
 #pragma GCC unroll 4
         for (int s = 0; s < kStreams; ++s) unit_times_acts<T>(unit[s], x, c, &acc[s], &acc_min[s]);

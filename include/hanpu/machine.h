@@ -48,8 +48,9 @@ double measure_gemm_gflops(int threads, double ms = 100);
 double measure_memory_read_gbps(int threads, size_t bytes = size_t{1} << 30, int repeats = 3);
 
 // The same probe keeping its buffer (first touched by the workers that read it) between
-// reads, to measure beside each step of a run: read_gbps() is one pass over `bytes`. The
-// buffer stays resident while the probe lives.
+// reads, to measure beside each step of a run: read_gbps() reads `bytes` once, half of it
+// each way, and returns the faster way's rate. The buffer stays resident while the probe
+// lives.
 class MemoryReadProbe {
  public:
   MemoryReadProbe(int threads, size_t bytes);

@@ -3,6 +3,7 @@
 // quant_vnni_usable() said yes. Every type's units are unpacked in registers, a 32-value
 // type's partial last unit too (its missing blocks scale 0).
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
@@ -174,7 +175,8 @@ HANPU_VNNI_TARGET bool row_pairs_times_one(const uint8_t* const* rows, int n, co
 // two vectors of vpdpbusd sums are packed to 16-bit words (vpackssdw) so one vpdpwssd applies
 // the scales of four sub-blocks, and Q6_K's offset of 32 costs no instruction a row: its
 // vpdpbusd lanes start at -32 times their activations' sum (QuantActs::shift_lane, made once
-// a token); Q6_K's two high bits join the low four by one vpternlogd. Q5_K keeps
+// a token); Q6_K's two high bits join the low four by one vpternlogd, and the decode's four
+// row streams' d are converted by one instruction. Q5_K keeps
 // the older form (a 32-byte broadcast and a shift per 64 codes, a vpdpwssd per vector). A
 // decode step streams its weights from DRAM, but a kernel that only just keeps up with the
 // memory leaves it idle whenever the memory is fast (docs/performance.md).
@@ -290,6 +292,41 @@ HANPU_VNNI_INLINE __m512i q4k_unit_isum(const uint8_t* b, const UnitActs& x, __m
                              _mm512_shuffle_epi8(scales, c.q4k_pick[1]));
 }
 
+// Q6_K's unit at b times the unit's activations, in integers: sum of (code - 32) q times sc
+// per group of 16.
+HANPU_VNNI_INLINE __m512i q6k_unit_isum(const uint8_t* b, const UnitActs& x,
+                                        const UnitActsConsts& c) {
+  const __m512i zero = _mm512_setzero_si512();
+  // Codes: the low 4 bits from ql, the high 2 at bits 4-5 merged in by vpternlogd (bits 0-3
+  // from the first operand, the rest from the second). Half h's 32 qh bytes, broadcast,
+  // give pairs 0 and 2 (bits 0-1, 4-5) masked by 0x33 in the low 256 bits and pairs 1 and 3
+  // shifted down 2 in the high, so pairs 0 and 1 sit a shift of 4 below where the codes of
+  // values 0-63 want them and pairs 2 and 3 where those of 64-127 do.
+  const __m512i low4 = _mm512_set1_epi8(0x0F), pairs = _mm512_set1_epi8(0x33);
+  const __m512i down2 = _mm512_inserti64x4(zero, _mm256_set1_epi16(2), 1);
+  constexpr int kLowFromA = 0xE4;  // (A & C) | (B & ~C), C the 0x0F mask
+  __m512i prod[4];
+  for (int h = 0; h < 2; ++h) {
+    const __m512i ql = _mm512_loadu_si512(b + 64 * h);
+    const __m512i qh = _mm512_broadcast_i64x4(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * h)));
+    const __m512i high = _mm512_and_si512(_mm512_srlv_epi16(qh, down2), pairs);
+    const __m512i c0 = _mm512_ternarylogic_epi32(ql, _mm512_slli_epi16(high, 4), low4, kLowFromA);
+    const __m512i c1 = _mm512_ternarylogic_epi32(_mm512_srli_epi16(ql, 4), high, low4, kLowFromA);
+    // Each lane starts at -32 times its activations' sum (QuantActs::shift_lane): it sums
+    // (code - 32) q, Q6_K's offset paid on the activations' side, once a token.
+    const int32_t* shift = static_cast<const int32_t*>(x.sums) + 32 * h;
+    prod[2 * h] = _mm512_dpbusd_epi32(_mm512_loadu_si512(shift), c0, x.q[2 * h]);
+    prod[2 * h + 1] = _mm512_dpbusd_epi32(_mm512_loadu_si512(shift + 16), c1, x.q[2 * h + 1]);
+  }
+  const __m512i scales = _mm512_castsi256_si512(
+      _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192))));
+  const __m512i isum = _mm512_dpwssd_epi32(zero, _mm512_packs_epi32(prod[0], prod[1]),
+                                           _mm512_permutexvar_epi16(c.q6k_pick[0], scales));
+  return _mm512_dpwssd_epi32(isum, _mm512_packs_epi32(prod[2], prod[3]),
+                             _mm512_permutexvar_epi16(c.q6k_pick[1], scales));
+}
+
 // One unit of a row of type T (at b) times the unit's activations: d da sum(code q) into acc
 // (16 lanes), and for Q4_K and Q5_K the mins' term dmin da sum(m bsum) into acc_min (4 lanes).
 template <QuantType T>
@@ -323,35 +360,8 @@ HANPU_VNNI_INLINE void unit_times_acts(const uint8_t* b, const UnitActs& x, cons
     const __m128i mins = _mm_cvtepu8_epi16(_mm_srli_si128(bytes, 8));
     *acc_min = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_madd_epi16(mins, sub)),
                             _mm_set1_ps(half_at(b + 2) * x.d), *acc_min);
-  } else {  // Q6_K: code - 32 times sc per group of 16
-    // Codes: the low 4 bits from ql, the high 2 at bits 4-5 merged in by vpternlogd (bits 0-3
-    // from the first operand, the rest from the second). Half h's 32 qh bytes, broadcast,
-    // give pairs 0 and 2 (bits 0-1, 4-5) masked by 0x33 in the low 256 bits and pairs 1 and 3
-    // shifted down 2 in the high, so pairs 0 and 1 sit a shift of 4 below where the codes of
-    // values 0-63 want them and pairs 2 and 3 where those of 64-127 do.
-    const __m512i low4 = _mm512_set1_epi8(0x0F), pairs = _mm512_set1_epi8(0x33);
-    const __m512i down2 = _mm512_inserti64x4(zero, _mm256_set1_epi16(2), 1);
-    constexpr int kLowFromA = 0xE4;  // (A & C) | (B & ~C), C the 0x0F mask
-    __m512i prod[4];
-    for (int h = 0; h < 2; ++h) {
-      const __m512i ql = _mm512_loadu_si512(b + 64 * h);
-      const __m512i qh = _mm512_broadcast_i64x4(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * h)));
-      const __m512i high = _mm512_and_si512(_mm512_srlv_epi16(qh, down2), pairs);
-      const __m512i c0 = _mm512_ternarylogic_epi32(ql, _mm512_slli_epi16(high, 4), low4, kLowFromA);
-      const __m512i c1 = _mm512_ternarylogic_epi32(_mm512_srli_epi16(ql, 4), high, low4, kLowFromA);
-      // Each lane starts at -32 times its activations' sum (QuantActs::shift_lane): it sums
-      // (code - 32) q, Q6_K's offset paid on the activations' side, once a token.
-      const int32_t* shift = static_cast<const int32_t*>(x.sums) + 32 * h;
-      prod[2 * h] = _mm512_dpbusd_epi32(_mm512_loadu_si512(shift), c0, x.q[2 * h]);
-      prod[2 * h + 1] = _mm512_dpbusd_epi32(_mm512_loadu_si512(shift + 16), c1, x.q[2 * h + 1]);
-    }
-    const __m512i scales = _mm512_castsi256_si512(
-        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192))));
-    __m512i isum = _mm512_dpwssd_epi32(zero, _mm512_packs_epi32(prod[0], prod[1]),
-                                       _mm512_permutexvar_epi16(c.q6k_pick[0], scales));
-    isum = _mm512_dpwssd_epi32(isum, _mm512_packs_epi32(prod[2], prod[3]),
-                               _mm512_permutexvar_epi16(c.q6k_pick[1], scales));
+  } else {  // Q6_K
+    const __m512i isum = q6k_unit_isum(b, x, c);
     *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(half_at(b + 208) * x.d), *acc);
   }
 }
@@ -454,6 +464,23 @@ HANPU_VNNI_TARGET void unit_acts_rows_times_one(const uint8_t* const* rows, int 
         for (int s = 0; s < kStreams; ++s) next[s] = rows[o + s * per] + ahead;
         next_heads = q4k_four_heads(next, c);
         q4k_four_units(unit, heads, x, c, acc, &acc_min4);
+      } else if constexpr (T == QuantType::kQ6_K) {
+        // The four rows' d converted in one instruction, times the unit's activation scale.
+        uint64_t halves = 0;
+        for (int s = 0; s < kStreams; ++s) {
+          uint16_t h;
+          std::memcpy(&h, unit[s] + 208, sizeof(h));
+          halves |= uint64_t{h} << (16 * s);
+        }
+        const __m128 d = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<int64_t>(halves))),
+                                    _mm_set1_ps(x.d));
+        const __m512 d4 = _mm512_broadcast_f32x4(d);
+#pragma GCC unroll 4
+        for (int s = 0; s < kStreams; ++s) {
+          const __m512i isum = q6k_unit_isum(unit[s], x, c);
+          acc[s] =
+              _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_permute_ps(d4, s * 0x55), acc[s]);
+        }
       } else {
 #pragma GCC unroll 4
         for (int s = 0; s < kStreams; ++s) unit_times_acts<T>(unit[s], x, c, &acc[s], &acc_min[s]);

@@ -177,8 +177,9 @@ HANPU_VNNI_TARGET bool row_pairs_times_one(const uint8_t* const* rows, int n, co
 // vpdpbusd lanes start at -32 times their activations' sum (QuantActs::shift_lane, made once
 // a token); Q6_K's two high bits join the low four by one vpternlogd, and the decode's four
 // row streams' d are converted by one instruction. Q5_K keeps the older form (a 32-byte
-// broadcast and a shift per 64 codes, a vpdpwssd per vector). A decode step streams its weights from DRAM, but a kernel that only just keeps up with the
-// memory leaves it idle whenever the memory is fast (docs/performance.md).
+// broadcast and a shift per 64 codes, a vpdpwssd per vector). A decode step streams its
+// weights from DRAM, but a kernel that only just keeps up with the memory leaves it idle
+// whenever the memory is fast (docs/performance.md).
 // Bounds: a vpdpbusd lane sums 4 products of a code (Q4_K <= 15, Q5_K <= 31, Q6_K <= 63) and
 // |q| <= 127: <= 32004, so it packs to a word exactly and is its own low 16 bits for vpdpwssd.
 // Q4_K and Q5_K: times a scale <= 63, over a unit's vectors, < 2^24 in an i32 lane: exact, and

@@ -112,7 +112,7 @@ double MemoryReadProbe::read_gbps() {
   // The faster of the software-prefetched and the plain read (simd/fma_peak.h): which one the
   // memory favours changes with its load, and the bound is what the machine can read. Each
   // reads its own half of every slice: read second over the bytes the first had just read,
-  // the plain read found part of them still in the last-level cache, and measured 2-5%
+  // the plain read found part of them still in the last-level cache, and measured 1-5%
   // faster than the same read of bytes not read since the step before (docs/journal).
   double best = 0;
   int half = 0;

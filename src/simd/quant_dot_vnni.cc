@@ -465,21 +465,21 @@ HANPU_VNNI_TARGET void unit_acts_rows_times_one(const uint8_t* const* rows, int 
         next_heads = q4k_four_heads(next, c);
         q4k_four_units(unit, heads, x, c, acc, &acc_min4);
       } else if constexpr (T == QuantType::kQ6_K) {
-        // The four rows' d converted in one instruction, times the unit's activation scale.
+        // The four rows' d converted in one instruction, times the unit's activation scale,
+        // and broadcast to each row from memory (a load, not a shuffle).
         uint64_t halves = 0;
         for (int s = 0; s < kStreams; ++s) {
           uint16_t h;
           std::memcpy(&h, unit[s] + 208, sizeof(h));
           halves |= uint64_t{h} << (16 * s);
         }
-        const __m128 d = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<int64_t>(halves))),
-                                    _mm_set1_ps(x.d));
-        const __m512 d4 = _mm512_broadcast_f32x4(d);
+        alignas(16) float d[kStreams];
+        _mm_store_ps(d, _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<int64_t>(halves))),
+                                   _mm_set1_ps(x.d)));
 #pragma GCC unroll 4
         for (int s = 0; s < kStreams; ++s) {
           const __m512i isum = q6k_unit_isum(unit[s], x, c);
-          acc[s] =
-              _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_permute_ps(d4, s * 0x55), acc[s]);
+          acc[s] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(d[s]), acc[s]);
         }
       } else {
 #pragma GCC unroll 4

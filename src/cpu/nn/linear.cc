@@ -401,39 +401,90 @@ void fma_unit(const float* x, int64_t ldx, const float* xp, const LinearOut& o, 
   }
 }
 
-// Decode: one row, 16-bit weights widened in registers, each weight read once. A bf16 unit
-// is a group of kGemvPartStrips strips (128 columns, the streams GemvPairs reads at once)
-// rather than a whole 256-column panel: the [3584 x 1024] mlp.down has 4 panels of 1.8 MB,
-// so with panels as units the core that took the last one read alone at the end. (Measured
-// in alternation: docs/performance.md, "Design measurements"; 2-strip parts, two streams a
-// call, were slower.)
+// Decode: one row, 16-bit weights widened in registers (fp32 read as they are), each
+// weight read once. A bf16 unit is a group of kGemvPartStrips strips (128 columns, the
+// streams GemvPairs reads at once) rather than a whole 256-column panel: the [3584 x 1024]
+// mlp.down has 4 panels of 1.8 MB, so with panels as units the core that took the last one
+// read alone at the end. (Measured in alternation: docs/performance.md, "Design
+// measurements"; 2-strip parts, two streams a call, were slower.)
 constexpr int kGemvPartStrips = simd::kGemvPairStreams;
+
+// A 16-bit or fp32 projection of fewer than kGemvMinParts panels (an MoE router of 64
+// experts is one) is also cut along its inputs, into slices of its panels, so that every core
+// reads a share of it: as one unit, one core read it alone while the other waited. The
+// slices' sums are added in slice order afterwards, so the result depends neither on which
+// core took which slice nor on the pool's size.
+constexpr int kGemvMinParts = 4;
+constexpr int kGemvMinSliceInputs = 64;
+int gemv_slices(const PackedLinear& w) {
+  if (w.pairs() || w.panels() == 0) return 1;
+  return std::clamp(kGemvMinParts / w.panels(), 1, std::max(1, w.in / kGemvMinSliceInputs));
+}
 int gemv_parts(const PackedLinear& w) {
-  return w.pairs() ? (w.strips() + kGemvPartStrips - 1) / kGemvPartStrips : w.panels();
+  return w.pairs() ? (w.strips() + kGemvPartStrips - 1) / kGemvPartStrips
+                   : w.panels() * gemv_slices(w);
 }
 
-void gemv_part(const float* x, const LinearOut& o, int part) {
-  const PackedLinear& w = *o.w;
+// Part `part` of x times w: into y, or, for a sliced projection, its slice's sums into
+// partial [parts, kLinearPanel].
+void gemv_part(const float* x, const PackedLinear& w, float* y, int part, float* partial) {
   if (w.pairs()) {
     const int s0 = part * kGemvPartStrips;
     const int col0 = s0 * simd::kPairStripCols;
     simd::gemv_bf16_pairs(x, w.in, w.half.data() + w.strip_offset(s0), w.k_blocks(),
                           std::min(kGemvPartStrips, w.strips() - s0),
-                          std::min(kGemvPartStrips * simd::kPairStripCols, w.out - col0),
-                          o.y + col0);
+                          std::min(kGemvPartStrips * simd::kPairStripCols, w.out - col0), y + col0);
+    return;
+  }
+  const int slices = gemv_slices(w);
+  const int p = part / slices, slice = part % slices, cols = w.panel_cols(p);
+  const int k0 = static_cast<int>(int64_t{w.in} * slice / slices);
+  const int k1 = static_cast<int>(int64_t{w.in} * (slice + 1) / slices);
+  float* dst = slices == 1 ? y + p * kLinearPanel : partial + part * kLinearPanel;
+  const size_t at = static_cast<size_t>(k0) * cols;  // a panel is [in, cols] row-major
+  if (w.dtype == DType::kF32) {
+    simd::gemv_f32(x + k0, k1 - k0, w.panel(p) + at, cols, dst);
   } else {
-    simd::gemv_16(x, w.in, w.panel_16(part), w.dtype, w.panel_cols(part),
-                  o.y + part * kLinearPanel);
+    simd::gemv_16(x + k0, k1 - k0, w.panel_16(p) + at, w.dtype, cols, dst);
   }
 }
 
-void gemv_all(const float* x, const std::vector<LinearOut>& outs, int threads) {
-  std::vector<int> first(outs.size() + 1, 0);  // parts of outs before j
-  for (size_t j = 0; j < outs.size(); ++j) first[j + 1] = first[j] + gemv_parts(*outs[j].w);
+// Each row's x times its projection, every part of every row claimed on the pool.
+void gemv_rows(const std::vector<LinearRow>& rows, int threads) {
+  std::vector<int> first(rows.size() + 1, 0);    // parts of rows before j
+  std::vector<int> partial_at(rows.size(), -1);  // where row j's slices' sums start
+  int partial_parts = 0;
+  for (size_t j = 0; j < rows.size(); ++j) {
+    const int parts = gemv_parts(*rows[j].w);
+    first[j + 1] = first[j] + parts;
+    if (gemv_slices(*rows[j].w) > 1) {
+      partial_at[j] = partial_parts;
+      partial_parts += parts;
+    }
+  }
+  // The caller's, kept between calls; named through a reference (inside the pool's threads
+  // the thread_local would be their own).
+  thread_local AlignedFloats caller_partial;
+  AlignedFloats& partial = caller_partial;
+  partial.resize(static_cast<size_t>(partial_parts) * kLinearPanel);
   claim_each(threads, first.back(), [&](int u) {
     const size_t j = output_of(first, u);
-    gemv_part(x, outs[j], u - first[j]);
+    float* slices = partial_at[j] < 0 ? nullptr : partial.data() + partial_at[j] * kLinearPanel;
+    gemv_part(rows[j].x, *rows[j].w, rows[j].y, u - first[j], slices);
   });
+  for (size_t j = 0; j < rows.size(); ++j) {
+    if (partial_at[j] < 0) continue;
+    const PackedLinear& w = *rows[j].w;
+    const int slices = gemv_slices(w);
+    for (int p = 0; p < w.panels(); ++p) {
+      const float* sums = partial.data() + (partial_at[j] + p * slices) * kLinearPanel;
+      float* y = rows[j].y + p * kLinearPanel;
+      std::copy_n(sums, w.panel_cols(p), y);
+      for (int s = 1; s < slices; ++s) {
+        for (int c = 0; c < w.panel_cols(p); ++c) y[c] += sums[s * kLinearPanel + c];
+      }
+    }
+  }
 }
 
 // A prefill's bf16 projections: AMX tiles where usable, else the AVX512-BF16 dot kernel,
@@ -445,7 +496,7 @@ void gemv_all(const float* x, const std::vector<LinearOut>& outs, int threads) {
 enum class Path { kGemv, kAmx, kDot, kFma };
 
 Path path_of(const PackedLinear& w, int64_t T, ProjectionKernel ceiling) {
-  if (w.dtype != DType::kF32 && T == 1) return Path::kGemv;
+  if (T == 1) return Path::kGemv;
   if (w.pairs() && linear_uses_amx(ceiling)) return Path::kAmx;
   if (w.pairs() && linear_uses_dot(ceiling)) return Path::kDot;
   return Path::kFma;
@@ -480,8 +531,11 @@ void linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<Linea
     return;
   }
   switch (path) {
-    case Path::kGemv:
-      return gemv_all(x, outs, threads);
+    case Path::kGemv: {
+      std::vector<LinearRow> rows;
+      for (const LinearOut& o : outs) rows.push_back({x, o.w, o.y});
+      return gemv_rows(rows, threads);
+    }
     case Path::kAmx: {
       const uint16_t* xb = x_as_tiles(x, ldx, T, outs[0].w->in, threads);
       return for_each_unit(
@@ -593,12 +647,7 @@ void linear_each(const std::vector<LinearRow>& rows, int threads, ProjectionKern
     for (const LinearRow& r : rows) linear(r.x, r.w->in, 1, *r.w, r.y, r.w->out, threads, ceiling);
     return;
   }
-  std::vector<int> first(rows.size() + 1, 0);  // parts of rows before j
-  for (size_t j = 0; j < rows.size(); ++j) first[j + 1] = first[j] + gemv_parts(*rows[j].w);
-  claim_each(threads, first.back(), [&](int u) {
-    const size_t j = output_of(first, u);
-    gemv_part(rows[j].x, LinearOut{rows[j].w, rows[j].y, rows[j].w->out}, u - first[j]);
-  });
+  gemv_rows(rows, threads);
 }
 
 void linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w, float* y, int64_t ldy,

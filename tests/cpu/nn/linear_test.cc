@@ -27,9 +27,10 @@ class LinearDtype : public ::testing::TestWithParam<DType> {};
 TEST_P(LinearDtype, MatchesDoubleOnOddShapes) {
   // Against the product of the weights as stored (rounded to the dtype): only the fp32
   // accumulation differs, so the bound is tight for 16-bit weights too; T = 1 takes the
-  // 16-bit GEMV path, T > 1 the AMX tiles, the dot kernel or (bf16) the pairs kernel and the
-  // widened blocks: {300, 40, 2100} has nine panels, so one 300-row unit each: OpenBLAS's size for
-  // f32 / f16.
+  // GEMV path ({1, 1283, 64} and {1, 301, 300}: panels cut into slices of their inputs, the
+  // slices' sums added afterwards), T > 1 the AMX tiles, the dot kernel or (bf16) the pairs kernel
+  // and the widened blocks: {300, 40, 2100} has nine panels, so one 300-row unit each: OpenBLAS's
+  // size for f32 / f16.
   const DType dtype = GetParam();
   Rng rng(11);
   struct Shape {
@@ -45,6 +46,8 @@ TEST_P(LinearDtype, MatchesDoubleOnOddShapes) {
                         {1000, 70, 40},
                         {40, 96, 1300},
                         {1, 130, 4100},
+                        {1, 1283, 64},
+                        {1, 301, 300},
                         {300, 40, 2100}}) {
     std::vector<float> w(static_cast<size_t>(s.out) * s.in);
     for (float& x : w) x = static_cast<float>(rng.normal());
@@ -255,8 +258,9 @@ std::vector<PackedLinear> random_projections(const std::vector<std::pair<int, in
 
 TEST(Linear, EachRowThroughItsOwnProjectionEqualsOneCallEach) {
   // Per-head and per-expert products of a decode step in one job: bit for bit what one call
-  // each gives, for every dtype (the 16-bit ones share a job, fp32 falls back), inputs and
-  // sizes differing between the products, one of them empty.
+  // each gives, for every dtype, inputs and
+  // sizes differing between the products, one of them empty (every dtype shares one job; the
+  // 16-bit and fp32 panels narrower than four panels are cut into slices of their inputs).
   Rng rng(5);
   for (DType dt : kAllDTypes) {
     const auto ws = random_projections({{70, 300}, {16, 48}, {48, 16}, {70, 0}, {33, 129}}, rng,

@@ -12,7 +12,7 @@ void parallel_rows(int threads, int64_t rows, int64_t row_cost,
                    const std::function<void(int64_t, int64_t)>& fn) {
   if (rows <= 0) return;
   constexpr int64_t kMinPooledWork = int64_t{1} << 16;
-  constexpr int64_t kMaxGrainWork = int64_t{1} << 19;  // see min_grain below
+  constexpr int64_t kMaxGrainWork = int64_t{1} << 17;  // see min_grain below
   if (threads == 1 || rows == 1 || rows * std::max<int64_t>(row_cost, 1) < kMinPooledWork) {
     fn(0, rows);
     return;
@@ -27,8 +27,11 @@ void parallel_rows(int threads, int64_t rows, int64_t row_cost,
   // guided down to 1 / (32 workers), the decode's 1024-row projections read their weights at
   // 42-49 GB/s, with the fixed shares at 51-55, and with the tail's claims no smaller than
   // 1 / (8 workers) at 56-57 in three rounds of four (docs/journal, 2026-12-06). The smallest
-  // claim is also held to about kMaxGrainWork operations: an LM head's 1 / (8 workers) is
-  // megabytes, and its last claim left the other core idle for a sizeable part of the call.
+  // claim is also held to about kMaxGrainWork operations (a hundred 1280-wide rows): a large
+  // projection's 1 / (8 workers) (an LM head's is megabytes, five experts' gate/up a few
+  // hundred KB) left the other core idle at the end; the cap took a Kimi decode's summed
+  // wait for the last core from 0.54-0.65 to 0.34-0.44 ms a step (docs/journal, 2026-12-06,
+  // "Seventh session").
   const int64_t workers = static_cast<int64_t>(pool.size());
   const int64_t min_grain = std::max<int64_t>(
       1, std::min(rows / (8 * workers), kMaxGrainWork / std::max<int64_t>(row_cost, 1)));

@@ -1,5 +1,5 @@
-// SiLU products, the causal short convolution and the KDA forget gate (see activation_ops.h), per
-// Highway target.
+// SiLU and sigmoid products, the causal short convolution and the KDA forget gate (see
+// activation_ops.h), per Highway target.
 #include "simd/activation_ops.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -41,6 +41,18 @@ void SiluMul(const float* gate, const float* up, float* out, size_t n) {
     const auto m = hn::FirstN(d, n - i);
     const VF g = hn::MaskedLoad(m, d, gate + i), u = hn::MaskedLoad(m, d, up + i);
     hn::BlendedStore(hn::Mul(Silu(d, g), u), m, d, out + i);
+  }
+}
+
+void SigmoidMul(const float* gate, const float* up, float* out, size_t n) {
+  const DF d;
+  const size_t NL = hn::Lanes(d);
+  for (size_t i = 0; i < n; i += NL) {
+    const auto m = hn::FirstN(d, n - i);
+    const VF g = hn::MaskedLoad(m, d, gate + i), u = hn::MaskedLoad(m, d, up + i);
+    // A NaN gate gives NaN, as 1 / (1 + exp(-x)) does (the vector exp does not pass it on).
+    const VF s = hn::IfThenElse(hn::IsNaN(g), g, Sigmoid(d, g));
+    hn::BlendedStore(hn::Mul(s, u), m, d, out + i);
   }
 }
 
@@ -97,11 +109,15 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace hanpu::simd {
 HWY_EXPORT(SiluMul);
+HWY_EXPORT(SigmoidMul);
 HWY_EXPORT(CausalConvSilu);
 HWY_EXPORT(KdaGate);
 
 void silu_mul(const float* gate, const float* up, float* out, size_t n) {
   HWY_DYNAMIC_DISPATCH(SiluMul)(gate, up, out, n);
+}
+void sigmoid_mul(const float* gate, const float* up, float* out, size_t n) {
+  HWY_DYNAMIC_DISPATCH(SigmoidMul)(gate, up, out, n);
 }
 void causal_conv_silu(const float* in, ptrdiff_t ld_in, const float* w, int C, int kc, int64_t T,
                       int c0, int c1, float* out, ptrdiff_t ld_out) {

@@ -9,6 +9,8 @@ namespace hanpu::simd {
 
 // out[i] = silu(gate[i]) * up[i]  (SwiGLU; out may alias gate or up)
 void silu_mul(const float* gate, const float* up, float* out, size_t n);
+// out[i] = sigmoid(gate[i]) * up[i]  (an output gate; out may alias gate or up)
+void sigmoid_mul(const float* gate, const float* up, float* out, size_t n);
 
 // Depthwise causal convolution then SiLU for channels [c0, c1) of T rows:
 //   out[t * ld_out + (c - c0)] = silu(sum_j w[j][c] * in[t + j][c]),  j < kc

@@ -72,6 +72,26 @@ float SumSquares(const float* x, size_t n) {
   return hn::GetLane(hn::SumOfLanes(d, acc));
 }
 
+double SumSquaresF64(const float* x, size_t n) {
+  size_t i = 0;
+  double sum = 0;
+#if HWY_HAVE_FLOAT64
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> dh;  // as many floats as dd has doubles
+  const size_t N = hn::Lanes(dd);
+  auto acc0 = hn::Zero(dd), acc1 = hn::Zero(dd);
+  for (; i + 2 * N <= n; i += 2 * N) {
+    const auto a = hn::PromoteTo(dd, hn::LoadU(dh, x + i));
+    const auto b = hn::PromoteTo(dd, hn::LoadU(dh, x + i + N));
+    acc0 = hn::MulAdd(a, a, acc0);
+    acc1 = hn::MulAdd(b, b, acc1);
+  }
+  sum = hn::GetLane(hn::SumOfLanes(dd, hn::Add(acc0, acc1)));
+#endif
+  for (; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  return sum;
+}
+
 void BetaResidualRows(float* y, ptrdiff_t ldy, const float* v, ptrdiff_t ldv, const float* ks,
                       ptrdiff_t ldks, const float* e, const float* b, int rows, int n) {
   const DF d;
@@ -410,6 +430,7 @@ HWY_EXPORT(ScaleCopy);
 HWY_EXPORT(Mul);
 HWY_EXPORT(Axpy);
 HWY_EXPORT(SumSquares);
+HWY_EXPORT(SumSquaresF64);
 HWY_EXPORT(BetaResidualRows);
 HWY_EXPORT(ScaleRows);
 HWY_EXPORT(GateLower);
@@ -437,6 +458,9 @@ void mul(float* y, const float* x, const float* a, size_t n) {
 }
 void axpy(float* y, const float* x, float a, size_t n) { HWY_DYNAMIC_DISPATCH(Axpy)(y, x, a, n); }
 float sum_squares(const float* x, size_t n) { return HWY_DYNAMIC_DISPATCH(SumSquares)(x, n); }
+double sum_squares_f64(const float* x, size_t n) {
+  return HWY_DYNAMIC_DISPATCH(SumSquaresF64)(x, n);
+}
 void beta_residual_rows(float* y, ptrdiff_t ldy, const float* v, ptrdiff_t ldv, const float* ks,
                         ptrdiff_t ldks, const float* e, const float* b, int rows, int n) {
   HWY_DYNAMIC_DISPATCH(BetaResidualRows)(y, ldy, v, ldv, ks, ldks, e, b, rows, n);

@@ -18,6 +18,9 @@ void mul(float* y, const float* x, const float* a, size_t n);
 void axpy(float* y, const float* x, float a, size_t n);
 // sum x[i]^2
 float sum_squares(const float* x, size_t n);
+// The same summed in double (an RMS norm's: fp32 sums of 4096 squares drift by ~1e-6), in
+// several vector accumulators, not one dependent chain of scalar adds.
+double sum_squares_f64(const float* x, size_t n);
 // KDA's per-channel decay factors as running products of a = exp(g) in (0, 1] (rows of
 // K floats, leading dim K for a and out). Each walks one SIMD slice of the channels at a time
 // over all rows, so the running factor stays in a register.

@@ -1,4 +1,4 @@
-// SiLU products, the causal short convolution and the KDA forget gate against
+// SiLU and sigmoid products, the causal short convolution and the KDA forget gate against
 // double-precision loops, over odd sizes, channel ranges and inputs far out in both
 // directions, with poisoned outputs.
 #include <gtest/gtest.h>
@@ -47,6 +47,31 @@ TEST(ActivationOps, SiluMulHoldsFarOutInBothDirections) {
   const float nan_gate = NAN, one = 1.0f;
   float nan_out = 0;
   silu_mul(&nan_gate, &one, &nan_out, 1);
+  EXPECT_TRUE(std::isnan(nan_out));
+}
+
+// sigmoid(gate) * up against double, over odd sizes and gates far out in both directions
+// (the vector exp is undefined past 104, so the sigmoid must not take exp of a large
+// argument), with a poisoned element past n; NaN stays NaN.
+TEST(ActivationOps, SigmoidMulMatchesDouble) {
+  Rng rng(5);
+  const auto sigmoid = [](double x) { return 1.0 / (1.0 + std::exp(-x)); };
+  for (size_t n : {1u, 7u, 16u, 33u, 1000u}) {
+    std::vector<float> g(n), u(n), out(n + 1, NAN);
+    for (size_t i = 0; i < n; ++i) {
+      g[i] = static_cast<float>(i % 5 == 2 ? rng.uniform(-400, 400) : rng.uniform(-30, 30));
+      u[i] = static_cast<float>(rng.normal());
+    }
+    sigmoid_mul(g.data(), u.data(), out.data(), n);
+    for (size_t i = 0; i < n; ++i) {
+      const double want = sigmoid(g[i]) * u[i];
+      ASSERT_NEAR(out[i], want, 1e-6 * (1 + std::abs(want))) << "n=" << n << " gate " << g[i];
+    }
+    EXPECT_TRUE(std::isnan(out[n])) << "wrote past n";
+  }
+  const float nan_gate = NAN, one = 1.0f;
+  float nan_out = 0;
+  sigmoid_mul(&nan_gate, &one, &nan_out, 1);
   EXPECT_TRUE(std::isnan(nan_out));
 }
 

@@ -13,6 +13,33 @@
 namespace hanpu {
 namespace {
 
+// The double-precision sum of squares against a float64 loop on every target, over odd sizes
+// (the vector body and the scalar tail), a wide range of magnitudes, and NaN and infinity
+// passed on.
+TEST(VecOps, SumSquaresInDoubleMatchesFloat64OnEveryTarget) {
+  Rng rng(9);
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (size_t n : {0u, 1u, 3u, 8u, 17u, 128u, 1280u, 4099u}) {
+      std::vector<float> x(n);
+      for (float& v : x) v = static_cast<float>(rng.normal() * std::exp(rng.uniform(-20, 20)));
+      double want = 0;
+      for (float v : x) want += static_cast<double>(v) * v;
+      EXPECT_NEAR(simd::sum_squares_f64(x.data(), n), want, 1e-13 * want)
+          << hwy::TargetName(target) << " n=" << n;
+    }
+    for (float bad : {NAN, INFINITY}) {
+      std::vector<float> x(37, 1.0f);
+      x[30] = bad;  // in the vector body
+      EXPECT_FALSE(std::isfinite(simd::sum_squares_f64(x.data(), x.size())));
+      x[30] = 1.0f;
+      x[36] = bad;  // in the tail
+      EXPECT_FALSE(std::isfinite(simd::sum_squares_f64(x.data(), x.size())));
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
 TEST(VecOps, ExpAndGatesMatchScalar) {
   Rng rng(3);
   for (size_t n : {1u, 5u, 16u, 33u, 128u}) {

@@ -11,6 +11,10 @@ namespace hanpu::cpu {
 void exp_inplace(float* x, size_t n);
 // out[i] = silu(gate[i]) * up[i] (SwiGLU); out may alias either input.
 void silu_mul(const float* gate, const float* up, float* out, size_t n);
+// out[i] = sigmoid(gate[i]) * up[i]; out may alias either input.
+void sigmoid_mul(const float* gate, const float* up, float* out, size_t n);
+// sum x[i]^2, summed in double (an RMS norm's).
+double sum_squares_f64(const float* x, size_t n);
 // Index of the first largest x[i], NaNs passed over (0 when n is 0 or every x is NaN): a
 // greedy pick over a vocabulary, on the one core between two decode steps.
 size_t argmax(const float* x, size_t n);

@@ -34,26 +34,32 @@ HWY_INLINE VF Silu(DF d, VF x) {
                             hn::Div(x, hn::Add(hn::Set(d, 1.0f), e)));
 }
 
-void SiluMul(const float* gate, const float* up, float* out, size_t n) {
+// out[i] = act(gate[i]) * up[i] over n values, the tail masked.
+template <class Act>
+HWY_INLINE void GateTimesUp(const float* gate, const float* up, float* out, size_t n, Act act) {
   const DF d;
   const size_t NL = hn::Lanes(d);
   for (size_t i = 0; i < n; i += NL) {
     const auto m = hn::FirstN(d, n - i);
     const VF g = hn::MaskedLoad(m, d, gate + i), u = hn::MaskedLoad(m, d, up + i);
-    hn::BlendedStore(hn::Mul(Silu(d, g), u), m, d, out + i);
+    hn::BlendedStore(hn::Mul(act(d, g), u), m, d, out + i);
   }
 }
 
+struct SiluOf {
+  VF operator()(DF d, VF g) const { return Silu(d, g); }
+};
+// A NaN gate gives NaN, as 1 / (1 + exp(-x)) does (the vector exp does not pass it on).
+struct SigmoidOf {
+  VF operator()(DF d, VF g) const { return hn::IfThenElse(hn::IsNaN(g), g, Sigmoid(d, g)); }
+};
+
+void SiluMul(const float* gate, const float* up, float* out, size_t n) {
+  GateTimesUp(gate, up, out, n, SiluOf());
+}
+
 void SigmoidMul(const float* gate, const float* up, float* out, size_t n) {
-  const DF d;
-  const size_t NL = hn::Lanes(d);
-  for (size_t i = 0; i < n; i += NL) {
-    const auto m = hn::FirstN(d, n - i);
-    const VF g = hn::MaskedLoad(m, d, gate + i), u = hn::MaskedLoad(m, d, up + i);
-    // A NaN gate gives NaN, as 1 / (1 + exp(-x)) does (the vector exp does not pass it on).
-    const VF s = hn::IfThenElse(hn::IsNaN(g), g, Sigmoid(d, g));
-    hn::BlendedStore(hn::Mul(s, u), m, d, out + i);
-  }
+  GateTimesUp(gate, up, out, n, SigmoidOf());
 }
 
 void CausalConvSilu(const float* in, ptrdiff_t ld_in, const float* w, int C, int kc, int64_t T,

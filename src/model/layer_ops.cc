@@ -13,8 +13,10 @@ namespace hanpu::model {
 namespace {
 
 float inv_rms(const float* x, int n, float eps) {
-  // Summed in double: fp32 reductions of 4096 squares drift by ~1e-6. In vectors: one
-  // scalar chain of dependent adds was most of a decode step's norm time.
+  // Summed in double: fp32 reductions of 4096 squares drift by ~1e-6. In vectors rather than
+  // one chain of dependent scalar adds a row: a prefill norms every row of its chunk
+  // (docs/journal, 2026-12-06, seventh session; a decode step's norm is bound by its
+  // vectors' cache misses instead).
   const double ss = cpu::sum_squares_f64(x, static_cast<size_t>(n));
   return 1.0f / std::sqrt(static_cast<float>(ss / n) + eps);
 }

@@ -258,9 +258,9 @@ std::vector<PackedLinear> random_projections(const std::vector<std::pair<int, in
 
 TEST(Linear, EachRowThroughItsOwnProjectionEqualsOneCallEach) {
   // Per-head and per-expert products of a decode step in one job: bit for bit what one call
-  // each gives, for every dtype, inputs and
-  // sizes differing between the products, one of them empty (every dtype shares one job; the
-  // 16-bit and fp32 panels narrower than four panels are cut into slices of their inputs).
+  // each gives, for every dtype (all share one job; projections of fewer than four 16-bit or
+  // fp32 panels are cut into slices of their inputs), inputs and sizes differing between the
+  // products, one of them empty.
   Rng rng(5);
   for (DType dt : kAllDTypes) {
     const auto ws = random_projections({{70, 300}, {16, 48}, {48, 16}, {70, 0}, {33, 129}}, rng,

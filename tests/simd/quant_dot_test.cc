@@ -18,6 +18,7 @@
 #include "hanpu/dtype.h"
 #include "simd/quant_acts.h"
 #include "simd/quant_dot.h"
+#include "simd/quant_q4k_rows16.h"
 #include "simd/vec_ops.h"
 #include "quant_test_rows.h"
 
@@ -328,6 +329,42 @@ TEST(QuantGemm, EveryKernelMatchesFloat64WithinTheDerivedBound) {
         }
       }
     }
+  }
+}
+
+// Q4_K rows repacked 16 to a group (quant_q4k_rows16.h) against float64 within the same
+// derived bound as the kernels above, over 1-5 units, 16 rows of random blocks, a poisoned
+// output past the 16th; a NaN activation row gives NaN in every output.
+TEST(QuantGemm, Q4kGroupOfSixteenRowsMatchesFloat64) {
+  if (!q4k_group_usable()) GTEST_SKIP() << "no AVX512-VNNI";
+  Rng rng(23);
+  for (int units = 1; units <= 5; ++units) {
+    const int in = units * kQuantUnit;
+    const size_t row_bytes = static_cast<size_t>(units) * 144;
+    const auto w = random_rows(QuantType::kQ4_K, kQ4kGroupRows, in, rng);
+    std::vector<const uint8_t*> rows(kQ4kGroupRows);
+    for (int r = 0; r < kQ4kGroupRows; ++r) rows[r] = w.data() + r * row_bytes;
+    std::vector<uint8_t> group(units * kQ4kGroupUnitBytes);
+    q4k_group_rows(rows.data(), in, group.data());
+    std::vector<float> x(in);
+    for (float& v : x) v = static_cast<float>(rng.normal());
+    QuantActs a;
+    quantize_acts(x.data(), in, 1, in, nullptr, &a, ActsKinds::kPerUnit);
+    std::vector<float> y(kQ4kGroupRows + 1, std::numeric_limits<float>::quiet_NaN());
+    q4k_group_times_one(group.data(), units, a, 0, y.data());
+    std::vector<float> wd(in);
+    for (int r = 0; r < kQ4kGroupRows; ++r) {
+      dequantize_blocks(QuantType::kQ4_K, rows[r], units, wd.data());
+      const RefDot dot = ref_dot(QuantType::kQ4_K, rows[r], in, wd, a, 0, true);
+      const double bound = (std::ceil(in / 16.0) + 8) * std::ldexp(dot.mag, -23);
+      ASSERT_TRUE(std::isfinite(y[r]));
+      ASSERT_NEAR(y[r], dot.ref, bound) << "units " << units << " row " << r;
+    }
+    EXPECT_TRUE(std::isnan(y[kQ4kGroupRows])) << "wrote past the group";
+    x[in / 3] = std::numeric_limits<float>::quiet_NaN();
+    quantize_acts(x.data(), in, 1, in, nullptr, &a, ActsKinds::kPerUnit);
+    q4k_group_times_one(group.data(), units, a, 0, y.data());
+    for (int r = 0; r < kQ4kGroupRows; ++r) EXPECT_TRUE(std::isnan(y[r])) << "row " << r;
   }
 }
 

@@ -21,6 +21,9 @@ constexpr EnvVarInfo kVars[] = {
     {EnvVar::kAttnProducts, "HANPU_ATTN_PRODUCTS",
      "f32: the attention prefill's products in fp32 where a run says auto (default: bf16 on a "
      "bf16 KV cache where the CPU has the dot instruction)"},
+    {EnvVar::kRepack, "HANPU_REPACK",
+     "0: decode Q4_K projections from the checkpoint's blocks, not from a copy repacked 16 rows "
+     "to a group (the copy costs about the Q4_K tensors' size in memory)"},
 };
 
 }  // namespace

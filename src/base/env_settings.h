@@ -7,7 +7,7 @@
 
 namespace hanpu {
 
-enum class EnvVar { kThreads, kPin, kSpinUs, kBalance, kProjection, kAttnProducts };
+enum class EnvVar { kThreads, kPin, kSpinUs, kBalance, kProjection, kAttnProducts, kRepack };
 
 struct EnvVarInfo {
   EnvVar var;

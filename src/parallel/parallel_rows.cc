@@ -49,4 +49,11 @@ void parallel_rows(int threads, int64_t rows, int64_t row_cost,
   });
 }
 
+void parallel_rows_aligned(int threads, int64_t rows, int64_t align, int64_t row_cost,
+                           const std::function<void(int64_t, int64_t)>& fn) {
+  if (align <= 1) return parallel_rows(threads, rows, row_cost, fn);
+  parallel_rows(threads, (rows + align - 1) / align, row_cost * align,
+                [&](int64_t u0, int64_t u1) { fn(u0 * align, std::min(rows, u1 * align)); });
+}
+
 }  // namespace hanpu

@@ -16,5 +16,9 @@ namespace hanpu {
 // threads: as ThreadPool::shared (0: the default pool).
 void parallel_rows(int threads, int64_t rows, int64_t row_cost,
                    const std::function<void(int64_t, int64_t)>& fn);
+// The same with every range but the last starting and ending at a multiple of `align` rows
+// (a kernel that multiplies rows in groups then splits none between cores).
+void parallel_rows_aligned(int threads, int64_t rows, int64_t align, int64_t row_cost,
+                           const std::function<void(int64_t, int64_t)>& fn);
 
 }  // namespace hanpu

@@ -11,7 +11,7 @@ namespace hanpu::simd {
 
 namespace {
 
-constexpr int kCodesBytes = 32 * 64, kScalesBytes = 8 * 16;
+constexpr int kCodesBytes = 32 * 64, kFieldBytes = 4 * kQ4kGroupRows;
 constexpr int kBlockBytes = 144;  // Q4_K: d, dmin (f16), 12 bytes of scales, 128 of codes
 
 }  // namespace
@@ -20,25 +20,32 @@ void q4k_group_rows(const uint8_t* const* rows, int in, uint8_t* dst) {
   const int units = in / kQuantUnit;
   for (int u = 0; u < units; ++u) {
     uint8_t* out = dst + static_cast<size_t>(u) * kQ4kGroupUnitBytes;
-    uint8_t* sc = out + kCodesBytes;
-    uint8_t* mn = sc + kScalesBytes;
-    uint8_t* d = mn + kScalesBytes;
+    uint8_t* scale_low = out + kCodesBytes;
+    uint8_t* min_low = scale_low + kFieldBytes;
+    uint8_t* high = min_low + kFieldBytes;
+    uint8_t* d = high + kFieldBytes;
     uint8_t* dmin = d + 2 * kQ4kGroupRows;
     for (int r = 0; r < kQ4kGroupRows; ++r) {
       const uint8_t* b = rows[r] + static_cast<size_t>(u) * kBlockBytes;
       std::memcpy(d + 2 * r, b, 2);
       std::memcpy(dmin + 2 * r, b + 2, 2);
+      uint32_t sl = 0, ml = 0, hi = 0;
       for (int s = 0; s < 8; ++s) {
         int scale = 0, min = 0;
         quant_fields::q4k_scale_min(b + 4, s, &scale, &min);
-        sc[s * kQ4kGroupRows + r] = static_cast<uint8_t>(scale);
-        mn[s * kQ4kGroupRows + r] = static_cast<uint8_t>(min);
+        sl |= static_cast<uint32_t>(scale & 15) << (4 * s);
+        ml |= static_cast<uint32_t>(min & 15) << (4 * s);
+        hi |= static_cast<uint32_t>(scale >> 4) << (2 * s) | static_cast<uint32_t>(min >> 4)
+                                                                 << (16 + 2 * s);
       }
-      // Vector j = 8 p + g: bytes 4g .. 4g + 3 of the row's 32 code bytes of sub-blocks 2p
+      std::memcpy(scale_low + 4 * r, &sl, 4);
+      std::memcpy(min_low + 4 * r, &ml, 4);
+      std::memcpy(high + 4 * r, &hi, 4);
+      // Vector j = 4 g + p: bytes 4g .. 4g + 3 of the row's 32 code bytes of sub-blocks 2p
       // (low nibbles) and 2p + 1 (high nibbles).
       const uint8_t* codes = b + 16;
       for (int j = 0; j < 32; ++j) {
-        const int p = j / 8, g = j % 8;
+        const int g = j / 4, p = j % 4;
         std::memcpy(out + j * 64 + 4 * r, codes + 32 * p + 4 * g, 4);
       }
     }
@@ -47,54 +54,80 @@ void q4k_group_rows(const uint8_t* const* rows, int in, uint8_t* dst) {
 
 #if HANPU_HAVE_VNNI
 
+typedef int32_t __attribute__((may_alias)) AliasedInt32;
+
+// v shifted left by n bits, right by -n where n < 0 (n a constant where inlined).
+HANPU_VNNI_INLINE __m512i shift_left(__m512i v, int n) {
+  return n >= 0 ? _mm512_slli_epi32(v, n) : _mm512_srli_epi32(v, -n);
+}
+
 bool q4k_group_usable() { return quant_vnni_usable(); }
 
 HANPU_VNNI_TARGET void q4k_group_times_one(const uint8_t* group, int units, const QuantActs& a,
-                                           int64_t r0, float* y) {
-  const int8_t* q = a.q256_row(r0);
-  const float* d256 = a.d256_row(r0);
-  const int16_t* bsum16 = a.bsum16_row(r0);
-  const __m512i low4 = _mm512_set1_epi8(0x0F);
+                                           float* y) {
+  const int8_t* q = a.q256_row(0);
+  const float* d256 = a.d256_row(0);
+  const int16_t* bsum32 = a.bsum32.data();
+  const __m512i low4 = _mm512_set1_epi8(0x0F), top2 = _mm512_set1_epi32(0x30);
+  const __m512i low4_lane = _mm512_set1_epi32(0x0F);
   __m512 total = _mm512_setzero_ps();
   for (int u = 0; u < units; ++u) {
     const uint8_t* w = group + static_cast<size_t>(u) * kQ4kGroupUnitBytes;
-    const int8_t* qu = q + u * kQuantUnit;
+    // The unit's activations 4 at a time, each broadcast from memory into its vpdpbusd.
+    const AliasedInt32* q32 = reinterpret_cast<const AliasedInt32*>(q + u * kQuantUnit);
     __m512i acc[8];
     for (int s = 0; s < 8; ++s) acc[s] = _mm512_setzero_si512();
+      // Vectors in address order, sub-block pairs innermost: eight accumulator chains in
+      // flight, not two (the same order over vectors 512 bytes apart, a unit's code vectors in
+      // sub-block order, was faster in L2 but 20-30% slower from DRAM). The high
+      // nibbles stay in place (16 times the code), so odd sub-blocks sum 16 times their
+      // products at one instruction less a vector; the even ones' scales are taken 16 times to
+      // match, and the unit's sum is scaled by 1/16 (exactly) with d.
 #pragma GCC unroll 32
     for (int j = 0; j < 32; ++j) {
-      const int p = j / 8, g = j % 8;
+      const int g = j / 4, p = j % 4;
       const __m512i v = _mm512_loadu_si512(w + j * 64);
-      const __m512i lo = _mm512_and_si512(v, low4);
-      const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
-      int32_t a_lo, a_hi;
-      std::memcpy(&a_lo, qu + 64 * p + 4 * g, 4);
-      std::memcpy(&a_hi, qu + 64 * p + 32 + 4 * g, 4);
-      acc[2 * p] = _mm512_dpbusd_epi32(acc[2 * p], lo, _mm512_set1_epi32(a_lo));
-      acc[2 * p + 1] = _mm512_dpbusd_epi32(acc[2 * p + 1], hi, _mm512_set1_epi32(a_hi));
+      acc[2 * p] = _mm512_dpbusd_epi32(acc[2 * p], _mm512_and_si512(v, low4),
+                                       _mm512_set1_epi32(q32[16 * p + g]));
+      acc[2 * p + 1] = _mm512_dpbusd_epi32(acc[2 * p + 1], _mm512_andnot_si512(low4, v),
+                                           _mm512_set1_epi32(q32[16 * p + 8 + g]));
     }
     // Each sub-block's sum times its scale, and its activations' sum times its min, in
-    // integers (at most 8 x 61K x 63 and 8 x 4064 x 63: no overflow), scaled once a unit.
-    const uint8_t* sc = w + kCodesBytes;
-    const uint8_t* mn = sc + kScalesBytes;
+    // integers, scaled once a unit: at most 8 x 16 x 61K x 63 and 8 x 4064 x 63, no overflow.
+    // Sub-block s's six-bit fields: bits 4s .. 4s + 3 of the low words, and bits 2s, 2s + 1
+    // (scales) and 16 + 2s, 17 + 2s (mins) of the high word, each moved into place by one
+    // shift (s is a constant once the loop is unrolled).
+    const __m512i scale_low = _mm512_loadu_si512(w + kCodesBytes);
+    const __m512i min_low = _mm512_loadu_si512(w + kCodesBytes + kFieldBytes);
+    const __m512i high = _mm512_loadu_si512(w + kCodesBytes + 2 * kFieldBytes);
+    const __m512i high_min = _mm512_srli_epi32(high, 16);
+    constexpr int kLowOrTop = 0xEA;  // (A & B) | C
     __m512i isc = _mm512_setzero_si512(), imn = _mm512_setzero_si512();
-    const int16_t* bs = bsum16 + u * kQuantGroups;
+    const int16_t* bs = bsum32 + u * 8;
+#pragma GCC unroll 8
     for (int s = 0; s < 8; ++s) {
-      const __m512i scale =
-          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + 16 * s)));
-      const __m512i min =
-          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mn + 16 * s)));
+      // The scale at bits 0-5 (odd s) or 4-9 (even s: 16 times it).
+      const int at = s % 2 == 0 ? 4 : 0;
+      const __m512i scale_top =
+          _mm512_and_si512(shift_left(high, 4 + at - 2 * s), _mm512_set1_epi32(0x30 << at));
+      const __m512i scale = _mm512_ternarylogic_epi32(
+          shift_left(scale_low, at - 4 * s), _mm512_set1_epi32(0x0F << at), scale_top, kLowOrTop);
+      const __m512i min_top = _mm512_and_si512(shift_left(high_min, 4 - 2 * s), top2);
+      const __m512i min = _mm512_ternarylogic_epi32(_mm512_srli_epi32(min_low, 4 * s), low4_lane,
+                                                    min_top, kLowOrTop);
       isc = _mm512_add_epi32(isc, _mm512_mullo_epi32(acc[s], scale));
-      imn = _mm512_add_epi32(imn,
-                             _mm512_mullo_epi32(min, _mm512_set1_epi32(bs[2 * s] + bs[2 * s + 1])));
+      // min < 64 in a lane's low word, its high word 0: one vpdpwssd adds min times the
+      // sub-block's activation sum (|sum| <= 32 x 127, a word).
+      imn = _mm512_dpwssd_epi32(imn, min, _mm512_set1_epi16(bs[s]));
     }
-    const uint8_t* dd = mn + kScalesBytes;
+    const uint8_t* dd = w + kCodesBytes + 3 * kFieldBytes;
     const __m512 da = _mm512_set1_ps(d256[u]);
     const __m512 d = _mm512_mul_ps(
         _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dd))), da);
     const __m512 dmin = _mm512_mul_ps(
         _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dd + 32))), da);
-    total = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(isc), total);
+    total = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(1.0f / 16)), _mm512_cvtepi32_ps(isc),
+                            total);
     total = _mm512_fnmadd_ps(dmin, _mm512_cvtepi32_ps(imn), total);
   }
   _mm512_storeu_ps(y, total);
@@ -103,7 +136,7 @@ HANPU_VNNI_TARGET void q4k_group_times_one(const uint8_t* group, int units, cons
 #else
 
 bool q4k_group_usable() { return false; }
-void q4k_group_times_one(const uint8_t*, int, const QuantActs&, int64_t, float*) {}
+void q4k_group_times_one(const uint8_t*, int, const QuantActs&, float*) {}
 
 #endif
 

@@ -19,7 +19,7 @@ TEST(EnvSettings, EveryVariableIsNamedOnceWithAMeaning) {
     EXPECT_GT(std::string(v.meaning).size(), 10u) << v.name;
     EXPECT_STREQ(env_var_info(v.var).name, v.name);
   }
-  EXPECT_EQ(names.size(), 6u);
+  EXPECT_EQ(names.size(), 7u);
 }
 
 TEST(EnvSettings, IntegersAreReadWithinTheirRangeOnly) {

@@ -1,6 +1,7 @@
 // parallel_rows (parallel/parallel_rows.h): every row handed out exactly once, in ranges that
 // do not overlap, whatever the row count against the workers, and the ranges shrinking
-// towards the end (a fixed share each, then guided dealing).
+// towards the end (a fixed share each, then guided dealing); the aligned form's ranges on
+// multiples of its alignment.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -48,6 +49,22 @@ TEST(ParallelRows, RangesShrinkTowardsTheEnd) {
   const int64_t first = ranges.front().second - ranges.front().first;
   const int64_t last = ranges.back().second - ranges.back().first;
   EXPECT_GE(first, 4 * last) << "first range " << first << " rows, last " << last;
+}
+
+TEST(ParallelRows, AlignedRangesStartAtMultiplesAndCoverEveryRowOnce) {
+  for (int threads : {1, 2, 3}) {
+    for (int64_t rows : {1, 15, 16, 17, 1000, 8224, 100003}) {
+      std::vector<std::atomic<int>> seen(static_cast<size_t>(rows));
+      parallel_rows_aligned(threads, rows, 16, int64_t{1} << 12, [&](int64_t r0, int64_t r1) {
+        ASSERT_LT(r0, r1);
+        ASSERT_EQ(r0 % 16, 0) << r0;
+        ASSERT_TRUE(r1 % 16 == 0 || r1 == rows) << r1 << " of " << rows;
+        for (int64_t r = r0; r < r1; ++r) seen[r].fetch_add(1);
+      });
+      for (int64_t r = 0; r < rows; ++r)
+        ASSERT_EQ(seen[r].load(), 1) << "row " << r << " of " << rows << ", " << threads;
+    }
+  }
 }
 
 }  // namespace

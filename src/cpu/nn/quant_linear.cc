@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "base/aligned_vector.h"
+#include "base/env_settings.h"
 #include "base/quant_quantize.h"
 #include "base/rng.h"
 #include "hanpu/dtype.h"
@@ -14,6 +15,7 @@
 #include "simd/pairs_pack.h"
 #include "simd/quant_dot.h"
 #include "simd/quant_panel.h"
+#include "simd/quant_q4k_rows16.h"
 #include "simd/vec_ops.h"
 
 namespace hanpu::cpu {
@@ -35,6 +37,7 @@ PackedLinear quant_linear_from_rows(QuantType t, const uint8_t* data, int in,
     }
     w.qbase = copy->data();
     w.qowner = std::move(copy);
+    attach_q4k_groups(&w);
     return w;
   }
   bool consecutive = true;
@@ -48,7 +51,32 @@ PackedLinear quant_linear_from_rows(QuantType t, const uint8_t* data, int in,
       w.qrows[o] = data + static_cast<size_t>(rows[o]) * w.qrow_bytes;
   }
   w.qowner = std::move(owner);
+  attach_q4k_groups(&w);
   return w;
+}
+
+void attach_q4k_groups(PackedLinear* w) {
+  constexpr int kRows = simd::kQ4kGroupRows;
+  const int groups = (w->out + kRows - 1) / kRows;
+  if (w->quant != QuantType::kQ4_K || groups == 0 || !simd::q4k_group_usable() ||
+      env_switched_off(EnvVar::kRepack))
+    return;
+  const int in = w->in;
+  const size_t group_bytes = static_cast<size_t>(in / simd::kQuantUnit) * simd::kQ4kGroupUnitBytes;
+  auto copy = std::make_shared<std::vector<uint8_t, CacheAlignedAllocator<uint8_t>>>(
+      static_cast<size_t>(groups) * group_bytes);
+  parallel_rows(0, groups, int64_t{kRows} * in, [&](int64_t g0, int64_t g1) {
+    const uint8_t* rows[kRows];
+    for (int64_t g = g0; g < g1; ++g) {
+      // The last group's missing rows repeat its last row (their products are not kept).
+      for (int r = 0; r < kRows; ++r)
+        rows[r] = w->qrow(std::min(static_cast<int>(g) * kRows + r, w->out - 1));
+      simd::q4k_group_rows(rows, in, copy->data() + g * group_bytes);
+    }
+  });
+  w->qgroups.resize(static_cast<size_t>(groups));
+  for (int g = 0; g < groups; ++g) w->qgroups[g] = copy->data() + g * group_bytes;
+  w->qgroups_owner = std::move(copy);
 }
 
 std::optional<PackedLinear> quantized_rows(QuantType t, const float* w, int in,
@@ -95,6 +123,19 @@ PackedLinear quant_linear_concat(const PackedLinear& a, const PackedLinear& b) {
             a.qowner, b.qowner);
     w.qowner = std::shared_ptr<const void>(both, both.get());
   }
+  w.qgroups.clear();
+  w.qgroups_owner.reset();
+  if (!a.qgroups.empty() && !b.qgroups.empty() && a.out % simd::kQ4kGroupRows == 0) {
+    // a's last group is whole: b's groups follow a's where they lie.
+    w.qgroups = a.qgroups;
+    w.qgroups.insert(w.qgroups.end(), b.qgroups.begin(), b.qgroups.end());
+    auto both =
+        std::make_shared<std::pair<std::shared_ptr<const void>, std::shared_ptr<const void>>>(
+            a.qgroups_owner, b.qgroups_owner);
+    w.qgroups_owner = std::shared_ptr<const void>(both, both.get());
+  } else {
+    attach_q4k_groups(&w);
+  }
   return w;
 }
 
@@ -117,6 +158,7 @@ PackedLinear random_quant_linear(QuantType t, int in, int out, uint64_t seed, fl
   }
   w.qbase = blocks->data();
   w.qowner = std::move(blocks);
+  attach_q4k_groups(&w);
   return w;
 }
 
@@ -237,6 +279,70 @@ void quant_linear(const float* x, int64_t ldx, int64_t T, const PackedLinear& w,
   quant_linear_many(x, ldx, T, {{&w, y, ldy}}, threads);
 }
 
+namespace {
+
+// Rows [lo, hi) of w times rows [0, T) of a into y (the projection's output column 0, leading
+// dim ldy): a decode's rows on the repacked groups where w has them, else from the blocks.
+void multiply_rows(const PackedLinear& w, int64_t lo, int64_t hi, const simd::QuantActs& a,
+                   int64_t T, float* y, int64_t ldy, simd::QuantKernel kernel) {
+  constexpr int64_t kRows = simd::kQ4kGroupRows;
+  if (T == 1 && !w.qgroups.empty()) {
+    // Every row of w on the group kernel (a lane a row: a row's product does not depend on
+    // the rows beside it); a group the range holds in part goes through a buffer.
+    const int units = w.in / simd::kQuantUnit;
+    for (int64_t g = lo / kRows; g * kRows < hi; ++g) {
+      const uint8_t* group = w.qgroups[g];
+      const int64_t r0 = std::max(lo, g * kRows), r1 = std::min(hi, (g + 1) * kRows);
+      if (r1 - r0 == kRows) {
+        simd::q4k_group_times_one(group, units, a, y + r0);
+      } else {
+        float part[kRows];
+        simd::q4k_group_times_one(group, units, a, part);
+        std::copy(part + (r0 - g * kRows), part + (r1 - g * kRows), y + r0);
+      }
+    }
+    return;
+  }
+  const int n = static_cast<int>(hi - lo);
+  if (!w.qrows.empty()) {
+    simd::quant_gemm(*w.quant, w.qrows.data() + lo, n, a, 0, T, y + lo, ldy, kernel);
+    return;
+  }
+  // Evenly spaced rows: their pointers made for the range (in the worker's own buffer), one
+  // kernel call as for picked rows; calls of 256 rows each cost decode 2% (the kernel's
+  // prefetch restarts at each call).
+  thread_local std::vector<const uint8_t*> ptrs;
+  ptrs.resize(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) ptrs[r] = w.qrow(static_cast<int>(lo) + r);
+  simd::quant_gemm(*w.quant, ptrs.data(), n, a, 0, T, y + lo, ldy, kernel);
+}
+
+// Where the projections' rows start in a call's one range: a decode's projections with
+// repacked groups each start on a multiple of 16 and the range is dealt in runs of 16, so no
+// group is split between cores (or run twice).
+struct RowRange {
+  std::vector<int64_t> first;  // projection i's rows: [first[i], first[i] + out_i)
+  int64_t align = 1;
+};
+RowRange row_range(int64_t T, const std::vector<const PackedLinear*>& ws) {
+  RowRange r;
+  for (const PackedLinear* w : ws) {
+    if (T == 1 && !w->qgroups.empty()) r.align = simd::kQ4kGroupRows;
+  }
+  r.first.assign(ws.size() + 1, 0);
+  for (size_t i = 0; i < ws.size(); ++i)
+    r.first[i + 1] = (r.first[i] + ws[i]->out + r.align - 1) / r.align * r.align;
+  return r;
+}
+
+// The activation form a kernel reads for w (the repacked groups' kernel reads the per-unit one).
+bool uses_unit_acts(const PackedLinear& w, int64_t T, simd::QuantKernel kernel) {
+  return (T == 1 && !w.qgroups.empty()) ||
+         simd::quant_gemm_uses_unit_acts(*w.quant, w.out, T, kernel);
+}
+
+}  // namespace
+
 void quant_linear_many(const float* x, int64_t ldx, int64_t T, const std::vector<LinearOut>& outs,
                        int threads) {
   if (T <= 0 || outs.empty()) return;
@@ -244,8 +350,10 @@ void quant_linear_many(const float* x, int64_t ldx, int64_t T, const std::vector
   const simd::QuantKernel kernel = simd::quant_kernel_default();
   // The activation forms the kernels will read (one, unless the projections' types differ).
   bool per32 = false, per_unit = false;
+  std::vector<const PackedLinear*> ws;
   for (const LinearOut& o : outs) {
-    (simd::quant_gemm_uses_unit_acts(*o.w->quant, o.w->out, T, kernel) ? per_unit : per32) = true;
+    (uses_unit_acts(*o.w, T, kernel) ? per_unit : per32) = true;
+    ws.push_back(o.w);
   }
   const simd::ActsKinds kinds = per32 && per_unit ? simd::ActsKinds::kBoth
                                 : per_unit        ? simd::ActsKinds::kPerUnit
@@ -258,30 +366,19 @@ void quant_linear_many(const float* x, int64_t ldx, int64_t T, const std::vector
   const simd::QuantActs& a = acts;
   // The projections' rows as one range on the pool: a decode step's small projections (a GDN
   // layer's b and a have 16 rows each) then cost no wait of their own.
-  std::vector<int64_t> first(outs.size() + 1, 0);
-  for (size_t i = 0; i < outs.size(); ++i) first[i + 1] = first[i] + outs[i].w->out;
-  parallel_rows(
-      threads, first.back(), static_cast<int64_t>(w0.in) * T, [&](int64_t o0, int64_t o1) {
-        for (size_t i = 0; i < outs.size(); ++i) {
-          const int64_t lo = std::max(o0, first[i]), hi = std::min(o1, first[i + 1]);
-          if (lo >= hi) continue;
-          const PackedLinear& w = *outs[i].w;
-          const int64_t at = lo - first[i];
-          if (!w.qrows.empty()) {
-            simd::quant_gemm(*w.quant, w.qrows.data() + at, static_cast<int>(hi - lo), a, 0, T,
-                             outs[i].y + at, outs[i].ldy, kernel);
-            continue;
-          }
-          // Evenly spaced rows: their pointers made for the range (in the worker's
-          // own buffer), one kernel call as for picked rows; calls of 256 rows each
-          // cost decode 2% (the kernel's prefetch restarts at each call).
-          thread_local std::vector<const uint8_t*> ptrs;
-          const int n = static_cast<int>(hi - lo);
-          ptrs.resize(static_cast<size_t>(n));
-          for (int r = 0; r < n; ++r) ptrs[r] = w.qrow(static_cast<int>(at) + r);
-          simd::quant_gemm(*w.quant, ptrs.data(), n, a, 0, T, outs[i].y + at, outs[i].ldy, kernel);
-        }
-      });
+  const RowRange range = row_range(T, ws);
+  const std::vector<int64_t>& first = range.first;
+  parallel_rows_aligned(threads, first.back(), range.align, static_cast<int64_t>(w0.in) * T,
+                        [&](int64_t o0, int64_t o1) {
+                          for (size_t i = 0; i < outs.size(); ++i) {
+                            const PackedLinear& w = *outs[i].w;
+                            const int64_t lo = std::max(o0, first[i]);
+                            const int64_t hi = std::min(o1, first[i] + w.out);
+                            if (lo >= hi) continue;
+                            multiply_rows(w, lo - first[i], hi - first[i], a, T, outs[i].y,
+                                          outs[i].ldy, kernel);
+                          }
+                        });
 }
 
 void quant_linear_each(const std::vector<LinearRow>& rows, int threads) {
@@ -290,36 +387,29 @@ void quant_linear_each(const std::vector<LinearRow>& rows, int threads) {
   // One activation set per row, kept between calls as quant_linear_many's.
   thread_local std::vector<simd::QuantActs> acts;
   if (acts.size() < rows.size()) acts.resize(rows.size());
-  std::vector<int64_t> first(rows.size() + 1, 0);
+  std::vector<const PackedLinear*> ws;
   for (size_t i = 0; i < rows.size(); ++i) {
     const PackedLinear& w = *rows[i].w;
-    const simd::ActsKinds kinds = simd::quant_gemm_uses_unit_acts(*w.quant, w.out, 1, kernel)
-                                      ? simd::ActsKinds::kPerUnit
-                                      : simd::ActsKinds::kPer32;
+    const simd::ActsKinds kinds =
+        uses_unit_acts(w, 1, kernel) ? simd::ActsKinds::kPerUnit : simd::ActsKinds::kPer32;
     simd::quantize_acts(rows[i].x, w.in, 1, w.in, w.x_order.empty() ? nullptr : w.x_order.data(),
                         &acts[i], kinds);
-    first[i + 1] = first[i] + w.out;
+    ws.push_back(&w);
   }
   // The caller's sets, by pointer: inside the pool's threads `acts` names their own.
   const simd::QuantActs* row_acts = acts.data();
-  parallel_rows(threads, first.back(), rows[0].w->in, [&](int64_t o0, int64_t o1) {
-    thread_local std::vector<const uint8_t*> ptrs;
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const int64_t lo = std::max(o0, first[i]), hi = std::min(o1, first[i + 1]);
-      if (lo >= hi) continue;
-      const PackedLinear& w = *rows[i].w;
-      const int64_t at = lo - first[i];
-      const int n = static_cast<int>(hi - lo);
-      if (!w.qrows.empty()) {
-        simd::quant_gemm(*w.quant, w.qrows.data() + at, n, row_acts[i], 0, 1, rows[i].y + at, w.out,
-                         kernel);
-        continue;
-      }
-      ptrs.resize(static_cast<size_t>(n));
-      for (int r = 0; r < n; ++r) ptrs[r] = w.qrow(static_cast<int>(at) + r);
-      simd::quant_gemm(*w.quant, ptrs.data(), n, row_acts[i], 0, 1, rows[i].y + at, w.out, kernel);
-    }
-  });
+  const RowRange range = row_range(1, ws);
+  const std::vector<int64_t>& first = range.first;
+  parallel_rows_aligned(
+      threads, first.back(), range.align, rows[0].w->in, [&](int64_t o0, int64_t o1) {
+        for (size_t i = 0; i < rows.size(); ++i) {
+          const PackedLinear& w = *rows[i].w;
+          const int64_t lo = std::max(o0, first[i]);
+          const int64_t hi = std::min(o1, first[i] + w.out);
+          if (lo >= hi) continue;
+          multiply_rows(w, lo - first[i], hi - first[i], row_acts[i], 1, rows[i].y, w.out, kernel);
+        }
+      });
 }
 
 void quant_linear_row(const PackedLinear& w, int o, float* out) {

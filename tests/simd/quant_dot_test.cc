@@ -19,6 +19,7 @@
 #include "simd/quant_acts.h"
 #include "simd/quant_dot.h"
 #include "simd/quant_q4k_rows16.h"
+#include "simd/quant_q6k_rows4.h"
 #include "simd/vec_ops.h"
 #include "quant_test_rows.h"
 
@@ -366,6 +367,45 @@ TEST(QuantGemm, Q4kGroupOfSixteenRowsMatchesFloat64) {
     quantize_acts(x.data(), in, 1, in, nullptr, &a, ActsKinds::kPerUnit);
     q4k_group_times_one(group.data(), units, a, y.data());
     for (int r = 0; r < kQ4kGroupRows; ++r) EXPECT_TRUE(std::isnan(y[r])) << "row " << r;
+  }
+}
+
+// Q6_K rows repacked four to a group: the blocks' VNNI decode kernel's products bit for bit
+// (the same unit product on the same bytes, read from one run), so within its float64 bound
+// too; the 5th output untouched, and a NaN activation gives NaN.
+TEST(QuantGemm, Q6kGroupOfFourRowsEqualsTheBlocksKernel) {
+  if (!q6k_group_usable()) GTEST_SKIP() << "no AVX512-VNNI";
+  Rng rng(29 ^ static_cast<uint64_t>(::testing::UnitTest::GetInstance()->random_seed()));
+  for (int units = 1; units <= 5; ++units) {
+    const int in = units * kQuantUnit;
+    const size_t row_bytes = static_cast<size_t>(units) * 210;
+    const auto w = random_rows(QuantType::kQ6_K, kQ6kGroupRows, in, rng);
+    std::vector<const uint8_t*> rows(kQ6kGroupRows);
+    for (int r = 0; r < kQ6kGroupRows; ++r) rows[r] = w.data() + r * row_bytes;
+    std::vector<uint8_t> group(units * kQ6kGroupUnitBytes);
+    q6k_group_rows(rows.data(), in, group.data());
+    std::vector<float> x(in);
+    for (float& v : x) v = static_cast<float>(rng.normal());
+    QuantActs a;
+    quantize_acts(x.data(), in, 1, in, nullptr, &a, ActsKinds::kPerUnit);
+    std::vector<float> y(kQ6kGroupRows + 1, std::numeric_limits<float>::quiet_NaN());
+    std::vector<float> want(kQ6kGroupRows);
+    q6k_group_times_one(group.data(), units, a, y.data());
+    quant_gemm(QuantType::kQ6_K, rows.data(), kQ6kGroupRows, a, 0, 1, want.data(), kQ6kGroupRows,
+               QuantKernel::kVnni);
+    std::vector<float> wd(in);
+    for (int r = 0; r < kQ6kGroupRows; ++r) {
+      ASSERT_TRUE(std::isfinite(y[r]));
+      EXPECT_EQ(y[r], want[r]) << "units " << units << " row " << r;
+      dequantize_blocks(QuantType::kQ6_K, rows[r], units, wd.data());
+      const RefDot dot = ref_dot(QuantType::kQ6_K, rows[r], in, wd, a, 0, true);
+      EXPECT_NEAR(y[r], dot.ref, (std::ceil(in / 16.0) + 8) * std::ldexp(dot.mag, -23));
+    }
+    EXPECT_TRUE(std::isnan(y[kQ6kGroupRows])) << "wrote past the group";
+    x[in / 3] = std::numeric_limits<float>::quiet_NaN();
+    quantize_acts(x.data(), in, 1, in, nullptr, &a, ActsKinds::kPerUnit);
+    q6k_group_times_one(group.data(), units, a, y.data());
+    for (int r = 0; r < kQ6kGroupRows; ++r) EXPECT_TRUE(std::isnan(y[r])) << "row " << r;
   }
 }
 

@@ -70,11 +70,13 @@ struct PackedLinear {
   }
   std::shared_ptr<const void> qowner;
   std::vector<int32_t> x_order;
-  // Q4_K rows also held repacked 16 to a group for the decode kernel that reads them so
-  // (simd/quant_q4k_rows16.h), where the CPU runs it (cpu/nn/quant_linear.h): group g, at
-  // qgroups[g], holds output columns 16 g .. 16 g + 15 (the last group's missing rows
-  // repeat its last). A pointer a group, so that joined projections keep their parts' groups
-  // where they lie. Empty otherwise.
+  // Q4_K and Q6_K rows also held repacked for their decode kernels, 16 and 4 rows to a
+  // group (simd/quant_q4k_rows16.h, quant_q6k_rows4.h), where the CPU runs them
+  // (cpu/nn/quant_linear.h): group g, at qgroups[g], holds output columns qgroup_rows g ..
+  // qgroup_rows (g + 1) - 1 (the last group's missing rows repeat its last). A pointer a
+  // group, so that joined projections keep their parts' groups where they lie. Empty
+  // otherwise.
+  int qgroup_rows = 0;
   std::vector<const uint8_t*> qgroups;
   std::shared_ptr<const void> qgroups_owner;
 
@@ -103,8 +105,7 @@ struct PackedLinear {
   int k_blocks() const;
   int strips() const;
   size_t strip_offset(int s) const;
-  // The weights at their stored size (a Q4_K decode from the repacked groups reads 148 bytes
-  // a row and unit where the blocks hold 144: the scales unpacked to a byte each).
+  // The weights at their stored size (a decode from the repacked groups reads as many bytes).
   int64_t bytes() const {
     return static_cast<int64_t>(data.size() * sizeof(float) + half.size() * sizeof(uint16_t) +
                                 (quant ? static_cast<size_t>(out) : 0) * qrow_bytes);

@@ -16,6 +16,7 @@
 #include "simd/quant_dot.h"
 #include "simd/quant_panel.h"
 #include "simd/quant_q4k_rows16.h"
+#include "simd/quant_q6k_rows4.h"
 #include "simd/vec_ops.h"
 
 namespace hanpu::cpu {
@@ -37,7 +38,7 @@ PackedLinear quant_linear_from_rows(QuantType t, const uint8_t* data, int in,
     }
     w.qbase = copy->data();
     w.qowner = std::move(copy);
-    attach_q4k_groups(&w);
+    attach_decode_groups(&w);
     return w;
   }
   bool consecutive = true;
@@ -51,29 +52,48 @@ PackedLinear quant_linear_from_rows(QuantType t, const uint8_t* data, int in,
       w.qrows[o] = data + static_cast<size_t>(rows[o]) * w.qrow_bytes;
   }
   w.qowner = std::move(owner);
-  attach_q4k_groups(&w);
+  attach_decode_groups(&w);
   return w;
 }
 
-void attach_q4k_groups(PackedLinear* w) {
-  constexpr int kRows = simd::kQ4kGroupRows;
-  const int groups = (w->out + kRows - 1) / kRows;
-  if (w->quant != QuantType::kQ4_K || groups == 0 || !simd::q4k_group_usable() ||
-      env_switched_off(EnvVar::kRepack))
-    return;
+namespace {
+
+// The decode copies there are: a type's rows a group, its bytes a group and unit, its repack.
+struct GroupKind {
+  int rows = 0;
+  size_t unit_bytes = 0;
+  void (*repack)(const uint8_t* const*, int, uint8_t*) = nullptr;
+};
+
+std::optional<GroupKind> group_kind(QuantType t) {
+  if (t == QuantType::kQ4_K && simd::q4k_group_usable())
+    return GroupKind{simd::kQ4kGroupRows, simd::kQ4kGroupUnitBytes, simd::q4k_group_rows};
+  if (t == QuantType::kQ6_K && simd::q6k_group_usable())
+    return GroupKind{simd::kQ6kGroupRows, simd::kQ6kGroupUnitBytes, simd::q6k_group_rows};
+  return std::nullopt;
+}
+
+}  // namespace
+
+void attach_decode_groups(PackedLinear* w) {
+  const std::optional<GroupKind> kind = w->quant ? group_kind(*w->quant) : std::nullopt;
+  if (!kind || w->out == 0 || env_switched_off(EnvVar::kRepack)) return;
+  const int group_rows = kind->rows;
+  const int groups = (w->out + group_rows - 1) / group_rows;
   const int in = w->in;
-  const size_t group_bytes = static_cast<size_t>(in / simd::kQuantUnit) * simd::kQ4kGroupUnitBytes;
+  const size_t group_bytes = static_cast<size_t>(in / simd::kQuantUnit) * kind->unit_bytes;
   auto copy = std::make_shared<std::vector<uint8_t, CacheAlignedAllocator<uint8_t>>>(
       static_cast<size_t>(groups) * group_bytes);
-  parallel_rows(0, groups, int64_t{kRows} * in, [&](int64_t g0, int64_t g1) {
-    const uint8_t* rows[kRows];
+  parallel_rows(0, groups, int64_t{group_rows} * in, [&](int64_t g0, int64_t g1) {
+    std::vector<const uint8_t*> rows(static_cast<size_t>(group_rows));
     for (int64_t g = g0; g < g1; ++g) {
       // The last group's missing rows repeat its last row (their products are not kept).
-      for (int r = 0; r < kRows; ++r)
-        rows[r] = w->qrow(std::min(static_cast<int>(g) * kRows + r, w->out - 1));
-      simd::q4k_group_rows(rows, in, copy->data() + g * group_bytes);
+      for (int r = 0; r < group_rows; ++r)
+        rows[r] = w->qrow(std::min(static_cast<int>(g) * group_rows + r, w->out - 1));
+      kind->repack(rows.data(), in, copy->data() + g * group_bytes);
     }
   });
+  w->qgroup_rows = group_rows;
   w->qgroups.resize(static_cast<size_t>(groups));
   for (int g = 0; g < groups; ++g) w->qgroups[g] = copy->data() + g * group_bytes;
   w->qgroups_owner = std::move(copy);
@@ -124,9 +144,11 @@ PackedLinear quant_linear_concat(const PackedLinear& a, const PackedLinear& b) {
     w.qowner = std::shared_ptr<const void>(both, both.get());
   }
   w.qgroups.clear();
+  w.qgroup_rows = 0;
   w.qgroups_owner.reset();
-  if (!a.qgroups.empty() && !b.qgroups.empty() && a.out % simd::kQ4kGroupRows == 0) {
+  if (!a.qgroups.empty() && !b.qgroups.empty() && a.out % a.qgroup_rows == 0) {
     // a's last group is whole: b's groups follow a's where they lie.
+    w.qgroup_rows = a.qgroup_rows;
     w.qgroups = a.qgroups;
     w.qgroups.insert(w.qgroups.end(), b.qgroups.begin(), b.qgroups.end());
     auto both =
@@ -134,7 +156,7 @@ PackedLinear quant_linear_concat(const PackedLinear& a, const PackedLinear& b) {
             a.qgroups_owner, b.qgroups_owner);
     w.qgroups_owner = std::shared_ptr<const void>(both, both.get());
   } else {
-    attach_q4k_groups(&w);
+    attach_decode_groups(&w);
   }
   return w;
 }
@@ -158,7 +180,7 @@ PackedLinear random_quant_linear(QuantType t, int in, int out, uint64_t seed, fl
   }
   w.qbase = blocks->data();
   w.qowner = std::move(blocks);
-  attach_q4k_groups(&w);
+  attach_decode_groups(&w);
   return w;
 }
 
@@ -285,20 +307,21 @@ namespace {
 // dim ldy): a decode's rows on the repacked groups where w has them, else from the blocks.
 void multiply_rows(const PackedLinear& w, int64_t lo, int64_t hi, const simd::QuantActs& a,
                    int64_t T, float* y, int64_t ldy, simd::QuantKernel kernel) {
-  constexpr int64_t kRows = simd::kQ4kGroupRows;
   if (T == 1 && !w.qgroups.empty()) {
-    // Every row of w on the group kernel (a lane a row: a row's product does not depend on
-    // the rows beside it); a group the range holds in part goes through a buffer.
+    // Every row of w on the group kernel (a lane or stream a row: a row's product does not
+    // depend on the rows beside it); a group the range holds in part goes through a buffer.
+    const int64_t rows = w.qgroup_rows;
     const int units = w.in / simd::kQuantUnit;
-    for (int64_t g = lo / kRows; g * kRows < hi; ++g) {
-      const uint8_t* group = w.qgroups[g];
-      const int64_t r0 = std::max(lo, g * kRows), r1 = std::min(hi, (g + 1) * kRows);
-      if (r1 - r0 == kRows) {
-        simd::q4k_group_times_one(group, units, a, y + r0);
+    const auto group_times_one =
+        w.quant == QuantType::kQ4_K ? simd::q4k_group_times_one : simd::q6k_group_times_one;
+    for (int64_t g = lo / rows; g * rows < hi; ++g) {
+      const int64_t r0 = std::max(lo, g * rows), r1 = std::min(hi, (g + 1) * rows);
+      if (r1 - r0 == rows) {
+        group_times_one(w.qgroups[g], units, a, y + r0);
       } else {
-        float part[kRows];
-        simd::q4k_group_times_one(group, units, a, part);
-        std::copy(part + (r0 - g * kRows), part + (r1 - g * kRows), y + r0);
+        float part[simd::kQ4kGroupRows];
+        group_times_one(w.qgroups[g], units, a, part);
+        std::copy(part + (r0 - g * rows), part + (r1 - g * rows), y + r0);
       }
     }
     return;
@@ -318,8 +341,9 @@ void multiply_rows(const PackedLinear& w, int64_t lo, int64_t hi, const simd::Qu
 }
 
 // Where the projections' rows start in a call's one range: a decode's projections with
-// repacked groups each start on a multiple of 16 and the range is dealt in runs of 16, so no
-// group is split between cores (or run twice).
+// repacked groups each start on a multiple of the largest group (16 rows, a multiple of every
+// other) and the range is dealt in runs of it, so no group is split between cores (or run
+// twice).
 struct RowRange {
   std::vector<int64_t> first;  // projection i's rows: [first[i], first[i] + out_i)
   int64_t align = 1;
@@ -327,7 +351,7 @@ struct RowRange {
 RowRange row_range(int64_t T, const std::vector<const PackedLinear*>& ws) {
   RowRange r;
   for (const PackedLinear* w : ws) {
-    if (T == 1 && !w->qgroups.empty()) r.align = simd::kQ4kGroupRows;
+    if (T == 1 && !w->qgroups.empty()) r.align = std::max<int64_t>(r.align, w->qgroup_rows);
   }
   r.first.assign(ws.size() + 1, 0);
   for (size_t i = 0; i < ws.size(); ++i)

@@ -17,6 +17,7 @@
 #include "simd/quant_dot.h"
 #include "simd/quant_panel.h"
 #include "simd/quant_q4k_rows16.h"
+#include "simd/quant_q6k_rows4.h"
 
 namespace hanpu::cpu {
 namespace {
@@ -210,95 +211,109 @@ TEST(QuantLinear, ManyProjectionsOfOneInputMatchDouble) {
 // decode's repacked groups too: a row a lane).
 TEST(QuantLinear, PickedAndJoinedRowsMatchATensorsOwnRows) {
   Rng rng(0x51de ^ static_cast<uint64_t>(::testing::UnitTest::GetInstance()->random_seed()));
-  const int in = 512, out = 300;
-  const PackedLinear full = random_quant_linear(QuantType::kQ4_K, in, out, rng.next(), 0.05f);
-  ASSERT_TRUE(full.qrows.empty());  // a base and a stride
-  std::vector<int> picked(out);
-  for (int o = 0; o < out; ++o) picked[o] = static_cast<int>((o * 7 + 3) % out);
-  const PackedLinear pick =
-      quant_linear_from_rows(QuantType::kQ4_K, full.qrow(0), in, picked, full.qowner);
-  ASSERT_EQ(pick.qrows.size(), static_cast<size_t>(out));
-  std::vector<int> head(100), tail(out - 100);
-  for (int o = 0; o < 100; ++o) head[o] = o;
-  for (int o = 100; o < out; ++o) tail[o - 100] = o;
-  const PackedLinear a = quant_linear_from_rows(QuantType::kQ4_K, full.qrow(0), in, tail,
-                                                full.qowner),
-                     b = quant_linear_from_rows(QuantType::kQ4_K, full.qrow(0), in, head,
-                                                full.qowner);
-  const PackedLinear joined = quant_linear_concat(a, b);  // rows 100.., then 0..99: not adjacent
-  ASSERT_EQ(joined.qrows.size(), static_cast<size_t>(out));
-  const PackedLinear adjacent = quant_linear_concat(b, a);
-  EXPECT_TRUE(adjacent.qrows.empty());  // 0..99 then 100..: one base again
-  // Rows 0..159 and 160..: the first part's repacked groups are whole, so the second's are
-  // appended as they are rather than repacked.
-  std::vector<int> low(160), high(out - 160);
-  for (int o = 0; o < out; ++o) (o < 160 ? low[o] : high[o - 160]) = o;
-  const PackedLinear in_groups = quant_linear_concat(
-      quant_linear_from_rows(QuantType::kQ4_K, full.qrow(0), in, low, full.qowner),
-      quant_linear_from_rows(QuantType::kQ4_K, full.qrow(0), in, high, full.qowner));
-  EXPECT_EQ(in_groups.qgroups.size(), full.qgroups.size());
-  for (const int64_t T : {1, 50}) {
-    std::vector<float> x(static_cast<size_t>(T) * in);
-    for (float& v : x) v = static_cast<float>(rng.normal());
-    std::vector<float> y_full(static_cast<size_t>(T) * out, NAN), y_pick = y_full, y_join = y_full,
-                                                                  y_adj = y_full, y_groups = y_full;
-    quant_linear(x.data(), in, T, full, y_full.data(), out, 2);
-    quant_linear(x.data(), in, T, pick, y_pick.data(), out, 2);
-    quant_linear(x.data(), in, T, joined, y_join.data(), out, 2);
-    quant_linear(x.data(), in, T, adjacent, y_adj.data(), out, 2);
-    quant_linear(x.data(), in, T, in_groups, y_groups.data(), out, 2);
-    for (int64_t t = 0; t < T; ++t) {
-      for (int o = 0; o < out; ++o) {
-        const float want = y_full[t * out + o];
-        ASSERT_FALSE(std::isnan(want));
-        ASSERT_EQ(y_pick[t * out + o], y_full[t * out + picked[o]]) << "T " << T << " o " << o;
-        ASSERT_EQ(y_join[t * out + o], y_full[t * out + (o + 100) % out]) << "T " << T;
-        ASSERT_EQ(y_adj[t * out + o], want) << "T " << T << " o " << o;
-        ASSERT_EQ(y_groups[t * out + o], want) << "T " << T << " o " << o;
+  for (const QuantType type : {QuantType::kQ4_K, QuantType::kQ6_K}) {
+    SCOPED_TRACE(quant_type_info(type).name);
+    const int in = 512, out = 300;
+    const PackedLinear full = random_quant_linear(type, in, out, rng.next(), 0.05f);
+    ASSERT_TRUE(full.qrows.empty());  // a base and a stride
+    std::vector<int> picked(out);
+    for (int o = 0; o < out; ++o) picked[o] = static_cast<int>((o * 7 + 3) % out);
+    const PackedLinear pick = quant_linear_from_rows(type, full.qrow(0), in, picked, full.qowner);
+    ASSERT_EQ(pick.qrows.size(), static_cast<size_t>(out));
+    std::vector<int> head(100), tail(out - 100);
+    for (int o = 0; o < 100; ++o) head[o] = o;
+    for (int o = 100; o < out; ++o) tail[o - 100] = o;
+    const PackedLinear a = quant_linear_from_rows(type, full.qrow(0), in, tail, full.qowner),
+                       b = quant_linear_from_rows(type, full.qrow(0), in, head, full.qowner);
+    const PackedLinear joined = quant_linear_concat(a, b);  // rows 100.., then 0..99: not adjacent
+    ASSERT_EQ(joined.qrows.size(), static_cast<size_t>(out));
+    const PackedLinear adjacent = quant_linear_concat(b, a);
+    EXPECT_TRUE(adjacent.qrows.empty());  // 0..99 then 100..: one base again
+    // Rows 0..159 and 160..: the first part's repacked groups are whole, so the second's are
+    // appended as they are rather than repacked.
+    std::vector<int> low(160), high(out - 160);
+    for (int o = 0; o < out; ++o) (o < 160 ? low[o] : high[o - 160]) = o;
+    const PackedLinear in_groups =
+        quant_linear_concat(quant_linear_from_rows(type, full.qrow(0), in, low, full.qowner),
+                            quant_linear_from_rows(type, full.qrow(0), in, high, full.qowner));
+    EXPECT_EQ(in_groups.qgroups.size(), full.qgroups.size());
+    for (const int64_t T : {1, 50}) {
+      std::vector<float> x(static_cast<size_t>(T) * in);
+      for (float& v : x) v = static_cast<float>(rng.normal());
+      std::vector<float> y_full(static_cast<size_t>(T) * out, NAN),
+          y_pick = y_full, y_join = y_full, y_adj = y_full, y_groups = y_full;
+      quant_linear(x.data(), in, T, full, y_full.data(), out, 2);
+      quant_linear(x.data(), in, T, pick, y_pick.data(), out, 2);
+      quant_linear(x.data(), in, T, joined, y_join.data(), out, 2);
+      quant_linear(x.data(), in, T, adjacent, y_adj.data(), out, 2);
+      quant_linear(x.data(), in, T, in_groups, y_groups.data(), out, 2);
+      for (int64_t t = 0; t < T; ++t) {
+        for (int o = 0; o < out; ++o) {
+          const float want = y_full[t * out + o];
+          ASSERT_FALSE(std::isnan(want));
+          ASSERT_EQ(y_pick[t * out + o], y_full[t * out + picked[o]]) << "T " << T << " o " << o;
+          ASSERT_EQ(y_join[t * out + o], y_full[t * out + (o + 100) % out]) << "T " << T;
+          ASSERT_EQ(y_adj[t * out + o], want) << "T " << T << " o " << o;
+          ASSERT_EQ(y_groups[t * out + o], want) << "T " << T << " o " << o;
+        }
       }
     }
   }
 }
 
-// Q4_K's decode copy repacked 16 rows to a group (attach_q4k_groups): made exactly where the
-// CPU runs its kernel, for Q4_K only, not under HANPU_REPACK=0; a decode from it and one from
-// the blocks are both within the int8 bound of the float64 product, on odd row counts (the
-// last group part empty), and agree with each other closely.
-TEST(QuantLinear, RepackedQ4kGroupsOnlyWhereUsableAndWithinTheBound) {
+// The decode copies repacked in groups of rows (attach_decode_groups: Q4_K 16 to a group,
+// Q6_K 4): made exactly where the CPU runs their kernels, for those types only, not under
+// HANPU_REPACK=0; a decode from a copy and one from the blocks are both within the int8 bound
+// of the float64 product, on odd row counts (the last group partly empty), and agree with
+// each other closely.
+TEST(QuantLinear, RepackedGroupsOnlyWhereUsableAndWithinTheBound) {
   Rng rng(0x4b16 ^ static_cast<uint64_t>(::testing::UnitTest::GetInstance()->random_seed()));
-  EXPECT_TRUE(random_quant_linear(QuantType::kQ6_K, 256, 32, 1).qgroups.empty());
-  for (const int out : {1, 16, 37, 300}) {
-    const int in = 768;
-    const uint64_t seed = rng.next();
-    const PackedLinear grouped = random_quant_linear(QuantType::kQ4_K, in, out, seed, 0.05f);
-    ASSERT_EQ(grouped.qgroups.size(), simd::q4k_group_usable() ? (out + 15) / 16 : 0u) << out;
-    setenv("HANPU_REPACK", "0", 1);
-    const PackedLinear blocks = random_quant_linear(QuantType::kQ4_K, in, out, seed, 0.05f);
-    unsetenv("HANPU_REPACK");
-    ASSERT_TRUE(blocks.qgroups.empty());
-    std::vector<float> row(static_cast<size_t>(in)), x(static_cast<size_t>(in));
-    for (float& v : x) v = static_cast<float>(rng.normal());
-    std::vector<double> wd(static_cast<size_t>(in) * out), want(static_cast<size_t>(out));
-    for (int o = 0; o < out; ++o) {
-      quant_linear_row(blocks, o, row.data());
-      double acc = 0;
-      for (int i = 0; i < in; ++i) {
-        wd[static_cast<size_t>(o) * in + i] = row[i];
-        acc += double(row[i]) * x[i];
+  EXPECT_TRUE(random_quant_linear(QuantType::kQ8_0, 256, 32, 1).qgroups.empty());
+  EXPECT_TRUE(random_quant_linear(QuantType::kQ5_K, 256, 32, 1).qgroups.empty());
+  const struct {
+    QuantType type;
+    int group_rows;
+    bool usable;
+  } kinds[] = {{QuantType::kQ4_K, simd::kQ4kGroupRows, simd::q4k_group_usable()},
+               {QuantType::kQ6_K, simd::kQ6kGroupRows, simd::q6k_group_usable()}};
+  for (const auto& k : kinds) {
+    for (const int out : {1, 3, 16, 37, 300}) {
+      const int in = 768;
+      const std::string what =
+          std::string(quant_type_info(k.type).name) + " out " + std::to_string(out);
+      const uint64_t seed = rng.next();
+      const PackedLinear grouped = random_quant_linear(k.type, in, out, seed, 0.05f);
+      const size_t groups = (out + k.group_rows - 1) / k.group_rows;
+      ASSERT_EQ(grouped.qgroups.size(), k.usable ? groups : 0u) << what;
+      ASSERT_EQ(grouped.qgroup_rows, k.usable ? k.group_rows : 0) << what;
+      setenv("HANPU_REPACK", "0", 1);
+      const PackedLinear blocks = random_quant_linear(k.type, in, out, seed, 0.05f);
+      unsetenv("HANPU_REPACK");
+      ASSERT_TRUE(blocks.qgroups.empty());
+      std::vector<float> row(static_cast<size_t>(in)), x(static_cast<size_t>(in));
+      for (float& v : x) v = static_cast<float>(rng.normal());
+      std::vector<double> wd(static_cast<size_t>(in) * out), want(static_cast<size_t>(out));
+      for (int o = 0; o < out; ++o) {
+        quant_linear_row(blocks, o, row.data());
+        double acc = 0;
+        for (int i = 0; i < in; ++i) {
+          wd[static_cast<size_t>(o) * in + i] = row[i];
+          acc += double(row[i]) * x[i];
+        }
+        want[o] = acc;
       }
-      want[o] = acc;
+      std::vector<float> y_grouped(static_cast<size_t>(out) + 1, NAN), y_blocks = y_grouped;
+      quant_linear(x.data(), in, 1, grouped, y_grouped.data(), out, 2);
+      quant_linear(x.data(), in, 1, blocks, y_blocks.data(), out, 2);
+      EXPECT_TRUE(std::isnan(y_grouped[out])) << "wrote past the outputs, " << what;
+      y_grouped.pop_back();
+      y_blocks.pop_back();
+      const int block = int8_block(blocks, 1);
+      EXPECT_EQ(outputs_past_int8_bound(y_grouped, want, x, wd, 1, in, out, block), 0) << what;
+      EXPECT_EQ(outputs_past_int8_bound(y_blocks, want, x, wd, 1, in, out, block), 0) << what;
+      for (int o = 0; o < out; ++o)
+        EXPECT_NEAR(y_grouped[o], y_blocks[o], 1e-4 * (1 + std::abs(want[o]))) << what << " " << o;
     }
-    std::vector<float> y_grouped(static_cast<size_t>(out) + 1, NAN), y_blocks = y_grouped;
-    quant_linear(x.data(), in, 1, grouped, y_grouped.data(), out, 2);
-    quant_linear(x.data(), in, 1, blocks, y_blocks.data(), out, 2);
-    EXPECT_TRUE(std::isnan(y_grouped[out])) << "wrote past the outputs, out " << out;
-    y_grouped.pop_back();
-    y_blocks.pop_back();
-    const int block = int8_block(blocks, 1);
-    EXPECT_EQ(outputs_past_int8_bound(y_grouped, want, x, wd, 1, in, out, block), 0) << out;
-    EXPECT_EQ(outputs_past_int8_bound(y_blocks, want, x, wd, 1, in, out, block), 0) << out;
-    for (int o = 0; o < out; ++o)
-      EXPECT_NEAR(y_grouped[o], y_blocks[o], 1e-4 * (1 + std::abs(want[o]))) << o;
   }
 }
 

@@ -13,7 +13,6 @@
 #include "base/quant_block_fields.h"
 #include "hanpu/dtype.h"
 #include "simd/quant_dot.h"
-#include "simd/quant_q6k_rows4.h"
 #include "simd/quant_vnni_unpack.h"
 
 namespace hanpu::simd {
@@ -611,42 +610,6 @@ void dequantize_row_bf16_vnni(QuantType t, const uint8_t* row, int in, uint16_t*
                  [&](auto type) { dequantize_bf16_of_type<decltype(type)::value>(row, in, out); });
 }
 
-// Q6_K's decode from rows repacked four to a group (quant_q6k_rows4.h): the blocks' kernel's
-// unit product on the four rows of a group, whose units lie back to back.
-bool q6k_group_usable() { return quant_vnni_usable(); }
-
-HANPU_VNNI_TARGET void q6k_group_times_one(const uint8_t* group, int units, const QuantActs& a,
-                                           float* y) {
-  constexpr int kBytes = quant_unit_bytes(QuantType::kQ6_K);
-  static_assert(kQ6kGroupRows == kStreams && kQ6kGroupUnitBytes == kStreams * kBytes);
-  const UnitActsConsts c = unit_acts_consts();
-  __m512 acc[kStreams];
-  for (int s = 0; s < kStreams; ++s) acc[s] = _mm512_setzero_ps();
-  for (int u = 0; u < units; ++u) {
-    const UnitActs x = unit_acts<QuantType::kQ6_K>(a, 0, u);
-    const uint8_t* unit = group + static_cast<size_t>(u) * kQ6kGroupUnitBytes;
-    // The run kQuantPrefetchBytes ahead, as the blocks' kernel prefetches each of its rows
-    // (past the group's end: the next group's, usually the next bytes).
-    for (size_t l = 0; l < kQ6kGroupUnitBytes; l += 64)
-      __builtin_prefetch(unit + kQuantPrefetchBytes + l, 0, 3);
-    uint64_t halves = 0;  // the four rows' d, converted in one instruction
-    for (int s = 0; s < kStreams; ++s) {
-      uint16_t h;
-      std::memcpy(&h, unit + s * kBytes + 208, sizeof(h));
-      halves |= uint64_t{h} << (16 * s);
-    }
-    alignas(16) float d[kStreams];
-    _mm_store_ps(d, _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<int64_t>(halves))),
-                               _mm_set1_ps(x.d)));
-#pragma GCC unroll 4
-    for (int s = 0; s < kStreams; ++s) {
-      const __m512i isum = q6k_unit_isum(unit + s * kBytes, x, c);
-      acc[s] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(d[s]), acc[s]);
-    }
-  }
-  for (int s = 0; s < kStreams; ++s) y[s] = _mm512_reduce_add_ps(acc[s]);
-}
-
 bool quant_vnni_unit_acts(QuantType t, int /*n*/, int64_t rows) {
   return rows == 1 && (t == QuantType::kQ4_K || t == QuantType::kQ5_K || t == QuantType::kQ6_K);
 }
@@ -667,8 +630,6 @@ bool quant_vnni_usable() { return false; }
 bool quant_vnni_bf16_usable() { return false; }
 void dequantize_row_bf16_vnni(QuantType, const uint8_t*, int, uint16_t*) { std::abort(); }
 bool quant_vnni_unit_acts(QuantType, int, int64_t) { return false; }
-bool q6k_group_usable() { return false; }
-void q6k_group_times_one(const uint8_t*, int, const QuantActs&, float*) { std::abort(); }
 void dequantize_row_vnni(QuantType t, const uint8_t* row, int in, float* out) {
   dequantize_row(t, row, in, out);
 }

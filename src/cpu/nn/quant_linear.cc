@@ -16,7 +16,7 @@
 #include "simd/quant_dot.h"
 #include "simd/quant_panel.h"
 #include "simd/quant_q4k_rows16.h"
-#include "simd/quant_q6k_rows4.h"
+#include "simd/quant_q6k_rows16.h"
 #include "simd/vec_ops.h"
 
 namespace hanpu::cpu {
@@ -319,6 +319,7 @@ void multiply_rows(const PackedLinear& w, int64_t lo, int64_t hi, const simd::Qu
       if (r1 - r0 == rows) {
         group_times_one(w.qgroups[g], units, a, y + r0);
       } else {
+        static_assert(simd::kQ6kGroupRows <= simd::kQ4kGroupRows);
         float part[simd::kQ4kGroupRows];
         group_times_one(w.qgroups[g], units, a, part);
         std::copy(part + (r0 - g * rows), part + (r1 - g * rows), y + r0);

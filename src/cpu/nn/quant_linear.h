@@ -28,7 +28,7 @@ std::optional<PackedLinear> quantized_row_source(QuantType t, int in, int out,
                                                  const PackedLinear::RowSource& row);
 
 // Where w is Q4_K or Q6_K, the CPU runs that type's group kernel (simd/quant_q4k_rows16.h,
-// quant_q6k_rows4.h: AVX512-VNNI) and HANPU_REPACK is not 0: a copy of w's rows repacked in
+// quant_q6k_rows16.h: AVX512-VNNI) and HANPU_REPACK is not 0: a copy of w's rows repacked in
 // groups for it (PackedLinear::qgroups), from which every decode (one row of x) multiplies
 // them. The blocks stay for prefill. Otherwise w is left as it is. quant_linear_from_rows and
 // the functions below call it.

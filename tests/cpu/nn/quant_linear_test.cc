@@ -17,7 +17,7 @@
 #include "simd/quant_dot.h"
 #include "simd/quant_panel.h"
 #include "simd/quant_q4k_rows16.h"
-#include "simd/quant_q6k_rows4.h"
+#include "simd/quant_q6k_rows16.h"
 
 namespace hanpu::cpu {
 namespace {

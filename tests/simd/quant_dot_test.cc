@@ -333,80 +333,58 @@ TEST(QuantGemm, EveryKernelMatchesFloat64WithinTheDerivedBound) {
   }
 }
 
-// Q4_K rows repacked 16 to a group (quant_q4k_rows16.h) against float64 within the same
-// derived bound as the kernels above, over 1-5 units, 16 rows of random blocks, a poisoned
-// output past the 16th; a NaN activation row gives NaN in every output.
-TEST(QuantGemm, Q4kGroupOfSixteenRowsMatchesFloat64) {
-  if (!q4k_group_usable()) GTEST_SKIP() << "no AVX512-VNNI";
+// Q4_K and Q6_K rows repacked 16 to a group (quant_q4k_rows16.h, quant_q6k_rows16.h) against
+// float64 within the same derived bound as the kernels above, and beside the blocks' VNNI
+// decode kernel, over 1-5 units, 16 rows of random blocks (the blocks' bytes a row), a
+// poisoned output past the 16th; a NaN activation row gives NaN in every output.
+TEST(QuantGemm, GroupsOfSixteenRowsMatchFloat64) {
   Rng rng(23 ^ static_cast<uint64_t>(::testing::UnitTest::GetInstance()->random_seed()));
-  EXPECT_EQ(kQ4kGroupUnitBytes, size_t{144} * kQ4kGroupRows);  // as GGUF's blocks
-  for (int units = 1; units <= 5; ++units) {
-    const int in = units * kQuantUnit;
-    const size_t row_bytes = static_cast<size_t>(units) * 144;
-    const auto w = random_rows(QuantType::kQ4_K, kQ4kGroupRows, in, rng);
-    std::vector<const uint8_t*> rows(kQ4kGroupRows);
-    for (int r = 0; r < kQ4kGroupRows; ++r) rows[r] = w.data() + r * row_bytes;
-    std::vector<uint8_t> group(units * kQ4kGroupUnitBytes);
-    q4k_group_rows(rows.data(), in, group.data());
-    std::vector<float> x(in);
-    for (float& v : x) v = static_cast<float>(rng.normal());
-    QuantActs a;
-    quantize_acts(x.data(), in, 1, in, nullptr, &a, ActsKinds::kPerUnit);
-    std::vector<float> y(kQ4kGroupRows + 1, std::numeric_limits<float>::quiet_NaN());
-    q4k_group_times_one(group.data(), units, a, y.data());
-    std::vector<float> wd(in);
-    for (int r = 0; r < kQ4kGroupRows; ++r) {
-      dequantize_blocks(QuantType::kQ4_K, rows[r], units, wd.data());
-      const RefDot dot = ref_dot(QuantType::kQ4_K, rows[r], in, wd, a, 0, true);
-      const double bound = (std::ceil(in / 16.0) + 8) * std::ldexp(dot.mag, -23);
-      ASSERT_TRUE(std::isfinite(y[r]));
-      ASSERT_NEAR(y[r], dot.ref, bound) << "units " << units << " row " << r;
+  const struct {
+    QuantType type;
+    int rows;
+    size_t unit_bytes;
+    bool usable;
+    void (*repack)(const uint8_t* const*, int, uint8_t*);
+    void (*times_one)(const uint8_t*, int, const QuantActs&, float*);
+  } kinds[] = {{QuantType::kQ4_K, kQ4kGroupRows, kQ4kGroupUnitBytes, q4k_group_usable(),
+                q4k_group_rows, q4k_group_times_one},
+               {QuantType::kQ6_K, kQ6kGroupRows, kQ6kGroupUnitBytes, q6k_group_usable(),
+                q6k_group_rows, q6k_group_times_one}};
+  for (const auto& k : kinds) {
+    SCOPED_TRACE(quant_type_info(k.type).name);
+    if (!k.usable) continue;  // no AVX512-VNNI
+    const size_t block_bytes = quant_type_info(k.type).bytes;
+    EXPECT_EQ(k.unit_bytes, block_bytes * k.rows);  // as GGUF's blocks
+    for (int units = 1; units <= 5; ++units) {
+      const int in = units * kQuantUnit;
+      const size_t row_bytes = units * block_bytes;
+      const auto w = random_rows(k.type, k.rows, in, rng);
+      std::vector<const uint8_t*> rows(k.rows);
+      for (int r = 0; r < k.rows; ++r) rows[r] = w.data() + r * row_bytes;
+      std::vector<uint8_t> group(units * k.unit_bytes);
+      k.repack(rows.data(), in, group.data());
+      std::vector<float> x(in);
+      for (float& v : x) v = static_cast<float>(rng.normal());
+      QuantActs a;
+      quantize_acts(x.data(), in, 1, in, nullptr, &a, ActsKinds::kPerUnit);
+      std::vector<float> y(k.rows + 1, std::numeric_limits<float>::quiet_NaN()), blocks(k.rows);
+      k.times_one(group.data(), units, a, y.data());
+      quant_gemm(k.type, rows.data(), k.rows, a, 0, 1, blocks.data(), k.rows, QuantKernel::kVnni);
+      std::vector<float> wd(in);
+      for (int r = 0; r < k.rows; ++r) {
+        dequantize_blocks(k.type, rows[r], units, wd.data());
+        const RefDot dot = ref_dot(k.type, rows[r], in, wd, a, 0, true);
+        const double bound = (std::ceil(in / 16.0) + 8) * std::ldexp(dot.mag, -23);
+        ASSERT_TRUE(std::isfinite(y[r]));
+        ASSERT_NEAR(y[r], dot.ref, bound) << "units " << units << " row " << r;
+        EXPECT_NEAR(y[r], blocks[r], 2 * bound) << "units " << units << " row " << r;
+      }
+      EXPECT_TRUE(std::isnan(y[k.rows])) << "wrote past the group";
+      x[in / 3] = std::numeric_limits<float>::quiet_NaN();
+      quantize_acts(x.data(), in, 1, in, nullptr, &a, ActsKinds::kPerUnit);
+      k.times_one(group.data(), units, a, y.data());
+      for (int r = 0; r < k.rows; ++r) EXPECT_TRUE(std::isnan(y[r])) << "row " << r;
     }
-    EXPECT_TRUE(std::isnan(y[kQ4kGroupRows])) << "wrote past the group";
-    x[in / 3] = std::numeric_limits<float>::quiet_NaN();
-    quantize_acts(x.data(), in, 1, in, nullptr, &a, ActsKinds::kPerUnit);
-    q4k_group_times_one(group.data(), units, a, y.data());
-    for (int r = 0; r < kQ4kGroupRows; ++r) EXPECT_TRUE(std::isnan(y[r])) << "row " << r;
-  }
-}
-
-// Q6_K rows repacked 16 to a group (quant_q6k_rows16.h) against float64 within the same bound
-// as the blocks' kernels, and beside the blocks' VNNI decode kernel; the 17th output
-// untouched, and a NaN activation gives NaN.
-TEST(QuantGemm, Q6kGroupOfSixteenRowsMatchesFloat64) {
-  if (!q6k_group_usable()) GTEST_SKIP() << "no AVX512-VNNI";
-  Rng rng(29 ^ static_cast<uint64_t>(::testing::UnitTest::GetInstance()->random_seed()));
-  for (int units = 1; units <= 5; ++units) {
-    const int in = units * kQuantUnit;
-    const size_t row_bytes = static_cast<size_t>(units) * 210;
-    const auto w = random_rows(QuantType::kQ6_K, kQ6kGroupRows, in, rng);
-    std::vector<const uint8_t*> rows(kQ6kGroupRows);
-    for (int r = 0; r < kQ6kGroupRows; ++r) rows[r] = w.data() + r * row_bytes;
-    std::vector<uint8_t> group(units * kQ6kGroupUnitBytes);
-    q6k_group_rows(rows.data(), in, group.data());
-    std::vector<float> x(in);
-    for (float& v : x) v = static_cast<float>(rng.normal());
-    QuantActs a;
-    quantize_acts(x.data(), in, 1, in, nullptr, &a, ActsKinds::kPerUnit);
-    std::vector<float> y(kQ6kGroupRows + 1, std::numeric_limits<float>::quiet_NaN());
-    std::vector<float> want(kQ6kGroupRows);
-    q6k_group_times_one(group.data(), units, a, y.data());
-    quant_gemm(QuantType::kQ6_K, rows.data(), kQ6kGroupRows, a, 0, 1, want.data(), kQ6kGroupRows,
-               QuantKernel::kVnni);
-    std::vector<float> wd(in);
-    for (int r = 0; r < kQ6kGroupRows; ++r) {
-      ASSERT_TRUE(std::isfinite(y[r]));
-      dequantize_blocks(QuantType::kQ6_K, rows[r], units, wd.data());
-      const RefDot dot = ref_dot(QuantType::kQ6_K, rows[r], in, wd, a, 0, true);
-      const double bound = (std::ceil(in / 16.0) + 8) * std::ldexp(dot.mag, -23);
-      EXPECT_NEAR(y[r], dot.ref, bound) << "units " << units << " row " << r;
-      EXPECT_NEAR(y[r], want[r], 2 * bound) << "units " << units << " row " << r;
-    }
-    EXPECT_TRUE(std::isnan(y[kQ6kGroupRows])) << "wrote past the group";
-    x[in / 3] = std::numeric_limits<float>::quiet_NaN();
-    quantize_acts(x.data(), in, 1, in, nullptr, &a, ActsKinds::kPerUnit);
-    q6k_group_times_one(group.data(), units, a, y.data());
-    for (int r = 0; r < kQ6kGroupRows; ++r) EXPECT_TRUE(std::isnan(y[r])) << "row " << r;
   }
 }
 

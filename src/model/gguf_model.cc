@@ -37,8 +37,8 @@ Status GgufConverter::embedding(const std::string& name, int vocab, int hidden, 
   const StoredTensor* t = nullptr;
   HANPU_RETURN_IF_ERROR(s_.get(name, {vocab, hidden}, &t));
   if (t->quant && keep_blocks_) {
-    w->embed_blocks =
-        cpu::quant_linear_from_rows(*t->quant, t->data, hidden, iota(vocab), t->owner);
+    w->embed_blocks = cpu::quant_linear_from_rows(*t->quant, t->data, hidden, iota(vocab), t->owner,
+                                                  /*decode_copy=*/false);
     return Status::Ok();
   }
   return f32(name, {vocab, hidden}, &w->embed);

@@ -22,8 +22,8 @@
 namespace hanpu::cpu {
 
 PackedLinear quant_linear_from_rows(QuantType t, const uint8_t* data, int in,
-                                    const std::vector<int>& rows,
-                                    std::shared_ptr<const void> owner) {
+                                    const std::vector<int>& rows, std::shared_ptr<const void> owner,
+                                    bool decode_copy) {
   const QuantTypeInfo& info = quant_type_info(t);
   PackedLinear w;
   w.in = in;
@@ -38,7 +38,7 @@ PackedLinear quant_linear_from_rows(QuantType t, const uint8_t* data, int in,
     }
     w.qbase = copy->data();
     w.qowner = std::move(copy);
-    attach_decode_groups(&w);
+    if (decode_copy) attach_decode_groups(&w);
     return w;
   }
   bool consecutive = true;
@@ -52,7 +52,7 @@ PackedLinear quant_linear_from_rows(QuantType t, const uint8_t* data, int in,
       w.qrows[o] = data + static_cast<size_t>(rows[o]) * w.qrow_bytes;
   }
   w.qowner = std::move(owner);
-  attach_decode_groups(&w);
+  if (decode_copy) attach_decode_groups(&w);
   return w;
 }
 

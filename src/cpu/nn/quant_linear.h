@@ -15,9 +15,11 @@ namespace hanpu::cpu {
 // A projection onto rows `rows` of a [*, in] matrix of type t whose row r starts at
 // data + r * row_bytes (row_bytes: in / block_elems blocks). The bytes are not copied:
 // `owner` keeps them alive (a checkpoint's mapping); without one the rows are copied.
+// decode_copy: whether to attach the decode copy (attach_decode_groups, below); a table only
+// read a row at a time (an untied embedding) does without it.
 PackedLinear quant_linear_from_rows(QuantType t, const uint8_t* data, int in,
-                                    const std::vector<int>& rows,
-                                    std::shared_ptr<const void> owner);
+                                    const std::vector<int>& rows, std::shared_ptr<const void> owner,
+                                    bool decode_copy = true);
 // Rows `rows` of W [*, in] (fp32) quantized to type t (quant_type_quantizable) into blocks
 // the projection owns; nullopt where `in` is not whole blocks (the caller keeps it dense).
 std::optional<PackedLinear> quantized_rows(QuantType t, const float* w, int in,

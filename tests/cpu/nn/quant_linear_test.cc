@@ -286,6 +286,11 @@ TEST(QuantLinear, RepackedGroupsOnlyWhereUsableAndWithinTheBound) {
       const size_t groups = (out + k.group_rows - 1) / k.group_rows;
       ASSERT_EQ(grouped.qgroups.size(), k.usable ? groups : 0u) << what;
       ASSERT_EQ(grouped.qgroup_rows, k.usable ? k.group_rows : 0) << what;
+      std::vector<int> all(out);
+      for (int o = 0; o < out; ++o) all[o] = o;
+      EXPECT_TRUE(quant_linear_from_rows(k.type, grouped.qrow(0), in, all, grouped.qowner,
+                                         /*decode_copy=*/false)
+                      .qgroups.empty());  // a table read a row at a time
       setenv("HANPU_REPACK", "0", 1);
       const PackedLinear blocks = random_quant_linear(k.type, in, out, seed, 0.05f);
       unsetenv("HANPU_REPACK");

@@ -75,6 +75,14 @@ std::optional<GroupKind> group_kind(QuantType t) {
 
 }  // namespace
 
+const char* decode_groups_summary() {
+  if (!group_kind(QuantType::kQ4_K) && !group_kind(QuantType::kQ6_K))
+    return "from the blocks (no AVX512-VNNI here)";
+  if (env_switched_off(EnvVar::kRepack)) return "from the blocks (HANPU_REPACK=0)";
+  return "Q4_K and Q6_K from copies repacked 16 rows to a group (HANPU_REPACK=0: from the "
+         "blocks), other types from the blocks";
+}
+
 void attach_decode_groups(PackedLinear* w) {
   const std::optional<GroupKind> kind = w->quant ? group_kind(*w->quant) : std::nullopt;
   if (!kind || w->out == 0 || env_switched_off(EnvVar::kRepack)) return;

@@ -36,6 +36,10 @@ std::optional<PackedLinear> quantized_row_source(QuantType t, int in, int out,
 // the functions below call it.
 void attach_decode_groups(PackedLinear* w);
 
+// What attach_decode_groups does on this CPU and environment, for `hanpu info`: the types it
+// copies, or why none.
+const char* decode_groups_summary();
+
 // Output columns of `a` followed by those of `b` (the same type and input).
 PackedLinear quant_linear_concat(const PackedLinear& a, const PackedLinear& b);
 

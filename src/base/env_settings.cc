@@ -22,8 +22,8 @@ constexpr EnvVarInfo kVars[] = {
      "f32: the attention prefill's products in fp32 where a run says auto (default: bf16 on a "
      "bf16 KV cache where the CPU has the dot instruction)"},
     {EnvVar::kRepack, "HANPU_REPACK",
-     "0: decode Q4_K and Q6_K projections from the checkpoint's blocks, not from a copy repacked "
-     "in groups of rows (the copy costs about those tensors' size in memory)"},
+     "0: decode Q4_K, Q6_K and Q5_0 projections from the checkpoint's blocks, not from a copy "
+     "repacked 16 rows to a group (the copy costs about those tensors' size in memory)"},
 };
 
 }  // namespace

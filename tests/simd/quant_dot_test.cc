@@ -19,6 +19,7 @@
 #include "simd/quant_acts.h"
 #include "simd/quant_dot.h"
 #include "simd/quant_q4k_rows16.h"
+#include "simd/quant_q5_0_rows16.h"
 #include "simd/quant_q6k_rows16.h"
 #include "simd/vec_ops.h"
 #include "quant_test_rows.h"
@@ -333,56 +334,61 @@ TEST(QuantGemm, EveryKernelMatchesFloat64WithinTheDerivedBound) {
   }
 }
 
-// Q4_K and Q6_K rows repacked 16 to a group (quant_q4k_rows16.h, quant_q6k_rows16.h) against
-// float64 within the same derived bound as the kernels above, and beside the blocks' VNNI
-// decode kernel, over 1-5 units, 16 rows of random blocks (the blocks' bytes a row), a
-// poisoned output past the 16th; a NaN activation row gives NaN in every output.
+// Q4_K, Q6_K and Q5_0 rows repacked 16 to a group (quant_q4k_rows16.h, quant_q6k_rows16.h,
+// quant_q5_0_rows16.h) against float64 within the same derived bound as the kernels above,
+// and beside the blocks' VNNI decode kernel, over 1-5 units (Q5_0: blocks of 32), 16 rows of
+// random blocks (the blocks' bytes a row), a poisoned output past the 16th; a NaN activation
+// row gives NaN in every output.
 TEST(QuantGemm, GroupsOfSixteenRowsMatchFloat64) {
   Rng rng(23 ^ static_cast<uint64_t>(::testing::UnitTest::GetInstance()->random_seed()));
   const struct {
     QuantType type;
     int rows;
-    size_t unit_bytes;
-    bool usable;
+    size_t step_bytes;  // a group's bytes for `step` values
+    int step;           // the kernel's count: units of 256, or Q5_0's blocks of 32
+    bool usable, per_unit;
     void (*repack)(const uint8_t* const*, int, uint8_t*);
     void (*times_one)(const uint8_t*, int, const QuantActs&, float*);
-  } kinds[] = {{QuantType::kQ4_K, kQ4kGroupRows, kQ4kGroupUnitBytes, q4k_group_usable(),
-                q4k_group_rows, q4k_group_times_one},
-               {QuantType::kQ6_K, kQ6kGroupRows, kQ6kGroupUnitBytes, q6k_group_usable(),
-                q6k_group_rows, q6k_group_times_one}};
+  } kinds[] = {{QuantType::kQ4_K, kQ4kGroupRows, kQ4kGroupUnitBytes, kQuantUnit, q4k_group_usable(),
+                true, q4k_group_rows, q4k_group_times_one},
+               {QuantType::kQ6_K, kQ6kGroupRows, kQ6kGroupUnitBytes, kQuantUnit, q6k_group_usable(),
+                true, q6k_group_rows, q6k_group_times_one},
+               {QuantType::kQ5_0, kQ5_0GroupRows, kQ5_0GroupBlockBytes, 32, q5_0_group_usable(),
+                false, q5_0_group_rows, q5_0_group_times_one}};
   for (const auto& k : kinds) {
     SCOPED_TRACE(quant_type_info(k.type).name);
-    if (!k.usable) continue;  // no AVX512-VNNI
-    const size_t block_bytes = quant_type_info(k.type).bytes;
-    EXPECT_EQ(k.unit_bytes, block_bytes * k.rows);  // as GGUF's blocks
-    for (int units = 1; units <= 5; ++units) {
-      const int in = units * kQuantUnit;
-      const size_t row_bytes = units * block_bytes;
+    if (!k.usable) continue;  // no AVX512-VNNI (Q5_0: or BITALG)
+    const QuantTypeInfo& info = quant_type_info(k.type);
+    EXPECT_EQ(k.step_bytes, info.bytes * (k.step / info.block_elems) * k.rows);  // as GGUF's
+    for (int steps = 1; steps <= 5; ++steps) {
+      const int in = steps * k.step;
+      const size_t row_bytes = static_cast<size_t>(in / info.block_elems) * info.bytes;
       const auto w = random_rows(k.type, k.rows, in, rng);
       std::vector<const uint8_t*> rows(k.rows);
       for (int r = 0; r < k.rows; ++r) rows[r] = w.data() + r * row_bytes;
-      std::vector<uint8_t> group(units * k.unit_bytes);
+      std::vector<uint8_t> group(steps * k.step_bytes);
       k.repack(rows.data(), in, group.data());
       std::vector<float> x(in);
       for (float& v : x) v = static_cast<float>(rng.normal());
       QuantActs a;
-      quantize_acts(x.data(), in, 1, in, nullptr, &a, ActsKinds::kPerUnit);
+      const ActsKinds kinds = k.per_unit ? ActsKinds::kPerUnit : ActsKinds::kPer32;
+      quantize_acts(x.data(), in, 1, in, nullptr, &a, kinds);
       std::vector<float> y(k.rows + 1, std::numeric_limits<float>::quiet_NaN()), blocks(k.rows);
-      k.times_one(group.data(), units, a, y.data());
+      k.times_one(group.data(), steps, a, y.data());
       quant_gemm(k.type, rows.data(), k.rows, a, 0, 1, blocks.data(), k.rows, QuantKernel::kVnni);
       std::vector<float> wd(in);
       for (int r = 0; r < k.rows; ++r) {
-        dequantize_blocks(k.type, rows[r], units, wd.data());
-        const RefDot dot = ref_dot(k.type, rows[r], in, wd, a, 0, true);
+        dequantize_blocks(k.type, rows[r], in / info.block_elems, wd.data());
+        const RefDot dot = ref_dot(k.type, rows[r], in, wd, a, 0, k.per_unit);
         const double bound = (std::ceil(in / 16.0) + 8) * std::ldexp(dot.mag, -23);
         ASSERT_TRUE(std::isfinite(y[r]));
-        ASSERT_NEAR(y[r], dot.ref, bound) << "units " << units << " row " << r;
-        EXPECT_NEAR(y[r], blocks[r], 2 * bound) << "units " << units << " row " << r;
+        ASSERT_NEAR(y[r], dot.ref, bound) << "in " << in << " row " << r;
+        EXPECT_NEAR(y[r], blocks[r], 2 * bound) << "in " << in << " row " << r;
       }
       EXPECT_TRUE(std::isnan(y[k.rows])) << "wrote past the group";
       x[in / 3] = std::numeric_limits<float>::quiet_NaN();
-      quantize_acts(x.data(), in, 1, in, nullptr, &a, ActsKinds::kPerUnit);
-      k.times_one(group.data(), units, a, y.data());
+      quantize_acts(x.data(), in, 1, in, nullptr, &a, kinds);
+      k.times_one(group.data(), steps, a, y.data());
       for (int r = 0; r < k.rows; ++r) EXPECT_TRUE(std::isnan(y[r])) << "row " << r;
     }
   }

@@ -72,7 +72,7 @@ int run_info(const InfoOptions& o) {
         "bf16\n",
         cpu::quant_linear_kernel_name(), static_cast<long long>(cpu::kQuantWidenRows));
   }
-  std::printf("quantized decode: %s\n", cpu::decode_groups_summary());
+  std::printf("quantized decode: %s\n", cpu::decode_groups_summary().c_str());
   // The environment as hanpu reads it (base/env_settings.h): every variable, set or not.
   std::printf("environment:\n");
   for (const EnvVarInfo& v : env_vars()) {

@@ -70,8 +70,8 @@ struct PackedLinear {
   }
   std::shared_ptr<const void> qowner;
   std::vector<int32_t> x_order;
-  // Q4_K and Q6_K rows also held repacked 16 to a group for their decode kernels
-  // (simd/quant_q4k_rows16.h, quant_q6k_rows16.h), where the CPU runs them
+  // Q4_K, Q6_K and Q5_0 rows also held repacked 16 to a group for their decode kernels
+  // (simd/quant_q4k_rows16.h, quant_q6k_rows16.h, quant_q5_0_rows16.h), where the CPU runs them
   // (cpu/nn/quant_linear.h): group g, at qgroups[g], holds output columns qgroup_rows g ..
   // qgroup_rows (g + 1) - 1 (the last group's missing rows repeat its last). A pointer a
   // group, so that joined projections keep their parts' groups where they lie. Empty

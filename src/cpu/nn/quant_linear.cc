@@ -1,8 +1,12 @@
 // Quantized projections (see quant_linear.h).
 #include "cpu/nn/quant_linear.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "base/aligned_vector.h"
 #include "base/env_settings.h"
@@ -16,6 +20,7 @@
 #include "simd/quant_dot.h"
 #include "simd/quant_panel.h"
 #include "simd/quant_q4k_rows16.h"
+#include "simd/quant_q5_0_rows16.h"
 #include "simd/quant_q6k_rows16.h"
 #include "simd/vec_ops.h"
 
@@ -58,29 +63,52 @@ PackedLinear quant_linear_from_rows(QuantType t, const uint8_t* data, int in,
 
 namespace {
 
-// The decode copies there are: a type's rows a group, its bytes a group and unit, its repack.
+// The decode copies there are: a type's rows a group, its repack, its product (`in` values
+// times a single row of x) and whether that reads x quantized per 256 values (else per 32).
+// Every copy keeps the blocks' bytes a row.
 struct GroupKind {
   int rows = 0;
-  size_t unit_bytes = 0;
   void (*repack)(const uint8_t* const*, int, uint8_t*) = nullptr;
+  void (*times_one)(const uint8_t*, int, const simd::QuantActs&, float*) = nullptr;
+  bool unit_acts = true;
 };
 
 std::optional<GroupKind> group_kind(QuantType t) {
-  if (t == QuantType::kQ4_K && simd::q4k_group_usable())
-    return GroupKind{simd::kQ4kGroupRows, simd::kQ4kGroupUnitBytes, simd::q4k_group_rows};
-  if (t == QuantType::kQ6_K && simd::q6k_group_usable())
-    return GroupKind{simd::kQ6kGroupRows, simd::kQ6kGroupUnitBytes, simd::q6k_group_rows};
+  if (t == QuantType::kQ4_K && simd::q4k_group_usable()) {
+    return GroupKind{simd::kQ4kGroupRows, simd::q4k_group_rows,
+                     [](const uint8_t* g, int in, const simd::QuantActs& a, float* y) {
+                       simd::q4k_group_times_one(g, in / simd::kQuantUnit, a, y);
+                     }};
+  }
+  if (t == QuantType::kQ6_K && simd::q6k_group_usable()) {
+    return GroupKind{simd::kQ6kGroupRows, simd::q6k_group_rows,
+                     [](const uint8_t* g, int in, const simd::QuantActs& a, float* y) {
+                       simd::q6k_group_times_one(g, in / simd::kQuantUnit, a, y);
+                     }};
+  }
+  if (t == QuantType::kQ5_0 && simd::q5_0_group_usable()) {
+    return GroupKind{simd::kQ5_0GroupRows, simd::q5_0_group_rows,
+                     [](const uint8_t* g, int in, const simd::QuantActs& a, float* y) {
+                       simd::q5_0_group_times_one(g, in / 32, a, y);
+                     },
+                     false};
+  }
   return std::nullopt;
 }
 
 }  // namespace
 
-const char* decode_groups_summary() {
-  if (!group_kind(QuantType::kQ4_K) && !group_kind(QuantType::kQ6_K))
-    return "from the blocks (no AVX512-VNNI here)";
+std::string decode_groups_summary() {
+  std::vector<std::string> types;
+  for (const QuantType t : {QuantType::kQ4_K, QuantType::kQ6_K, QuantType::kQ5_0}) {
+    if (group_kind(t)) types.emplace_back(quant_type_info(t).name);
+  }
+  if (types.empty()) return "from the blocks (no AVX512-VNNI here)";
   if (env_switched_off(EnvVar::kRepack)) return "from the blocks (HANPU_REPACK=0)";
-  return "Q4_K and Q6_K from copies repacked 16 rows to a group (HANPU_REPACK=0: from the "
-         "blocks), other types from the blocks";
+  return fmt::format(
+      "{} from copies repacked 16 rows to a group (HANPU_REPACK=0: from the blocks), other "
+      "types from the blocks",
+      fmt::join(types, ", "));
 }
 
 void attach_decode_groups(PackedLinear* w) {
@@ -89,7 +117,7 @@ void attach_decode_groups(PackedLinear* w) {
   const int group_rows = kind->rows;
   const int groups = (w->out + group_rows - 1) / group_rows;
   const int in = w->in;
-  const size_t group_bytes = static_cast<size_t>(in / simd::kQuantUnit) * kind->unit_bytes;
+  const size_t group_bytes = static_cast<size_t>(group_rows) * w->qrow_bytes;
   auto copy = std::make_shared<std::vector<uint8_t, CacheAlignedAllocator<uint8_t>>>(
       static_cast<size_t>(groups) * group_bytes);
   parallel_rows(0, groups, int64_t{group_rows} * in, [&](int64_t g0, int64_t g1) {
@@ -319,17 +347,16 @@ void multiply_rows(const PackedLinear& w, int64_t lo, int64_t hi, const simd::Qu
     // Every row of w on the group kernel (a lane or stream a row: a row's product does not
     // depend on the rows beside it); a group the range holds in part goes through a buffer.
     const int64_t rows = w.qgroup_rows;
-    const int units = w.in / simd::kQuantUnit;
-    const auto group_times_one =
-        w.quant == QuantType::kQ4_K ? simd::q4k_group_times_one : simd::q6k_group_times_one;
+    const auto times_one = group_kind(*w.quant)->times_one;
     for (int64_t g = lo / rows; g * rows < hi; ++g) {
       const int64_t r0 = std::max(lo, g * rows), r1 = std::min(hi, (g + 1) * rows);
       if (r1 - r0 == rows) {
-        group_times_one(w.qgroups[g], units, a, y + r0);
+        times_one(w.qgroups[g], w.in, a, y + r0);
       } else {
-        static_assert(simd::kQ6kGroupRows <= simd::kQ4kGroupRows);
+        static_assert(simd::kQ6kGroupRows <= simd::kQ4kGroupRows &&
+                      simd::kQ5_0GroupRows <= simd::kQ4kGroupRows);
         float part[simd::kQ4kGroupRows];
-        group_times_one(w.qgroups[g], units, a, part);
+        times_one(w.qgroups[g], w.in, a, part);
         std::copy(part + (r0 - g * rows), part + (r1 - g * rows), y + r0);
       }
     }
@@ -370,8 +397,8 @@ RowRange row_range(int64_t T, const std::vector<const PackedLinear*>& ws) {
 
 // The activation form a kernel reads for w (the repacked groups' kernel reads the per-unit one).
 bool uses_unit_acts(const PackedLinear& w, int64_t T, simd::QuantKernel kernel) {
-  return (T == 1 && !w.qgroups.empty()) ||
-         simd::quant_gemm_uses_unit_acts(*w.quant, w.out, T, kernel);
+  if (T == 1 && !w.qgroups.empty()) return group_kind(*w.quant)->unit_acts;
+  return simd::quant_gemm_uses_unit_acts(*w.quant, w.out, T, kernel);
 }
 
 }  // namespace

@@ -1,11 +1,12 @@
 // Projections whose weights are GGUF blocks (base/quant_blocks.h), kept as the checkpoint
 // stores them: output column o of y = x W^T is row o of W, a run of whole blocks. x is
 // quantized to int8 blocks once per call and every row multiplied on simd/quant_dot.h's
-// fastest kernel, decode and prefill alike (a Q4_K or Q6_K decode on a repacked copy, below);
+// fastest kernel, decode and prefill alike (a Q4_K, Q6_K or Q5_0 decode on a repacked copy, below);
 // output rows are claimed by the pool's cores.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "cpu/nn/linear.h"
@@ -29,16 +30,16 @@ std::optional<PackedLinear> quantized_rows(QuantType t, const float* w, int in,
 std::optional<PackedLinear> quantized_row_source(QuantType t, int in, int out,
                                                  const PackedLinear::RowSource& row);
 
-// Where w is Q4_K or Q6_K, the CPU runs that type's group kernel (simd/quant_q4k_rows16.h,
-// quant_q6k_rows16.h: AVX512-VNNI) and HANPU_REPACK is not 0: a copy of w's rows repacked in
-// groups for it (PackedLinear::qgroups), from which every decode (one row of x) multiplies
-// them. The blocks stay for prefill. Otherwise w is left as it is. quant_linear_from_rows and
-// the functions below call it.
+// Where w is Q4_K, Q6_K or Q5_0, the CPU runs that type's group kernel
+// (simd/quant_q4k_rows16.h, quant_q6k_rows16.h: AVX512-VNNI; quant_q5_0_rows16.h: and BITALG) and
+// HANPU_REPACK is not 0: a copy of w's rows repacked in groups for it (PackedLinear::qgroups), from
+// which every decode (one row of x) multiplies them. The blocks stay for prefill. Otherwise w is
+// left as it is. quant_linear_from_rows and the functions below call it.
 void attach_decode_groups(PackedLinear* w);
 
 // What attach_decode_groups does on this CPU and environment, for `hanpu info`: the types it
 // copies, or why none.
-const char* decode_groups_summary();
+std::string decode_groups_summary();
 
 // Output columns of `a` followed by those of `b` (the same type and input).
 PackedLinear quant_linear_concat(const PackedLinear& a, const PackedLinear& b);

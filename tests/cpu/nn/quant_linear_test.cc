@@ -17,6 +17,7 @@
 #include "simd/quant_dot.h"
 #include "simd/quant_panel.h"
 #include "simd/quant_q4k_rows16.h"
+#include "simd/quant_q5_0_rows16.h"
 #include "simd/quant_q6k_rows16.h"
 
 namespace hanpu::cpu {
@@ -261,8 +262,8 @@ TEST(QuantLinear, PickedAndJoinedRowsMatchATensorsOwnRows) {
   }
 }
 
-// The decode copies repacked in groups of rows (attach_decode_groups: Q4_K 16 to a group,
-// Q6_K 4): made exactly where the CPU runs their kernels, for those types only, not under
+// The decode copies repacked 16 rows to a group (attach_decode_groups: Q4_K, Q6_K, Q5_0):
+// made exactly where the CPU runs their kernels, for those types only, not under
 // HANPU_REPACK=0; a decode from a copy and one from the blocks are both within the int8 bound
 // of the float64 product, on odd row counts (the last group partly empty), and agree with
 // each other closely.
@@ -275,7 +276,8 @@ TEST(QuantLinear, RepackedGroupsOnlyWhereUsableAndWithinTheBound) {
     int group_rows;
     bool usable;
   } kinds[] = {{QuantType::kQ4_K, simd::kQ4kGroupRows, simd::q4k_group_usable()},
-               {QuantType::kQ6_K, simd::kQ6kGroupRows, simd::q6k_group_usable()}};
+               {QuantType::kQ6_K, simd::kQ6kGroupRows, simd::q6k_group_usable()},
+               {QuantType::kQ5_0, simd::kQ5_0GroupRows, simd::q5_0_group_usable()}};
   for (const auto& k : kinds) {
     for (const int out : {1, 3, 16, 37, 300}) {
       const int in = 768;

@@ -194,6 +194,8 @@ struct EngineInfo {
   std::string name, architecture;
   int layers = 0, la_layers = 0, attn_layers = 0, hidden = 0, vocab = 0;
   int64_t parameters = 0, weight_bytes = 0;
+  // Memory held beside the weights for decode: rows repacked for its kernels (HANPU_REPACK).
+  int64_t decode_copy_bytes = 0;
   int64_t max_positions = 0;  // the trained context (max_position_embeddings); 0: not given
   std::string weight_dtype;   // of the projections
   int64_t decode_bytes_per_token = 0;  // weights a decode step reads (all but the embedding table)

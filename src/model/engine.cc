@@ -206,6 +206,7 @@ EngineInfo Engine::info() const {
   i.vocab = c.vocab;
   const model::ModelWeights& w = impl_->model->weights();
   i.weight_bytes = w.bytes();
+  i.decode_copy_bytes = w.decode_copy_bytes();
   i.weight_dtype = w.lm_head.quant ? std::string(quant_type_info(*w.lm_head.quant).name)
                                    : std::string(dtype_name(w.lm_head.dtype));
   // A token reads one row of an untied table.

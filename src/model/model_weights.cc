@@ -186,6 +186,14 @@ int64_t ModelWeights::bytes() const {
   return n;
 }
 
+int64_t ModelWeights::decode_copy_bytes() const {
+  int64_t n = 0;
+  walk(
+      *this, [&](const Linear& l) { n += l.decode_copy_bytes(); },
+      [](const std::vector<float>&) {});
+  return n;
+}
+
 int64_t ModelWeights::parameters(bool tied) const {
   int64_t n = 0;
   walk(

@@ -103,6 +103,8 @@ struct ModelWeights {
   Linear lm_head;  // [hidden -> vocab] (a transposed copy of embed when tied)
   std::vector<LayerWeights> layers;
   int64_t bytes() const;
+  // The decode copies of quantized rows held beside them (PackedLinear::qgroups).
+  int64_t decode_copy_bytes() const;
   // Parameters as the checkpoint counts them (`tied`: the embedding is counted once).
   int64_t parameters(bool tied) const;
   // Row `token` of the embedding table, out[hidden].

@@ -73,13 +73,17 @@ int load_cli_engine(const std::string& model, const std::string& synthetic, uint
   const std::string unit_note =
       info.weight_dtype == "bf16" && bf16_unit ? std::string("; prefill on ") + bf16_unit : "";
   const bool kda = info.architecture == "kimi-linear" || info.architecture == "ling";
+  const std::string copies =
+      info.decode_copy_bytes > 0
+          ? fmt::format(", and {:.2f} GB of rows repacked for decode", info.decode_copy_bytes / 1e9)
+          : "";
   note(
       "model: {}, {}, {} layers ({} {} + {} {}), hidden {}, {:.1f} M parameters, "
       "projections in {} "
-      "({:.2f} GB in memory{})\n",
+      "({:.2f} GB in memory{}{})\n",
       info.name, info.architecture, info.layers, info.la_layers, kda ? "KDA" : "GDN",
       info.attn_layers, kda ? "MLA" : "attention", info.hidden, info.parameters / 1e6,
-      info.weight_dtype, info.weight_bytes / 1e9, unit_note);
+      info.weight_dtype, info.weight_bytes / 1e9, copies, unit_note);
   if (info.weight_dtype == "f16" &&
       bf16_unit) {  // llama.cpp's default GGUF type: say what is left on the table
     if (verbosity() != Verbosity::kQuiet)

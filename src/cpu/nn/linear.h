@@ -110,6 +110,10 @@ struct PackedLinear {
     return static_cast<int64_t>(data.size() * sizeof(float) + half.size() * sizeof(uint16_t) +
                                 (quant ? static_cast<size_t>(out) : 0) * qrow_bytes);
   }
+  // The decode copy's bytes (qgroups: the blocks' bytes a row, the last group whole).
+  int64_t decode_copy_bytes() const {
+    return static_cast<int64_t>(qgroups.size()) * qgroup_rows * static_cast<int64_t>(qrow_bytes);
+  }
   // Position of element (i, o) of W^T in `data` (fp32) or `half`.
   size_t index(int i, int o) const;
   // Element (i, o) of W^T, as stored (rounded to dtype).

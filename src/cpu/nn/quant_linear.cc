@@ -395,7 +395,7 @@ RowRange row_range(int64_t T, const std::vector<const PackedLinear*>& ws) {
   return r;
 }
 
-// The activation form a kernel reads for w (the repacked groups' kernel reads the per-unit one).
+// The activation form a kernel reads for w (a decode from repacked groups: its kind's).
 bool uses_unit_acts(const PackedLinear& w, int64_t T, simd::QuantKernel kernel) {
   if (T == 1 && !w.qgroups.empty()) return group_kind(*w.quant)->unit_acts;
   return simd::quant_gemm_uses_unit_acts(*w.quant, w.out, T, kernel);

@@ -288,6 +288,9 @@ TEST(QuantLinear, RepackedGroupsOnlyWhereUsableAndWithinTheBound) {
       const size_t groups = (out + k.group_rows - 1) / k.group_rows;
       ASSERT_EQ(grouped.qgroups.size(), k.usable ? groups : 0u) << what;
       ASSERT_EQ(grouped.qgroup_rows, k.usable ? k.group_rows : 0) << what;
+      EXPECT_EQ(grouped.decode_copy_bytes(), static_cast<int64_t>(grouped.qgroups.size()) *
+                                                 k.group_rows *
+                                                 static_cast<int64_t>(grouped.qrow_bytes));
       std::vector<int> all(out);
       for (int o = 0; o < out; ++o) all[o] = o;
       EXPECT_TRUE(quant_linear_from_rows(k.type, grouped.qrow(0), in, all, grouped.qowner,
@@ -297,6 +300,7 @@ TEST(QuantLinear, RepackedGroupsOnlyWhereUsableAndWithinTheBound) {
       const PackedLinear blocks = random_quant_linear(k.type, in, out, seed, 0.05f);
       unsetenv("HANPU_REPACK");
       ASSERT_TRUE(blocks.qgroups.empty());
+      EXPECT_EQ(blocks.decode_copy_bytes(), 0);
       std::vector<float> row(static_cast<size_t>(in)), x(static_cast<size_t>(in));
       for (float& v : x) v = static_cast<float>(rng.normal());
       std::vector<double> wd(static_cast<size_t>(in) * out), want(static_cast<size_t>(out));
